@@ -1,0 +1,337 @@
+//! Tag expressions, compiled.
+//!
+//! The front end builds an [`ExprTree`] from the source; [`Expr::compile`]
+//! flattens it into stack bytecode with resolved labels and jumps for the
+//! short-circuit operators (`&&`, `||`, `?:`). Evaluation is a tight loop over
+//! a small fixed stack, with no allocation. Arithmetic is 64-bit two's
+//! complement (wrapping), division truncates toward zero as in C, and division
+//! or remainder by zero is an [`EvalError`], never a crash.
+
+use std::fmt;
+
+use crate::label::Label;
+use crate::record::Record;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Func {
+    Abs,
+    Min,
+    Max,
+}
+
+/// A tag expression as the front end resolved it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprTree {
+    Int(i64),
+    /// A tag or binding tag of the input record.
+    Label(Label),
+    Unary(UnOp, Box<ExprTree>),
+    Binary(BinOp, Box<ExprTree>, Box<ExprTree>),
+    Cond(Box<ExprTree>, Box<ExprTree>, Box<ExprTree>),
+    Call(Func, Vec<ExprTree>),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Op {
+    Const(i64),
+    Load(Label),
+    Neg,
+    Not,
+    Bin(BinOp),
+    Abs,
+    Min,
+    Max,
+    /// Pop; jump to target if zero.
+    JumpIfZero(u32),
+    /// Jump unconditionally.
+    Jump(u32),
+    /// Pop; push 0/1 for it being non-zero.
+    Truthy,
+    /// If top is zero leave 0 and jump (the `&&` short-circuit), else pop.
+    AndShort(u32),
+    /// If top is non-zero leave 1 and jump (the `||` short-circuit), else pop.
+    OrShort(u32),
+}
+
+/// Why an expression could not be evaluated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EvalError {
+    DivisionByZero,
+    /// The record lacks a tag the expression reads.
+    MissingLabel(Label),
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EvalError::DivisionByZero => write!(f, "division by zero in tag expression"),
+            EvalError::MissingLabel(l) => write!(f, "record has no tag {l} that the expression reads"),
+        }
+    }
+}
+
+impl std::error::Error for EvalError {}
+
+/// A compiled tag expression.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    code: Box<[Op]>,
+    stack: usize,
+    source: ExprTree,
+}
+
+const MAX_INLINE_STACK: usize = 32;
+
+impl Expr {
+    pub fn compile(tree: ExprTree) -> Expr {
+        let mut code = Vec::new();
+        let mut depth = 0usize;
+        let mut max = 0usize;
+        emit(&tree, &mut code, &mut depth, &mut max);
+        Expr { code: code.into_boxed_slice(), stack: max.max(1), source: tree }
+    }
+
+    /// The tree it was compiled from (for printing and graph output).
+    pub fn tree(&self) -> &ExprTree {
+        &self.source
+    }
+
+    /// Labels the expression reads.
+    pub fn labels(&self) -> Vec<Label> {
+        self.code
+            .iter()
+            .filter_map(|op| if let Op::Load(l) = op { Some(*l) } else { None })
+            .collect()
+    }
+
+    pub fn eval(&self, rec: &Record) -> Result<i64, EvalError> {
+        if self.stack <= MAX_INLINE_STACK {
+            let mut stack = [0i64; MAX_INLINE_STACK];
+            run(&self.code, rec, &mut stack)
+        } else {
+            let mut stack = vec![0i64; self.stack];
+            run(&self.code, rec, &mut stack)
+        }
+    }
+
+    /// Evaluates as a guard: non-zero is true.
+    pub fn holds(&self, rec: &Record) -> Result<bool, EvalError> {
+        self.eval(rec).map(|v| v != 0)
+    }
+}
+
+fn push(depth: &mut usize, max: &mut usize) {
+    *depth += 1;
+    *max = (*max).max(*depth);
+}
+
+fn emit(t: &ExprTree, code: &mut Vec<Op>, depth: &mut usize, max: &mut usize) {
+    match t {
+        ExprTree::Int(v) => {
+            code.push(Op::Const(*v));
+            push(depth, max);
+        }
+        ExprTree::Label(l) => {
+            code.push(Op::Load(*l));
+            push(depth, max);
+        }
+        ExprTree::Unary(op, e) => {
+            emit(e, code, depth, max);
+            code.push(match op {
+                UnOp::Neg => Op::Neg,
+                UnOp::Not => Op::Not,
+            });
+        }
+        ExprTree::Binary(BinOp::And, a, b) | ExprTree::Binary(BinOp::Or, a, b) => {
+            let and = matches!(t, ExprTree::Binary(BinOp::And, ..));
+            emit(a, code, depth, max);
+            let at = code.len();
+            code.push(Op::Jump(0)); // patched below
+            *depth -= 1;
+            emit(b, code, depth, max);
+            code.push(Op::Truthy);
+            let end = code.len() as u32;
+            code[at] = if and { Op::AndShort(end) } else { Op::OrShort(end) };
+        }
+        ExprTree::Binary(op, a, b) => {
+            emit(a, code, depth, max);
+            emit(b, code, depth, max);
+            code.push(Op::Bin(*op));
+            *depth -= 1;
+        }
+        ExprTree::Cond(c, a, b) => {
+            emit(c, code, depth, max);
+            let jz = code.len();
+            code.push(Op::JumpIfZero(0));
+            *depth -= 1;
+            emit(a, code, depth, max);
+            let j = code.len();
+            code.push(Op::Jump(0));
+            *depth -= 1;
+            let else_at = code.len() as u32;
+            emit(b, code, depth, max);
+            let end = code.len() as u32;
+            code[jz] = Op::JumpIfZero(else_at);
+            code[j] = Op::Jump(end);
+        }
+        ExprTree::Call(f, args) => {
+            for a in args {
+                emit(a, code, depth, max);
+            }
+            match f {
+                Func::Abs => code.push(Op::Abs),
+                Func::Min | Func::Max => {
+                    code.push(if *f == Func::Min { Op::Min } else { Op::Max });
+                    *depth -= 1;
+                }
+            }
+        }
+    }
+}
+
+fn run(code: &[Op], rec: &Record, stack: &mut [i64]) -> Result<i64, EvalError> {
+    let mut sp = 0usize; // number of values on the stack
+    let mut pc = 0usize;
+    while pc < code.len() {
+        match code[pc] {
+            Op::Const(v) => {
+                stack[sp] = v;
+                sp += 1;
+            }
+            Op::Load(l) => {
+                stack[sp] = rec.int(l).ok_or(EvalError::MissingLabel(l))?;
+                sp += 1;
+            }
+            Op::Neg => stack[sp - 1] = stack[sp - 1].wrapping_neg(),
+            Op::Not => stack[sp - 1] = (stack[sp - 1] == 0) as i64,
+            Op::Truthy => stack[sp - 1] = (stack[sp - 1] != 0) as i64,
+            Op::Abs => stack[sp - 1] = stack[sp - 1].wrapping_abs(),
+            Op::Min => {
+                sp -= 1;
+                stack[sp - 1] = stack[sp - 1].min(stack[sp]);
+            }
+            Op::Max => {
+                sp -= 1;
+                stack[sp - 1] = stack[sp - 1].max(stack[sp]);
+            }
+            Op::Bin(op) => {
+                sp -= 1;
+                let (a, b) = (stack[sp - 1], stack[sp]);
+                stack[sp - 1] = binary(op, a, b)?;
+            }
+            Op::JumpIfZero(t) => {
+                sp -= 1;
+                if stack[sp] == 0 {
+                    pc = t as usize;
+                    continue;
+                }
+            }
+            Op::Jump(t) => {
+                pc = t as usize;
+                continue;
+            }
+            Op::AndShort(t) => {
+                if stack[sp - 1] == 0 {
+                    pc = t as usize;
+                    continue;
+                }
+                sp -= 1;
+            }
+            Op::OrShort(t) => {
+                if stack[sp - 1] != 0 {
+                    stack[sp - 1] = 1;
+                    pc = t as usize;
+                    continue;
+                }
+                sp -= 1;
+            }
+        }
+        pc += 1;
+    }
+    debug_assert_eq!(sp, 1);
+    Ok(stack[0])
+}
+
+fn binary(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
+    Ok(match op {
+        BinOp::Add => a.wrapping_add(b),
+        BinOp::Sub => a.wrapping_sub(b),
+        BinOp::Mul => a.wrapping_mul(b),
+        BinOp::Div => {
+            if b == 0 {
+                return Err(EvalError::DivisionByZero);
+            }
+            a.wrapping_div(b)
+        }
+        BinOp::Mod => {
+            if b == 0 {
+                return Err(EvalError::DivisionByZero);
+            }
+            a.wrapping_rem(b)
+        }
+        BinOp::Eq => (a == b) as i64,
+        BinOp::Ne => (a != b) as i64,
+        BinOp::Lt => (a < b) as i64,
+        BinOp::Le => (a <= b) as i64,
+        BinOp::Gt => (a > b) as i64,
+        BinOp::Ge => (a >= b) as i64,
+        BinOp::And => (a != 0 && b != 0) as i64,
+        BinOp::Or => (a != 0 || b != 0) as i64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BinOp, Expr, ExprTree, Func, EvalError, Record};
+    use ExprTree::*;
+
+    fn b(op: BinOp, x: ExprTree, y: ExprTree) -> ExprTree {
+        Binary(op, Box::new(x), Box::new(y))
+    }
+
+    #[test]
+    fn arithmetic_and_short_circuit() {
+        let n = crate::label::Label::tag("en");
+        let mut r = Record::new();
+        r.set_int(n, 7);
+        let e = Expr::compile(b(BinOp::Sub, b(BinOp::Mul, Label(n), Int(2)), Int(1)));
+        assert_eq!(e.eval(&r), Ok(13));
+        // 0 && (1/0) short-circuits; 1 || (1/0) too.
+        let div0 = b(BinOp::Div, Int(1), Int(0));
+        assert_eq!(Expr::compile(b(BinOp::And, Int(0), div0.clone())).eval(&r), Ok(0));
+        assert_eq!(Expr::compile(b(BinOp::Or, Int(5), div0.clone())).eval(&r), Ok(1));
+        assert_eq!(Expr::compile(b(BinOp::And, Int(5), Int(3))).eval(&r), Ok(1));
+        assert_eq!(Expr::compile(div0).eval(&r), Err(EvalError::DivisionByZero));
+        assert_eq!(Expr::compile(b(BinOp::Div, Int(-7), Int(2))).eval(&r), Ok(-3));
+        assert_eq!(Expr::compile(b(BinOp::Mod, Int(-7), Int(2))).eval(&r), Ok(-1));
+        let c = Cond(Box::new(b(BinOp::Gt, Label(n), Int(5))), Box::new(Int(1)), Box::new(Int(2)));
+        assert_eq!(Expr::compile(c).eval(&r), Ok(1));
+        let m = Call(Func::Max, vec![Int(3), Call(Func::Abs, vec![Int(-9)])]);
+        assert_eq!(Expr::compile(m).eval(&r), Ok(9));
+        let missing = crate::label::Label::tag("missing_x");
+        assert_eq!(Expr::compile(Label(missing)).eval(&r), Err(EvalError::MissingLabel(missing)));
+    }
+}

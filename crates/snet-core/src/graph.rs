@@ -1,0 +1,289 @@
+//! The property graph: what the front end produces and the engine executes.
+//!
+//! It is immutable and built once per program. Node templates are addressed
+//! by [`NodeId`]; every dynamic replica the engine creates (star stages, split
+//! replicas, feedback instances) shares its template. Everything a runtime
+//! entity needs is precomputed here: sorted label sets, compiled tag
+//! expressions, each node's input type for best-match routing, and a source
+//! location for error messages.
+
+use smallvec::SmallVec;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::expr::Expr;
+use crate::label::{Label, LabelKind};
+
+/// Index of a node template in [`Graph::nodes`].
+pub type NodeId = u32;
+/// Index of a box declaration in [`Graph::boxes`].
+pub type BoxId = u32;
+
+/// A source location, for runtime messages: `file:line:col`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loc {
+    pub file: Arc<str>,
+    pub line: u32,
+    pub col: u32,
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+    }
+}
+
+/// A variant: a set of labels, kept sorted and without duplicates.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Variant(SmallVec<[Label; 4]>);
+
+impl Variant {
+    pub fn new(labels: impl IntoIterator<Item = Label>) -> Variant {
+        let mut v: SmallVec<[Label; 4]> = labels.into_iter().collect();
+        v.sort_unstable();
+        v.dedup();
+        Variant(v)
+    }
+
+    pub fn empty() -> Variant {
+        Variant(SmallVec::new())
+    }
+
+    pub fn labels(&self) -> &[Label] {
+        &self.0
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn contains(&self, l: Label) -> bool {
+        if self.0.len() <= 8 {
+            self.0.contains(&l)
+        } else {
+            self.0.binary_search(&l).is_ok()
+        }
+    }
+
+    pub fn btags(&self) -> impl Iterator<Item = Label> + '_ {
+        self.0.iter().copied().filter(|l| l.kind() == LabelKind::BTag)
+    }
+
+    /// `self` is a subtype of `other` (language.md §1): a superset with the
+    /// same binding tags.
+    pub fn is_subtype_of(&self, other: &Variant) -> bool {
+        other.0.iter().all(|l| self.contains(*l)) && self.btags().all(|b| other.contains(b))
+    }
+
+    pub fn union(&self, other: &Variant) -> Variant {
+        Variant::new(self.0.iter().chain(other.0.iter()).copied())
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{")?;
+        for (i, l) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{l}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+/// A type: a non-empty set of variants.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Type(pub Vec<Variant>);
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, v) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A variant with an optional guard (star exits, feedback patterns, synchrocell slots).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pattern {
+    pub variant: Variant,
+    pub guard: Option<Expr>,
+}
+
+/// One output item of a filter outspec.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutItem {
+    /// `f` (src == dst) or `f=g`: the field `dst` gets the value of input field `src`.
+    Field { dst: Label, src: Label },
+    /// `<t>`, `<t=e>`, `<#b>`, `<#b=e>`: `dst` is a tag or binding tag.
+    Tag { dst: Label, value: TagValue },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TagValue {
+    /// `<t>`: copy the input's tag of the same label, or 0 when absent.
+    Copy,
+    /// `<t=e>`: evaluate on the input record.
+    Expr(Expr),
+}
+
+/// One output record of a filter: `{ item, item, ... }`.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct OutSpec {
+    pub items: Vec<OutItem>,
+}
+
+/// One arm of a filter's `if <g> then outputs else ...` chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FilterArm {
+    /// `None` for the final (unconditional) arm.
+    pub guard: Option<Expr>,
+    /// May be empty: the filter consumes the record.
+    pub outputs: Vec<OutSpec>,
+}
+
+/// `[ pattern -> action ]`. The last arm always has no guard.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FilterDef {
+    pub pattern: Variant,
+    pub arms: Vec<FilterArm>,
+}
+
+/// `[| p1 if <g1>, p2, ... |]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SyncDef {
+    pub patterns: Vec<Pattern>,
+}
+
+/// A box declaration: `box name((in...) -> (out...) | (out...))`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoxDef {
+    pub name: String,
+    /// Input labels in signature (argument) order.
+    pub inputs: Vec<Label>,
+    /// Output variants in signature order (variant k is `outputs[k-1]`), labels in argument order.
+    pub outputs: Vec<Vec<Label>>,
+    /// Box-language interface from metadata (`C4SNet` by default).
+    pub interface: String,
+    pub loc: Loc,
+}
+
+impl BoxDef {
+    /// An initialiser: `box init(-> (A));`, called once at network start.
+    pub fn is_init(&self) -> bool {
+        self.inputs.is_empty()
+    }
+
+    pub fn input_variant(&self) -> Variant {
+        Variant::new(self.inputs.iter().copied())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeKind {
+    Box(BoxId),
+    Filter(FilterDef),
+    Sync(SyncDef),
+    /// `A .. B`.
+    Serial(NodeId, NodeId),
+    /// `A | B | ...` or `A || B || ...`: routing by the branches' [`Node::input`] types.
+    Parallel { branches: Vec<NodeId>, det: bool },
+    /// `A * pats` or `A ** pats`.
+    Star { body: NodeId, exits: Vec<Pattern>, det: bool },
+    /// `A ! <t>` or `A !! <t>`.
+    Split { body: NodeId, tag: Label, det: bool },
+    /// `A \ pats`.
+    Feedback { body: NodeId, back: Vec<Pattern> },
+    /// `A @ n`.
+    Place { body: NodeId, node: u32 },
+    /// `A !@ <t>`.
+    DynPlace { body: NodeId, tag: Label },
+    /// A named net's boundary (transparent at run time; kept for messages and graphs).
+    Net { name: String, body: NodeId },
+}
+
+/// A node template.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub kind: NodeKind,
+    /// Where the construct is written.
+    pub loc: Loc,
+    /// The input type records of this node may have (after the checker's
+    /// inference, as declared for boxes, filters and nets with signatures).
+    /// Parallel routing scores branches by these variants.
+    pub input: Type,
+    /// The output type the checker inferred (informational).
+    pub output: Type,
+}
+
+impl Node {
+    /// A one-word description for messages: "filter", "parallel", ...
+    pub fn describe(&self) -> &'static str {
+        match &self.kind {
+            NodeKind::Box(_) => "box",
+            NodeKind::Filter(_) => "filter",
+            NodeKind::Sync(_) => "synchrocell",
+            NodeKind::Serial(..) => "serial composition",
+            NodeKind::Parallel { det: false, .. } => "parallel composition",
+            NodeKind::Parallel { det: true, .. } => "deterministic parallel composition",
+            NodeKind::Star { det: false, .. } => "serial replication",
+            NodeKind::Star { det: true, .. } => "deterministic serial replication",
+            NodeKind::Split { det: false, .. } => "parallel replication",
+            NodeKind::Split { det: true, .. } => "deterministic parallel replication",
+            NodeKind::Feedback { .. } => "feedback",
+            NodeKind::Place { .. } => "placement",
+            NodeKind::DynPlace { .. } => "dynamic placement",
+            NodeKind::Net { .. } => "net",
+        }
+    }
+}
+
+/// The whole program, ready to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    pub boxes: Vec<BoxDef>,
+    /// The entry network's node.
+    pub entry: NodeId,
+}
+
+impl Graph {
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    pub fn box_def(&self, id: BoxId) -> &BoxDef {
+        &self.boxes[id as usize]
+    }
+
+    /// Adds a node and returns its id (builders: the front end's lowering, tests).
+    pub fn add(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        (self.nodes.len() - 1) as NodeId
+    }
+
+    /// Direct children of a node, in order.
+    pub fn children(&self, id: NodeId) -> SmallVec<[NodeId; 2]> {
+        match &self.node(id).kind {
+            NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Sync(_) => SmallVec::new(),
+            NodeKind::Serial(a, b) => SmallVec::from_slice(&[*a, *b]),
+            NodeKind::Parallel { branches, .. } => branches.iter().copied().collect(),
+            NodeKind::Star { body, .. }
+            | NodeKind::Split { body, .. }
+            | NodeKind::Feedback { body, .. }
+            | NodeKind::Place { body, .. }
+            | NodeKind::DynPlace { body, .. }
+            | NodeKind::Net { body, .. } => SmallVec::from_slice(&[*body]),
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The shared vocabulary of snet.
+//!
+//! Every other crate speaks in these types:
+//! - [`label`]: interned record labels (fields, tags, binding tags);
+//! - [`record`]: the record, a sorted set of label/value pairs;
+//! - [`field`]: opaque, reference-counted field values (C4SNet typed arrays or text carried verbatim);
+//! - [`expr`]: compiled tag expressions (stack bytecode, evaluated on a record);
+//! - [`graph`]: the immutable property graph the front end produces and the engine executes.
+//!
+//! This crate depends on nothing of the project; it must stay small and hot-path friendly.
+
+pub mod expr;
+pub mod field;
+pub mod graph;
+pub mod label;
+pub mod record;
+
+pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, UnOp};
+pub use field::{CData, CType, Field, FieldValue};
+pub use graph::{
+    BoxDef, BoxId, FilterArm, FilterDef, Graph, Loc, Node, NodeId, NodeKind, OutItem, OutSpec,
+    Pattern, SyncDef, TagValue, Type, Variant,
+};
+pub use label::{Label, LabelKind};
+pub use record::{Record, Value};

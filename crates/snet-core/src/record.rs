@@ -1,0 +1,231 @@
+//! Records: sorted sets of label/value pairs.
+//!
+//! A record keeps its entries sorted by [`Label`] (fields, then tags, then
+//! binding tags), at most one entry per label. Small records — the common
+//! case in stress-test networks — live inline without a heap allocation.
+
+use smallvec::SmallVec;
+use std::fmt;
+
+use crate::field::Field;
+use crate::graph::Variant;
+use crate::label::{Label, LabelKind};
+
+/// The value of one record entry.
+#[derive(Clone)]
+pub enum Value {
+    /// A tag or binding tag.
+    Int(i64),
+    /// A field (shared by reference count).
+    Field(Field),
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Field(x) => write!(f, "{x:?}"),
+        }
+    }
+}
+
+/// A record: a set of labels with values.
+#[derive(Clone, Default)]
+pub struct Record {
+    entries: SmallVec<[(Label, Value); 4]>,
+}
+
+impl Record {
+    pub fn new() -> Record {
+        Record { entries: SmallVec::new() }
+    }
+
+    pub fn with_capacity(n: usize) -> Record {
+        Record { entries: SmallVec::with_capacity(n) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entries in label order.
+    pub fn entries(&self) -> &[(Label, Value)] {
+        &self.entries
+    }
+
+    pub fn labels(&self) -> impl Iterator<Item = Label> + '_ {
+        self.entries.iter().map(|(l, _)| *l)
+    }
+
+    fn find(&self, label: Label) -> Result<usize, usize> {
+        // Records are small: a linear scan beats binary search up to a dozen entries.
+        if self.entries.len() <= 8 {
+            for (i, (l, _)) in self.entries.iter().enumerate() {
+                if *l == label {
+                    return Ok(i);
+                }
+                if *l > label {
+                    return Err(i);
+                }
+            }
+            Err(self.entries.len())
+        } else {
+            self.entries.binary_search_by(|(l, _)| l.cmp(&label))
+        }
+    }
+
+    pub fn has(&self, label: Label) -> bool {
+        self.find(label).is_ok()
+    }
+
+    pub fn get(&self, label: Label) -> Option<&Value> {
+        self.find(label).ok().map(|i| &self.entries[i].1)
+    }
+
+    /// The integer value of a tag or binding tag.
+    pub fn int(&self, label: Label) -> Option<i64> {
+        match self.get(label) {
+            Some(Value::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    pub fn field(&self, label: Label) -> Option<&Field> {
+        match self.get(label) {
+            Some(Value::Field(f)) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Sets (or replaces) the value of `label`.
+    pub fn set(&mut self, label: Label, value: Value) {
+        match self.find(label) {
+            Ok(i) => self.entries[i].1 = value,
+            Err(i) => self.entries.insert(i, (label, value)),
+        }
+    }
+
+    pub fn set_int(&mut self, label: Label, v: i64) {
+        self.set(label, Value::Int(v))
+    }
+
+    /// Inserts `label` only if absent (the flow-inheritance rule: emitted labels win).
+    pub fn set_if_absent(&mut self, label: Label, value: &Value) {
+        if let Err(i) = self.find(label) {
+            self.entries.insert(i, (label, value.clone()));
+        }
+    }
+
+    pub fn remove(&mut self, label: Label) -> Option<Value> {
+        self.find(label).ok().map(|i| self.entries.remove(i).1)
+    }
+
+    /// Appends an entry known to sort after every present label (builders that go in order).
+    pub fn push_sorted(&mut self, label: Label, value: Value) {
+        debug_assert!(self.entries.last().is_none_or(|(l, _)| *l < label));
+        self.entries.push((label, value));
+    }
+
+    /// Flow inheritance: copies into `self` every entry of `from` whose label
+    /// `pattern` does not name and `self` does not already carry.
+    pub fn inherit(&mut self, from: &Record, pattern: &Variant) {
+        for (l, v) in from.entries.iter() {
+            if !pattern.contains(*l) {
+                self.set_if_absent(*l, v);
+            }
+        }
+    }
+
+    /// Does this record match `v` (language.md §1): it carries every label of
+    /// `v`, and exactly the binding tags `v` names.
+    pub fn matches(&self, v: &Variant) -> bool {
+        let want = v.labels();
+        let mut j = 0;
+        for (l, _) in self.entries.iter() {
+            while j < want.len() && want[j] < *l {
+                return false; // a wanted label below `l` is missing
+            }
+            if j < want.len() && want[j] == *l {
+                j += 1;
+            } else if l.kind() == LabelKind::BTag {
+                return false; // a binding tag the pattern does not name
+            }
+        }
+        j == want.len()
+    }
+
+    /// Routing score: number of labels of `v` when the record matches it.
+    pub fn score(&self, v: &Variant) -> Option<usize> {
+        self.matches(v).then(|| v.len())
+    }
+
+    /// The labels as S-Net would write the record's type: `{a, <t>, <#b>}`.
+    pub fn type_string(&self) -> String {
+        let mut s = String::from("{");
+        for (i, l) in self.labels().enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            s.push_str(&l.to_string());
+        }
+        s.push('}');
+        s
+    }
+}
+
+impl fmt::Debug for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{")?;
+        for (i, (l, v)) in self.entries.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{l}={v:?}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(labels: &[Label]) -> Variant {
+        Variant::new(labels.iter().copied())
+    }
+
+    #[test]
+    fn matching_follows_subtyping_rules() {
+        let (a, t, b) = (Label::field("ra"), Label::tag("rt"), Label::btag("rb"));
+        let mut r = Record::new();
+        r.set_int(t, 1);
+        r.set(a, Value::Int(0));
+        assert!(r.matches(&v(&[a])));
+        assert!(r.matches(&v(&[a, t])));
+        assert!(r.matches(&v(&[])));
+        assert!(!r.matches(&v(&[b])));
+        r.set_int(b, 2);
+        assert!(!r.matches(&v(&[a])), "binding tag blocks subtyping");
+        assert!(r.matches(&v(&[a, b])));
+        assert_eq!(r.score(&v(&[a, t, b])), Some(3));
+    }
+
+    #[test]
+    fn inherit_keeps_emitted_labels() {
+        let (x, y, z) = (Label::tag("ix"), Label::tag("iy"), Label::tag("iz"));
+        let mut input = Record::new();
+        input.set_int(x, 1);
+        input.set_int(y, 2);
+        input.set_int(z, 3);
+        let mut out = Record::new();
+        out.set_int(y, 20);
+        out.inherit(&input, &v(&[x]));
+        assert_eq!(out.int(x), None);
+        assert_eq!(out.int(y), Some(20));
+        assert_eq!(out.int(z), Some(3));
+    }
+}
