@@ -1,0 +1,123 @@
+//! Deterministic collectors: the ordering guarantee of `||`, `**` and `!!`.
+//!
+//! # Protocol
+//!
+//! The dispatcher of a deterministic combinator owns a sequence counter
+//! ([`DetOwner`]). For every input record it
+//! 1. pushes the record's sequence number `s` onto the record's stamp stack,
+//! 2. routes it into the combinator's (nondeterministic) inside, and
+//! 3. sends a [`Marker`] `(owner, s)` down the same path right behind it.
+//!
+//! Every entity passes markers on in stream order, so a marker follows every
+//! record that was ahead of it. Where a path forks (a parallel or split
+//! dispatcher, a star stage), the marker is split into one copy per outgoing
+//! path that may hold records of the same sequence number, adding tokens
+//! before the copies leave ([`Marker::split`]). All copies end at the
+//! collector; the copy that takes the last token *completes* `s`.
+//!
+//! The collector emits records stamped with the current sequence number at
+//! once (popping the stamp), buffers records stamped later, and on completion
+//! of the current number moves on to the next, flushing its buffer. Records
+//! caused by input `i` therefore all leave before any caused by `j > i`.
+//!
+//! Markers of an *enclosing* owner that reach a deterministic dispatcher are
+//! wrapped: they get the dispatcher's next sequence number and travel inside
+//! an own marker's payload straight to the collector, which re-emits them
+//! when that number completes (after everything that preceded them).
+
+use std::collections::BTreeMap;
+
+use crate::entity::{Entity, Item, Marker, Rec};
+use crate::instantiate::Ctx;
+use crate::sync::Arc;
+use crate::EngineError;
+
+/// The dispatcher side of a deterministic combinator.
+pub struct DetOwner {
+    pub owner: u64,
+    next_seq: u64,
+}
+
+impl DetOwner {
+    pub fn new(owner: u64) -> DetOwner {
+        DetOwner { owner, next_seq: 0 }
+    }
+
+    /// Stamps a record entering the combinator; returns the marker that must follow it.
+    pub fn stamp(&mut self, rec: &mut Rec) -> Marker {
+        let s = self.next_seq;
+        self.next_seq += 1;
+        rec.det.push(s);
+        Marker::new(self.owner, s, 1, None)
+    }
+
+    /// Wraps an enclosing owner's marker: it goes straight to the collector.
+    pub fn wrap(&mut self, foreign: Marker) -> Marker {
+        let s = self.next_seq;
+        self.next_seq += 1;
+        Marker::new(self.owner, s, 1, Some(foreign))
+    }
+}
+
+/// The collector side.
+pub struct Collector {
+    owner: u64,
+    current: u64,
+    /// Records stamped with a later number than `current`.
+    buffered: BTreeMap<u64, Vec<Rec>>,
+    /// Numbers after `current` that completed already (their last marker copy).
+    completed: BTreeMap<u64, Marker>,
+    next: Arc<Entity>,
+}
+
+impl Collector {
+    pub fn new(owner: u64, next: Arc<Entity>) -> Collector {
+        Collector { owner, current: 0, buffered: BTreeMap::new(), completed: BTreeMap::new(), next }
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        match item {
+            Item::Rec(mut r) => {
+                let s = r.det.last().copied().unwrap_or(self.current);
+                if s <= self.current {
+                    debug_assert_eq!(s, self.current, "record older than the collector's position");
+                    r.det.pop();
+                    ctx.send(&self.next, Item::Rec(r));
+                } else {
+                    self.buffered.entry(s).or_default().push(r);
+                }
+            }
+            Item::Marker(m) if m.owner == self.owner => {
+                if m.arrive() {
+                    if m.seq == self.current {
+                        self.advance(m, ctx);
+                    } else {
+                        self.completed.insert(m.seq, m);
+                    }
+                }
+            }
+            other => ctx.send(&self.next, other),
+        }
+        Ok(())
+    }
+
+    /// `current` completed with marker `m`: move on while later numbers are complete.
+    fn advance(&mut self, mut m: Marker, ctx: &mut Ctx) {
+        loop {
+            if let Some(p) = m.take_payload() {
+                ctx.send(&self.next, Item::Marker(p));
+            }
+            self.current += 1;
+            if let Some(recs) = self.buffered.remove(&self.current) {
+                for mut r in recs {
+                    r.det.pop();
+                    ctx.send(&self.next, Item::Rec(r));
+                }
+            }
+            match self.completed.remove(&self.current) {
+                Some(next) => m = next,
+                None => break,
+            }
+        }
+    }
+}

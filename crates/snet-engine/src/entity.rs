@@ -1,0 +1,183 @@
+//! Entities, their inboxes, and what travels on streams.
+//!
+//! # The licence protocol
+//!
+//! Every entity has one inbox (the merge of all streams into it; senders are
+//! many, the reader is one) and a `scheduled` flag, both under the inbox lock.
+//! The flag is the *read licence* of the FRONT paper: whoever sets it from
+//! `false` to `true` owns the entity until it clears it again.
+//!
+//! 1. [`Entity::offer`] locks the inbox. If the entity is idle (not scheduled,
+//!    inbox empty) it sets `scheduled` and hands the item straight back to the
+//!    sender as [`Offer::Licensed`]: the sender's worker now owns the entity and
+//!    will process that item itself ("walk the record") or queue the licence.
+//!    Otherwise the item is appended and the offer returns [`Offer::Queued`].
+//! 2. The licence holder processes items one by one; between items it takes
+//!    the next one with [`Entity::next_or_release`], which — under the same
+//!    lock — clears `scheduled` when the inbox is empty. After that call
+//!    returns `None`, the holder must not touch the entity's state again.
+//! 3. Entity state (`Entity::state`) is only accessed by the licence holder.
+//!    The inbox lock orders successive holders: a release (step 2) happens
+//!    before the next acquisition (step 1 of a later offer), so each holder
+//!    sees all writes of the previous one.
+//!
+//! Items on one stream therefore never overtake each other: an entity's items
+//! are processed in inbox order by exactly one worker at a time.
+
+use smallvec::SmallVec;
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+
+use snet_core::{NodeId, Record};
+
+use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
+
+/// Stamps of enclosing deterministic combinators, innermost last.
+pub type Stamps = SmallVec<[u64; 2]>;
+
+/// A record in flight, with its deterministic-order stamps.
+#[derive(Clone, Debug)]
+pub struct Rec {
+    pub rec: Record,
+    pub det: Stamps,
+}
+
+impl Rec {
+    pub fn new(rec: Record) -> Rec {
+        Rec { rec, det: Stamps::new() }
+    }
+}
+
+/// The shared part of all copies of one ordering marker.
+#[derive(Debug)]
+pub struct MarkerShared {
+    /// Copies still travelling; the copy that brings it to zero completes the marker.
+    pub tokens: AtomicUsize,
+    /// A marker of an enclosing owner, released when this one completes.
+    pub payload: Mutex<Option<Marker>>,
+}
+
+/// An ordering marker ("sort record"): follows every record caused by the
+/// input records that preceded it at its owner's dispatcher.
+#[derive(Clone, Debug)]
+pub struct Marker {
+    /// The owning deterministic collector or feedback instance.
+    pub owner: u64,
+    /// Sequence number at the owner.
+    pub seq: u64,
+    pub shared: Arc<MarkerShared>,
+}
+
+impl Marker {
+    pub fn new(owner: u64, seq: u64, copies: usize, payload: Option<Marker>) -> Marker {
+        Marker {
+            owner,
+            seq,
+            shared: Arc::new(MarkerShared { tokens: AtomicUsize::new(copies), payload: Mutex::new(payload) }),
+        }
+    }
+
+    /// Splits this copy into `n` copies (n >= 1): adds the tokens first, so the
+    /// count cannot reach zero while a copy is still being sent.
+    pub fn split(self, n: usize) -> impl Iterator<Item = Marker> {
+        if n > 1 {
+            // Relaxed suffices: the token count is only compared to zero by
+            // `arrive`, whose AcqRel RMW is ordered after this one in the
+            // modification order (the copies are handed over through inbox locks).
+            self.shared.tokens.fetch_add(n - 1, Ordering::Relaxed);
+        }
+        std::iter::repeat_n(self, n)
+    }
+
+    /// One copy arrived at its owner; true when it was the last one.
+    pub fn arrive(&self) -> bool {
+        // AcqRel: the last arrival sees everything the other copies' paths did.
+        self.shared.tokens.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    pub fn take_payload(&self) -> Option<Marker> {
+        lock(&self.shared.payload).take()
+    }
+}
+
+/// What travels on a stream.
+#[derive(Debug)]
+pub enum Item {
+    Rec(Rec),
+    Marker(Marker),
+    /// Feedback: the loop drained; release held outside input.
+    Resume,
+}
+
+/// The result of offering an item to an entity.
+pub enum Offer {
+    /// The entity was idle: the caller now holds its licence and gets the item back.
+    Licensed(Item),
+    /// The item was queued behind others; the current licence holder will see it.
+    Queued,
+}
+
+struct Inbox {
+    items: VecDeque<Item>,
+    scheduled: bool,
+}
+
+/// A runtime entity: an inbox plus kind-specific state.
+pub struct Entity {
+    inbox: Mutex<Inbox>,
+    state: UnsafeCell<crate::instantiate::Kind>,
+    /// The template this entity was instantiated from (for messages).
+    pub node: NodeId,
+}
+
+// SAFETY: `state` is only accessed by the licence holder (see the module
+// protocol); the inbox is behind a mutex. Kinds hold only Send data.
+unsafe impl Sync for Entity {}
+// SAFETY: as above; moving an Entity between threads moves owned Send data.
+unsafe impl Send for Entity {}
+
+impl Entity {
+    pub fn new(node: NodeId, kind: crate::instantiate::Kind) -> Arc<Entity> {
+        Arc::new(Entity {
+            inbox: Mutex::new(Inbox { items: VecDeque::new(), scheduled: false }),
+            state: UnsafeCell::new(kind),
+            node,
+        })
+    }
+
+    /// Step 1 of the protocol.
+    pub fn offer(&self, item: Item) -> Offer {
+        let mut inbox = lock(&self.inbox);
+        if !inbox.scheduled {
+            debug_assert!(inbox.items.is_empty());
+            inbox.scheduled = true;
+            Offer::Licensed(item)
+        } else {
+            inbox.items.push_back(item);
+            Offer::Queued
+        }
+    }
+
+    /// Step 2: the next item, or `None` after releasing the licence.
+    pub fn next_or_release(&self) -> Option<Item> {
+        let mut inbox = lock(&self.inbox);
+        let next = inbox.items.pop_front();
+        if next.is_none() {
+            inbox.scheduled = false;
+        }
+        next
+    }
+
+    /// The entity's state.
+    ///
+    /// # Safety
+    /// The caller holds the entity's licence (it received `Offer::Licensed`
+    /// and has not yet seen `next_or_release` return `None`), or the entity is
+    /// not yet reachable by any other thread (construction). No other
+    /// reference from `state` may be alive.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn state(&self) -> &mut crate::instantiate::Kind {
+        // SAFETY: exclusive access is the caller's obligation (see above).
+        unsafe { &mut *self.state.get() }
+    }
+}

@@ -1,0 +1,156 @@
+//! The input bound: `--input-limit "8 + 2*output"`.
+//!
+//! A formula in the variable `output` (records emitted so far) with integer
+//! literals, `+ - *` and parentheses. Input record number `n` (counting from
+//! one) is admitted only while `n <= limit(output)` — except when the whole
+//! network is idle, where admitting is the only way to make progress (a
+//! network may need more input before it can emit anything).
+
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq)]
+enum Term {
+    Int(i64),
+    Output,
+    Add(Box<Term>, Box<Term>),
+    Sub(Box<Term>, Box<Term>),
+    Mul(Box<Term>, Box<Term>),
+}
+
+/// A parsed input bound.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputLimit {
+    term: Term,
+    text: String,
+}
+
+impl fmt::Display for InputLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl InputLimit {
+    pub fn parse(text: &str) -> Result<InputLimit, String> {
+        let toks = tokenize(text)?;
+        let mut p = Parser { toks, pos: 0 };
+        let term = p.sum()?;
+        if p.pos != p.toks.len() {
+            return Err(format!("unexpected `{}` in input limit `{text}`", p.toks[p.pos]));
+        }
+        Ok(InputLimit { term, text: text.to_string() })
+    }
+
+    /// How many input records may have been admitted after `output` outputs.
+    pub fn allowed(&self, output: u64) -> i64 {
+        eval(&self.term, output as i64)
+    }
+}
+
+fn eval(t: &Term, out: i64) -> i64 {
+    match t {
+        Term::Int(v) => *v,
+        Term::Output => out,
+        Term::Add(a, b) => eval(a, out).saturating_add(eval(b, out)),
+        Term::Sub(a, b) => eval(a, out).saturating_sub(eval(b, out)),
+        Term::Mul(a, b) => eval(a, out).saturating_mul(eval(b, out)),
+    }
+}
+
+fn tokenize(text: &str) -> Result<Vec<String>, String> {
+    let mut toks = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c.is_ascii_digit() {
+            let mut s = String::new();
+            while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                s.push(d);
+                chars.next();
+            }
+            toks.push(s);
+        } else if c.is_ascii_alphabetic() {
+            let mut s = String::new();
+            while let Some(&d) = chars.peek().filter(|d| d.is_ascii_alphanumeric() || **d == '_') {
+                s.push(d);
+                chars.next();
+            }
+            if s != "output" {
+                return Err(format!("unknown name `{s}` in input limit (only `output` is known)"));
+            }
+            toks.push(s);
+        } else if "+-*()".contains(c) {
+            toks.push(c.to_string());
+            chars.next();
+        } else {
+            return Err(format!("unexpected character `{c}` in input limit `{text}`"));
+        }
+    }
+    Ok(toks)
+}
+
+struct Parser {
+    toks: Vec<String>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&str> {
+        self.toks.get(self.pos).map(|s| s.as_str())
+    }
+    fn sum(&mut self) -> Result<Term, String> {
+        let mut t = self.product()?;
+        while let Some(op) = self.peek().filter(|o| *o == "+" || *o == "-").map(str::to_string) {
+            self.pos += 1;
+            let r = self.product()?;
+            t = if op == "+" { Term::Add(Box::new(t), Box::new(r)) } else { Term::Sub(Box::new(t), Box::new(r)) };
+        }
+        Ok(t)
+    }
+    fn product(&mut self) -> Result<Term, String> {
+        let mut t = self.atom()?;
+        while self.peek() == Some("*") {
+            self.pos += 1;
+            let r = self.atom()?;
+            t = Term::Mul(Box::new(t), Box::new(r));
+        }
+        Ok(t)
+    }
+    fn atom(&mut self) -> Result<Term, String> {
+        let tok = self.peek().map(str::to_string).ok_or("input limit ends too early")?;
+        self.pos += 1;
+        match tok.as_str() {
+            "output" => Ok(Term::Output),
+            "(" => {
+                let t = self.sum()?;
+                if self.peek() != Some(")") {
+                    return Err("missing `)` in input limit".into());
+                }
+                self.pos += 1;
+                Ok(t)
+            }
+            n if n.chars().all(|c| c.is_ascii_digit()) => {
+                n.parse().map(Term::Int).map_err(|_| format!("number `{n}` too large in input limit"))
+            }
+            other => Err(format!("unexpected `{other}` in input limit")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_usual_forms() {
+        let l = InputLimit::parse("8 + 2*output").unwrap();
+        assert_eq!(l.allowed(0), 8);
+        assert_eq!(l.allowed(10), 28);
+        assert_eq!(InputLimit::parse("(output+1)*3").unwrap().allowed(1), 6);
+        assert_eq!(InputLimit::parse("100").unwrap().allowed(5), 100);
+        assert!(InputLimit::parse("8 + input").is_err());
+        assert!(InputLimit::parse("8 +").is_err());
+        assert!(InputLimit::parse("(8").is_err());
+    }
+}

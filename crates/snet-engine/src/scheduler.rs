@@ -1,0 +1,514 @@
+//! Workers, local queues, stealing, input admission, sleeping and termination.
+//!
+//! # Protocol
+//!
+//! *Tasks.* A task is an entity whose licence a worker holds (see
+//! [`crate::entity`]) together with the first item to process. Tasks live
+//! in per-worker local queues (a `VecDeque` behind a mutex that only the
+//! owner and thieves touch).
+//!
+//! *Worker loop.* A worker takes, in order of preference:
+//! 1. the task it walked into (the last entity its previous task sent to
+//!    while that entity was idle — "walk the record");
+//! 2. the newest task of its own queue (LIFO: the entities its last work fed,
+//!    which are downstream of it, i.e. nearer the network's output — FRONT's
+//!    front-first preference);
+//! 3. a new input record, if admission allows (only an idle worker admits,
+//!    so input enters no faster than the network drains it);
+//! 4. the older half of another worker's queue (stealing; thieves serialise
+//!    on the victim's queue lock, so at most one thief per victim at a time);
+//! 5. sleep.
+//!
+//! *Running a task.* The worker processes the entity's items until its inbox
+//! is empty (then the licence is released), at most [`BATCH`] items before it
+//! requeues the entity. Entities it obtained licences for while processing
+//! are queued locally, except the last, which it runs next.
+//!
+//! *Sleeping* ([`Sleep`]). A worker about to sleep takes the sleep lock,
+//! increments `sleeping`, and re-checks for work under the lock. Anyone who
+//! makes work available (a worker queueing surplus tasks, the reader thread
+//! adding input) does so *before* reading `sleeping_hint`; if it sees a
+//! sleeper it takes the sleep lock and notifies. Because the sleeper holds
+//! the lock from its increment until it waits, a notification cannot fall
+//! between its re-check and its wait; because the work is published under the
+//! queue locks the re-check takes, either the re-check sees the work or the
+//! publisher sees the sleeper.
+//!
+//! *Termination.* Only workers push to queues and only the reader thread adds
+//! input. When the last worker goes to sleep, no entity holds a licence and no
+//! queue holds a task, so the network is quiescent: if the input is
+//! exhausted, the run is over (records parked in synchrocells stay there, as
+//! the language defines). If input remains that only the `--input-limit`
+//! bound holds back, the last sleeper admits a record anyway (a network may
+//! need more input before it can emit anything).
+//!
+//! *Errors.* The first error is stored, `abort` is set and every sleeper is
+//! woken; workers stop at their next task boundary.
+
+use std::collections::VecDeque;
+use std::thread;
+
+use snet_core::{Graph, NodeId, NodeKind, Record};
+
+use crate::entity::{Entity, Item, Offer, Rec};
+use crate::instantiate::{instantiate, output_entity, process, Ctx, Kind, Program, Runtime};
+use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::{Config, Distribution, EngineError, LanguageInterface, Sink, Source, Stats};
+
+/// Items an entity may process before its licence is requeued.
+pub const BATCH: usize = 64;
+
+/// A licence with the first item to process.
+pub struct Task {
+    ent: Arc<Entity>,
+    item: Item,
+}
+
+/// What the last look before sleeping found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Look {
+    /// Work is available: do not sleep.
+    Work,
+    /// The run is over.
+    Finished,
+    /// Everyone is idle and only the input bound holds input back: admit anyway.
+    ForceAdmit,
+    /// Nothing to do yet: wait for a notification.
+    Wait,
+}
+
+/// Why a worker came back from [`Sleep::idle`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Wake {
+    Retry,
+    ForceAdmit,
+    Done,
+}
+
+struct SleepState {
+    sleeping: usize,
+    done: bool,
+}
+
+/// The sleep/wake and quiescence protocol (see the module docs).
+pub struct Sleep {
+    state: Mutex<SleepState>,
+    cv: Condvar,
+    /// Mirrors `state.sleeping` for the publishers' lock-free check.
+    sleeping_hint: AtomicUsize,
+    workers: usize,
+}
+
+impl Sleep {
+    pub fn new(workers: usize) -> Sleep {
+        Sleep {
+            state: Mutex::new(SleepState { sleeping: 0, done: false }),
+            cv: Condvar::new(),
+            sleeping_hint: AtomicUsize::new(0),
+            workers,
+        }
+    }
+
+    /// Called by a publisher *after* it made work visible.
+    pub fn notify_one(&self) {
+        // SeqCst: ordered after the publication (a lock release) in the single
+        // total order; pairs with the SeqCst store in `idle`.
+        if self.sleeping_hint.load(Ordering::SeqCst) > 0 {
+            let _g = lock(&self.state);
+            self.cv.notify_one();
+        }
+    }
+
+    /// Ends the run for everyone.
+    pub fn finish(&self) {
+        let mut g = lock(&self.state);
+        g.done = true;
+        self.cv.notify_all();
+    }
+
+    pub fn is_done(&self) -> bool {
+        lock(&self.state).done
+    }
+
+    /// Goes to sleep unless `look` (called under the sleep lock with "am I the
+    /// last awake worker?") finds something.
+    pub fn idle(&self, look: impl FnOnce(bool) -> Look) -> Wake {
+        let mut g = lock(&self.state);
+        if g.done {
+            return Wake::Done;
+        }
+        g.sleeping += 1;
+        // SeqCst: pairs with the SeqCst load in `notify_one`.
+        self.sleeping_hint.store(g.sleeping, Ordering::SeqCst);
+        let last = g.sleeping == self.workers;
+        let found = look(last);
+        let wake = match found {
+            Look::Work => Wake::Retry,
+            Look::ForceAdmit => Wake::ForceAdmit,
+            Look::Finished => {
+                g.done = true;
+                self.cv.notify_all();
+                Wake::Done
+            }
+            Look::Wait => {
+                g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+                if g.done {
+                    Wake::Done
+                } else {
+                    Wake::Retry
+                }
+            }
+        };
+        g.sleeping -= 1;
+        self.sleeping_hint.store(g.sleeping, Ordering::SeqCst);
+        wake
+    }
+}
+
+struct InputState {
+    records: VecDeque<Record>,
+    closed: bool,
+    error: Option<EngineError>,
+}
+
+/// The read-ahead buffer between the reader thread and the workers.
+struct Input {
+    state: Mutex<InputState>,
+    space: Condvar,
+    capacity: usize,
+}
+
+struct Shared {
+    rt: Runtime,
+    queues: Vec<Mutex<VecDeque<Task>>>,
+    sleep: Sleep,
+    input: Input,
+    entry: Arc<Entity>,
+    abort: AtomicBool,
+    error: Mutex<Option<EngineError>>,
+    admitted: AtomicU64,
+    limit: Option<crate::InputLimit>,
+    steals: AtomicU64,
+}
+
+/// Boxes reachable from `root`.
+fn used_boxes(graph: &Graph, root: NodeId, seen: &mut Vec<bool>, out: &mut Vec<u32>) {
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if std::mem::replace(&mut seen[n as usize], true) {
+            continue;
+        }
+        if let NodeKind::Box(b) = graph.node(n).kind {
+            out.push(b);
+        }
+        stack.extend(graph.children(n));
+    }
+}
+
+pub fn run(
+    graph: Arc<Graph>,
+    config: &Config,
+    source: Box<dyn Source>,
+    sink: Box<dyn Sink>,
+    language: &dyn LanguageInterface,
+    dist: &dyn Distribution,
+) -> Result<Stats, EngineError> {
+    let workers = config.workers.max(1);
+    // Resolve every box the entry network uses, reporting all unresolved ones.
+    let mut used = Vec::new();
+    used_boxes(&graph, graph.entry, &mut vec![false; graph.nodes.len()], &mut used);
+    used.sort_unstable();
+    used.dedup();
+    let mut boxes = vec![None; graph.boxes.len()];
+    let mut missing = Vec::new();
+    for b in used {
+        match language.resolve(graph.box_def(b)) {
+            Ok(imp) => boxes[b as usize] = Some(imp),
+            Err(e) => missing.push(e),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(EngineError::Setup(missing.join("\n")));
+    }
+
+    let rt = Runtime::new(Program::new(graph.clone()), boxes, dist.nodes(), config.box_concurrency.max(1));
+    let (entry, output) = {
+        let ctx = Ctx::new(&rt);
+        let output = output_entity(&ctx, sink);
+        (instantiate(&ctx, graph.entry, output.clone()), output)
+    };
+    let shared = Shared {
+        rt,
+        queues: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
+        sleep: Sleep::new(workers),
+        input: Input {
+            state: Mutex::new(InputState { records: VecDeque::new(), closed: false, error: None }),
+            space: Condvar::new(),
+            capacity: config.read_ahead.max(1),
+        },
+        entry,
+        abort: AtomicBool::new(false),
+        error: Mutex::new(None),
+        admitted: AtomicU64::new(0),
+        limit: config.input_limit.clone(),
+        steals: AtomicU64::new(0),
+    };
+
+    thread::scope(|s| {
+        let sh = &shared;
+        // The reader is detached from the scope's fate only in that it may
+        // block in a read; it stops at the next record once the run aborts.
+        let reader = thread::Builder::new()
+            .name("snet-reader".into())
+            .spawn_scoped(s, move || reader_loop(sh, source))
+            .expect("spawn reader thread");
+        let handles: Vec<_> = (0..workers)
+            .map(|me| {
+                thread::Builder::new()
+                    .name(format!("snet-worker-{me}"))
+                    .spawn_scoped(s, move || worker_loop(sh, me))
+                    .expect("spawn worker thread")
+            })
+            .collect();
+        for h in handles {
+            if h.join().is_err() {
+                sh.fail(EngineError::Setup("internal error: a worker panicked".into()));
+            }
+        }
+        // Unblock a reader waiting for buffer space.
+        {
+            let mut st = lock(&sh.input.state);
+            st.closed = true;
+            sh.input.space.notify_all();
+        }
+        let _ = reader.join();
+    });
+
+    let error = lock(&shared.error).take().or_else(|| lock(&shared.input.state).error.take());
+    // SAFETY: all workers have been joined; nothing else can hold the output's licence.
+    let out_state = unsafe { output.state() };
+    let Kind::Output(out) = out_state else { unreachable!("output entity") };
+    match error {
+        Some(e) => {
+            let _ = out.sink.abort();
+            Err(e)
+        }
+        None => {
+            out.sink.finish().map_err(|e| EngineError::Output(e.to_string()))?;
+            Ok(Stats {
+                input_records: shared.admitted.load(Ordering::Relaxed),
+                output_records: shared.rt.outputs.load(Ordering::Relaxed),
+                entities_created: shared.rt.entities.load(Ordering::Relaxed),
+                steals: shared.steals.load(Ordering::Relaxed),
+            })
+        }
+    }
+}
+
+fn reader_loop(sh: &Shared, mut source: Box<dyn Source>) {
+    loop {
+        if sh.abort.load(Ordering::Relaxed) {
+            return;
+        }
+        let next = source.next_record();
+        let mut st = lock(&sh.input.state);
+        match next {
+            Ok(Some(rec)) => {
+                while st.records.len() >= sh.input.capacity && !st.closed {
+                    st = sh.input.space.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+                if st.closed {
+                    return;
+                }
+                st.records.push_back(rec);
+                drop(st);
+                sh.sleep.notify_one();
+            }
+            Ok(None) => {
+                st.closed = true;
+                drop(st);
+                sh.sleep.notify_one();
+                return;
+            }
+            Err(e) => {
+                st.closed = true;
+                st.error = Some(EngineError::Input(e.0));
+                drop(st);
+                sh.sleep.notify_one();
+                return;
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn fail(&self, e: EngineError) {
+        let mut g = lock(&self.error);
+        if g.is_none() {
+            *g = Some(e);
+        }
+        drop(g);
+        self.abort.store(true, Ordering::Release);
+        self.sleep.finish();
+        let _st = lock(&self.input.state);
+        self.input.space.notify_all();
+    }
+
+    fn admissible(&self) -> bool {
+        match &self.limit {
+            None => true,
+            Some(l) => {
+                // Acquire: pairs with the Release increment in the output entity.
+                let out = self.rt.outputs.load(Ordering::Acquire);
+                (self.admitted.load(Ordering::Relaxed) as i64) < l.allowed(out)
+            }
+        }
+    }
+
+    /// Takes one input record into the network; returns a task if the entry was idle.
+    fn admit(&self, force: bool) -> Option<Option<Task>> {
+        if !force && !self.admissible() {
+            return None;
+        }
+        let rec = {
+            let mut st = lock(&self.input.state);
+            let r = st.records.pop_front()?;
+            if st.records.len() + 1 == self.input.capacity {
+                self.input.space.notify_one();
+            }
+            r
+        };
+        self.admitted.fetch_add(1, Ordering::Relaxed);
+        Some(match self.entry.offer(Item::Rec(Rec::new(rec))) {
+            Offer::Licensed(item) => Some(Task { ent: self.entry.clone(), item }),
+            Offer::Queued => None,
+        })
+    }
+
+    fn steal(&self, me: usize) -> Option<Task> {
+        let n = self.queues.len();
+        for k in 1..n {
+            let victim = (me + k) % n;
+            let mut stolen = {
+                let mut q = lock(&self.queues[victim]);
+                if q.is_empty() {
+                    continue;
+                }
+                let take = q.len().div_ceil(2);
+                q.drain(..take).collect::<VecDeque<Task>>()
+            };
+            self.steals.fetch_add(1, Ordering::Relaxed);
+            let first = stolen.pop_back();
+            if !stolen.is_empty() {
+                lock(&self.queues[me]).extend(stolen);
+                self.sleep.notify_one();
+            }
+            return first;
+        }
+        None
+    }
+
+    fn look(&self, last: bool) -> Look {
+        if self.abort.load(Ordering::Acquire) {
+            return Look::Finished;
+        }
+        if self.queues.iter().any(|q| !lock(q).is_empty()) {
+            return Look::Work;
+        }
+        let st = lock(&self.input.state);
+        if !st.records.is_empty() && self.admissible() {
+            return Look::Work;
+        }
+        if last {
+            if st.closed && st.records.is_empty() {
+                return Look::Finished;
+            }
+            if !st.records.is_empty() {
+                return Look::ForceAdmit;
+            }
+        }
+        Look::Wait
+    }
+
+    /// Runs a task; returns the task to walk into next.
+    fn run_task(&self, ctx: &mut Ctx, me: usize, task: Task) -> Option<Task> {
+        let Task { ent, mut item } = task;
+        let mut done = 0;
+        loop {
+            if let Err(e) = process(&ent, item, ctx) {
+                self.fail(e);
+                return None;
+            }
+            done += 1;
+            match ent.next_or_release() {
+                None => break,
+                Some(next) => {
+                    item = next;
+                    if done >= BATCH {
+                        // Keep the licence, let others (and thieves) get a turn.
+                        self.queue_ready(ctx, me);
+                        lock(&self.queues[me]).push_front(Task { ent, item });
+                        self.sleep.notify_one();
+                        return None;
+                    }
+                    if ctx.ready.len() > 1 {
+                        self.queue_ready(ctx, me);
+                    }
+                }
+            }
+        }
+        let next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
+        self.queue_ready(ctx, me);
+        next
+    }
+
+    fn queue_ready(&self, ctx: &mut Ctx, me: usize) {
+        if ctx.ready.is_empty() {
+            return;
+        }
+        {
+            let mut q = lock(&self.queues[me]);
+            q.extend(ctx.ready.drain(..).map(|(ent, item)| Task { ent, item }));
+        }
+        self.sleep.notify_one();
+    }
+}
+
+fn worker_loop(sh: &Shared, me: usize) {
+    let mut ctx = Ctx::new(&sh.rt);
+    let mut next: Option<Task> = None;
+    loop {
+        if sh.abort.load(Ordering::Relaxed) {
+            return;
+        }
+        let task = match next.take() {
+            Some(t) => Some(t),
+            None => lock(&sh.queues[me]).pop_back(),
+        };
+        if let Some(t) = task {
+            next = sh.run_task(&mut ctx, me, t);
+            continue;
+        }
+        match sh.admit(false) {
+            Some(Some(t)) => {
+                next = Some(t);
+                continue;
+            }
+            Some(None) => continue,
+            None => {}
+        }
+        if let Some(t) = sh.steal(me) {
+            next = Some(t);
+            continue;
+        }
+        match sh.sleep.idle(|last| sh.look(last)) {
+            Wake::Retry => {}
+            Wake::Done => return,
+            Wake::ForceAdmit => {
+                if let Some(Some(t)) = sh.admit(true) {
+                    next = Some(t);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Parallel replication: `A ! <t>`, the deterministic `A !! <t>`, and
+//! indexed dynamic placement `A !@ <t>`.
+//!
+//! One replica of `A` per distinct value of tag `t`, created when the first
+//! record with that value arrives. Dynamic placement is a split whose value
+//! also names the node the replica runs on; the distribution layer says which
+//! nodes exist (on a single node only node 0).
+
+use rustc_hash::FxHashMap;
+use snet_core::{Label, NodeId, NodeKind};
+
+use crate::collector::DetOwner;
+use crate::entity::{Entity, Item};
+use crate::instantiate::{instantiate, Ctx};
+use crate::sync::Arc;
+use crate::EngineError;
+
+pub struct SplitEntity {
+    node: NodeId,
+    tag: Label,
+    placement: bool,
+    replicas: FxHashMap<i64, Arc<Entity>>,
+    next: Arc<Entity>,
+    det: Option<DetOwner>,
+}
+
+impl SplitEntity {
+    pub fn new(node: NodeId, tag: Label, placement: bool, next: Arc<Entity>, det: Option<DetOwner>) -> SplitEntity {
+        SplitEntity { node, tag, placement, replicas: FxHashMap::default(), next, det }
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        match item {
+            Item::Rec(mut r) => {
+                let what = if self.placement { "dynamic placement" } else { "parallel replication" };
+                let Some(v) = r.rec.int(self.tag) else {
+                    return Err(EngineError::Type {
+                        what: format!("record {} lacks the tag {} that the {what} splits on", r.rec.type_string(), self.tag),
+                        loc: ctx.rt.loc(self.node),
+                    });
+                };
+                if self.placement && !(0..i64::from(ctx.rt.nodes)).contains(&v) {
+                    return Err(EngineError::Type {
+                        what: format!(
+                            "dynamic placement to node {v} (tag {}), but the run has {} node(s): 0..{}",
+                            self.tag,
+                            ctx.rt.nodes,
+                            ctx.rt.nodes - 1
+                        ),
+                        loc: ctx.rt.loc(self.node),
+                    });
+                }
+                let target = match self.replicas.get(&v) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let body = match &ctx.rt.graph().node(self.node).kind {
+                            NodeKind::Split { body, .. } | NodeKind::DynPlace { body, .. } => *body,
+                            _ => unreachable!("split entity on a non-split node"),
+                        };
+                        let t = instantiate(ctx, body, self.next.clone());
+                        self.replicas.insert(v, t.clone());
+                        t
+                    }
+                };
+                let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
+                ctx.send(&target, Item::Rec(r));
+                if let Some(m) = marker {
+                    ctx.send(&target, Item::Marker(m));
+                }
+            }
+            Item::Marker(m) => match &mut self.det {
+                Some(d) => {
+                    let w = d.wrap(m);
+                    ctx.send(&self.next, Item::Marker(w));
+                }
+                None => crate::parallel::broadcast(m, self.replicas.values(), &self.next, ctx),
+            },
+            Item::Resume => ctx.send(&self.next, Item::Resume),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,191 @@
+//! Serial replication: `A * pats` and the deterministic `A ** pats`, and the
+//! fused repeated synchronisation `[| .. |] * pats`.
+//!
+//! A star instance is a chain of stage entities created on demand. Stage `k`
+//! checks the exit patterns (and their guards) *before* replica `k`: a
+//! matching record leaves to the exit (the downstream entity, or the
+//! collector of a deterministic star); any other record enters replica `k`,
+//! whose output goes to stage `k + 1`. Creating replica `k` creates stage
+//! `k + 1` (an allocation) but not its replica.
+//!
+//! Ordering markers: a deterministic star stamps records at stage 0. Each
+//! stage remembers which of its two paths (exit, replica) received records
+//! since the owner's last marker passed it and sends the marker down exactly
+//! those paths. Markers of an enclosing owner are sent down both paths.
+
+use snet_core::{NodeId, NodeKind, Pattern, Record};
+
+use crate::collector::DetOwner;
+use crate::entity::{Entity, Item, Marker, Rec};
+use crate::instantiate::{instantiate, Ctx, Kind, Runtime};
+use crate::sync::Arc;
+use crate::synchro::{Cell, Stored};
+use crate::EngineError;
+
+pub struct StarEntity {
+    node: NodeId,
+    level: u32,
+    exit: Arc<Entity>,
+    body: Option<Arc<Entity>>,
+    /// Stage 0 of a deterministic star stamps records.
+    det: Option<DetOwner>,
+    /// The owner id of this star's own markers (deterministic stars), at every stage.
+    owner: Option<u64>,
+    dirty_exit: bool,
+    dirty_body: bool,
+}
+
+/// Does `rec` match one of the patterns (variant and guard)?
+pub fn matches_any(pats: &[Pattern], rec: &Record) -> Result<bool, snet_core::EvalError> {
+    for p in pats {
+        if rec.matches(&p.variant) {
+            match &p.guard {
+                None => return Ok(true),
+                Some(g) => {
+                    if g.holds(rec)? {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+    Ok(false)
+}
+
+impl StarEntity {
+    pub fn new(node: NodeId, level: u32, exit: Arc<Entity>, det: Option<DetOwner>) -> StarEntity {
+        let owner = det.as_ref().map(|d| d.owner);
+        StarEntity { node, level, exit, body: None, det, owner, dirty_exit: false, dirty_body: false }
+    }
+
+    fn body(&mut self, ctx: &Ctx) -> Arc<Entity> {
+        if let Some(b) = &self.body {
+            return b.clone();
+        }
+        let NodeKind::Star { body, .. } = &ctx.rt.graph().node(self.node).kind else { unreachable!("star entity on a non-star node") };
+        let mut stage = StarEntity::new(self.node, self.level + 1, self.exit.clone(), None);
+        stage.owner = self.owner;
+        let next = ctx.entity(self.node, Kind::Star(stage));
+        let b = instantiate(ctx, *body, next);
+        self.body = Some(b.clone());
+        b
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        match item {
+            Item::Rec(mut r) => {
+                let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
+                let NodeKind::Star { exits, .. } = &ctx.rt.graph().node(self.node).kind else { unreachable!() };
+                let leave = matches_any(exits, &r.rec).map_err(|e| EngineError::Eval {
+                    what: format!("star exit guard: {e}"),
+                    loc: ctx.rt.loc(self.node),
+                })?;
+                if leave {
+                    self.dirty_exit = true;
+                    ctx.send(&self.exit, Item::Rec(r));
+                } else {
+                    self.dirty_body = true;
+                    let b = self.body(ctx);
+                    ctx.send(&b, Item::Rec(r));
+                }
+                if let Some(m) = marker {
+                    self.own_marker(m, ctx);
+                }
+            }
+            Item::Marker(m) => {
+                if Some(m.owner) == self.owner {
+                    self.own_marker(m, ctx);
+                } else if let Some(d) = &mut self.det {
+                    let w = d.wrap(m);
+                    ctx.send(&self.exit, Item::Marker(w));
+                } else {
+                    let paths: Vec<Arc<Entity>> = std::iter::once(self.exit.clone()).chain(self.body.clone()).collect();
+                    crate::parallel::broadcast(m, paths.iter(), &self.exit, ctx);
+                }
+            }
+            Item::Resume => ctx.send(&self.exit, Item::Resume),
+        }
+        Ok(())
+    }
+
+    /// An own marker: down the paths that saw records since the last one.
+    fn own_marker(&mut self, m: Marker, ctx: &mut Ctx) {
+        let body = if self.dirty_body { self.body.clone() } else { None };
+        let to_exit = self.dirty_exit || body.is_none();
+        self.dirty_exit = false;
+        self.dirty_body = false;
+        let n = to_exit as usize + body.is_some() as usize;
+        let mut copies = m.split(n);
+        if to_exit {
+            ctx.send(&self.exit, Item::Marker(copies.next().expect("one copy per path")));
+        }
+        if let Some(b) = body {
+            ctx.send(&b, Item::Marker(copies.next().expect("one copy per path")));
+        }
+    }
+}
+
+/// `[| p1, p2 |] * exits` run as one entity (FRONT §5.3): the chain of
+/// one-shot cells is a list of the cells that have not fired yet, in chain
+/// order (fired cells are identities and vanish). A record that matches an
+/// exit pattern leaves; otherwise it is offered to the open cells in order
+/// and, if none takes it, to a fresh cell at the end of the chain. A merged
+/// record continues from the position of the cell that produced it.
+pub struct FusedSync {
+    node: NodeId,
+    sync: NodeId,
+    cells: std::collections::VecDeque<Cell>,
+    next: Arc<Entity>,
+}
+
+impl FusedSync {
+    pub fn new(rt: &Runtime, node: NodeId, next: Arc<Entity>) -> FusedSync {
+        let sync = rt.prog.fused[node as usize].expect("fused star");
+        FusedSync { node, sync, cells: std::collections::VecDeque::new(), next }
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let Item::Rec(Rec { rec, det }) = item else {
+            ctx.send(&self.next, item);
+            return Ok(());
+        };
+        let graph = ctx.rt.graph();
+        let NodeKind::Star { exits, .. } = &graph.node(self.node).kind else { unreachable!() };
+        let NodeKind::Sync(def) = &graph.node(self.sync).kind else { unreachable!() };
+        let loc = || ctx.rt.loc(self.node);
+        let eval_err = |e: snet_core::EvalError| EngineError::Eval { what: format!("repeated synchronisation: {e}"), loc: loc() };
+        let mut rec = rec;
+        let mut i = 0;
+        loop {
+            if matches_any(exits, &rec).map_err(eval_err)? {
+                ctx.send(&self.next, Item::Rec(Rec { rec, det }));
+                return Ok(());
+            }
+            if i == self.cells.len() {
+                // A fresh replica. If it will not take the record either, the
+                // record would travel down an endless chain of identities.
+                self.cells.push_back(Cell::new(def.patterns.len()));
+            }
+            match self.cells[i].offer(&def.patterns, rec).map_err(eval_err)? {
+                Stored::Kept => return Ok(()),
+                Stored::Fired(merged) => {
+                    let _ = self.cells.remove(i);
+                    rec = merged;
+                }
+                Stored::Passed(back) => {
+                    if i + 1 == self.cells.len() && self.cells[i].is_empty() {
+                        return Err(EngineError::Type {
+                            what: format!(
+                                "record {} matches neither an exit pattern nor a synchrocell pattern: it would pass an endless chain of replicas",
+                                back.type_string()
+                            ),
+                            loc: loc(),
+                        });
+                    }
+                    rec = back;
+                    i += 1;
+                }
+            }
+        }
+    }
+}

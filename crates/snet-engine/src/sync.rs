@@ -1,0 +1,24 @@
+//! The synchronisation primitives of the engine, in one place.
+//!
+//! Every concurrent module takes its atomics and locks from here, so a model
+//! checker can swap them: under `--cfg loom` these are loom's types and the
+//! protocol tests in [`crate::scheduler`] explore every interleaving.
+//! Entity graphs always use the standard `Arc` (they need weak references);
+//! the protocols under model test do not share through it.
+
+pub use std::sync::Arc;
+
+#[cfg(not(loom))]
+pub use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+pub use std::sync::{Condvar, Mutex, MutexGuard};
+
+#[cfg(loom)]
+pub use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+#[cfg(loom)]
+pub use loom::sync::{Condvar, Mutex, MutexGuard};
+
+/// Locks, ignoring poisoning (a panicking worker aborts the run anyway).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

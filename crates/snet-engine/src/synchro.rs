@@ -1,0 +1,113 @@
+//! Synchrocells: `[| p1 if <g1>, p2, ... |]`.
+//!
+//! One storage slot per pattern. An arriving record is stored in the first
+//! pattern it matches whose slot is empty and whose guard holds; otherwise it
+//! passes straight through. When every slot is full the stored records merge
+//! into one output (labels each pattern names come from its record, all other
+//! labels from the first pattern's record) and the cell becomes the identity.
+//! The merged record carries the ordering stamps of the record that fired it.
+
+use snet_core::{NodeId, NodeKind, Pattern, Record};
+
+use crate::entity::{Entity, Item, Rec};
+use crate::instantiate::Ctx;
+use crate::sync::Arc;
+use crate::EngineError;
+
+pub struct SyncEntity {
+    node: NodeId,
+    cell: Cell,
+    next: Arc<Entity>,
+}
+
+/// The state of one synchrocell, shared by the plain and the fused entity.
+pub struct Cell {
+    slots: Vec<Option<Record>>,
+    filled: usize,
+    fired: bool,
+}
+
+/// What a cell did with a record.
+pub enum Stored {
+    /// Kept in a slot; nothing to emit.
+    Kept,
+    /// Filled the last slot: here is the merged record.
+    Fired(Record),
+    /// Not taken: pass the record on unchanged.
+    Passed(Record),
+}
+
+impl Cell {
+    pub fn new(n: usize) -> Cell {
+        Cell { slots: (0..n).map(|_| None).collect(), filled: 0, fired: false }
+    }
+
+    /// No slot filled yet.
+    pub fn is_empty(&self) -> bool {
+        self.filled == 0
+    }
+
+    pub fn fired(&self) -> bool {
+        self.fired
+    }
+
+    pub fn offer(&mut self, patterns: &[Pattern], rec: Record) -> Result<Stored, snet_core::EvalError> {
+        if self.fired {
+            return Ok(Stored::Passed(rec));
+        }
+        let mut slot = None;
+        for (i, p) in patterns.iter().enumerate() {
+            if self.slots[i].is_none() && rec.matches(&p.variant) {
+                let ok = match &p.guard {
+                    Some(g) => g.holds(&rec)?,
+                    None => true,
+                };
+                if ok {
+                    slot = Some(i);
+                    break;
+                }
+            }
+        }
+        let Some(i) = slot else { return Ok(Stored::Passed(rec)) };
+        self.slots[i] = Some(rec);
+        self.filled += 1;
+        if self.filled < patterns.len() {
+            return Ok(Stored::Kept);
+        }
+        self.fired = true;
+        let mut pairs = std::mem::take(&mut self.slots).into_iter().zip(patterns.iter());
+        let mut merged = pairs.next().and_then(|(r, _)| r).unwrap_or_default();
+        for (r, p) in pairs {
+            let Some(r) = r else { continue };
+            for l in p.variant.labels() {
+                if let Some(v) = r.get(*l) {
+                    merged.set(*l, v.clone());
+                }
+            }
+        }
+        Ok(Stored::Fired(merged))
+    }
+}
+
+impl SyncEntity {
+    pub fn new(node: NodeId, n: usize, next: Arc<Entity>) -> SyncEntity {
+        SyncEntity { node, cell: Cell::new(n), next }
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let Item::Rec(Rec { rec, det }) = item else {
+            ctx.send(&self.next, item);
+            return Ok(());
+        };
+        let NodeKind::Sync(def) = &ctx.rt.graph().node(self.node).kind else { unreachable!("sync entity on a non-sync node") };
+        let stored = self.cell.offer(&def.patterns, rec).map_err(|e| EngineError::Eval {
+            what: format!("synchrocell guard: {e}"),
+            loc: ctx.rt.loc(self.node),
+        })?;
+        match stored {
+            Stored::Kept => {}
+            Stored::Fired(rec) | Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det })),
+        }
+        Ok(())
+    }
+}
