@@ -370,16 +370,17 @@ impl Shared {
         if !force && !self.admissible() {
             return None;
         }
-        let rec = {
-            let mut st = lock(&self.input.state);
-            let r = st.records.pop_front()?;
-            if st.records.len() + 1 == self.input.capacity {
-                self.input.space.notify_one();
-            }
-            r
-        };
+        // Pop and offer under the input lock: two workers admitting at once
+        // must not reorder the input stream.
+        let mut st = lock(&self.input.state);
+        let rec = st.records.pop_front()?;
+        if st.records.len() + 1 == self.input.capacity {
+            self.input.space.notify_one();
+        }
         self.admitted.fetch_add(1, Ordering::Relaxed);
-        Some(match self.entry.offer(Item::Rec(Rec::new(rec))) {
+        let offer = self.entry.offer(Item::Rec(Rec::new(rec)));
+        drop(st);
+        Some(match offer {
             Offer::Licensed(item) => Some(Task { ent: self.entry.clone(), item }),
             Offer::Queued => None,
         })

@@ -1,0 +1,125 @@
+//! The conformance corpus: `tests/conformance/<suite>/<case>/`.
+//!
+//! Each case holds `prog.snet`, `input.xml`, and either `expected.xml`
+//! (compared as a multiset of records, or as a sequence when an `ordered`
+//! file is present) or `expected-error.txt` (a substring the error message
+//! must contain; the run must exit nonzero). Every case runs under 1, 2 and
+//! 8 workers. `SNET_REPEAT=N` repeats each run N times (flake hunting);
+//! `SNET_CASES=substring` selects cases.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+fn read_items(bytes: &[u8], what: &str) -> Result<Vec<snet_io::Item>, Failed> {
+    snet_io::read_all(bytes).map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
+}
+
+fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
+    let prog = dir.join("prog.snet");
+    let input = dir.join("input.xml");
+    let expected_err = std::fs::read_to_string(dir.join("expected-error.txt")).ok();
+    let expected = std::fs::read(dir.join("expected.xml")).ok();
+    let ordered = dir.join("ordered").exists();
+    let extra_args: Vec<String> = std::fs::read_to_string(dir.join("args"))
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    for _ in 0..repeat {
+        let out = Command::new(env!("CARGO_BIN_EXE_snet"))
+            .arg("run")
+            .arg(&prog)
+            .arg("-i")
+            .arg(&input)
+            .arg("-w")
+            .arg(workers.to_string())
+            .args(&extra_args)
+            .output()
+            .map_err(|e| format!("cannot start snet: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if let Some(want) = &expected_err {
+            let want = want.trim().to_lowercase();
+            if out.status.success() {
+                return Err(format!("expected an error containing {want:?}, but the run succeeded").into());
+            }
+            if !stderr.to_lowercase().contains(&want) {
+                return Err(format!("error message lacks {want:?}:\n{stderr}").into());
+            }
+            if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
+                return Err(format!("the error is a panic:\n{stderr}").into());
+            }
+            continue;
+        }
+        if !out.status.success() {
+            return Err(format!("run failed ({}):\n{stderr}", out.status).into());
+        }
+        let got = read_items(&out.stdout, "output")?;
+        if !matches!(got.last(), Some(snet_io::Item::Terminate)) {
+            return Err("output does not end with the terminate record".into());
+        }
+        let want = read_items(expected.as_deref().ok_or("case has neither expected.xml nor expected-error.txt")?, "expected.xml")?;
+        if ordered {
+            let canon = |items: &[snet_io::Item]| -> Vec<String> {
+                items
+                    .iter()
+                    .filter_map(|i| match i {
+                        snet_io::Item::Data(r) => Some(snet_io::canonical(r)),
+                        snet_io::Item::Terminate => None,
+                    })
+                    .collect()
+            };
+            let (g, w) = (canon(&got), canon(&want));
+            if g != w {
+                let first = g.iter().zip(&w).position(|(a, b)| a != b).unwrap_or(g.len().min(w.len()));
+                return Err(format!(
+                    "order differs (got {} records, want {}); first difference at record {first}: got {:?}, want {:?}",
+                    g.len(),
+                    w.len(),
+                    g.get(first),
+                    w.get(first)
+                )
+                .into());
+            }
+        } else {
+            snet_io::equivalent_multiset(&got, &want).map_err(Failed::from)?;
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let root = repo_root().join("tests/conformance");
+    let repeat: usize = std::env::var("SNET_REPEAT").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let select = std::env::var("SNET_CASES").ok();
+    let mut trials = Vec::new();
+    let mut suites: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    suites.sort();
+    for suite in suites {
+        let mut cases: Vec<PathBuf> = std::fs::read_dir(&suite)
+            .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.join("prog.snet").exists()).collect())
+            .unwrap_or_default();
+        cases.sort();
+        for case in cases {
+            let name = format!(
+                "{}/{}",
+                suite.file_name().unwrap().to_string_lossy(),
+                case.file_name().unwrap().to_string_lossy()
+            );
+            if select.as_ref().is_some_and(|s| !name.contains(s.as_str())) {
+                continue;
+            }
+            for w in [1usize, 2, 8] {
+                let case = case.clone();
+                trials.push(Trial::test(format!("{name} w{w}"), move || check_case(&case, w, repeat)));
+            }
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}

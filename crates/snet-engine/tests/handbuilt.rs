@@ -1,0 +1,338 @@
+//! Engine tests on hand-built property graphs (independent of the front end).
+
+use std::sync::Arc;
+
+use snet_core::*;
+use snet_engine::{run_vec, Config};
+
+struct B {
+    g: Graph,
+}
+
+fn loc() -> Loc {
+    Loc { file: "test.snet".into(), line: 1, col: 1 }
+}
+
+fn ty(vs: &[&[Label]]) -> Type {
+    Type(vs.iter().map(|v| Variant::new(v.iter().copied())).collect())
+}
+
+fn t(n: &str) -> Label {
+    Label::tag(n)
+}
+
+fn e_tag(n: &str) -> ExprTree {
+    ExprTree::Label(t(n))
+}
+
+fn bin(op: BinOp, a: ExprTree, b: ExprTree) -> ExprTree {
+    ExprTree::Binary(op, Box::new(a), Box::new(b))
+}
+
+impl B {
+    fn new() -> B {
+        B { g: Graph { nodes: vec![], boxes: vec![], entry: 0 } }
+    }
+    fn node(&mut self, kind: NodeKind, input: Type) -> NodeId {
+        self.g.add(Node { kind, loc: loc(), input, output: Type::default() })
+    }
+    /// [{pattern} -> {<dst = expr>, ...}]  one outspec, tags only
+    fn filter(&mut self, pattern: &[Label], outs: Vec<Vec<(Label, Option<ExprTree>)>>) -> NodeId {
+        let outputs = outs
+            .into_iter()
+            .map(|items| OutSpec {
+                items: items
+                    .into_iter()
+                    .map(|(dst, e)| OutItem::Tag {
+                        dst,
+                        value: match e {
+                            None => TagValue::Copy,
+                            Some(e) => TagValue::Expr(Expr::compile(e)),
+                        },
+                    })
+                    .collect(),
+            })
+            .collect();
+        let def = FilterDef { pattern: Variant::new(pattern.iter().copied()), arms: vec![FilterArm { guard: None, outputs }] };
+        self.node(NodeKind::Filter(def), ty(&[pattern]))
+    }
+    fn serial(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        let input = self.g.node(a).input.clone();
+        self.node(NodeKind::Serial(a, b), input)
+    }
+    fn finish(mut self, entry: NodeId) -> Arc<Graph> {
+        self.g.entry = entry;
+        Arc::new(self.g)
+    }
+}
+
+fn rec(tags: &[(&str, i64)]) -> Record {
+    let mut r = Record::new();
+    for (n, v) in tags {
+        r.set_int(t(n), *v);
+    }
+    r
+}
+
+fn cfg(workers: usize) -> Config {
+    Config { workers, ..Config::default() }
+}
+
+fn sorted_ints(out: &[Record], tag: &str) -> Vec<i64> {
+    let mut v: Vec<i64> = out.iter().map(|r| r.int(t(tag)).expect("tag")).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn pipeline_of_filters_preserves_order() {
+    let mut b = B::new();
+    let inc = b.filter(&[t("X")], vec![vec![(t("X"), Some(bin(BinOp::Add, e_tag("X"), ExprTree::Int(1))))]]);
+    let mut cur = inc;
+    for _ in 0..9 {
+        cur = b.serial(cur, inc);
+    }
+    let g = b.finish(cur);
+    for w in [1, 2, 8] {
+        let input: Vec<Record> = (0..5000).map(|i| rec(&[("X", i)])).collect();
+        let out = run_vec(g.clone(), &cfg(w), input).unwrap();
+        let xs: Vec<i64> = out.iter().map(|r| r.int(t("X")).unwrap()).collect();
+        assert_eq!(xs, (10..5010).collect::<Vec<_>>(), "workers={w}");
+    }
+}
+
+/// fib in the shape of the benchmark: star expansion, split of syncs, feedback merge.
+fn fib_graph() -> Arc<Graph> {
+    let mut b = B::new();
+    let (n, k, r, p, v, w, f) = (t("N"), t("K"), t("R"), t("P"), t("V"), t("W"), t("F"));
+    use BinOp::*;
+    use ExprTree::Int;
+    // step: [{<N>,<K>} -> if <N <= 1> then {<K>,<R=N>} else {<N=N-1>,<K=2*K>} ; {<N=N-2>,<K=2*K+1>}]
+    let step = FilterDef {
+        pattern: Variant::new([n, k]),
+        arms: vec![
+            FilterArm {
+                guard: Some(Expr::compile(bin(Le, e_tag("N"), Int(1)))),
+                outputs: vec![OutSpec {
+                    items: vec![
+                        OutItem::Tag { dst: k, value: TagValue::Copy },
+                        OutItem::Tag { dst: r, value: TagValue::Expr(Expr::compile(e_tag("N"))) },
+                    ],
+                }],
+            },
+            FilterArm {
+                guard: None,
+                outputs: vec![
+                    OutSpec {
+                        items: vec![
+                            OutItem::Tag { dst: n, value: TagValue::Expr(Expr::compile(bin(Sub, e_tag("N"), Int(1)))) },
+                            OutItem::Tag { dst: k, value: TagValue::Expr(Expr::compile(bin(Mul, Int(2), e_tag("K")))) },
+                        ],
+                    },
+                    OutSpec {
+                        items: vec![
+                            OutItem::Tag { dst: n, value: TagValue::Expr(Expr::compile(bin(Sub, e_tag("N"), Int(2)))) },
+                            OutItem::Tag {
+                                dst: k,
+                                value: TagValue::Expr(Expr::compile(bin(Add, bin(Mul, Int(2), e_tag("K")), Int(1)))),
+                            },
+                        ],
+                    },
+                ],
+            },
+        ],
+    };
+    let step = b.node(NodeKind::Filter(step), ty(&[&[n, k]]));
+    let expand = b.node(
+        NodeKind::Star { body: step, exits: vec![Pattern { variant: Variant::new([r]), guard: None }], det: false },
+        ty(&[&[n, k]]),
+    );
+    // up
+    let kp = |x: Label| OutItem::Tag { dst: x, value: TagValue::Expr(Expr::compile(e_tag("R"))) };
+    let half = || OutItem::Tag { dst: p, value: TagValue::Expr(Expr::compile(bin(Div, e_tag("K"), Int(2)))) };
+    let up = FilterDef {
+        pattern: Variant::new([k, r]),
+        arms: vec![
+            FilterArm { guard: Some(Expr::compile(bin(Eq, e_tag("K"), Int(1)))), outputs: vec![OutSpec { items: vec![kp(f)] }] },
+            FilterArm {
+                guard: Some(Expr::compile(bin(Eq, bin(Mod, e_tag("K"), Int(2)), Int(0)))),
+                outputs: vec![OutSpec { items: vec![half(), kp(v)] }],
+            },
+            FilterArm { guard: None, outputs: vec![OutSpec { items: vec![half(), kp(w)] }] },
+        ],
+    };
+    let up = b.node(NodeKind::Filter(up), ty(&[&[k, r]]));
+    let sync = b.node(
+        NodeKind::Sync(SyncDef {
+            patterns: vec![Pattern { variant: Variant::new([v]), guard: None }, Pattern { variant: Variant::new([w]), guard: None }],
+        }),
+        ty(&[&[v], &[w]]),
+    );
+    let split = b.node(NodeKind::Split { body: sync, tag: p, det: false }, ty(&[&[p, v], &[p, w]]));
+    let add = FilterDef {
+        pattern: Variant::new([p, v, w]),
+        arms: vec![FilterArm {
+            guard: None,
+            outputs: vec![OutSpec {
+                items: vec![
+                    OutItem::Tag { dst: k, value: TagValue::Expr(Expr::compile(e_tag("P"))) },
+                    OutItem::Tag { dst: r, value: TagValue::Expr(Expr::compile(bin(Add, e_tag("V"), e_tag("W")))) },
+                ],
+            }],
+        }],
+    };
+    let add = b.node(NodeKind::Filter(add), ty(&[&[p, v, w]]));
+    let drop_v = b.node(
+        NodeKind::Filter(FilterDef { pattern: Variant::new([p, v]), arms: vec![FilterArm { guard: None, outputs: vec![] }] }),
+        ty(&[&[p, v]]),
+    );
+    let drop_w = b.node(
+        NodeKind::Filter(FilterDef { pattern: Variant::new([p, w]), arms: vec![FilterArm { guard: None, outputs: vec![] }] }),
+        ty(&[&[p, w]]),
+    );
+    let choose = b.node(NodeKind::Parallel { branches: vec![add, drop_v, drop_w], det: false }, ty(&[&[p, v, w], &[p, v], &[p, w]]));
+    let join = b.serial(split, choose);
+    let ident = b.node(
+        NodeKind::Filter(FilterDef {
+            pattern: Variant::empty(),
+            arms: vec![FilterArm { guard: None, outputs: vec![OutSpec::default()] }],
+        }),
+        ty(&[&[]]),
+    );
+    let join_or = b.node(NodeKind::Parallel { branches: vec![join, ident], det: false }, ty(&[&[p, v], &[p, w], &[]]));
+    let body = b.serial(up, join_or);
+    let merge = b.node(
+        NodeKind::Feedback { body, back: vec![Pattern { variant: Variant::new([k, r]), guard: None }] },
+        ty(&[&[k, r]]),
+    );
+    let init = b.filter(&[n], vec![vec![(n, None), (k, Some(ExprTree::Int(1)))]]);
+    let a = b.serial(init, expand);
+    let all = b.serial(a, merge);
+    b.finish(all)
+}
+
+fn fib(n: i64) -> i64 {
+    if n <= 1 {
+        n
+    } else {
+        fib(n - 1) + fib(n - 2)
+    }
+}
+
+#[test]
+fn fibonacci_network() {
+    let g = fib_graph();
+    for w in [1, 2, 8] {
+        for n in [1, 2, 5, 12, 16] {
+            let out = run_vec(g.clone(), &cfg(w), vec![rec(&[("N", n)])]).unwrap();
+            assert_eq!(out.len(), 1, "n={n} w={w}: {out:?}");
+            assert_eq!(out[0].int(t("F")), Some(fib(n)), "n={n} w={w}");
+        }
+    }
+}
+
+#[test]
+fn deterministic_parallel_keeps_input_order() {
+    let mut b = B::new();
+    // branch A: long chain of identity-ish filters on {<A>}; branch B: one filter on {<B>}
+    let fa = b.filter(&[t("A")], vec![vec![(t("A"), None)]]);
+    let mut chain = fa;
+    for _ in 0..20 {
+        chain = b.serial(chain, fa);
+    }
+    let fb = b.filter(&[t("B")], vec![vec![(t("B"), None)]]);
+    let par = b.node(NodeKind::Parallel { branches: vec![chain, fb], det: true }, ty(&[&[t("A")], &[t("B")]]));
+    let g = b.finish(par);
+    for w in [1, 2, 8] {
+        for _ in 0..5 {
+            let input: Vec<Record> =
+                (0..2000).map(|i| if i % 3 == 0 { rec(&[("A", i), ("I", i)]) } else { rec(&[("B", i), ("I", i)]) }).collect();
+            let out = run_vec(g.clone(), &cfg(w), input).unwrap();
+            let is: Vec<i64> = out.iter().map(|r| r.int(t("I")).unwrap()).collect();
+            assert_eq!(is, (0..2000).collect::<Vec<_>>(), "workers={w}");
+        }
+    }
+}
+
+#[test]
+fn deterministic_star_and_split_keep_order() {
+    let mut b = B::new();
+    // ** : decrement C until C <= 0
+    let dec = b.filter(&[t("C")], vec![vec![(t("C"), Some(bin(BinOp::Sub, e_tag("C"), ExprTree::Int(1))))]]);
+    let star = b.node(
+        NodeKind::Star {
+            body: dec,
+            exits: vec![Pattern { variant: Variant::new([t("C")]), guard: Some(Expr::compile(bin(BinOp::Le, e_tag("C"), ExprTree::Int(0)))) }],
+            det: true,
+        },
+        ty(&[&[t("C")]]),
+    );
+    let split = b.node(NodeKind::Split { body: star, tag: t("S"), det: true }, ty(&[&[t("C"), t("S")]]));
+    let g = b.finish(split);
+    for w in [1, 2, 8] {
+        let input: Vec<Record> = (0..1500).map(|i| rec(&[("C", (i * 7919) % 23), ("S", i % 13), ("I", i)])).collect();
+        let out = run_vec(g.clone(), &cfg(w), input).unwrap();
+        let is: Vec<i64> = out.iter().map(|r| r.int(t("I")).unwrap()).collect();
+        assert_eq!(is, (0..1500).collect::<Vec<_>>(), "workers={w}");
+        assert!(out.iter().all(|r| r.int(t("C")) == Some(0)));
+    }
+}
+
+#[test]
+fn nondeterministic_split_multiset() {
+    let mut b = B::new();
+    let sq = b.filter(&[t("X")], vec![vec![(t("X"), None), (t("Y"), Some(bin(BinOp::Mul, e_tag("X"), e_tag("X"))))]]);
+    let split = b.node(NodeKind::Split { body: sq, tag: t("X"), det: false }, ty(&[&[t("X")]]));
+    let g = b.finish(split);
+    for w in [1, 2, 8] {
+        let out = run_vec(g.clone(), &cfg(w), (0..3000).map(|i| rec(&[("X", i)])).collect()).unwrap();
+        assert_eq!(sorted_ints(&out, "Y"), (0..3000).map(|i| i * i).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn repeated_synchronisation_is_fused_and_pairs() {
+    let mut b = B::new();
+    let (a, bb) = (t("a"), t("b"));
+    let sync = b.node(
+        NodeKind::Sync(SyncDef {
+            patterns: vec![Pattern { variant: Variant::new([a]), guard: None }, Pattern { variant: Variant::new([bb]), guard: None }],
+        }),
+        ty(&[&[a], &[bb]]),
+    );
+    let star = b.node(
+        NodeKind::Star { body: sync, exits: vec![Pattern { variant: Variant::new([a, bb]), guard: None }], det: false },
+        ty(&[&[a], &[bb]]),
+    );
+    let g = b.finish(star);
+    for w in [1, 2] {
+        let mut input = Vec::new();
+        for i in 0..100 {
+            input.push(rec(&[("a", i)]));
+        }
+        for i in 0..100 {
+            input.push(rec(&[("b", i)]));
+        }
+        let out = run_vec(g.clone(), &cfg(w), input).unwrap();
+        assert_eq!(out.len(), 100);
+        for r in &out {
+            assert_eq!(r.int(a), r.int(bb), "fused cells pair the i-th a with the i-th b in order");
+        }
+    }
+}
+
+#[test]
+fn runtime_errors_are_reported() {
+    let mut b = B::new();
+    let f = b.filter(&[t("X")], vec![vec![(t("Y"), Some(bin(BinOp::Div, ExprTree::Int(1), e_tag("X"))))]]);
+    let g = b.finish(f);
+    let err = run_vec(g, &cfg(2), vec![rec(&[("X", 1)]), rec(&[("X", 0)])]).unwrap_err();
+    assert!(err.to_string().contains("division by zero"), "{err}");
+    let mut b = B::new();
+    let fa = b.filter(&[t("A")], vec![vec![(t("A"), None)]]);
+    let fb = b.filter(&[t("B")], vec![vec![(t("B"), None)]]);
+    let par = b.node(NodeKind::Parallel { branches: vec![fa, fb], det: false }, ty(&[&[t("A")], &[t("B")]]));
+    let g = b.finish(par);
+    let err = run_vec(g, &cfg(2), vec![rec(&[("C", 1)])]).unwrap_err();
+    assert!(err.to_string().contains("no branch"), "{err}");
+}

@@ -1,0 +1,320 @@
+//! Graphviz output of a property graph.
+//!
+//! Boxes, filters and synchrocells are nodes (a filter's label is the filter
+//! itself); combinators are labelled clusters (`subgraph cluster_*`), serial
+//! composition is an edge. A named net used several times is drawn in full
+//! once; later uses are a single `net NAME` node, as they share the template.
+
+use std::collections::HashSet;
+use std::fmt::Write;
+
+use snet_core::{
+    BinOp, ExprTree, FilterDef, Func, Graph, NodeId, NodeKind, OutItem, Pattern, TagValue, UnOp,
+};
+
+use crate::hir::fmt_variant;
+
+pub fn to_dot(g: &Graph) -> String {
+    let mut d = Dot {
+        g,
+        out: String::new(),
+        drawn: HashSet::new(),
+        next: 0,
+    };
+    d.out
+        .push_str("digraph snet {\n  rankdir=LR;\n  node [fontname=\"monospace\", fontsize=10];\n");
+    d.out
+        .push_str("  input [shape=point]; output [shape=point];\n");
+    let (i, o) = d.node(g.entry, 1);
+    let _ = writeln!(d.out, "  input -> {i};\n  {o} -> output;");
+    d.out.push_str("}\n");
+    d.out
+}
+
+/// Runs `dot -Tsvg` on a DOT text.
+pub fn to_svg(dot_text: &str) -> Result<String, String> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run Graphviz `dot` ({e}); install Graphviz for SVG output, or leave out --svg to get DOT text"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(dot_text.as_bytes())
+            .map_err(|e| format!("writing to `dot`: {e}"))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("waiting for `dot`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`dot` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+struct Dot<'g> {
+    g: &'g Graph,
+    out: String,
+    drawn: HashSet<NodeId>,
+    next: usize,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl Dot<'_> {
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.next += 1;
+        format!("{prefix}{}", self.next)
+    }
+
+    fn leaf(&mut self, label: &str, shape: &str, indent: usize) -> (String, String) {
+        let id = self.fresh("n");
+        let _ = writeln!(
+            self.out,
+            "{}{id} [shape={shape}, label=\"{}\"];",
+            "  ".repeat(indent),
+            esc(label)
+        );
+        (id.clone(), id)
+    }
+
+    fn cluster(
+        &mut self,
+        label: &str,
+        indent: usize,
+        f: impl FnOnce(&mut Self, usize) -> (String, String),
+    ) -> (String, String) {
+        let id = self.fresh("cluster_");
+        let pad = "  ".repeat(indent);
+        let _ = writeln!(
+            self.out,
+            "{pad}subgraph {id} {{\n{pad}  label=\"{}\"; style=rounded;",
+            esc(label)
+        );
+        let r = f(self, indent + 1);
+        let _ = writeln!(self.out, "{pad}}}");
+        r
+    }
+
+    fn edge(&mut self, from: &str, to: &str, attrs: &str, indent: usize) {
+        let _ = writeln!(self.out, "{}{from} -> {to}{attrs};", "  ".repeat(indent));
+    }
+
+    /// Draws node `id`; returns the DOT nodes where records enter and leave it.
+    fn node(&mut self, id: NodeId, indent: usize) -> (String, String) {
+        let g = self.g;
+        let node = g.node(id);
+        match &node.kind {
+            NodeKind::Box(b) => {
+                let b = g.box_def(*b);
+                let ins: Vec<String> = b.inputs.iter().map(|l| l.to_string()).collect();
+                let outs: Vec<String> = b
+                    .outputs
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "({})",
+                            o.iter()
+                                .map(|l| l.to_string())
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        )
+                    })
+                    .collect();
+                let label = format!(
+                    "box {}\n({}) -> {}",
+                    b.name,
+                    ins.join(","),
+                    outs.join(" | ")
+                );
+                self.leaf(&label, "box", indent)
+            }
+            NodeKind::Filter(f) => self.leaf(&fmt_filter(f), "box, style=rounded", indent),
+            NodeKind::Sync(s) => self.leaf(
+                &format!("[| {} |]", fmt_patterns(&s.patterns)),
+                "box, style=\"rounded,bold\"",
+                indent,
+            ),
+            NodeKind::Serial(a, b) => {
+                let (ai, ao) = self.node(*a, indent);
+                let (bi, bo) = self.node(*b, indent);
+                self.edge(&ao, &bi, "", indent);
+                (ai, bo)
+            }
+            NodeKind::Parallel { branches, det } => {
+                let label = if *det { "parallel ||" } else { "parallel |" };
+                let branches = branches.clone();
+                self.cluster(label, indent, |d, ind| {
+                    let i = d.fresh("p");
+                    let o = d.fresh("p");
+                    let pad = "  ".repeat(ind);
+                    let _ = writeln!(d.out, "{pad}{i} [shape=point]; {o} [shape=point];");
+                    for b in branches {
+                        let (bi, bo) = d.node(b, ind);
+                        d.edge(&i, &bi, "", ind);
+                        d.edge(&bo, &o, "", ind);
+                    }
+                    (i, o)
+                })
+            }
+            NodeKind::Star { body, exits, det } => {
+                let label = format!("{} {}", if *det { "**" } else { "*" }, fmt_patterns(exits));
+                let body = *body;
+                self.cluster(&label, indent, |d, ind| {
+                    let (i, o) = d.node(body, ind);
+                    d.edge(&o, &i, " [style=dashed, label=\"next replica\"]", ind);
+                    (i, o)
+                })
+            }
+            NodeKind::Split { body, tag, det } => {
+                let label = format!("{} {tag}", if *det { "!!" } else { "!" });
+                let body = *body;
+                self.cluster(&label, indent, |d, ind| d.node(body, ind))
+            }
+            NodeKind::Feedback { body, back } => {
+                let label = format!("\\ {}", fmt_patterns(back));
+                let body = *body;
+                self.cluster(&label, indent, |d, ind| {
+                    let (i, o) = d.node(body, ind);
+                    d.edge(&o, &i, " [style=dashed, label=\"back\"]", ind);
+                    (i, o)
+                })
+            }
+            NodeKind::Place { body, node } => {
+                let body = *body;
+                self.cluster(&format!("@ {node}"), indent, |d, ind| d.node(body, ind))
+            }
+            NodeKind::DynPlace { body, tag } => {
+                let body = *body;
+                self.cluster(&format!("!@ {tag}"), indent, |d, ind| d.node(body, ind))
+            }
+            NodeKind::Net { name, body } => {
+                if !self.drawn.insert(id) {
+                    return self.leaf(&format!("net {name}"), "component", indent);
+                }
+                let body = *body;
+                self.cluster(&format!("net {name}"), indent, |d, ind| d.node(body, ind))
+            }
+        }
+    }
+}
+
+fn fmt_patterns(pats: &[Pattern]) -> String {
+    pats.iter()
+        .map(|p| match &p.guard {
+            Some(g) => format!("{} if <{}>", fmt_variant(&p.variant), fmt_expr(g.tree())),
+            None => fmt_variant(&p.variant),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `[{a,<t>} -> {b=a, <t=t+1>}]` (or `[]`).
+pub fn fmt_filter(f: &FilterDef) -> String {
+    let is_identity = f.pattern.is_empty()
+        && f.arms.len() == 1
+        && f.arms[0].guard.is_none()
+        && f.arms[0].outputs.len() == 1
+        && f.arms[0].outputs[0].items.is_empty();
+    if is_identity {
+        return "[]".to_string();
+    }
+    let mut s = format!("[{} -> ", fmt_variant(&f.pattern));
+    for arm in &f.arms {
+        let outs: Vec<String> = arm
+            .outputs
+            .iter()
+            .map(|o| {
+                let items: Vec<String> = o
+                    .items
+                    .iter()
+                    .map(|i| match i {
+                        OutItem::Field { dst, src } if dst == src => dst.to_string(),
+                        OutItem::Field { dst, src } => format!("{dst}={src}"),
+                        OutItem::Tag {
+                            dst,
+                            value: TagValue::Copy,
+                        } => dst.to_string(),
+                        OutItem::Tag {
+                            dst,
+                            value: TagValue::Expr(e),
+                        } => {
+                            let text = dst.to_string();
+                            format!("{}={}>", &text[..text.len() - 1], fmt_expr(e.tree()))
+                        }
+                    })
+                    .collect();
+                format!("{{{}}}", items.join(", "))
+            })
+            .collect();
+        match &arm.guard {
+            Some(g) => {
+                let _ = write!(
+                    s,
+                    "if <{}> then {} else ",
+                    fmt_expr(g.tree()),
+                    outs.join("; ")
+                );
+            }
+            None => s.push_str(&outs.join("; ")),
+        }
+    }
+    s.push(']');
+    s
+}
+
+/// A tag expression in source syntax (sub-expressions parenthesised).
+pub fn fmt_expr(e: &ExprTree) -> String {
+    fn sub(e: &ExprTree) -> String {
+        match e {
+            ExprTree::Binary(..) | ExprTree::Cond(..) => format!("({})", fmt_expr(e)),
+            _ => fmt_expr(e),
+        }
+    }
+    match e {
+        ExprTree::Int(v) => v.to_string(),
+        ExprTree::Label(l) => l.name().to_string(),
+        ExprTree::Unary(op, a) => format!("{}{}", if *op == UnOp::Neg { "-" } else { "!" }, sub(a)),
+        ExprTree::Binary(op, a, b) => {
+            let o = match op {
+                BinOp::Add => "+",
+                BinOp::Sub => "-",
+                BinOp::Mul => "*",
+                BinOp::Div => "/",
+                BinOp::Mod => "%",
+                BinOp::Eq => "==",
+                BinOp::Ne => "!=",
+                BinOp::Lt => "<",
+                BinOp::Le => "<=",
+                BinOp::Gt => ">",
+                BinOp::Ge => ">=",
+                BinOp::And => "&&",
+                BinOp::Or => "||",
+            };
+            format!("{} {o} {}", sub(a), sub(b))
+        }
+        ExprTree::Cond(c, a, b) => format!("{} ? {} : {}", sub(c), sub(a), sub(b)),
+        ExprTree::Call(f, args) => {
+            let name = match f {
+                Func::Abs => "abs",
+                Func::Min => "min",
+                Func::Max => "max",
+            };
+            format!(
+                "{name}({})",
+                args.iter().map(fmt_expr).collect::<Vec<_>>().join(", ")
+            )
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The public API as the CLI uses it: `compile`, `check_command`, `graph_command`.
+
+use std::path::PathBuf;
+
+use snet_core::{NodeKind, Variant};
+use snet_front::{check_command, compile, graph_command};
+
+fn temp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("snet-front-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const PIPE: &str = "net pipeline ({<X>} | {<Y>} -> {<X>})
+{
+  net inc connect [{<X>} -> {<X=X+1>}];
+}
+connect (inc | [{<Y>} -> {<X=Y>}]) .. inc .. inc .. inc;";
+
+#[test]
+fn named_nets_share_one_template_and_routing_types_are_input_patterns() {
+    let c = compile("p.snet", PIPE, None);
+    assert!(c.diagnostics.is_empty(), "{:?}", c.diagnostics);
+    let g = c.graph.expect("graph");
+    let nets: Vec<_> = g
+        .nodes
+        .iter()
+        .filter(|n| matches!(&n.kind, NodeKind::Net { name, .. } if name == "pipeline/inc"))
+        .collect();
+    assert_eq!(nets.len(), 1, "one template for four uses");
+    let par = g
+        .nodes
+        .iter()
+        .find(|n| matches!(n.kind, NodeKind::Parallel { .. }))
+        .expect("parallel");
+    let NodeKind::Parallel {
+        branches,
+        det: false,
+    } = &par.kind
+    else {
+        unreachable!()
+    };
+    let inputs: Vec<String> = branches
+        .iter()
+        .map(|b| g.node(*b).input.to_string())
+        .collect();
+    assert_eq!(inputs, ["{<X>}", "{<Y>}"]);
+    assert!(matches!(g.node(g.entry).kind, NodeKind::Net { .. }));
+    assert_eq!(g.node(g.entry).loc.line, 1);
+    // Serial chains are balanced: depth is logarithmic.
+    fn depth(g: &snet_core::Graph, id: u32) -> usize {
+        match &g.node(id).kind {
+            NodeKind::Serial(a, b) => 1 + depth(g, *a).max(depth(g, *b)),
+            _ => 0,
+        }
+    }
+    let NodeKind::Net { body, .. } = &g.node(g.entry).kind else {
+        unreachable!()
+    };
+    assert_eq!(depth(&g, *body), 2);
+}
+
+#[test]
+fn boxes_keep_signature_order_and_interface() {
+    let src = r#"<metadata><box name="f"><interface value="Py"/></box></metadata>
+        box f((b, <a>, <#c>) -> (z, y) | ());
+        box g((z, y) -> (q));
+        net n connect (f .. (g | [])) !! <#c>;"#;
+    let c = compile("b.snet", src, None);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let g = c.graph.unwrap();
+    let f = g.boxes.iter().find(|b| b.name == "f").unwrap();
+    assert_eq!(f.interface, "Py");
+    assert_eq!(
+        f.inputs.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+        ["b", "<a>", "<#c>"]
+    );
+    assert_eq!(
+        f.outputs[0]
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>(),
+        ["z", "y"]
+    );
+    assert_eq!(
+        g.boxes.iter().find(|b| b.name == "g").unwrap().interface,
+        "C4SNet"
+    );
+}
+
+#[test]
+fn entry_override_and_unknown_entry() {
+    let src = "box f((a) -> (b)); net one connect f; net two connect f .. [{b} -> {c=b}];";
+    let c = compile("e.snet", src, Some("one"));
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    assert!(c.nets.iter().any(|n| n.entry && n.name == "one"));
+    let c = compile("e.snet", src, Some("three"));
+    assert!(c.has_errors() && c.graph.is_none());
+    let c = compile("e.snet", src, None);
+    let two = c.nets.iter().find(|n| n.entry).unwrap();
+    assert_eq!(two.name, "two");
+    assert_eq!(
+        two.output,
+        vec![Variant::new([snet_core::Label::field("c")])]
+    );
+}
+
+#[test]
+fn check_command_text_json_and_exit_codes() {
+    let p = temp("ok.snet", PIPE);
+    let (out, err, code) = check_command(&p, false, None, false);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("net pipeline : {<X>} | {<Y>} -> {<X>}\n"),
+        "{out}"
+    );
+    assert!(out.contains("net pipeline/inc : {<X>} -> {<X>}\n"), "{out}");
+    let (json, _, code) = check_command(&p, true, None, false);
+    assert_eq!(code, 0);
+    assert!(
+        json.starts_with("{\"nets\":[{\"name\":\"pipeline\",\"entry\":true"),
+        "{json}"
+    );
+    assert!(json.contains("\"input\":[[\"<X>\"],[\"<Y>\"]]"), "{json}");
+
+    let bad = temp("bad.snet", "box f((a) -> (b));\nnet n connect f .. f;\n");
+    let (_, err, code) = check_command(&bad, false, None, false);
+    assert_eq!(code, 1);
+    assert!(err.contains("bad.snet:2:17"), "{err}");
+    let (json, _, _) = check_command(&bad, true, None, false);
+    assert!(
+        json.contains("\"severity\":\"error\"") && json.contains("\"line\":2,\"col\":17"),
+        "{json}"
+    );
+
+    let (_, err, code) = check_command(&PathBuf::from("/nonexistent/x.snet"), false, None, false);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read"));
+}
+
+#[test]
+fn graph_command_draws_clusters_and_filters() {
+    let p = temp(
+        "g.snet",
+        "box f((a) -> (b)); net n connect (f | [{c} -> {b=c}]) * {b} .. [| {b}, {x} |];",
+    );
+    let (dot, err, code) = graph_command(&p, None, false);
+    assert_eq!(code, 0, "{err}");
+    assert!(dot.starts_with("digraph snet {"));
+    assert!(dot.contains("subgraph cluster_"));
+    assert!(dot.contains("[{c} -> {b=c}]"), "{dot}");
+    assert!(dot.contains("[| {b}, {x} |]"), "{dot}");
+    assert!(dot.contains("box f"));
+    let (_, _, code) = graph_command(&temp("gb.snet", "net n connect nope;"), None, false);
+    assert_eq!(code, 1);
+}

@@ -1,0 +1,128 @@
+//! Errors of reading a record stream.
+
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use snet_core::{Label, LabelKind};
+
+use crate::ctext::FieldError;
+use crate::position::Position;
+
+/// A malformed or unreadable record stream, with the place it went wrong.
+#[derive(Debug)]
+pub struct ReadError {
+    kind: ReadErrorKind,
+    position: Position,
+    source_name: Arc<str>,
+}
+
+/// What went wrong.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ReadErrorKind {
+    /// The input could not be read.
+    Io(Arc<io::Error>),
+    /// The input is not well-formed XML (the parser's message).
+    Syntax { message: String },
+    /// The input ends inside an element.
+    UnclosedElement { name: String },
+    /// An element other than `record` (top level) or `tag`, `btag`,
+    /// `field` (inside a record), or any element inside those.
+    UnknownElement { name: String },
+    /// An XML declaration or document type inside a record.
+    Misplaced { what: &'static str },
+    /// Non-blank text between elements.
+    UnexpectedText { text: String },
+    /// A `type` other than `data` or `terminate`.
+    UnknownRecordType { ty: String },
+    /// A `mode` other than `textual` or `binary`.
+    UnknownMode { mode: String },
+    /// A `tag`, `btag` or `field` without a (non-empty) `label`.
+    MissingLabel { element: &'static str },
+    /// The same label twice in one record.
+    DuplicateLabel { label: Label },
+    /// A tag or binding tag whose value is not a decimal integer (`i64`).
+    NonIntegerTag { label: Label, value: String },
+    /// A C4SNet field whose value is malformed.
+    BadField { label: Label, error: FieldError },
+    /// Text or a name that is not UTF-8.
+    InvalidUtf8,
+    /// An entity reference other than the XML ones and character references.
+    UnknownEntity { name: String },
+}
+
+impl ReadError {
+    pub(crate) fn new(kind: ReadErrorKind, position: Position, source_name: Arc<str>) -> ReadError {
+        ReadError { kind, position, source_name }
+    }
+
+    pub fn kind(&self) -> &ReadErrorKind {
+        &self.kind
+    }
+
+    /// Where the offending record or element starts (or, for XML syntax
+    /// errors, where the parser stopped).
+    pub fn position(&self) -> Position {
+        self.position
+    }
+
+    /// The input's name, as given to [`RecordReader::with_name`](crate::RecordReader::with_name).
+    pub fn source_name(&self) -> &str {
+        &self.source_name
+    }
+}
+
+fn kind_word(label: Label) -> &'static str {
+    match label.kind() {
+        LabelKind::Field => "field",
+        LabelKind::Tag => "tag",
+        LabelKind::BTag => "binding tag",
+    }
+}
+
+impl fmt::Display for ReadErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadErrorKind::Io(e) => write!(f, "read error: {e}"),
+            ReadErrorKind::Syntax { message } => write!(f, "malformed XML: {message}"),
+            ReadErrorKind::UnclosedElement { name } => write!(f, "<{name}> element is not closed"),
+            ReadErrorKind::UnknownElement { name } => write!(f, "unknown element <{name}>"),
+            ReadErrorKind::Misplaced { what } => write!(f, "{what} inside a record"),
+            ReadErrorKind::UnexpectedText { text } => write!(f, "unexpected text \"{text}\""),
+            ReadErrorKind::UnknownRecordType { ty } => {
+                write!(f, "unknown record type \"{ty}\" (expected \"data\" or \"terminate\")")
+            }
+            ReadErrorKind::UnknownMode { mode } => {
+                write!(f, "unknown record mode \"{mode}\" (expected \"textual\" or \"binary\")")
+            }
+            ReadErrorKind::MissingLabel { element } => write!(f, "<{element}> without a label"),
+            ReadErrorKind::DuplicateLabel { label } => {
+                write!(f, "{} \"{}\" appears twice in the record", kind_word(*label), label.name())
+            }
+            ReadErrorKind::NonIntegerTag { label, value } => {
+                write!(f, "{} \"{}\" has a non-integer value \"{value}\"", kind_word(*label), label.name())
+            }
+            ReadErrorKind::BadField { label, error } => write!(f, "field \"{}\": {error}", label.name()),
+            ReadErrorKind::InvalidUtf8 => f.write_str("text is not valid UTF-8"),
+            ReadErrorKind::UnknownEntity { name } => write!(f, "unknown entity \"&{name};\""),
+        }
+    }
+}
+
+impl fmt::Display for ReadError {
+    /// `input:LINE:COL: message`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.source_name, self.position, self.kind)
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ReadErrorKind::Io(e) => Some(&**e),
+            ReadErrorKind::BadField { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,703 @@
+//! The streaming record reader.
+//!
+//! [`RecordReader`] pulls XML events from quick-xml one at a time and builds
+//! one [`Record`] per `<record>` element, so memory stays bounded by the
+//! largest single element whatever the length of the stream. Everything
+//! `records.md` allows is accepted: repeated `<?xml ...?>` prologs, comments,
+//! processing instructions and a document type between records, CDATA and
+//! character references in values, attributes in any order and quotes,
+//! `xmlns` and unknown attributes (ignored). A record without `type` is a
+//! data record.
+//!
+//! Field values are kept as the text they were read as
+//! ([`Field::text`]), but C4SNet values are validated on the way in
+//! ([`crate::ctext`]), so a malformed value is reported here with its
+//! position rather than later inside a box.
+//!
+//! After an error or a `terminate` record the reader is finished: `next`
+//! returns `Ok(None)` from then on.
+
+use std::io::BufRead;
+use std::sync::Arc;
+
+use quick_xml::events::{BytesStart, Event};
+use snet_core::{Field, Label, LabelKind, Record, Value};
+
+use crate::ctext;
+use crate::error::{ReadError, ReadErrorKind};
+use crate::position::{LineCounter, Position};
+
+/// One element of a record stream.
+#[derive(Clone, Debug)]
+pub enum Item {
+    /// A `type="data"` record.
+    Data(Record),
+    /// The `type="terminate"` record that ends the input.
+    Terminate,
+}
+
+/// The interface fields have unless the record or field names another.
+pub const DEFAULT_INTERFACE: &str = "C4SNet";
+
+/// Reads records one at a time from XML input.
+pub struct RecordReader<R: BufRead> {
+    p: Parser<R>,
+    /// quick-xml's event buffer, reused across events.
+    buf: Vec<u8>,
+    done: bool,
+}
+
+/// The reader's state apart from the event buffer, so that an event
+/// borrowing the buffer and the parser can be used together.
+struct Parser<R: BufRead> {
+    xml: quick_xml::Reader<LineCounter<R>>,
+    source_name: Arc<str>,
+    /// The current element's text, unescaped.
+    text: Vec<u8>,
+    /// Scratch for unescaping an attribute value.
+    attr: Vec<u8>,
+    /// The current record's `interface`.
+    interface: String,
+    /// The current field's `interface`, when it has one.
+    field_interface: String,
+    /// Recently seen labels, to skip the global interner on the hot path.
+    labels: LabelCache,
+}
+
+/// A tiny most-recently-added cache of labels by kind and name. Streams use
+/// few distinct labels; a linear scan over short byte strings beats the
+/// interner's lock and hash.
+#[derive(Default)]
+struct LabelCache {
+    entries: Vec<(LabelKind, Box<[u8]>, Label)>,
+    next: usize,
+}
+
+const LABEL_CACHE: usize = 16;
+
+impl LabelCache {
+    fn get(&mut self, kind: LabelKind, name: &str) -> Label {
+        if let Some((_, _, l)) = self.entries.iter().find(|(k, n, _)| *k == kind && **n == *name.as_bytes()) {
+            return *l;
+        }
+        let label = Label::new(kind, name);
+        let entry = (kind, Box::from(name.as_bytes()), label);
+        if self.entries.len() < LABEL_CACHE {
+            self.entries.push(entry);
+        } else {
+            self.entries[self.next] = entry;
+            self.next = (self.next + 1) % LABEL_CACHE;
+        }
+        label
+    }
+}
+
+/// The attributes of a `<record>` start tag.
+struct RecordHead {
+    terminate: bool,
+    binary: bool,
+}
+
+impl<R: BufRead> RecordReader<R> {
+    /// A reader whose errors name the input `input`.
+    pub fn new(input: R) -> RecordReader<R> {
+        RecordReader::with_name(input, "input")
+    }
+
+    /// A reader whose errors name the input `name` (typically a file name).
+    pub fn with_name(input: R, name: &str) -> RecordReader<R> {
+        let mut xml = quick_xml::Reader::from_reader(LineCounter::new(input));
+        let config = xml.config_mut();
+        config.trim_text(false);
+        config.check_end_names = true;
+        config.expand_empty_elements = false;
+        RecordReader {
+            p: Parser {
+                xml,
+                source_name: Arc::from(name),
+                text: Vec::new(),
+                attr: Vec::new(),
+                interface: String::new(),
+                field_interface: String::new(),
+                labels: LabelCache::default(),
+            },
+            buf: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// The next record, `Ok(None)` at the end of the input or after
+    /// `terminate`.
+    #[allow(clippy::should_implement_trait)] // fallible; see `iter` for an Iterator
+    pub fn next(&mut self) -> Result<Option<Item>, ReadError> {
+        if self.done {
+            return Ok(None);
+        }
+        let r = self.read_item();
+        if !matches!(r, Ok(Some(Item::Data(_)))) {
+            self.done = true;
+        }
+        r
+    }
+
+    /// The remaining items as an iterator of results (ends after the first error).
+    pub fn iter(&mut self) -> impl Iterator<Item = Result<Item, ReadError>> + '_ {
+        std::iter::from_fn(move || self.next().transpose())
+    }
+
+    /// Position just after what has been read so far.
+    pub fn position(&self) -> Position {
+        self.p.pos(self.p.xml.buffer_position())
+    }
+
+    fn read_item(&mut self) -> Result<Option<Item>, ReadError> {
+        loop {
+            let start = self.p.xml.buffer_position();
+            self.buf.clear();
+            let ev = match self.p.xml.read_event_into(&mut self.buf) {
+                Ok(ev) => ev,
+                Err(e) => return Err(self.p.xml_error(e)),
+            };
+            match ev {
+                Event::Decl(_) | Event::PI(_) | Event::DocType(_) | Event::Comment(_) => {}
+                Event::Text(t) => self.p.expect_blank(&t, start)?,
+                Event::CData(t) => self.p.expect_blank(&t, start)?,
+                Event::GeneralRef(r) => return Err(self.p.unexpected_ref(&r, start)),
+                Event::Start(ref s) | Event::Empty(ref s) => {
+                    let empty = matches!(ev, Event::Empty(_));
+                    let pos = self.p.pos(start);
+                    if s.name().as_ref() != b"record" {
+                        return Err(self.p.err(ReadErrorKind::UnknownElement { name: lossy(s.name().as_ref()) }, pos));
+                    }
+                    let head = self.p.record_head(s, pos)?;
+                    if head.terminate {
+                        return Ok(Some(Item::Terminate));
+                    }
+                    if empty {
+                        return Ok(Some(Item::Data(Record::new())));
+                    }
+                    return self.p.record_body(&mut self.buf, head, pos).map(|r| Some(Item::Data(r)));
+                }
+                Event::End(e) => {
+                    let kind = ReadErrorKind::Syntax { message: format!("unmatched </{}>", lossy(e.name().as_ref())) };
+                    return Err(self.p.err(kind, self.p.pos(start)));
+                }
+                Event::Eof => return Ok(None),
+            }
+        }
+    }
+}
+
+/// Which child element of a record.
+#[derive(Copy, Clone)]
+enum Child {
+    Tag,
+    BTag,
+    Field,
+}
+
+impl Child {
+    fn from_name(name: &[u8]) -> Option<Child> {
+        match name {
+            b"tag" => Some(Child::Tag),
+            b"btag" => Some(Child::BTag),
+            b"field" => Some(Child::Field),
+            _ => None,
+        }
+    }
+
+    fn kind(self) -> LabelKind {
+        match self {
+            Child::Tag => LabelKind::Tag,
+            Child::BTag => LabelKind::BTag,
+            Child::Field => LabelKind::Field,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Child::Tag => "tag",
+            Child::BTag => "btag",
+            Child::Field => "field",
+        }
+    }
+}
+
+/// `b` as text for an error message: lossy UTF-8, shortened, with control
+/// characters and quotes escaped.
+fn lossy(b: &[u8]) -> String {
+    crate::ctext::shown(&String::from_utf8_lossy(b))
+}
+
+fn is_blank(b: &[u8]) -> bool {
+    b.iter().all(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// The character an entity or character reference (without `&` `;`) stands for.
+fn resolve_entity(name: &[u8]) -> Option<char> {
+    match name {
+        b"lt" => Some('<'),
+        b"gt" => Some('>'),
+        b"amp" => Some('&'),
+        b"quot" => Some('"'),
+        b"apos" => Some('\''),
+        [b'#', b'x' | b'X', hex @ ..] if !hex.is_empty() && hex.iter().all(u8::is_ascii_hexdigit) => {
+            u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok().and_then(char::from_u32)
+        }
+        [b'#', dec @ ..] if !dec.is_empty() && dec.iter().all(u8::is_ascii_digit) => {
+            std::str::from_utf8(dec).ok()?.parse::<u32>().ok().and_then(char::from_u32)
+        }
+        _ => None,
+    }
+}
+
+fn push_char(out: &mut Vec<u8>, c: char) {
+    let mut utf8 = [0u8; 4];
+    out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+}
+
+/// Appends `raw` to `out`, replacing entity references; on an unknown or
+/// unterminated reference returns its text.
+fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    let mut rest = raw;
+    while let Some(amp) = memchr::memchr(b'&', rest) {
+        out.extend_from_slice(&rest[..amp]);
+        let after = &rest[amp + 1..];
+        let semi = memchr::memchr(b';', after).ok_or_else(|| lossy(after))?;
+        let c = resolve_entity(&after[..semi]).ok_or_else(|| lossy(&after[..semi]))?;
+        push_char(out, c);
+        rest = &after[semi + 1..];
+    }
+    out.extend_from_slice(rest);
+    Ok(())
+}
+
+/// Parses a tag value: a decimal `i64`, optionally signed, surrounded by blanks.
+fn parse_tag(text: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(text).ok()?.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+    s.parse::<i64>().ok()
+}
+
+impl<R: BufRead> Parser<R> {
+    fn pos(&self, offset: u64) -> Position {
+        self.xml.get_ref().position(offset)
+    }
+
+    fn err(&self, kind: ReadErrorKind, pos: Position) -> ReadError {
+        ReadError::new(kind, pos, self.source_name.clone())
+    }
+
+    fn xml_error(&self, e: quick_xml::Error) -> ReadError {
+        let pos = self.pos(self.xml.error_position());
+        let kind = match e {
+            quick_xml::Error::Io(io) => ReadErrorKind::Io(io),
+            other => ReadErrorKind::Syntax { message: other.to_string() },
+        };
+        self.err(kind, pos)
+    }
+
+    fn expect_blank(&self, text: &[u8], start: u64) -> Result<(), ReadError> {
+        let t = text.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(text);
+        if is_blank(t) {
+            return Ok(());
+        }
+        let first = t.iter().position(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n')).unwrap_or(0);
+        let pos = self.pos(start + (text.len() - t.len() + first) as u64);
+        Err(self.err(ReadErrorKind::UnexpectedText { text: lossy(t.trim_ascii()) }, pos))
+    }
+
+    fn unexpected_ref(&self, r: &[u8], start: u64) -> ReadError {
+        let text = format!("&{};", lossy(r));
+        self.err(ReadErrorKind::UnexpectedText { text }, self.pos(start))
+    }
+
+    /// Unescapes an attribute value into `self.attr` and returns it as text.
+    fn attr_value(&mut self, raw: &[u8], pos: Position) -> Result<&str, ReadError> {
+        self.attr.clear();
+        if let Err(name) = unescape_into(raw, &mut self.attr) {
+            return Err(self.err(ReadErrorKind::UnknownEntity { name }, pos));
+        }
+        match std::str::from_utf8(&self.attr) {
+            Ok(s) => Ok(s),
+            Err(_) => Err(ReadError::new(ReadErrorKind::InvalidUtf8, pos, self.source_name.clone())),
+        }
+    }
+
+    fn record_head(&mut self, s: &BytesStart<'_>, pos: Position) -> Result<RecordHead, ReadError> {
+        let mut head = RecordHead { terminate: false, binary: false };
+        self.interface.clear();
+        self.interface.push_str(DEFAULT_INTERFACE);
+        // Without quick-xml's duplicate-attribute check (an allocation per
+        // element): a repeated attribute simply takes its last value.
+        for a in s.attributes().with_checks(false) {
+            let a = a.map_err(|e| self.err(ReadErrorKind::Syntax { message: e.to_string() }, pos))?;
+            match a.key.as_ref() {
+                // The common spellings are matched on the raw bytes first.
+                b"type" if &*a.value == b"data" => head.terminate = false,
+                b"type" if &*a.value == b"terminate" => head.terminate = true,
+                b"mode" if &*a.value == b"textual" => head.binary = false,
+                b"mode" if &*a.value == b"binary" => head.binary = true,
+                b"xmlns" => {}
+                b"type" => match self.attr_value(&a.value, pos)? {
+                    "data" => head.terminate = false,
+                    "terminate" => head.terminate = true,
+                    other => {
+                        let ty = lossy(other.as_bytes());
+                        return Err(self.err(ReadErrorKind::UnknownRecordType { ty }, pos));
+                    }
+                },
+                b"mode" => match self.attr_value(&a.value, pos)? {
+                    "textual" => head.binary = false,
+                    "binary" => head.binary = true,
+                    other => {
+                        let mode = lossy(other.as_bytes());
+                        return Err(self.err(ReadErrorKind::UnknownMode { mode }, pos));
+                    }
+                },
+                b"interface" => {
+                    self.attr_value(&a.value, pos)?;
+                    self.interface.clear();
+                    // The value is in `self.attr` (checked UTF-8 just above).
+                    self.interface.push_str(std::str::from_utf8(&self.attr).unwrap_or(DEFAULT_INTERFACE));
+                }
+                _ => {} // xmlns and anything else
+            }
+        }
+        Ok(head)
+    }
+
+    /// Reads the children of a `<record>` up to its end tag.
+    fn record_body(&mut self, buf: &mut Vec<u8>, head: RecordHead, rec_pos: Position) -> Result<Record, ReadError> {
+        let mut rec = Record::new();
+        loop {
+            let start = self.xml.buffer_position();
+            buf.clear();
+            let ev = self.xml.read_event_into(buf).map_err(|e| self.xml_error(e))?;
+            match ev {
+                Event::Comment(_) | Event::PI(_) => {}
+                Event::Decl(_) => {
+                    return Err(self.err(ReadErrorKind::Misplaced { what: "XML declaration" }, self.pos(start)))
+                }
+                Event::DocType(_) => {
+                    return Err(self.err(ReadErrorKind::Misplaced { what: "document type" }, self.pos(start)))
+                }
+                Event::Text(t) => self.expect_blank(&t, start)?,
+                Event::CData(t) => self.expect_blank(&t, start)?,
+                Event::GeneralRef(r) => return Err(self.unexpected_ref(&r, start)),
+                Event::Start(ref s) | Event::Empty(ref s) => {
+                    let empty = matches!(ev, Event::Empty(_));
+                    let pos = self.pos(start);
+                    let Some(child) = Child::from_name(s.name().as_ref()) else {
+                        return Err(self.err(ReadErrorKind::UnknownElement { name: lossy(s.name().as_ref()) }, pos));
+                    };
+                    let (label, has_interface) = self.child_head(s, child, pos)?;
+                    self.text.clear();
+                    if !empty {
+                        self.child_text(buf, child, pos)?;
+                    }
+                    let value = self.child_value(child, label, has_interface, head.binary, pos)?;
+                    if rec.has(label) {
+                        return Err(self.err(ReadErrorKind::DuplicateLabel { label }, pos));
+                    }
+                    rec.set(label, value);
+                }
+                Event::End(_) => return Ok(rec), // quick-xml checked it is </record>
+                Event::Eof => {
+                    return Err(self.err(ReadErrorKind::UnclosedElement { name: "record".into() }, rec_pos));
+                }
+            }
+        }
+    }
+
+    /// The label of a child element, and whether it names an interface
+    /// (then in `self.field_interface`).
+    fn child_head(&mut self, s: &BytesStart<'_>, child: Child, pos: Position) -> Result<(Label, bool), ReadError> {
+        let mut label = None;
+        let mut has_interface = false;
+        for a in s.attributes().with_checks(false) {
+            let a = a.map_err(|e| self.err(ReadErrorKind::Syntax { message: e.to_string() }, pos))?;
+            match a.key.as_ref() {
+                b"label" => {
+                    self.attr_value(&a.value, pos)?;
+                    // The name is now in `self.attr`, checked UTF-8.
+                    let name = std::str::from_utf8(&self.attr).unwrap_or_default();
+                    label = (!name.is_empty()).then(|| self.labels.get(child.kind(), name));
+                }
+                b"interface" if matches!(child, Child::Field) => {
+                    self.attr_value(&a.value, pos)?;
+                    self.field_interface.clear();
+                    self.field_interface.push_str(std::str::from_utf8(&self.attr).unwrap_or_default());
+                    has_interface = true;
+                }
+                _ => {}
+            }
+        }
+        let label = label.ok_or_else(|| self.err(ReadErrorKind::MissingLabel { element: child.name() }, pos))?;
+        Ok((label, has_interface))
+    }
+
+    /// Collects the text of a child element up to its end tag into `self.text`.
+    fn child_text(&mut self, buf: &mut Vec<u8>, child: Child, child_pos: Position) -> Result<(), ReadError> {
+        loop {
+            let start = self.xml.buffer_position();
+            buf.clear();
+            let ev = self.xml.read_event_into(buf).map_err(|e| self.xml_error(e))?;
+            match ev {
+                Event::Text(t) => {
+                    if let Err(name) = unescape_into(&t, &mut self.text) {
+                        return Err(self.err(ReadErrorKind::UnknownEntity { name }, self.pos(start)));
+                    }
+                }
+                Event::CData(t) => self.text.extend_from_slice(&t),
+                Event::GeneralRef(r) => match resolve_entity(&r) {
+                    Some(c) => push_char(&mut self.text, c),
+                    None => {
+                        let name = lossy(&r);
+                        return Err(self.err(ReadErrorKind::UnknownEntity { name }, self.pos(start)));
+                    }
+                },
+                Event::Comment(_) | Event::PI(_) => {}
+                Event::Decl(_) => {
+                    return Err(self.err(ReadErrorKind::Misplaced { what: "XML declaration" }, self.pos(start)))
+                }
+                Event::DocType(_) => {
+                    return Err(self.err(ReadErrorKind::Misplaced { what: "document type" }, self.pos(start)))
+                }
+                Event::Start(s) | Event::Empty(s) => {
+                    let name = lossy(s.name().as_ref());
+                    return Err(self.err(ReadErrorKind::UnknownElement { name }, self.pos(start)));
+                }
+                Event::End(_) => return Ok(()),
+                Event::Eof => {
+                    return Err(self.err(ReadErrorKind::UnclosedElement { name: child.name().into() }, child_pos));
+                }
+            }
+        }
+    }
+
+    /// The value of a child element from its text in `self.text`.
+    fn child_value(
+        &self,
+        child: Child,
+        label: Label,
+        has_interface: bool,
+        binary: bool,
+        pos: Position,
+    ) -> Result<Value, ReadError> {
+        if let Child::Tag | Child::BTag = child {
+            return match parse_tag(&self.text) {
+                Some(v) => Ok(Value::Int(v)),
+                None => {
+                    let value = lossy(self.text.trim_ascii());
+                    Err(self.err(ReadErrorKind::NonIntegerTag { label, value }, pos))
+                }
+            };
+        }
+        debug_assert_eq!(label.kind(), LabelKind::Field);
+        let text = std::str::from_utf8(&self.text).map_err(|_| self.err(ReadErrorKind::InvalidUtf8, pos))?;
+        let interface = if has_interface { &self.field_interface } else { &self.interface };
+        if interface == DEFAULT_INTERFACE {
+            let checked = if binary { ctext::validate_binary(text) } else { ctext::validate_textual(text) };
+            if let Err(error) = checked {
+                return Err(self.err(ReadErrorKind::BadField { label, error }, pos));
+            }
+        }
+        Ok(Value::Field(Field::text(interface, binary, text)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snet_core::FieldValue;
+
+    fn read(input: &str) -> Result<Vec<Item>, ReadError> {
+        let mut r = RecordReader::new(input.as_bytes());
+        let mut out = Vec::new();
+        while let Some(item) = r.next()? {
+            out.push(item);
+        }
+        Ok(out)
+    }
+
+    fn records(input: &str) -> Vec<Record> {
+        read(input)
+            .expect("valid input")
+            .into_iter()
+            .filter_map(|i| match i {
+                Item::Data(r) => Some(r),
+                Item::Terminate => None,
+            })
+            .collect()
+    }
+
+    fn error(input: &str) -> String {
+        match read(input) {
+            Ok(items) => panic!("expected an error, read {items:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn text_of(rec: &Record, name: &str) -> (String, bool, String) {
+        match rec.field(Label::field(name)).map(|f| f.value()) {
+            Some(FieldValue::Text { interface, binary, text }) => (interface.to_string(), *binary, text.to_string()),
+            other => panic!("field {name}: {:?}", other.is_some()),
+        }
+    }
+
+    #[test]
+    fn reads_the_spec_example() {
+        let input = r#"<?xml version="1.0" ?>
+<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet">
+  <tag label="N">10</tag>
+  <btag label="K">3</btag>
+  <field label="A" interface="C4SNet">(int)5</field>
+  <field label="V" interface="C4SNet">(double[3])1.5,2.5,3.5</field>
+</record>
+<record type="terminate" />
+<record type="data"><tag label="ignored">1</tag></record>
+"#;
+        let items = read(input).expect("valid");
+        assert_eq!(items.len(), 2);
+        assert!(matches!(items[1], Item::Terminate));
+        let Item::Data(r) = &items[0] else { panic!("data first") };
+        assert_eq!(r.len(), 4);
+        assert_eq!(r.int(Label::tag("N")), Some(10));
+        assert_eq!(r.int(Label::btag("K")), Some(3));
+        assert_eq!(text_of(r, "A"), ("C4SNet".into(), false, "(int)5".into()));
+        assert_eq!(text_of(r, "V").2, "(double[3])1.5,2.5,3.5");
+    }
+
+    #[test]
+    fn accepts_the_format_variations() {
+        let input = "\u{feff}<?xml version='1.0' encoding='UTF-8'?>\n<!-- a comment -->\n\
+            <record mode='textual' type='data' xmlns='snet-home.org'><tag label='a'>  -7\n</tag><!-- x --></record>\
+            <?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><?xml version=\"1.0\"?>\
+            <record type=\"data\"><tag label=\"b\">+3</tag><field label=\"s\">(char[3])&lt;,&amp;,&#62;</field></record>\
+            <record type='data'/><record><btag label='c'>0</btag></record>";
+        let recs = records(input);
+        assert_eq!(recs.len(), 4);
+        assert_eq!(recs[0].int(Label::tag("a")), Some(-7));
+        assert_eq!(recs[1].int(Label::tag("b")), Some(3));
+        assert_eq!(text_of(&recs[1], "s").2, "(char[3])<,&,>");
+        assert!(recs[2].is_empty());
+        assert_eq!(recs[3].int(Label::btag("c")), Some(0));
+    }
+
+    #[test]
+    fn escapes_cdata_and_char_refs_are_unescaped() {
+        let recs = records(
+            "<record type='data'><field label='x'>(char[5])&quot;,&apos;,&#x41;,&#66;,<![CDATA[<]]></field>\
+             <field label='y' interface='Other'>&lt;raw &amp; free&gt;</field></record>",
+        );
+        assert_eq!(text_of(&recs[0], "x").2, "(char[5])\",',A,B,<");
+        assert_eq!(text_of(&recs[0], "y"), ("Other".into(), false, "<raw & free>".into()));
+    }
+
+    #[test]
+    fn interface_and_mode() {
+        let recs = records(
+            "<record type='data' interface='SAC' mode='binary'><field label='a'>anything</field>\
+             <field label='b' interface='C4SNet'>(int[2])AQAAAAIAAAA=</field></record>",
+        );
+        assert_eq!(text_of(&recs[0], "a"), ("SAC".into(), true, "anything".into()));
+        assert_eq!(text_of(&recs[0], "b"), ("C4SNet".into(), true, "(int[2])AQAAAAIAAAA=".into()));
+    }
+
+    #[test]
+    fn labels_of_different_kinds_may_share_a_name() {
+        let recs = records("<record type='data'><tag label='x'>1</tag><btag label='x'>2</btag><field label='x'>(int)3</field></record>");
+        assert_eq!(recs[0].len(), 3);
+    }
+
+    #[test]
+    fn end_of_input_without_terminate_ends_the_stream() {
+        let items = read("<record type='data'><tag label='t'>1</tag></record>\n  ").expect("valid");
+        assert_eq!(items.len(), 1);
+        assert!(read("").expect("empty is valid").is_empty());
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        assert_eq!(
+            error("<record type=\"data\">\n  <tag label=\"N\">x</tag>\n</record>"),
+            "input:2:3: tag \"N\" has a non-integer value \"x\""
+        );
+        assert_eq!(
+            error("<record type='data'><btag label='B'>99999999999999999999</btag></record>"),
+            "input:1:21: binding tag \"B\" has a non-integer value \"99999999999999999999\""
+        );
+        assert_eq!(
+            error("\n\n  <record type='data'>\n<tag label='N'>1</tag>"),
+            "input:3:3: <record> element is not closed"
+        );
+        assert_eq!(error("<record type='data'>\n <tag label='N'>1"), "input:2:2: <tag> element is not closed");
+        assert_eq!(error("<record type='data'><foo/></record>"), "input:1:21: unknown element <foo>");
+        assert_eq!(error("<rec type='data'></rec>"), "input:1:1: unknown element <rec>");
+        assert_eq!(
+            error("<record type='data'/>\n<record type='dat'/>"),
+            "input:2:1: unknown record type \"dat\" (expected \"data\" or \"terminate\")"
+        );
+        assert_eq!(
+            error("<record type='data'><field label='A'>(bool)1</field></record>"),
+            "input:1:21: field \"A\": unknown field type \"bool\""
+        );
+        assert_eq!(
+            error("<record type='data'><field label='A'>(int[3])1,2</field></record>"),
+            "input:1:21: field \"A\": wrong element count: the type announces 3, the value has 2"
+        );
+        assert_eq!(
+            error("<record type='data'><field label='A'>(double[2])1,zz</field></record>"),
+            "input:1:21: field \"A\": element 1 (\"zz\") is not a valid double"
+        );
+        assert_eq!(
+            error("<record type='data' mode='x'/>"),
+            "input:1:1: unknown record mode \"x\" (expected \"textual\" or \"binary\")"
+        );
+        assert_eq!(error("<record type='data'><tag>1</tag></record>"), "input:1:21: <tag> without a label");
+        assert_eq!(
+            error("<record type='data'><tag label='a'>1</tag><tag label='a'>2</tag></record>"),
+            "input:1:43: tag \"a\" appears twice in the record"
+        );
+        assert_eq!(
+            error("<record type='data'><tag label='a'>&foo;</tag></record>"),
+            "input:1:36: unknown entity \"&foo;\""
+        );
+        assert_eq!(error("hello <record/>"), "input:1:1: unexpected text \"hello\"");
+        assert_eq!(error("<record type='data'><tag label='a'><b/></tag></record>"), "input:1:36: unknown element <b>");
+        assert!(error("<record type='data'><tag label='a'>1</record>").starts_with("input:1:"));
+        assert!(error("<record type='data'><tag label='a'>1</tag></record></record>").contains("1:52"));
+    }
+
+    #[test]
+    fn tiny_input_buffers_and_crlf_keep_positions_right() {
+        let input = "<?xml version='1.0'?>\r\n<record type='data'>\r\n  <tag label='a'>1</tag>\r\n</record>\r\n\
+                     <record type='data'>\r\n  <!-- multi\r\nline -->  <tag label='N'>x</tag></record>";
+        let mut r = RecordReader::new(std::io::BufReader::with_capacity(1, input.as_bytes()));
+        let Ok(Some(Item::Data(first))) = r.next() else { panic!("first record reads") };
+        assert_eq!(first.int(Label::tag("a")), Some(1));
+        let e = r.next().expect_err("second record is bad");
+        assert_eq!(e.to_string(), "input:7:11: tag \"N\" has a non-integer value \"x\"");
+    }
+
+    #[test]
+    fn error_offsets_are_bytes() {
+        let mut r = RecordReader::with_name("<record type='data'/>\n<record type='x'/>".as_bytes(), "in.xml");
+        assert!(r.next().expect("first is fine").is_some());
+        let e = r.next().expect_err("second is bad");
+        assert_eq!(e.position(), Position { offset: 22, line: 2, column: 1 });
+        assert_eq!(e.source_name(), "in.xml");
+        assert!(matches!(e.kind(), ReadErrorKind::UnknownRecordType { .. }));
+        assert!(r.next().expect("fused").is_none());
+    }
+
+    #[test]
+    fn never_panics_on_prefixes_of_valid_input() {
+        let input = "<?xml version='1.0'?><record type='data' mode='binary'><tag label='a'>1</tag>\
+            <field label='f'>(int[2])AQAAAAIAAAA=</field><!-- c --><field label='g' interface='X'>&amp;<![CDATA[x]]></field>\
+            </record><record type='terminate'/>";
+        for end in 0..input.len() {
+            let _ = read(&input[..end]);
+        }
+    }
+}
