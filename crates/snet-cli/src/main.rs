@@ -191,9 +191,12 @@ fn run(a: RunArgs) -> ExitCode {
         }
     }
     let source: Box<dyn Source> = match &a.input {
-        None => Box::new(ReaderSource(RecordReader::new(BufReader::with_capacity(1 << 16, io::stdin())))),
+        None => Box::new(ReaderSource(RecordReader::with_name(BufReader::with_capacity(1 << 16, io::stdin()), "<stdin>"))),
         Some(p) => match File::open(p) {
-            Ok(f) => Box::new(ReaderSource(RecordReader::new(BufReader::with_capacity(1 << 16, f)))),
+            Ok(f) => Box::new(ReaderSource(RecordReader::with_name(
+                BufReader::with_capacity(1 << 16, f),
+                &p.display().to_string(),
+            ))),
             Err(e) => {
                 eprintln!("error: cannot open input {}: {e}", p.display());
                 return ExitCode::from(2);

@@ -78,6 +78,7 @@ pub fn check(hir: &Hir, src: &str, diags: &mut Diagnostics) -> Checked {
         memo: HashMap::new(),
         nesting: 0,
         nesting_reported: false,
+        quiet: 0,
     };
     let mut nets = vec![(Vec::new(), Vec::new()); hir.nets.len()];
     for idx in c.net_order() {
@@ -107,6 +108,9 @@ struct Checker<'h, 'd> {
     /// (node, pattern index) pairs that matched some variant.
     hits: HashSet<(HId, usize)>,
     memo: HashMap<(NetIdx, Vec<Variant>), VSet>,
+    /// Inside a speculative flow whose diagnostics are discarded: results are
+    /// not memoised (a later real use must report its errors).
+    quiet: usize,
     nesting: usize,
     nesting_reported: bool,
 }
@@ -484,7 +488,9 @@ impl Checker<'_, '_> {
                 out
             }
         };
-        self.memo.insert(key, out.clone());
+        if self.quiet == 0 {
+            self.memo.insert(key, out.clone());
+        }
         out
     }
 
@@ -715,7 +721,20 @@ impl Checker<'_, '_> {
                 }
                 out
             }
-            None => self.flow_net(n, &input.iter().cloned().collect()),
+            // The entry net is checked on its inferred input. Any other net
+            // without a signature is typed where it is used: flow inheritance
+            // at a use site may bring labels (a split tag, say) that its own
+            // minimal input lacks, so its stand-alone flow only infers a
+            // signature and reports nothing.
+            None if hir.entry == Some(n) => self.flow_net(n, &input.iter().cloned().collect()),
+            None => {
+                let mark = self.diags.mark();
+                self.quiet += 1;
+                let out = self.flow_net(n, &input.iter().cloned().collect());
+                self.quiet -= 1;
+                self.diags.rollback(mark);
+                out
+            }
         };
         (input, out.into_iter().collect())
     }

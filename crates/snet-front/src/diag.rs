@@ -119,6 +119,19 @@ impl Diagnostics {
         }
     }
 
+    /// A point to roll back to (see [`Diagnostics::rollback`]).
+    pub fn mark(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Forgets every diagnostic pushed since `mark`, so that pushing it again
+    /// later is not taken for a duplicate.
+    pub fn rollback(&mut self, mark: usize) {
+        for d in self.list.drain(mark..) {
+            self.seen.remove(&d);
+        }
+    }
+
     pub fn has_errors(&self) -> bool {
         self.list.iter().any(Diagnostic::is_error)
     }

@@ -111,9 +111,14 @@ impl fmt::Display for ReadErrorKind {
 }
 
 impl fmt::Display for ReadError {
-    /// `input:LINE:COL: message`.
+    /// `input:LINE:COL: message (line L, column C, byte B)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.source_name, self.position, self.kind)
+        let p = &self.position;
+        write!(
+            f,
+            "{}:{}: {} (line {}, column {}, byte {})",
+            self.source_name, p, self.kind, p.line, p.column, p.offset
+        )
     }
 }
 
