@@ -79,6 +79,7 @@ pub fn check(hir: &Hir, src: &str, diags: &mut Diagnostics) -> Checked {
         nesting: 0,
         nesting_reported: false,
         quiet: 0,
+        quiet_memo: HashMap::new(),
     };
     let mut nets = vec![(Vec::new(), Vec::new()); hir.nets.len()];
     for idx in c.net_order() {
@@ -108,9 +109,10 @@ struct Checker<'h, 'd> {
     /// (node, pattern index) pairs that matched some variant.
     hits: HashSet<(HId, usize)>,
     memo: HashMap<(NetIdx, Vec<Variant>), VSet>,
-    /// Inside a speculative flow whose diagnostics are discarded: results are
-    /// not memoised (a later real use must report its errors).
+    /// Inside a speculative flow whose diagnostics are discarded: results go
+    /// to `quiet_memo` only (a later real use must report its errors).
     quiet: usize,
+    quiet_memo: HashMap<(NetIdx, Vec<Variant>), VSet>,
     nesting: usize,
     nesting_reported: bool,
 }
@@ -443,6 +445,11 @@ impl Checker<'_, '_> {
         if let Some(out) = self.memo.get(&key) {
             return out.clone();
         }
+        if self.quiet > 0 {
+            if let Some(out) = self.quiet_memo.get(&key) {
+                return out.clone();
+            }
+        }
         let net = &self.hir.nets[n];
         let out = match net.body {
             Some(b) => {
@@ -490,6 +497,8 @@ impl Checker<'_, '_> {
         };
         if self.quiet == 0 {
             self.memo.insert(key, out.clone());
+        } else {
+            self.quiet_memo.insert(key, out.clone());
         }
         out
     }
