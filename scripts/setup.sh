@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine of this kind lacks, idempotently.
+# Rust comes from rustup; Debian packages from apt. Safe to run repeatedly.
+set -euo pipefail
+
+need_apt=()
+want_pkg() { dpkg -s "$1" >/dev/null 2>&1 || need_apt+=("$1"); }
+
+# C toolchain for C boxes and the long double helper; valgrind for leak checks.
+want_pkg gcc
+want_pkg valgrind
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+  # shellcheck disable=SC1091
+  . "$HOME/.cargo/env"
+fi
