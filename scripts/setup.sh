@@ -21,3 +21,8 @@ if ! command -v cargo >/dev/null 2>&1; then
   # shellcheck disable=SC1091
   . "$HOME/.cargo/env"
 fi
+
+# Nightly with Miri: the engine's unsafe code is checked under Miri in CI.
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+  rustup toolchain install nightly --profile minimal --component miri
+fi
