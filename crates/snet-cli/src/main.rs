@@ -1,7 +1,8 @@
 //! `snet`: the command-line front door.
 //!
 //! Subcommands: `check` (parse, resolve, type-check; print signatures),
-//! `graph` (Graphviz of the network), `run` (execute on the FRONT engine).
+//! `graph` (Graphviz of the network), `run` (execute on the FRONT engine),
+//! `build` (an executable from a program and its C boxes, [`buildcmd`]).
 //! Exit status: 0 success, 1 errors in the program or its run, 2 usage or
 //! I/O problems (unreadable files).
 
@@ -13,8 +14,33 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
+mod buildcmd;
+
 use snet_engine::{Config, EngineError, InputLimit, SingleNode, Sink, Source, SourceError};
 use snet_io::{Item, RecordReader, RecordWriter};
+
+/// mimalloc: the engine allocates and frees many small records and entities
+/// from several threads; mimalloc's per-thread free lists beat glibc here.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+extern "C" {
+    /// mimalloc's option setter (linked in by the `mimalloc` crate).
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+
+/// Keeps peak memory low: commit arena memory on demand and return freed
+/// pages at once (values of mimalloc 2's `mi_option_e`).
+fn tune_allocator() {
+    const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
+    const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+    // SAFETY: mi_option_set only stores an integer option; called before any
+    // worker thread exists.
+    unsafe {
+        mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
+        mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+    }
+}
 
 #[derive(Parser)]
 #[command(name = "snet", version, about = "S-Net: declarative coordination of streaming networks, run on the FRONT engine")]
@@ -73,9 +99,41 @@ enum Cmd {
         #[arg(long)]
         stats: bool,
     },
+    /// Build an executable from a program and its C box code (C4SNet).
+    ///
+    /// The executable takes the options of `snet run` (-i, -o, -w,
+    /// --input-limit, --box-concurrency, --stats).
+    Build {
+        /// The S-Net program.
+        file: PathBuf,
+        /// Box code: C sources, objects, static or shared libraries.
+        inputs: Vec<PathBuf>,
+        /// The executable to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Extra include directory for the C sources (C4SNet.h is always found).
+        #[arg(short = 'I', value_name = "DIR")]
+        include: Vec<PathBuf>,
+        /// Extra library directory.
+        #[arg(short = 'L', value_name = "DIR")]
+        lib_dirs: Vec<PathBuf>,
+        /// Link with library LIB.
+        #[arg(short = 'l', value_name = "LIB")]
+        libs: Vec<String>,
+        /// Extra C compiler flags (one argument, split at spaces), e.g. --cflags "-O3 -fopenmp".
+        #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+        cflags: Option<String>,
+        /// Entry network (default: the last top-level net).
+        #[arg(long)]
+        entry: Option<String>,
+        /// Keep the generated C file and header (the directory is printed).
+        #[arg(long)]
+        keep: bool,
+    },
 }
 
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = Cli::parse();
     let color = io::stderr().is_terminal();
     match cli.cmd {
@@ -95,6 +153,20 @@ fn main() -> ExitCode {
                 }
             }
             ExitCode::from(code.clamp(0, 255) as u8)
+        }
+        Cmd::Build { file, inputs, output, include, lib_dirs, libs, cflags, entry, keep } => {
+            ExitCode::from(buildcmd::build(buildcmd::BuildArgs {
+                file,
+                inputs,
+                output,
+                include,
+                lib_dirs,
+                libs,
+                cflags: cflags.map(|f| f.split_whitespace().map(str::to_string).collect()).unwrap_or_default(),
+                entry,
+                keep,
+                color,
+            }))
         }
         Cmd::Run { file, input, output, workers, input_limit, box_concurrency, entry, stats } => {
             run(RunArgs { file, input, output, workers, input_limit, box_concurrency, entry, stats, color })
@@ -173,7 +245,7 @@ fn run(a: RunArgs) -> ExitCode {
         Ok(g) => g,
         Err(code) => return ExitCode::from(code),
     };
-    let mut config = Config { box_concurrency: a.box_concurrency, ..Config::default() };
+    let mut config = Config { box_concurrency: a.box_concurrency, fast_exit: true, ..Config::default() };
     if let Some(w) = a.workers {
         if w == 0 {
             eprintln!("error: --workers must be at least 1");

@@ -6,9 +6,17 @@
 //! must contain; the run must exit nonzero). Every case runs under 1, 2 and
 //! 8 workers. `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
+//!
+//! A case with C box code (`*.c` files in its directory) is built once with
+//! `snet build prog.snet *.c -o <tmp>/prog`, and the produced executable is
+//! run with the same arguments instead of `snet run`. Such a case may hold
+//! `expected-build-error.txt` instead: the build must fail with a message
+//! containing that substring.
 
 use std::path::{Path, PathBuf};
+use std::collections::HashMap;
 use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -20,8 +28,59 @@ fn read_items(bytes: &[u8], what: &str) -> Result<Vec<snet_io::Item>, Failed> {
     snet_io::read_all(bytes).map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
 }
 
+/// The C sources of a case (sorted), empty for a pure case.
+fn c_sources(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "c")).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+type BuildResult = Result<PathBuf, String>;
+
+/// Builds a C case once (all worker counts share the executable): Ok(exe) or Err(stderr).
+fn built(dir: &Path) -> BuildResult {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceLock<BuildResult>>>>> = OnceLock::new();
+    let cell = CACHE.get_or_init(Default::default).lock().unwrap().entry(dir.to_path_buf()).or_default().clone();
+    cell.get_or_init(|| {
+        let name = format!(
+            "{}-{}",
+            dir.parent().and_then(|p| p.file_name()).unwrap_or_default().to_string_lossy(),
+            dir.file_name().unwrap_or_default().to_string_lossy()
+        );
+        let out_dir = std::env::temp_dir().join(format!("snet-conformance-{}", std::process::id()));
+        std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
+        let exe = out_dir.join(name);
+        let out = Command::new(env!("CARGO_BIN_EXE_snet"))
+            .arg("build")
+            .arg(dir.join("prog.snet"))
+            .args(c_sources(dir))
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .map_err(|e| format!("cannot start snet build: {e}"))?;
+        if out.status.success() {
+            Ok(exe)
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    })
+    .clone()
+}
+
 fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
     let prog = dir.join("prog.snet");
+    let c_case = !c_sources(dir).is_empty();
+    if let Ok(want) = std::fs::read_to_string(dir.join("expected-build-error.txt")) {
+        let want = want.trim().to_lowercase();
+        return match built(dir) {
+            Ok(_) => Err(format!("expected the build to fail with {want:?}, but it succeeded").into()),
+            Err(e) if e.to_lowercase().contains(&want) => Ok(()),
+            Err(e) => Err(format!("build error lacks {want:?}:\n{e}").into()),
+        };
+    }
+    let exe = if c_case { Some(built(dir).map_err(|e| format!("snet build failed:\n{e}"))?) } else { None };
     let input = dir.join("input.xml");
     let expected_err = std::fs::read_to_string(dir.join("expected-error.txt")).ok();
     let expected = std::fs::read(dir.join("expected.xml")).ok();
@@ -30,9 +89,15 @@ fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
         .map(|s| s.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default();
     for _ in 0..repeat {
-        let out = Command::new(env!("CARGO_BIN_EXE_snet"))
-            .arg("run")
-            .arg(&prog)
+        let mut cmd = match &exe {
+            Some(exe) => Command::new(exe),
+            None => {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_snet"));
+                c.arg("run").arg(&prog);
+                c
+            }
+        };
+        let out = cmd
             .arg("-i")
             .arg(&input)
             .arg("-w")

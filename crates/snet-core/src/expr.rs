@@ -95,9 +95,19 @@ impl fmt::Display for EvalError {
 
 impl std::error::Error for EvalError {}
 
+/// Shapes common enough to skip the bytecode loop: `7`, `n`, `n - 1`, `k == 1`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Fast {
+    Const(i64),
+    Load(Label),
+    LoadOpConst(Label, BinOp, i64),
+    General,
+}
+
 /// A compiled tag expression.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expr {
+    fast: Fast,
     code: Box<[Op]>,
     stack: usize,
     source: ExprTree,
@@ -111,7 +121,16 @@ impl Expr {
         let mut depth = 0usize;
         let mut max = 0usize;
         emit(&tree, &mut code, &mut depth, &mut max);
-        Expr { code: code.into_boxed_slice(), stack: max.max(1), source: tree }
+        let fast = match &tree {
+            ExprTree::Int(v) => Fast::Const(*v),
+            ExprTree::Label(l) => Fast::Load(*l),
+            ExprTree::Binary(op, a, b) if !matches!(op, BinOp::And | BinOp::Or) => match (&**a, &**b) {
+                (ExprTree::Label(l), ExprTree::Int(v)) => Fast::LoadOpConst(*l, *op, *v),
+                _ => Fast::General,
+            },
+            _ => Fast::General,
+        };
+        Expr { fast, code: code.into_boxed_slice(), stack: max.max(1), source: tree }
     }
 
     /// The tree it was compiled from (for printing and graph output).
@@ -128,7 +147,17 @@ impl Expr {
     }
 
     pub fn eval(&self, rec: &Record) -> Result<i64, EvalError> {
-        if self.stack <= MAX_INLINE_STACK {
+        let load = |l: Label| rec.int(l).ok_or(EvalError::MissingLabel(l));
+        match self.fast {
+            Fast::Const(v) => return Ok(v),
+            Fast::Load(l) => return load(l),
+            Fast::LoadOpConst(l, op, v) => return binary(op, load(l)?, v),
+            Fast::General => {}
+        }
+        if self.stack <= 8 {
+            let mut stack = [0i64; 8];
+            run(&self.code, rec, &mut stack)
+        } else if self.stack <= MAX_INLINE_STACK {
             let mut stack = [0i64; MAX_INLINE_STACK];
             run(&self.code, rec, &mut stack)
         } else {
@@ -329,6 +358,8 @@ mod tests {
         assert_eq!(Expr::compile(b(BinOp::Mod, Int(-7), Int(2))).eval(&r), Ok(-1));
         let c = Cond(Box::new(b(BinOp::Gt, Label(n), Int(5))), Box::new(Int(1)), Box::new(Int(2)));
         assert_eq!(Expr::compile(c).eval(&r), Ok(1));
+        assert_eq!(Expr::compile(b(BinOp::Le, Label(n), Int(7))).eval(&r), Ok(1));
+        assert_eq!(Expr::compile(b(BinOp::Mod, Label(n), Int(0))).eval(&r), Err(EvalError::DivisionByZero));
         let m = Call(Func::Max, vec![Int(3), Call(Func::Abs, vec![Int(-9)])]);
         assert_eq!(Expr::compile(m).eval(&r), Ok(9));
         let missing = crate::label::Label::tag("missing_x");

@@ -5,12 +5,58 @@
 //! input labels, invokes the implementation, checks every emitted record
 //! (variant number in range), adds the flow-inherited labels, and passes the
 //! outputs on in the order the box emitted them.
+//!
+//! # Initialiser boxes
+//!
+//! A box with no input labels (`box init(-> (A));`) is an *initialiser*. Its
+//! entity is invoked once, with the empty record, when the entity is created
+//! ([`crate::instantiate::instantiate`] queues an [`init_kick`] marker for
+//! it): for a box on the entry network's serial spine that is the start of
+//! the run; inside a lazily created parallel branch, star stage or split
+//! replica, when that instance is created. Its outputs enter the network at
+//! the box's place. Like any box it also accepts records arriving from
+//! upstream (every record matches the empty input pattern): each one causes
+//! one more invocation whose outputs inherit all of the record's labels.
+//! This is exactly the checker's flow rule (`O`, and `O ∪ v`).
+//!
+//! # Concurrent invocation (`box_concurrency` = N > 1)
+//!
+//! Boxes are stateless, so one box entity may run several invocations at
+//! once; its outputs must still leave in input order. The entity then acts
+//! as a *dispatcher* in front of N *lane* entities (created lazily, all of
+//! kind [`BoxEntity`]) that share one [`Reorder`] buffer:
+//!
+//! 1. The dispatcher (licence holder of the box's entity) gives every item a
+//!    sequence number `s` (consecutive, from 0). A record (after the input
+//!    check) goes to the next lane in round-robin order with `s` pushed onto
+//!    its stamp stack. An
+//!    ordering marker or `Resume` item is *completed* at once: it is entered
+//!    in the reorder buffer as the whole output of `s`.
+//! 2. A lane is an ordinary entity: its licence holder pops `s`, invokes the
+//!    box (lanes run on different workers, so up to N invocations of the box
+//!    run at once), adds flow inheritance and the record's original stamps,
+//!    and completes `s` with the list of outputs.
+//! 3. Completing `s` locks the reorder buffer, stores the list under `s`,
+//!    and while the list of `next_seq` is present sends its items to the
+//!    box's successor and advances `next_seq` — all under the lock, so the
+//!    successor's inbox receives the outputs of `0, 1, 2, ...` in order and
+//!    a marker stays behind the outputs of every earlier record.
+//!
+//! Lock order: reorder lock, then (inside `Ctx::send`) an inbox lock; an
+//! inbox lock is never held while taking another lock, so this cannot
+//! deadlock. Nothing is stranded: the buffer holds lists only for numbers
+//! above `next_seq`, and `next_seq`'s list is stored by a running lane or
+//! the dispatcher itself; the workers running lanes keep the network from
+//! looking quiescent until they finish. With N = 1 the entity invokes the
+//! box inline (no lanes, no buffer).
+
+use std::collections::BTreeMap;
 
 use snet_core::{BoxDef, BoxId, NodeId, Record};
 
-use crate::entity::{Entity, Item, Rec};
-use crate::instantiate::{Ctx, Runtime};
-use crate::sync::Arc;
+use crate::entity::{Entity, Item, Marker, Rec};
+use crate::instantiate::{Ctx, Kind, Runtime};
+use crate::sync::{lock, Arc, Mutex};
 use crate::EngineError;
 
 /// A box failure, reported with the box's name by the engine.
@@ -40,10 +86,65 @@ pub struct NoBoxes;
 impl LanguageInterface for NoBoxes {
     fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, String> {
         Err(format!(
-            "box `{}` ({}) has no implementation: build the program with its box code (`snet build`) or load it with `--boxes LIB.so`",
+            "box `{}` ({}) has no implementation: build the program with its box code (`snet build`)",
             def.name, def.loc
         ))
     }
+}
+
+/// The owner id of [`init_kick`] markers (no real owner uses it).
+pub const INIT_KICK_OWNER: u64 = u64::MAX;
+
+/// The item that makes an initialiser box entity fire (sent to it once, at creation).
+pub fn init_kick() -> Item {
+    Item::Marker(Marker::new(INIT_KICK_OWNER, 0, 1, None))
+}
+
+fn is_kick(item: &Item) -> bool {
+    matches!(item, Item::Marker(m) if m.owner == INIT_KICK_OWNER)
+}
+
+/// The reorder buffer shared by a concurrent box's dispatcher and lanes (see the module docs).
+pub struct Reorder {
+    next: Arc<Entity>,
+    state: Mutex<ReorderState>,
+}
+
+struct ReorderState {
+    next_seq: u64,
+    done: BTreeMap<u64, Vec<Item>>,
+}
+
+impl Reorder {
+    /// Step 3 of the protocol: `s` produced `items`.
+    fn complete(&self, s: u64, items: Vec<Item>, ctx: &mut Ctx) {
+        let mut st = lock(&self.state);
+        if s != st.next_seq {
+            st.done.insert(s, items);
+            return;
+        }
+        for it in items {
+            ctx.send(&self.next, it);
+        }
+        st.next_seq += 1;
+        loop {
+            let n = st.next_seq;
+            let Some(items) = st.done.remove(&n) else { break };
+            for it in items {
+                ctx.send(&self.next, it);
+            }
+            st.next_seq += 1;
+        }
+    }
+}
+
+enum Mode {
+    /// Concurrency 1: invoke while holding the entity's licence.
+    Inline,
+    /// The entity at the box's place when concurrency > 1.
+    Dispatch { lanes: Vec<Arc<Entity>>, width: usize, rr: usize, seq: u64, order: Option<Arc<Reorder>> },
+    /// One of a dispatcher's lanes.
+    Lane { order: Arc<Reorder> },
 }
 
 pub struct BoxEntity {
@@ -51,6 +152,7 @@ pub struct BoxEntity {
     id: BoxId,
     imp: Arc<dyn BoxImpl>,
     next: Arc<Entity>,
+    mode: Mode,
 }
 
 struct Collect<'a> {
@@ -74,14 +176,16 @@ impl Emit for Collect<'_> {
 impl BoxEntity {
     pub fn new(rt: &Runtime, node: NodeId, id: BoxId, next: Arc<Entity>) -> BoxEntity {
         let imp = rt.boxes[id as usize].clone().expect("boxes of the entry network are resolved before the run");
-        BoxEntity { node, id, imp, next }
+        let mode = if rt.box_concurrency > 1 {
+            Mode::Dispatch { lanes: Vec::new(), width: rt.box_concurrency, rr: 0, seq: 0, order: None }
+        } else {
+            Mode::Inline
+        };
+        BoxEntity { node, id, imp, next, mode }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det }) = item else {
-            ctx.send(&self.next, item);
-            return Ok(());
-        };
+    /// Checks `rec` and runs the box on it; the outputs, inheritance added, stamped `det`.
+    fn call(&self, rec: &Record, det: &crate::entity::Stamps, ctx: &Ctx) -> Result<Vec<Item>, EngineError> {
         let def = ctx.rt.graph().box_def(self.id);
         let input = def.input_variant();
         let err = |what: String| EngineError::Box { name: def.name.clone(), what, loc: ctx.rt.loc(self.node) };
@@ -89,11 +193,84 @@ impl BoxEntity {
             return Err(err(format!("called with record {}, but it takes {}", rec.type_string(), input)));
         }
         let mut c = Collect { def, outs: Vec::new() };
-        self.imp.invoke(&rec, &mut c).map_err(|e| err(e.0))?;
-        for mut out in c.outs {
-            out.inherit(&rec, &input);
-            ctx.send(&self.next, Item::Rec(Rec { rec: out, det: det.clone() }));
+        self.imp.invoke(rec, &mut c).map_err(|e| err(e.0))?;
+        Ok(c
+            .outs
+            .into_iter()
+            .map(|mut out| {
+                out.inherit(rec, &input);
+                Item::Rec(Rec { rec: out, det: det.clone() })
+            })
+            .collect())
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        // An initialiser's start-up call is a call on the empty record.
+        let item = if is_kick(&item) { Item::Rec(Rec::new(Record::new())) } else { item };
+        match &mut self.mode {
+            Mode::Inline => {
+                let Item::Rec(Rec { rec, det }) = item else {
+                    ctx.send(&self.next, item);
+                    return Ok(());
+                };
+                for out in self.call(&rec, &det, ctx)? {
+                    ctx.send(&self.next, out);
+                }
+                Ok(())
+            }
+            Mode::Lane { order } => {
+                let order = order.clone();
+                let Item::Rec(Rec { rec, mut det }) = item else {
+                    unreachable!("a box lane receives only records from its dispatcher")
+                };
+                let s = det.pop().expect("the dispatcher stamps every record");
+                let outs = self.call(&rec, &det, ctx)?;
+                order.complete(s, outs, ctx);
+                Ok(())
+            }
+            Mode::Dispatch { lanes, width, rr, seq, order } => {
+                let order = order
+                    .get_or_insert_with(|| {
+                        Arc::new(Reorder {
+                            next: self.next.clone(),
+                            state: Mutex::new(ReorderState { next_seq: 0, done: BTreeMap::new() }),
+                        })
+                    })
+                    .clone();
+                let s = *seq;
+                *seq += 1;
+                match item {
+                    Item::Rec(Rec { rec, mut det }) => {
+                        let def = ctx.rt.graph().box_def(self.id);
+                        let input = def.input_variant();
+                        if !rec.matches(&input) {
+                            return Err(EngineError::Box {
+                                name: def.name.clone(),
+                                what: format!("called with record {}, but it takes {}", rec.type_string(), input),
+                                loc: ctx.rt.loc(self.node),
+                            });
+                        }
+                        // Round robin over the lanes, counting records only.
+                        let k = *rr % *width;
+                        *rr += 1;
+                        if k == lanes.len() {
+                            let lane = BoxEntity {
+                                node: self.node,
+                                id: self.id,
+                                imp: self.imp.clone(),
+                                next: self.next.clone(),
+                                mode: Mode::Lane { order: order.clone() },
+                            };
+                            lanes.push(ctx.entity(self.node, Kind::Box(lane)));
+                        }
+                        det.push(s);
+                        let lane = lanes[k].clone();
+                        ctx.send(&lane, Item::Rec(Rec { rec, det }));
+                    }
+                    other => order.complete(s, vec![other], ctx),
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 }

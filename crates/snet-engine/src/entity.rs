@@ -33,7 +33,38 @@ use snet_core::{NodeId, Record};
 use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
 
 /// Stamps of enclosing deterministic combinators, innermost last.
-pub type Stamps = SmallVec<[u64; 2]>;
+///
+/// One pointer wide: records outside deterministic combinators (the common
+/// case) carry no stamps and move through the engine as small as possible.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stamps(Option<Box<SmallVec<[u64; 2]>>>);
+
+impl Stamps {
+    pub fn new() -> Stamps {
+        Stamps(None)
+    }
+
+    pub fn push(&mut self, s: u64) {
+        self.0.get_or_insert_with(Default::default).push(s);
+    }
+
+    pub fn pop(&mut self) -> Option<u64> {
+        let v = self.0.as_mut()?;
+        let s = v.pop();
+        if v.is_empty() {
+            self.0 = None;
+        }
+        s
+    }
+
+    pub fn last(&self) -> Option<&u64> {
+        self.0.as_ref().and_then(|v| v.last())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+}
 
 /// A record in flight, with its deterministic-order stamps.
 #[derive(Clone, Debug)]
@@ -164,6 +195,11 @@ impl Entity {
         let next = inbox.items.pop_front();
         if next.is_none() {
             inbox.scheduled = false;
+            // Most entities (one per split value, per star stage) see a queue
+            // only briefly; do not keep its buffer alive for the whole run.
+            if inbox.items.capacity() > 0 {
+                inbox.items = VecDeque::new();
+            }
         }
         next
     }

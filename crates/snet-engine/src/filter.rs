@@ -5,7 +5,7 @@
 //! adds to each output the input's labels that the pattern does not name
 //! (flow inheritance; labels the outspec sets win).
 
-use snet_core::{FilterDef, NodeId, NodeKind, OutItem, Record, TagValue, Value};
+use snet_core::{FilterDef, NodeId, NodeKind, OutItem, OutSpec, Record, TagValue, Value};
 
 use crate::entity::{Entity, Item, Rec};
 use crate::instantiate::Ctx;
@@ -31,17 +31,60 @@ impl FilterEntity {
             }
         };
         let NodeKind::Filter(def) = &ctx.rt.graph().node(self.node).kind else { unreachable!("filter entity on a non-filter node") };
-        let outs = apply(def, &rec.rec).map_err(|what| match what {
-            FilterError::Type(what) => EngineError::Type { what, loc: ctx.rt.loc(self.node) },
-            FilterError::Eval(e) => EngineError::Eval { what: format!("filter: {e}"), loc: ctx.rt.loc(self.node) },
+        let next = &self.next;
+        apply_each(def, &rec.rec, |out| ctx.send(next, Item::Rec(Rec { rec: out, det: rec.det.clone() }))).map_err(
+            |what| match what {
+                FilterError::Type(what) => EngineError::Type { what, loc: ctx.rt.loc(self.node) },
+                FilterError::Eval(e) => EngineError::Eval { what: format!("filter: {e}"), loc: ctx.rt.loc(self.node) },
+            },
+        )
+    }
+}
+
+/// Consecutive filters of a serial composition run as one entity: each
+/// output of filter `i` goes straight into filter `i + 1`, depth first, which
+/// is exactly the order separate entities would produce.
+pub struct FilterChain {
+    nodes: Vec<NodeId>,
+    next: Arc<Entity>,
+}
+
+impl FilterChain {
+    pub fn new(nodes: Vec<NodeId>, next: Arc<Entity>) -> FilterChain {
+        FilterChain { nodes, next }
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let rec = match item {
+            Item::Rec(r) => r,
+            other => {
+                ctx.send(&self.next, other);
+                return Ok(());
+            }
+        };
+        self.stage(0, &rec.rec, &rec.det, ctx)
+    }
+
+    fn stage(&self, i: usize, rec: &Record, det: &crate::entity::Stamps, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let node = self.nodes[i];
+        let NodeKind::Filter(def) = &ctx.rt.graph().node(node).kind else { unreachable!("filter chain on a non-filter node") };
+        let last = i + 1 == self.nodes.len();
+        let mut failed = None;
+        apply_each(def, rec, |out| {
+            if failed.is_some() {
+                return;
+            }
+            if last {
+                ctx.send(&self.next, Item::Rec(Rec { rec: out, det: det.clone() }));
+            } else if let Err(e) = self.stage(i + 1, &out, det, ctx) {
+                failed = Some(e);
+            }
+        })
+        .map_err(|what| match what {
+            FilterError::Type(what) => EngineError::Type { what, loc: ctx.rt.loc(node) },
+            FilterError::Eval(e) => EngineError::Eval { what: format!("filter: {e}"), loc: ctx.rt.loc(node) },
         })?;
-        let n = outs.len();
-        let mut det = Some(rec.det);
-        for (i, out) in outs.into_iter().enumerate() {
-            let stamps = if i + 1 == n { det.take().unwrap_or_default() } else { det.clone().unwrap_or_default() };
-            ctx.send(&self.next, Item::Rec(Rec { rec: out, det: stamps }));
-        }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 }
 
@@ -52,8 +95,16 @@ pub enum FilterError {
     Eval(snet_core::EvalError),
 }
 
-/// Applies a filter to one record (shared with tests and other layers).
+/// Applies a filter to one record, collecting the outputs.
 pub fn apply(def: &FilterDef, rec: &Record) -> Result<Vec<Record>, FilterError> {
+    let mut outs = Vec::new();
+    apply_each(def, rec, |r| outs.push(r))?;
+    Ok(outs)
+}
+
+/// Applies a filter to one record, handing each output to `emit` in order
+/// (no intermediate allocation on the hot path).
+pub fn apply_each(def: &FilterDef, rec: &Record, mut emit: impl FnMut(Record)) -> Result<(), FilterError> {
     if !rec.matches(&def.pattern) {
         return Err(FilterError::Type(format!(
             "filter for {} received record {}",
@@ -76,30 +127,43 @@ pub fn apply(def: &FilterDef, rec: &Record) -> Result<Vec<Record>, FilterError> 
             }
         }
     }
-    let Some(arm) = arm else { return Ok(Vec::new()) };
-    let mut outs = Vec::with_capacity(arm.outputs.len());
+    let Some(arm) = arm else { return Ok(()) };
+    if let [spec] = arm.outputs.as_slice() {
+        emit(build(spec, rec, &def.pattern)?);
+        return Ok(());
+    }
+    // Evaluate every outspec before emitting any, so that an error emits nothing.
+    let mut outs: smallvec::SmallVec<[Record; 2]> = smallvec::SmallVec::new();
     for spec in &arm.outputs {
-        let mut out = Record::with_capacity(spec.items.len() + rec.len());
-        for item in &spec.items {
-            match item {
-                OutItem::Field { dst, src } => {
-                    let v = rec.get(*src).ok_or_else(|| {
-                        FilterError::Type(format!("filter needs field {src}, record {} has none", rec.type_string()))
-                    })?;
-                    out.set(*dst, v.clone());
-                }
-                OutItem::Tag { dst, value: TagValue::Copy } => {
-                    let v = rec.int(*dst).unwrap_or(0);
-                    out.set(*dst, Value::Int(v));
-                }
-                OutItem::Tag { dst, value: TagValue::Expr(e) } => {
-                    let v = e.eval(rec).map_err(FilterError::Eval)?;
-                    out.set(*dst, Value::Int(v));
-                }
+        outs.push(build(spec, rec, &def.pattern)?);
+    }
+    for out in outs {
+        emit(out);
+    }
+    Ok(())
+}
+
+/// One output record of an outspec, with the flow-inherited labels.
+fn build(spec: &OutSpec, rec: &Record, pattern: &snet_core::Variant) -> Result<Record, FilterError> {
+    let mut out = Record::new();
+    for item in &spec.items {
+        match item {
+            OutItem::Field { dst, src } => {
+                let v = rec.get(*src).ok_or_else(|| {
+                    FilterError::Type(format!("filter needs field {src}, record {} has none", rec.type_string()))
+                })?;
+                out.set(*dst, v.clone());
+            }
+            OutItem::Tag { dst, value: TagValue::Copy } => {
+                let v = rec.int(*dst).unwrap_or(0);
+                out.set(*dst, Value::Int(v));
+            }
+            OutItem::Tag { dst, value: TagValue::Expr(e) } => {
+                let v = e.eval(rec).map_err(FilterError::Eval)?;
+                out.set(*dst, Value::Int(v));
             }
         }
-        out.inherit(rec, &def.pattern);
-        outs.push(out);
     }
-    Ok(outs)
+    out.inherit(rec, pattern);
+    Ok(out)
 }

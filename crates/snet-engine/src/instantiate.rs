@@ -13,7 +13,7 @@ use crate::boxes::{BoxEntity, BoxImpl};
 use crate::collector::Collector;
 use crate::entity::{Entity, Item};
 use crate::feedback::{FeedbackEntry, FeedbackRouter};
-use crate::filter::FilterEntity;
+use crate::filter::{FilterChain, FilterEntity};
 use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
 use crate::split::SplitEntity;
@@ -109,6 +109,7 @@ impl Runtime {
 /// Entity state, by kind.
 pub enum Kind {
     Filter(FilterEntity),
+    Chain(FilterChain),
     Sync(SyncEntity),
     FusedSync(FusedSync),
     Box(BoxEntity),
@@ -126,11 +127,14 @@ pub struct Ctx<'a> {
     pub rt: &'a Runtime,
     /// Entities this worker obtained licences for, with their first item.
     pub ready: Vec<(Arc<Entity>, Item)>,
+    /// Initialiser box entities created by `instantiate` (which only has
+    /// `&Ctx`), still to be sent their start-up item ([`crate::boxes::init_kick`]).
+    pub kicks: std::cell::RefCell<Vec<Arc<Entity>>>,
 }
 
 impl<'a> Ctx<'a> {
     pub fn new(rt: &'a Runtime) -> Ctx<'a> {
-        Ctx { rt, ready: Vec::new() }
+        Ctx { rt, ready: Vec::new(), kicks: std::cell::RefCell::new(Vec::new()) }
     }
 
     /// Sends an item to an entity; collects the licence if it was idle.
@@ -138,6 +142,14 @@ impl<'a> Ctx<'a> {
     pub fn send(&mut self, to: &Arc<Entity>, item: Item) {
         if let crate::entity::Offer::Licensed(item) = to.offer(item) {
             self.ready.push((to.clone(), item));
+        }
+    }
+
+    /// Sends the start-up item to the initialisers `instantiate` created.
+    pub fn send_kicks(&mut self) {
+        let kicks = std::mem::take(self.kicks.get_mut());
+        for e in kicks {
+            self.send(&e, crate::boxes::init_kick());
         }
     }
 
@@ -154,10 +166,34 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
     match &graph.node(node).kind {
         NodeKind::Filter(_) => ctx.entity(node, Kind::Filter(FilterEntity::new(node, next))),
         NodeKind::Sync(def) => ctx.entity(node, Kind::Sync(SyncEntity::new(node, def.patterns.len(), next))),
-        NodeKind::Box(id) => ctx.entity(node, Kind::Box(BoxEntity::new(rt, node, *id, next))),
-        NodeKind::Serial(a, b) => {
-            let second = instantiate(ctx, *b, next);
-            instantiate(ctx, *a, second)
+        NodeKind::Box(id) => {
+            let e = ctx.entity(node, Kind::Box(BoxEntity::new(rt, node, *id, next)));
+            if graph.box_def(*id).is_init() {
+                // An initialiser fires once when created (see `boxes`).
+                ctx.kicks.borrow_mut().push(e.clone());
+            }
+            e
+        }
+        NodeKind::Serial(..) => {
+            // Flatten the chain; runs of consecutive filters become one
+            // entity (no stream between them, same order, fewer hops).
+            let mut parts = Vec::new();
+            serial_parts(graph, node, &mut parts);
+            let mut next = next;
+            let mut i = parts.len();
+            while i > 0 {
+                let mut j = i - 1;
+                while j > 0 && is_filter(graph, parts[j - 1]) && is_filter(graph, parts[i - 1]) {
+                    j -= 1;
+                }
+                next = if i - j >= 2 {
+                    ctx.entity(parts[j], Kind::Chain(FilterChain::new(parts[j..i].to_vec(), next)))
+                } else {
+                    instantiate(ctx, parts[i - 1], next)
+                };
+                i = j;
+            }
+            next
         }
         NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => instantiate(ctx, *body, next),
         NodeKind::Parallel { branches, det } => {
@@ -193,6 +229,23 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
     }
 }
 
+/// The components of a serial composition, left to right, looking through
+/// net boundaries and placements (which are transparent at run time).
+fn serial_parts(graph: &Graph, node: NodeId, out: &mut Vec<NodeId>) {
+    match &graph.node(node).kind {
+        NodeKind::Serial(a, b) => {
+            serial_parts(graph, *a, out);
+            serial_parts(graph, *b, out);
+        }
+        NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => serial_parts(graph, *body, out),
+        _ => out.push(node),
+    }
+}
+
+fn is_filter(graph: &Graph, node: NodeId) -> bool {
+    matches!(graph.node(node).kind, NodeKind::Filter(_))
+}
+
 /// For a deterministic combinator: a collector in front of `next`, and the owner state.
 fn det_wrap(ctx: &Ctx, node: NodeId, det: bool, next: Arc<Entity>) -> (Arc<Entity>, Option<crate::collector::DetOwner>) {
     if !det {
@@ -212,8 +265,9 @@ pub fn output_entity(ctx: &Ctx, sink: Box<dyn crate::Sink>) -> Arc<Entity> {
 pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
     // SAFETY: the scheduler calls `process` only while it holds `ent`'s licence.
     let state = unsafe { ent.state() };
-    match state {
+    let r = match state {
         Kind::Filter(e) => e.process(item, ctx),
+        Kind::Chain(e) => e.process(item, ctx),
         Kind::Sync(e) => e.process(item, ctx),
         Kind::FusedSync(e) => e.process(item, ctx),
         Kind::Box(e) => e.process(item, ctx),
@@ -224,5 +278,9 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
         Kind::FeedbackRouter(e) => e.process(item, ctx),
         Kind::Collector(e) => e.process(item, ctx),
         Kind::Output(e) => e.process(item, ctx),
+    };
+    if !ctx.kicks.get_mut().is_empty() {
+        ctx.send_kicks();
     }
+    r
 }

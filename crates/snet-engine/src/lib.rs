@@ -70,6 +70,9 @@ pub struct Config {
     pub box_concurrency: usize,
     /// Capacity of the read-ahead buffer between the reader thread and the workers.
     pub read_ahead: usize,
+    /// Do not free the entity graph after the run (a process about to exit
+    /// need not spend time returning memory; the CLI sets this).
+    pub fast_exit: bool,
 }
 
 impl Default for Config {
@@ -79,6 +82,7 @@ impl Default for Config {
             input_limit: None,
             box_concurrency: 1,
             read_ahead: 1024,
+            fast_exit: false,
         }
     }
 }
@@ -126,16 +130,7 @@ pub struct Stats {
 }
 
 /// Runs `graph` from `source` to `sink` and returns when the network has drained.
-pub fn run(
-    graph: Arc<Graph>,
-    config: &Config,
-    source: Box<dyn Source>,
-    sink: Box<dyn Sink>,
-    language: &dyn LanguageInterface,
-    dist: &dyn Distribution,
-) -> Result<Stats, EngineError> {
-    scheduler::run(graph, config, source, sink, language, dist)
-}
+pub use scheduler::run;
 
 /// Convenience for tests and embedders: runs on a vector of records, returns the output records.
 pub fn run_vec(graph: Arc<Graph>, config: &Config, input: Vec<Record>) -> Result<Vec<Record>, EngineError> {

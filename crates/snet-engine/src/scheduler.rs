@@ -15,8 +15,9 @@
 //!    front-first preference);
 //! 3. a new input record, if admission allows (only an idle worker admits,
 //!    so input enters no faster than the network drains it);
-//! 4. the older half of another worker's queue (stealing; thieves serialise
-//!    on the victim's queue lock, so at most one thief per victim at a time);
+//! 4. the newer half of another worker's queue (stealing from the victim's
+//!    front, as FRONT does; thieves serialise on the victim's queue lock, so
+//!    at most one thief per victim at a time);
 //! 5. sleep.
 //!
 //! *Running a task.* The worker processes the entity's items until its inbox
@@ -54,6 +55,9 @@ use crate::entity::{Entity, Item, Offer, Rec};
 use crate::instantiate::{instantiate, output_entity, process, Ctx, Kind, Program, Runtime};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{Config, Distribution, EngineError, LanguageInterface, Sink, Source, Stats};
+
+/// Rounds an idle worker looks for work before it goes to sleep.
+const SPINS: u32 = 64;
 
 /// Items an entity may process before its licence is requeued.
 pub const BATCH: usize = 64;
@@ -205,6 +209,7 @@ fn used_boxes(graph: &Graph, root: NodeId, seen: &mut Vec<bool>, out: &mut Vec<u
     }
 }
 
+/// Runs `graph` from `source` to `sink` and returns when the network has drained.
 pub fn run(
     graph: Arc<Graph>,
     config: &Config,
@@ -232,14 +237,21 @@ pub fn run(
     }
 
     let rt = Runtime::new(Program::new(graph.clone()), boxes, dist.nodes(), config.box_concurrency.max(1));
-    let (entry, output) = {
-        let ctx = Ctx::new(&rt);
+    let (entry, output, initial) = {
+        let mut ctx = Ctx::new(&rt);
         let output = output_entity(&ctx, sink);
-        (instantiate(&ctx, graph.entry, output.clone()), output)
+        let entry = instantiate(&ctx, graph.entry, output.clone());
+        // Initialiser boxes of the entry instance fire first (boxes.rs).
+        ctx.send_kicks();
+        let initial: VecDeque<Task> = ctx.ready.drain(..).map(|(ent, item)| Task { ent, item }).collect();
+        (entry, output, initial)
     };
     let shared = Shared {
         rt,
-        queues: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
+        queues: std::iter::once(initial)
+            .chain((1..workers).map(|_| VecDeque::new()))
+            .map(Mutex::new)
+            .collect(),
         sleep: Sleep::new(workers),
         input: Input {
             state: Mutex::new(InputState { records: VecDeque::new(), closed: false, error: None }),
@@ -295,12 +307,18 @@ pub fn run(
         }
         None => {
             out.sink.finish().map_err(|e| EngineError::Output(e.to_string()))?;
-            Ok(Stats {
+            let stats = Stats {
                 input_records: shared.admitted.load(Ordering::Relaxed),
                 output_records: shared.rt.outputs.load(Ordering::Relaxed),
                 entities_created: shared.rt.entities.load(Ordering::Relaxed),
                 steals: shared.steals.load(Ordering::Relaxed),
-            })
+            };
+            if config.fast_exit {
+                // The entity graph is reachable only from `shared.entry`.
+                std::mem::forget(shared);
+                std::mem::forget(output);
+            }
+            Ok(stats)
         }
     }
 }
@@ -395,8 +413,11 @@ impl Shared {
                 if q.is_empty() {
                     continue;
                 }
+                // The newer half: nearest the network's output (front-first),
+                // which keeps the working set small, as FRONT does.
                 let take = q.len().div_ceil(2);
-                q.drain(..take).collect::<VecDeque<Task>>()
+                let keep = q.len() - take;
+                q.drain(keep..).collect::<VecDeque<Task>>()
             };
             self.steals.fetch_add(1, Ordering::Relaxed);
             let first = stolen.pop_back();
@@ -478,6 +499,7 @@ impl Shared {
 fn worker_loop(sh: &Shared, me: usize) {
     let mut ctx = Ctx::new(&sh.rt);
     let mut next: Option<Task> = None;
+    let mut spins = 0u32;
     loop {
         if sh.abort.load(Ordering::Relaxed) {
             return;
@@ -500,8 +522,22 @@ fn worker_loop(sh: &Shared, me: usize) {
         }
         if let Some(t) = sh.steal(me) {
             next = Some(t);
+            spins = 0;
             continue;
         }
+        // Spin a little before sleeping: work often appears within
+        // microseconds (the reader's next record, a peer's surplus), and a
+        // futex sleep/wake pair costs more than that.
+        if spins < SPINS {
+            spins += 1;
+            if spins % 16 == 0 {
+                thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        spins = 0;
         match sh.sleep.idle(|last| sh.look(last)) {
             Wake::Retry => {}
             Wake::Done => return,

@@ -74,6 +74,23 @@ fn rec(tags: &[(&str, i64)]) -> Record {
     r
 }
 
+/// Smaller inputs under Miri (which interprets every instruction).
+fn size(n: i64) -> i64 {
+    if cfg!(miri) {
+        (n / 100).max(8)
+    } else {
+        n
+    }
+}
+
+fn workers() -> &'static [usize] {
+    if cfg!(miri) {
+        &[2]
+    } else {
+        &[1, 2, 8]
+    }
+}
+
 fn cfg(workers: usize) -> Config {
     Config { workers, ..Config::default() }
 }
@@ -93,11 +110,12 @@ fn pipeline_of_filters_preserves_order() {
         cur = b.serial(cur, inc);
     }
     let g = b.finish(cur);
-    for w in [1, 2, 8] {
-        let input: Vec<Record> = (0..5000).map(|i| rec(&[("X", i)])).collect();
+    for &w in workers() {
+        let n = size(5000);
+        let input: Vec<Record> = (0..n).map(|i| rec(&[("X", i)])).collect();
         let out = run_vec(g.clone(), &cfg(w), input).unwrap();
         let xs: Vec<i64> = out.iter().map(|r| r.int(t("X")).unwrap()).collect();
-        assert_eq!(xs, (10..5010).collect::<Vec<_>>(), "workers={w}");
+        assert_eq!(xs, (10..n + 10).collect::<Vec<_>>(), "workers={w}");
     }
 }
 
@@ -222,8 +240,8 @@ fn fib(n: i64) -> i64 {
 #[test]
 fn fibonacci_network() {
     let g = fib_graph();
-    for w in [1, 2, 8] {
-        for n in [1, 2, 5, 12, 16] {
+    for &w in workers() {
+        for n in if cfg!(miri) { vec![1, 5] } else { vec![1, 2, 5, 12, 16] } {
             let out = run_vec(g.clone(), &cfg(w), vec![rec(&[("N", n)])]).unwrap();
             assert_eq!(out.len(), 1, "n={n} w={w}: {out:?}");
             assert_eq!(out[0].int(t("F")), Some(fib(n)), "n={n} w={w}");
@@ -243,13 +261,14 @@ fn deterministic_parallel_keeps_input_order() {
     let fb = b.filter(&[t("B")], vec![vec![(t("B"), None)]]);
     let par = b.node(NodeKind::Parallel { branches: vec![chain, fb], det: true }, ty(&[&[t("A")], &[t("B")]]));
     let g = b.finish(par);
-    for w in [1, 2, 8] {
-        for _ in 0..5 {
+    for &w in workers() {
+        for _ in 0..if cfg!(miri) { 1 } else { 5 } {
+            let n = size(2000);
             let input: Vec<Record> =
-                (0..2000).map(|i| if i % 3 == 0 { rec(&[("A", i), ("I", i)]) } else { rec(&[("B", i), ("I", i)]) }).collect();
+                (0..n).map(|i| if i % 3 == 0 { rec(&[("A", i), ("I", i)]) } else { rec(&[("B", i), ("I", i)]) }).collect();
             let out = run_vec(g.clone(), &cfg(w), input).unwrap();
             let is: Vec<i64> = out.iter().map(|r| r.int(t("I")).unwrap()).collect();
-            assert_eq!(is, (0..2000).collect::<Vec<_>>(), "workers={w}");
+            assert_eq!(is, (0..n).collect::<Vec<_>>(), "workers={w}");
         }
     }
 }
@@ -269,11 +288,12 @@ fn deterministic_star_and_split_keep_order() {
     );
     let split = b.node(NodeKind::Split { body: star, tag: t("S"), det: true }, ty(&[&[t("C"), t("S")]]));
     let g = b.finish(split);
-    for w in [1, 2, 8] {
-        let input: Vec<Record> = (0..1500).map(|i| rec(&[("C", (i * 7919) % 23), ("S", i % 13), ("I", i)])).collect();
+    for &w in workers() {
+        let n = size(1500);
+        let input: Vec<Record> = (0..n).map(|i| rec(&[("C", (i * 7919) % 23), ("S", i % 13), ("I", i)])).collect();
         let out = run_vec(g.clone(), &cfg(w), input).unwrap();
         let is: Vec<i64> = out.iter().map(|r| r.int(t("I")).unwrap()).collect();
-        assert_eq!(is, (0..1500).collect::<Vec<_>>(), "workers={w}");
+        assert_eq!(is, (0..n).collect::<Vec<_>>(), "workers={w}");
         assert!(out.iter().all(|r| r.int(t("C")) == Some(0)));
     }
 }
@@ -284,9 +304,10 @@ fn nondeterministic_split_multiset() {
     let sq = b.filter(&[t("X")], vec![vec![(t("X"), None), (t("Y"), Some(bin(BinOp::Mul, e_tag("X"), e_tag("X"))))]]);
     let split = b.node(NodeKind::Split { body: sq, tag: t("X"), det: false }, ty(&[&[t("X")]]));
     let g = b.finish(split);
-    for w in [1, 2, 8] {
-        let out = run_vec(g.clone(), &cfg(w), (0..3000).map(|i| rec(&[("X", i)])).collect()).unwrap();
-        assert_eq!(sorted_ints(&out, "Y"), (0..3000).map(|i| i * i).collect::<Vec<_>>());
+    for &w in workers() {
+        let n = size(3000);
+        let out = run_vec(g.clone(), &cfg(w), (0..n).map(|i| rec(&[("X", i)])).collect()).unwrap();
+        assert_eq!(sorted_ints(&out, "Y"), (0..n).map(|i| i * i).collect::<Vec<_>>());
     }
 }
 
@@ -305,7 +326,7 @@ fn repeated_synchronisation_is_fused_and_pairs() {
         ty(&[&[a], &[bb]]),
     );
     let g = b.finish(star);
-    for w in [1, 2] {
+    for &w in workers() {
         let mut input = Vec::new();
         for i in 0..100 {
             input.push(rec(&[("a", i)]));

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every C-box conformance program (tests/conformance/c/*) under valgrind
+# memcheck and fails if any run has a memory error or a *definite* leak
+# (field references a box or the runtime forgot to release).
+#
+# Usage: .ci/leakcheck.sh [case-substring]
+# Needs: valgrind, a C compiler, and `cargo build --release` (done here).
+# Error cases (expected-error.txt / expected-build-error.txt) are skipped:
+# they exit early on purpose (crash, misuse) and are not about leaks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v valgrind >/dev/null || { echo "leakcheck: valgrind is not installed (scripts/setup.sh)" >&2; exit 2; }
+cargo build --release --quiet
+SNET=target/release/snet
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+n=0
+for dir in tests/conformance/c/*/; do
+    case=$(basename "$dir")
+    [[ -f "$dir/prog.snet" ]] || continue
+    [[ -n "${1:-}" && "$case" != *"$1"* ]] && continue
+    [[ -f "$dir/expected-error.txt" || -f "$dir/expected-build-error.txt" ]] && continue
+    "$SNET" build "$dir/prog.snet" "$dir"/*.c -o "$tmp/$case"
+    args=()
+    [[ -f "$dir/args" ]] && read -r -a args < "$dir/args"
+    for w in 1 4; do
+        n=$((n + 1))
+        if ! valgrind -q --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
+                --error-exitcode=99 "$tmp/$case" -i "$dir/input.xml" -o "$tmp/out.xml" -w "$w" "${args[@]}" \
+                2> "$tmp/log"; then
+            echo "LEAK/ERROR: $case (-w $w)"
+            cat "$tmp/log"
+            fail=1
+        fi
+    done
+done
+echo "leakcheck: $n runs, $([[ $fail == 0 ]] && echo clean || echo FAILED)"
+exit $fail

@@ -1,0 +1,97 @@
+//! Naming the box a crash happens in.
+//!
+//! [`install`] (once per process) installs a `sigaction` handler for
+//! SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT. While a box runs, the
+//! invoking thread's [`BOX_NAME`] slot points at its name ([`enter`] /
+//! [`leave`]). The handler reads the slot (a const-initialised thread local
+//! without destructor: a plain TLS load), and if a box is running writes
+//! `snet: box `NAME` crashed (signal SIGSEGV)` with `write(2)` (async-signal
+//! safe) and leaves with `_exit(1)`. Outside boxes it restores the previous
+//! disposition and returns, so the fault recurs and is handled as before
+//! (Rust's stack-overflow report, the default core dump).
+
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
+use std::sync::OnceLock;
+
+const SIGNALS: [(c_int, &str); 5] = [
+    (libc::SIGSEGV, "SIGSEGV"),
+    (libc::SIGBUS, "SIGBUS"),
+    (libc::SIGFPE, "SIGFPE"),
+    (libc::SIGILL, "SIGILL"),
+    (libc::SIGABRT, "SIGABRT"),
+];
+
+thread_local! {
+    /// (pointer, length) of the running box's name; null when none runs.
+    static BOX_NAME: Cell<(*const u8, usize)> = const { Cell::new((std::ptr::null(), 0)) };
+}
+
+struct Old([libc::sigaction; 5]);
+// SAFETY: plain data (handler addresses and masks), written once before use.
+unsafe impl Sync for Old {}
+// SAFETY: as above.
+unsafe impl Send for Old {}
+
+static OLD: OnceLock<Old> = OnceLock::new();
+
+/// Marks `name` as running on this thread; returns the previous slot for [`leave`].
+pub fn enter(name: &str) -> (*const u8, usize) {
+    BOX_NAME.with(|c| c.replace((name.as_ptr(), name.len())))
+}
+
+/// Restores the slot saved by [`enter`].
+pub fn leave(prev: (*const u8, usize)) {
+    BOX_NAME.with(|c| c.set(prev));
+}
+
+fn write_all(bytes: &[u8]) {
+    let mut b = bytes;
+    while !b.is_empty() {
+        // SAFETY: write(2) on stderr from a valid buffer; async-signal-safe.
+        let n = unsafe { libc::write(2, b.as_ptr() as *const c_void, b.len()) };
+        if n <= 0 {
+            return;
+        }
+        b = &b[n as usize..];
+    }
+}
+
+extern "C" fn on_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
+    let (p, n) = BOX_NAME.with(|c| c.get());
+    let idx = SIGNALS.iter().position(|(s, _)| *s == sig).unwrap_or(0);
+    if p.is_null() {
+        if let Some(old) = OLD.get() {
+            // SAFETY: re-installing the disposition saved by `install`.
+            unsafe { libc::sigaction(sig, &old.0[idx], std::ptr::null_mut()) };
+        }
+        return;
+    }
+    write_all(b"snet: box `");
+    // SAFETY: the slot points at the running box's name, alive during the invocation.
+    write_all(unsafe { std::slice::from_raw_parts(p, n) });
+    write_all(b"` crashed (signal ");
+    write_all(SIGNALS[idx].1.as_bytes());
+    write_all(b")\n");
+    // SAFETY: _exit is async-signal-safe.
+    unsafe { libc::_exit(1) };
+}
+
+/// Installs the handler (idempotent).
+pub fn install() {
+    OLD.get_or_init(|| {
+        // SAFETY: zeroed sigaction structs are valid "no handler" values.
+        let mut old: [libc::sigaction; 5] = unsafe { std::mem::zeroed() };
+        for (i, (sig, _)) in SIGNALS.iter().enumerate() {
+            // SAFETY: a zeroed sigaction with our handler, SA_SIGINFO and an empty mask.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
+                sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(*sig, &sa, &mut old[i]);
+            }
+        }
+        Old(old)
+    });
+}

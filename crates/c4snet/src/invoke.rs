@@ -1,0 +1,323 @@
+//! Calling boxes and taking their outputs.
+//!
+//! # Handles
+//!
+//! Every invocation gets a fresh, never reused 64-bit handle value,
+//! `id << 16 | box index`, passed to the box as its `void *hnd`. While the
+//! box runs, the invoking thread's [`CURRENT`] slot holds `(handle, pointer to
+//! the invocation's state)`. `C4SNetOut` (via [`snet_c4snet_out_begin`] /
+//! [`snet_c4snet_out_end`]) accepts a handle only if it equals the current
+//! thread's slot; so the state pointer is only dereferenced on the thread
+//! that owns it and while it is alive. Any other handle value is misuse:
+//! a *stale* handle (the box kept it and called `C4SNetOut` after it
+//! returned) or a call from another thread. Because the box index is in the
+//! handle, the error names the box that issued it: if another invocation is
+//! running on this thread the error fails that invocation, otherwise the
+//! process reports it and exits with status 1.
+//!
+//! # Outputs
+//!
+//! `C4SNetOut(hnd, k, ...)` asks for the argument kinds of variant `k`
+//! (begin), reads the values, and passes them back (end), which turns them
+//! into a record and hands it to the engine's [`Emit`] (the box entity
+//! checks the variant again, adds flow-inherited labels and sends it on).
+//! Errors are remembered in the invocation and returned by
+//! [`BoxImpl::invoke`] once the box returns: the first one wins; outputs
+//! after an error are dropped (their field references released).
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use snet_core::{BoxDef, Field, FieldValue, Label, Record, Value};
+use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface};
+
+use crate::abi::{into_c, CField};
+
+/// One argument of a trampoline call, one value of `C4SNetOut`
+/// (`typedef union { c4snet_data_t *field; int tag; } snet_arg_t;`).
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union SnetArg {
+    pub field: *mut CField,
+    pub tag: c_int,
+}
+
+/// A box trampoline: `void call(void *hnd, const snet_arg_t *args)`.
+pub type BoxFn = unsafe extern "C" fn(hnd: *mut c_void, args: *const SnetArg);
+
+/// An entry of the box table `snet build` generates.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct BoxEntry {
+    pub name: *const c_char,
+    pub call: BoxFn,
+}
+
+/// Box names by index (the low 16 bits of a handle), for messages about stale handles.
+static NAMES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The next invocation id (never reused; starts at 1 so no handle is null).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+struct Invocation {
+    handle: usize,
+    kinds: *const Vec<Vec<c_int>>,
+    outputs: *const Vec<Vec<Label>>,
+    emit: *mut (dyn Emit + 'static),
+    error: Option<String>,
+}
+
+thread_local! {
+    /// `(handle, state)` of the invocation running on this thread (0, null when none).
+    static CURRENT: Cell<(usize, *mut Invocation)> = const { Cell::new((0, std::ptr::null_mut())) };
+}
+
+fn box_name(index: usize) -> String {
+    crate::invoke::NAMES.lock().unwrap_or_else(|e| e.into_inner()).get(index).cloned().unwrap_or_else(|| "?".into())
+}
+
+/// Reports misuse of the interface that no running invocation can be blamed
+/// for, and ends the process (exit status 1).
+pub fn report_misuse(what: &str) {
+    let (h, cur) = CURRENT.with(|c| c.get());
+    if !cur.is_null() {
+        // SAFETY: `cur` is this thread's live invocation (see the module docs).
+        let inv = unsafe { &mut *cur };
+        inv.error.get_or_insert_with(|| what.to_string());
+        let _ = h;
+        return;
+    }
+    eprintln!("error: {what}");
+    std::process::exit(1);
+}
+
+/// The invocation state for `hnd`, or `None` after reporting misuse.
+fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
+    let (h, cur) = CURRENT.with(|c| c.get());
+    let hnd = hnd as usize;
+    if hnd != 0 && hnd == h && !cur.is_null() {
+        return Some(cur);
+    }
+    let issued = (hnd >> 16) as u64;
+    let what = if hnd != 0 && issued < NEXT_ID.load(Ordering::Relaxed) {
+        format!(
+            "box `{}`: C4SNetOut called with a stale handle (after the box returned, or from another thread)",
+            box_name(hnd & 0xffff)
+        )
+    } else {
+        "C4SNetOut called with an invalid handle".to_string()
+    };
+    report_misuse(&what);
+    None
+}
+
+/// First half of `C4SNetOut`: the argument kinds of variant `variant`
+/// (1 = int, 0 = field) in `*kinds`; returns their count, or -1 after an error.
+///
+/// # Safety
+/// `kinds` is valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn snet_c4snet_out_begin(hnd: *mut c_void, variant: c_int, kinds: *mut *const c_int) -> c_int {
+    let Some(inv) = check_handle(hnd) else { return -1 };
+    // SAFETY: `check_handle` returns only this thread's live invocation.
+    let inv = unsafe { &mut *inv };
+    // SAFETY: `kinds` points into the box implementation, alive during the invocation.
+    let all = unsafe { &*inv.kinds };
+    if variant < 1 || variant as usize > all.len() {
+        inv.error.get_or_insert_with(|| {
+            format!(
+                "C4SNetOut called with output variant {variant}, but the signature declares {} variant(s) (numbered from 1)",
+                all.len()
+            )
+        });
+        return -1;
+    }
+    let k = &all[variant as usize - 1];
+    // SAFETY: `kinds` is writable (contract).
+    unsafe { *kinds = k.as_ptr() };
+    k.len() as c_int
+}
+
+/// Second half of `C4SNetOut`: builds the record and emits it. Takes
+/// ownership of the field references in `values`.
+///
+/// # Safety
+/// `values` holds `n` values read according to the kinds `begin` returned
+/// for the same handle and variant; field values are owned references or null.
+#[no_mangle]
+pub unsafe extern "C" fn snet_c4snet_out_end(hnd: *mut c_void, variant: c_int, values: *const SnetArg, n: c_int) {
+    let Some(inv) = check_handle(hnd) else { return };
+    // SAFETY: as in `begin`.
+    let inv = unsafe { &mut *inv };
+    // SAFETY: the box implementation outlives the invocation.
+    let labels = unsafe { &(&*inv.outputs)[variant as usize - 1] };
+    // SAFETY: `values` holds `n` initialised values (contract).
+    let values = unsafe { std::slice::from_raw_parts(values, n as usize) };
+    let mut rec = Record::with_capacity(labels.len());
+    let mut null = None;
+    for (l, v) in labels.iter().zip(values) {
+        if l.is_field() {
+            // SAFETY: kind 0 values were read as field pointers.
+            let p = unsafe { v.field };
+            if p.is_null() {
+                null.get_or_insert(*l);
+                continue;
+            }
+            // SAFETY: an owned reference from `Arc::into_raw`; ownership moves into the record.
+            let arc = unsafe { Arc::from_raw(p as *const FieldValue) };
+            rec.set(*l, Value::Field(Field(arc)));
+        } else {
+            // SAFETY: kind 1 values were read as ints.
+            rec.set(*l, Value::Int(i64::from(unsafe { v.tag })));
+        }
+    }
+    if inv.error.is_some() {
+        return; // dropping `rec` releases the fields
+    }
+    if let Some(l) = null {
+        inv.error = Some(format!("C4SNetOut (variant {variant}) was given NULL for field `{}`", l.name()));
+        return;
+    }
+    // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
+    let emit = unsafe { &mut *inv.emit };
+    if let Err(e) = emit.emit(variant as usize, rec) {
+        inv.error = Some(e.0);
+    }
+}
+
+/// One resolved C box.
+pub struct CBox {
+    name: Box<str>,
+    index: usize,
+    call: BoxFn,
+    inputs: Vec<Label>,
+    outputs: Vec<Vec<Label>>,
+    kinds: Vec<Vec<c_int>>,
+}
+
+impl BoxImpl for CBox {
+    fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let mut args: Vec<SnetArg> = Vec::with_capacity(self.inputs.len());
+        for l in &self.inputs {
+            if l.is_field() {
+                let f = input.field(*l).ok_or_else(|| BoxError(format!("input lacks field `{}`", l.name())))?;
+                let p = match f.value() {
+                    FieldValue::Data(_) => Arc::into_raw(f.0.clone()) as *mut CField,
+                    FieldValue::Text { .. } => {
+                        let d = snet_io::decode_field(f)
+                            .map_err(|e| BoxError(format!("field `{}` cannot be passed to C: {e}", l.name())))?;
+                        into_c(d)
+                    }
+                };
+                args.push(SnetArg { field: p });
+            } else {
+                let v = input.int(*l).ok_or_else(|| BoxError(format!("input lacks tag `{}`", l.name())))?;
+                args.push(SnetArg { tag: v as c_int });
+            }
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let handle = ((id << 16) as usize) | self.index;
+        // SAFETY: only the lifetime is erased; the pointer is dropped from
+        // `CURRENT` before `out` goes out of scope (below).
+        let emit: *mut (dyn Emit + 'static) = unsafe { std::mem::transmute::<*mut dyn Emit, *mut (dyn Emit + 'static)>(out) };
+        let mut inv = Invocation { handle, kinds: &self.kinds, outputs: &self.outputs, emit, error: None };
+        let prev = CURRENT.with(|c| c.replace((handle, &mut inv as *mut Invocation)));
+        let prev_name = crate::crash::enter(&self.name);
+        // SAFETY: the trampoline was generated for this box's signature and
+        // reads exactly `inputs.len()` arguments; field arguments are owned
+        // references handed to the box.
+        unsafe { (self.call)(handle as *mut c_void, args.as_ptr()) };
+        crate::crash::leave(prev_name);
+        CURRENT.with(|c| c.set(prev));
+        debug_assert_eq!(inv.handle, handle);
+        match inv.error {
+            None => Ok(()),
+            Some(e) => Err(BoxError(e)),
+        }
+    }
+}
+
+/// The C4SNet language interface over a table of trampolines.
+pub struct C4SNet {
+    table: HashMap<String, BoxFn>,
+}
+
+impl C4SNet {
+    /// # Safety
+    /// `entries` points to `n` entries whose names are NUL-terminated strings
+    /// and whose trampolines match the program's box signatures.
+    pub unsafe fn from_raw_table(entries: *const BoxEntry, n: usize) -> C4SNet {
+        let entries = if n == 0 {
+            &[][..]
+        } else {
+            // SAFETY: `n` valid entries (contract).
+            unsafe { std::slice::from_raw_parts(entries, n) }
+        };
+        let table = entries
+            .iter()
+            // SAFETY: names are NUL-terminated (contract).
+            .map(|e| (unsafe { CStr::from_ptr(e.name) }.to_string_lossy().into_owned(), e.call))
+            .collect();
+        C4SNet::from_table(table)
+    }
+
+    pub fn from_table(table: HashMap<String, BoxFn>) -> C4SNet {
+        crate::crash::install();
+        C4SNet { table }
+    }
+}
+
+impl LanguageInterface for C4SNet {
+    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, String> {
+        if def.interface != "C4SNet" {
+            return Err(format!("box `{}` ({}): unknown box language interface `{}`", def.name, def.loc, def.interface));
+        }
+        let call = *self.table.get(&def.name).ok_or_else(|| {
+            format!("box `{}` ({}) has no implementation in this executable: rebuild it with `snet build`", def.name, def.loc)
+        })?;
+        let index = {
+            let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+            match names.iter().position(|n| *n == def.name) {
+                Some(i) => i,
+                None => {
+                    names.push(def.name.clone());
+                    names.len() - 1
+                }
+            }
+        } & 0xffff;
+        let kinds = def.outputs.iter().map(|v| v.iter().map(|l| c_int::from(!l.is_field())).collect()).collect();
+        Ok(Arc::new(CBox {
+            name: def.name.clone().into_boxed_str(),
+            index,
+            call,
+            inputs: def.inputs.clone(),
+            outputs: def.outputs.clone(),
+            kinds,
+        }))
+    }
+}
+
+/// The C source of a trampoline for `def`: `static void snet_call_NAME(void *hnd, const snet_arg_t *a)`
+/// plus the box's prototype. Needs `C4SNet.h` and the `snet_arg_t` typedef before it.
+pub fn trampoline_source(def: &BoxDef) -> String {
+    let params: Vec<&str> = def.inputs.iter().map(|l| if l.is_field() { "c4snet_data_t *" } else { "int" }).collect();
+    let mut proto = format!("void *{}(void *hnd", def.name);
+    for p in &params {
+        proto.push_str(", ");
+        proto.push_str(p);
+    }
+    proto.push_str(");\n");
+    let mut call = format!("static void snet_call_{0}(void *hnd, const snet_arg_t *a)\n{{\n    (void){0}(hnd", def.name);
+    for (i, l) in def.inputs.iter().enumerate() {
+        call.push_str(&format!(", a[{i}].{}", if l.is_field() { "field" } else { "tag" }));
+    }
+    call.push_str(");\n}\n");
+    format!("{proto}{call}")
+}
+
+
+
+
+

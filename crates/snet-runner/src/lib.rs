@@ -1,0 +1,185 @@
+//! The runtime of executables produced by `snet build`.
+//!
+//! `snet build` generates a C `main` that calls [`snet_runner_main`] with the
+//! program text (embedded at build time), the entry network's name and the
+//! table of box trampolines; this crate's static library
+//! (`libsnet_runner.a`) holds everything else: the front end (the program is
+//! compiled again at start — milliseconds, and the executable can never run
+//! a graph that disagrees with its trampolines), the engine, the record
+//! reader and writer, and the C4SNet ABI. The executable takes the same
+//! options and gives the same errors and exit statuses as `snet run`.
+
+use std::ffi::{c_char, c_int, CStr};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Parser;
+
+use c4snet::{BoxEntry, C4SNet};
+use snet_engine::{Config, EngineError, InputLimit, LanguageInterface, SingleNode, Sink, Source, SourceError};
+use snet_io::{Item, RecordReader, RecordWriter};
+
+/// Options of a built program (the `snet run` options that do not name the program).
+#[derive(Parser, Debug)]
+#[command(about = "An S-Net program built by `snet build`: reads records, runs the network, writes records")]
+pub struct RunOptions {
+    /// Input record stream (default: standard input).
+    #[arg(short, long)]
+    pub input: Option<PathBuf>,
+    /// Output record stream (default: standard output).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(short, long)]
+    pub workers: Option<usize>,
+    /// Bound admitted input by a formula in `output`, e.g. "8 + 2*output".
+    #[arg(long, value_name = "FORMULA")]
+    pub input_limit: Option<String>,
+    /// Concurrent invocations allowed per box entity.
+    #[arg(long, default_value_t = 1)]
+    pub box_concurrency: usize,
+    /// Print run statistics to standard error.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+struct ReaderSource<R: io::BufRead>(RecordReader<R>);
+
+impl<R: io::BufRead + Send> Source for ReaderSource<R> {
+    fn next_record(&mut self) -> Result<Option<snet_core::Record>, SourceError> {
+        match self.0.next() {
+            Ok(Some(Item::Data(r))) => Ok(Some(r)),
+            Ok(Some(Item::Terminate)) | Ok(None) => Ok(None),
+            Err(e) => Err(SourceError(e.to_string())),
+        }
+    }
+}
+
+struct WriterSink<W: Write>(RecordWriter<W>);
+
+impl<W: Write + Send> Sink for WriterSink<W> {
+    fn write(&mut self, rec: &snet_core::Record) -> io::Result<()> {
+        self.0.write(rec)
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.0.write_terminate()?;
+        self.0.flush()
+    }
+    fn abort(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Runs `graph` with `opts`; returns the exit status (0 ok, 1 run error, 2 usage/I-O).
+pub fn run(graph: Arc<snet_core::Graph>, opts: &RunOptions, language: &dyn LanguageInterface) -> u8 {
+    let mut config = Config { box_concurrency: opts.box_concurrency.max(1), ..Config::default() };
+    if let Some(w) = opts.workers {
+        if w == 0 {
+            eprintln!("error: --workers must be at least 1");
+            return 2;
+        }
+        config.workers = w;
+    }
+    if let Some(l) = &opts.input_limit {
+        match InputLimit::parse(l) {
+            Ok(l) => config.input_limit = Some(l),
+            Err(e) => {
+                eprintln!("error: --input-limit: {e}");
+                return 2;
+            }
+        }
+    }
+    let source: Box<dyn Source> = match &opts.input {
+        None => Box::new(ReaderSource(RecordReader::with_name(BufReader::with_capacity(1 << 16, io::stdin()), "<stdin>"))),
+        Some(p) => match File::open(p) {
+            Ok(f) => Box::new(ReaderSource(RecordReader::with_name(BufReader::with_capacity(1 << 16, f), &p.display().to_string()))),
+            Err(e) => {
+                eprintln!("error: cannot open input {}: {e}", p.display());
+                return 2;
+            }
+        },
+    };
+    let sink: Box<dyn Sink> = match &opts.output {
+        None => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(1 << 16, io::stdout())))),
+        Some(p) => match File::create(p) {
+            Ok(f) => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(1 << 16, f)))),
+            Err(e) => {
+                eprintln!("error: cannot create output {}: {e}", p.display());
+                return 2;
+            }
+        },
+    };
+    let start = std::time::Instant::now();
+    match snet_engine::run(graph, &config, source, sink, language, &SingleNode) {
+        Ok(stats) => {
+            if opts.stats {
+                eprintln!(
+                    "snet: {} input, {} output records, {} entities, {} steals, {} workers, {:.3} s",
+                    stats.input_records,
+                    stats.output_records,
+                    stats.entities_created,
+                    stats.steals,
+                    config.workers,
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                EngineError::Output(_) => 2,
+                _ => 1,
+            }
+        }
+    }
+}
+
+/// The entry point of a built executable.
+///
+/// # Safety
+/// `argv` holds `argc` NUL-terminated strings; `program` and `name` are
+/// NUL-terminated; `entry` is null or NUL-terminated; `boxes` points to
+/// `nboxes` entries whose trampolines were generated from `program`'s box
+/// declarations (as `snet build` does).
+#[no_mangle]
+pub unsafe extern "C" fn snet_runner_main(
+    argc: c_int,
+    argv: *const *const c_char,
+    program: *const c_char,
+    name: *const c_char,
+    entry: *const c_char,
+    boxes: *const BoxEntry,
+    nboxes: usize,
+) -> c_int {
+    // SAFETY: `argc` valid strings (contract).
+    let args: Vec<String> =
+        (0..argc.max(0) as usize).map(|i| unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy().into_owned()).collect();
+    let opts = match RunOptions::try_parse_from(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    // SAFETY: NUL-terminated (contract).
+    let program = unsafe { CStr::from_ptr(program) }.to_string_lossy().into_owned();
+    // SAFETY: NUL-terminated (contract).
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+    // SAFETY: null or NUL-terminated (contract).
+    let entry = (!entry.is_null()).then(|| unsafe { CStr::from_ptr(entry) }.to_string_lossy().into_owned());
+    let compiled = snet_front::compile(&name, &program, entry.as_deref());
+    let errors: Vec<_> = compiled.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+    let graph = match compiled.graph {
+        Some(g) if errors.is_empty() => Arc::new(g),
+        _ => {
+            eprint!("{}", snet_front::render(&errors, &name, &program, false));
+            return 1;
+        }
+    };
+    // SAFETY: the table matches the program (contract).
+    let language = unsafe { C4SNet::from_raw_table(boxes, nboxes) };
+    c_int::from(run(graph, &opts, &language))
+}

@@ -1,0 +1,582 @@
+#!/usr/bin/env python3
+"""Writes the C-box conformance cases (tests/conformance/c/<case>/).
+
+Each case: prog.snet, box sources (*.c), input.xml, expected.xml (or
+expected-error.txt / expected-build-error.txt), optional `ordered` and `args`.
+Expected outputs are computed here in plain Python. Field values that boxes
+produce are printed by the runtime in C printf formats (records.md):
+%d-style integers, %.32f for float, %.32le for double, %.32Le for long double.
+Rerun `python3 gen.py` after editing; it rewrites only the cases it defines.
+"""
+import os, shutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+HDR = '<?xml version="1.0" ?>\n'
+
+def tag(l, v): return ('tag', l, v)
+def btag(l, v): return ('btag', l, v)
+def field(l, v): return ('field', l, v)
+
+def esc(s): return s.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+
+def xml(recs, terminate=True):
+    out = [HDR]
+    for r in recs:
+        parts = []
+        for kind, l, v in r:
+            if kind == 'field':
+                parts.append(f'<field label="{l}" interface="C4SNet">{esc(v)}</field>')
+            else:
+                parts.append(f'<{kind} label="{l}">{v}</{kind}>')
+        out.append('<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet">' + ''.join(parts) + '</record>\n')
+    if terminate:
+        out.append('<record type="terminate" />\n')
+    return ''.join(out)
+
+CASES = {}
+
+def case(name, prog, sources, inp, expected=None, error=None, build_error=None, ordered=False, args=None, notes=''):
+    CASES[name] = dict(prog=prog, sources=sources, inp=inp, expected=expected, error=error,
+                       build_error=build_error, ordered=ordered, args=args, notes=notes)
+
+def cint(v):  # C int wrap
+    v &= 0xffffffff
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+def dbl(x): return '%.32e' % x
+def flt(x): return '%.32f' % x
+
+# --------------------------------------------------------------------------
+case('variants-multi', '''
+box classify((<x>) -> (<pos>) | (<neg>) | (<zero>));
+net variants connect classify;
+''', {'classify.c': r'''
+#include "C4SNet.h"
+void *classify(void *hnd, int x)
+{
+    if (x > 0) C4SNetOut(hnd, 1, x);
+    else if (x < 0) C4SNetOut(hnd, 2, -x);
+    else C4SNetOut(hnd, 3, 0);
+    return hnd;
+}
+'''}, [[tag('x', v), tag('id', i)] for i, v in enumerate([5, -3, 0, 7, -1, 0, 12])],
+    [[tag({True: 'pos'}.get(v > 0, 'neg' if v < 0 else 'zero'), abs(v)), tag('id', i)] for i, v in enumerate([5, -3, 0, 7, -1, 0, 12])],
+    notes='one box, three output variants chosen by the sign; <id> is flow-inherited')
+
+case('zero-outputs', '''
+box keep_even((<x>) -> (<x>));
+net zero connect keep_even;
+''', {'keep_even.c': r'''
+#include "C4SNet.h"
+void *keep_even(void *hnd, int x)
+{
+    if (x % 2 == 0)
+        C4SNetOut(hnd, 1, x);
+    return hnd;   /* odd: no output record at all */
+}
+'''}, [[tag('x', v)] for v in range(20)], [[tag('x', v)] for v in range(0, 20, 2)],
+    notes='a box that returns without emitting produces zero records')
+
+case('many-outputs', '''
+box expand((<n>) -> (<i>, <n>));
+net many connect expand;
+''', {'expand.c': r'''
+#include "C4SNet.h"
+void *expand(void *hnd, int n)
+{
+    for (int i = 0; i < n; i++)
+        C4SNetOut(hnd, 1, i, n);
+    return hnd;
+}
+'''}, [[tag('n', n)] for n in [0, 1, 3, 5]], [[tag('i', i), tag('n', n)] for n in [0, 1, 3, 5] for i in range(n)],
+    notes='several records per call, and none for n = 0')
+
+case('flow-inherit', '''
+box inc((a) -> (b));
+box twice((b) -> (c));
+net flow connect inc .. [{b} -> {b, <mid>}] .. twice;
+''', {'boxes.c': r'''
+#include "C4SNet.h"
+void *inc(void *hnd, c4snet_data_t *a)
+{
+    int v = *(int *)C4SNetGetData(a) + 1;
+    C4SNetFree(a);
+    C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_int, 1, &v));
+    return hnd;
+}
+void *twice(void *hnd, c4snet_data_t *b)
+{
+    int v = *(int *)C4SNetGetData(b) * 2;
+    C4SNetFree(b);
+    C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_int, 1, &v));
+    return hnd;
+}
+'''}, [[field('a', f'(int){v}'), field('keep', '(char[3])x,y,z'), tag('t', v * 10)] for v in range(6)],
+    [[field('c', f'(int){(v + 1) * 2}'), field('keep', '(char[3])x,y,z'), tag('t', v * 10), tag('mid', 0)] for v in range(6)],
+    notes='a field and a tag the boxes never see travel around both boxes and a filter')
+
+case('btag-arg', '''
+box scale((v, <#k>) -> (v, <#k>));
+net bt connect scale;
+''', {'scale.c': r'''
+#include "C4SNet.h"
+void *scale(void *hnd, c4snet_data_t *v, int k)
+{
+    int n = (int)C4SNetArraySize(v);
+    int *src = C4SNetGetData(v);
+    int *dst;
+    c4snet_data_t *out = C4SNetAlloc(CTYPE_int, n, (void **)&dst);
+    for (int i = 0; i < n; i++)
+        dst[i] = src[i] * k;
+    C4SNetFree(v);
+    C4SNetOut(hnd, 1, out, k);
+    return hnd;
+}
+'''}, [[field('v', '(int[3])1,2,3'), btag('k', 2)], [field('v', '(int[2])-4,5'), btag('k', -3)], [field('v', '(int)7'), btag('k', 0)]],
+    [[field('v', '(int[3])2,4,6'), btag('k', 2)], [field('v', '(int[2])12,-15'), btag('k', -3)], [field('v', '(int)0'), btag('k', 0)]],
+    notes='a binding tag is passed to the box as an int argument and emitted again')
+
+case('tag-args-order', '''
+box mix((<b>, a, <c>, d) -> (<r>, s));
+net order connect mix;
+''', {'mix.c': r'''
+#include "C4SNet.h"
+/* arguments in signature order: <b>, a, <c>, d */
+void *mix(void *hnd, int b, c4snet_data_t *a, int c, c4snet_data_t *d)
+{
+    int r = b * 100 + c * 10 + *(int *)C4SNetGetData(a) - *(int *)C4SNetGetData(d);
+    C4SNetFree(a);
+    C4SNetOut(hnd, 1, r, d);   /* pass d on unchanged */
+    return hnd;
+}
+'''}, [[tag('b', 1), field('a', '(int)3'), tag('c', 2), field('d', '(int)1')], [tag('b', 4), field('a', '(int)0'), tag('c', 5), field('d', '(int)9')]],
+    [[tag('r', 122), field('s', '(int)1')], [tag('r', 441), field('s', '(int)9')]],
+    notes='tags and fields interleave in signature order; a received field reference is passed on as an output')
+
+# --- arrays of every C type -------------------------------------------------
+types_in = [
+    ('uc', '(unsigned char[3])a,b,c'), ('ch', '(char[4])T,e,s,t'),
+    ('us', '(unsigned short[3])0,1,65535'), ('sh', '(short[3])-32768,0,32767'),
+    ('ui', '(unsigned int[2])0,4294967295'), ('in', '(int[3])-2147483648,0,2147483647'),
+    ('ul', '(unsigned long[2])0,18446744073709551615'), ('lo', '(long[2])-9223372036854775808,9223372036854775807'),
+    ('fl', '(float[3])' + ','.join(flt(x) for x in [1.5, -0.25, 1024.0])),
+    ('db', '(double[3])' + ','.join(dbl(x) for x in [1.5, -0.001, 1e300])),
+    ('ld', '(long double[2])' + ','.join(dbl(x) for x in [2.5, -0.125])),
+    ('sc', '(int)42'),
+]
+labels = [l for l, _ in types_in]
+case('types-roundtrip', f'''
+box copyall(({", ".join(labels)}) -> ({", ".join("o" + l for l in labels)}));
+net rt connect copyall;
+''', {'copyall.c': '#include "C4SNet.h"\n\nvoid *copyall(void *hnd, ' + ', '.join(f'c4snet_data_t *{l}' for l in labels) + ''')
+{
+    /* deep copies go out, the received references are released */
+''' + ''.join(f'    c4snet_data_t *o{l} = C4SNetDeepCopy({l}); C4SNetFree({l});\n' for l in labels) +
+    '    C4SNetOut(hnd, 1, ' + ', '.join(f'o{l}' for l in labels) + ');\n    return hnd;\n}\n'},
+    [[field(l, v) for l, v in types_in]], [[field('o' + l, v) for l, v in types_in]],
+    notes='arrays of every C4SNet element type (extreme values) are decoded, deep-copied by C and written back exactly')
+
+case('types-create', '''
+box make((<n>) -> (uc, ch, us, sh, ui, in, ul, lo, fl, db, ld, pt));
+net mk connect make;
+''', {'make.c': r'''
+#include <string.h>
+#include "C4SNet.h"
+void *make(void *hnd, int n)
+{
+    unsigned char uc[2] = { 'A', 200 };
+    char ch[2] = { 'x', '<' };
+    unsigned short us[2] = { 7, 65535 };
+    short sh[2] = { -7, 300 };
+    unsigned int ui[2] = { 3000000000u, 1 };
+    int in[2] = { -n, n };
+    unsigned long ul[2] = { 18446744073709551615ul, 2 };
+    long lo[2] = { -5000000000l, 5000000000l };
+    float fl[2] = { 0.1f, 3.75f };
+    double db[2] = { 0.1, -2.5e-10 };
+    long double ld[2] = { 0.75L, -1024.5L };
+    void *pt[1] = { 0 };
+    C4SNetOut(hnd, 1,
+        C4SNetCreate(CTYPE_uchar, 2, uc), C4SNetCreate(CTYPE_char, 2, ch),
+        C4SNetCreate(CTYPE_ushort, 2, us), C4SNetCreate(CTYPE_short, 2, sh),
+        C4SNetCreate(CTYPE_uint, 2, ui), C4SNetCreate(CTYPE_int, 2, in),
+        C4SNetCreate(CTYPE_ulong, 2, ul), C4SNetCreate(CTYPE_long, 2, lo),
+        C4SNetCreate(CTYPE_float, 2, fl), C4SNetCreate(CTYPE_double, 2, db),
+        C4SNetCreate(CTYPE_ldouble, 2, ld), C4SNetCreate(CTYPE_pointer, 1, pt));
+    return hnd;
+}
+'''}, [[tag('n', 9)]],
+    [[field('uc', '(unsigned char[2])A,\u00c8'), field('ch', '(char[2])x,<'), field('us', '(unsigned short[2])7,65535'),
+      field('sh', '(short[2])-7,300'), field('ui', '(unsigned int[2])3000000000,1'), field('in', '(int[2])-9,9'),
+      field('ul', '(unsigned long[2])18446744073709551615,2'), field('lo', '(long[2])-5000000000,5000000000'),
+      field('fl', '(float[2])' + flt(__import__('struct').unpack('f', __import__('struct').pack('f', 0.1))[0]) + ',' + flt(3.75)),
+      field('db', '(double[2])' + dbl(0.1) + ',' + dbl(-2.5e-10)), field('ld', '(long double[2])' + dbl(0.75) + ',' + dbl(-1024.5)),
+      field('pt', '(pointer)0')]],
+    notes='fields of every type created in C are printed in C printf formats (%.32f, %.32le, %.32Le), chars raw and XML-escaped')
+
+case('strings', '''
+box shout((s) -> (s, <len>));
+net str connect shout;
+''', {'shout.c': r'''
+#include <stdlib.h>
+#include <string.h>
+#include <ctype.h>
+#include "C4SNet.h"
+void *shout(void *hnd, c4snet_data_t *s)
+{
+    char *str = C4SNetGetString(s);
+    size_t n = strlen(str);
+    for (size_t i = 0; i < n; i++)
+        str[i] = toupper((unsigned char)str[i]);
+    C4SNetFree(s);
+    C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_char, n, str), (int)n);
+    free(str);
+    return hnd;
+}
+'''}, [[field('s', '(char[5])h,e,l,l,o')], [field('s', '(char[3])a,&,b')], [field('s', '(char)q')]],
+    [[field('s', '(char[5])H,E,L,L,O'), tag('len', 5)], [field('s', '(char[3])A,&,B'), tag('len', 3)], [field('s', '(char)Q'), tag('len', 1)]],
+    notes='C4SNetGetString (malloc\'d copy), char arrays with XML escapes')
+
+case('shallow-copy', '''
+box dup((a) -> (x, y));
+net sc connect dup;
+''', {'dup.c': r'''
+#include "C4SNet.h"
+void *dup(void *hnd, c4snet_data_t *a)
+{
+    /* the same field twice: one extra reference, both passed on */
+    C4SNetOut(hnd, 1, a, C4SNetShallowCopy(a));
+    return hnd;
+}
+'''}, [[field('a', f'(int[2]){i},{i*i}')] for i in range(5)], [[field('x', f'(int[2]){i},{i*i}'), field('y', f'(int[2]){i},{i*i}')] for i in range(5)],
+    notes='C4SNetShallowCopy: one field in two labels, reference counted')
+
+# --- FRONT's two state-modelling patterns with a real Compute box ----------
+def prefix_run(recs, op):
+    # the pure corpus computes expected outputs; reuse its input and expected files
+    pass
+
+def from_pure(name):
+    d = os.path.join(os.path.dirname(ROOT), 'pure', name)
+    return open(os.path.join(d, 'input.xml')).read(), open(os.path.join(d, 'expected.xml')).read()
+
+case('state-star', '''
+// FRONT Fig. 10 (left) with a real Compute box: state modelled by a star over
+// a parallel choice. The state record {<s>,<n>} moves one replica down per
+// value; the replica's one-shot cell pairs it with the next value.
+box compute((<s>, <n>, <v>) -> (<out>) | (<s>, <n>));
+net prefix
+{
+  net combine connect [| {<s>, <n>}, {<v>} |];
+}
+connect (combine .. ([] | compute)) * {<out>};
+''', {'compute.c': r'''
+#include "C4SNet.h"
+/* running sum: emit the new sum; pass the state on while values remain */
+void *compute(void *hnd, int s, int n, int v)
+{
+    C4SNetOut(hnd, 1, s + v);
+    if (n > 1)
+        C4SNetOut(hnd, 2, s + v, n - 1);
+    return hnd;
+}
+'''}, from_pure('state-star-prefix')[0], from_pure('state-star-prefix')[1],
+    notes='same input and expected output as pure/state-star-prefix, whose filter is now a C box')
+
+case('state-feedback', '''
+// FRONT Fig. 10 (right) with a real Compute box: state modelled by feedback
+// over repeated synchronisation (running product).
+box compute((<s>, <n>, <v>) -> (<out>) | (<s>, <n>));
+net prefixfb
+{
+  net combine connect [| {<s>, <n>}, {<v>} |] * {<s>, <n>, <v>};
+}
+connect (combine .. compute) \\ {<s>, <n>};
+''', {'compute.c': r'''
+#include "C4SNet.h"
+void *compute(void *hnd, int s, int n, int v)
+{
+    C4SNetOut(hnd, 1, s * v);
+    if (n > 1)
+        C4SNetOut(hnd, 2, s * v, n - 1);
+    return hnd;
+}
+'''}, from_pure('state-feedback-prefix')[0], from_pure('state-feedback-prefix')[1],
+    notes='same input and expected output as pure/state-feedback-prefix, whose filter is now a C box')
+
+# --- initialiser boxes -------------------------------------------------------
+case('init-once', '''
+box init(-> (<seed>, greeting));
+net start connect init;
+''', {'init.c': r'''
+#include "C4SNet.h"
+static int calls;
+void *init(void *hnd)
+{
+    calls++;
+    C4SNetOut(hnd, 1, 1000 + calls, C4SNetCreate(CTYPE_char, 2, "hi"));
+    return hnd;
+}
+'''}, [], [[tag('seed', 1001), field('greeting', '(char[2])h,i')]],
+    notes='an initialiser box fires exactly once at start (empty input stream): one record')
+
+case('init-flow', '''
+box init(-> (<seed>));
+box use((<seed>, <x>) -> (<y>));
+net start connect init .. [{<seed>} -> {<seed>, <x>}] .. use;
+''', {'boxes.c': r'''
+#include "C4SNet.h"
+void *init(void *hnd)
+{
+    C4SNetOut(hnd, 1, 7);
+    return hnd;
+}
+void *use(void *hnd, int seed, int x)
+{
+    C4SNetOut(hnd, 1, seed * 100 + x);
+    return hnd;
+}
+'''}, [[tag('x', 1)], [tag('x', 2)]], [[tag('y', 700)], [tag('y', 701)], [tag('y', 702)]],
+    notes='the initialiser\'s start-up record flows downstream (x created as 0 by the filter); records arriving from upstream call it again with flow inheritance (<x> kept)')
+
+# --- boxes under combinators ------------------------------------------------------
+case('split-box', '''
+box acc((<k>, <v>) -> (<k>, <w>));
+net sp connect acc ! <k>;
+''', {'acc.c': r'''
+#include "C4SNet.h"
+void *acc(void *hnd, int k, int v)
+{
+    C4SNetOut(hnd, 1, k, v * 10 + k);
+    return hnd;
+}
+'''}, [[tag('k', i % 5), tag('v', i)] for i in range(40)], [[tag('k', i % 5), tag('w', i * 10 + i % 5)] for i in range(40)],
+    notes='a box under ! (one replica per <k> value)')
+
+case('star-box', '''
+box step((<n>, <steps>) -> (<n>, <steps>) | (<done>, <steps>));
+net st connect step * {<done>};
+''', {'step.c': r'''
+#include "C4SNet.h"
+/* Collatz: iterate until n == 1 */
+void *step(void *hnd, int n, int steps)
+{
+    if (n == 1)
+        C4SNetOut(hnd, 2, 1, steps);
+    else
+        C4SNetOut(hnd, 1, n % 2 ? 3 * n + 1 : n / 2, steps + 1);
+    return hnd;
+}
+'''}, [[tag('n', n), tag('steps', 0), tag('id', n)] for n in [1, 2, 3, 6, 7, 27]],
+    [[tag('done', 1), tag('steps', s), tag('id', n)] for n, s in [(1, 0), (2, 1), (3, 7), (6, 8), (7, 16), (27, 111)]],
+    notes='a box under * (Collatz step counts); <id> inherited through every replica')
+
+case('feedback-box', '''
+box halve((<n>, <c>) -> (<n>, <c>));
+net fb connect halve \\ {<n>} if <n > 1>;
+''', {'halve.c': r'''
+#include "C4SNet.h"
+void *halve(void *hnd, int n, int c)
+{
+    C4SNetOut(hnd, 1, n / 2, c + 1);
+    return hnd;
+}
+'''}, [[tag('n', n), tag('c', 0)] for n in [1, 2, 5, 64, 1000]],
+    [[tag('n', 1 if n > 1 else 0), tag('c', c)] for n, c in [(1, 1), (2, 1), (5, 2), (64, 6), (1000, 9)]],
+    notes='a box under \\ : records with n > 1 go round again')
+
+case('parallel-boxes', '''
+box ints((a) -> (r));
+box strs((s) -> (r));
+net par connect (ints | strs) .. [{r} -> {r, <seen>}];
+''', {'ints.c': r'''
+#include "C4SNet.h"
+void *ints(void *hnd, c4snet_data_t *a)
+{
+    int n = (int)C4SNetArraySize(a), sum = 0;
+    for (int i = 0; i < n; i++) sum += ((int *)C4SNetGetData(a))[i];
+    C4SNetFree(a);
+    C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_int, 1, &sum));
+    return hnd;
+}
+''', 'strs.c': r'''
+#include "C4SNet.h"
+void *strs(void *hnd, c4snet_data_t *s)
+{
+    long n = (long)C4SNetArraySize(s);
+    C4SNetFree(s);
+    C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_long, 1, &n));
+    return hnd;
+}
+'''}, [[field('a', '(int[4])1,2,3,4')], [field('s', '(char[3])a,b,c')], [field('a', '(int)9')]],
+    [[field('r', '(int)10'), tag('seen', 0)], [field('r', '(long)3'), tag('seen', 0)], [field('r', '(int)9'), tag('seen', 0)]],
+    notes='two boxes in two source files, chosen by parallel routing')
+
+case('det-split-box', '''
+box work((<k>, <i>) -> (<k>, <i>, <sq>));
+net ds connect work !! <k>;
+''', {'work.c': r'''
+#include "C4SNet.h"
+void *work(void *hnd, int k, int i)
+{
+    C4SNetOut(hnd, 1, k, i, i * i);
+    return hnd;
+}
+'''}, [[tag('k', i % 7), tag('i', i)] for i in range(200)], [[tag('k', i % 7), tag('i', i), tag('sq', i * i)] for i in range(200)],
+    ordered=True, notes='!! keeps input order across box replicas')
+
+slow_src = r'''
+#include <time.h>
+#include "C4SNet.h"
+/* slow, and slower for some records: later records finish first */
+void *slow(void *hnd, int i)
+{
+    struct timespec t = { 0, (i % 5 == 0 ? 20 : 1) * 1000000L };
+    nanosleep(&t, 0);
+    C4SNetOut(hnd, 1, i, 2 * i);
+    if (i % 3 == 0)
+        C4SNetOut(hnd, 1, i, -1);
+    return hnd;
+}
+'''
+def slow_out(i):
+    r = [[tag('i', i), tag('r', 2 * i)]]
+    if i % 3 == 0: r.append([tag('i', i), tag('r', -1)])
+    return r
+case('concurrent-ordered', '''
+box slow((<i>) -> (<i>, <r>));
+net conc connect slow;
+''', {'slow.c': slow_src}, [[tag('i', i)] for i in range(48)], [r for i in range(48) for r in slow_out(i)],
+    ordered=True, args='--box-concurrency 4',
+    notes='one slow box invoked concurrently (--box-concurrency 4): outputs leave in input order')
+
+case('concurrent-det-star', '''
+box slow((<i>) -> (<i>, <r>));
+net cds connect ([{<i>} -> {<i>, <round>}] .. (slow .. [{<i>, <r>, <round>} -> if <round < 2> then {<i>, <round=round+1>} else {<i>, <r>, <done>}]) ** {<done>});
+''', {'slow.c': slow_src}, [[tag('i', i)] for i in range(24)],
+    [[tag('i', i), tag('r', -1 if (i % 3 == 0) else 2 * i), tag('done', 0), tag('round', 2)] for i in range(24) for _ in range(1)],
+    ordered=False, args='--box-concurrency 3',
+    notes='placeholder; rewritten below')
+del CASES['concurrent-det-star']
+
+case('concurrent-in-det-star', '''
+box slow((<i>) -> (<i>, <r>));
+net cds
+{
+  net body connect slow .. [{<i>, <r>, <round>} -> {<i=r>, <round=round+1>}];
+  net loop connect body ** {<round>} if <round >= 2>;
+}
+connect [{<i>} -> {<i>, <round>}] .. loop;
+''', {'slow.c': slow_src}, [[tag('i', i)] for i in range(1, 25)], None,
+    ordered=True, args='--box-concurrency 3',
+    notes='a concurrent box inside ** : ordering markers stay behind earlier records\' outputs')
+
+def cds_expected():
+    out = []
+    for i in range(1, 25):
+        cur = [i]
+        for rnd in range(2):
+            nxt = []
+            for v in cur:
+                nxt.append(2 * v)
+                if v % 3 == 0: nxt.append(-1)
+            cur = nxt
+        out += [[tag('i', v), tag('round', 2)] for v in cur]
+    return out
+CASES['concurrent-in-det-star']['expected'] = cds_expected()
+
+# --- errors -------------------------------------------------------------------
+case('err-variant-range', '''
+box bad((<x>) -> (<y>) | (<z>));
+net e connect bad;
+''', {'bad.c': r'''
+#include "C4SNet.h"
+void *bad(void *hnd, int x)
+{
+    C4SNetOut(hnd, 3, x);
+    return hnd;
+}
+'''}, [[tag('x', 1)]], error='variant 3', notes='variant out of range: a run error naming the box (`bad`)')
+
+case('err-null-field', '''
+box nul((<x>) -> (f));
+net e connect nul;
+''', {'nul.c': r'''
+#include "C4SNet.h"
+void *nul(void *hnd, int x)
+{
+    (void)x;
+    C4SNetOut(hnd, 1, (c4snet_data_t *)0);
+    return hnd;
+}
+'''}, [[tag('x', 1)]], error='null for field `f`', notes='NULL passed as a field to C4SNetOut')
+
+case('err-crash', '''
+box boom((<x>) -> (<x>));
+net e connect boom;
+''', {'boom.c': r'''
+#include "C4SNet.h"
+void *boom(void *hnd, int x)
+{
+    volatile int *p = 0;
+    if (x == 3)
+        *p = x;   /* SIGSEGV */
+    C4SNetOut(hnd, 1, x);
+    return hnd;
+}
+'''}, [[tag('x', i)] for i in range(5)], error='box `boom` crashed (signal sigsegv)', notes='a crash inside a box is reported with the box name')
+
+case('err-stale-handle', '''
+box keep((<x>) -> (<x>));
+net e connect keep;
+''', {'keep.c': r'''
+#include "C4SNet.h"
+static void *saved;
+void *keep(void *hnd, int x)
+{
+    if (saved)
+        C4SNetOut(saved, 1, x);   /* the handle of an earlier call */
+    else
+        C4SNetOut(hnd, 1, x);
+    saved = hnd;
+    return hnd;
+}
+'''}, [[tag('x', i)] for i in range(3)], error='stale handle', notes='C4SNetOut with a handle kept from an earlier call')
+
+case('err-missing-box', '''
+box present((<x>) -> (<x>));
+box absent((<x>) -> (<y>));
+net e connect present .. absent;
+''', {'present.c': r'''
+#include "C4SNet.h"
+void *present(void *hnd, int x) { C4SNetOut(hnd, 1, x); return hnd; }
+'''}, [[tag('x', 1)]], build_error='box `absent`', notes='an undefined box symbol is reported by name at build time')
+
+def write():
+    for name, c in CASES.items():
+        d = os.path.join(ROOT, name)
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        open(os.path.join(d, 'prog.snet'), 'w').write(c['prog'].lstrip('\n'))
+        for f, src in c['sources'].items():
+            open(os.path.join(d, f), 'w').write(src.lstrip('\n'))
+        inp = c['inp'] if isinstance(c['inp'], str) else xml(c['inp'])
+        open(os.path.join(d, 'input.xml'), 'w').write(inp)
+        if c['build_error']:
+            open(os.path.join(d, 'expected-build-error.txt'), 'w').write(c['build_error'] + '\n')
+        elif c['error']:
+            open(os.path.join(d, 'expected-error.txt'), 'w').write(c['error'] + '\n')
+        else:
+            exp = c['expected'] if isinstance(c['expected'], str) else xml(c['expected'])
+            open(os.path.join(d, 'expected.xml'), 'w').write(exp)
+        if c['ordered']:
+            open(os.path.join(d, 'ordered'), 'w').write('')
+        if c['args']:
+            open(os.path.join(d, 'args'), 'w').write(c['args'] + '\n')
+        open(os.path.join(d, 'notes.txt'), 'w').write(c['notes'] + '\n')
+    print(f'{len(CASES)} cases')
+
+if __name__ == '__main__':
+    write()
