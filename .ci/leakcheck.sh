@@ -26,7 +26,7 @@ for dir in tests/conformance/c/*/; do
     [[ -f "$dir/args" ]] && read -r -a args < "$dir/args"
     for w in 1 4; do
         n=$((n + 1))
-        if ! valgrind -q --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
+        if ! SNET_SYSTEM_ALLOC=1 valgrind -q --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
                 --error-exitcode=99 "$tmp/$case" -i "$dir/input.xml" -o "$tmp/out.xml" -w "$w" "${args[@]}" \
                 2> "$tmp/log"; then
             echo "LEAK/ERROR: $case (-w $w)"

@@ -6,8 +6,7 @@
 //! Exit status: 0 success, 1 errors in the program or its run, 2 usage or
 //! I/O problems (unreadable files).
 
-use std::fs::File;
-use std::io::{self, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,31 +15,6 @@ use clap::{Parser, Subcommand};
 
 mod buildcmd;
 
-use snet_engine::{Config, EngineError, InputLimit, SingleNode, Sink, Source, SourceError};
-use snet_io::{Item, RecordReader, RecordWriter};
-
-/// mimalloc: the engine allocates and frees many small records and entities
-/// from several threads; mimalloc's per-thread free lists beat glibc here.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-extern "C" {
-    /// mimalloc's option setter (linked in by the `mimalloc` crate).
-    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
-}
-
-/// Keeps peak memory low: commit arena memory on demand and return freed
-/// pages at once (values of mimalloc 2's `mi_option_e`).
-fn tune_allocator() {
-    const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
-    const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
-    // SAFETY: mi_option_set only stores an integer option; called before any
-    // worker thread exists.
-    unsafe {
-        mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
-        mi_option_set(MI_OPTION_PURGE_DELAY, 0);
-    }
-}
 
 #[derive(Parser)]
 #[command(name = "snet", version, about = "S-Net: declarative coordination of streaming networks, run on the FRONT engine")]
@@ -76,28 +50,13 @@ enum Cmd {
     },
     /// Run a program on a record stream.
     Run {
+        /// The S-Net program.
         file: PathBuf,
-        /// Input record stream (default: standard input).
-        #[arg(short, long)]
-        input: Option<PathBuf>,
-        /// Output record stream (default: standard output).
-        #[arg(short, long)]
-        output: Option<PathBuf>,
-        /// Worker threads (default: one per core).
-        #[arg(short, long)]
-        workers: Option<usize>,
-        /// Bound admitted input by a formula in `output`, e.g. "8 + 2*output".
-        #[arg(long, value_name = "FORMULA")]
-        input_limit: Option<String>,
-        /// Concurrent invocations allowed per box entity.
-        #[arg(long, default_value_t = 1)]
-        box_concurrency: usize,
         /// Entry network (default: the last top-level net).
         #[arg(long)]
         entry: Option<String>,
-        /// Print run statistics to standard error.
-        #[arg(long)]
-        stats: bool,
+        #[command(flatten)]
+        opts: snet_runner::RunOptions,
     },
     /// Build an executable from a program and its C box code (C4SNet).
     ///
@@ -133,7 +92,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    tune_allocator();
+    snet_runner::tune_allocator();
     let cli = Cli::parse();
     let color = io::stderr().is_terminal();
     match cli.cmd {
@@ -168,9 +127,10 @@ fn main() -> ExitCode {
                 color,
             }))
         }
-        Cmd::Run { file, input, output, workers, input_limit, box_concurrency, entry, stats } => {
-            run(RunArgs { file, input, output, workers, input_limit, box_concurrency, entry, stats, color })
-        }
+        Cmd::Run { file, entry, opts } => match compile(&file, entry.as_deref(), color) {
+            Ok(graph) => ExitCode::from(snet_runner::run(graph, &opts, &snet_engine::NoBoxes)),
+            Err(code) => ExitCode::from(code),
+        },
     }
 }
 
@@ -179,18 +139,6 @@ fn write_output(path: Option<&Path>, bytes: &[u8]) -> io::Result<()> {
         Some(p) => std::fs::write(p, bytes).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
         None => io::stdout().write_all(bytes),
     }
-}
-
-struct RunArgs {
-    file: PathBuf,
-    input: Option<PathBuf>,
-    output: Option<PathBuf>,
-    workers: Option<usize>,
-    input_limit: Option<String>,
-    box_concurrency: usize,
-    entry: Option<String>,
-    stats: bool,
-    color: bool,
 }
 
 /// Compiles a program; prints diagnostics; `None` if it has errors.
@@ -211,107 +159,4 @@ fn compile(file: &Path, entry: Option<&str>, color: bool) -> Result<Arc<snet_cor
         Some(g) if !compiled.diagnostics.iter().any(|d| d.is_error()) => Ok(Arc::new(g)),
         _ => Err(1),
     }
-}
-
-struct ReaderSource<R: io::BufRead>(RecordReader<R>);
-
-impl<R: io::BufRead + Send> Source for ReaderSource<R> {
-    fn next_record(&mut self) -> Result<Option<snet_core::Record>, SourceError> {
-        match self.0.next() {
-            Ok(Some(Item::Data(r))) => Ok(Some(r)),
-            Ok(Some(Item::Terminate)) | Ok(None) => Ok(None),
-            Err(e) => Err(SourceError(e.to_string())),
-        }
-    }
-}
-
-struct WriterSink<W: Write>(RecordWriter<W>);
-
-impl<W: Write + Send> Sink for WriterSink<W> {
-    fn write(&mut self, rec: &snet_core::Record) -> io::Result<()> {
-        self.0.write(rec)
-    }
-    fn finish(&mut self) -> io::Result<()> {
-        self.0.write_terminate()?;
-        self.0.flush()
-    }
-    fn abort(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
-fn run(a: RunArgs) -> ExitCode {
-    let graph = match compile(&a.file, a.entry.as_deref(), a.color) {
-        Ok(g) => g,
-        Err(code) => return ExitCode::from(code),
-    };
-    let mut config = Config { box_concurrency: a.box_concurrency, fast_exit: true, ..Config::default() };
-    if let Some(w) = a.workers {
-        if w == 0 {
-            eprintln!("error: --workers must be at least 1");
-            return ExitCode::from(2);
-        }
-        config.workers = w;
-    }
-    if let Some(l) = &a.input_limit {
-        match InputLimit::parse(l) {
-            Ok(l) => config.input_limit = Some(l),
-            Err(e) => {
-                eprintln!("error: --input-limit: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let source: Box<dyn Source> = match &a.input {
-        None => Box::new(ReaderSource(RecordReader::with_name(BufReader::with_capacity(1 << 16, io::stdin()), "<stdin>"))),
-        Some(p) => match File::open(p) {
-            Ok(f) => Box::new(ReaderSource(RecordReader::with_name(
-                BufReader::with_capacity(1 << 16, f),
-                &p.display().to_string(),
-            ))),
-            Err(e) => {
-                eprintln!("error: cannot open input {}: {e}", p.display());
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let sink: Box<dyn Sink> = match &a.output {
-        None => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(1 << 16, io::stdout())))),
-        Some(p) => match File::create(p) {
-            Ok(f) => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(1 << 16, f)))),
-            Err(e) => {
-                eprintln!("error: cannot create output {}: {e}", p.display());
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let start = std::time::Instant::now();
-    let result = snet_engine::run(graph, &config, source, sink, &snet_engine::NoBoxes, &SingleNode);
-    match result {
-        Ok(stats) => {
-            if a.stats {
-                eprintln!(
-                    "snet: {} input, {} output records, {} entities, {} steals, {} workers, {:.3} s",
-                    stats.input_records,
-                    stats.output_records,
-                    stats.entities_created,
-                    stats.steals,
-                    config.workers,
-                    start.elapsed().as_secs_f64()
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            report(&e);
-            ExitCode::from(match e {
-                EngineError::Output(_) => 2,
-                _ => 1,
-            })
-        }
-    }
-}
-
-fn report(e: &EngineError) {
-    eprintln!("error: {e}");
 }
