@@ -59,6 +59,35 @@ impl DetOwner {
     }
 }
 
+/// Sends a record into a combinator's inside: with a deterministic owner it
+/// is stamped and followed by its ordering marker, down the same path.
+pub fn send_in(det: Option<&mut DetOwner>, target: &Arc<Entity>, mut r: Rec, ctx: &mut Ctx) {
+    let marker = det.map(|d| d.stamp(&mut r));
+    ctx.send(target, Item::Rec(r));
+    if let Some(m) = marker {
+        ctx.send(target, Item::Marker(m));
+    }
+}
+
+/// A marker reaching a combinator's dispatcher: a deterministic owner wraps
+/// it and sends it to its collector (`next`); otherwise copies go down every
+/// instantiated path.
+pub fn pass_marker<'a>(
+    det: Option<&mut DetOwner>,
+    m: Marker,
+    paths: impl Iterator<Item = &'a Arc<Entity>> + Clone,
+    next: &Arc<Entity>,
+    ctx: &mut Ctx,
+) {
+    match det {
+        Some(d) => {
+            let w = d.wrap(m);
+            ctx.send(next, Item::Marker(w));
+        }
+        None => crate::parallel::broadcast(m, paths, next, ctx),
+    }
+}
+
 /// The collector side.
 pub struct Collector {
     owner: u64,

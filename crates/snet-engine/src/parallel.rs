@@ -39,7 +39,7 @@ impl ParallelEntity {
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
-            Item::Rec(mut r) => {
+            Item::Rec(r) => {
                 let routes = &ctx.rt.prog.routes[self.node as usize];
                 let Some(i) = routes.iter().find(|(v, _)| r.rec.matches(v)).map(|(_, i)| *i) else {
                     let accepted: Vec<String> = routes.iter().map(|(v, _)| v.to_string()).collect();
@@ -53,19 +53,9 @@ impl ParallelEntity {
                     });
                 };
                 let target = self.branch(i, ctx);
-                let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
-                ctx.send(&target, Item::Rec(r));
-                if let Some(m) = marker {
-                    ctx.send(&target, Item::Marker(m));
-                }
+                crate::collector::send_in(self.det.as_mut(), &target, r, ctx);
             }
-            Item::Marker(m) => match &mut self.det {
-                Some(d) => {
-                    let w = d.wrap(m);
-                    ctx.send(&self.next, Item::Marker(w));
-                }
-                None => broadcast(m, self.branches.iter().flatten(), &self.next, ctx),
-            },
+            Item::Marker(m) => crate::collector::pass_marker(self.det.as_mut(), m, self.branches.iter().flatten(), &self.next, ctx),
             Item::Resume => ctx.send(&self.next, Item::Resume),
         }
         Ok(())

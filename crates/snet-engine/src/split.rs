@@ -31,7 +31,7 @@ impl SplitEntity {
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
-            Item::Rec(mut r) => {
+            Item::Rec(r) => {
                 let what = if self.placement { "dynamic placement" } else { "parallel replication" };
                 let Some(v) = r.rec.int(self.tag) else {
                     return Err(EngineError::Type {
@@ -62,19 +62,9 @@ impl SplitEntity {
                         t
                     }
                 };
-                let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
-                ctx.send(&target, Item::Rec(r));
-                if let Some(m) = marker {
-                    ctx.send(&target, Item::Marker(m));
-                }
+                crate::collector::send_in(self.det.as_mut(), &target, r, ctx);
             }
-            Item::Marker(m) => match &mut self.det {
-                Some(d) => {
-                    let w = d.wrap(m);
-                    ctx.send(&self.next, Item::Marker(w));
-                }
-                None => crate::parallel::broadcast(m, self.replicas.values(), &self.next, ctx),
-            },
+            Item::Marker(m) => crate::collector::pass_marker(self.det.as_mut(), m, self.replicas.values(), &self.next, ctx),
             Item::Resume => ctx.send(&self.next, Item::Resume),
         }
         Ok(())
