@@ -19,7 +19,7 @@ use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Marker, Rec};
 use crate::instantiate::{instantiate, Ctx, Kind, Runtime};
 use crate::sync::Arc;
-use crate::synchro::{Cell, Stored};
+use crate::synchro::Cell;
 use crate::EngineError;
 
 pub struct StarEntity {
@@ -125,23 +125,39 @@ impl StarEntity {
     }
 }
 
-/// `[| p1, p2 |] * exits` run as one entity (FRONT §5.3): the chain of
-/// one-shot cells is a list of the cells that have not fired yet, in chain
-/// order (fired cells are identities and vanish). A record that matches an
-/// exit pattern leaves; otherwise it is offered to the open cells in order
-/// and, if none takes it, to a fresh cell at the end of the chain. A merged
-/// record continues from the position of the cell that produced it.
+/// `[| p1, p2 |] * exits` run as one entity (FRONT §5.3).
+///
+/// The chain of one-shot cells is kept as the cells that have not fired yet
+/// (fired cells are identities and vanish), keyed by their position in the
+/// chain, plus, per pattern, the ordered set of positions whose slot for that
+/// pattern is still empty. A record that matches an exit pattern leaves;
+/// otherwise it goes to the earliest cell (after the position it comes from)
+/// with an empty slot for a pattern that accepts it — exactly the cell it
+/// would reach walking the chain, found in O(patterns · log cells) instead of
+/// by visiting every cell — or to a fresh cell at the end. A merged record
+/// continues from the position of the cell that produced it.
 pub struct FusedSync {
     node: NodeId,
     sync: NodeId,
-    cells: std::collections::VecDeque<Cell>,
+    cells: std::collections::BTreeMap<u64, Cell>,
+    /// Per pattern: positions of open cells whose slot for it is empty.
+    empty: Vec<std::collections::BTreeSet<u64>>,
+    next_pos: u64,
     next: Arc<Entity>,
 }
 
 impl FusedSync {
     pub fn new(rt: &Runtime, node: NodeId, next: Arc<Entity>) -> FusedSync {
         let sync = rt.prog.fused[node as usize].expect("fused star");
-        FusedSync { node, sync, cells: std::collections::VecDeque::new(), next }
+        let NodeKind::Sync(def) = &rt.graph().node(sync).kind else { unreachable!("fused star over a non-sync") };
+        FusedSync {
+            node,
+            sync,
+            cells: std::collections::BTreeMap::new(),
+            empty: vec![std::collections::BTreeSet::new(); def.patterns.len()],
+            next_pos: 0,
+            next,
+        }
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
@@ -152,38 +168,60 @@ impl FusedSync {
         let graph = ctx.rt.graph();
         let NodeKind::Star { exits, .. } = &graph.node(self.node).kind else { unreachable!() };
         let NodeKind::Sync(def) = &graph.node(self.sync).kind else { unreachable!() };
+        let pats = &def.patterns;
         let loc = || ctx.rt.loc(self.node);
         let eval_err = |e: snet_core::EvalError| EngineError::Eval { what: format!("repeated synchronisation: {e}"), loc: loc() };
         let mut rec = rec;
-        let mut i = 0;
+        let mut from = 0u64; // the first position the record may still reach
         loop {
             if matches_any(exits, &rec).map_err(eval_err)? {
                 ctx.send(&self.next, Item::Rec(Rec { rec, det }));
                 return Ok(());
             }
-            if i == self.cells.len() {
-                // A fresh replica. If it will not take the record either, the
-                // record would travel down an endless chain of identities.
-                self.cells.push_back(Cell::new(def.patterns.len()));
+            // Patterns that accept the record (guards evaluated on the record alone).
+            let mut accepts = smallvec::SmallVec::<[bool; 4]>::new();
+            for p in pats {
+                let ok = rec.matches(&p.variant)
+                    && match &p.guard {
+                        Some(g) => g.holds(&rec).map_err(eval_err)?,
+                        None => true,
+                    };
+                accepts.push(ok);
             }
-            match self.cells[i].offer(&def.patterns, rec).map_err(eval_err)? {
-                Stored::Kept => return Ok(()),
-                Stored::Fired(merged) => {
-                    let _ = self.cells.remove(i);
-                    rec = merged;
-                }
-                Stored::Passed(back) => {
-                    if i + 1 == self.cells.len() && self.cells[i].is_empty() {
-                        return Err(EngineError::Type {
-                            what: format!(
-                                "record {} matches neither an exit pattern nor a synchrocell pattern: it would pass an endless chain of replicas",
-                                back.type_string()
-                            ),
-                            loc: loc(),
-                        });
+            if !accepts.contains(&true) {
+                return Err(EngineError::Type {
+                    what: format!(
+                        "record {} matches neither an exit pattern nor a synchrocell pattern: it would pass an endless chain of replicas",
+                        rec.type_string()
+                    ),
+                    loc: loc(),
+                });
+            }
+            let found = (0..pats.len())
+                .filter(|&i| accepts[i])
+                .filter_map(|i| self.empty[i].range(from..).next().copied())
+                .min();
+            let pos = match found {
+                Some(pos) => pos,
+                None => {
+                    let pos = self.next_pos.max(from);
+                    self.next_pos = pos + 1;
+                    self.cells.insert(pos, Cell::new(pats.len()));
+                    for set in &mut self.empty {
+                        set.insert(pos);
                     }
-                    rec = back;
-                    i += 1;
+                    pos
+                }
+            };
+            let cell = self.cells.get_mut(&pos).expect("open cell");
+            let i = (0..pats.len()).find(|&i| accepts[i] && cell.open(i)).expect("the chosen cell has a slot for the record");
+            self.empty[i].remove(&pos);
+            match cell.store(i, pats, rec) {
+                None => return Ok(()),
+                Some(merged) => {
+                    self.cells.remove(&pos);
+                    rec = merged;
+                    from = pos + 1;
                 }
             }
         }

@@ -69,10 +69,25 @@ impl Cell {
             }
         }
         let Some(i) = slot else { return Ok(Stored::Passed(rec)) };
+        Ok(match self.store(i, patterns, rec) {
+            None => Stored::Kept,
+            Some(merged) => Stored::Fired(merged),
+        })
+    }
+
+    /// Is slot `i` still empty?
+    pub fn open(&self, i: usize) -> bool {
+        !self.fired && self.slots[i].is_none()
+    }
+
+    /// Stores `rec` in the empty slot `i`; returns the merged record when that
+    /// filled the last slot (the cell has then fired).
+    pub fn store(&mut self, i: usize, patterns: &[Pattern], rec: Record) -> Option<Record> {
+        debug_assert!(self.open(i));
         self.slots[i] = Some(rec);
         self.filled += 1;
         if self.filled < patterns.len() {
-            return Ok(Stored::Kept);
+            return None;
         }
         self.fired = true;
         let mut pairs = std::mem::take(&mut self.slots).into_iter().zip(patterns.iter());
@@ -85,7 +100,7 @@ impl Cell {
                 }
             }
         }
-        Ok(Stored::Fired(merged))
+        Some(merged)
     }
 }
 
