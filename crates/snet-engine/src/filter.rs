@@ -12,46 +12,18 @@ use crate::instantiate::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
 
-pub struct FilterEntity {
-    node: NodeId,
-    next: Arc<Entity>,
-}
-
-impl FilterEntity {
-    pub fn new(node: NodeId, next: Arc<Entity>) -> FilterEntity {
-        FilterEntity { node, next }
-    }
-
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let rec = match item {
-            Item::Rec(r) => r,
-            other => {
-                ctx.send(&self.next, other);
-                return Ok(());
-            }
-        };
-        let NodeKind::Filter(def) = &ctx.rt.graph().node(self.node).kind else { unreachable!("filter entity on a non-filter node") };
-        let next = &self.next;
-        apply_each(def, &rec.rec, |out| ctx.send(next, Item::Rec(Rec { rec: out, det: rec.det.clone() }))).map_err(
-            |what| match what {
-                FilterError::Type(what) => EngineError::Type { what, loc: ctx.rt.loc(self.node) },
-                FilterError::Eval(e) => EngineError::Eval { what: format!("filter: {e}"), loc: ctx.rt.loc(self.node) },
-            },
-        )
-    }
-}
-
-/// Consecutive filters of a serial composition run as one entity: each
-/// output of filter `i` goes straight into filter `i + 1`, depth first, which
-/// is exactly the order separate entities would produce.
+/// The filter entity: one filter, or consecutive filters of a serial
+/// composition run as one entity. Each output of filter `i` goes straight
+/// into filter `i + 1`, depth first, which is exactly the order separate
+/// entities would produce.
 pub struct FilterChain {
-    nodes: Vec<NodeId>,
+    nodes: smallvec::SmallVec<[NodeId; 2]>,
     next: Arc<Entity>,
 }
 
 impl FilterChain {
-    pub fn new(nodes: Vec<NodeId>, next: Arc<Entity>) -> FilterChain {
-        FilterChain { nodes, next }
+    pub fn new(nodes: &[NodeId], next: Arc<Entity>) -> FilterChain {
+        FilterChain { nodes: nodes.into(), next }
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {

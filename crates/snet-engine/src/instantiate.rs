@@ -13,7 +13,7 @@ use crate::boxes::{BoxEntity, BoxImpl};
 use crate::collector::Collector;
 use crate::entity::{Entity, Item};
 use crate::feedback::{FeedbackEntry, FeedbackRouter};
-use crate::filter::{FilterChain, FilterEntity};
+use crate::filter::FilterChain;
 use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
 use crate::split::SplitEntity;
@@ -108,7 +108,6 @@ impl Runtime {
 
 /// Entity state, by kind.
 pub enum Kind {
-    Filter(FilterEntity),
     Chain(FilterChain),
     Sync(SyncEntity),
     FusedSync(FusedSync),
@@ -164,7 +163,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
     let rt = ctx.rt;
     let graph = rt.graph();
     match &graph.node(node).kind {
-        NodeKind::Filter(_) => ctx.entity(node, Kind::Filter(FilterEntity::new(node, next))),
+        NodeKind::Filter(_) => ctx.entity(node, Kind::Chain(FilterChain::new(&[node], next))),
         NodeKind::Sync(def) => ctx.entity(node, Kind::Sync(SyncEntity::new(node, def.patterns.len(), next))),
         NodeKind::Box(id) => {
             let e = ctx.entity(node, Kind::Box(BoxEntity::new(rt, node, *id, next)));
@@ -187,7 +186,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
                     j -= 1;
                 }
                 next = if i - j >= 2 {
-                    ctx.entity(parts[j], Kind::Chain(FilterChain::new(parts[j..i].to_vec(), next)))
+                    ctx.entity(parts[j], Kind::Chain(FilterChain::new(&parts[j..i], next)))
                 } else {
                     instantiate(ctx, parts[i - 1], next)
                 };
@@ -266,7 +265,6 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
     // SAFETY: the scheduler calls `process` only while it holds `ent`'s licence.
     let state = unsafe { ent.state() };
     let r = match state {
-        Kind::Filter(e) => e.process(item, ctx),
         Kind::Chain(e) => e.process(item, ctx),
         Kind::Sync(e) => e.process(item, ctx),
         Kind::FusedSync(e) => e.process(item, ctx),
