@@ -630,20 +630,9 @@ impl Checker<'_, '_> {
         let mut deps: Vec<Vec<NetIdx>> = vec![Vec::new(); n];
         for (i, net) in self.hir.nets.iter().enumerate() {
             let Some(b) = net.body else { continue };
-            let mut stack = vec![b];
-            while let Some(h) = stack.pop() {
-                match &self.hir.node(h).kind {
-                    HKind::Net(m) => deps[i].push(*m),
-                    HKind::Serial(parts, _) => stack.extend(parts.iter().copied()),
-                    HKind::Parallel { branches, .. } => stack.extend(branches.iter().copied()),
-                    HKind::Star { body, .. }
-                    | HKind::Split { body, .. }
-                    | HKind::Feedback { body, .. }
-                    | HKind::Place { body, .. }
-                    | HKind::DynPlace { body, .. } => stack.push(*body),
-                    _ => {}
-                }
-            }
+            let mut uses = Vec::new();
+            self.hir.net_uses(b, &mut uses);
+            deps[i].extend(uses.into_iter().map(|(_, m)| m));
         }
         let mut order = Vec::with_capacity(n);
         let mut done = vec![false; n];

@@ -29,6 +29,25 @@ impl Hir {
         &self.nodes[h]
     }
 
+    /// The nets used anywhere inside the expression `h` (not inside the
+    /// bodies of those nets), each with the node that names it.
+    pub fn net_uses(&self, h: HId, out: &mut Vec<(HId, NetIdx)>) {
+        let mut stack = vec![h];
+        while let Some(h) = stack.pop() {
+            match &self.nodes[h].kind {
+                HKind::Net(n) => out.push((h, *n)),
+                HKind::Serial(parts, _) => stack.extend(parts.iter().copied()),
+                HKind::Parallel { branches, .. } => stack.extend(branches.iter().copied()),
+                HKind::Star { body, .. }
+                | HKind::Split { body, .. }
+                | HKind::Feedback { body, .. }
+                | HKind::Place { body, .. }
+                | HKind::DynPlace { body, .. } => stack.push(*body),
+                HKind::Box(_) | HKind::Filter { .. } | HKind::Sync { .. } | HKind::Error => {}
+            }
+        }
+    }
+
     pub fn add(&mut self, kind: HKind, span: Span, op: Span) -> HId {
         self.nodes.push(HNode { kind, span, op });
         self.nodes.len() - 1

@@ -622,24 +622,6 @@ impl<'a> Resolver<'a, '_> {
 
     // ---- whole-program checks ----
 
-    /// Nets used inside each net's body, with the using node.
-    fn uses(&self, h: HId, out: &mut Vec<(HId, NetIdx)>) {
-        let mut stack = vec![h];
-        while let Some(h) = stack.pop() {
-            match &self.hir.nodes[h].kind {
-                HKind::Net(n) => out.push((h, *n)),
-                HKind::Serial(parts, _) => stack.extend(parts.iter().copied()),
-                HKind::Parallel { branches, .. } => stack.extend(branches.iter().copied()),
-                HKind::Star { body, .. }
-                | HKind::Split { body, .. }
-                | HKind::Feedback { body, .. }
-                | HKind::Place { body, .. }
-                | HKind::DynPlace { body, .. } => stack.push(*body),
-                HKind::Box(_) | HKind::Filter { .. } | HKind::Sync { .. } | HKind::Error => {}
-            }
-        }
-    }
-
     /// Reports recursive net references and cuts them (iterative DFS).
     fn break_cycles(&mut self) {
         let n = self.hir.nets.len();
@@ -647,7 +629,7 @@ impl<'a> Resolver<'a, '_> {
             .map(|i| {
                 let mut out = Vec::new();
                 if let Some(b) = self.hir.nets[i].body {
-                    self.uses(b, &mut out);
+                    self.hir.net_uses(b, &mut out);
                 }
                 out.sort();
                 out
