@@ -52,6 +52,10 @@ type Why<'a> = &'a dyn Fn(&Variant) -> (String, Option<(Span, String)>);
 
 /// Bound on the variants a star or feedback fixpoint explores.
 pub const MAX_VARIANTS: usize = 512;
+/// Bound on the rounds of a star or feedback requirement fixpoint.
+const FIXPOINT_ROUNDS: usize = 16;
+/// Bound on the candidate extensions tried for one input variant.
+const MAX_EXTENSIONS: usize = 256;
 /// Bound on how deeply net uses may nest (each level is a recursive call).
 pub const MAX_NET_NESTING: usize = 5000;
 
@@ -63,6 +67,9 @@ pub struct Checked {
     pub outputs: Vec<Vec<Variant>>,
     /// Per net: inferred input and output.
     pub nets: Vec<(Vec<Variant>, Vec<Variant>)>,
+    /// Per serial chain node: the input type of each suffix `parts[k..]`
+    /// (the lowering splits chains into binary nodes).
+    pub suffixes: HashMap<HId, Vec<Vec<Variant>>>,
 }
 
 pub fn check(hir: &Hir, src: &str, diags: &mut Diagnostics) -> Checked {
@@ -72,6 +79,11 @@ pub fn check(hir: &Hir, src: &str, diags: &mut Diagnostics) -> Checked {
         src,
         diags,
         input_cache: vec![None; n],
+        net_input_cache: vec![None; hir.nets.len()],
+        suffix: HashMap::new(),
+        probes: HashMap::new(),
+        probing: 0,
+        partial: BTreeSet::new(),
         outputs: vec![VSet::new(); n],
         reached: vec![false; n],
         hits: HashSet::new(),
@@ -87,8 +99,7 @@ pub fn check(hir: &Hir, src: &str, diags: &mut Diagnostics) -> Checked {
     }
     c.warnings();
     let inputs = (0..n).map(|h| c.input_type(h)).collect();
-    let outputs = c
-        .outputs
+    let outputs = std::mem::take(&mut c.outputs)
         .into_iter()
         .map(|s| s.into_iter().collect())
         .collect();
@@ -96,6 +107,7 @@ pub fn check(hir: &Hir, src: &str, diags: &mut Diagnostics) -> Checked {
         inputs,
         outputs,
         nets,
+        suffixes: c.suffix,
     }
 }
 
@@ -104,6 +116,16 @@ struct Checker<'h, 'd> {
     src: &'h str,
     diags: &'d mut Diagnostics,
     input_cache: Vec<Option<Vec<Variant>>>,
+    net_input_cache: Vec<Option<Vec<Variant>>>,
+    /// Per serial chain: the input type of each suffix of the chain.
+    suffix: HashMap<HId, Vec<Vec<Variant>>>,
+    /// Memoised speculative flows of one variant through one node.
+    probes: HashMap<(HId, Variant), VSet>,
+    /// Inside [`Checker::probe`]: nothing is marked reached or hit.
+    probing: usize,
+    /// Inherited requirements that only some outputs need, per node whose
+    /// being reached makes them a warning (see [`Checker::extend_all`]).
+    partial: BTreeSet<(HId, usize, usize, String)>,
     outputs: Vec<VSet>,
     reached: Vec<bool>,
     /// (node, pattern index) pairs that matched some variant.
@@ -125,6 +147,39 @@ fn with_label(v: &Variant, l: Label) -> Variant {
     Variant::new(v.labels().iter().copied().chain(std::iter::once(l)))
 }
 
+/// What an extension must achieve: every output `constrained` selects must
+/// match one of `targets`; extended inputs must not match `avoid`.
+struct Rule<'r> {
+    targets: &'r [Variant],
+    constrained: &'r dyn Fn(&Variant) -> bool,
+    avoid: &'r [Variant],
+}
+
+/// The result of [`Checker::extend`]: the extended input variants, and, if
+/// the extension was needed only by some outputs, one of those outputs and
+/// the labels each extension adds.
+struct Extension {
+    types: Vec<Variant>,
+    partial: Option<(Variant, Vec<Variant>)>,
+}
+
+/// Same binding tags.
+fn same_btags(a: &Variant, b: &Variant) -> bool {
+    a.btags().eq(b.btags())
+}
+
+/// Drops every variant that has a proper subset (with the same binding tags) in the set.
+fn minimal(set: VSet) -> Vec<Variant> {
+    let all: Vec<Variant> = set.into_iter().collect();
+    all.iter()
+        .filter(|v| {
+            !all.iter()
+                .any(|w| w != *v && same_btags(v, w) && v.is_subtype_of(w))
+        })
+        .cloned()
+        .collect()
+}
+
 /// Best-match score of `v` against input type `ty`: the size of the largest matched variant.
 fn score(v: &Variant, ty: &[Variant]) -> Option<usize> {
     ty.iter()
@@ -136,10 +191,14 @@ fn score(v: &Variant, ty: &[Variant]) -> Option<usize> {
 impl Checker<'_, '_> {
     // ---- input types and acceptance ----
 
+    /// The input type of `h` with its inherited requirements (see the module
+    /// header): what a record must carry to get through `h` *and* whatever
+    /// follows `h` inside the same construct. Context-free, so cached per node.
     fn input_type(&mut self, h: HId) -> Vec<Variant> {
         if let Some(t) = &self.input_cache[h] {
             return t.clone();
         }
+        let all = |_: &Variant| true;
         let t = match &self.hir.node(h).kind {
             HKind::Box(b) => {
                 let b = &self.hir.boxes[*b];
@@ -148,27 +207,70 @@ impl Checker<'_, '_> {
             HKind::Net(n) => self.net_input(*n),
             HKind::Filter { def, .. } => vec![def.pattern.clone()],
             HKind::Sync { def, .. } => def.patterns.iter().map(|p| p.variant.clone()).collect(),
-            HKind::Serial(parts, _) => self.input_type(parts[0]),
+            HKind::Serial(parts, ops) => {
+                let (parts, ops) = (parts.clone(), ops.clone());
+                let suffix = self.serial_suffix(&parts, &ops);
+                let t = suffix[0].clone();
+                self.suffix.insert(h, suffix);
+                t
+            }
             HKind::Parallel { branches, .. } => {
-                let mut all: Vec<Variant> =
-                    branches.iter().flat_map(|b| self.input_type(*b)).collect();
-                all.sort();
-                all.dedup();
-                all
+                let branches = branches.clone();
+                let all: VSet = branches.iter().flat_map(|b| self.input_type(*b)).collect();
+                all.into_iter().collect()
             }
-            HKind::Star { body, .. } | HKind::Feedback { body, .. } | HKind::Place { body, .. } => {
-                self.input_type(*body)
+            HKind::Star { body, exits, .. } => {
+                let (body, exits) = (*body, exits.clone());
+                // A record that matches no exit enters the body; what the body
+                // emits either leaves through an exit or enters the next
+                // replica. An extension that would make the record leave
+                // before the body (an unguarded exit) is no extension.
+                let exit_types: Vec<Variant> = exits.iter().map(|p| p.variant.clone()).collect();
+                let leaves: Vec<Variant> = exits
+                    .iter()
+                    .filter(|p| p.guard.is_none())
+                    .map(|p| p.variant.clone())
+                    .collect();
+                let mut entry = self.input_type(body);
+                for _ in 0..FIXPOINT_ROUNDS {
+                    let mut targets = exit_types.clone();
+                    targets.extend(entry.iter().cloned());
+                    let rule = Rule { targets: &targets, constrained: &all, avoid: &leaves };
+                    let at = (h, self.hir.node(h).op.clone());
+                    let next = self.extend_all(body, &entry, &rule, at, "the next replica accepts");
+                    if next == entry {
+                        break;
+                    }
+                    entry = next;
+                }
+                entry
             }
+            HKind::Feedback { body, back, .. } => {
+                let (body, back) = (*body, back.clone());
+                // Only what goes round must satisfy the body again.
+                let fed_back = |o: &Variant| back.iter().any(|p| o.is_subtype_of(&p.variant));
+                let mut entry = self.input_type(body);
+                for _ in 0..FIXPOINT_ROUNDS {
+                    let targets = entry.clone();
+                    let rule = Rule { targets: &targets, constrained: &fed_back, avoid: &[] };
+                    let at = (h, self.hir.node(h).op.clone());
+                    let next = self.extend_all(body, &entry, &rule, at, "the body accepts when fed back");
+                    if next == entry {
+                        break;
+                    }
+                    entry = next;
+                }
+                entry
+            }
+            HKind::Place { body, .. } => self.input_type(*body),
             HKind::Split { body, tag, .. } | HKind::DynPlace { body, tag } => {
                 let tag = *tag;
-                let mut t: Vec<Variant> = self
+                let t: VSet = self
                     .input_type(*body)
                     .iter()
                     .map(|v| with_label(v, tag))
                     .collect();
-                t.sort();
-                t.dedup();
-                t
+                t.into_iter().collect()
             }
             HKind::Error => vec![Variant::empty()],
         };
@@ -176,13 +278,168 @@ impl Checker<'_, '_> {
         t
     }
 
+    /// Requirements of every suffix `parts[k..]` of a serial chain, right to
+    /// left: `parts[k]`'s input type, extended by what `parts[k + 1..]` needs
+    /// and can only receive by flowing through `parts[k]`.
+    fn serial_suffix(&mut self, parts: &[HId], ops: &[Span]) -> Vec<Vec<Variant>> {
+        let all = |_: &Variant| true;
+        let mut suffix = vec![Vec::new(); parts.len()];
+        let last = parts.len() - 1;
+        suffix[last] = self.input_type(parts[last]);
+        for k in (0..last).rev() {
+            let own = self.input_type(parts[k]);
+            let next = suffix[k + 1].clone();
+            let rule = Rule { targets: &next, constrained: &all, avoid: &[] };
+            let what = format!("{} accepts", self.describe(parts[k + 1]));
+            let at = (parts[k], ops[k].clone());
+            suffix[k] = self.extend_all(parts[k], &own, &rule, at, &what);
+        }
+        suffix
+    }
+
+    /// [`Self::extend`] for every variant of `from` through `h`, as one type.
+    /// An extension needed only by some of what `h` emits is remembered as a
+    /// warning (given if `at` is reached), with `what` completing the sentence
+    /// "`h` can emit {..}, which ... only if it inherits {..}".
+    fn extend_all(
+        &mut self,
+        h: HId,
+        from: &[Variant],
+        rule: &Rule<'_>,
+        at: (HId, Span),
+        what: &str,
+    ) -> Vec<Variant> {
+        let mut out = VSet::new();
+        for a in from {
+            let ext = self.extend(a, rule, &mut |c, v| c.accepts(h, v).then(|| c.probe(h, v)));
+            if let Some((o, needs)) = ext.partial {
+                let needs: Vec<String> = needs.iter().map(fmt_variant).collect();
+                let msg = format!(
+                    "{} can emit {}, which {what} only if it inherits {}",
+                    self.describe(h),
+                    fmt_variant(&o),
+                    needs.join(" or ")
+                );
+                self.partial.insert((at.0, at.1.start, at.1.end, msg));
+            }
+            out.extend(ext.types);
+        }
+        out.into_iter().collect()
+    }
+
+    /// The smallest extensions `a ∪ X` of an input variant `a` such that
+    /// every variant that `flow` produces from `a ∪ X` and `rule` constrains
+    /// matches one of its targets, where `X` holds only labels that can reach
+    /// the targets by flow inheritance (labels that `a` already carries but
+    /// the output lacks were consumed on the way, so adding them again cannot
+    /// help; an output binding tag a target lacks can never be removed). A
+    /// breadth-first search over the choices of target, each candidate
+    /// verified by flowing it again (more labels may change routing inside).
+    /// If no extension works, `a` itself is returned: the program is wrong
+    /// whatever the input carries, and the forward check reports where.
+    fn extend(
+        &mut self,
+        a: &Variant,
+        rule: &Rule<'_>,
+        flow: &mut dyn FnMut(&mut Self, &Variant) -> Option<VSet>,
+    ) -> Extension {
+        let fits = |o: &Variant| !(rule.constrained)(o) || rule.targets.iter().any(|t| o.is_subtype_of(t));
+        let mut found = VSet::new();
+        let mut queue = std::collections::VecDeque::from([a.clone()]);
+        let mut seen = HashSet::new();
+        let mut partial = None;
+        while let Some(c) = queue.pop_front() {
+            if seen.len() >= MAX_EXTENSIONS || !seen.insert(c.clone()) {
+                continue;
+            }
+            // A superset of a working candidate is never minimal.
+            if found.iter().any(|f| same_btags(f, &c) && c.is_subtype_of(f)) {
+                continue;
+            }
+            if c != *a && rule.avoid.iter().any(|p| c.is_subtype_of(p)) {
+                continue;
+            }
+            // More labels must not make the component reject the record
+            // (a binding tag its pattern lacks, say).
+            let Some(outs) = flow(self, &c) else {
+                continue;
+            };
+            let Some(o) = outs.iter().find(|o| !fits(o)) else {
+                found.insert(c);
+                continue;
+            };
+            if c == *a && outs.iter().any(|o| (rule.constrained)(o) && fits(o)) {
+                // Some of what `a` produces already fits: the extension
+                // rescues the rest only for records that happen to carry it.
+                partial = Some(o.clone());
+            }
+            for t in rule.targets {
+                if o.btags().any(|b| !t.contains(b)) {
+                    continue;
+                }
+                let missing = minus(t, o);
+                if missing.is_empty() || missing.labels().iter().any(|l| c.contains(*l)) {
+                    continue;
+                }
+                queue.push_back(c.union(&missing));
+            }
+        }
+        if found.is_empty() {
+            return Extension { types: vec![a.clone()], partial: None };
+        }
+        let types = minimal(found);
+        let partial = partial
+            .filter(|_| !types.contains(a))
+            .map(|o| (o, types.iter().map(|t| minus(t, a)).collect()));
+        Extension { types, partial }
+    }
+
+    /// The flow of one variant through `h`, without reporting anything or
+    /// marking anything as reached (a speculative question of the inference).
+    fn probe(&mut self, h: HId, v: &Variant) -> VSet {
+        let key = (h, v.clone());
+        if let Some(out) = self.probes.get(&key) {
+            return out.clone();
+        }
+        let mark = self.diags.mark();
+        self.probing += 1;
+        self.quiet += 1;
+        let out = self.flow(h, &VSet::from([v.clone()]));
+        self.quiet -= 1;
+        self.probing -= 1;
+        self.diags.rollback(mark);
+        self.probes.insert(key, out.clone());
+        out
+    }
+
+    /// Declared input variants, each extended by what the body `b` needs
+    /// beyond it (a declared input reaches the body unchanged).
+    fn extend_declared(&mut self, b: HId, declared: &[Variant]) -> VSet {
+        let body = self.input_type(b);
+        let all = |_: &Variant| true;
+        let rule = Rule { targets: &body, constrained: &all, avoid: &[] };
+        let mut out = VSet::new();
+        for v in declared {
+            out.extend(self.extend(v, &rule, &mut |_, c| Some(VSet::from([c.clone()]))).types);
+        }
+        out
+    }
+
+    /// A net's input type: its body's, or its declared inputs, each extended
+    /// by what the body needs beyond the declaration (a warning says so).
     fn net_input(&mut self, n: NetIdx) -> Vec<Variant> {
+        if let Some(t) = &self.net_input_cache[n] {
+            return t.clone();
+        }
         let net = &self.hir.nets[n];
-        match (net.declared_inputs(), net.body) {
-            (Some(d), _) => d,
+        let t = match (net.declared_inputs(), net.body) {
+            (Some(d), Some(b)) => self.extend_declared(b, &d).into_iter().collect(),
+            (Some(d), None) => d,
             (None, Some(b)) => self.input_type(b),
             (None, None) => Vec::new(),
-        }
+        };
+        self.net_input_cache[n] = Some(t.clone());
+        t
     }
 
     fn accepts(&mut self, h: HId, v: &Variant) -> bool {
@@ -240,6 +497,46 @@ impl Checker<'_, '_> {
         }
     }
 
+    /// Why flow inheritance cannot supply what `target` misses in `v`, which
+    /// `upstream` emitted: the labels were consumed by `upstream`.
+    fn consumed_note(&mut self, upstream: HId, target: HId, v: &Variant) -> Option<String> {
+        let from = self.input_type(upstream);
+        let wanted = self.input_type(target);
+        let consumed: BTreeSet<Label> = wanted
+            .iter()
+            .filter(|t| v.btags().all(|b| t.contains(b)))
+            .flat_map(|t| minus(t, v).labels().to_vec())
+            .filter(|l| from.iter().all(|f| f.contains(*l)))
+            .collect();
+        let missing_btags: BTreeSet<Label> = wanted
+            .iter()
+            .filter(|t| v.btags().all(|b| t.contains(b)))
+            .flat_map(|t| minus(t, v).btags().collect::<Vec<_>>())
+            .filter(|l| !consumed.contains(l))
+            .collect();
+        if !missing_btags.is_empty() {
+            let names: Vec<String> = missing_btags.iter().map(|l| l.to_string()).collect();
+            return Some(format!(
+                "binding tags cannot reach {} by flow inheritance: a record carrying {} would not match {}'s input type",
+                self.describe(target),
+                names.join(", "),
+                self.describe(upstream),
+            ));
+        }
+        if consumed.is_empty() {
+            return None;
+        }
+        let names: Vec<String> = consumed.iter().map(|l| l.to_string()).collect();
+        Some(format!(
+            "{} cannot reach {} by flow inheritance: {} names {} in its input and does not emit {}",
+            names.join(", "),
+            self.describe(target),
+            self.describe(upstream),
+            if names.len() == 1 { "it" } else { "them" },
+            if names.len() == 1 { "it" } else { "them" },
+        ))
+    }
+
     /// A short description of expression `h` for messages.
     fn describe(&self, h: HId) -> String {
         let node = self.hir.node(h);
@@ -270,7 +567,16 @@ impl Checker<'_, '_> {
     }
 
     /// Keeps the variants of `set` that `target` accepts; reports the others at `at`.
-    fn admit(&mut self, target: HId, set: VSet, at: Span, why: Why<'_>) -> VSet {
+    /// `upstream`, if given, emitted the variants: a label the target needs
+    /// that every input of `upstream` names was consumed there, which a note says.
+    fn admit(
+        &mut self,
+        target: HId,
+        set: VSet,
+        at: Span,
+        why: Why<'_>,
+        upstream: Option<HId>,
+    ) -> VSet {
         let mut kept = VSet::new();
         for v in set {
             if self.accepts(target, &v) {
@@ -294,6 +600,9 @@ impl Checker<'_, '_> {
             if let Some(note) = self.reject_note(target, &v) {
                 d = d.with_note(note);
             }
+            if let Some(note) = upstream.and_then(|u| self.consumed_note(u, target, &v)) {
+                d = d.with_note(note);
+            }
             self.diags.push(d);
         }
         kept
@@ -301,11 +610,20 @@ impl Checker<'_, '_> {
 
     // ---- flow ----
 
+    /// Pattern `i` of node `h` matched some variant (for warnings).
+    fn hit(&mut self, h: HId, i: usize) {
+        if self.probing == 0 {
+            self.hits.insert((h, i));
+        }
+    }
+
     fn flow(&mut self, h: HId, input: &VSet) -> VSet {
         if input.is_empty() {
             return VSet::new();
         }
-        self.reached[h] = true;
+        if self.probing == 0 {
+            self.reached[h] = true;
+        }
         let hir = self.hir;
         let node = hir.node(h);
         let out = match &node.kind {
@@ -355,7 +673,7 @@ impl Checker<'_, '_> {
                 let mut all = true;
                 for (i, p) in def.patterns.iter().enumerate() {
                     if input.iter().any(|v| v.is_subtype_of(&p.variant)) {
-                        self.hits.insert((h, i));
+                        self.hit(h, i);
                     } else {
                         all = false;
                     }
@@ -390,7 +708,7 @@ impl Checker<'_, '_> {
                             Some((prev_span.clone(), format!("can emit {}", fmt_variant(v)))),
                         )
                     };
-                    cur = self.admit(next, cur, ops[i - 1].clone(), &why);
+                    cur = self.admit(next, cur, ops[i - 1].clone(), &why, Some(prev));
                     cur = self.flow(next, &cur);
                 }
                 cur
@@ -422,7 +740,7 @@ impl Checker<'_, '_> {
                             None,
                         )
                     };
-                    let set = self.admit(b, set, hir.node(b).span.clone(), &why);
+                    let set = self.admit(b, set, hir.node(b).span.clone(), &why, None);
                     out.extend(self.flow(b, &set));
                 }
                 out
@@ -434,7 +752,7 @@ impl Checker<'_, '_> {
             | HKind::Place { body, .. } => self.flow(*body, input),
             HKind::Error => VSet::new(),
         };
-        if self.outputs[h].len() < MAX_VARIANTS {
+        if self.probing == 0 && self.outputs[h].len() < MAX_VARIANTS {
             self.outputs[h].extend(out.iter().cloned());
         }
         out
@@ -454,7 +772,7 @@ impl Checker<'_, '_> {
         let out = match net.body {
             Some(b) => {
                 if self.nesting >= MAX_NET_NESTING {
-                    if !self.nesting_reported {
+                    if !self.nesting_reported && self.probing == 0 {
                         self.nesting_reported = true;
                         self.diags.push(
                             Diagnostic::error(
@@ -522,7 +840,7 @@ impl Checker<'_, '_> {
                     .filter(|&i| v.is_subtype_of(&exits[i].variant))
                     .collect();
                 for &i in &matched {
-                    self.hits.insert((h, i));
+                    self.hit(h, i);
                 }
                 if matched.is_empty() {
                     to_body.insert(v);
@@ -542,7 +860,7 @@ impl Checker<'_, '_> {
                 };
                 (msg, None)
             };
-            let mut admitted = self.admit(body, to_body, op.clone(), &why);
+            let mut admitted = self.admit(body, to_body, op.clone(), &why, Some(body));
             // A variant only some guarded exit matches may go on too, if the body takes it.
             for v in guarded_only {
                 if self.accepts(body, &v) {
@@ -581,7 +899,7 @@ impl Checker<'_, '_> {
                     .filter(|&i| o.is_subtype_of(&back[i].variant))
                     .collect();
                 for &i in &matched {
-                    self.hits.insert((h, i));
+                    self.hit(h, i);
                 }
                 if matched.is_empty() || matched.iter().all(|&i| back[i].guard.is_some()) {
                     out.insert(o.clone());
@@ -596,7 +914,7 @@ impl Checker<'_, '_> {
                     None,
                 )
             };
-            let again = self.admit(body, again, op.clone(), &why);
+            let again = self.admit(body, again, op.clone(), &why, Some(body));
             if again.is_empty() {
                 break;
             }
@@ -688,7 +1006,8 @@ impl Checker<'_, '_> {
             };
             let _ = body_desc;
             let declared: VSet = input.iter().cloned().collect();
-            self.admit(body, declared, net.name_span.clone(), &why);
+            self.admit(body, declared, net.name_span.clone(), &why, None);
+            self.declared_requirement_warnings(n, body);
             // Each mapping's outputs must be covered by its declaration.
             let several = sig.len() > 1;
             let mut all_outs: Vec<Variant> = Vec::new();
@@ -699,7 +1018,8 @@ impl Checker<'_, '_> {
                     continue;
                 };
                 all_outs.extend(outs.iter().cloned());
-                let inferred = self.flow_net(n, &m.inputs.iter().cloned().collect());
+                let inputs = self.extend_declared(body, &m.inputs);
+                let inferred = self.flow_net(n, &inputs);
                 self.check_declared_outputs(n, &inferred, outs, m.span.clone());
             }
             if several && !any_open {
@@ -714,7 +1034,10 @@ impl Checker<'_, '_> {
                 for m in sig {
                     match &m.outputs {
                         Some(o) => out.extend(o.iter().cloned()),
-                        None => out.extend(self.flow_net(n, &m.inputs.iter().cloned().collect())),
+                        None => {
+                            let inputs = self.extend_declared(body, &m.inputs);
+                            out.extend(self.flow_net(n, &inputs))
+                        }
                     }
                 }
                 out
@@ -735,6 +1058,43 @@ impl Checker<'_, '_> {
             }
         };
         (input, out.into_iter().collect())
+    }
+
+    /// A declared input that lacks labels the body needs (they can only
+    /// arrive by flow inheritance) works for some records only: a warning.
+    fn declared_requirement_warnings(&mut self, n: NetIdx, body: HId) {
+        let net = &self.hir.nets[n];
+        let Some(declared) = net.declared_inputs() else {
+            return;
+        };
+        for d in &declared {
+            let ext = self.extend_declared(body, std::slice::from_ref(d));
+            if ext.contains(d) {
+                continue;
+            }
+            let needs: Vec<String> = ext.iter().map(|e| fmt_variant(&minus(e, d))).collect();
+            let span = net.sig_span.clone().unwrap_or(net.name_span.clone());
+            self.diags.push(
+                Diagnostic::warning(
+                    span,
+                    format!(
+                        "net `{}` declares input {}, but its body also needs {}",
+                        net.name,
+                        fmt_variant(d),
+                        needs.join(" or ")
+                    ),
+                )
+                .with_label(format!("records of type {} alone fail at run time", fmt_variant(d)))
+                .with_secondary(
+                    self.hir.node(body).span.clone(),
+                    "these labels reach the body only by flow inheritance",
+                )
+                .with_note(format!(
+                    "the net's input type is taken as {}",
+                    fmt_type(&ext.iter().cloned().collect::<Vec<_>>())
+                )),
+            );
+        }
     }
 
     fn check_declared_outputs(
@@ -775,6 +1135,15 @@ impl Checker<'_, '_> {
 
     fn warnings(&mut self) {
         let hir = self.hir;
+        for (h, start, end, msg) in std::mem::take(&mut self.partial) {
+            if self.reached[h] {
+                self.diags.push(
+                    Diagnostic::warning(start..end, msg)
+                        .with_label("works only for records that carry these labels")
+                        .with_note("the labels are added to the input type; records without them fail at run time"),
+                );
+            }
+        }
         for (h, node) in hir.nodes.iter().enumerate() {
             if !self.reached[h] {
                 continue;

@@ -141,7 +141,7 @@ impl Lower<'_, '_> {
         let op = node.op.clone();
         let kind = match &node.kind {
             HKind::Net(n) => return self.net(*n),
-            HKind::Serial(parts, ops) => return self.serial(parts, ops),
+            HKind::Serial(parts, ops) => return self.serial(h, 0, parts, ops),
             HKind::Box(b) => NodeKind::Box(self.box_id(*b)),
             HKind::Filter { def, .. } => NodeKind::Filter(def.clone()),
             HKind::Sync { def, .. } => NodeKind::Sync(def.clone()),
@@ -194,18 +194,24 @@ impl Lower<'_, '_> {
         self.add(kind, &at, h)
     }
 
-    /// A balanced tree of binary serial nodes over `parts` (`ops[i]` sits between parts i and i+1).
-    fn serial(&mut self, parts: &[HId], ops: &[Span]) -> NodeId {
+    /// A balanced tree of binary serial nodes over `parts` (`ops[i]` sits
+    /// between parts i and i+1), which start at index `first` of chain `h`.
+    fn serial(&mut self, h: HId, first: usize, parts: &[HId], ops: &[Span]) -> NodeId {
         if parts.len() == 1 {
             return self.expr(parts[0]);
         }
         let mid = parts.len() / 2;
-        let left = self.serial(&parts[..mid], &ops[..mid - 1]);
-        let right = self.serial(&parts[mid..], &ops[mid..]);
+        let left = self.serial(h, first, &parts[..mid], &ops[..mid - 1]);
+        let right = self.serial(h, first + mid, &parts[mid..], &ops[mid..]);
+        // A sub-chain needs what the rest of the whole chain needs.
+        let input = self.checked.suffixes.get(&h).map_or_else(
+            || self.checked.inputs[parts[0]].clone(),
+            |s| s[first].clone(),
+        );
         let node = Node {
             kind: NodeKind::Serial(left, right),
             loc: self.loc(&ops[mid - 1]),
-            input: Type(self.checked.inputs[parts[0]].clone()),
+            input: Type(input),
             output: Type(self.checked.outputs[parts[parts.len() - 1]].clone()),
         };
         self.graph.add(node)

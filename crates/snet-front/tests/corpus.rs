@@ -52,6 +52,20 @@ fn line_col(src: &str, c: &Compiled, d: &snet_front::Diagnostic) -> String {
     }
 }
 
+/// The words of an `.expected` file's third line that the rendered
+/// diagnostics do not contain (compared case-insensitively).
+fn missing_words(expected: &str, rendered: &str) -> Vec<String> {
+    let rendered = rendered.to_lowercase();
+    expected
+        .lines()
+        .nth(2)
+        .unwrap_or("")
+        .split_whitespace()
+        .filter(|w| !rendered.contains(&w.to_lowercase()))
+        .map(str::to_string)
+        .collect()
+}
+
 /// `NAME: IN -> OUT` as a comparable set form.
 type TypeSet = BTreeSet<BTreeSet<String>>;
 
@@ -161,6 +175,10 @@ fn invalid_programs_report_errors() {
                     ));
                 }
             }
+            let missing = missing_words(&exp, &render(&c.diagnostics, &name, &src, false));
+            if !missing.is_empty() {
+                failures.push(format!("{name}: diagnostics lack {missing:?}"));
+            }
         }
         insta::assert_snapshot!(
             format!("invalid-{}", stem(p)),
@@ -199,6 +217,10 @@ fn warn_programs_warn() {
                 if !warnings.iter().any(|w| line_col(&src, &c, w) == pos) {
                     failures.push(format!("{name}: no warning at {pos}\n{rendered}"));
                 }
+            }
+            let missing = missing_words(&exp, &rendered);
+            if !missing.is_empty() {
+                failures.push(format!("{name}: diagnostics lack {missing:?}"));
             }
         }
         insta::assert_snapshot!(format!("warn-{}", stem(p)), rendered);
