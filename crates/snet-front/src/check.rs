@@ -6,9 +6,17 @@
 //! through the network ("which record types can reach this point"), so flow
 //! inheritance is exact for the context each component is used in.
 //!
-//! Every construct has an **input type** (what it declares it accepts;
-//! the lowering stores it in [`snet_core::Node::input`] for best-match
-//! routing) and a **flow** (incoming set -> outgoing set):
+//! Every construct has an **input type** (what a record must carry to get
+//! through it; the lowering stores it in [`snet_core::Node::input`] for
+//! best-match routing) and a **flow** (incoming set -> outgoing set). Input
+//! types include *inherited requirements* (language.md §1; the rules in
+//! prose are in `docs/typing.md`): labels that a later component needs and
+//! can only receive by flowing around the earlier ones. They are computed
+//! bottom-up and are context-free, so cached per node. `extend` finds, for
+//! an input variant `a` of a component, the smallest `a ∪ X` whose every
+//! output fits what follows, `X` made only of labels that can flow (not
+//! consumed by the component, no binding tags the component's pattern
+//! lacks), each candidate verified by a speculative flow (`probe`).
 //!
 //! | construct | input type | flow of an incoming variant `v` |
 //! |---|---|---|
@@ -17,14 +25,20 @@
 //! | filter `[P -> ...]` | `P` | per outspec: its labels `∪ (v \ P)`; all arms |
 //! | `[]` | `{}` (accepts anything) | `v` |
 //! | synchrocell `[| p1..pn |]` | `p1 .. pn` (never rejects) | `v` (passed on); plus `p1 ∪ .. ∪ pn ∪ r` for each incoming `r ⊑ p1` once every pattern is matched by some incoming variant |
-//! | `A .. B` | input of A | B(A(S)); each variant A emits that B does not accept is an error at the `..` naming both |
-//! | `A | B` | union of the branches | each v goes to the eligible branch(es) with the best score (largest matched input variant; ties go to all tied) |
-//! | `A * pats` | input of A | fixpoint: v matching an exit leaves (if guarded, it may also go on); the others must be accepted by A and go round |
-//! | `A \ pats` | input of A | fixpoint: A's outputs matching a pattern go back (must be accepted by A; if guarded, may also leave), the others leave |
-//! | `A ! <t>`, `A !@ <t>` | input of A, each plus `<t>` | A(S); every v must carry `<t>` |
-//! | `A @ n` | input of A | A(S) |
-//! | net with signature | declared inputs | the body's flow for the actual S (the declaration is checked separately) |
+//! | `A .. B` | A's, extended so that A's outputs fit B's | B(A(S)); each variant A emits that B does not accept is an error at the `..` naming both |
+//! | `A | B` | union of the branches' | each v goes to the eligible branch(es) with the best score (largest matched input variant; ties go to all tied) |
+//! | `A * pats` | A's, extended until A's outputs fit an exit or A's (fixpoint); never extended into an unguarded exit | fixpoint: v matching an exit leaves (if guarded, it may also go on); the others must be accepted by A and go round |
+//! | `A \ pats` | A's, extended until A's fed-back outputs fit A's (fixpoint) | fixpoint: A's outputs matching a pattern go back (must be accepted by A; if guarded, may also leave), the others leave |
+//! | `A ! <t>`, `A !@ <t>` | A's, each plus `<t>` | A(S); every v must carry `<t>` |
+//! | `A @ n` | A's | A(S) |
+//! | net with signature | declared inputs, extended by what the body needs beyond them (a warning) | the body's flow for the actual S (the declaration is checked separately) |
 //! | net without | its body's | its body's |
+//!
+//! An extension that only some outputs need (the others fit already) makes
+//! the program work only for records that carry the extra labels: a warning
+//! at the `..` (or `*`, `\`). When no extension works, the input type stays
+//! unextended and the forward flow reports the error, with a note when the
+//! missing label was consumed upstream or is a binding tag.
 //!
 //! Fixpoints are bounded ([`MAX_VARIANTS`]); when the bound is hit the
 //! checker says so in a warning and stops exploring.
