@@ -323,9 +323,23 @@ impl Checker<'_, '_> {
         at: (HId, Span),
         what: &str,
     ) -> Vec<Variant> {
+        // A synchrocell stores a record by the first empty slot whose pattern
+        // it matches: labels of its patterns are never supplied by extension
+        // (a record is not asked to carry what another record brings).
+        let forbidden: Vec<Label> = match &self.hir.node(h).kind {
+            HKind::Sync { def, .. } => def
+                .patterns
+                .iter()
+                .flat_map(|p| p.variant.labels().iter().copied())
+                .collect(),
+            _ => Vec::new(),
+        };
         let mut out = VSet::new();
         for a in from {
-            let ext = self.extend(a, rule, &mut |c, v| c.accepts(h, v).then(|| c.probe(h, v)));
+            let ext = self.extend(a, rule, &mut |c, v| {
+                let ok = c.accepts(h, v) && !forbidden.iter().any(|l| v.contains(*l) && !a.contains(*l));
+                ok.then(|| c.probe(h, v))
+            });
             if let Some((o, needs)) = ext.partial {
                 let needs: Vec<String> = needs.iter().map(fmt_variant).collect();
                 let msg = format!(
