@@ -1323,6 +1323,55 @@ mod tests {
     }
 
     #[test]
+    fn inherited_requirements() {
+        // Serial: <B> flows around a into b.
+        assert_eq!(
+            sig("box a((<A>) -> (<A>)); box b((<B>) -> (<B>)); net n connect a .. b;"),
+            "{<A>, <B>} -> {<A>, <B>}"
+        );
+        // A box with the empty input list lets everything flow.
+        assert_eq!(
+            sig("box t(() -> (time)); box r((a) -> (b)); net n connect t .. r;"),
+            "{a} -> {b, time}"
+        );
+        // A consumed label cannot be supplied: an error, not an extension.
+        assert!(sig("box a((x, <k>) -> (y)); box b((y, <k>) -> (z)); net n connect a .. b;")
+            .starts_with("error:"));
+        // Nor can a binding tag the earlier pattern lacks.
+        assert!(sig("box f((a) -> (b)); box g((b, <#k>) -> (c)); net n connect f .. g;")
+            .starts_with("error:"));
+        // A star never extends its entry into an unguarded exit.
+        assert!(sig("box f((a) -> (b) | (stuck)); net n connect f * {b};").starts_with("error:"));
+        // Requirements only some outputs need: accepted, with a warning.
+        let src = "box s((raw) -> (c) | (bad)); box c((c) -> (d)); net n connect s .. c;";
+        assert_eq!(sig(src), "{c, raw} -> {bad, d} | {d}");
+        assert!(warnings(src).iter().any(|w| w.contains("only if it inherits {c}")));
+    }
+
+    #[test]
+    fn parallel_branches_route_by_inherited_input_types() {
+        let c = compile(
+            "t.snet",
+            "box d((D) -> (D)); box l((B) -> (B)); box r((C) -> (C)); net n connect (d .. l) | (d .. r);",
+            None,
+        );
+        let g = c.graph.expect("graph");
+        let mut types: Vec<String> = Vec::new();
+        for node in &g.nodes {
+            if let snet_core::NodeKind::Parallel { branches, .. } = &node.kind {
+                for b in branches {
+                    for v in &g.node(*b).input.0 {
+                        let mut names: Vec<String> = v.labels().iter().map(|l| l.to_string()).collect();
+                        names.sort();
+                        types.push(names.join(","));
+                    }
+                }
+            }
+        }
+        assert_eq!(types, ["B,D", "C,D"]);
+    }
+
+    #[test]
     fn long_chains_of_nets_do_not_overflow() {
         let mut src = String::from("net n0 connect [{a} -> {a}];\n");
         for i in 1..3000 {
