@@ -146,7 +146,7 @@ impl Record {
         let want = v.labels();
         let mut j = 0;
         for (l, _) in self.entries.iter() {
-            while j < want.len() && want[j] < *l {
+            if j < want.len() && want[j] < *l {
                 return false; // a wanted label below `l` is missing
             }
             if j < want.len() && want[j] == *l {

@@ -196,7 +196,7 @@ struct Shared {
 }
 
 /// Boxes reachable from `root`.
-fn used_boxes(graph: &Graph, root: NodeId, seen: &mut Vec<bool>, out: &mut Vec<u32>) {
+fn used_boxes(graph: &Graph, root: NodeId, seen: &mut [bool], out: &mut Vec<u32>) {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         if std::mem::replace(&mut seen[n as usize], true) {
@@ -530,7 +530,7 @@ fn worker_loop(sh: &Shared, me: usize) {
         // futex sleep/wake pair costs more than that.
         if spins < SPINS {
             spins += 1;
-            if spins % 16 == 0 {
+            if spins.is_multiple_of(16) {
                 thread::yield_now();
             } else {
                 std::hint::spin_loop();

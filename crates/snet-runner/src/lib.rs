@@ -231,10 +231,16 @@ pub unsafe extern "C" fn snet_runner_main(
     boxes: *const BoxEntry,
     nboxes: usize,
 ) -> c_int {
-    // SAFETY: `argc` valid strings (contract).
     tune_allocator();
-    let args: Vec<String> =
-        (0..argc.max(0) as usize).map(|i| unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy().into_owned()).collect();
+    let args: Vec<String> = (0..argc.max(0) as usize)
+        .map(|i| {
+            // SAFETY: the generated `main` passes its own `argc`/`argv`:
+            // `argc` valid, NUL-terminated strings.
+            unsafe { CStr::from_ptr(*argv.add(i)) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
     let opts = match RunOptions::try_parse_from(&args) {
         Ok(o) => o,
         Err(e) => {
