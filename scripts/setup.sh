@@ -22,6 +22,11 @@ if ! command -v cargo >/dev/null 2>&1; then
   . "$HOME/.cargo/env"
 fi
 
+# rustfmt and clippy: the test command's hygiene gates.
+for comp in rustfmt clippy; do
+  rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp"
+done
+
 # Nightly with Miri: the engine's unsafe code is checked under Miri in CI.
 if ! cargo +nightly miri --version >/dev/null 2>&1; then
   rustup toolchain install nightly --profile minimal --component miri
