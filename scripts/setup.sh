@@ -27,6 +27,12 @@ for comp in rustfmt clippy; do
   rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp"
 done
 
+# The minimum supported Rust (rust-version in Cargo.toml), checked by the test command.
+MSRV=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$(dirname "$0")/../Cargo.toml")
+if ! rustup toolchain list | grep -q "^$MSRV"; then
+  rustup toolchain install "$MSRV" --profile minimal
+fi
+
 # Nightly with Miri: the engine's unsafe code is checked under Miri in CI.
 if ! cargo +nightly miri --version >/dev/null 2>&1; then
   rustup toolchain install nightly --profile minimal --component miri
