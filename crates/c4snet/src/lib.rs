@@ -36,3 +36,8 @@ pub use invoke::{trampoline_source, BoxEntry, BoxFn, C4SNet, SnetArg};
 
 /// The checked-in header, for tools that write it next to generated code.
 pub const HEADER: &str = include_str!("../include/C4SNet.h");
+
+/// `bool.h` as the original toolchain installed it (`typedef int bool;`,
+/// `true`, `false`; compatible with `<stdbool.h>` in either order), written
+/// next to [`HEADER`] by `snet build` for box code that includes it.
+pub const BOOL_HEADER: &str = include_str!("../include/bool.h");

@@ -7,7 +7,8 @@
 //! 8 workers. `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
 //!
-//! A case with C box code (`*.c` files in its directory) is built once with
+//! A case with C box code (`*.c` files in its directory, or any case of the
+//! `c` suite: its boxes may all be inline C) is built once with
 //! `snet build prog.snet *.c -o <tmp>/prog`, and the produced executable is
 //! run with the same arguments instead of `snet run`. Such a case may hold
 //! `expected-build-error.txt` instead: the build must fail with a message
@@ -71,7 +72,7 @@ fn built(dir: &Path) -> BuildResult {
 
 fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
     let prog = dir.join("prog.snet");
-    let c_case = !c_sources(dir).is_empty();
+    let c_case = !c_sources(dir).is_empty() || dir.parent().and_then(|p| p.file_name()).is_some_and(|n| n == "c");
     if let Ok(want) = std::fs::read_to_string(dir.join("expected-build-error.txt")) {
         let want = want.trim().to_lowercase();
         return match built(dir) {

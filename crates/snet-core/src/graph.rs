@@ -175,6 +175,23 @@ pub struct BoxDef {
     pub outputs: Vec<Vec<Label>>,
     /// Box-language interface from metadata (`C4SNet` by default).
     pub interface: String,
+    /// The box's code written inline in the program, if any.
+    pub code: Option<BoxCode>,
+    pub loc: Loc,
+}
+
+/// Box code written in the program: `box f(..) { <<< LANGUAGE | code >>> }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoxCode {
+    /// The language name as written (`C`, `SAC`, ...).
+    pub language: String,
+    /// The code between `|` and `>>>`, verbatim.
+    pub code: String,
+    /// Byte range of the language name in the program text.
+    pub language_span: std::ops::Range<usize>,
+    /// Byte range of `code` in the program text.
+    pub span: std::ops::Range<usize>,
+    /// Where `code` starts.
     pub loc: Loc,
 }
 
@@ -206,8 +223,8 @@ pub enum NodeKind {
     Feedback { body: NodeId, back: Vec<Pattern> },
     /// `A @ n`.
     Place { body: NodeId, node: u32 },
-    /// `A !@ <t>`.
-    DynPlace { body: NodeId, tag: Label },
+    /// `A !@ <t>`, or `A !!@ <t>` (output in input order) when `det`.
+    DynPlace { body: NodeId, tag: Label, det: bool },
     /// A named net's boundary (transparent at run time; kept for messages and graphs).
     Net { name: String, body: NodeId },
 }
@@ -242,7 +259,8 @@ impl Node {
             NodeKind::Split { det: true, .. } => "deterministic parallel replication",
             NodeKind::Feedback { .. } => "feedback",
             NodeKind::Place { .. } => "placement",
-            NodeKind::DynPlace { .. } => "dynamic placement",
+            NodeKind::DynPlace { det: false, .. } => "dynamic placement",
+            NodeKind::DynPlace { det: true, .. } => "deterministic dynamic placement",
             NodeKind::Net { .. } => "net",
         }
     }

@@ -211,7 +211,10 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
             let (next, det) = det_wrap(ctx, node, *det, next);
             ctx.entity(node, Kind::Split(SplitEntity::new(node, *tag, false, next, det)))
         }
-        NodeKind::DynPlace { tag, .. } => ctx.entity(node, Kind::Split(SplitEntity::new(node, *tag, true, next, None))),
+        NodeKind::DynPlace { tag, det, .. } => {
+            let (next, det) = det_wrap(ctx, node, *det, next);
+            ctx.entity(node, Kind::Split(SplitEntity::new(node, *tag, true, next, det)))
+        }
         NodeKind::Feedback { body, .. } => {
             let owner = rt.new_owner();
             let router = ctx.entity(node, Kind::FeedbackRouter(FeedbackRouter::new(node, owner, next)));

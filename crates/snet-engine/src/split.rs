@@ -1,5 +1,5 @@
 //! Parallel replication: `A ! <t>`, the deterministic `A !! <t>`, and
-//! indexed dynamic placement `A !@ <t>`.
+//! indexed dynamic placement `A !@ <t>` and its deterministic variant `A !!@ <t>`.
 //!
 //! One replica of `A` per distinct value of tag `t`, created when the first
 //! record with that value arrives. Dynamic placement is a split whose value

@@ -8,7 +8,7 @@ use snet_core::{BinOp, Func, LabelKind, UnOp};
 
 use crate::diag::Span;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ident {
     pub name: String,
     pub span: Span,
@@ -17,7 +17,6 @@ pub struct Ident {
 /// A whole file.
 #[derive(Clone, Debug, Default)]
 pub struct Program {
-    pub metadata: Option<crate::metadata::Metadata>,
     pub defs: Vec<Def>,
 }
 
@@ -27,15 +26,32 @@ pub enum Def {
     Net(NetDef),
     Type(TypeDef),
     Typesig(TypesigDef),
+    /// A `<metadata>` block, which may stand wherever a definition may.
+    Metadata(crate::metadata::Block),
 }
 
-/// `box name(sig);`
+/// `box name(sig);` or `box name(sig) { <<< LANGUAGE | code >>> }`
 #[derive(Clone, Debug)]
 pub struct BoxDecl {
     pub name: Ident,
     /// `None` for an initialiser (`box init(-> (A));`).
     pub inputs: Option<Vec<LabelAst>>,
     pub outputs: Vec<VariantAst>,
+    /// The inline body, if the box has one.
+    pub body: Option<InlineCode>,
+    pub span: Span,
+}
+
+/// A box's code written in the program: `{ <<< LANGUAGE | code >>> }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlineCode {
+    /// The language name as written (`C`, `SAC`, ...).
+    pub language: Ident,
+    /// The text between `|` and `>>>`, verbatim.
+    pub code: String,
+    /// Where `code` is in the file.
+    pub code_span: Span,
+    /// The whole `<<< ... >>>` block.
     pub span: Span,
 }
 
@@ -160,10 +176,11 @@ pub enum ExprKind {
         node: i64,
         op: Span,
     },
-    /// `A !@ <t>`.
+    /// `A !@ <t>` / `A !!@ <t>` (deterministic).
     DynPlace {
         body: Box<Expr>,
         tag: LabelAst,
+        det: bool,
         op: Span,
     },
 }

@@ -277,7 +277,7 @@ impl Checker<'_, '_> {
                 entry
             }
             HKind::Place { body, .. } => self.input_type(*body),
-            HKind::Split { body, tag, .. } | HKind::DynPlace { body, tag } => {
+            HKind::Split { body, tag, .. } | HKind::DynPlace { body, tag, .. } => {
                 let tag = *tag;
                 let t: VSet = self
                     .input_type(*body)
@@ -494,7 +494,7 @@ impl Checker<'_, '_> {
             HKind::Star { body, exits, .. } => {
                 exits.iter().any(|p| v.is_subtype_of(&p.variant)) || self.accepts(*body, v)
             }
-            HKind::Split { body, tag, .. } | HKind::DynPlace { body, tag } => {
+            HKind::Split { body, tag, .. } | HKind::DynPlace { body, tag, .. } => {
                 v.contains(*tag) && self.accepts(*body, v)
             }
             HKind::Feedback { body, .. } | HKind::Place { body, .. } => self.accepts(*body, v),

@@ -132,8 +132,12 @@ impl Dot<'_> {
                         )
                     })
                     .collect();
+                let inline = match &b.code {
+                    Some(c) => format!("\n<<< {} | ... >>>", c.language),
+                    None => String::new(),
+                };
                 let label = format!(
-                    "box {}\n({}) -> {}",
+                    "box {}\n({}) -> {}{inline}",
                     b.name,
                     ins.join(","),
                     outs.join(" | ")
@@ -195,9 +199,10 @@ impl Dot<'_> {
                 let body = *body;
                 self.cluster(&format!("@ {node}"), indent, |d, ind| d.node(body, ind))
             }
-            NodeKind::DynPlace { body, tag } => {
+            NodeKind::DynPlace { body, tag, det } => {
+                let label = format!("{} {tag}", if *det { "!!@" } else { "!@" });
                 let body = *body;
-                self.cluster(&format!("!@ {tag}"), indent, |d, ind| d.node(body, ind))
+                self.cluster(&label, indent, |d, ind| d.node(body, ind))
             }
             NodeKind::Net { name, body } => {
                 if !self.drawn.insert(id) {

@@ -102,9 +102,11 @@ pub enum HKind {
         body: HId,
         node: u32,
     },
+    /// `A !@ <t>`, or `A !!@ <t>` when `det`.
     DynPlace {
         body: HId,
         tag: Label,
+        det: bool,
     },
     /// Something that did not resolve (already reported): accepts anything, emits nothing.
     Error,
@@ -153,6 +155,8 @@ pub struct BoxInfo {
     pub init: bool,
     pub outputs: Vec<Vec<Label>>,
     pub interface: String,
+    /// The inline body `{ <<< LANGUAGE | code >>> }`, if any.
+    pub code: Option<crate::ast::InlineCode>,
 }
 
 /// Sort key that does not depend on interning order: kind, then name.

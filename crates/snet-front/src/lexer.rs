@@ -1,13 +1,29 @@
 //! The lexer: source text to tokens with byte spans.
 //!
 //! Maximal munch over a small fixed set of punctuators (`[|` `|]` `...` `..`
-//! `->` `||` `**` `!!` `!@` `==` `!=` `<=` `>=` `&&` before their one-character
-//! prefixes). Keywords are plain identifiers; the parser decides by context.
-//! `<` and `>` are single tokens: whether they bracket a tag or compare is the
-//! parser's business. Problems (stray characters, bad literals, unterminated
-//! comments) become diagnostics and the lexer carries on.
+//! `->` `||` `**` `!!@` `!!` `!@` `==` `!=` `<=` `>=` `&&` before their
+//! shorter prefixes). Keywords are plain identifiers; the parser decides by
+//! context. `<` and `>` are single tokens: whether they bracket a tag or
+//! compare is the parser's business. Problems (stray characters, bad
+//! literals, unterminated comments) become diagnostics and the lexer carries
+//! on.
+//!
+//! Two constructs are foreign text that S-Net's tokens cannot describe, so
+//! the lexer takes each as one token:
+//! - **inline box code** `<<< LANGUAGE | code >>>` ([`Tok::Code`]): the code
+//!   runs verbatim up to the first `>>>` (it may hold anything C has: `>>`,
+//!   braces, strings, comments); [`code_parts`] splits the token.
+//! - **a `<metadata>` block** ([`Tok::Metadata`], read by [`metadata::parse`]),
+//!   recognised only where a definition may start: at the beginning of the
+//!   file or after `;`, `{`, `}` or another block; and after a token that can
+//!   end a `connect` expression (`net n {..} connect e` needs no `;`) if the
+//!   text reads as a well-formed block there. Elsewhere `<metadata>` is the
+//!   tag `<metadata>`, e.g. in `if <a <metadata> then`; so is `<metadata>`
+//!   followed by `,` or `}` (a label in a record type, `{<metadata>}`) and
+//!   `<metadata =` (an output item).
 
 use crate::diag::{Diagnostic, Diagnostics, Span};
+use crate::metadata::{self, Block};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Tok {
@@ -45,6 +61,8 @@ pub enum Tok {
     Bang,
     BangBang,
     BangAt,
+    /// `!!@`
+    BangBangAt,
     Backslash,
     At,
     AndAnd,
@@ -52,6 +70,10 @@ pub enum Tok {
     Minus,
     Slash,
     Percent,
+    /// A `<metadata>` block: the index of its [`Block`] in [`Lexed::metadata`].
+    Metadata(u32),
+    /// Inline box code `<<< LANGUAGE | code >>>` (see [`code_parts`]).
+    Code,
     Eof,
 }
 
@@ -91,6 +113,7 @@ impl Tok {
             Tok::Bang => "`!`",
             Tok::BangBang => "`!!`",
             Tok::BangAt => "`!@`",
+            Tok::BangBangAt => "`!!@`",
             Tok::Backslash => "`\\`",
             Tok::At => "`@`",
             Tok::AndAnd => "`&&`",
@@ -98,6 +121,8 @@ impl Tok {
             Tok::Minus => "`-`",
             Tok::Slash => "`/`",
             Tok::Percent => "`%`",
+            Tok::Metadata(_) => "a `<metadata>` block",
+            Tok::Code => "inline box code `<<< ... >>>`",
             Tok::Eof => "end of file",
         }
     }
@@ -145,10 +170,101 @@ pub fn skip_trivia(src: &str, mut pos: usize, diags: &mut Diagnostics) -> usize 
     }
 }
 
-/// Lexes `src[start..]`; the result always ends with an [`Tok::Eof`] token.
-pub fn lex(src: &str, start: usize, diags: &mut Diagnostics) -> Vec<Token> {
+/// What [`lex`] produces.
+#[derive(Debug, Default)]
+pub struct Lexed {
+    /// Always ends with an [`Tok::Eof`] token.
+    pub toks: Vec<Token>,
+    /// The `<metadata>` blocks, in source order ([`Tok::Metadata`] indexes it).
+    pub metadata: Vec<Block>,
+}
+
+/// The parts of an inline code token `<<< LANGUAGE | code >>>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeParts {
+    /// The language name (empty if it is missing).
+    pub language: Span,
+    /// The code: everything after the `|` up to the closing `>>>`.
+    pub code: Span,
+    /// Whether the block is closed by `>>>` (otherwise it runs to the end).
+    pub closed: bool,
+    /// Offset where a language name and `|` were expected but not found.
+    pub malformed_at: Option<usize>,
+}
+
+/// Splits the inline code block that starts with `<<<` at `start`.
+pub fn code_parts(src: &str, start: usize) -> CodeParts {
     let b = src.as_bytes();
-    let mut toks = Vec::with_capacity(src.len() / 3);
+    let skip_ws = |mut p: usize| {
+        while p < b.len() && b[p].is_ascii_whitespace() {
+            p += 1;
+        }
+        p
+    };
+    let lang_start = skip_ws(start + 3);
+    let mut lang_end = lang_start;
+    while lang_end < b.len() && is_language_char(b[lang_end]) {
+        lang_end += 1;
+    }
+    let bar = skip_ws(lang_end);
+    let (code_start, malformed_at) = if lang_end > lang_start && b.get(bar) == Some(&b'|') {
+        (bar + 1, None)
+    } else if lang_end == lang_start {
+        (lang_start, Some(lang_start))
+    } else {
+        (lang_end, Some(bar))
+    };
+    let (code_end, closed) = match src.get(code_start..).and_then(|r| r.find(">>>")) {
+        Some(i) => (code_start + i, true),
+        None => (b.len(), false),
+    };
+    CodeParts {
+        language: lang_start..lang_end,
+        code: code_start..code_end,
+        closed,
+        malformed_at,
+    }
+}
+
+/// Characters of a box language name (`C`, `SAC`, `C++`, `Fortran90`, ...).
+fn is_language_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'+' | b'-' | b'.')
+}
+
+/// Whether the `<metadata` at `pos` opens a metadata block rather than being
+/// the tag `<metadata>` (see the module doc); `prev` is the previous token.
+fn opens_metadata(src: &str, pos: usize, prev: Option<Tok>) -> bool {
+    let Some(after) = src[pos..].strip_prefix("<metadata") else {
+        return false;
+    };
+    if !after.starts_with(|c: char| c == '>' || c == '/' || c.is_ascii_whitespace()) {
+        return false;
+    }
+    let rest = after.trim_start();
+    if rest.starts_with('=') {
+        return false; // `{<metadata = expr>}`
+    }
+    if let Some(r) = rest.strip_prefix('>') {
+        if r.trim_start().starts_with([',', '}']) {
+            return false; // `{<metadata>}`, `{<metadata>, a}`
+        }
+    }
+    match prev {
+        None | Some(Tok::Semi | Tok::LBrace | Tok::RBrace | Tok::Metadata(_)) => true,
+        // The end of a `connect` expression: a block only if it reads as one.
+        Some(Tok::Ident | Tok::RBracket | Tok::SyncClose | Tok::RParen | Tok::Gt | Tok::Int(_)) => {
+            let mut scratch = Diagnostics::default();
+            metadata::parse(src, pos, &mut scratch).is_some() && !scratch.has_errors()
+        }
+        Some(_) => false,
+    }
+}
+
+/// Lexes `src[start..]`.
+pub fn lex(src: &str, start: usize, diags: &mut Diagnostics) -> Lexed {
+    let b = src.as_bytes();
+    let mut toks: Vec<Token> = Vec::with_capacity(src.len() / 3);
+    let mut blocks = Vec::new();
     let mut pos = start;
     loop {
         pos = skip_trivia(src, pos, diags);
@@ -158,7 +274,10 @@ pub fn lex(src: &str, start: usize, diags: &mut Diagnostics) -> Vec<Token> {
                 start: b.len() as u32,
                 end: b.len() as u32,
             });
-            return toks;
+            return Lexed {
+                toks,
+                metadata: blocks,
+            };
         }
         let at = pos;
         let c = b[pos];
@@ -183,8 +302,38 @@ pub fn lex(src: &str, start: usize, diags: &mut Diagnostics) -> Vec<Token> {
                 0
             });
             (Tok::Int(value), e - pos)
+        } else if two(b"<<<") {
+            let parts = code_parts(src, pos);
+            if let Some(m) = parts.malformed_at {
+                diags.push(
+                    Diagnostic::error(m..m, "expected a language name and `|` after `<<<`")
+                        .with_label("expected e.g. `C |` here")
+                        .with_secondary(pos..pos + 3, "inline box code starts here")
+                        .with_note("inline box code is written `<<< LANGUAGE | code >>>`"),
+                );
+            }
+            let end = if parts.closed {
+                parts.code.end + 3
+            } else {
+                diags.push(
+                    Diagnostic::error(pos..pos + 3, "unterminated inline box code")
+                        .with_label("this code block is never closed with `>>>`"),
+                );
+                b.len()
+            };
+            (Tok::Code, end - pos)
+        } else if c == b'<' && opens_metadata(src, pos, toks.last().map(|t| t.tok)) {
+            let (block, end) = match metadata::parse(src, pos, diags) {
+                Some(r) => r,
+                None => (Block::default(), b.len()), // unreachable: `opens_metadata` checked the name
+            };
+            let end = end.max(pos + 1);
+            blocks.push(block);
+            (Tok::Metadata(blocks.len() as u32 - 1), end - pos)
         } else if two(b"...") {
             (Tok::Ellipsis, 3)
+        } else if two(b"!!@") {
+            (Tok::BangBangAt, 3)
         } else if two(b"[|") {
             (Tok::SyncOpen, 2)
         } else if two(b"|]") {
@@ -290,18 +439,22 @@ mod tests {
 
     fn kinds(src: &str) -> Vec<Tok> {
         let mut d = Diagnostics::default();
-        lex(src, 0, &mut d).into_iter().map(|t| t.tok).collect()
+        lex(src, 0, &mut d)
+            .toks
+            .into_iter()
+            .map(|t| t.tok)
+            .collect()
     }
 
     #[test]
     fn punctuators_munch_maximally() {
         use Tok::*;
         assert_eq!(
-            kinds("[| {a} |] .. ... -> || ** !! !@ <= >= != == && [] */"),
+            kinds("[| {a} |] .. ... -> || ** !! !@ !!@ <= >= != == && [] */"),
             vec![
                 SyncOpen, LBrace, Ident, RBrace, SyncClose, DotDot, Ellipsis, Arrow, BarBar,
-                StarStar, BangBang, BangAt, Le, Ge, Ne, EqEq, AndAnd, LBracket, RBracket, Star,
-                Slash, Eof
+                StarStar, BangBang, BangAt, BangBangAt, Le, Ge, Ne, EqEq, AndAnd, LBracket,
+                RBracket, Star, Slash, Eof
             ]
         );
     }
@@ -325,9 +478,102 @@ mod tests {
     }
 
     #[test]
+    fn inline_code_is_one_verbatim_token() {
+        let src = "box f((<a>) -> (<b>)) { <<< C |\n  x = a >> 1; /* } */ s = \"<<<\"; >>> };";
+        let mut d = Diagnostics::default();
+        let toks = lex(src, 0, &mut d).toks;
+        assert!(!d.has_errors());
+        let code = toks
+            .iter()
+            .find(|t| t.tok == Tok::Code)
+            .expect("code token");
+        assert!(src[code.span()].starts_with("<<< C |") && src[code.span()].ends_with(">>>"));
+        let parts = code_parts(src, code.start as usize);
+        assert_eq!(&src[parts.language], "C");
+        assert_eq!(&src[parts.code], "\n  x = a >> 1; /* } */ s = \"<<<\"; ");
+        assert!(parts.closed && parts.malformed_at.is_none());
+        assert_eq!(
+            kinds("{<<<SAC|x>>>}"),
+            vec![Tok::LBrace, Tok::Code, Tok::RBrace, Tok::Eof]
+        );
+    }
+
+    #[test]
+    fn malformed_inline_code_is_reported() {
+        for (src, errors) in [
+            ("<<< | x >>>", 1),
+            ("<<< C x >>>", 1),
+            ("<<< C | x", 1),
+            ("<<<", 2),
+        ] {
+            let mut d = Diagnostics::default();
+            let toks = lex(src, 0, &mut d).toks;
+            assert_eq!(d.into_sorted().len(), errors, "{src}");
+            assert_eq!(toks[0].tok, Tok::Code, "{src}");
+            assert_eq!(toks[1].tok, Tok::Eof, "{src}");
+        }
+    }
+
+    #[test]
+    fn metadata_blocks_only_where_a_definition_may_start() {
+        let m = |src: &str| -> Vec<Tok> {
+            let mut d = Diagnostics::default();
+            let l = lex(src, 0, &mut d);
+            l.toks.into_iter().map(|t| t.tok).collect()
+        };
+        use Tok::*;
+        assert_eq!(m("<metadata/>"), vec![Metadata(0), Eof]);
+        assert_eq!(
+            m("x; <metadata> <a/> </metadata> { <metadata >x</metadata> }"),
+            vec![Ident, Semi, Metadata(0), LBrace, Metadata(1), RBrace, Eof]
+        );
+        // The tag <metadata> in a record type, an output item and a split.
+        assert_eq!(
+            m("{<metadata>} {<metadata> , a} {<metadata = 1>} f ! <metadata>"),
+            vec![
+                LBrace,
+                Lt,
+                Ident,
+                Gt,
+                RBrace,
+                LBrace,
+                Lt,
+                Ident,
+                Gt,
+                Comma,
+                Ident,
+                RBrace,
+                LBrace,
+                Lt,
+                Ident,
+                Eq,
+                Int(1),
+                Gt,
+                RBrace,
+                Ident,
+                Bang,
+                Lt,
+                Ident,
+                Gt,
+                Eof
+            ]
+        );
+        // `<metadatax>` is not a block.
+        assert_eq!(m("<metadatax>"), vec![Lt, Ident, Gt, Eof]);
+        // After the end of an expression: a block if it reads as one.
+        assert_eq!(m("x <metadata/>"), vec![Ident, Metadata(0), Eof]);
+        assert_eq!(
+            m("if <a <metadata> then {} else {}"),
+            vec![
+                Ident, Lt, Ident, Lt, Ident, Gt, Ident, LBrace, RBrace, Ident, LBrace, RBrace, Eof
+            ]
+        );
+    }
+
+    #[test]
     fn stray_characters_are_reported_and_skipped() {
         let mut d = Diagnostics::default();
-        let t = lex("a $ é b", 0, &mut d);
+        let t = lex("a $ é b", 0, &mut d).toks;
         assert_eq!(t.len(), 3);
         assert_eq!(d.into_sorted().len(), 2);
     }

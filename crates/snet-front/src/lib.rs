@@ -2,7 +2,7 @@
 //!
 //! The passes, each in its own module:
 //! - [`lexer`]: text to tokens;
-//! - [`metadata`]: the optional `<metadata>` block (box interfaces);
+//! - [`metadata`]: `<metadata>` blocks and which box interface their rules select;
 //! - [`parser`]: tokens to the syntax tree ([`ast`]), with error recovery;
 //! - [`resolve`]: names, scopes, labels and tag expressions, into [`hir`];
 //! - [`check`]: type inference with flow inheritance and the static type checks;

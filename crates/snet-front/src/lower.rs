@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use snet_core::{BoxDef, BoxId, Graph, Loc, Node, NodeId, NodeKind, Type};
+use snet_core::{BoxCode, BoxDef, BoxId, Graph, Loc, Node, NodeId, NodeKind, Type};
 
 use crate::check::Checked;
 use crate::diag::{Diagnostic, Diagnostics, LineIndex, Span};
@@ -123,11 +123,19 @@ impl Lower<'_, '_> {
             return id;
         }
         let info = &self.hir.boxes[b];
+        let code = info.code.as_ref().map(|c| BoxCode {
+            language: c.language.name.clone(),
+            code: c.code.clone(),
+            language_span: c.language.span.clone(),
+            span: c.code_span.clone(),
+            loc: self.loc(&c.code_span),
+        });
         self.graph.boxes.push(BoxDef {
             name: info.name.clone(),
             inputs: info.inputs.clone(),
             outputs: info.outputs.clone(),
             interface: info.interface.clone(),
+            code,
             loc: self.loc(&info.span),
         });
         let id = (self.graph.boxes.len() - 1) as BoxId;
@@ -172,9 +180,10 @@ impl Lower<'_, '_> {
                 body: self.expr(*body),
                 node: *node,
             },
-            HKind::DynPlace { body, tag } => NodeKind::DynPlace {
+            HKind::DynPlace { body, tag, det } => NodeKind::DynPlace {
                 body: self.expr(*body),
                 tag: *tag,
+                det: *det,
             },
             // Only reachable if errors were reported, in which case the graph is dropped.
             HKind::Error => NodeKind::Parallel {

@@ -1,4 +1,5 @@
-//! The XML-like `<metadata>` block that may open a program.
+//! `<metadata>` blocks: XML-like annotations that stand where a definition
+//! may stand (top level and inside net bodies, any number of them).
 //!
 //! A small, lenient XML reader: elements with attributes, self-closing
 //! elements, comments and `<? ?>` processing instructions; text is ignored.
@@ -6,20 +7,46 @@
 //! interface implements a box); every other element (observers, SAC
 //! options, ...) is kept in the tree and otherwise ignored.
 //!
-//! Interface lookup for a box `b` declared inside nets `n1/n2/...`, most
-//! specific first: a `<box name="b">` (top level, or inside `<net>` elements
-//! whose names all enclose `b`, longer paths winning), then the nearest
-//! `<net name="ni">` carrying an `<interface>`, then `<boxdefault>`, then
-//! `<default>`, then `C4SNet`.
+//! ## Which rules apply to a box
+//!
+//! A block stands in a *scope*: the top level, or the body of a net `n`
+//! (written `net n { <metadata>...</metadata> ... }`). Its rules apply only
+//! to boxes declared in that scope or in nets nested in it: a block in `n`'s
+//! body never affects a box declared outside `n`, even one `n` uses. Inside a
+//! block, an element nested in `<net name="m">` elements applies only to boxes
+//! declared inside nets of those names, below the block's scope, outermost
+//! first (the names need not be adjacent: `<net name="a"><box name="f">`
+//! also reaches a box `f` in `a/b`). So `<box name="f">` in a block inside
+//! `n` refers to the boxes called `f` declared in `n` (or deeper), and a
+//! top-level `<box name="f">` to every box called `f`.
+//!
+//! ## Precedence (most specific first)
+//!
+//! For a box `b` declared inside nets `n1/n2/.../nk`:
+//! 1. A `<box name="b">` element with an `<interface>` child beats every
+//!    other rule. Among several, the one attached deepest wins (the block's
+//!    scope plus the `<net>` elements around it: a rule in `n2`'s body, or
+//!    inside `<net name="n2">`, beats a top-level one); at equal depth the
+//!    one written last wins.
+//! 2. Otherwise the net-level rules: `<net name="ni">` with a direct
+//!    `<interface>` child (attached to `ni`), `<boxdefault>` and `<default>`
+//!    (attached to the net whose body holds the block, or to the `<net>`
+//!    element they sit in; depth 0 at top level). The rule attached to the
+//!    innermost net around the box wins; at equal depth `<net>` beats
+//!    `<boxdefault>`, which beats `<default>`; then the one written last.
+//! 3. Otherwise [`DEFAULT_INTERFACE`] (`C4SNet`).
 
 use crate::diag::{Diagnostic, Diagnostics, Span};
 
 /// The default box-language interface.
 pub const DEFAULT_INTERFACE: &str = "C4SNet";
 
+/// One `<metadata>` block as written.
 #[derive(Clone, Debug, Default)]
-pub struct Metadata {
+pub struct Block {
+    /// The children of `<metadata>`.
     pub elements: Vec<Element>,
+    /// The whole block, `<metadata>` to `</metadata>`.
     pub span: Span,
 }
 
@@ -48,100 +75,149 @@ impl Element {
     }
 }
 
+/// Every metadata block of a program, each with the scope it stands in.
+#[derive(Clone, Debug, Default)]
+pub struct Metadata {
+    pub blocks: Vec<ScopedBlock>,
+}
+
+/// A block and the names of the nets whose body holds it (outermost first;
+/// empty at top level).
+#[derive(Clone, Debug)]
+pub struct ScopedBlock {
+    pub scope: Vec<String>,
+    pub block: Block,
+}
+
 /// A `<box name=..>` mentioned in the metadata, for "no such box" warnings.
 pub struct BoxMention<'a> {
     pub name: &'a str,
     pub span: Span,
+    /// The scope of the block that mentions it.
+    pub scope: &'a [String],
 }
 
+/// How an applicable rule ranks (compared as a tuple, the greatest wins):
+/// box rules first, then depth, then kind, then source position.
+type Rank = (bool, usize, u8, usize);
+
 impl Metadata {
-    /// The interface of box `name` declared inside the nets `net_path` (outermost first).
+    /// The interface of box `name` declared inside the nets `net_path`
+    /// (outermost first), by the precedence in the module doc.
     pub fn box_interface(&self, net_path: &[&str], name: &str) -> String {
-        let mut best: Option<(usize, &str)> = None; // (path length, value) of the best <box> rule
-        let mut net_level: Option<(usize, &str)> = None; // (depth in net_path, value)
-        let mut defaults: [Option<&str>; 2] = [None, None]; // boxdefault, default
-        self.walk(
-            &self.elements,
-            &mut Vec::new(),
-            &mut |el, path| match el.name.as_str() {
-                "box" if el.attr("name") == Some(name) => {
-                    if let Some(v) = el.interface() {
-                        if path.iter().all(|p| net_path.contains(p))
-                            && !matches!(best, Some((n, _)) if path.len() < n)
-                        {
-                            best = Some((path.len(), v));
+        let mut found: Vec<(Rank, &str)> = Vec::new();
+        for sb in &self.blocks {
+            let depth0 = sb.scope.len();
+            if depth0 > net_path.len() || sb.scope.iter().zip(net_path).any(|(a, b)| a != b) {
+                continue;
+            }
+            walk(&sb.block.elements, &mut Vec::new(), &mut |el, nets| {
+                // Where the element's `<net>` ancestors sit in `net_path` (None: not applicable).
+                let Some(attached) = embed(nets, net_path, depth0) else {
+                    return;
+                };
+                let at = el.span.start;
+                match el.name.as_str() {
+                    "box" if el.attr("name") == Some(name) => {
+                        if let Some(v) = el.interface() {
+                            found.push(((true, attached, 0, at), v));
                         }
                     }
-                }
-                "net" => {
-                    if let (Some(n), Some(v)) = (el.attr("name"), el.interface()) {
-                        if let Some(depth) = net_path.iter().rposition(|p| *p == n) {
-                            if !matches!(net_level, Some((d, _)) if depth < d) {
-                                net_level = Some((depth, v));
+                    "net" => {
+                        if let (Some(n), Some(v)) = (el.attr("name"), el.interface()) {
+                            // `n` must be a net around the box, below the ancestors.
+                            if let Some(i) = net_path[attached..].iter().rposition(|p| *p == n) {
+                                found.push(((false, attached + i + 1, 2, at), v));
                             }
                         }
                     }
+                    "boxdefault" => {
+                        if let Some(v) = el.interface() {
+                            found.push(((false, attached, 1, at), v));
+                        }
+                    }
+                    "default" => {
+                        if let Some(v) = el.interface() {
+                            found.push(((false, attached, 0, at), v));
+                        }
+                    }
+                    _ => {}
                 }
-                "boxdefault" if path.is_empty() => defaults[0] = defaults[0].or(el.interface()),
-                "default" if path.is_empty() => defaults[1] = defaults[1].or(el.interface()),
-                _ => {}
-            },
-        );
-        best.map(|(_, v)| v)
-            .or(net_level.map(|(_, v)| v))
-            .or(defaults[0])
-            .or(defaults[1])
-            .unwrap_or(DEFAULT_INTERFACE)
+            });
+        }
+        // Ranks are distinct (they end with the element's offset).
+        found
+            .into_iter()
+            .max_by_key(|(rank, _)| *rank)
+            .map_or(DEFAULT_INTERFACE, |(_, v)| v)
             .to_string()
     }
 
-    /// Every `<box name="...">` element.
+    /// Every `<box name="...">` element, with the scope of its block.
     pub fn box_mentions(&self) -> Vec<BoxMention<'_>> {
         let mut out = Vec::new();
-        collect_boxes(&self.elements, &mut out);
+        for sb in &self.blocks {
+            walk(&sb.block.elements, &mut Vec::new(), &mut |el, _| {
+                if el.name == "box" {
+                    if let Some(n) = el.attr("name") {
+                        out.push(BoxMention {
+                            name: n,
+                            span: el.span.clone(),
+                            scope: &sb.scope,
+                        });
+                    }
+                }
+            });
+        }
         out
     }
+}
 
-    fn walk<'a>(
-        &'a self,
-        els: &'a [Element],
-        path: &mut Vec<&'a str>,
-        f: &mut dyn FnMut(&'a Element, &[&'a str]),
-    ) {
-        for el in els {
-            f(el, path);
-            let pushed = el.name == "net" && el.attr("name").is_some();
-            if pushed {
-                path.push(el.attr("name").unwrap_or_default());
-            }
-            self.walk(&el.children, path, f);
-            if pushed {
-                path.pop();
-            }
+/// Calls `f` on every element with the names of its `<net name=..>` ancestors.
+fn walk<'a>(
+    els: &'a [Element],
+    nets: &mut Vec<&'a str>,
+    f: &mut dyn FnMut(&'a Element, &[&'a str]),
+) {
+    for el in els {
+        f(el, nets);
+        let name = if el.name == "net" {
+            el.attr("name")
+        } else {
+            None
+        };
+        if let Some(n) = name {
+            nets.push(n);
+        }
+        walk(&el.children, nets, f);
+        if name.is_some() {
+            nets.pop();
         }
     }
 }
 
-fn collect_boxes<'a>(els: &'a [Element], out: &mut Vec<BoxMention<'a>>) {
-    for el in els {
-        if el.name == "box" {
-            if let Some(n) = el.attr("name") {
-                out.push(BoxMention {
-                    name: n,
-                    span: el.span.clone(),
-                });
-            }
-        }
-        collect_boxes(&el.children, out);
+/// Matches the `<net>` ancestor names `nets` against `net_path[from..]` in
+/// order (not necessarily adjacent), each as deep as possible. Returns the
+/// depth the element is attached to: `from` without ancestors, else the
+/// position of the last ancestor's net plus one; `None` if they do not match.
+fn embed(nets: &[&str], net_path: &[&str], from: usize) -> Option<usize> {
+    let mut end = net_path.len();
+    let mut last = None;
+    for n in nets.iter().rev() {
+        let i = net_path[from..end].iter().rposition(|p| p == n)? + from;
+        last.get_or_insert(i + 1);
+        end = i;
     }
+    Some(last.unwrap_or(from))
 }
 
 /// Elements may nest at most this deep (keeps the reader's recursion bounded).
 const MAX_NESTING: usize = 64;
 
 /// If the text at `pos` opens a `<metadata>` element, reads it and returns the
-/// block and the offset just after `</metadata>`.
-pub fn parse(src: &str, pos: usize, diags: &mut Diagnostics) -> Option<(Metadata, usize)> {
+/// block and the offset just after `</metadata>`. A malformed block is
+/// reported and runs to the end of the text.
+pub fn parse(src: &str, pos: usize, diags: &mut Diagnostics) -> Option<(Block, usize)> {
     let rest = &src[pos..];
     let after = rest.strip_prefix("<metadata")?;
     if !after.starts_with(|c: char| c == '>' || c == '/' || c.is_ascii_whitespace()) {
@@ -157,14 +233,20 @@ pub fn parse(src: &str, pos: usize, diags: &mut Diagnostics) -> Option<(Metadata
         Some(el) => {
             let span = el.span.clone();
             Some((
-                Metadata {
+                Block {
                     elements: el.children,
                     span,
                 },
                 r.pos,
             ))
         }
-        None => Some((Metadata::default(), src.len())),
+        None => Some((
+            Block {
+                elements: Vec::new(),
+                span: pos..src.len(),
+            },
+            src.len(),
+        )),
     }
 }
 
@@ -346,11 +428,31 @@ impl Reader<'_, '_> {
 mod tests {
     use super::*;
 
-    fn meta(src: &str) -> Metadata {
-        let mut d = Diagnostics::default();
-        let (m, _) = parse(src, 0, &mut d).expect("metadata");
-        assert!(!d.has_errors(), "{:?}", d.into_sorted());
+    /// Blocks given as (scope, text); the offsets of each text are shifted
+    /// so that later blocks come later in the "file".
+    fn blocks(list: &[(&[&str], &str)]) -> Metadata {
+        let mut m = Metadata::default();
+        let mut file = String::new();
+        for (scope, text) in list {
+            let at = file.len();
+            file.push_str(text);
+            let mut d = Diagnostics::default();
+            let (block, _) = parse(&file, at, &mut d).expect("metadata");
+            assert!(!d.has_errors(), "{:?}", d.into_sorted());
+            m.blocks.push(ScopedBlock {
+                scope: scope.iter().map(|s| s.to_string()).collect(),
+                block,
+            });
+        }
         m
+    }
+
+    fn meta(src: &str) -> Metadata {
+        blocks(&[(&[], src)])
+    }
+
+    fn iface(value: &str) -> String {
+        format!("<interface value=\"{value}\"/>")
     }
 
     #[test]
@@ -371,6 +473,81 @@ mod tests {
         assert_eq!(m.box_interface(&["outer"], "bar"), "N");
         assert_eq!(m.box_interface(&[], "bar"), "BD");
         assert_eq!(Metadata::default().box_interface(&[], "bar"), "C4SNet");
+    }
+
+    #[test]
+    fn blocks_apply_to_their_scope_only() {
+        let m = blocks(&[
+            (
+                &[],
+                &format!(
+                    "<metadata><boxdefault>{}</boxdefault></metadata>",
+                    iface("TOP")
+                ),
+            ),
+            (
+                &["n"],
+                &format!(
+                    "<metadata><box name=\"f\">{}</box><default>{}</default></metadata>",
+                    iface("NF"),
+                    iface("ND")
+                ),
+            ),
+            (
+                &["m"],
+                &format!("<metadata><box name=\"f\">{}</box></metadata>", iface("MF")),
+            ),
+        ]);
+        // `<box name="f">` in n's body: boxes f in n and below, not elsewhere.
+        assert_eq!(m.box_interface(&["n"], "f"), "NF");
+        assert_eq!(m.box_interface(&["n", "inner"], "f"), "NF");
+        assert_eq!(m.box_interface(&["m"], "f"), "MF");
+        assert_eq!(m.box_interface(&[], "f"), "TOP");
+        assert_eq!(m.box_interface(&["other"], "f"), "TOP");
+        // n's `<default>` is nearer than the top-level `<boxdefault>`.
+        assert_eq!(m.box_interface(&["n"], "g"), "ND");
+        assert_eq!(m.box_interface(&["n", "inner"], "g"), "ND");
+        assert_eq!(m.box_interface(&["m"], "g"), "TOP");
+    }
+
+    #[test]
+    fn precedence_between_rules() {
+        let top = format!(
+            "<metadata><box name=\"f\">{}</box><net name=\"n\">{}</net>\
+             <net name=\"n\"><net name=\"k\"><box name=\"f\">{}</box></net></net></metadata>",
+            iface("TOPF"),
+            iface("NETN"),
+            iface("NKF")
+        );
+        let inner = format!(
+            "<metadata><boxdefault>{}</boxdefault><default>{}</default></metadata>",
+            iface("NBD"),
+            iface("ND")
+        );
+        let deeper = format!("<metadata><default>{}</default></metadata>", iface("KD"));
+        let m = blocks(&[(&[], &top), (&["n"], &inner), (&["n", "k"], &deeper)]);
+        // A box rule beats net-level rules however deep they are.
+        assert_eq!(m.box_interface(&["n", "k"], "f"), "NKF");
+        assert_eq!(m.box_interface(&["n"], "f"), "TOPF");
+        // Net-level rules at depth 1: <net name="n"> beats n's <boxdefault> and <default>.
+        assert_eq!(m.box_interface(&["n"], "g"), "NETN");
+        // Deeper beats kind: k's <default> (depth 2) beats <net name="n"> (depth 1).
+        assert_eq!(m.box_interface(&["n", "k"], "g"), "KD");
+        // `<net name="k">` ancestors need not be adjacent, but must be in order.
+        let loose = format!(
+            "<metadata><net name=\"a\"><box name=\"f\">{}</box></net></metadata>",
+            iface("AF")
+        );
+        let m = blocks(&[(&[], &loose)]);
+        assert_eq!(m.box_interface(&["a", "b"], "f"), "AF");
+        assert_eq!(m.box_interface(&["b"], "f"), "C4SNet");
+        // Equal rank: the later rule wins.
+        let twice = format!(
+            "<metadata><box name=\"f\">{}</box><box name=\"f\">{}</box></metadata>",
+            iface("FIRST"),
+            iface("SECOND")
+        );
+        assert_eq!(blocks(&[(&[], &twice)]).box_interface(&[], "f"), "SECOND");
     }
 
     #[test]

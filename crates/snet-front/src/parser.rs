@@ -1,22 +1,23 @@
 //! Recursive-descent parser for the whole of language.md §2-§5.
 //!
-//! Naming convention:
-//! - `parse_x` parses an `x` that must be there: if it is not, it reports an
-//!   error and returns `Err(Fail)` (the diagnostic is already recorded).
-//! - `maybe_x` returns `Ok(None)` without consuming anything or reporting when
-//!   the next token cannot start an `x`.
+//! Naming convention (the same as ARCHITECTURE.md states):
+//! - `parse_x` may return nothing: when the next token cannot start an `x`
+//!   it returns `Ok(None)` (or an empty list) without consuming anything or
+//!   reporting; an `x` that starts but is malformed is reported.
+//! - `expect_x` parses an `x` that must be there: if it is not, it reports
+//!   an error and returns `Err(Fail)` (the diagnostic is already recorded).
 //! - `eat(tok)` consumes `tok` if it is next and says whether it did;
 //!   `expect(tok, ..)` consumes it or reports "expected ..." and fails.
 //!
 //! Error recovery: a failure unwinds to the enclosing definition, which is
 //! skipped up to its closing `;` (tracking brackets), to the next `net`,
-//! `box`, `type` or `typesig` keyword, or to a `}` that closes the enclosing
-//! net body, and parsing goes on, so one run reports every syntax error of
+//! `box`, `type` or `typesig` keyword or `<metadata>` block, or to a `}` that
+//! closes the enclosing net body, and parsing goes on, so one run reports every syntax error of
 //! the file. Recursion is bounded ([`MAX_DEPTH`] nested constructs, trees at
 //! most [`MAX_HEIGHT`] high): deep input is an error, never a stack overflow.
 //!
 //! Precedence of combinators, lowest first: `|` `||`; `..`; postfix `*` `**`
-//! `!` `!!` `\` `@` `!@` (left to right). Tag expressions follow C. Inside
+//! `!` `!!` `\` `@` `!@` `!!@` (left to right). Tag expressions follow C. Inside
 //! `< ... >` a `>` closes the brackets unless the next token can start an
 //! operand, so `<K > 1>` is the comparison `K > 1`.
 
@@ -45,27 +46,25 @@ const RESERVED: [&str; 8] = [
 
 /// Parses a whole file. Always returns a (possibly partial) program.
 pub fn parse_program(src: &str, diags: &mut Diagnostics) -> Program {
-    let start = lexer::skip_trivia(src, 0, diags);
-    let (metadata, rest) = match metadata::parse(src, start, diags) {
-        Some((m, end)) => (Some(m), end),
-        None => (None, start),
-    };
-    let toks = lexer::lex(src, rest, diags);
+    let lexed = lexer::lex(src, 0, diags);
     let mut p = Parser {
         src,
-        toks,
+        toks: lexed.toks,
+        metadata: lexed.metadata.into_iter().map(Some).collect(),
         pos: 0,
         diags,
         depth: 0,
         recovering: false,
     };
     let defs = p.defs(false);
-    Program { metadata, defs }
+    Program { defs }
 }
 
 struct Parser<'s, 'd> {
     src: &'s str,
     toks: Vec<Token>,
+    /// The lexer's metadata blocks, each taken when its token is parsed.
+    metadata: Vec<Option<metadata::Block>>,
     pos: usize,
     diags: &'d mut Diagnostics,
     depth: u32,
@@ -160,7 +159,7 @@ impl<'s> Parser<'s, '_> {
         }
     }
 
-    fn parse_ident(&mut self, what: &str) -> PResult<Ident> {
+    fn expect_ident(&mut self, what: &str) -> PResult<Ident> {
         if self.tok() == Tok::Ident {
             let name = self.text().to_string();
             let span = self.bump().span();
@@ -171,7 +170,7 @@ impl<'s> Parser<'s, '_> {
     }
 
     /// A name being defined: an identifier that is not a keyword.
-    fn parse_name(&mut self, what: &str) -> PResult<Ident> {
+    fn expect_name(&mut self, what: &str) -> PResult<Ident> {
         if self.tok() == Tok::Ident && RESERVED.contains(&self.text()) {
             let word = self.text().to_string();
             self.diags.push(
@@ -183,7 +182,7 @@ impl<'s> Parser<'s, '_> {
             );
             return Err(Fail);
         }
-        self.parse_ident(what)
+        self.expect_ident(what)
     }
 
     /// Runs `f` one nesting level deeper, failing past [`MAX_DEPTH`].
@@ -223,27 +222,27 @@ impl<'s> Parser<'s, '_> {
             match self.tok() {
                 Tok::Eof => break,
                 Tok::RBrace if in_net => break,
-                Tok::Ident if DEF_KEYWORDS.contains(&self.text()) => {
-                    let start = self.pos;
-                    match self.parse_def() {
-                        Ok(d) => {
-                            defs.push(d);
-                            self.recovering = false;
-                        }
-                        Err(Fail) => self.recover(start),
-                    }
-                }
                 Tok::Semi => {
-                    self.bump();
-                }
-                _ if self.recovering => {
                     self.bump();
                 }
                 _ => {
                     let start = self.pos;
-                    let _ =
-                        self.error_here::<()>("a definition (`net`, `box`, `type` or `typesig`)");
-                    self.recover(start);
+                    match self.parse_def() {
+                        Ok(Some(d)) => {
+                            defs.push(d);
+                            self.recovering = false;
+                        }
+                        Ok(None) if self.recovering => {
+                            self.bump();
+                        }
+                        Ok(None) => {
+                            let _ = self.error_here::<()>(
+                                "a definition (`net`, `box`, `type` or `typesig`)",
+                            );
+                            self.recover(start);
+                        }
+                        Err(Fail) => self.recover(start),
+                    }
                 }
             }
         }
@@ -261,6 +260,7 @@ impl<'s> Parser<'s, '_> {
             let beyond = i >= failed_at;
             match t.tok {
                 Tok::Eof => break,
+                Tok::Metadata(_) if beyond && stack.iter().all(|&o| o == Tok::LBrace) => break,
                 Tok::Ident
                     if beyond
                         && DEF_KEYWORDS.contains(&&self.src[t.start as usize..t.end as usize]) =>
@@ -300,41 +300,125 @@ impl<'s> Parser<'s, '_> {
         self.src[line_start..offset].trim().is_empty()
     }
 
-    fn parse_def(&mut self) -> PResult<Def> {
-        match self.text() {
-            "net" => self.nested(|p| p.parse_net()).map(Def::Net),
-            "box" => self.parse_box().map(Def::Box),
-            "type" => self.parse_type_def().map(Def::Type),
-            _ => self.parse_typesig_def().map(Def::Typesig),
+    /// A definition or a metadata block; nothing if neither starts here.
+    fn parse_def(&mut self) -> PResult<Option<Def>> {
+        if let Tok::Metadata(i) = self.tok() {
+            self.bump();
+            let block = self
+                .metadata
+                .get_mut(i as usize)
+                .and_then(Option::take)
+                .unwrap_or_default();
+            return Ok(Some(Def::Metadata(block)));
         }
+        if self.tok() != Tok::Ident {
+            return Ok(None);
+        }
+        Ok(Some(match self.text() {
+            "net" => self.nested(|p| p.expect_net()).map(Def::Net)?,
+            "box" => self.expect_box().map(Def::Box)?,
+            "type" => self.expect_type_def().map(Def::Type)?,
+            "typesig" => self.expect_typesig_def().map(Def::Typesig)?,
+            _ => return Ok(None),
+        }))
     }
 
-    fn parse_box(&mut self) -> PResult<BoxDecl> {
+    fn expect_box(&mut self) -> PResult<BoxDecl> {
         let start = self.bump().start as usize; // `box`
-        let name = self.parse_name("a box name")?;
+        let name = self.expect_name("a box name")?;
         self.expect(Tok::LParen, "to open the box signature")?;
         let inputs = if self.tok() == Tok::LParen {
-            Some(self.parse_paren_labels()?.labels)
+            Some(self.expect_paren_labels()?.labels)
         } else {
             None
         };
         self.expect(Tok::Arrow, "in the box signature")?;
-        let mut outputs = vec![self.parse_paren_labels()?];
+        let mut outputs = vec![self.expect_paren_labels()?];
         while self.eat(Tok::Bar) {
-            outputs.push(self.parse_paren_labels()?);
+            outputs.push(self.expect_paren_labels()?);
         }
         self.expect(Tok::RParen, "to close the box signature")?;
-        self.expect_semi("after the box declaration");
+        let body = match self.parse_box_body() {
+            Ok(Some(body)) => {
+                self.eat(Tok::Semi);
+                Some(body)
+            }
+            Ok(None) => {
+                self.expect_semi("after the box declaration");
+                None
+            }
+            Err(Fail) => {
+                // Reported; keep the declaration so that its uses do not cascade.
+                self.skip_box_body();
+                None
+            }
+        };
         Ok(BoxDecl {
             name,
             inputs,
             outputs,
+            body,
             span: start..self.prev_end(),
         })
     }
 
+    /// `{ <<< LANGUAGE | code >>> }`, if a `{` follows the box signature.
+    fn parse_box_body(&mut self) -> PResult<Option<InlineCode>> {
+        if !self.eat(Tok::LBrace) {
+            return Ok(None);
+        }
+        if self.tok() != Tok::Code {
+            return self.error_here("inline box code `<<< LANGUAGE | code >>>`");
+        }
+        let tok = self.bump();
+        let parts = lexer::code_parts(self.src, tok.start as usize);
+        if parts.closed {
+            self.expect(Tok::RBrace, "to close the box body")?;
+        } else {
+            self.eat(Tok::RBrace); // the lexer reported the missing `>>>` and took the rest
+        }
+        Ok(Some(InlineCode {
+            language: Ident {
+                name: self.src[parts.language.clone()].to_string(),
+                span: parts.language,
+            },
+            code: self.src[parts.code.clone()].to_string(),
+            code_span: parts.code,
+            span: tok.span(),
+        }))
+    }
+
+    /// After a broken box body: skips to just after the `}` that closes it,
+    /// stopping early at the end of the file or at a definition keyword that
+    /// starts a line (a body whose `}` is missing).
+    fn skip_box_body(&mut self) {
+        let mut depth = 1u32;
+        loop {
+            match self.tok() {
+                Tok::Eof | Tok::Metadata(_) => return,
+                Tok::Ident
+                    if DEF_KEYWORDS.contains(&self.text())
+                        && self.at_line_start(self.span().start) =>
+                {
+                    return
+                }
+                Tok::LBrace => depth += 1,
+                Tok::RBrace => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.bump();
+                        self.eat(Tok::Semi);
+                        return;
+                    }
+                }
+                _ => {}
+            }
+            self.bump();
+        }
+    }
+
     /// `( labels? )`, as in box signatures.
-    fn parse_paren_labels(&mut self) -> PResult<VariantAst> {
+    fn expect_paren_labels(&mut self) -> PResult<VariantAst> {
         let start = self.expect(Tok::LParen, "to open a label list")?.start as usize;
         let labels = self.parse_labels(Tok::RParen)?;
         self.expect(Tok::RParen, "to close the label list")?;
@@ -351,7 +435,7 @@ impl<'s> Parser<'s, '_> {
             return Ok(labels);
         }
         loop {
-            labels.push(self.parse_label()?);
+            labels.push(self.expect_label()?);
             if !self.eat(Tok::Comma) {
                 return Ok(labels);
             }
@@ -359,9 +443,9 @@ impl<'s> Parser<'s, '_> {
     }
 
     /// `f`, `<t>` or `<#b>`.
-    fn parse_label(&mut self) -> PResult<LabelAst> {
+    fn expect_label(&mut self) -> PResult<LabelAst> {
         if self.tok() == Tok::Ident {
-            let id = self.parse_ident("a label")?;
+            let id = self.expect_ident("a label")?;
             return Ok(LabelAst {
                 kind: LabelKind::Field,
                 name: id.name,
@@ -371,18 +455,18 @@ impl<'s> Parser<'s, '_> {
         if self.tok() != Tok::Lt {
             return self.error_here("a label (`field`, `<tag>` or `<#btag>`)");
         }
-        self.parse_tag_label()
+        self.expect_tag_label()
     }
 
     /// `<t>` or `<#b>`.
-    fn parse_tag_label(&mut self) -> PResult<LabelAst> {
+    fn expect_tag_label(&mut self) -> PResult<LabelAst> {
         let start = self.expect(Tok::Lt, "to open a tag")?.start as usize;
         let kind = if self.eat(Tok::Hash) {
             LabelKind::BTag
         } else {
             LabelKind::Tag
         };
-        let id = self.parse_ident("a tag name")?;
+        let id = self.expect_ident("a tag name")?;
         self.expect(Tok::Gt, "to close the tag")?;
         Ok(LabelAst {
             kind,
@@ -392,7 +476,7 @@ impl<'s> Parser<'s, '_> {
     }
 
     /// `{ labels? }`.
-    fn parse_variant(&mut self) -> PResult<VariantAst> {
+    fn expect_variant(&mut self) -> PResult<VariantAst> {
         let start = self.expect(Tok::LBrace, "to open a record type")?.start as usize;
         let labels = self.parse_labels(Tok::RBrace)?;
         self.expect(Tok::RBrace, "to close the record type")?;
@@ -402,13 +486,13 @@ impl<'s> Parser<'s, '_> {
         })
     }
 
-    fn parse_net(&mut self) -> PResult<NetDef> {
+    fn expect_net(&mut self) -> PResult<NetDef> {
         let start = self.bump().start as usize; // `net`
-        let name = self.parse_name("a net name")?;
+        let name = self.expect_name("a net name")?;
         let (mut sig, mut sig_span) = (None, None);
         if self.tok() == Tok::LParen {
             let s = self.bump().start as usize;
-            sig = Some(self.parse_sig_items(Tok::RParen)?);
+            sig = Some(self.expect_sig_items(Tok::RParen)?);
             self.expect(Tok::RParen, "to close the net signature")?;
             sig_span = Some(s..self.prev_end());
         }
@@ -419,12 +503,12 @@ impl<'s> Parser<'s, '_> {
         }
         let body = if self.at_ident("connect") {
             self.bump();
-            Some(self.parse_expr()?)
+            Some(self.expect_expr()?)
         } else {
             None
         };
         if !self.eat(Tok::Semi) {
-            let ok_follow = matches!(self.tok(), Tok::Eof | Tok::RBrace)
+            let ok_follow = matches!(self.tok(), Tok::Eof | Tok::RBrace | Tok::Metadata(_))
                 || (self.tok() == Tok::Ident && DEF_KEYWORDS.contains(&self.text()));
             if !ok_follow {
                 let what = if body.is_some() {
@@ -448,15 +532,15 @@ impl<'s> Parser<'s, '_> {
     }
 
     /// `item (, item)*` where item is a mapping or a typesig name.
-    fn parse_sig_items(&mut self, _close: Tok) -> PResult<Vec<SigItem>> {
+    fn expect_sig_items(&mut self, _close: Tok) -> PResult<Vec<SigItem>> {
         let mut items = Vec::new();
         loop {
-            let ty = self.parse_type()?;
+            let ty = self.expect_type()?;
             if self.eat(Tok::Arrow) {
                 let output = if self.eat(Tok::Ellipsis) {
                     None
                 } else {
-                    Some(self.parse_type()?)
+                    Some(self.expect_type()?)
                 };
                 let span = ty.span.start..self.prev_end();
                 items.push(SigItem::Mapping(Mapping {
@@ -476,13 +560,13 @@ impl<'s> Parser<'s, '_> {
     }
 
     /// `atom (| atom)*`, an atom being `{...}` or a type name.
-    fn parse_type(&mut self) -> PResult<TypeAst> {
+    fn expect_type(&mut self) -> PResult<TypeAst> {
         let start = self.span().start;
         let mut atoms = Vec::new();
         loop {
             match self.tok() {
-                Tok::LBrace => atoms.push(TypeAtom::Variant(self.parse_variant()?)),
-                Tok::Ident => atoms.push(TypeAtom::Named(self.parse_ident("a type name")?)),
+                Tok::LBrace => atoms.push(TypeAtom::Variant(self.expect_variant()?)),
+                Tok::Ident => atoms.push(TypeAtom::Named(self.expect_ident("a type name")?)),
                 _ => return self.error_here("a type (`{...}` or a type name)"),
             }
             if !self.eat(Tok::Bar) {
@@ -495,11 +579,11 @@ impl<'s> Parser<'s, '_> {
         })
     }
 
-    fn parse_type_def(&mut self) -> PResult<TypeDef> {
+    fn expect_type_def(&mut self) -> PResult<TypeDef> {
         let start = self.bump().start as usize; // `type`
-        let name = self.parse_name("a type name")?;
+        let name = self.expect_name("a type name")?;
         self.expect(Tok::Eq, "after the type name")?;
-        let ty = self.parse_type()?;
+        let ty = self.expect_type()?;
         self.expect_semi("after the type definition");
         Ok(TypeDef {
             name,
@@ -508,11 +592,11 @@ impl<'s> Parser<'s, '_> {
         })
     }
 
-    fn parse_typesig_def(&mut self) -> PResult<TypesigDef> {
+    fn expect_typesig_def(&mut self) -> PResult<TypesigDef> {
         let start = self.bump().start as usize; // `typesig`
-        let name = self.parse_name("a type signature name")?;
+        let name = self.expect_name("a type signature name")?;
         self.expect(Tok::Eq, "after the type signature name")?;
-        let items = self.parse_sig_items(Tok::Semi)?;
+        let items = self.expect_sig_items(Tok::Semi)?;
         self.expect_semi("after the type signature");
         Ok(TypesigDef {
             name,
@@ -523,12 +607,12 @@ impl<'s> Parser<'s, '_> {
 
     // ---- combinator expressions ----
 
-    fn parse_expr(&mut self) -> PResult<Expr> {
-        self.nested(|p| p.parse_parallel())
+    fn expect_expr(&mut self) -> PResult<Expr> {
+        self.nested(|p| p.expect_parallel())
     }
 
-    fn parse_parallel(&mut self) -> PResult<Expr> {
-        let mut acc = self.parse_serial()?;
+    fn expect_parallel(&mut self) -> PResult<Expr> {
+        let mut acc = self.expect_serial()?;
         loop {
             let det = match self.tok() {
                 Tok::Bar => false,
@@ -537,9 +621,9 @@ impl<'s> Parser<'s, '_> {
             };
             let op_tok = self.tok();
             let op = self.bump().span();
-            let mut branches = vec![acc, self.parse_serial()?];
+            let mut branches = vec![acc, self.expect_serial()?];
             while self.eat(op_tok) {
-                branches.push(self.parse_serial()?);
+                branches.push(self.expect_serial()?);
             }
             acc = self.flat(branches, |branches| ExprKind::Parallel {
                 branches,
@@ -549,8 +633,8 @@ impl<'s> Parser<'s, '_> {
         }
     }
 
-    fn parse_serial(&mut self) -> PResult<Expr> {
-        let first = self.parse_postfix()?;
+    fn expect_serial(&mut self) -> PResult<Expr> {
+        let first = self.expect_postfix()?;
         if self.tok() != Tok::DotDot {
             return Ok(first);
         }
@@ -558,7 +642,7 @@ impl<'s> Parser<'s, '_> {
         let mut ops = Vec::new();
         while self.tok() == Tok::DotDot {
             ops.push(self.bump().span());
-            parts.push(self.parse_postfix()?);
+            parts.push(self.expect_postfix()?);
         }
         self.flat(parts, |parts| ExprKind::Serial(parts, ops))
     }
@@ -578,14 +662,14 @@ impl<'s> Parser<'s, '_> {
         })
     }
 
-    fn parse_postfix(&mut self) -> PResult<Expr> {
-        let mut e = self.parse_primary()?;
+    fn expect_postfix(&mut self) -> PResult<Expr> {
+        let mut e = self.expect_primary()?;
         loop {
             let tok = self.tok();
             let kind = match tok {
                 Tok::Star | Tok::StarStar | Tok::Backslash => {
                     let op = self.bump().span();
-                    let pats = self.parse_patterns()?;
+                    let pats = self.expect_patterns()?;
                     let body = Box::new(e);
                     if tok == Tok::Backslash {
                         ExprKind::Feedback {
@@ -602,12 +686,17 @@ impl<'s> Parser<'s, '_> {
                         }
                     }
                 }
-                Tok::Bang | Tok::BangBang | Tok::BangAt => {
+                Tok::Bang | Tok::BangBang | Tok::BangAt | Tok::BangBangAt => {
                     let op = self.bump().span();
-                    let tag = self.parse_tag_label()?;
+                    let tag = self.expect_tag_label()?;
                     let body = Box::new(e);
-                    if tok == Tok::BangAt {
-                        ExprKind::DynPlace { body, tag, op }
+                    if matches!(tok, Tok::BangAt | Tok::BangBangAt) {
+                        ExprKind::DynPlace {
+                            body,
+                            tag,
+                            det: tok == Tok::BangBangAt,
+                            op,
+                        }
                     } else {
                         ExprKind::Split {
                             body,
@@ -652,23 +741,23 @@ impl<'s> Parser<'s, '_> {
         }
     }
 
-    fn parse_primary(&mut self) -> PResult<Expr> {
+    fn expect_primary(&mut self) -> PResult<Expr> {
         let start = self.span().start;
         let kind = match self.tok() {
             Tok::Ident if !RESERVED.contains(&self.text()) => {
-                ExprKind::Name(self.parse_ident("a name")?)
+                ExprKind::Name(self.expect_ident("a name")?)
             }
             Tok::LParen => {
                 self.bump();
-                let mut inner = self.parse_expr()?;
+                let mut inner = self.expect_expr()?;
                 self.expect(Tok::RParen, "to close the parenthesis")?;
                 inner.span = start..self.prev_end();
                 return Ok(inner);
             }
-            Tok::LBracket => ExprKind::Filter(self.parse_filter()?),
+            Tok::LBracket => ExprKind::Filter(self.expect_filter()?),
             Tok::SyncOpen => {
                 self.bump();
-                let pats = self.parse_patterns()?;
+                let pats = self.expect_patterns()?;
                 self.expect(Tok::SyncClose, "to close the synchrocell")?;
                 ExprKind::Sync(pats)
             }
@@ -686,13 +775,13 @@ impl<'s> Parser<'s, '_> {
     }
 
     /// `variant (if <e>)? (, variant (if <e>)?)*`.
-    fn parse_patterns(&mut self) -> PResult<Vec<GuardedVariant>> {
+    fn expect_patterns(&mut self) -> PResult<Vec<GuardedVariant>> {
         let mut pats = Vec::new();
         loop {
-            let variant = self.parse_variant()?;
+            let variant = self.expect_variant()?;
             let guard = if self.at_ident("if") {
                 self.bump();
-                Some(self.parse_angle_expr()?)
+                Some(self.expect_angle_expr()?)
             } else {
                 None
             };
@@ -708,7 +797,7 @@ impl<'s> Parser<'s, '_> {
         }
     }
 
-    fn parse_filter(&mut self) -> PResult<Filter> {
+    fn expect_filter(&mut self) -> PResult<Filter> {
         self.bump(); // `[`
         if self.eat(Tok::RBracket) {
             return Ok(Filter {
@@ -716,13 +805,13 @@ impl<'s> Parser<'s, '_> {
                 arms: Vec::new(),
             });
         }
-        let pattern = self.parse_variant()?;
+        let pattern = self.expect_variant()?;
         self.expect(Tok::Arrow, "after the filter's pattern")?;
         let mut arms = Vec::new();
         loop {
             if self.at_ident("if") {
                 self.bump();
-                let guard = self.parse_angle_expr()?;
+                let guard = self.expect_angle_expr()?;
                 self.expect_word("then", "after the guard")?;
                 let outputs = self.parse_outputs()?;
                 arms.push(Arm {
@@ -753,7 +842,7 @@ impl<'s> Parser<'s, '_> {
     fn parse_outputs(&mut self) -> PResult<Vec<OutSpecAst>> {
         let mut outs = Vec::new();
         while self.tok() == Tok::LBrace {
-            outs.push(self.parse_outspec()?);
+            outs.push(self.expect_outspec()?);
             if !self.eat(Tok::Semi) {
                 break;
             }
@@ -761,12 +850,12 @@ impl<'s> Parser<'s, '_> {
         Ok(outs)
     }
 
-    fn parse_outspec(&mut self) -> PResult<OutSpecAst> {
+    fn expect_outspec(&mut self) -> PResult<OutSpecAst> {
         let start = self.bump().start as usize; // `{`
         let mut items = Vec::new();
         if self.tok() != Tok::RBrace {
             loop {
-                items.push(self.parse_item()?);
+                items.push(self.expect_item()?);
                 if !self.eat(Tok::Comma) {
                     break;
                 }
@@ -779,11 +868,11 @@ impl<'s> Parser<'s, '_> {
         })
     }
 
-    fn parse_item(&mut self) -> PResult<ItemAst> {
+    fn expect_item(&mut self) -> PResult<ItemAst> {
         if self.tok() == Tok::Ident {
-            let dst = self.parse_ident("a field name")?;
+            let dst = self.expect_ident("a field name")?;
             let src = if self.eat(Tok::Eq) {
-                Some(self.parse_ident("a field name after `=`")?)
+                Some(self.expect_ident("a field name after `=`")?)
             } else {
                 None
             };
@@ -800,9 +889,9 @@ impl<'s> Parser<'s, '_> {
         } else {
             LabelKind::Tag
         };
-        let name = self.parse_ident("a tag name")?;
+        let name = self.expect_ident("a tag name")?;
         let value = if self.eat(Tok::Eq) {
-            Some(self.parse_texpr(true)?)
+            Some(self.expect_texpr(true)?)
         } else {
             None
         };
@@ -813,23 +902,23 @@ impl<'s> Parser<'s, '_> {
     // ---- tag expressions ----
 
     /// `< expr >`.
-    fn parse_angle_expr(&mut self) -> PResult<TagExpr> {
+    fn expect_angle_expr(&mut self) -> PResult<TagExpr> {
         self.expect(Tok::Lt, "to open the guard `<...>`")?;
-        let e = self.parse_texpr(true)?;
+        let e = self.expect_texpr(true)?;
         self.expect(Tok::Gt, "to close the guard")?;
         Ok(e)
     }
 
     /// `angle`: inside `< >`, where a `>` not followed by an operand closes.
-    fn parse_texpr(&mut self, angle: bool) -> PResult<TagExpr> {
+    fn expect_texpr(&mut self, angle: bool) -> PResult<TagExpr> {
         self.nested(|p| {
-            let c = p.parse_binary(0, angle)?;
+            let c = p.expect_binary(0, angle)?;
             if !p.eat(Tok::Question) {
                 return Ok(c);
             }
-            let a = p.parse_texpr(angle)?;
+            let a = p.expect_texpr(angle)?;
             p.expect(Tok::Colon, "in the conditional expression `c ? a : b`")?;
-            let b = p.parse_texpr(angle)?;
+            let b = p.expect_texpr(angle)?;
             let span = c.span.start..b.span.end;
             let height = c.height.max(a.height).max(b.height) + 1;
             p.check_height(height, &span)?;
@@ -874,14 +963,14 @@ impl<'s> Parser<'s, '_> {
     }
 
     /// Precedence climbing over left-associative binary operators of level >= `min`.
-    fn parse_binary(&mut self, min: u8, angle: bool) -> PResult<TagExpr> {
-        let mut lhs = self.parse_unary()?;
+    fn expect_binary(&mut self, min: u8, angle: bool) -> PResult<TagExpr> {
+        let mut lhs = self.expect_unary()?;
         while let Some((op, level)) = self.binop(angle) {
             if level < min {
                 break;
             }
             self.bump();
-            let rhs = self.nested(|p| p.parse_binary(level + 1, angle))?;
+            let rhs = self.nested(|p| p.expect_binary(level + 1, angle))?;
             let span = lhs.span.start..rhs.span.end;
             let height = lhs.height.max(rhs.height) + 1;
             self.check_height(height, &span)?;
@@ -894,16 +983,16 @@ impl<'s> Parser<'s, '_> {
         Ok(lhs)
     }
 
-    fn parse_unary(&mut self) -> PResult<TagExpr> {
+    fn expect_unary(&mut self) -> PResult<TagExpr> {
         let start = self.span().start;
         let ops: &[UnOp] = match self.tok() {
             Tok::Minus => &[UnOp::Neg],
             Tok::Bang => &[UnOp::Not],
             Tok::BangBang => &[UnOp::Not, UnOp::Not],
-            _ => return self.parse_atom(),
+            _ => return self.expect_atom(),
         };
         self.bump();
-        let mut e = self.nested(|p| p.parse_unary())?;
+        let mut e = self.nested(|p| p.expect_unary())?;
         for &op in ops {
             let span = start..e.span.end;
             let height = e.height + 1;
@@ -917,7 +1006,7 @@ impl<'s> Parser<'s, '_> {
         Ok(e)
     }
 
-    fn parse_atom(&mut self) -> PResult<TagExpr> {
+    fn expect_atom(&mut self) -> PResult<TagExpr> {
         let start = self.span().start;
         match self.tok() {
             Tok::Int(v) => {
@@ -930,13 +1019,13 @@ impl<'s> Parser<'s, '_> {
             }
             Tok::LParen => {
                 self.bump();
-                let mut e = self.parse_texpr(false)?;
+                let mut e = self.expect_texpr(false)?;
                 self.expect(Tok::RParen, "to close the parenthesis")?;
                 e.span = start..self.prev_end();
                 Ok(e)
             }
             Tok::Ident if !RESERVED.contains(&self.text()) => {
-                let id = self.parse_ident("a tag name")?;
+                let id = self.expect_ident("a tag name")?;
                 let func = match id.name.as_str() {
                     "abs" => Some((Func::Abs, 1)),
                     "min" => Some((Func::Min, 2)),
@@ -949,7 +1038,7 @@ impl<'s> Parser<'s, '_> {
                         let mut args = Vec::new();
                         if self.tok() != Tok::RParen {
                             loop {
-                                args.push(self.parse_texpr(false)?);
+                                args.push(self.expect_texpr(false)?);
                                 if !self.eat(Tok::Comma) {
                                     break;
                                 }
@@ -1047,7 +1136,9 @@ mod tests {
             ExprKind::Split { body, .. } => format!("{}!", shape(body)),
             ExprKind::Feedback { body, .. } => format!("{}\\", shape(body)),
             ExprKind::Place { body, node, .. } => format!("{}@{node}", shape(body)),
-            ExprKind::DynPlace { body, .. } => format!("{}!@", shape(body)),
+            ExprKind::DynPlace { body, det, .. } => {
+                format!("{}{}", shape(body), if *det { "!!@" } else { "!@" })
+            }
         }
     }
 
@@ -1060,6 +1151,81 @@ mod tests {
         let e =
             body("net n connect (a | []) \\ {<K>,<R>} @ 3 ** {x}, {y} if <K > 1 && !R> !! <#p>;");
         assert_eq!(shape(&e), "(a | [])\\@3**!");
+        let e = body("net n connect s !!@ <T> * {<S>} if <S >= 4> .. at !@ <T> !!@ <#U> | b;");
+        assert_eq!(shape(&e), "((s!!@* .. at!@!!@) | b)");
+    }
+
+    #[test]
+    fn inline_box_bodies() {
+        let (p, d) = parse(
+            "box f((a) -> (b)) { <<< C | return hnd; >>> }
+             box g((a) -> (b)) {<<<SAC|x>>>};
+             box h((a) -> (b));
+             net n connect f .. g .. h;",
+        );
+        assert!(d.is_empty(), "{d:?}");
+        let bodies: Vec<Option<(String, String)>> = p
+            .defs
+            .iter()
+            .filter_map(|d| match d {
+                Def::Box(b) => Some(
+                    b.body
+                        .as_ref()
+                        .map(|c| (c.language.name.clone(), c.code.clone())),
+                ),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            bodies,
+            [
+                Some(("C".into(), " return hnd; ".into())),
+                Some(("SAC".into(), "x".into())),
+                None
+            ]
+        );
+        // A broken body is reported once; the box is kept, so its use is no error.
+        let (p, d) = parse("box f((a) -> (b)) { oops { } }\nnet n connect f;");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(p.defs.len(), 2);
+        // A body whose `}` is missing stops at the next definition.
+        let (p, d) = parse("box f((a) -> (b)) { oops\nnet n connect f;");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(p.defs.len(), 2);
+    }
+
+    #[test]
+    fn metadata_between_and_inside_definitions() {
+        let (p, d) = parse(
+            "box f((a) -> (b)); <metadata><x/></metadata>
+             net n { <metadata/> box g((a) -> (b)); <metadata></metadata> } connect g
+             <metadata/>
+             net m connect f;",
+        );
+        assert!(d.is_empty(), "{d:?}");
+        let kinds: Vec<&str> = p
+            .defs
+            .iter()
+            .map(|d| match d {
+                Def::Metadata(_) => "meta",
+                Def::Net(n)
+                    if n.defs
+                        .iter()
+                        .filter(|d| matches!(d, Def::Metadata(_)))
+                        .count()
+                        == 2 =>
+                {
+                    "net+2"
+                }
+                Def::Net(_) => "net",
+                Def::Box(_) => "box",
+                _ => "?",
+            })
+            .collect();
+        assert_eq!(kinds, ["box", "meta", "net+2", "meta", "net"]);
+        // A block in an expression is an error there, not a new definition.
+        let (_, d) = parse("net n connect a .. <metadata></metadata>;");
+        assert_eq!(d.len(), 1, "{d:?}");
     }
 
     #[test]
@@ -1106,8 +1272,8 @@ mod tests {
              net outer { net deep connect [] ; } connect deep",
         );
         assert!(d.is_empty(), "{d:?}");
-        assert!(p.metadata.is_some());
-        assert_eq!(p.defs.len(), 6);
+        assert!(matches!(p.defs[0], Def::Metadata(_)));
+        assert_eq!(p.defs.len(), 7);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use snet_core::{
 use crate::ast::*;
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use crate::hir::*;
-use crate::metadata::{Metadata, DEFAULT_INTERFACE};
+use crate::metadata::{Metadata, ScopedBlock};
 
 #[derive(Copy, Clone, Debug)]
 enum Entity {
@@ -59,9 +59,12 @@ struct Resolver<'a, 'd> {
     /// Type and typesig definitions with the scope they are defined in.
     types: Vec<(TypeEntry<'a>, usize)>,
     type_state: Vec<TypeState>,
+    /// The enclosing nets' names of each box, by [`BoxIdx`].
+    box_paths: Vec<Vec<String>>,
     /// Each net's definition, inner scope and enclosing scope, by [`NetIdx`].
     net_defs: Vec<(&'a NetDef, usize, usize)>,
-    meta: Option<&'a Metadata>,
+    /// Every metadata block of the program with its scope.
+    meta: Metadata,
     diags: &'d mut Diagnostics,
 }
 
@@ -77,10 +80,12 @@ pub fn resolve(
         scopes: Vec::new(),
         types: Vec::new(),
         type_state: Vec::new(),
+        box_paths: Vec::new(),
         net_defs: Vec::new(),
-        meta: program.metadata.as_ref(),
+        meta: Metadata::default(),
         diags,
     };
+    collect_metadata(&program.defs, &mut Vec::new(), &mut r.meta);
     r.declare(&program.defs, None, &[]);
     for t in 0..r.types.len() {
         let span = match r.types[t].0 {
@@ -96,6 +101,24 @@ pub fn resolve(
     r.warn_unknown_metadata_boxes();
     r.hir.entry = r.pick_entry(&program.defs, src_len, entry);
     r.hir
+}
+
+/// Gathers every metadata block with the names of the nets around it.
+fn collect_metadata(defs: &[Def], path: &mut Vec<String>, out: &mut Metadata) {
+    for def in defs {
+        match def {
+            Def::Metadata(block) => out.blocks.push(ScopedBlock {
+                scope: path.clone(),
+                block: block.clone(),
+            }),
+            Def::Net(n) => {
+                path.push(n.name.name.clone());
+                collect_metadata(&n.defs, path, out);
+                path.pop();
+            }
+            Def::Box(_) | Def::Type(_) | Def::Typesig(_) => {}
+        }
+    }
 }
 
 impl<'a> Resolver<'a, '_> {
@@ -133,6 +156,7 @@ impl<'a> Resolver<'a, '_> {
                 }
                 Def::Type(t) => self.bind_type(scope, &t.name, TypeEntry::Type(t)),
                 Def::Typesig(t) => self.bind_type(scope, &t.name, TypeEntry::Typesig(t)),
+                Def::Metadata(_) => {} // collected beforehand: it applies to the whole scope
             }
         }
         for (idx, n, full) in nested {
@@ -192,10 +216,7 @@ impl<'a> Resolver<'a, '_> {
             .map(|v| self.labels(&v.labels, "a box output"))
             .collect();
         let path_refs: Vec<&str> = path.iter().map(String::as_str).collect();
-        let interface = match self.meta {
-            Some(m) => m.box_interface(&path_refs, &b.name.name),
-            None => DEFAULT_INTERFACE.to_string(),
-        };
+        let interface = self.meta.box_interface(&path_refs, &b.name.name);
         self.hir.boxes.push(BoxInfo {
             name: b.name.name.clone(),
             span: b.span.clone(),
@@ -203,7 +224,9 @@ impl<'a> Resolver<'a, '_> {
             init: b.inputs.is_none(),
             outputs,
             interface,
+            code: b.body.clone(),
         });
+        self.box_paths.push(path.to_vec());
         self.hir.boxes.len() - 1
     }
 
@@ -458,9 +481,10 @@ impl<'a> Resolver<'a, '_> {
                     node,
                 }
             }
-            ExprKind::DynPlace { body, tag, .. } => HKind::DynPlace {
+            ExprKind::DynPlace { body, tag, det, .. } => HKind::DynPlace {
                 body: self.expr(body, scope),
                 tag: Label::new(tag.kind, &tag.name),
+                det: *det,
             },
         };
         let op = match &e.kind {
@@ -681,18 +705,34 @@ impl<'a> Resolver<'a, '_> {
         }
     }
 
+    /// A `<box name="b">` must name a box declared in its block's scope (or deeper).
     fn warn_unknown_metadata_boxes(&mut self) {
-        let Some(meta) = self.meta else { return };
-        for m in meta.box_mentions() {
-            if !self.hir.boxes.iter().any(|b| b.name == m.name) {
-                self.diags.push(
-                    Diagnostic::warning(
-                        m.span,
-                        format!("metadata names box `{}`, which is not declared", m.name),
-                    )
-                    .with_label("no box of this name"),
-                );
+        for m in self.meta.box_mentions() {
+            let declared = self
+                .hir
+                .boxes
+                .iter()
+                .zip(&self.box_paths)
+                .any(|(b, path)| b.name == m.name && path.starts_with(m.scope));
+            if declared {
+                continue;
             }
+            let (message, label) = match m.scope.last() {
+                None => (
+                    format!("metadata names box `{}`, which is not declared", m.name),
+                    "no box of this name".to_string(),
+                ),
+                Some(_) => (
+                    format!(
+                        "metadata in net `{}` names box `{}`, which is not declared there",
+                        m.scope.join("/"),
+                        m.name
+                    ),
+                    "no box of this name in this net or the nets inside it".to_string(),
+                ),
+            };
+            self.diags
+                .push(Diagnostic::warning(m.span, message).with_label(label));
         }
     }
 

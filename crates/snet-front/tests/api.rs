@@ -91,6 +91,62 @@ fn boxes_keep_signature_order_and_interface() {
 }
 
 #[test]
+fn metadata_blocks_in_net_bodies_set_their_boxes_interfaces() {
+    let src = r#"<metadata><boxdefault><interface value="TOP"/></boxdefault></metadata>
+        box f((a) -> (b));
+        net n {
+          box f((b) -> (c));
+          <metadata><box name="f"><interface value="NF"/></box></metadata>
+          net k {
+            <metadata><default><interface value="KD"/></default></metadata>
+            box g((c) -> (d));
+          } connect g;
+        } connect f .. k
+        <metadata><box name="h"><interface value="H"/></box></metadata>
+        box h((d) -> (e));
+        net main connect f .. n .. h;"#;
+    let c = compile("m.snet", src, None);
+    assert!(c.diagnostics.is_empty(), "{:?}", c.diagnostics);
+    let g = c.graph.unwrap();
+    let mut got: Vec<(String, u32, String)> = g
+        .boxes
+        .iter()
+        .map(|b| (b.name.clone(), b.loc.line, b.interface.clone()))
+        .collect();
+    got.sort();
+    let want = [
+        ("f", 2, "TOP"),
+        ("f", 4, "NF"),
+        ("g", 8, "KD"),
+        ("h", 12, "H"),
+    ];
+    assert_eq!(got, want.map(|(n, l, i)| (n.to_string(), l, i.to_string())));
+}
+
+#[test]
+fn inline_box_code_reaches_the_graph() {
+    let src = "box f((a, <t>) -> (b)) {\n  <<< C | C4SNetOut(hnd, 1, a); >>>\n}\nnet n connect f !!@ <t>;";
+    let c = compile("i.snet", src, None);
+    assert!(c.diagnostics.is_empty(), "{:?}", c.diagnostics);
+    let g = c.graph.unwrap();
+    let code = g.boxes[0].code.as_ref().expect("inline code");
+    assert_eq!(code.language, "C");
+    assert_eq!(code.code, " C4SNetOut(hnd, 1, a); ");
+    assert_eq!(&src[code.span.clone()], code.code);
+    assert_eq!(&src[code.language_span.clone()], "C");
+    assert_eq!((code.loc.line, code.loc.col), (2, 10));
+    assert!(g
+        .nodes
+        .iter()
+        .any(|n| matches!(n.kind, NodeKind::DynPlace { det: true, .. })));
+    let dot = snet_front::dot::to_dot(&g);
+    assert!(
+        dot.contains("!!@ <t>") && dot.contains("<<< C | ... >>>"),
+        "{dot}"
+    );
+}
+
+#[test]
 fn entry_override_and_unknown_entry() {
     let src = "box f((a) -> (b)); net one connect f; net two connect f .. [{b} -> {c=b}];";
     let c = compile("e.snet", src, Some("one"));

@@ -553,6 +553,135 @@ net e connect present .. absent;
 void *present(void *hnd, int x) { C4SNetOut(hnd, 1, x); return hnd; }
 '''}, [[tag('x', 1)]], build_error='box `absent`', notes='an undefined box symbol is reported by name at build time')
 
+# --- box code as the original toolchain built it ---------------------------
+orig_in = [(n, k) for n, k in [(3, 4), (0, 7), (5, 10), (1, -3), (-2, 0), (8, 9)]]
+case('original-style', '''
+// Box code written for the original S-Net toolchain, built unchanged with
+// `snet build prog.snet *.c -o prog`: it includes <C4SNet.h>, <bool.h> and
+// its own header <dec.h> with angle brackets, and uses bool.
+box countdown((<n>) -> (<n>) | (<done>));
+box parity((<k>) -> (<even>) | (<odd>));
+net original ({<n>, <k>} -> {<done>, <even>} | {<done>, <odd>})
+  connect countdown * {<done>} .. parity;
+''', {'dec.h': r'''
+#ifndef DEC_H
+#define DEC_H
+/* A header next to the box sources, included as <dec.h>. */
+#define DEC_STEP 1
+#define DONE_MARK 42
+int dec_step(int n);
+#endif
+''', 'countdown.c': r'''
+#include <C4SNet.h>
+#include <bool.h>
+#include <dec.h>
+
+/* The original <bool.h>: bool is int when <stdbool.h> is not included. */
+typedef char bool_is_int[sizeof(bool) == sizeof(int) ? 1 : -1];
+
+int dec_step(int n) { return n - DEC_STEP; }
+
+void *countdown(void *hnd, int n)
+{
+    bool done = n <= 0 ? true : false;
+    if (done == true)
+        C4SNetOut(hnd, 2, DONE_MARK);
+    else
+        C4SNetOut(hnd, 1, dec_step(n));
+    return hnd;
+}
+''', 'parity.c': r'''
+#include <stdbool.h>
+#include <bool.h>      /* after <stdbool.h>: keeps its bool */
+#include <C4SNet.h>
+#include <dec.h>
+
+void *parity(void *hnd, int k)
+{
+    bool even = k % 2 == 0;
+    if (even)
+        C4SNetOut(hnd, 1, k);
+    else
+        C4SNetOut(hnd, 2, k);
+    return hnd;
+}
+'''}, [[tag('n', n), tag('k', k), tag('id', i)] for i, (n, k) in enumerate(orig_in)],
+    [[tag('done', 42), tag('even' if k % 2 == 0 else 'odd', k), tag('id', i)] for i, (n, k) in enumerate(orig_in)],
+    notes='<bool.h>, <C4SNet.h> and a local <dec.h> included with angle brackets, as the original toolchain allowed; '
+          '<stdbool.h> before <bool.h> in parity.c; countdown runs n+1 times (star), <k> and <id> flow around it')
+
+# --- inline box bodies -------------------------------------------------------
+inl_in = [(40, 1), (1000, 0), (-9, 2), (4096, 2), (7, 3), (-1, 0), (300, 1)]
+def inl_out(i, v, s):
+    x = v >> s
+    if x < 0:
+        return [field('msg', '(char[12])' + ','.join('negative }>>')), tag('neg', 0), tag('id', i)]
+    return [field('v', f'(int){2 * min(x, 1000)}'), tag('big', 1 if x > 100 else 0), tag('id', i)]
+case('inline-box', '''
+// A box whose C code is written in the program (inside a net body), next to
+// a box in a .c file; the inline code calls a helper function of that file.
+net inlined {
+  box shift((v, <s>) -> (v, <big>) | (msg)) {
+    <<< C |
+      int clamp(int x);                       /* defined in helpers.c */
+      int x = *(int *)C4SNetGetData(v) >> s;  /* `>>` inside the code */
+      bool big = x > 100;
+      C4SNetFree(v);
+      if (x < 0) {
+        const char *m = "negative }>>";
+        C4SNetOut(hnd, 2, C4SNetCreate(CTYPE_char, strlen(m), m));
+      } else {
+        x = clamp(x);
+        C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_int, 1, &x), big ? 1 : 0);
+      }
+    >>>
+  };
+  box twice((v) -> (v));
+} connect shift .. (twice | [{msg} -> {msg, <neg>}]);
+''', {'helpers.c': r'''
+#include "C4SNet.h"
+
+int clamp(int x) { return x > 1000 ? 1000 : x; }
+
+void *twice(void *hnd, c4snet_data_t *v)
+{
+    int x = *(int *)C4SNetGetData(v) * 2;
+    C4SNetFree(v);
+    C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_int, 1, &x));
+    return hnd;
+}
+'''}, [[field('v', f'(int){v}'), tag('s', s), tag('id', i)] for i, (v, s) in enumerate(inl_in)],
+    [inl_out(i, v, s) for i, (v, s) in enumerate(inl_in)],
+    notes='inline C body compiled as `void *shift(void *hnd, c4snet_data_t *v, int s)`, linked with helpers.c; '
+          'the code holds `>>`, braces and a string with `}>>`; it uses bool and strlen (the generated file includes them)')
+
+case('err-inline-language', '''
+box half((<x>) -> (<y>)) { <<< SAC | y = x / 2; >>> }
+net e connect half;
+''', {}, [[tag('x', 1)]], build_error='box `half` has an inline body in sac',
+    notes='inline code in a language snet build cannot compile is reported with the box, the language and its place')
+
+case('err-inline-twice', '''
+box twice((<x>) -> (<x>)) {
+  <<< C | C4SNetOut(hnd, 1, 2 * x); >>>
+}
+net e connect twice;
+''', {'twice.c': r'''
+#include "C4SNet.h"
+void *twice(void *hnd, int x) { C4SNetOut(hnd, 1, x + x); return hnd; }
+'''}, [[tag('x', 1)]], build_error='box `twice` is defined twice: by its inline body and in',
+    notes='a box with an inline body and a function of the same name in a box source: both are named')
+
+case('err-inline-compile', '''
+box twice((<x>) -> (<x>)) {
+  <<< C |
+    C4SNetOut(hnd, 1, 2 * x)   /* missing `;` */
+  >>>
+}
+net e connect twice;
+''', {}, [[tag('x', 1)]], build_error='prog.snet:3:',
+    notes='a C error in an inline body is reported by the C compiler at its line in the program (#line directives)')
+
 def write():
     for name, c in CASES.items():
         d = os.path.join(ROOT, name)

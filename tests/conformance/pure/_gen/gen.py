@@ -1032,6 +1032,42 @@ connect ([{<v>} -> {<v>, <node=0>}] @ 0) .. (w !@ <node>) .. [{<v>, <node>} -> {
 ''', ins, exp,
      notes='Metadata with unknown elements is ignored; placement on node 0 only (the single node).')
 
+rng = random.Random(30)
+ins, exp = [], []
+for i in range(400):
+    if rng.random() < 0.75:
+        v = rng.randint(0, 30)
+        ins.append(R(id=i, v=v))
+        exp.append(R(id=i, v=0, c=2 * v))
+    else:
+        w = rng.randint(-9, 9)
+        ins.append(R(id=i, w=w))
+        exp.append(R(id=i, w=w * w))
+case('place-det-ordered', '''
+// Deterministic dynamic placement !!@: every record is placed on node 0
+// (the only node of a single-process run).  Inside, a non-deterministic
+// choice between a one-filter branch and a non-deterministic star with
+// 0..30 iterations per record, so records overtake each other there; !!@
+// must still emit them in input order.  A metadata block stands in the
+// net body (it applies to that net's boxes; this net has none).
+net detplace ({<id>, <v>} | {<id>, <w>} -> {<id>, <v>, <c>} | {<id>, <w>})
+{
+  <metadata> <net name="count"> <observer type="after" /> </net> </metadata>
+  net count connect [{<v>} -> {<v>, <c=0>}]
+                 .. ([{<v>, <c>} -> {<v=v-1>, <c=c+2>}] * {<v>} if <v <= 0>);
+  net square connect [{<w>} -> {<w=w*w>}];
+}
+connect [{<id>} -> {<id>, <node=0>}] .. ((count | square) !!@ <node>) .. [{<node>} -> {}];
+''', ins, exp, ordered=True,
+     notes='!!@ on one node is !! over the single value 0: outputs in input order although the star and | inside reorder.')
+
+case('err-place-node', '''
+// Dynamic placement to a node that does not exist: a run on one node has
+// only node 0.
+net pl connect [{<x>} -> {<y=x>}] !!@ <node>;
+''', [R(x=1, node=0), R(x=2, node=3)], error='placement to node 3',
+     notes='The second record names node 3; a single-process run has only node 0.')
+
 ins = [R(v=1), R(v=2)]
 exp = [R(v=31), R(v=31)]
 case('net-entry-last', '''

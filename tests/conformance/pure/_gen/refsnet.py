@@ -28,7 +28,7 @@ TOKEN_RE = re.compile(r"""
   (?P<ws>\s+|//[^\n]*|/\*.*?\*/)
 | (?P<int>0[xX][0-9a-fA-F]+|[0-9]+)
 | (?P<id>[A-Za-z_][A-Za-z_0-9]*)
-| (?P<op>\.\.\.|\.\.|\[\||\|\]|\|\||\*\*|!!|!@|<\#|->|==|!=|<=|>=|&&|[-+*/%<>!?:,;=(){}\[\]|\\@])
+| (?P<op>\.\.\.|\.\.|\[\||\|\]|\|\||\*\*|!!@|!!|!@|<\#|->|==|!=|<=|>=|&&|[-+*/%<>!?:,;=(){}\[\]|\\@])
 """, re.S | re.X)
 
 
@@ -268,10 +268,12 @@ class Parser:
             elif self.at('!') or self.at('!!'):
                 op = self.next()[1]
                 self.expect('<'); t = self.ident(); self.expect('>')
-                e = ('split', op == '!!', e, t)
-            elif self.at('!@'):
-                self.next(); self.expect('<'); t = self.ident(); self.expect('>')
-                e = ('split', False, e, t)
+                e = ('split', op == '!!', e, t, False)
+            elif self.at('!@') or self.at('!!@'):
+                # Dynamic placement: a split whose value names the node (only node 0 exists).
+                op = self.next()[1]
+                self.expect('<'); t = self.ident(); self.expect('>')
+                e = ('split', op == '!!@', e, t, True)
             elif self.at('\\'):
                 self.next()
                 e = ('fb', e, self.pats())
@@ -757,7 +759,7 @@ class Tap:
 
 class SplitInst:
     def __init__(self, expr, env, sched, out):
-        self.operand, self.tag = expr[2], expr[3]
+        self.operand, self.tag, self.place = expr[2], expr[3], expr[4]
         self.env, self.sched = env, sched
         self.coll = Forward(out)
         self.reps = {}
@@ -767,6 +769,8 @@ class SplitInst:
         if key not in rec:
             raise SNetError("split: record lacks tag <%s>" % self.tag)
         v = rec[key]
+        if self.place and v != 0:
+            raise SNetError("dynamic placement to node %d, but the run has 1 node(s)" % v)
         if v not in self.reps:
             e = instantiate(self.operand, self.env, self.sched, Stream(self.sched, self.coll))
             self.reps[v] = Stream(self.sched, e)
