@@ -129,7 +129,9 @@ impl Reorder {
         st.next_seq += 1;
         loop {
             let n = st.next_seq;
-            let Some(items) = st.done.remove(&n) else { break };
+            let Some(items) = st.done.remove(&n) else {
+                break;
+            };
             for it in items {
                 ctx.send(&self.next, it);
             }
@@ -142,7 +144,13 @@ enum Mode {
     /// Concurrency 1: invoke while holding the entity's licence.
     Inline,
     /// The entity at the box's place when concurrency > 1.
-    Dispatch { lanes: Vec<Arc<Entity>>, width: usize, rr: usize, seq: u64, order: Option<Arc<Reorder>> },
+    Dispatch {
+        lanes: Vec<Arc<Entity>>,
+        width: usize,
+        rr: usize,
+        seq: u64,
+        order: Option<Arc<Reorder>>,
+    },
     /// One of a dispatcher's lanes.
     Lane { order: Arc<Reorder> },
 }
@@ -175,38 +183,74 @@ impl Emit for Collect<'_> {
 
 impl BoxEntity {
     pub fn new(rt: &Runtime, node: NodeId, id: BoxId, next: Arc<Entity>) -> BoxEntity {
-        let imp = rt.boxes[id as usize].clone().expect("boxes of the entry network are resolved before the run");
+        let imp = rt.boxes[id as usize]
+            .clone()
+            .expect("boxes of the entry network are resolved before the run");
         let mode = if rt.box_concurrency > 1 {
-            Mode::Dispatch { lanes: Vec::new(), width: rt.box_concurrency, rr: 0, seq: 0, order: None }
+            Mode::Dispatch {
+                lanes: Vec::new(),
+                width: rt.box_concurrency,
+                rr: 0,
+                seq: 0,
+                order: None,
+            }
         } else {
             Mode::Inline
         };
-        BoxEntity { node, id, imp, next, mode }
+        BoxEntity {
+            node,
+            id,
+            imp,
+            next,
+            mode,
+        }
     }
 
     /// Checks `rec` and runs the box on it; the outputs, inheritance added, stamped `det`.
-    fn call(&self, rec: &Record, det: &crate::entity::Stamps, ctx: &Ctx) -> Result<Vec<Item>, EngineError> {
+    fn call(
+        &self,
+        rec: &Record,
+        det: &crate::entity::Stamps,
+        ctx: &Ctx,
+    ) -> Result<Vec<Item>, EngineError> {
         let def = ctx.rt.graph().box_def(self.id);
         let input = def.input_variant();
-        let err = |what: String| EngineError::Box { name: def.name.clone(), what, loc: ctx.rt.loc(self.node) };
+        let err = |what: String| EngineError::Box {
+            name: def.name.clone(),
+            what,
+            loc: ctx.rt.loc(self.node),
+        };
         if !rec.matches(&input) {
-            return Err(err(format!("called with record {}, but it takes {}", rec.type_string(), input)));
+            return Err(err(format!(
+                "called with record {}, but it takes {}",
+                rec.type_string(),
+                input
+            )));
         }
-        let mut c = Collect { def, outs: Vec::new() };
+        let mut c = Collect {
+            def,
+            outs: Vec::new(),
+        };
         self.imp.invoke(rec, &mut c).map_err(|e| err(e.0))?;
-        Ok(c
-            .outs
+        Ok(c.outs
             .into_iter()
             .map(|mut out| {
                 out.inherit(rec, &input);
-                Item::Rec(Rec { rec: out, det: det.clone() })
+                Item::Rec(Rec {
+                    rec: out,
+                    det: det.clone(),
+                })
             })
             .collect())
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         // An initialiser's start-up call is a call on the empty record.
-        let item = if is_kick(&item) { Item::Rec(Rec::new(Record::new())) } else { item };
+        let item = if is_kick(&item) {
+            Item::Rec(Rec::new(Record::new()))
+        } else {
+            item
+        };
         match &mut self.mode {
             Mode::Inline => {
                 let Item::Rec(Rec { rec, det }) = item else {
@@ -228,12 +272,21 @@ impl BoxEntity {
                 order.complete(s, outs, ctx);
                 Ok(())
             }
-            Mode::Dispatch { lanes, width, rr, seq, order } => {
+            Mode::Dispatch {
+                lanes,
+                width,
+                rr,
+                seq,
+                order,
+            } => {
                 let order = order
                     .get_or_insert_with(|| {
                         Arc::new(Reorder {
                             next: self.next.clone(),
-                            state: Mutex::new(ReorderState { next_seq: 0, done: BTreeMap::new() }),
+                            state: Mutex::new(ReorderState {
+                                next_seq: 0,
+                                done: BTreeMap::new(),
+                            }),
                         })
                     })
                     .clone();
@@ -246,7 +299,11 @@ impl BoxEntity {
                         if !rec.matches(&input) {
                             return Err(EngineError::Box {
                                 name: def.name.clone(),
-                                what: format!("called with record {}, but it takes {}", rec.type_string(), input),
+                                what: format!(
+                                    "called with record {}, but it takes {}",
+                                    rec.type_string(),
+                                    input
+                                ),
                                 loc: ctx.rt.loc(self.node),
                             });
                         }
@@ -259,7 +316,9 @@ impl BoxEntity {
                                 id: self.id,
                                 imp: self.imp.clone(),
                                 next: self.next.clone(),
-                                mode: Mode::Lane { order: order.clone() },
+                                mode: Mode::Lane {
+                                    order: order.clone(),
+                                },
                             };
                             lanes.push(ctx.entity(self.node, Kind::Box(lane)));
                         }

@@ -101,7 +101,13 @@ pub struct Collector {
 
 impl Collector {
     pub fn new(owner: u64, next: Arc<Entity>) -> Collector {
-        Collector { owner, current: 0, buffered: BTreeMap::new(), completed: BTreeMap::new(), next }
+        Collector {
+            owner,
+            current: 0,
+            buffered: BTreeMap::new(),
+            completed: BTreeMap::new(),
+            next,
+        }
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
@@ -109,7 +115,10 @@ impl Collector {
             Item::Rec(mut r) => {
                 let s = r.det.last().copied().unwrap_or(self.current);
                 if s <= self.current {
-                    debug_assert_eq!(s, self.current, "record older than the collector's position");
+                    debug_assert_eq!(
+                        s, self.current,
+                        "record older than the collector's position"
+                    );
                     r.det.pop();
                     ctx.send(&self.next, Item::Rec(r));
                 } else {

@@ -42,7 +42,9 @@ impl Program {
                     let mut r: Vec<(Variant, usize)> = branches
                         .iter()
                         .enumerate()
-                        .flat_map(|(i, b)| graph.node(*b).input.0.iter().map(move |v| (v.clone(), i)))
+                        .flat_map(|(i, b)| {
+                            graph.node(*b).input.0.iter().map(move |v| (v.clone(), i))
+                        })
                         .collect();
                     // Stable: among equal scores the earlier branch wins.
                     r.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
@@ -50,7 +52,9 @@ impl Program {
                 }
                 NodeKind::Star { body, .. } => {
                     let mut b = *body;
-                    while let NodeKind::Net { body, .. } | NodeKind::Place { body, .. } = &graph.node(b).kind {
+                    while let NodeKind::Net { body, .. } | NodeKind::Place { body, .. } =
+                        &graph.node(b).kind
+                    {
                         b = *body;
                     }
                     if let NodeKind::Sync(_) = graph.node(b).kind {
@@ -60,7 +64,11 @@ impl Program {
                 _ => {}
             }
         }
-        Program { graph, routes, fused }
+        Program {
+            graph,
+            routes,
+            fused,
+        }
     }
 }
 
@@ -79,7 +87,12 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new(prog: Program, boxes: Vec<Option<Arc<dyn BoxImpl>>>, nodes: u32, box_concurrency: usize) -> Runtime {
+    pub fn new(
+        prog: Program,
+        boxes: Vec<Option<Arc<dyn BoxImpl>>>,
+        nodes: u32,
+        box_concurrency: usize,
+    ) -> Runtime {
         Runtime {
             prog,
             boxes,
@@ -133,7 +146,11 @@ pub struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     pub fn new(rt: &'a Runtime) -> Ctx<'a> {
-        Ctx { rt, ready: Vec::new(), kicks: std::cell::RefCell::new(Vec::new()) }
+        Ctx {
+            rt,
+            ready: Vec::new(),
+            kicks: std::cell::RefCell::new(Vec::new()),
+        }
     }
 
     /// Sends an item to an entity; collects the licence if it was idle.
@@ -164,7 +181,10 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
     let graph = rt.graph();
     match &graph.node(node).kind {
         NodeKind::Filter(_) => ctx.entity(node, Kind::Chain(FilterChain::new(&[node], next))),
-        NodeKind::Sync(def) => ctx.entity(node, Kind::Sync(SyncEntity::new(node, def.patterns.len(), next))),
+        NodeKind::Sync(def) => ctx.entity(
+            node,
+            Kind::Sync(SyncEntity::new(node, def.patterns.len(), next)),
+        ),
         NodeKind::Box(id) => {
             let e = ctx.entity(node, Kind::Box(BoxEntity::new(rt, node, *id, next)));
             if graph.box_def(*id).is_init() {
@@ -197,7 +217,10 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
         NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => instantiate(ctx, *body, next),
         NodeKind::Parallel { branches, det } => {
             let (next, det) = det_wrap(ctx, node, *det, next);
-            ctx.entity(node, Kind::Parallel(ParallelEntity::new(node, branches.len(), next, det)))
+            ctx.entity(
+                node,
+                Kind::Parallel(ParallelEntity::new(node, branches.len(), next, det)),
+            )
         }
         NodeKind::Star { det, .. } => {
             if rt.prog.fused[node as usize].is_some() {
@@ -209,14 +232,31 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
         }
         NodeKind::Split { tag, det, .. } => {
             let (next, det) = det_wrap(ctx, node, *det, next);
-            ctx.entity(node, Kind::Split(SplitEntity::new(node, *tag, false, next, det)))
+            ctx.entity(
+                node,
+                Kind::Split(SplitEntity::new(node, *tag, false, next, det)),
+            )
         }
-        NodeKind::DynPlace { tag, .. } => ctx.entity(node, Kind::Split(SplitEntity::new(node, *tag, true, next, None))),
+        NodeKind::DynPlace { tag, .. } => ctx.entity(
+            node,
+            Kind::Split(SplitEntity::new(node, *tag, true, next, None)),
+        ),
         NodeKind::Feedback { body, .. } => {
             let owner = rt.new_owner();
-            let router = ctx.entity(node, Kind::FeedbackRouter(FeedbackRouter::new(node, owner, next)));
+            let router = ctx.entity(
+                node,
+                Kind::FeedbackRouter(FeedbackRouter::new(node, owner, next)),
+            );
             let entry_of_body = instantiate(ctx, *body, router.clone());
-            let entry = ctx.entity(node, Kind::FeedbackEntry(FeedbackEntry::new(node, owner, entry_of_body.clone(), router.clone())));
+            let entry = ctx.entity(
+                node,
+                Kind::FeedbackEntry(FeedbackEntry::new(
+                    node,
+                    owner,
+                    entry_of_body.clone(),
+                    router.clone(),
+                )),
+            );
             // SAFETY: `router` was created just above and is reachable only from
             // the body instance and `entry`, which no worker can reach yet.
             if let Kind::FeedbackRouter(r) = unsafe { router.state() } {
@@ -236,7 +276,9 @@ fn serial_parts(graph: &Graph, node: NodeId, out: &mut Vec<NodeId>) {
             serial_parts(graph, *a, out);
             serial_parts(graph, *b, out);
         }
-        NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => serial_parts(graph, *body, out),
+        NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => {
+            serial_parts(graph, *body, out)
+        }
         _ => out.push(node),
     }
 }
@@ -246,7 +288,12 @@ fn is_filter(graph: &Graph, node: NodeId) -> bool {
 }
 
 /// For a deterministic combinator: a collector in front of `next`, and the owner state.
-fn det_wrap(ctx: &Ctx, node: NodeId, det: bool, next: Arc<Entity>) -> (Arc<Entity>, Option<crate::collector::DetOwner>) {
+fn det_wrap(
+    ctx: &Ctx,
+    node: NodeId,
+    det: bool,
+    next: Arc<Entity>,
+) -> (Arc<Entity>, Option<crate::collector::DetOwner>) {
     if !det {
         return (next, None);
     }

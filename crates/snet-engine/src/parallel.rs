@@ -22,14 +22,20 @@ pub struct ParallelEntity {
 
 impl ParallelEntity {
     pub fn new(node: NodeId, n: usize, next: Arc<Entity>, det: Option<DetOwner>) -> ParallelEntity {
-        ParallelEntity { node, branches: vec![None; n], next, det }
+        ParallelEntity {
+            node,
+            branches: vec![None; n],
+            next,
+            det,
+        }
     }
 
     fn branch(&mut self, i: usize, ctx: &Ctx) -> Arc<Entity> {
         if let Some(b) = &self.branches[i] {
             return b.clone();
         }
-        let snet_core::NodeKind::Parallel { branches, .. } = &ctx.rt.graph().node(self.node).kind else {
+        let snet_core::NodeKind::Parallel { branches, .. } = &ctx.rt.graph().node(self.node).kind
+        else {
             unreachable!("parallel entity on a non-parallel node")
         };
         let e = instantiate(ctx, branches[i], self.next.clone());
@@ -41,7 +47,11 @@ impl ParallelEntity {
         match item {
             Item::Rec(r) => {
                 let routes = &ctx.rt.prog.routes[self.node as usize];
-                let Some(i) = routes.iter().find(|(v, _)| r.rec.matches(v)).map(|(_, i)| *i) else {
+                let Some(i) = routes
+                    .iter()
+                    .find(|(v, _)| r.rec.matches(v))
+                    .map(|(_, i)| *i)
+                else {
                     let accepted: Vec<String> = routes.iter().map(|(v, _)| v.to_string()).collect();
                     return Err(EngineError::Type {
                         what: format!(
@@ -55,7 +65,13 @@ impl ParallelEntity {
                 let target = self.branch(i, ctx);
                 crate::collector::send_in(self.det.as_mut(), &target, r, ctx);
             }
-            Item::Marker(m) => crate::collector::pass_marker(self.det.as_mut(), m, self.branches.iter().flatten(), &self.next, ctx),
+            Item::Marker(m) => crate::collector::pass_marker(
+                self.det.as_mut(),
+                m,
+                self.branches.iter().flatten(),
+                &self.next,
+                ctx,
+            ),
             Item::Resume => ctx.send(&self.next, Item::Resume),
         }
         Ok(())
@@ -64,7 +80,12 @@ impl ParallelEntity {
 
 /// Sends copies of an enclosing owner's marker down every instantiated path
 /// (or to `fallback` when there is none): each may hold records it must follow.
-pub fn broadcast<'a>(m: Marker, paths: impl Iterator<Item = &'a Arc<Entity>> + Clone, fallback: &Arc<Entity>, ctx: &mut Ctx) {
+pub fn broadcast<'a>(
+    m: Marker,
+    paths: impl Iterator<Item = &'a Arc<Entity>> + Clone,
+    fallback: &Arc<Entity>,
+    ctx: &mut Ctx,
+) {
     let n = paths.clone().count();
     if n == 0 {
         ctx.send(fallback, Item::Marker(m));

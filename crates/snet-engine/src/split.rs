@@ -25,17 +25,38 @@ pub struct SplitEntity {
 }
 
 impl SplitEntity {
-    pub fn new(node: NodeId, tag: Label, placement: bool, next: Arc<Entity>, det: Option<DetOwner>) -> SplitEntity {
-        SplitEntity { node, tag, placement, replicas: FxHashMap::default(), next, det }
+    pub fn new(
+        node: NodeId,
+        tag: Label,
+        placement: bool,
+        next: Arc<Entity>,
+        det: Option<DetOwner>,
+    ) -> SplitEntity {
+        SplitEntity {
+            node,
+            tag,
+            placement,
+            replicas: FxHashMap::default(),
+            next,
+            det,
+        }
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {
-                let what = if self.placement { "dynamic placement" } else { "parallel replication" };
+                let what = if self.placement {
+                    "dynamic placement"
+                } else {
+                    "parallel replication"
+                };
                 let Some(v) = r.rec.int(self.tag) else {
                     return Err(EngineError::Type {
-                        what: format!("record {} lacks the tag {} that the {what} splits on", r.rec.type_string(), self.tag),
+                        what: format!(
+                            "record {} lacks the tag {} that the {what} splits on",
+                            r.rec.type_string(),
+                            self.tag
+                        ),
                         loc: ctx.rt.loc(self.node),
                     });
                 };
@@ -64,7 +85,13 @@ impl SplitEntity {
                 };
                 crate::collector::send_in(self.det.as_mut(), &target, r, ctx);
             }
-            Item::Marker(m) => crate::collector::pass_marker(self.det.as_mut(), m, self.replicas.values(), &self.next, ctx),
+            Item::Marker(m) => crate::collector::pass_marker(
+                self.det.as_mut(),
+                m,
+                self.replicas.values(),
+                &self.next,
+                ctx,
+            ),
             Item::Resume => ctx.send(&self.next, Item::Resume),
         }
         Ok(())

@@ -55,14 +55,25 @@ pub fn matches_any(pats: &[Pattern], rec: &Record) -> Result<bool, snet_core::Ev
 impl StarEntity {
     pub fn new(node: NodeId, level: u32, exit: Arc<Entity>, det: Option<DetOwner>) -> StarEntity {
         let owner = det.as_ref().map(|d| d.owner);
-        StarEntity { node, level, exit, body: None, det, owner, dirty_exit: false, dirty_body: false }
+        StarEntity {
+            node,
+            level,
+            exit,
+            body: None,
+            det,
+            owner,
+            dirty_exit: false,
+            dirty_body: false,
+        }
     }
 
     fn body(&mut self, ctx: &Ctx) -> Arc<Entity> {
         if let Some(b) = &self.body {
             return b.clone();
         }
-        let NodeKind::Star { body, .. } = &ctx.rt.graph().node(self.node).kind else { unreachable!("star entity on a non-star node") };
+        let NodeKind::Star { body, .. } = &ctx.rt.graph().node(self.node).kind else {
+            unreachable!("star entity on a non-star node")
+        };
         let mut stage = StarEntity::new(self.node, self.level + 1, self.exit.clone(), None);
         stage.owner = self.owner;
         let next = ctx.entity(self.node, Kind::Star(stage));
@@ -75,7 +86,9 @@ impl StarEntity {
         match item {
             Item::Rec(mut r) => {
                 let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
-                let NodeKind::Star { exits, .. } = &ctx.rt.graph().node(self.node).kind else { unreachable!() };
+                let NodeKind::Star { exits, .. } = &ctx.rt.graph().node(self.node).kind else {
+                    unreachable!()
+                };
                 let leave = matches_any(exits, &r.rec).map_err(|e| EngineError::Eval {
                     what: format!("star exit guard: {e}"),
                     loc: ctx.rt.loc(self.node),
@@ -99,7 +112,9 @@ impl StarEntity {
                     let w = d.wrap(m);
                     ctx.send(&self.exit, Item::Marker(w));
                 } else {
-                    let paths: Vec<Arc<Entity>> = std::iter::once(self.exit.clone()).chain(self.body.clone()).collect();
+                    let paths: Vec<Arc<Entity>> = std::iter::once(self.exit.clone())
+                        .chain(self.body.clone())
+                        .collect();
                     crate::parallel::broadcast(m, paths.iter(), &self.exit, ctx);
                 }
             }
@@ -110,14 +125,21 @@ impl StarEntity {
 
     /// An own marker: down the paths that saw records since the last one.
     fn own_marker(&mut self, m: Marker, ctx: &mut Ctx) {
-        let body = if self.dirty_body { self.body.clone() } else { None };
+        let body = if self.dirty_body {
+            self.body.clone()
+        } else {
+            None
+        };
         let to_exit = self.dirty_exit || body.is_none();
         self.dirty_exit = false;
         self.dirty_body = false;
         let n = to_exit as usize + body.is_some() as usize;
         let mut copies = m.split(n);
         if to_exit {
-            ctx.send(&self.exit, Item::Marker(copies.next().expect("one copy per path")));
+            ctx.send(
+                &self.exit,
+                Item::Marker(copies.next().expect("one copy per path")),
+            );
         }
         if let Some(b) = body {
             ctx.send(&b, Item::Marker(copies.next().expect("one copy per path")));
@@ -149,7 +171,9 @@ pub struct FusedSync {
 impl FusedSync {
     pub fn new(rt: &Runtime, node: NodeId, next: Arc<Entity>) -> FusedSync {
         let sync = rt.prog.fused[node as usize].expect("fused star");
-        let NodeKind::Sync(def) = &rt.graph().node(sync).kind else { unreachable!("fused star over a non-sync") };
+        let NodeKind::Sync(def) = &rt.graph().node(sync).kind else {
+            unreachable!("fused star over a non-sync")
+        };
         FusedSync {
             node,
             sync,
@@ -166,11 +190,18 @@ impl FusedSync {
             return Ok(());
         };
         let graph = ctx.rt.graph();
-        let NodeKind::Star { exits, .. } = &graph.node(self.node).kind else { unreachable!() };
-        let NodeKind::Sync(def) = &graph.node(self.sync).kind else { unreachable!() };
+        let NodeKind::Star { exits, .. } = &graph.node(self.node).kind else {
+            unreachable!()
+        };
+        let NodeKind::Sync(def) = &graph.node(self.sync).kind else {
+            unreachable!()
+        };
         let pats = &def.patterns;
         let loc = || ctx.rt.loc(self.node);
-        let eval_err = |e: snet_core::EvalError| EngineError::Eval { what: format!("repeated synchronisation: {e}"), loc: loc() };
+        let eval_err = |e: snet_core::EvalError| EngineError::Eval {
+            what: format!("repeated synchronisation: {e}"),
+            loc: loc(),
+        };
         let mut rec = rec;
         let mut from = 0u64; // the first position the record may still reach
         loop {
@@ -214,7 +245,9 @@ impl FusedSync {
                 }
             };
             let cell = self.cells.get_mut(&pos).expect("open cell");
-            let i = (0..pats.len()).find(|&i| accepts[i] && cell.open(i)).expect("the chosen cell has a slot for the record");
+            let i = (0..pats.len())
+                .find(|&i| accepts[i] && cell.open(i))
+                .expect("the chosen cell has a slot for the record");
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
                 None => return Ok(()),

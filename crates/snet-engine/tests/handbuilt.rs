@@ -10,7 +10,11 @@ struct B {
 }
 
 fn loc() -> Loc {
-    Loc { file: "test.snet".into(), line: 1, col: 1 }
+    Loc {
+        file: "test.snet".into(),
+        line: 1,
+        col: 1,
+    }
 }
 
 fn ty(vs: &[&[Label]]) -> Type {
@@ -31,10 +35,21 @@ fn bin(op: BinOp, a: ExprTree, b: ExprTree) -> ExprTree {
 
 impl B {
     fn new() -> B {
-        B { g: Graph { nodes: vec![], boxes: vec![], entry: 0 } }
+        B {
+            g: Graph {
+                nodes: vec![],
+                boxes: vec![],
+                entry: 0,
+            },
+        }
     }
     fn node(&mut self, kind: NodeKind, input: Type) -> NodeId {
-        self.g.add(Node { kind, loc: loc(), input, output: Type::default() })
+        self.g.add(Node {
+            kind,
+            loc: loc(),
+            input,
+            output: Type::default(),
+        })
     }
     /// [{pattern} -> {<dst = expr>, ...}]  one outspec, tags only
     fn filter(&mut self, pattern: &[Label], outs: Vec<Vec<(Label, Option<ExprTree>)>>) -> NodeId {
@@ -53,7 +68,13 @@ impl B {
                     .collect(),
             })
             .collect();
-        let def = FilterDef { pattern: Variant::new(pattern.iter().copied()), arms: vec![FilterArm { guard: None, outputs }] };
+        let def = FilterDef {
+            pattern: Variant::new(pattern.iter().copied()),
+            arms: vec![FilterArm {
+                guard: None,
+                outputs,
+            }],
+        };
         self.node(NodeKind::Filter(def), ty(&[pattern]))
     }
     fn serial(&mut self, a: NodeId, b: NodeId) -> NodeId {
@@ -92,7 +113,10 @@ fn workers() -> &'static [usize] {
 }
 
 fn cfg(workers: usize) -> Config {
-    Config { workers, ..Config::default() }
+    Config {
+        workers,
+        ..Config::default()
+    }
 }
 
 fn sorted_ints(out: &[Record], tag: &str) -> Vec<i64> {
@@ -104,7 +128,13 @@ fn sorted_ints(out: &[Record], tag: &str) -> Vec<i64> {
 #[test]
 fn pipeline_of_filters_preserves_order() {
     let mut b = B::new();
-    let inc = b.filter(&[t("X")], vec![vec![(t("X"), Some(bin(BinOp::Add, e_tag("X"), ExprTree::Int(1))))]]);
+    let inc = b.filter(
+        &[t("X")],
+        vec![vec![(
+            t("X"),
+            Some(bin(BinOp::Add, e_tag("X"), ExprTree::Int(1))),
+        )]],
+    );
     let mut cur = inc;
     for _ in 0..9 {
         cur = b.serial(cur, inc);
@@ -133,8 +163,14 @@ fn fib_graph() -> Arc<Graph> {
                 guard: Some(Expr::compile(bin(Le, e_tag("N"), Int(1)))),
                 outputs: vec![OutSpec {
                     items: vec![
-                        OutItem::Tag { dst: k, value: TagValue::Copy },
-                        OutItem::Tag { dst: r, value: TagValue::Expr(Expr::compile(e_tag("N"))) },
+                        OutItem::Tag {
+                            dst: k,
+                            value: TagValue::Copy,
+                        },
+                        OutItem::Tag {
+                            dst: r,
+                            value: TagValue::Expr(Expr::compile(e_tag("N"))),
+                        },
                     ],
                 }],
             },
@@ -143,16 +179,29 @@ fn fib_graph() -> Arc<Graph> {
                 outputs: vec![
                     OutSpec {
                         items: vec![
-                            OutItem::Tag { dst: n, value: TagValue::Expr(Expr::compile(bin(Sub, e_tag("N"), Int(1)))) },
-                            OutItem::Tag { dst: k, value: TagValue::Expr(Expr::compile(bin(Mul, Int(2), e_tag("K")))) },
+                            OutItem::Tag {
+                                dst: n,
+                                value: TagValue::Expr(Expr::compile(bin(Sub, e_tag("N"), Int(1)))),
+                            },
+                            OutItem::Tag {
+                                dst: k,
+                                value: TagValue::Expr(Expr::compile(bin(Mul, Int(2), e_tag("K")))),
+                            },
                         ],
                     },
                     OutSpec {
                         items: vec![
-                            OutItem::Tag { dst: n, value: TagValue::Expr(Expr::compile(bin(Sub, e_tag("N"), Int(2)))) },
+                            OutItem::Tag {
+                                dst: n,
+                                value: TagValue::Expr(Expr::compile(bin(Sub, e_tag("N"), Int(2)))),
+                            },
                             OutItem::Tag {
                                 dst: k,
-                                value: TagValue::Expr(Expr::compile(bin(Add, bin(Mul, Int(2), e_tag("K")), Int(1)))),
+                                value: TagValue::Expr(Expr::compile(bin(
+                                    Add,
+                                    bin(Mul, Int(2), e_tag("K")),
+                                    Int(1),
+                                ))),
                             },
                         ],
                     },
@@ -162,65 +211,143 @@ fn fib_graph() -> Arc<Graph> {
     };
     let step = b.node(NodeKind::Filter(step), ty(&[&[n, k]]));
     let expand = b.node(
-        NodeKind::Star { body: step, exits: vec![Pattern { variant: Variant::new([r]), guard: None }], det: false },
+        NodeKind::Star {
+            body: step,
+            exits: vec![Pattern {
+                variant: Variant::new([r]),
+                guard: None,
+            }],
+            det: false,
+        },
         ty(&[&[n, k]]),
     );
     // up
-    let kp = |x: Label| OutItem::Tag { dst: x, value: TagValue::Expr(Expr::compile(e_tag("R"))) };
-    let half = || OutItem::Tag { dst: p, value: TagValue::Expr(Expr::compile(bin(Div, e_tag("K"), Int(2)))) };
+    let kp = |x: Label| OutItem::Tag {
+        dst: x,
+        value: TagValue::Expr(Expr::compile(e_tag("R"))),
+    };
+    let half = || OutItem::Tag {
+        dst: p,
+        value: TagValue::Expr(Expr::compile(bin(Div, e_tag("K"), Int(2)))),
+    };
     let up = FilterDef {
         pattern: Variant::new([k, r]),
         arms: vec![
-            FilterArm { guard: Some(Expr::compile(bin(Eq, e_tag("K"), Int(1)))), outputs: vec![OutSpec { items: vec![kp(f)] }] },
+            FilterArm {
+                guard: Some(Expr::compile(bin(Eq, e_tag("K"), Int(1)))),
+                outputs: vec![OutSpec { items: vec![kp(f)] }],
+            },
             FilterArm {
                 guard: Some(Expr::compile(bin(Eq, bin(Mod, e_tag("K"), Int(2)), Int(0)))),
-                outputs: vec![OutSpec { items: vec![half(), kp(v)] }],
+                outputs: vec![OutSpec {
+                    items: vec![half(), kp(v)],
+                }],
             },
-            FilterArm { guard: None, outputs: vec![OutSpec { items: vec![half(), kp(w)] }] },
+            FilterArm {
+                guard: None,
+                outputs: vec![OutSpec {
+                    items: vec![half(), kp(w)],
+                }],
+            },
         ],
     };
     let up = b.node(NodeKind::Filter(up), ty(&[&[k, r]]));
     let sync = b.node(
         NodeKind::Sync(SyncDef {
-            patterns: vec![Pattern { variant: Variant::new([v]), guard: None }, Pattern { variant: Variant::new([w]), guard: None }],
+            patterns: vec![
+                Pattern {
+                    variant: Variant::new([v]),
+                    guard: None,
+                },
+                Pattern {
+                    variant: Variant::new([w]),
+                    guard: None,
+                },
+            ],
         }),
         ty(&[&[v], &[w]]),
     );
-    let split = b.node(NodeKind::Split { body: sync, tag: p, det: false }, ty(&[&[p, v], &[p, w]]));
+    let split = b.node(
+        NodeKind::Split {
+            body: sync,
+            tag: p,
+            det: false,
+        },
+        ty(&[&[p, v], &[p, w]]),
+    );
     let add = FilterDef {
         pattern: Variant::new([p, v, w]),
         arms: vec![FilterArm {
             guard: None,
             outputs: vec![OutSpec {
                 items: vec![
-                    OutItem::Tag { dst: k, value: TagValue::Expr(Expr::compile(e_tag("P"))) },
-                    OutItem::Tag { dst: r, value: TagValue::Expr(Expr::compile(bin(Add, e_tag("V"), e_tag("W")))) },
+                    OutItem::Tag {
+                        dst: k,
+                        value: TagValue::Expr(Expr::compile(e_tag("P"))),
+                    },
+                    OutItem::Tag {
+                        dst: r,
+                        value: TagValue::Expr(Expr::compile(bin(Add, e_tag("V"), e_tag("W")))),
+                    },
                 ],
             }],
         }],
     };
     let add = b.node(NodeKind::Filter(add), ty(&[&[p, v, w]]));
     let drop_v = b.node(
-        NodeKind::Filter(FilterDef { pattern: Variant::new([p, v]), arms: vec![FilterArm { guard: None, outputs: vec![] }] }),
+        NodeKind::Filter(FilterDef {
+            pattern: Variant::new([p, v]),
+            arms: vec![FilterArm {
+                guard: None,
+                outputs: vec![],
+            }],
+        }),
         ty(&[&[p, v]]),
     );
     let drop_w = b.node(
-        NodeKind::Filter(FilterDef { pattern: Variant::new([p, w]), arms: vec![FilterArm { guard: None, outputs: vec![] }] }),
+        NodeKind::Filter(FilterDef {
+            pattern: Variant::new([p, w]),
+            arms: vec![FilterArm {
+                guard: None,
+                outputs: vec![],
+            }],
+        }),
         ty(&[&[p, w]]),
     );
-    let choose = b.node(NodeKind::Parallel { branches: vec![add, drop_v, drop_w], det: false }, ty(&[&[p, v, w], &[p, v], &[p, w]]));
+    let choose = b.node(
+        NodeKind::Parallel {
+            branches: vec![add, drop_v, drop_w],
+            det: false,
+        },
+        ty(&[&[p, v, w], &[p, v], &[p, w]]),
+    );
     let join = b.serial(split, choose);
     let ident = b.node(
         NodeKind::Filter(FilterDef {
             pattern: Variant::empty(),
-            arms: vec![FilterArm { guard: None, outputs: vec![OutSpec::default()] }],
+            arms: vec![FilterArm {
+                guard: None,
+                outputs: vec![OutSpec::default()],
+            }],
         }),
         ty(&[&[]]),
     );
-    let join_or = b.node(NodeKind::Parallel { branches: vec![join, ident], det: false }, ty(&[&[p, v], &[p, w], &[]]));
+    let join_or = b.node(
+        NodeKind::Parallel {
+            branches: vec![join, ident],
+            det: false,
+        },
+        ty(&[&[p, v], &[p, w], &[]]),
+    );
     let body = b.serial(up, join_or);
     let merge = b.node(
-        NodeKind::Feedback { body, back: vec![Pattern { variant: Variant::new([k, r]), guard: None }] },
+        NodeKind::Feedback {
+            body,
+            back: vec![Pattern {
+                variant: Variant::new([k, r]),
+                guard: None,
+            }],
+        },
         ty(&[&[k, r]]),
     );
     let init = b.filter(&[n], vec![vec![(n, None), (k, Some(ExprTree::Int(1)))]]);
@@ -241,7 +368,11 @@ fn fib(n: i64) -> i64 {
 fn fibonacci_network() {
     let g = fib_graph();
     for &w in workers() {
-        for n in if cfg!(miri) { vec![1, 5] } else { vec![1, 2, 5, 12, 16] } {
+        for n in if cfg!(miri) {
+            vec![1, 5]
+        } else {
+            vec![1, 2, 5, 12, 16]
+        } {
             let out = run_vec(g.clone(), &cfg(w), vec![rec(&[("N", n)])]).unwrap();
             assert_eq!(out.len(), 1, "n={n} w={w}: {out:?}");
             assert_eq!(out[0].int(t("F")), Some(fib(n)), "n={n} w={w}");
@@ -259,13 +390,26 @@ fn deterministic_parallel_keeps_input_order() {
         chain = b.serial(chain, fa);
     }
     let fb = b.filter(&[t("B")], vec![vec![(t("B"), None)]]);
-    let par = b.node(NodeKind::Parallel { branches: vec![chain, fb], det: true }, ty(&[&[t("A")], &[t("B")]]));
+    let par = b.node(
+        NodeKind::Parallel {
+            branches: vec![chain, fb],
+            det: true,
+        },
+        ty(&[&[t("A")], &[t("B")]]),
+    );
     let g = b.finish(par);
     for &w in workers() {
         for _ in 0..if cfg!(miri) { 1 } else { 5 } {
             let n = size(2000);
-            let input: Vec<Record> =
-                (0..n).map(|i| if i % 3 == 0 { rec(&[("A", i), ("I", i)]) } else { rec(&[("B", i), ("I", i)]) }).collect();
+            let input: Vec<Record> = (0..n)
+                .map(|i| {
+                    if i % 3 == 0 {
+                        rec(&[("A", i), ("I", i)])
+                    } else {
+                        rec(&[("B", i), ("I", i)])
+                    }
+                })
+                .collect();
             let out = run_vec(g.clone(), &cfg(w), input).unwrap();
             let is: Vec<i64> = out.iter().map(|r| r.int(t("I")).unwrap()).collect();
             assert_eq!(is, (0..n).collect::<Vec<_>>(), "workers={w}");
@@ -277,20 +421,38 @@ fn deterministic_parallel_keeps_input_order() {
 fn deterministic_star_and_split_keep_order() {
     let mut b = B::new();
     // ** : decrement C until C <= 0
-    let dec = b.filter(&[t("C")], vec![vec![(t("C"), Some(bin(BinOp::Sub, e_tag("C"), ExprTree::Int(1))))]]);
+    let dec = b.filter(
+        &[t("C")],
+        vec![vec![(
+            t("C"),
+            Some(bin(BinOp::Sub, e_tag("C"), ExprTree::Int(1))),
+        )]],
+    );
     let star = b.node(
         NodeKind::Star {
             body: dec,
-            exits: vec![Pattern { variant: Variant::new([t("C")]), guard: Some(Expr::compile(bin(BinOp::Le, e_tag("C"), ExprTree::Int(0)))) }],
+            exits: vec![Pattern {
+                variant: Variant::new([t("C")]),
+                guard: Some(Expr::compile(bin(BinOp::Le, e_tag("C"), ExprTree::Int(0)))),
+            }],
             det: true,
         },
         ty(&[&[t("C")]]),
     );
-    let split = b.node(NodeKind::Split { body: star, tag: t("S"), det: true }, ty(&[&[t("C"), t("S")]]));
+    let split = b.node(
+        NodeKind::Split {
+            body: star,
+            tag: t("S"),
+            det: true,
+        },
+        ty(&[&[t("C"), t("S")]]),
+    );
     let g = b.finish(split);
     for &w in workers() {
         let n = size(1500);
-        let input: Vec<Record> = (0..n).map(|i| rec(&[("C", (i * 7919) % 23), ("S", i % 13), ("I", i)])).collect();
+        let input: Vec<Record> = (0..n)
+            .map(|i| rec(&[("C", (i * 7919) % 23), ("S", i % 13), ("I", i)]))
+            .collect();
         let out = run_vec(g.clone(), &cfg(w), input).unwrap();
         let is: Vec<i64> = out.iter().map(|r| r.int(t("I")).unwrap()).collect();
         assert_eq!(is, (0..n).collect::<Vec<_>>(), "workers={w}");
@@ -301,13 +463,34 @@ fn deterministic_star_and_split_keep_order() {
 #[test]
 fn nondeterministic_split_multiset() {
     let mut b = B::new();
-    let sq = b.filter(&[t("X")], vec![vec![(t("X"), None), (t("Y"), Some(bin(BinOp::Mul, e_tag("X"), e_tag("X"))))]]);
-    let split = b.node(NodeKind::Split { body: sq, tag: t("X"), det: false }, ty(&[&[t("X")]]));
+    let sq = b.filter(
+        &[t("X")],
+        vec![vec![
+            (t("X"), None),
+            (t("Y"), Some(bin(BinOp::Mul, e_tag("X"), e_tag("X")))),
+        ]],
+    );
+    let split = b.node(
+        NodeKind::Split {
+            body: sq,
+            tag: t("X"),
+            det: false,
+        },
+        ty(&[&[t("X")]]),
+    );
     let g = b.finish(split);
     for &w in workers() {
         let n = size(3000);
-        let out = run_vec(g.clone(), &cfg(w), (0..n).map(|i| rec(&[("X", i)])).collect()).unwrap();
-        assert_eq!(sorted_ints(&out, "Y"), (0..n).map(|i| i * i).collect::<Vec<_>>());
+        let out = run_vec(
+            g.clone(),
+            &cfg(w),
+            (0..n).map(|i| rec(&[("X", i)])).collect(),
+        )
+        .unwrap();
+        assert_eq!(
+            sorted_ints(&out, "Y"),
+            (0..n).map(|i| i * i).collect::<Vec<_>>()
+        );
     }
 }
 
@@ -317,12 +500,28 @@ fn repeated_synchronisation_is_fused_and_pairs() {
     let (a, bb) = (t("a"), t("b"));
     let sync = b.node(
         NodeKind::Sync(SyncDef {
-            patterns: vec![Pattern { variant: Variant::new([a]), guard: None }, Pattern { variant: Variant::new([bb]), guard: None }],
+            patterns: vec![
+                Pattern {
+                    variant: Variant::new([a]),
+                    guard: None,
+                },
+                Pattern {
+                    variant: Variant::new([bb]),
+                    guard: None,
+                },
+            ],
         }),
         ty(&[&[a], &[bb]]),
     );
     let star = b.node(
-        NodeKind::Star { body: sync, exits: vec![Pattern { variant: Variant::new([a, bb]), guard: None }], det: false },
+        NodeKind::Star {
+            body: sync,
+            exits: vec![Pattern {
+                variant: Variant::new([a, bb]),
+                guard: None,
+            }],
+            det: false,
+        },
         ty(&[&[a], &[bb]]),
     );
     let g = b.finish(star);
@@ -337,7 +536,11 @@ fn repeated_synchronisation_is_fused_and_pairs() {
         let out = run_vec(g.clone(), &cfg(w), input).unwrap();
         assert_eq!(out.len(), 100);
         for r in &out {
-            assert_eq!(r.int(a), r.int(bb), "fused cells pair the i-th a with the i-th b in order");
+            assert_eq!(
+                r.int(a),
+                r.int(bb),
+                "fused cells pair the i-th a with the i-th b in order"
+            );
         }
     }
 }
@@ -345,14 +548,26 @@ fn repeated_synchronisation_is_fused_and_pairs() {
 #[test]
 fn runtime_errors_are_reported() {
     let mut b = B::new();
-    let f = b.filter(&[t("X")], vec![vec![(t("Y"), Some(bin(BinOp::Div, ExprTree::Int(1), e_tag("X"))))]]);
+    let f = b.filter(
+        &[t("X")],
+        vec![vec![(
+            t("Y"),
+            Some(bin(BinOp::Div, ExprTree::Int(1), e_tag("X"))),
+        )]],
+    );
     let g = b.finish(f);
     let err = run_vec(g, &cfg(2), vec![rec(&[("X", 1)]), rec(&[("X", 0)])]).unwrap_err();
     assert!(err.to_string().contains("division by zero"), "{err}");
     let mut b = B::new();
     let fa = b.filter(&[t("A")], vec![vec![(t("A"), None)]]);
     let fb = b.filter(&[t("B")], vec![vec![(t("B"), None)]]);
-    let par = b.node(NodeKind::Parallel { branches: vec![fa, fb], det: false }, ty(&[&[t("A")], &[t("B")]]));
+    let par = b.node(
+        NodeKind::Parallel {
+            branches: vec![fa, fb],
+            det: false,
+        },
+        ty(&[&[t("A")], &[t("B")]]),
+    );
     let g = b.finish(par);
     let err = run_vec(g, &cfg(2), vec![rec(&[("C", 1)])]).unwrap_err();
     assert!(err.to_string().contains("no branch"), "{err}");
