@@ -9,15 +9,42 @@
 //! # Initialiser boxes
 //!
 //! A box with no input labels (`box init(-> (A));`) is an *initialiser*. Its
-//! entity is invoked once, with the empty record, when the entity is created
-//! ([`crate::instantiate::instantiate`] queues an [`init_kick`] marker for
-//! it): for a box on the entry network's serial spine that is the start of
-//! the run; inside a lazily created parallel branch, star stage or split
-//! replica, when that instance is created. Its outputs enter the network at
-//! the box's place. Like any box it also accepts records arriving from
+//! entity is called once with the empty record when the instance holding it
+//! starts ([`crate::instantiate::instantiate`] queues that call in
+//! `Ctx::startup`, and whoever created the instance sends it at once):
+//!
+//! * Every initialiser of the *static* network — the instance of the entry
+//!   net created before the run, i.e. everything reachable from the entry
+//!   without entering the body of a star, split or dynamic placement:
+//!   serial compositions, parallel branches, feedback bodies, nested nets,
+//!   placements — fires exactly once, at the start of the run, before any
+//!   input record is admitted. Parallel branches are normally created by
+//!   their dispatcher when the first record is routed to them; a branch that
+//!   holds such an initialiser is created with the composition instead
+//!   (`Program::init_branches`), so an initialiser in a branch no record
+//!   ever enters still fires.
+//! * An initialiser inside a star stage or a split replica fires when that
+//!   replica is created, i.e. when the first record that needs it arrives;
+//!   each replica's initialiser fires once.
+//!
+//! The outputs enter the network at the box's place and flow on like any
+//! record. Like any box an initialiser also accepts records arriving from
 //! upstream (every record matches the empty input pattern): each one causes
-//! one more invocation whose outputs inherit all of the record's labels.
-//! This is exactly the checker's flow rule (`O`, and `O ∪ v`).
+//! one more call whose outputs inherit all of the record's labels. This is
+//! exactly the checker's flow rule (`O`, and `O ∪ v`).
+//!
+//! **Order.** The start-up of an instance behaves like a record that enters
+//! it ahead of everything else. For deterministic combinators: a `||` whose
+//! branches hold initialisers gives their start-up its sequence number 0 (the
+//! calls carry that stamp and a marker copy follows them down each such
+//! branch), so everything the initialisers emit leaves the `||` before the
+//! outputs of its first input record, in the order of the branches' own
+//! (possibly nondeterministic) merging otherwise. The start-up of a replica
+//! created by record `r` carries `r`'s stamps and is sent before `r`: an
+//! enclosing `**`/`!!`/`||` emits the initialiser outputs among `r`'s
+//! outputs, and ahead of them where `r` passes through the initialiser.
+//! Quiescence ends the run only after all of this has drained: the start-up
+//! calls are the first tasks of the run, queued before the workers start.
 //!
 //! # Concurrent invocation (`box_concurrency` = N > 1)
 //!
@@ -54,7 +81,7 @@ use std::collections::BTreeMap;
 
 use snet_core::{BoxDef, BoxId, NodeId, Record};
 
-use crate::entity::{Entity, Item, Marker, Rec};
+use crate::entity::{Entity, Item, Rec};
 use crate::instantiate::{Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, Mutex};
 use crate::EngineError;
@@ -90,18 +117,6 @@ impl LanguageInterface for NoBoxes {
             def.name, def.loc
         ))
     }
-}
-
-/// The owner id of [`init_kick`] markers (no real owner uses it).
-pub const INIT_KICK_OWNER: u64 = u64::MAX;
-
-/// The item that makes an initialiser box entity fire (sent to it once, at creation).
-pub fn init_kick() -> Item {
-    Item::Marker(Marker::new(INIT_KICK_OWNER, 0, 1, None))
-}
-
-fn is_kick(item: &Item) -> bool {
-    matches!(item, Item::Marker(m) if m.owner == INIT_KICK_OWNER)
 }
 
 /// The reorder buffer shared by a concurrent box's dispatcher and lanes (see the module docs).
@@ -245,12 +260,6 @@ impl BoxEntity {
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        // An initialiser's start-up call is a call on the empty record.
-        let item = if is_kick(&item) {
-            Item::Rec(Rec::new(Record::new()))
-        } else {
-            item
-        };
         match &mut self.mode {
             Mode::Inline => {
                 let Item::Rec(Rec { rec, det }) = item else {

@@ -144,6 +144,16 @@ pub fn run_vec(
     config: &Config,
     input: Vec<Record>,
 ) -> Result<Vec<Record>, EngineError> {
+    run_vec_with(graph, config, input, &NoBoxes)
+}
+
+/// As [`run_vec`], with the boxes of `language`.
+pub fn run_vec_with(
+    graph: Arc<Graph>,
+    config: &Config,
+    input: Vec<Record>,
+    language: &dyn LanguageInterface,
+) -> Result<Vec<Record>, EngineError> {
     struct VecSource(std::vec::IntoIter<Record>);
     impl Source for VecSource {
         fn next_record(&mut self) -> Result<Option<Record>, SourceError> {
@@ -172,7 +182,7 @@ pub fn run_vec(
         config,
         Box::new(VecSource(input.into_iter())),
         Box::new(VecSink(out.clone())),
-        &NoBoxes,
+        language,
         &SingleNode,
     )?;
     let v = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));

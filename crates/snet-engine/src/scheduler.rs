@@ -51,7 +51,7 @@ use std::thread;
 
 use snet_core::{Graph, NodeId, NodeKind, Record};
 
-use crate::entity::{Entity, Item, Offer, Rec};
+use crate::entity::{Entity, Item, Offer, Rec, Stamps};
 use crate::instantiate::{instantiate, output_entity, process, Ctx, Kind, Program, Runtime};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{Config, Distribution, EngineError, LanguageInterface, Sink, Source, Stats};
@@ -253,9 +253,10 @@ pub fn run(
     let (entry, output, initial) = {
         let mut ctx = Ctx::new(&rt);
         let output = output_entity(&ctx, sink);
-        let entry = instantiate(&ctx, graph.entry, output.clone());
-        // Initialiser boxes of the entry instance fire first (boxes.rs).
-        ctx.send_kicks();
+        let entry = instantiate(&ctx, graph.entry, output.clone(), &Stamps::new());
+        // The initialiser boxes of the static network fire first (boxes.rs):
+        // their calls are the first tasks, ahead of any input.
+        ctx.start();
         let initial: VecDeque<Task> = ctx
             .ready
             .drain(..)
@@ -299,7 +300,18 @@ pub fn run(
             .map(|me| {
                 thread::Builder::new()
                     .name(format!("snet-worker-{me}"))
-                    .spawn_scoped(s, move || worker_loop(sh, me))
+                    .spawn_scoped(s, move || {
+                        // A panic (an engine bug) must not leave the other
+                        // workers waiting for this one to go to sleep: stop the run.
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            worker_loop(sh, me)
+                        }));
+                        if r.is_err() {
+                            sh.fail(EngineError::Setup(
+                                "internal error: a worker panicked".into(),
+                            ));
+                        }
+                    })
                     .expect("spawn worker thread")
             })
             .collect();

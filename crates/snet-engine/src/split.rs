@@ -44,7 +44,7 @@ impl SplitEntity {
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
-            Item::Rec(r) => {
+            Item::Rec(mut r) => {
                 let what = if self.placement {
                     "dynamic placement"
                 } else {
@@ -71,6 +71,7 @@ impl SplitEntity {
                         loc: ctx.rt.loc(self.node),
                     });
                 }
+                let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
                 let target = match self.replicas.get(&v) {
                     Some(t) => t.clone(),
                     None => {
@@ -78,12 +79,14 @@ impl SplitEntity {
                             NodeKind::Split { body, .. } | NodeKind::DynPlace { body, .. } => *body,
                             _ => unreachable!("split entity on a non-split node"),
                         };
-                        let t = instantiate(ctx, body, self.next.clone());
+                        // The replica's initialisers start as part of the record that creates it.
+                        let t = instantiate(ctx, body, self.next.clone(), &r.det);
+                        ctx.start();
                         self.replicas.insert(v, t.clone());
                         t
                     }
                 };
-                crate::collector::send_in(self.det.as_mut(), &target, r, ctx);
+                crate::collector::send_in(&target, r, marker, ctx);
             }
             Item::Marker(m) => crate::collector::pass_marker(
                 self.det.as_mut(),

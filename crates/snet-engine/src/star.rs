@@ -8,15 +8,24 @@
 //! whose output goes to stage `k + 1`. Creating replica `k` creates stage
 //! `k + 1` (an allocation) but not its replica.
 //!
-//! Ordering markers: a deterministic star stamps records at stage 0. Each
-//! stage remembers which of its two paths (exit, replica) received records
-//! since the owner's last marker passed it and sends the marker down exactly
-//! those paths. Markers of an enclosing owner are sent down both paths.
+//! Ordering markers: a deterministic star stamps records at stage 0 with
+//! its sequence number `s`, and the marker of `s` follows them. Each stage
+//! remembers, per path (exit, replica), the numbers of the records it sent
+//! down that path whose marker has not passed yet, and sends a copy of the
+//! marker of `s` down exactly the paths still pending for `s` (to the exit
+//! if none is). Tracking numbers, not just "records since the last marker",
+//! matters when a replica merges several paths (a `|` or `!` inside): its
+//! outputs then reach the next stage with markers of different numbers out
+//! of order relative to the records, and several copies of one marker
+//! arrive. The copy that arrives after a record (there is one on the
+//! record's own path) finds the record's number pending, or an earlier copy
+//! that also arrived after the record already took that path. Markers of an
+//! enclosing owner are sent down both paths.
 
 use snet_core::{NodeId, NodeKind, Pattern, Record};
 
 use crate::collector::DetOwner;
-use crate::entity::{Entity, Item, Marker, Rec};
+use crate::entity::{Entity, Item, Marker, Rec, Stamps};
 use crate::instantiate::{instantiate, Ctx, Kind, Runtime};
 use crate::sync::Arc;
 use crate::synchro::Cell;
@@ -31,8 +40,28 @@ pub struct StarEntity {
     det: Option<DetOwner>,
     /// The owner id of this star's own markers (deterministic stars), at every stage.
     owner: Option<u64>,
-    dirty_exit: bool,
-    dirty_body: bool,
+    /// Deterministic stars: numbers of records sent to the exit / into the
+    /// replica whose marker has not followed them yet (usually zero or one).
+    pending_exit: Pending,
+    pending_body: Pending,
+}
+
+type Pending = smallvec::SmallVec<[u64; 2]>;
+
+fn note(p: &mut Pending, s: u64) {
+    if !p.contains(&s) {
+        p.push(s);
+    }
+}
+
+fn take(p: &mut Pending, s: u64) -> bool {
+    match p.iter().position(|&x| x == s) {
+        Some(i) => {
+            p.swap_remove(i);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Does `rec` match one of the patterns (variant and guard)?
@@ -62,12 +91,14 @@ impl StarEntity {
             body: None,
             det,
             owner,
-            dirty_exit: false,
-            dirty_body: false,
+            pending_exit: Pending::new(),
+            pending_body: Pending::new(),
         }
     }
 
-    fn body(&mut self, ctx: &Ctx) -> Arc<Entity> {
+    /// Replica `level`, created (and started with the stamps `start` of the
+    /// record that needs it) on first use.
+    fn body(&mut self, start: &Stamps, ctx: &mut Ctx) -> Arc<Entity> {
         if let Some(b) = &self.body {
             return b.clone();
         }
@@ -77,7 +108,8 @@ impl StarEntity {
         let mut stage = StarEntity::new(self.node, self.level + 1, self.exit.clone(), None);
         stage.owner = self.owner;
         let next = ctx.entity(self.node, Kind::Star(stage));
-        let b = instantiate(ctx, *body, next);
+        let b = instantiate(ctx, *body, next, start);
+        ctx.start();
         self.body = Some(b.clone());
         b
     }
@@ -93,12 +125,23 @@ impl StarEntity {
                     what: format!("star exit guard: {e}"),
                     loc: ctx.rt.loc(self.node),
                 })?;
+                // This star's number of the record (outer collectors' stamps
+                // are below it, inner ones were popped on the way out).
+                let seq = if self.owner.is_some() {
+                    r.det.last().copied()
+                } else {
+                    None
+                };
                 if leave {
-                    self.dirty_exit = true;
+                    if let Some(s) = seq {
+                        note(&mut self.pending_exit, s);
+                    }
                     ctx.send(&self.exit, Item::Rec(r));
                 } else {
-                    self.dirty_body = true;
-                    let b = self.body(ctx);
+                    if let Some(s) = seq {
+                        note(&mut self.pending_body, s);
+                    }
+                    let b = self.body(&r.det, ctx);
                     ctx.send(&b, Item::Rec(r));
                 }
                 if let Some(m) = marker {
@@ -123,16 +166,14 @@ impl StarEntity {
         Ok(())
     }
 
-    /// An own marker: down the paths that saw records since the last one.
+    /// An own marker: down the paths still pending for its number.
     fn own_marker(&mut self, m: Marker, ctx: &mut Ctx) {
-        let body = if self.dirty_body {
+        let body = if take(&mut self.pending_body, m.seq) {
             self.body.clone()
         } else {
             None
         };
-        let to_exit = self.dirty_exit || body.is_none();
-        self.dirty_exit = false;
-        self.dirty_body = false;
+        let to_exit = take(&mut self.pending_exit, m.seq) || body.is_none();
         let n = to_exit as usize + body.is_some() as usize;
         let mut copies = m.split(n);
         if to_exit {
