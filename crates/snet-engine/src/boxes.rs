@@ -9,15 +9,42 @@
 //! # Initialiser boxes
 //!
 //! A box with no input labels (`box init(-> (A));`) is an *initialiser*. Its
-//! entity is invoked once, with the empty record, when the entity is created
-//! ([`crate::instantiate::instantiate`] queues an [`init_kick`] marker for
-//! it): for a box on the entry network's serial spine that is the start of
-//! the run; inside a lazily created parallel branch, star stage or split
-//! replica, when that instance is created. Its outputs enter the network at
-//! the box's place. Like any box it also accepts records arriving from
+//! entity is called once with the empty record when the instance holding it
+//! starts ([`crate::instantiate::instantiate`] queues that call in
+//! `Ctx::startup`, and whoever created the instance sends it at once):
+//!
+//! * Every initialiser of the *static* network — the instance of the entry
+//!   net created before the run, i.e. everything reachable from the entry
+//!   without entering the body of a star, split or dynamic placement:
+//!   serial compositions, parallel branches, feedback bodies, nested nets,
+//!   placements — fires exactly once, at the start of the run, before any
+//!   input record is admitted. Parallel branches are normally created by
+//!   their dispatcher when the first record is routed to them; a branch that
+//!   holds such an initialiser is created with the composition instead
+//!   (`Program::init_branches`), so an initialiser in a branch no record
+//!   ever enters still fires.
+//! * An initialiser inside a star stage or a split replica fires when that
+//!   replica is created, i.e. when the first record that needs it arrives;
+//!   each replica's initialiser fires once.
+//!
+//! The outputs enter the network at the box's place and flow on like any
+//! record. Like any box an initialiser also accepts records arriving from
 //! upstream (every record matches the empty input pattern): each one causes
-//! one more invocation whose outputs inherit all of the record's labels.
-//! This is exactly the checker's flow rule (`O`, and `O ∪ v`).
+//! one more call whose outputs inherit all of the record's labels. This is
+//! exactly the checker's flow rule (`O`, and `O ∪ v`).
+//!
+//! **Order.** The start-up of an instance behaves like a record that enters
+//! it ahead of everything else. For deterministic combinators: a `||` whose
+//! branches hold initialisers gives their start-up its sequence number 0 (the
+//! calls carry that stamp and a marker copy follows them down each such
+//! branch), so everything the initialisers emit leaves the `||` before the
+//! outputs of its first input record, in the order of the branches' own
+//! (possibly nondeterministic) merging otherwise. The start-up of a replica
+//! created by record `r` carries `r`'s stamps and is sent before `r`: an
+//! enclosing `**`/`!!`/`||` emits the initialiser outputs among `r`'s
+//! outputs, and ahead of them where `r` passes through the initialiser.
+//! Quiescence ends the run only after all of this has drained: the start-up
+//! calls are the first tasks of the run, queued before the workers start.
 //!
 //! # Concurrent invocation (`box_concurrency` = N > 1)
 //!
@@ -54,7 +81,7 @@ use std::collections::BTreeMap;
 
 use snet_core::{BoxDef, BoxId, NodeId, Record};
 
-use crate::entity::{Entity, Item, Marker, Rec};
+use crate::entity::{Entity, Item, Rec};
 use crate::instantiate::{Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, Mutex};
 use crate::EngineError;
@@ -92,18 +119,6 @@ impl LanguageInterface for NoBoxes {
     }
 }
 
-/// The owner id of [`init_kick`] markers (no real owner uses it).
-pub const INIT_KICK_OWNER: u64 = u64::MAX;
-
-/// The item that makes an initialiser box entity fire (sent to it once, at creation).
-pub fn init_kick() -> Item {
-    Item::Marker(Marker::new(INIT_KICK_OWNER, 0, 1, None))
-}
-
-fn is_kick(item: &Item) -> bool {
-    matches!(item, Item::Marker(m) if m.owner == INIT_KICK_OWNER)
-}
-
 /// The reorder buffer shared by a concurrent box's dispatcher and lanes (see the module docs).
 pub struct Reorder {
     next: Arc<Entity>,
@@ -129,7 +144,9 @@ impl Reorder {
         st.next_seq += 1;
         loop {
             let n = st.next_seq;
-            let Some(items) = st.done.remove(&n) else { break };
+            let Some(items) = st.done.remove(&n) else {
+                break;
+            };
             for it in items {
                 ctx.send(&self.next, it);
             }
@@ -142,7 +159,13 @@ enum Mode {
     /// Concurrency 1: invoke while holding the entity's licence.
     Inline,
     /// The entity at the box's place when concurrency > 1.
-    Dispatch { lanes: Vec<Arc<Entity>>, width: usize, rr: usize, seq: u64, order: Option<Arc<Reorder>> },
+    Dispatch {
+        lanes: Vec<Arc<Entity>>,
+        width: usize,
+        rr: usize,
+        seq: u64,
+        order: Option<Arc<Reorder>>,
+    },
     /// One of a dispatcher's lanes.
     Lane { order: Arc<Reorder> },
 }
@@ -175,38 +198,68 @@ impl Emit for Collect<'_> {
 
 impl BoxEntity {
     pub fn new(rt: &Runtime, node: NodeId, id: BoxId, next: Arc<Entity>) -> BoxEntity {
-        let imp = rt.boxes[id as usize].clone().expect("boxes of the entry network are resolved before the run");
+        let imp = rt.boxes[id as usize]
+            .clone()
+            .expect("boxes of the entry network are resolved before the run");
         let mode = if rt.box_concurrency > 1 {
-            Mode::Dispatch { lanes: Vec::new(), width: rt.box_concurrency, rr: 0, seq: 0, order: None }
+            Mode::Dispatch {
+                lanes: Vec::new(),
+                width: rt.box_concurrency,
+                rr: 0,
+                seq: 0,
+                order: None,
+            }
         } else {
             Mode::Inline
         };
-        BoxEntity { node, id, imp, next, mode }
+        BoxEntity {
+            node,
+            id,
+            imp,
+            next,
+            mode,
+        }
     }
 
     /// Checks `rec` and runs the box on it; the outputs, inheritance added, stamped `det`.
-    fn call(&self, rec: &Record, det: &crate::entity::Stamps, ctx: &Ctx) -> Result<Vec<Item>, EngineError> {
+    fn call(
+        &self,
+        rec: &Record,
+        det: &crate::entity::Stamps,
+        ctx: &Ctx,
+    ) -> Result<Vec<Item>, EngineError> {
         let def = ctx.rt.graph().box_def(self.id);
         let input = def.input_variant();
-        let err = |what: String| EngineError::Box { name: def.name.clone(), what, loc: ctx.rt.loc(self.node) };
+        let err = |what: String| EngineError::Box {
+            name: def.name.clone(),
+            what,
+            loc: ctx.rt.loc(self.node),
+        };
         if !rec.matches(&input) {
-            return Err(err(format!("called with record {}, but it takes {}", rec.type_string(), input)));
+            return Err(err(format!(
+                "called with record {}, but it takes {}",
+                rec.type_string(),
+                input
+            )));
         }
-        let mut c = Collect { def, outs: Vec::new() };
+        let mut c = Collect {
+            def,
+            outs: Vec::new(),
+        };
         self.imp.invoke(rec, &mut c).map_err(|e| err(e.0))?;
-        Ok(c
-            .outs
+        Ok(c.outs
             .into_iter()
             .map(|mut out| {
                 out.inherit(rec, &input);
-                Item::Rec(Rec { rec: out, det: det.clone() })
+                Item::Rec(Rec {
+                    rec: out,
+                    det: det.clone(),
+                })
             })
             .collect())
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        // An initialiser's start-up call is a call on the empty record.
-        let item = if is_kick(&item) { Item::Rec(Rec::new(Record::new())) } else { item };
         match &mut self.mode {
             Mode::Inline => {
                 let Item::Rec(Rec { rec, det }) = item else {
@@ -228,12 +281,21 @@ impl BoxEntity {
                 order.complete(s, outs, ctx);
                 Ok(())
             }
-            Mode::Dispatch { lanes, width, rr, seq, order } => {
+            Mode::Dispatch {
+                lanes,
+                width,
+                rr,
+                seq,
+                order,
+            } => {
                 let order = order
                     .get_or_insert_with(|| {
                         Arc::new(Reorder {
                             next: self.next.clone(),
-                            state: Mutex::new(ReorderState { next_seq: 0, done: BTreeMap::new() }),
+                            state: Mutex::new(ReorderState {
+                                next_seq: 0,
+                                done: BTreeMap::new(),
+                            }),
                         })
                     })
                     .clone();
@@ -246,7 +308,11 @@ impl BoxEntity {
                         if !rec.matches(&input) {
                             return Err(EngineError::Box {
                                 name: def.name.clone(),
-                                what: format!("called with record {}, but it takes {}", rec.type_string(), input),
+                                what: format!(
+                                    "called with record {}, but it takes {}",
+                                    rec.type_string(),
+                                    input
+                                ),
                                 loc: ctx.rt.loc(self.node),
                             });
                         }
@@ -259,7 +325,9 @@ impl BoxEntity {
                                 id: self.id,
                                 imp: self.imp.clone(),
                                 next: self.next.clone(),
-                                mode: Mode::Lane { order: order.clone() },
+                                mode: Mode::Lane {
+                                    order: order.clone(),
+                                },
                             };
                             lanes.push(ctx.entity(self.node, Kind::Box(lane)));
                         }

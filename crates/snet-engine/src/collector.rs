@@ -27,7 +27,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::entity::{Entity, Item, Marker, Rec};
+use crate::entity::{Entity, Item, Marker, Rec, Stamps};
 use crate::instantiate::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
@@ -45,9 +45,16 @@ impl DetOwner {
 
     /// Stamps a record entering the combinator; returns the marker that must follow it.
     pub fn stamp(&mut self, rec: &mut Rec) -> Marker {
+        self.reserve(&mut rec.det)
+    }
+
+    /// Takes the next sequence number for what carries `stamps` (a record,
+    /// or the start-up of the combinator's initialisers); returns the marker
+    /// that must follow it.
+    pub fn reserve(&mut self, stamps: &mut Stamps) -> Marker {
         let s = self.next_seq;
         self.next_seq += 1;
-        rec.det.push(s);
+        stamps.push(s);
         Marker::new(self.owner, s, 1, None)
     }
 
@@ -59,10 +66,11 @@ impl DetOwner {
     }
 }
 
-/// Sends a record into a combinator's inside: with a deterministic owner it
-/// is stamped and followed by its ordering marker, down the same path.
-pub fn send_in(det: Option<&mut DetOwner>, target: &Arc<Entity>, mut r: Rec, ctx: &mut Ctx) {
-    let marker = det.map(|d| d.stamp(&mut r));
+/// Sends a record into a combinator's inside, followed down the same path
+/// by its ordering marker if a deterministic owner stamped it
+/// ([`DetOwner::stamp`]; stamping comes first so that an instance the record
+/// creates starts with the record's stamps).
+pub fn send_in(target: &Arc<Entity>, r: Rec, marker: Option<Marker>, ctx: &mut Ctx) {
     ctx.send(target, Item::Rec(r));
     if let Some(m) = marker {
         ctx.send(target, Item::Marker(m));
@@ -101,7 +109,13 @@ pub struct Collector {
 
 impl Collector {
     pub fn new(owner: u64, next: Arc<Entity>) -> Collector {
-        Collector { owner, current: 0, buffered: BTreeMap::new(), completed: BTreeMap::new(), next }
+        Collector {
+            owner,
+            current: 0,
+            buffered: BTreeMap::new(),
+            completed: BTreeMap::new(),
+            next,
+        }
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
@@ -109,7 +123,10 @@ impl Collector {
             Item::Rec(mut r) => {
                 let s = r.det.last().copied().unwrap_or(self.current);
                 if s <= self.current {
-                    debug_assert_eq!(s, self.current, "record older than the collector's position");
+                    debug_assert_eq!(
+                        s, self.current,
+                        "record older than the collector's position"
+                    );
                     r.det.pop();
                     ctx.send(&self.next, Item::Rec(r));
                 } else {

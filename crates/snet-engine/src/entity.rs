@@ -75,7 +75,10 @@ pub struct Rec {
 
 impl Rec {
     pub fn new(rec: Record) -> Rec {
-        Rec { rec, det: Stamps::new() }
+        Rec {
+            rec,
+            det: Stamps::new(),
+        }
     }
 }
 
@@ -104,7 +107,10 @@ impl Marker {
         Marker {
             owner,
             seq,
-            shared: Arc::new(MarkerShared { tokens: AtomicUsize::new(copies), payload: Mutex::new(payload) }),
+            shared: Arc::new(MarkerShared {
+                tokens: AtomicUsize::new(copies),
+                payload: Mutex::new(payload),
+            }),
         }
     }
 
@@ -170,7 +176,10 @@ unsafe impl Send for Entity {}
 impl Entity {
     pub fn new(node: NodeId, kind: crate::instantiate::Kind) -> Arc<Entity> {
         Arc::new(Entity {
-            inbox: Mutex::new(Inbox { items: VecDeque::new(), scheduled: false }),
+            inbox: Mutex::new(Inbox {
+                items: VecDeque::new(),
+                scheduled: false,
+            }),
             state: UnsafeCell::new(kind),
             node,
         })

@@ -40,7 +40,13 @@ pub struct FeedbackEntry {
 
 impl FeedbackEntry {
     pub fn new(node: NodeId, _owner: u64, body: Arc<Entity>, router: Arc<Entity>) -> FeedbackEntry {
-        FeedbackEntry { node, body, router, draining: false, held: VecDeque::new() }
+        FeedbackEntry {
+            node,
+            body,
+            router,
+            draining: false,
+            held: VecDeque::new(),
+        }
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
@@ -87,17 +93,28 @@ pub struct FeedbackRouter {
 
 impl FeedbackRouter {
     pub fn new(node: NodeId, owner: u64, next: Arc<Entity>) -> FeedbackRouter {
-        FeedbackRouter { node, owner, body: std::sync::Weak::new(), entry: std::sync::Weak::new(), next, looped: 0 }
+        FeedbackRouter {
+            node,
+            owner,
+            body: std::sync::Weak::new(),
+            entry: std::sync::Weak::new(),
+            next,
+            looped: 0,
+        }
     }
 
     fn body(&self) -> Arc<Entity> {
-        self.body.upgrade().expect("feedback body outlives its router while records flow")
+        self.body
+            .upgrade()
+            .expect("feedback body outlives its router while records flow")
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {
-                let NodeKind::Feedback { back, .. } = &ctx.rt.graph().node(self.node).kind else { unreachable!() };
+                let NodeKind::Feedback { back, .. } = &ctx.rt.graph().node(self.node).kind else {
+                    unreachable!()
+                };
                 let again = matches_any(back, &r.rec).map_err(|e| EngineError::Eval {
                     what: format!("feedback guard: {e}"),
                     loc: ctx.rt.loc(self.node),

@@ -23,7 +23,10 @@ pub struct FilterChain {
 
 impl FilterChain {
     pub fn new(nodes: &[NodeId], next: Arc<Entity>) -> FilterChain {
-        FilterChain { nodes: nodes.into(), next }
+        FilterChain {
+            nodes: nodes.into(),
+            next,
+        }
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
@@ -37,9 +40,17 @@ impl FilterChain {
         self.stage(0, &rec.rec, &rec.det, ctx)
     }
 
-    fn stage(&self, i: usize, rec: &Record, det: &crate::entity::Stamps, ctx: &mut Ctx) -> Result<(), EngineError> {
+    fn stage(
+        &self,
+        i: usize,
+        rec: &Record,
+        det: &crate::entity::Stamps,
+        ctx: &mut Ctx,
+    ) -> Result<(), EngineError> {
         let node = self.nodes[i];
-        let NodeKind::Filter(def) = &ctx.rt.graph().node(node).kind else { unreachable!("filter chain on a non-filter node") };
+        let NodeKind::Filter(def) = &ctx.rt.graph().node(node).kind else {
+            unreachable!("filter chain on a non-filter node")
+        };
         let last = i + 1 == self.nodes.len();
         let mut failed = None;
         apply_each(def, rec, |out| {
@@ -47,14 +58,26 @@ impl FilterChain {
                 return;
             }
             if last {
-                ctx.send(&self.next, Item::Rec(Rec { rec: out, det: det.clone() }));
+                ctx.send(
+                    &self.next,
+                    Item::Rec(Rec {
+                        rec: out,
+                        det: det.clone(),
+                    }),
+                );
             } else if let Err(e) = self.stage(i + 1, &out, det, ctx) {
                 failed = Some(e);
             }
         })
         .map_err(|what| match what {
-            FilterError::Type(what) => EngineError::Type { what, loc: ctx.rt.loc(node) },
-            FilterError::Eval(e) => EngineError::Eval { what: format!("filter: {e}"), loc: ctx.rt.loc(node) },
+            FilterError::Type(what) => EngineError::Type {
+                what,
+                loc: ctx.rt.loc(node),
+            },
+            FilterError::Eval(e) => EngineError::Eval {
+                what: format!("filter: {e}"),
+                loc: ctx.rt.loc(node),
+            },
         })?;
         failed.map_or(Ok(()), Err)
     }
@@ -76,7 +99,11 @@ pub fn apply(def: &FilterDef, rec: &Record) -> Result<Vec<Record>, FilterError> 
 
 /// Applies a filter to one record, handing each output to `emit` in order
 /// (no intermediate allocation on the hot path).
-pub fn apply_each(def: &FilterDef, rec: &Record, mut emit: impl FnMut(Record)) -> Result<(), FilterError> {
+pub fn apply_each(
+    def: &FilterDef,
+    rec: &Record,
+    mut emit: impl FnMut(Record),
+) -> Result<(), FilterError> {
     if !rec.matches(&def.pattern) {
         return Err(FilterError::Type(format!(
             "filter for {} received record {}",
@@ -116,21 +143,34 @@ pub fn apply_each(def: &FilterDef, rec: &Record, mut emit: impl FnMut(Record)) -
 }
 
 /// One output record of an outspec, with the flow-inherited labels.
-fn build(spec: &OutSpec, rec: &Record, pattern: &snet_core::Variant) -> Result<Record, FilterError> {
+fn build(
+    spec: &OutSpec,
+    rec: &Record,
+    pattern: &snet_core::Variant,
+) -> Result<Record, FilterError> {
     let mut out = Record::new();
     for item in &spec.items {
         match item {
             OutItem::Field { dst, src } => {
                 let v = rec.get(*src).ok_or_else(|| {
-                    FilterError::Type(format!("filter needs field {src}, record {} has none", rec.type_string()))
+                    FilterError::Type(format!(
+                        "filter needs field {src}, record {} has none",
+                        rec.type_string()
+                    ))
                 })?;
                 out.set(*dst, v.clone());
             }
-            OutItem::Tag { dst, value: TagValue::Copy } => {
+            OutItem::Tag {
+                dst,
+                value: TagValue::Copy,
+            } => {
                 let v = rec.int(*dst).unwrap_or(0);
                 out.set(*dst, Value::Int(v));
             }
-            OutItem::Tag { dst, value: TagValue::Expr(e) } => {
+            OutItem::Tag {
+                dst,
+                value: TagValue::Expr(e),
+            } => {
                 let v = e.eval(rec).map_err(FilterError::Eval)?;
                 out.set(*dst, Value::Int(v));
             }

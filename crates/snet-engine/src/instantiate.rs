@@ -3,15 +3,18 @@
 //! [`Program`] is the property graph plus what the engine precomputes once
 //! per template (routing tables, fusion decisions). [`instantiate`] turns a
 //! template into the entry entity of a fresh instance whose output goes to a
-//! given downstream entity. Serial compositions are wired eagerly (cheap);
-//! parallel branches, star stages and split replicas are created lazily by
-//! their dispatchers when the first record needs them.
+//! given downstream entity. Serial compositions, feedback bodies, nested nets
+//! and placements are wired eagerly (cheap); parallel branches, star stages
+//! and split replicas are created lazily by their dispatchers when the first
+//! record needs them — except parallel branches holding an initialiser box,
+//! which are created with the parallel composition so that the initialiser
+//! fires at the instance's start (see [`crate::boxes`], "Initialiser boxes").
 
-use snet_core::{Graph, NodeId, NodeKind, Variant};
+use snet_core::{Graph, NodeId, NodeKind, Record, Variant};
 
 use crate::boxes::{BoxEntity, BoxImpl};
 use crate::collector::Collector;
-use crate::entity::{Entity, Item};
+use crate::entity::{Entity, Item, Rec, Stamps};
 use crate::feedback::{FeedbackEntry, FeedbackRouter};
 use crate::filter::FilterChain;
 use crate::output::OutputEntity;
@@ -29,6 +32,10 @@ pub struct Program {
     pub routes: Vec<Vec<(Variant, usize)>>,
     /// For each star node whose body is a lone synchrocell: that sync's node.
     pub fused: Vec<Option<NodeId>>,
+    /// For each parallel node: the branches (indices) that hold an
+    /// initialiser box firing at the start of the branch's instance; they
+    /// are instantiated with the parallel composition, not lazily.
+    pub init_branches: Vec<Vec<usize>>,
 }
 
 impl Program {
@@ -42,7 +49,9 @@ impl Program {
                     let mut r: Vec<(Variant, usize)> = branches
                         .iter()
                         .enumerate()
-                        .flat_map(|(i, b)| graph.node(*b).input.0.iter().map(move |v| (v.clone(), i)))
+                        .flat_map(|(i, b)| {
+                            graph.node(*b).input.0.iter().map(move |v| (v.clone(), i))
+                        })
                         .collect();
                     // Stable: among equal scores the earlier branch wins.
                     r.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
@@ -50,7 +59,9 @@ impl Program {
                 }
                 NodeKind::Star { body, .. } => {
                     let mut b = *body;
-                    while let NodeKind::Net { body, .. } | NodeKind::Place { body, .. } = &graph.node(b).kind {
+                    while let NodeKind::Net { body, .. } | NodeKind::Place { body, .. } =
+                        &graph.node(b).kind
+                    {
                         b = *body;
                     }
                     if let NodeKind::Sync(_) = graph.node(b).kind {
@@ -60,8 +71,73 @@ impl Program {
                 _ => {}
             }
         }
-        Program { graph, routes, fused }
+        let starts = starts_initialiser(&graph);
+        let init_branches = graph
+            .nodes
+            .iter()
+            .map(|node| match &node.kind {
+                NodeKind::Parallel { branches, .. } => branches
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| starts[**b as usize])
+                    .map(|(i, _)| i)
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        Program {
+            graph,
+            routes,
+            fused,
+            init_branches,
+        }
     }
+}
+
+/// For each node: does an instance of it hold an initialiser box that fires
+/// when the instance is created, i.e. one reachable without entering the
+/// body of a star, split or dynamic placement (whose replicas are created
+/// by records)? Computed bottom-up over the template DAG without recursion
+/// (long serial chains nest deeply).
+fn starts_initialiser(graph: &Graph) -> Vec<bool> {
+    let replicated = |id: NodeId| {
+        matches!(
+            graph.node(id).kind,
+            NodeKind::Star { .. } | NodeKind::Split { .. } | NodeKind::DynPlace { .. }
+        )
+    };
+    let n = graph.nodes.len();
+    let mut done = vec![false; n];
+    let mut starts = vec![false; n];
+    for root in 0..n as NodeId {
+        // (node, children already pushed)
+        let mut stack = vec![(root, false)];
+        while let Some((id, expanded)) = stack.pop() {
+            if done[id as usize] {
+                continue;
+            }
+            if expanded {
+                starts[id as usize] = match &graph.node(id).kind {
+                    NodeKind::Box(b) => graph.box_def(*b).is_init(),
+                    _ if replicated(id) => false,
+                    _ => graph.children(id).iter().any(|c| starts[*c as usize]),
+                };
+                done[id as usize] = true;
+                continue;
+            }
+            stack.push((id, true));
+            if !replicated(id) {
+                stack.extend(
+                    graph
+                        .children(id)
+                        .iter()
+                        .filter(|c| !done[**c as usize])
+                        .map(|c| (*c, false)),
+                );
+            }
+        }
+    }
+    starts
 }
 
 /// What every entity of a run shares.
@@ -79,7 +155,12 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new(prog: Program, boxes: Vec<Option<Arc<dyn BoxImpl>>>, nodes: u32, box_concurrency: usize) -> Runtime {
+    pub fn new(
+        prog: Program,
+        boxes: Vec<Option<Arc<dyn BoxImpl>>>,
+        nodes: u32,
+        box_concurrency: usize,
+    ) -> Runtime {
         Runtime {
             prog,
             boxes,
@@ -126,14 +207,20 @@ pub struct Ctx<'a> {
     pub rt: &'a Runtime,
     /// Entities this worker obtained licences for, with their first item.
     pub ready: Vec<(Arc<Entity>, Item)>,
-    /// Initialiser box entities created by `instantiate` (which only has
-    /// `&Ctx`), still to be sent their start-up item ([`crate::boxes::init_kick`]).
-    pub kicks: std::cell::RefCell<Vec<Arc<Entity>>>,
+    /// Start-up items queued by `instantiate` (which only has `&Ctx`), in
+    /// the order they must be sent: the calls of the initialiser boxes of
+    /// new instances, and the ordering markers that must follow their
+    /// outputs (see [`crate::boxes`]). Sent by [`Ctx::start`].
+    pub startup: std::cell::RefCell<Vec<(Arc<Entity>, Item)>>,
 }
 
 impl<'a> Ctx<'a> {
     pub fn new(rt: &'a Runtime) -> Ctx<'a> {
-        Ctx { rt, ready: Vec::new(), kicks: std::cell::RefCell::new(Vec::new()) }
+        Ctx {
+            rt,
+            ready: Vec::new(),
+            startup: std::cell::RefCell::new(Vec::new()),
+        }
     }
 
     /// Sends an item to an entity; collects the licence if it was idle.
@@ -144,11 +231,16 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Sends the start-up item to the initialisers `instantiate` created.
-    pub fn send_kicks(&mut self) {
-        let kicks = std::mem::take(self.kicks.get_mut());
-        for e in kicks {
-            self.send(&e, crate::boxes::init_kick());
+    /// Sends the start-up items of the instances `instantiate` created.
+    /// Dispatchers call it right after creating an instance, before they
+    /// send it the record that caused its creation.
+    pub fn start(&mut self) {
+        if self.startup.get_mut().is_empty() {
+            return;
+        }
+        let items = std::mem::take(self.startup.get_mut());
+        for (e, item) in items {
+            self.send(&e, item);
         }
     }
 
@@ -159,17 +251,29 @@ impl<'a> Ctx<'a> {
 }
 
 /// Creates an instance of template `node` whose output goes to `next`; returns its entry entity.
-pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
+///
+/// `start` are the ordering stamps of the instance's start-up: the outputs
+/// of the initialisers it starts carry them (see [`crate::boxes`]). The
+/// start-up items are queued in `ctx.startup`; the caller sends them
+/// ([`Ctx::start`]) before anything else reaches the instance.
+pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -> Arc<Entity> {
     let rt = ctx.rt;
     let graph = rt.graph();
     match &graph.node(node).kind {
         NodeKind::Filter(_) => ctx.entity(node, Kind::Chain(FilterChain::new(&[node], next))),
-        NodeKind::Sync(def) => ctx.entity(node, Kind::Sync(SyncEntity::new(node, def.patterns.len(), next))),
+        NodeKind::Sync(def) => ctx.entity(
+            node,
+            Kind::Sync(SyncEntity::new(node, def.patterns.len(), next)),
+        ),
         NodeKind::Box(id) => {
             let e = ctx.entity(node, Kind::Box(BoxEntity::new(rt, node, *id, next)));
             if graph.box_def(*id).is_init() {
-                // An initialiser fires once when created (see `boxes`).
-                ctx.kicks.borrow_mut().push(e.clone());
+                // An initialiser is called once when created, on the empty record.
+                let call = Item::Rec(Rec {
+                    rec: Record::new(),
+                    det: start.clone(),
+                });
+                ctx.startup.borrow_mut().push((e.clone(), call));
             }
             e
         }
@@ -188,16 +292,43 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
                 next = if i - j >= 2 {
                     ctx.entity(parts[j], Kind::Chain(FilterChain::new(&parts[j..i], next)))
                 } else {
-                    instantiate(ctx, parts[i - 1], next)
+                    instantiate(ctx, parts[i - 1], next, start)
                 };
                 i = j;
             }
             next
         }
-        NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => instantiate(ctx, *body, next),
+        NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => {
+            instantiate(ctx, *body, next, start)
+        }
         NodeKind::Parallel { branches, det } => {
-            let (next, det) = det_wrap(ctx, node, *det, next);
-            ctx.entity(node, Kind::Parallel(ParallelEntity::new(node, branches.len(), next, det)))
+            let (next, mut det) = det_wrap(ctx, node, *det, next);
+            let mut par = ParallelEntity::new(node, branches.len(), next.clone());
+            let eager = &rt.prog.init_branches[node as usize];
+            if !eager.is_empty() {
+                // Branches with initialisers start now. A deterministic
+                // composition orders their start-up as its first input (its
+                // sequence number 0, followed by one marker copy per branch).
+                let mut stamps = start.clone();
+                let marker = det.as_mut().map(|d| d.reserve(&mut stamps));
+                let entries: Vec<Arc<Entity>> = eager
+                    .iter()
+                    .map(|&i| instantiate(ctx, branches[i], next.clone(), &stamps))
+                    .collect();
+                if let Some(m) = marker {
+                    let mut startup = ctx.startup.borrow_mut();
+                    startup.extend(
+                        m.split(entries.len())
+                            .zip(&entries)
+                            .map(|(copy, e)| (e.clone(), Item::Marker(copy))),
+                    );
+                }
+                for (&i, e) in eager.iter().zip(entries) {
+                    par.set_branch(i, e);
+                }
+            }
+            par.det = det;
+            ctx.entity(node, Kind::Parallel(par))
         }
         NodeKind::Star { det, .. } => {
             if rt.prog.fused[node as usize].is_some() {
@@ -209,17 +340,34 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>) -> Arc<Entity> {
         }
         NodeKind::Split { tag, det, .. } => {
             let (next, det) = det_wrap(ctx, node, *det, next);
-            ctx.entity(node, Kind::Split(SplitEntity::new(node, *tag, false, next, det)))
+            ctx.entity(
+                node,
+                Kind::Split(SplitEntity::new(node, *tag, false, next, det)),
+            )
         }
         NodeKind::DynPlace { tag, det, .. } => {
             let (next, det) = det_wrap(ctx, node, *det, next);
-            ctx.entity(node, Kind::Split(SplitEntity::new(node, *tag, true, next, det)))
+            ctx.entity(
+                node,
+                Kind::Split(SplitEntity::new(node, *tag, true, next, det)),
+            )
         }
         NodeKind::Feedback { body, .. } => {
             let owner = rt.new_owner();
-            let router = ctx.entity(node, Kind::FeedbackRouter(FeedbackRouter::new(node, owner, next)));
-            let entry_of_body = instantiate(ctx, *body, router.clone());
-            let entry = ctx.entity(node, Kind::FeedbackEntry(FeedbackEntry::new(node, owner, entry_of_body.clone(), router.clone())));
+            let router = ctx.entity(
+                node,
+                Kind::FeedbackRouter(FeedbackRouter::new(node, owner, next)),
+            );
+            let entry_of_body = instantiate(ctx, *body, router.clone(), start);
+            let entry = ctx.entity(
+                node,
+                Kind::FeedbackEntry(FeedbackEntry::new(
+                    node,
+                    owner,
+                    entry_of_body.clone(),
+                    router.clone(),
+                )),
+            );
             // SAFETY: `router` was created just above and is reachable only from
             // the body instance and `entry`, which no worker can reach yet.
             if let Kind::FeedbackRouter(r) = unsafe { router.state() } {
@@ -239,7 +387,9 @@ fn serial_parts(graph: &Graph, node: NodeId, out: &mut Vec<NodeId>) {
             serial_parts(graph, *a, out);
             serial_parts(graph, *b, out);
         }
-        NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => serial_parts(graph, *body, out),
+        NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => {
+            serial_parts(graph, *body, out)
+        }
         _ => out.push(node),
     }
 }
@@ -249,7 +399,12 @@ fn is_filter(graph: &Graph, node: NodeId) -> bool {
 }
 
 /// For a deterministic combinator: a collector in front of `next`, and the owner state.
-fn det_wrap(ctx: &Ctx, node: NodeId, det: bool, next: Arc<Entity>) -> (Arc<Entity>, Option<crate::collector::DetOwner>) {
+fn det_wrap(
+    ctx: &Ctx,
+    node: NodeId,
+    det: bool,
+    next: Arc<Entity>,
+) -> (Arc<Entity>, Option<crate::collector::DetOwner>) {
     if !det {
         return (next, None);
     }
@@ -280,8 +435,8 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
         Kind::Collector(e) => e.process(item, ctx),
         Kind::Output(e) => e.process(item, ctx),
     };
-    if !ctx.kicks.get_mut().is_empty() {
-        ctx.send_kicks();
-    }
+    // Dispatchers send the start-up of what they create at once; this
+    // catches any instance created elsewhere.
+    ctx.start();
     r
 }

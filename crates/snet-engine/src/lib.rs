@@ -78,7 +78,9 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Config {
         Config {
-            workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            workers: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             input_limit: None,
             box_concurrency: 1,
             read_ahead: 1024,
@@ -95,7 +97,11 @@ pub enum EngineError {
     /// A tag expression failed (division by zero, ...).
     Eval { what: String, loc: Option<Loc> },
     /// A box misbehaved (bad variant number, missing callback, crash).
-    Box { name: String, what: String, loc: Option<Loc> },
+    Box {
+        name: String,
+        what: String,
+        loc: Option<Loc>,
+    },
     /// The input stream was malformed.
     Input(String),
     /// Writing the output failed.
@@ -133,7 +139,21 @@ pub struct Stats {
 pub use scheduler::run;
 
 /// Convenience for tests and embedders: runs on a vector of records, returns the output records.
-pub fn run_vec(graph: Arc<Graph>, config: &Config, input: Vec<Record>) -> Result<Vec<Record>, EngineError> {
+pub fn run_vec(
+    graph: Arc<Graph>,
+    config: &Config,
+    input: Vec<Record>,
+) -> Result<Vec<Record>, EngineError> {
+    run_vec_with(graph, config, input, &NoBoxes)
+}
+
+/// As [`run_vec`], with the boxes of `language`.
+pub fn run_vec_with(
+    graph: Arc<Graph>,
+    config: &Config,
+    input: Vec<Record>,
+    language: &dyn LanguageInterface,
+) -> Result<Vec<Record>, EngineError> {
     struct VecSource(std::vec::IntoIter<Record>);
     impl Source for VecSource {
         fn next_record(&mut self) -> Result<Option<Record>, SourceError> {
@@ -143,7 +163,10 @@ pub fn run_vec(graph: Arc<Graph>, config: &Config, input: Vec<Record>) -> Result
     struct VecSink(Arc<std::sync::Mutex<Vec<Record>>>);
     impl Sink for VecSink {
         fn write(&mut self, rec: &Record) -> std::io::Result<()> {
-            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(rec.clone());
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(rec.clone());
             Ok(())
         }
         fn finish(&mut self) -> std::io::Result<()> {
@@ -159,7 +182,7 @@ pub fn run_vec(graph: Arc<Graph>, config: &Config, input: Vec<Record>) -> Result
         config,
         Box::new(VecSource(input.into_iter())),
         Box::new(VecSink(out.clone())),
-        &NoBoxes,
+        language,
         &SingleNode,
     )?;
     let v = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));

@@ -36,9 +36,15 @@ impl InputLimit {
         let mut p = Parser { toks, pos: 0 };
         let term = p.sum()?;
         if p.pos != p.toks.len() {
-            return Err(format!("unexpected `{}` in input limit `{text}`", p.toks[p.pos]));
+            return Err(format!(
+                "unexpected `{}` in input limit `{text}`",
+                p.toks[p.pos]
+            ));
         }
-        Ok(InputLimit { term, text: text.to_string() })
+        Ok(InputLimit {
+            term,
+            text: text.to_string(),
+        })
     }
 
     /// How many input records may have been admitted after `output` outputs.
@@ -72,19 +78,26 @@ fn tokenize(text: &str) -> Result<Vec<String>, String> {
             toks.push(s);
         } else if c.is_ascii_alphabetic() {
             let mut s = String::new();
-            while let Some(&d) = chars.peek().filter(|d| d.is_ascii_alphanumeric() || **d == '_') {
+            while let Some(&d) = chars
+                .peek()
+                .filter(|d| d.is_ascii_alphanumeric() || **d == '_')
+            {
                 s.push(d);
                 chars.next();
             }
             if s != "output" {
-                return Err(format!("unknown name `{s}` in input limit (only `output` is known)"));
+                return Err(format!(
+                    "unknown name `{s}` in input limit (only `output` is known)"
+                ));
             }
             toks.push(s);
         } else if "+-*()".contains(c) {
             toks.push(c.to_string());
             chars.next();
         } else {
-            return Err(format!("unexpected character `{c}` in input limit `{text}`"));
+            return Err(format!(
+                "unexpected character `{c}` in input limit `{text}`"
+            ));
         }
     }
     Ok(toks)
@@ -101,10 +114,18 @@ impl Parser {
     }
     fn sum(&mut self) -> Result<Term, String> {
         let mut t = self.product()?;
-        while let Some(op) = self.peek().filter(|o| *o == "+" || *o == "-").map(str::to_string) {
+        while let Some(op) = self
+            .peek()
+            .filter(|o| *o == "+" || *o == "-")
+            .map(str::to_string)
+        {
             self.pos += 1;
             let r = self.product()?;
-            t = if op == "+" { Term::Add(Box::new(t), Box::new(r)) } else { Term::Sub(Box::new(t), Box::new(r)) };
+            t = if op == "+" {
+                Term::Add(Box::new(t), Box::new(r))
+            } else {
+                Term::Sub(Box::new(t), Box::new(r))
+            };
         }
         Ok(t)
     }
@@ -118,7 +139,10 @@ impl Parser {
         Ok(t)
     }
     fn atom(&mut self) -> Result<Term, String> {
-        let tok = self.peek().map(str::to_string).ok_or("input limit ends too early")?;
+        let tok = self
+            .peek()
+            .map(str::to_string)
+            .ok_or("input limit ends too early")?;
         self.pos += 1;
         match tok.as_str() {
             "output" => Ok(Term::Output),
@@ -130,9 +154,10 @@ impl Parser {
                 self.pos += 1;
                 Ok(t)
             }
-            n if n.chars().all(|c| c.is_ascii_digit()) => {
-                n.parse().map(Term::Int).map_err(|_| format!("number `{n}` too large in input limit"))
-            }
+            n if n.chars().all(|c| c.is_ascii_digit()) => n
+                .parse()
+                .map(Term::Int)
+                .map_err(|_| format!("number `{n}` too large in input limit")),
             other => Err(format!("unexpected `{other}` in input limit")),
         }
     }

@@ -17,8 +17,13 @@ impl OutputEntity {
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {
-                debug_assert!(r.det.is_empty(), "record left the network with ordering stamps");
-                self.sink.write(&r.rec).map_err(|e| EngineError::Output(e.to_string()))?;
+                debug_assert!(
+                    r.det.is_empty(),
+                    "record left the network with ordering stamps"
+                );
+                self.sink
+                    .write(&r.rec)
+                    .map_err(|e| EngineError::Output(e.to_string()))?;
                 // Release: pairs with the Acquire load in the scheduler's admission check.
                 ctx.rt.outputs.fetch_add(1, Ordering::Release);
                 Ok(())

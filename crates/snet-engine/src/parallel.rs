@@ -2,13 +2,15 @@
 //!
 //! The dispatcher sends each record to the branch whose input type it matches
 //! best (largest matching variant; ties go to the earlier branch). Branches
-//! are instantiated on first use. Nondeterministic branches write straight
-//! into the downstream entity; deterministic ones into a collector.
+//! are instantiated on first use, except those holding an initialiser box,
+//! which [`instantiate`] creates with the composition. Nondeterministic
+//! branches write straight into the downstream entity; deterministic ones
+//! into a collector.
 
 use snet_core::NodeId;
 
 use crate::collector::DetOwner;
-use crate::entity::{Entity, Item, Marker};
+use crate::entity::{Entity, Item, Marker, Stamps};
 use crate::instantiate::{instantiate, Ctx};
 use crate::sync::Arc;
 use crate::EngineError;
@@ -17,31 +19,49 @@ pub struct ParallelEntity {
     node: NodeId,
     branches: Vec<Option<Arc<Entity>>>,
     next: Arc<Entity>,
-    det: Option<DetOwner>,
+    /// The sequence counter of a deterministic composition.
+    pub det: Option<DetOwner>,
 }
 
 impl ParallelEntity {
-    pub fn new(node: NodeId, n: usize, next: Arc<Entity>, det: Option<DetOwner>) -> ParallelEntity {
-        ParallelEntity { node, branches: vec![None; n], next, det }
+    pub fn new(node: NodeId, n: usize, next: Arc<Entity>) -> ParallelEntity {
+        ParallelEntity {
+            node,
+            branches: vec![None; n],
+            next,
+            det: None,
+        }
     }
 
-    fn branch(&mut self, i: usize, ctx: &Ctx) -> Arc<Entity> {
+    /// Installs branch `i`, created with the composition.
+    pub fn set_branch(&mut self, i: usize, entry: Arc<Entity>) {
+        self.branches[i] = Some(entry);
+    }
+
+    /// Branch `i`, created (and started, with start-up stamps `start`) on first use.
+    fn branch(&mut self, i: usize, start: &Stamps, ctx: &mut Ctx) -> Arc<Entity> {
         if let Some(b) = &self.branches[i] {
             return b.clone();
         }
-        let snet_core::NodeKind::Parallel { branches, .. } = &ctx.rt.graph().node(self.node).kind else {
+        let snet_core::NodeKind::Parallel { branches, .. } = &ctx.rt.graph().node(self.node).kind
+        else {
             unreachable!("parallel entity on a non-parallel node")
         };
-        let e = instantiate(ctx, branches[i], self.next.clone());
+        let e = instantiate(ctx, branches[i], self.next.clone(), start);
+        ctx.start();
         self.branches[i] = Some(e.clone());
         e
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
-            Item::Rec(r) => {
+            Item::Rec(mut r) => {
                 let routes = &ctx.rt.prog.routes[self.node as usize];
-                let Some(i) = routes.iter().find(|(v, _)| r.rec.matches(v)).map(|(_, i)| *i) else {
+                let Some(i) = routes
+                    .iter()
+                    .find(|(v, _)| r.rec.matches(v))
+                    .map(|(_, i)| *i)
+                else {
                     let accepted: Vec<String> = routes.iter().map(|(v, _)| v.to_string()).collect();
                     return Err(EngineError::Type {
                         what: format!(
@@ -52,10 +72,17 @@ impl ParallelEntity {
                         loc: ctx.rt.loc(self.node),
                     });
                 };
-                let target = self.branch(i, ctx);
-                crate::collector::send_in(self.det.as_mut(), &target, r, ctx);
+                let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
+                let target = self.branch(i, &r.det, ctx);
+                crate::collector::send_in(&target, r, marker, ctx);
             }
-            Item::Marker(m) => crate::collector::pass_marker(self.det.as_mut(), m, self.branches.iter().flatten(), &self.next, ctx),
+            Item::Marker(m) => crate::collector::pass_marker(
+                self.det.as_mut(),
+                m,
+                self.branches.iter().flatten(),
+                &self.next,
+                ctx,
+            ),
             Item::Resume => ctx.send(&self.next, Item::Resume),
         }
         Ok(())
@@ -64,7 +91,12 @@ impl ParallelEntity {
 
 /// Sends copies of an enclosing owner's marker down every instantiated path
 /// (or to `fallback` when there is none): each may hold records it must follow.
-pub fn broadcast<'a>(m: Marker, paths: impl Iterator<Item = &'a Arc<Entity>> + Clone, fallback: &Arc<Entity>, ctx: &mut Ctx) {
+pub fn broadcast<'a>(
+    m: Marker,
+    paths: impl Iterator<Item = &'a Arc<Entity>> + Clone,
+    fallback: &Arc<Entity>,
+    ctx: &mut Ctx,
+) {
     let n = paths.clone().count();
     if n == 0 {
         ctx.send(fallback, Item::Marker(m));

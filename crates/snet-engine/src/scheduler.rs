@@ -51,7 +51,7 @@ use std::thread;
 
 use snet_core::{Graph, NodeId, NodeKind, Record};
 
-use crate::entity::{Entity, Item, Offer, Rec};
+use crate::entity::{Entity, Item, Offer, Rec, Stamps};
 use crate::instantiate::{instantiate, output_entity, process, Ctx, Kind, Program, Runtime};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{Config, Distribution, EngineError, LanguageInterface, Sink, Source, Stats};
@@ -106,7 +106,10 @@ pub struct Sleep {
 impl Sleep {
     pub fn new(workers: usize) -> Sleep {
         Sleep {
-            state: Mutex::new(SleepState { sleeping: 0, done: false }),
+            state: Mutex::new(SleepState {
+                sleeping: 0,
+                done: false,
+            }),
             cv: Condvar::new(),
             sleeping_hint: AtomicUsize::new(0),
             workers,
@@ -221,7 +224,12 @@ pub fn run(
     let workers = config.workers.max(1);
     // Resolve every box the entry network uses, reporting all unresolved ones.
     let mut used = Vec::new();
-    used_boxes(&graph, graph.entry, &mut vec![false; graph.nodes.len()], &mut used);
+    used_boxes(
+        &graph,
+        graph.entry,
+        &mut vec![false; graph.nodes.len()],
+        &mut used,
+    );
     used.sort_unstable();
     used.dedup();
     let mut boxes = vec![None; graph.boxes.len()];
@@ -236,14 +244,24 @@ pub fn run(
         return Err(EngineError::Setup(missing.join("\n")));
     }
 
-    let rt = Runtime::new(Program::new(graph.clone()), boxes, dist.nodes(), config.box_concurrency.max(1));
+    let rt = Runtime::new(
+        Program::new(graph.clone()),
+        boxes,
+        dist.nodes(),
+        config.box_concurrency.max(1),
+    );
     let (entry, output, initial) = {
         let mut ctx = Ctx::new(&rt);
         let output = output_entity(&ctx, sink);
-        let entry = instantiate(&ctx, graph.entry, output.clone());
-        // Initialiser boxes of the entry instance fire first (boxes.rs).
-        ctx.send_kicks();
-        let initial: VecDeque<Task> = ctx.ready.drain(..).map(|(ent, item)| Task { ent, item }).collect();
+        let entry = instantiate(&ctx, graph.entry, output.clone(), &Stamps::new());
+        // The initialiser boxes of the static network fire first (boxes.rs):
+        // their calls are the first tasks, ahead of any input.
+        ctx.start();
+        let initial: VecDeque<Task> = ctx
+            .ready
+            .drain(..)
+            .map(|(ent, item)| Task { ent, item })
+            .collect();
         (entry, output, initial)
     };
     let shared = Shared {
@@ -254,7 +272,11 @@ pub fn run(
             .collect(),
         sleep: Sleep::new(workers),
         input: Input {
-            state: Mutex::new(InputState { records: VecDeque::new(), closed: false, error: None }),
+            state: Mutex::new(InputState {
+                records: VecDeque::new(),
+                closed: false,
+                error: None,
+            }),
             space: Condvar::new(),
             capacity: config.read_ahead.max(1),
         },
@@ -278,13 +300,26 @@ pub fn run(
             .map(|me| {
                 thread::Builder::new()
                     .name(format!("snet-worker-{me}"))
-                    .spawn_scoped(s, move || worker_loop(sh, me))
+                    .spawn_scoped(s, move || {
+                        // A panic (an engine bug) must not leave the other
+                        // workers waiting for this one to go to sleep: stop the run.
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            worker_loop(sh, me)
+                        }));
+                        if r.is_err() {
+                            sh.fail(EngineError::Setup(
+                                "internal error: a worker panicked".into(),
+                            ));
+                        }
+                    })
                     .expect("spawn worker thread")
             })
             .collect();
         for h in handles {
             if h.join().is_err() {
-                sh.fail(EngineError::Setup("internal error: a worker panicked".into()));
+                sh.fail(EngineError::Setup(
+                    "internal error: a worker panicked".into(),
+                ));
             }
         }
         // Unblock a reader waiting for buffer space.
@@ -296,17 +331,23 @@ pub fn run(
         let _ = reader.join();
     });
 
-    let error = lock(&shared.error).take().or_else(|| lock(&shared.input.state).error.take());
+    let error = lock(&shared.error)
+        .take()
+        .or_else(|| lock(&shared.input.state).error.take());
     // SAFETY: all workers have been joined; nothing else can hold the output's licence.
     let out_state = unsafe { output.state() };
-    let Kind::Output(out) = out_state else { unreachable!("output entity") };
+    let Kind::Output(out) = out_state else {
+        unreachable!("output entity")
+    };
     match error {
         Some(e) => {
             let _ = out.sink.abort();
             Err(e)
         }
         None => {
-            out.sink.finish().map_err(|e| EngineError::Output(e.to_string()))?;
+            out.sink
+                .finish()
+                .map_err(|e| EngineError::Output(e.to_string()))?;
             let stats = Stats {
                 input_records: shared.admitted.load(Ordering::Relaxed),
                 output_records: shared.rt.outputs.load(Ordering::Relaxed),
@@ -399,7 +440,10 @@ impl Shared {
         let offer = self.entry.offer(Item::Rec(Rec::new(rec)));
         drop(st);
         Some(match offer {
-            Offer::Licensed(item) => Some(Task { ent: self.entry.clone(), item }),
+            Offer::Licensed(item) => Some(Task {
+                ent: self.entry.clone(),
+                item,
+            }),
             Offer::Queued => None,
         })
     }

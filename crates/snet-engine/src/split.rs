@@ -25,17 +25,38 @@ pub struct SplitEntity {
 }
 
 impl SplitEntity {
-    pub fn new(node: NodeId, tag: Label, placement: bool, next: Arc<Entity>, det: Option<DetOwner>) -> SplitEntity {
-        SplitEntity { node, tag, placement, replicas: FxHashMap::default(), next, det }
+    pub fn new(
+        node: NodeId,
+        tag: Label,
+        placement: bool,
+        next: Arc<Entity>,
+        det: Option<DetOwner>,
+    ) -> SplitEntity {
+        SplitEntity {
+            node,
+            tag,
+            placement,
+            replicas: FxHashMap::default(),
+            next,
+            det,
+        }
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
-            Item::Rec(r) => {
-                let what = if self.placement { "dynamic placement" } else { "parallel replication" };
+            Item::Rec(mut r) => {
+                let what = if self.placement {
+                    "dynamic placement"
+                } else {
+                    "parallel replication"
+                };
                 let Some(v) = r.rec.int(self.tag) else {
                     return Err(EngineError::Type {
-                        what: format!("record {} lacks the tag {} that the {what} splits on", r.rec.type_string(), self.tag),
+                        what: format!(
+                            "record {} lacks the tag {} that the {what} splits on",
+                            r.rec.type_string(),
+                            self.tag
+                        ),
                         loc: ctx.rt.loc(self.node),
                     });
                 };
@@ -50,6 +71,7 @@ impl SplitEntity {
                         loc: ctx.rt.loc(self.node),
                     });
                 }
+                let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
                 let target = match self.replicas.get(&v) {
                     Some(t) => t.clone(),
                     None => {
@@ -57,14 +79,22 @@ impl SplitEntity {
                             NodeKind::Split { body, .. } | NodeKind::DynPlace { body, .. } => *body,
                             _ => unreachable!("split entity on a non-split node"),
                         };
-                        let t = instantiate(ctx, body, self.next.clone());
+                        // The replica's initialisers start as part of the record that creates it.
+                        let t = instantiate(ctx, body, self.next.clone(), &r.det);
+                        ctx.start();
                         self.replicas.insert(v, t.clone());
                         t
                     }
                 };
-                crate::collector::send_in(self.det.as_mut(), &target, r, ctx);
+                crate::collector::send_in(&target, r, marker, ctx);
             }
-            Item::Marker(m) => crate::collector::pass_marker(self.det.as_mut(), m, self.replicas.values(), &self.next, ctx),
+            Item::Marker(m) => crate::collector::pass_marker(
+                self.det.as_mut(),
+                m,
+                self.replicas.values(),
+                &self.next,
+                ctx,
+            ),
             Item::Resume => ctx.send(&self.next, Item::Resume),
         }
         Ok(())

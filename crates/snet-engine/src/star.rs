@@ -8,15 +8,24 @@
 //! whose output goes to stage `k + 1`. Creating replica `k` creates stage
 //! `k + 1` (an allocation) but not its replica.
 //!
-//! Ordering markers: a deterministic star stamps records at stage 0. Each
-//! stage remembers which of its two paths (exit, replica) received records
-//! since the owner's last marker passed it and sends the marker down exactly
-//! those paths. Markers of an enclosing owner are sent down both paths.
+//! Ordering markers: a deterministic star stamps records at stage 0 with
+//! its sequence number `s`, and the marker of `s` follows them. Each stage
+//! remembers, per path (exit, replica), the numbers of the records it sent
+//! down that path whose marker has not passed yet, and sends a copy of the
+//! marker of `s` down exactly the paths still pending for `s` (to the exit
+//! if none is). Tracking numbers, not just "records since the last marker",
+//! matters when a replica merges several paths (a `|` or `!` inside): its
+//! outputs then reach the next stage with markers of different numbers out
+//! of order relative to the records, and several copies of one marker
+//! arrive. The copy that arrives after a record (there is one on the
+//! record's own path) finds the record's number pending, or an earlier copy
+//! that also arrived after the record already took that path. Markers of an
+//! enclosing owner are sent down both paths.
 
 use snet_core::{NodeId, NodeKind, Pattern, Record};
 
 use crate::collector::DetOwner;
-use crate::entity::{Entity, Item, Marker, Rec};
+use crate::entity::{Entity, Item, Marker, Rec, Stamps};
 use crate::instantiate::{instantiate, Ctx, Kind, Runtime};
 use crate::sync::Arc;
 use crate::synchro::Cell;
@@ -31,8 +40,28 @@ pub struct StarEntity {
     det: Option<DetOwner>,
     /// The owner id of this star's own markers (deterministic stars), at every stage.
     owner: Option<u64>,
-    dirty_exit: bool,
-    dirty_body: bool,
+    /// Deterministic stars: numbers of records sent to the exit / into the
+    /// replica whose marker has not followed them yet (usually zero or one).
+    pending_exit: Pending,
+    pending_body: Pending,
+}
+
+type Pending = smallvec::SmallVec<[u64; 2]>;
+
+fn note(p: &mut Pending, s: u64) {
+    if !p.contains(&s) {
+        p.push(s);
+    }
+}
+
+fn take(p: &mut Pending, s: u64) -> bool {
+    match p.iter().position(|&x| x == s) {
+        Some(i) => {
+            p.swap_remove(i);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Does `rec` match one of the patterns (variant and guard)?
@@ -55,18 +84,32 @@ pub fn matches_any(pats: &[Pattern], rec: &Record) -> Result<bool, snet_core::Ev
 impl StarEntity {
     pub fn new(node: NodeId, level: u32, exit: Arc<Entity>, det: Option<DetOwner>) -> StarEntity {
         let owner = det.as_ref().map(|d| d.owner);
-        StarEntity { node, level, exit, body: None, det, owner, dirty_exit: false, dirty_body: false }
+        StarEntity {
+            node,
+            level,
+            exit,
+            body: None,
+            det,
+            owner,
+            pending_exit: Pending::new(),
+            pending_body: Pending::new(),
+        }
     }
 
-    fn body(&mut self, ctx: &Ctx) -> Arc<Entity> {
+    /// Replica `level`, created (and started with the stamps `start` of the
+    /// record that needs it) on first use.
+    fn body(&mut self, start: &Stamps, ctx: &mut Ctx) -> Arc<Entity> {
         if let Some(b) = &self.body {
             return b.clone();
         }
-        let NodeKind::Star { body, .. } = &ctx.rt.graph().node(self.node).kind else { unreachable!("star entity on a non-star node") };
+        let NodeKind::Star { body, .. } = &ctx.rt.graph().node(self.node).kind else {
+            unreachable!("star entity on a non-star node")
+        };
         let mut stage = StarEntity::new(self.node, self.level + 1, self.exit.clone(), None);
         stage.owner = self.owner;
         let next = ctx.entity(self.node, Kind::Star(stage));
-        let b = instantiate(ctx, *body, next);
+        let b = instantiate(ctx, *body, next, start);
+        ctx.start();
         self.body = Some(b.clone());
         b
     }
@@ -75,17 +118,30 @@ impl StarEntity {
         match item {
             Item::Rec(mut r) => {
                 let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
-                let NodeKind::Star { exits, .. } = &ctx.rt.graph().node(self.node).kind else { unreachable!() };
+                let NodeKind::Star { exits, .. } = &ctx.rt.graph().node(self.node).kind else {
+                    unreachable!()
+                };
                 let leave = matches_any(exits, &r.rec).map_err(|e| EngineError::Eval {
                     what: format!("star exit guard: {e}"),
                     loc: ctx.rt.loc(self.node),
                 })?;
+                // This star's number of the record (outer collectors' stamps
+                // are below it, inner ones were popped on the way out).
+                let seq = if self.owner.is_some() {
+                    r.det.last().copied()
+                } else {
+                    None
+                };
                 if leave {
-                    self.dirty_exit = true;
+                    if let Some(s) = seq {
+                        note(&mut self.pending_exit, s);
+                    }
                     ctx.send(&self.exit, Item::Rec(r));
                 } else {
-                    self.dirty_body = true;
-                    let b = self.body(ctx);
+                    if let Some(s) = seq {
+                        note(&mut self.pending_body, s);
+                    }
+                    let b = self.body(&r.det, ctx);
                     ctx.send(&b, Item::Rec(r));
                 }
                 if let Some(m) = marker {
@@ -99,7 +155,9 @@ impl StarEntity {
                     let w = d.wrap(m);
                     ctx.send(&self.exit, Item::Marker(w));
                 } else {
-                    let paths: Vec<Arc<Entity>> = std::iter::once(self.exit.clone()).chain(self.body.clone()).collect();
+                    let paths: Vec<Arc<Entity>> = std::iter::once(self.exit.clone())
+                        .chain(self.body.clone())
+                        .collect();
                     crate::parallel::broadcast(m, paths.iter(), &self.exit, ctx);
                 }
             }
@@ -108,16 +166,21 @@ impl StarEntity {
         Ok(())
     }
 
-    /// An own marker: down the paths that saw records since the last one.
+    /// An own marker: down the paths still pending for its number.
     fn own_marker(&mut self, m: Marker, ctx: &mut Ctx) {
-        let body = if self.dirty_body { self.body.clone() } else { None };
-        let to_exit = self.dirty_exit || body.is_none();
-        self.dirty_exit = false;
-        self.dirty_body = false;
+        let body = if take(&mut self.pending_body, m.seq) {
+            self.body.clone()
+        } else {
+            None
+        };
+        let to_exit = take(&mut self.pending_exit, m.seq) || body.is_none();
         let n = to_exit as usize + body.is_some() as usize;
         let mut copies = m.split(n);
         if to_exit {
-            ctx.send(&self.exit, Item::Marker(copies.next().expect("one copy per path")));
+            ctx.send(
+                &self.exit,
+                Item::Marker(copies.next().expect("one copy per path")),
+            );
         }
         if let Some(b) = body {
             ctx.send(&b, Item::Marker(copies.next().expect("one copy per path")));
@@ -149,7 +212,9 @@ pub struct FusedSync {
 impl FusedSync {
     pub fn new(rt: &Runtime, node: NodeId, next: Arc<Entity>) -> FusedSync {
         let sync = rt.prog.fused[node as usize].expect("fused star");
-        let NodeKind::Sync(def) = &rt.graph().node(sync).kind else { unreachable!("fused star over a non-sync") };
+        let NodeKind::Sync(def) = &rt.graph().node(sync).kind else {
+            unreachable!("fused star over a non-sync")
+        };
         FusedSync {
             node,
             sync,
@@ -166,11 +231,18 @@ impl FusedSync {
             return Ok(());
         };
         let graph = ctx.rt.graph();
-        let NodeKind::Star { exits, .. } = &graph.node(self.node).kind else { unreachable!() };
-        let NodeKind::Sync(def) = &graph.node(self.sync).kind else { unreachable!() };
+        let NodeKind::Star { exits, .. } = &graph.node(self.node).kind else {
+            unreachable!()
+        };
+        let NodeKind::Sync(def) = &graph.node(self.sync).kind else {
+            unreachable!()
+        };
         let pats = &def.patterns;
         let loc = || ctx.rt.loc(self.node);
-        let eval_err = |e: snet_core::EvalError| EngineError::Eval { what: format!("repeated synchronisation: {e}"), loc: loc() };
+        let eval_err = |e: snet_core::EvalError| EngineError::Eval {
+            what: format!("repeated synchronisation: {e}"),
+            loc: loc(),
+        };
         let mut rec = rec;
         let mut from = 0u64; // the first position the record may still reach
         loop {
@@ -214,7 +286,9 @@ impl FusedSync {
                 }
             };
             let cell = self.cells.get_mut(&pos).expect("open cell");
-            let i = (0..pats.len()).find(|&i| accepts[i] && cell.open(i)).expect("the chosen cell has a slot for the record");
+            let i = (0..pats.len())
+                .find(|&i| accepts[i] && cell.open(i))
+                .expect("the chosen cell has a slot for the record");
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
                 None => return Ok(()),

@@ -39,7 +39,11 @@ pub enum Stored {
 
 impl Cell {
     pub fn new(n: usize) -> Cell {
-        Cell { slots: (0..n).map(|_| None).collect(), filled: 0, fired: false }
+        Cell {
+            slots: (0..n).map(|_| None).collect(),
+            filled: 0,
+            fired: false,
+        }
     }
 
     /// No slot filled yet.
@@ -51,7 +55,11 @@ impl Cell {
         self.fired
     }
 
-    pub fn offer(&mut self, patterns: &[Pattern], rec: Record) -> Result<Stored, snet_core::EvalError> {
+    pub fn offer(
+        &mut self,
+        patterns: &[Pattern],
+        rec: Record,
+    ) -> Result<Stored, snet_core::EvalError> {
         if self.fired {
             return Ok(Stored::Passed(rec));
         }
@@ -68,7 +76,9 @@ impl Cell {
                 }
             }
         }
-        let Some(i) = slot else { return Ok(Stored::Passed(rec)) };
+        let Some(i) = slot else {
+            return Ok(Stored::Passed(rec));
+        };
         Ok(match self.store(i, patterns, rec) {
             None => Stored::Kept,
             Some(merged) => Stored::Fired(merged),
@@ -90,7 +100,9 @@ impl Cell {
             return None;
         }
         self.fired = true;
-        let mut pairs = std::mem::take(&mut self.slots).into_iter().zip(patterns.iter());
+        let mut pairs = std::mem::take(&mut self.slots)
+            .into_iter()
+            .zip(patterns.iter());
         let mut merged = pairs.next().and_then(|(r, _)| r).unwrap_or_default();
         for (r, p) in pairs {
             let Some(r) = r else { continue };
@@ -106,7 +118,11 @@ impl Cell {
 
 impl SyncEntity {
     pub fn new(node: NodeId, n: usize, next: Arc<Entity>) -> SyncEntity {
-        SyncEntity { node, cell: Cell::new(n), next }
+        SyncEntity {
+            node,
+            cell: Cell::new(n),
+            next,
+        }
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
@@ -114,14 +130,21 @@ impl SyncEntity {
             ctx.send(&self.next, item);
             return Ok(());
         };
-        let NodeKind::Sync(def) = &ctx.rt.graph().node(self.node).kind else { unreachable!("sync entity on a non-sync node") };
-        let stored = self.cell.offer(&def.patterns, rec).map_err(|e| EngineError::Eval {
-            what: format!("synchrocell guard: {e}"),
-            loc: ctx.rt.loc(self.node),
-        })?;
+        let NodeKind::Sync(def) = &ctx.rt.graph().node(self.node).kind else {
+            unreachable!("sync entity on a non-sync node")
+        };
+        let stored = self
+            .cell
+            .offer(&def.patterns, rec)
+            .map_err(|e| EngineError::Eval {
+                what: format!("synchrocell guard: {e}"),
+                loc: ctx.rt.loc(self.node),
+            })?;
         match stored {
             Stored::Kept => {}
-            Stored::Fired(rec) | Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det })),
+            Stored::Fired(rec) | Stored::Passed(rec) => {
+                ctx.send(&self.next, Item::Rec(Rec { rec, det }))
+            }
         }
         Ok(())
     }

@@ -25,7 +25,11 @@ struct Queue {
 fn no_lost_wakeup_and_no_early_finish() {
     loom::model(|| {
         let sleep = Arc::new(Sleep::new(2));
-        let q = Arc::new(Mutex::new(Queue { items: Vec::new(), closed: false, taken: 0 }));
+        let q = Arc::new(Mutex::new(Queue {
+            items: Vec::new(),
+            closed: false,
+            taken: 0,
+        }));
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 let (sleep, q) = (sleep.clone(), q.clone());

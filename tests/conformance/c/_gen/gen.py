@@ -340,6 +340,96 @@ void *use(void *hnd, int seed, int x)
 '''}, [[tag('x', 1)], [tag('x', 2)]], [[tag('y', 700)], [tag('y', 701)], [tag('y', 702)]],
     notes='the initialiser\'s start-up record flows downstream (x created as 0 by the filter); records arriving from upstream call it again with flow inheritance (<x> kept)')
 
+# initialisers anywhere in the static network fire once at start (boxes.rs)
+case('init-unentered-branch', """
+box init(-> (<i>));
+net unentered connect (init | []);
+""", {'init.c': r"""
+#include "C4SNet.h"
+void *init(void *hnd)
+{
+    for (int i = 0; i < 5; i++)
+        C4SNetOut(hnd, 1, i);
+    return hnd;
+}
+"""}, [], [[tag('i', i)] for i in range(5)],
+    notes='an initialiser in a parallel branch that no record ever enters (the input is only the terminate record) still fires once at start: five records')
+
+case('init-det-parallel', """
+box init(-> (<s>));
+box twice((<x>) -> (<y>));
+net detpar connect twice || (init .. [{<s>} -> {<s>, <boot>}]);
+""", {'boxes.c': r"""
+#include <time.h>
+#include "C4SNet.h"
+void *init(void *hnd)
+{
+    /* slow, so that input records would overtake it without the ordering rule */
+    struct timespec t = { 0, 10 * 1000000L };
+    nanosleep(&t, 0);
+    for (int s = 1; s <= 3; s++)
+        C4SNetOut(hnd, 1, s);
+    return hnd;
+}
+void *twice(void *hnd, int x)
+{
+    C4SNetOut(hnd, 1, 2 * x);
+    return hnd;
+}
+"""}, [[tag('x', i), tag('id', i)] for i in range(40)],
+    [[tag('s', s), tag('boot', 0)] for s in range(1, 4)] + [[tag('y', 2 * i), tag('id', i)] for i in range(40)],
+    ordered=True,
+    notes='an initialiser inside || fires once at start; || orders its start-up before its first input record, so the three init records come first, then the outputs in input order')
+
+case('init-nested-net', """
+box init(-> (<base>));
+net outer
+{
+  net inner
+  {
+    net seed connect init .. [{<base>} -> {<base>, <tag=base*10>}];
+  }
+  connect seed .. [{<base>, <tag>} -> {<v=base+tag>}];
+}
+connect [{<x>} -> {<v=x>}] | (inner @ 0);
+""", {'init.c': r"""
+#include "C4SNet.h"
+void *init(void *hnd)
+{
+    C4SNetOut(hnd, 1, 4);
+    return hnd;
+}
+"""}, [[tag('x', i)] for i in (1, 2, 3)], [[tag('v', 44)]] + [[tag('v', i)] for i in (1, 2, 3)],
+    notes='an initialiser two nets deep, under a placement, in a parallel branch the input records never enter: fires once at start (v = 4 + 40)')
+
+case('init-feedback', """
+box init(-> (<n>, <boot>));
+net fb connect ([{<n>} -> {<n=n+1>}] | init) \\ {<n>} if <n < 5>;
+""", {'init.c': r"""
+#include "C4SNet.h"
+void *init(void *hnd)
+{
+    C4SNetOut(hnd, 1, 0, 1);
+    return hnd;
+}
+"""}, [[tag('n', 7)], [tag('n', 2)]], [[tag('n', 5), tag('boot', 1)], [tag('n', 8)], [tag('n', 5)]],
+    notes='an initialiser in a branch of a feedback body fires once at start; its record {<n>=0} goes round the loop (routed to the filter branch, the better match) until n = 5')
+
+case('init-star', """
+box init(-> (<r>));
+net st connect ([{<n>} -> {<n=n-1>}] .. ([] | init)) * {<n>} if <n <= 0>, {<r>};
+""", {'init.c': r"""
+#include "C4SNet.h"
+static int calls;
+void *init(void *hnd)
+{
+    C4SNetOut(hnd, 1, __atomic_add_fetch(&calls, 1, __ATOMIC_SEQ_CST));
+    return hnd;
+}
+"""}, [[tag('n', n), tag('id', i)] for i, n in enumerate([3, 1, 5, 2, 0])],
+    [[tag('n', 0), tag('id', i)] for i in range(5)] + [[tag('r', k)] for k in range(1, 6)],
+    notes='an initialiser inside a star replica fires when that replica is created: the largest n is 5, so replicas 0..4 exist and five init calls are made (r = 1..5); none fires before a record needs its replica')
+
 # --- boxes under combinators ------------------------------------------------------
 case('split-box', '''
 box acc((<k>, <v>) -> (<k>, <w>));
