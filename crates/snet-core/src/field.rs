@@ -105,7 +105,10 @@ unsafe impl Sync for CData {}
 
 impl CData {
     fn layout(ctype: CType, len: usize) -> Layout {
-        let bytes = ctype.size().checked_mul(len.max(1)).expect("field size overflows");
+        let bytes = ctype
+            .size()
+            .checked_mul(len.max(1))
+            .expect("field size overflows");
         Layout::from_size_align(bytes, 16).expect("field layout")
     }
 
@@ -168,7 +171,11 @@ impl Drop for CData {
 /// What a field holds.
 pub enum FieldValue {
     /// Text exactly as read from a record stream (`(int)5`), with its interface and mode.
-    Text { interface: Box<str>, binary: bool, text: Box<str> },
+    Text {
+        interface: Box<str>,
+        binary: bool,
+        text: Box<str>,
+    },
     /// A C4SNet typed array.
     Data(CData),
 }
@@ -179,7 +186,11 @@ pub struct Field(pub Arc<FieldValue>);
 
 impl Field {
     pub fn text(interface: &str, binary: bool, text: &str) -> Field {
-        Field(Arc::new(FieldValue::Text { interface: interface.into(), binary, text: text.into() }))
+        Field(Arc::new(FieldValue::Text {
+            interface: interface.into(),
+            binary,
+            text: text.into(),
+        }))
     }
 
     pub fn data(d: CData) -> Field {

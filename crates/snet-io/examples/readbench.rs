@@ -14,7 +14,10 @@ use snet_io::{Item, RecordReader, RecordWriter};
 
 /// This thread's CPU time.
 fn cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     assert_eq!(rc, 0, "clock_gettime");
@@ -29,7 +32,10 @@ impl Timer {
     }
     /// (cpu seconds, wall seconds)
     fn stop(&self) -> (f64, f64) {
-        ((cpu_time() - self.1).as_secs_f64(), self.0.elapsed().as_secs_f64())
+        (
+            (cpu_time() - self.1).as_secs_f64(),
+            self.0.elapsed().as_secs_f64(),
+        )
     }
 }
 
@@ -58,7 +64,10 @@ fn report(what: &str, n: usize, bytes: usize, (cpu, wall): (f64, f64)) {
 }
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(100_000);
 
     let mut one_tag = Vec::new();
     for i in 0..n {
@@ -82,7 +91,12 @@ fn main() {
 
     for round in 0..3 {
         let (k, secs) = read(&one_tag);
-        report(&format!("read, one tag (run {round})"), k, one_tag.len(), secs);
+        report(
+            &format!("read, one tag (run {round})"),
+            k,
+            one_tag.len(),
+            secs,
+        );
     }
     let (k, secs) = read(&mixed);
     report("read, field+tag+btag", k, mixed.len(), secs);

@@ -38,15 +38,33 @@ fn field_canonical(v: &FieldValue) -> String {
     let mut out = Vec::new();
     match v {
         FieldValue::Data(d) => ctext::format_textual(d, &mut out),
-        FieldValue::Text { interface, binary, text } if &**interface == DEFAULT_INTERFACE => {
-            let decoded = if *binary { ctext::parse_binary(text) } else { ctext::parse_textual(text) };
+        FieldValue::Text {
+            interface,
+            binary,
+            text,
+        } if &**interface == DEFAULT_INTERFACE => {
+            let decoded = if *binary {
+                ctext::parse_binary(text)
+            } else {
+                ctext::parse_textual(text)
+            };
             match decoded {
                 Ok(d) => ctext::format_textual(&d, &mut out),
                 Err(_) => out.extend_from_slice(text.as_bytes()),
             }
         }
-        FieldValue::Text { interface, binary, text } => {
-            out.extend_from_slice(format!("[{interface}{}]{text}", if *binary { " binary" } else { "" }).as_bytes());
+        FieldValue::Text {
+            interface,
+            binary,
+            text,
+        } => {
+            out.extend_from_slice(
+                format!(
+                    "[{interface}{}]{text}",
+                    if *binary { " binary" } else { "" }
+                )
+                .as_bytes(),
+            );
         }
     }
     String::from_utf8_lossy(&out).into_owned()
@@ -105,15 +123,24 @@ pub fn equivalent_multiset(a: &[Item], b: &[Item]) -> Result<(), String> {
     for item in b {
         *counts.entry(item_canonical(item)).or_default() -= 1;
     }
-    let missing: Vec<(&String, i64)> = counts.iter().filter(|(_, &n)| n > 0).map(|(k, &n)| (k, n)).collect();
-    let extra: Vec<(&String, i64)> = counts.iter().filter(|(_, &n)| n < 0).map(|(k, &n)| (k, -n)).collect();
+    let missing: Vec<(&String, i64)> = counts
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, &n)| (k, n))
+        .collect();
+    let extra: Vec<(&String, i64)> = counts
+        .iter()
+        .filter(|(_, &n)| n < 0)
+        .map(|(k, &n)| (k, -n))
+        .collect();
     if missing.is_empty() && extra.is_empty() {
         return Ok(());
     }
     let mut msg = format!("record streams differ ({} vs {} items)\n", a.len(), b.len());
-    for (title, list) in
-        [("only in the first (missing from the second)", &missing), ("only in the second (extra)", &extra)]
-    {
+    for (title, list) in [
+        ("only in the first (missing from the second)", &missing),
+        ("only in the second (extra)", &extra),
+    ] {
         if list.is_empty() {
             continue;
         }
@@ -127,7 +154,11 @@ pub fn equivalent_multiset(a: &[Item], b: &[Item]) -> Result<(), String> {
             }
         }
         if list.len() > SHOWN {
-            let _ = writeln!(msg, "  ... and {} more distinct record(s)", list.len() - SHOWN);
+            let _ = writeln!(
+                msg,
+                "  ... and {} more distinct record(s)",
+                list.len() - SHOWN
+            );
         }
     }
     Err(msg)
@@ -170,16 +201,24 @@ mod tests {
     #[test]
     fn differences_are_listed() {
         let a = items("<record><tag label='x'>1</tag></record><record><tag label='x'>1</tag></record><record><tag label='z'>0</tag></record>");
-        let b = items("<record><tag label='x'>1</tag></record><record><tag label='y'>1</tag></record>");
+        let b =
+            items("<record><tag label='x'>1</tag></record><record><tag label='y'>1</tag></record>");
         let msg = equivalent_multiset(&a, &b).expect_err("different");
-        assert!(msg.contains("only in the first (missing from the second): 2 record(s)"), "{msg}");
+        assert!(
+            msg.contains("only in the first (missing from the second): 2 record(s)"),
+            "{msg}"
+        );
         assert!(msg.contains("  data {tag \"x\"=1}"), "{msg}");
-        assert!(msg.contains("only in the second (extra): 1 record(s)\n  data {tag \"y\"=1}"), "{msg}");
+        assert!(
+            msg.contains("only in the second (extra): 1 record(s)\n  data {tag \"y\"=1}"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn multiplicity_counts() {
-        let a = items("<record><tag label='x'>1</tag></record><record><tag label='x'>1</tag></record>");
+        let a =
+            items("<record><tag label='x'>1</tag></record><record><tag label='x'>1</tag></record>");
         let b = items("<record><tag label='x'>1</tag></record>");
         assert!(equivalent_multiset(&a, &b).is_err());
         assert!(equivalent_multiset(&a, &a).is_ok());

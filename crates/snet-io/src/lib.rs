@@ -37,10 +37,18 @@ pub fn decode_field(f: &Field) -> Result<CData, FieldError> {
     match f.value() {
         FieldValue::Data(d) => Ok(d.clone()),
         FieldValue::Text { interface, .. } if &**interface != DEFAULT_INTERFACE => {
-            Err(FieldError::UnsupportedInterface { interface: interface.to_string() })
+            Err(FieldError::UnsupportedInterface {
+                interface: interface.to_string(),
+            })
         }
-        FieldValue::Text { binary: true, text, .. } => ctext::parse_binary(text),
-        FieldValue::Text { binary: false, text, .. } => ctext::parse_textual(text),
+        FieldValue::Text {
+            binary: true, text, ..
+        } => ctext::parse_binary(text),
+        FieldValue::Text {
+            binary: false,
+            text,
+            ..
+        } => ctext::parse_textual(text),
     }
 }
 
@@ -70,9 +78,15 @@ mod tests {
         let d = decode_field(&t).expect("textual");
         assert_eq!(d.ctype(), CType::Int);
         assert_eq!(decode_field(&b).expect("binary").bytes(), d.bytes());
-        assert_eq!(decode_field(&Field::data(d.clone())).expect("data").bytes(), d.bytes());
+        assert_eq!(
+            decode_field(&Field::data(d.clone())).expect("data").bytes(),
+            d.bytes()
+        );
         assert_eq!(encode_data(&d), "(int[2])1,2");
-        assert!(matches!(decode_field(&Field::text("SAC", false, "x")), Err(FieldError::UnsupportedInterface { .. })));
+        assert!(matches!(
+            decode_field(&Field::text("SAC", false, "x")),
+            Err(FieldError::UnsupportedInterface { .. })
+        ));
         assert!(decode_field(&text_field(&d)).is_ok());
     }
 }

@@ -26,22 +26,45 @@ impl Rng {
 }
 
 fn floats(rng: &mut Rng) -> Vec<u32> {
-    let mut v: Vec<u32> =
-        [0.0f32, -0.0, 1.0, 1.5, 0.1, -3.25, f32::MAX, f32::MIN_POSITIVE, 1e-45, 1e-20, 123456.79, f32::INFINITY]
-            .iter()
-            .map(|f| f.to_bits())
-            .collect();
+    let mut v: Vec<u32> = [
+        0.0f32,
+        -0.0,
+        1.0,
+        1.5,
+        0.1,
+        -3.25,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        1e-45,
+        1e-20,
+        123456.79,
+        f32::INFINITY,
+    ]
+    .iter()
+    .map(|f| f.to_bits())
+    .collect();
     v.extend([0x7fc0_0000, 0xffc0_0000, 0x0000_0001, 0x007f_ffff]);
     v.extend((0..1500).map(|_| rng.next() as u32));
     v
 }
 
 fn doubles(rng: &mut Rng) -> Vec<u64> {
-    let mut v: Vec<u64> =
-        [0.0f64, -0.0, 1.0, 1.5, 0.1, 1e300, -2.5e-300, f64::MAX, f64::MIN_POSITIVE, 5e-324, f64::NEG_INFINITY]
-            .iter()
-            .map(|f| f.to_bits())
-            .collect();
+    let mut v: Vec<u64> = [
+        0.0f64,
+        -0.0,
+        1.0,
+        1.5,
+        0.1,
+        1e300,
+        -2.5e-300,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        5e-324,
+        f64::NEG_INFINITY,
+    ]
+    .iter()
+    .map(|f| f.to_bits())
+    .collect();
     // 2^-48 = 3.5527136788005009293556213378906250e-15 has 34 significant
     // digits ending in 5: %.32le must round the tie to even.
     v.push(2f64.powi(-48).to_bits());
@@ -54,7 +77,18 @@ fn doubles(rng: &mut Rng) -> Vec<u64> {
 /// 16-byte long double slots: the 10 x87 bytes, then zero padding.
 fn ldoubles(rng: &mut Rng) -> Vec<[u8; 16]> {
     let mut v = Vec::new();
-    for text in ["0", "-0", "1", "1.5", "0.1", "1e4000", "-1e-4000", "3.6e-4951", "inf", "nan"] {
+    for text in [
+        "0",
+        "-0",
+        "1",
+        "1.5",
+        "0.1",
+        "1e4000",
+        "-1e-4000",
+        "3.6e-4951",
+        "inf",
+        "nan",
+    ] {
         let d = ctext::parse_textual(&format!("(long double){text}")).expect("valid long double");
         v.push(d.bytes().try_into().expect("16-byte slot"));
     }
@@ -88,7 +122,9 @@ fn temp_dir() -> PathBuf {
 #[test]
 fn number_formatting_matches_c_printf() {
     if Command::new("gcc").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: gcc not found; float/double/long double formatting not checked against C");
+        eprintln!(
+            "SKIPPED: gcc not found; float/double/long double formatting not checked against C"
+        );
         return;
     }
     if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
@@ -106,21 +142,44 @@ fn number_formatting_matches_c_printf() {
     let _ = writeln!(
         c,
         "static const unsigned int F[] = {{{}}};",
-        fs.iter().map(|x| format!("{x}u")).collect::<Vec<_>>().join(",")
+        fs.iter()
+            .map(|x| format!("{x}u"))
+            .collect::<Vec<_>>()
+            .join(",")
     );
     let _ = writeln!(
         c,
         "static const unsigned long long D[] = {{{}}};",
-        ds.iter().map(|x| format!("{x}ull")).collect::<Vec<_>>().join(",")
+        ds.iter()
+            .map(|x| format!("{x}ull"))
+            .collect::<Vec<_>>()
+            .join(",")
     );
     let _ = writeln!(
         c,
         "static const unsigned long long I[] = {{{}}};",
-        ints.iter().map(|x| format!("{x}ull")).collect::<Vec<_>>().join(",")
+        ints.iter()
+            .map(|x| format!("{x}ull"))
+            .collect::<Vec<_>>()
+            .join(",")
     );
-    let rows: Vec<String> =
-        ls.iter().map(|s| format!("{{{}}}", s.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(","))).collect();
-    let _ = writeln!(c, "static const unsigned char L[][16] = {{{}}};", rows.join(","));
+    let rows: Vec<String> = ls
+        .iter()
+        .map(|s| {
+            format!(
+                "{{{}}}",
+                s.iter()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        c,
+        "static const unsigned char L[][16] = {{{}}};",
+        rows.join(",")
+    );
     c.push_str(
         r#"
 #define N(a) (sizeof a / sizeof a[0])
@@ -139,7 +198,13 @@ int main(void) {
     let dir = temp_dir();
     let (src, exe) = (dir.join("golden.c"), dir.join("golden"));
     std::fs::write(&src, c).expect("write C source");
-    let status = Command::new("gcc").arg("-O1").arg("-o").arg(&exe).arg(&src).status().expect("run gcc");
+    let status = Command::new("gcc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("run gcc");
     assert!(status.success(), "gcc failed on {}", src.display());
     let out = Command::new(&exe).output().expect("run the golden program");
     assert!(out.status.success());
@@ -152,10 +217,16 @@ int main(void) {
         checked += 1;
     };
     for x in &fs {
-        expect(&format!("float bits {x:#x}"), ours(CType::Float, &x.to_ne_bytes()));
+        expect(
+            &format!("float bits {x:#x}"),
+            ours(CType::Float, &x.to_ne_bytes()),
+        );
     }
     for x in &ds {
-        expect(&format!("double bits {x:#x}"), ours(CType::Double, &x.to_ne_bytes()));
+        expect(
+            &format!("double bits {x:#x}"),
+            ours(CType::Double, &x.to_ne_bytes()),
+        );
     }
     for x in &ls {
         expect(&format!("long double bytes {x:?}"), ours(CType::LDouble, x));
