@@ -2,7 +2,8 @@
 //!
 //! Each case holds `prog.snet`, `input.xml`, and either `expected.xml`
 //! (compared as a multiset of records, or as a sequence when an `ordered`
-//! file is present) or `expected-error.txt` (a substring the error message
+//! file is present; field values compared as the exact text written, so
+//! C4SNet values must be in the canonical `printf` form) or `expected-error.txt` (a substring the error message
 //! must contain; the run must exit nonzero). Every case runs under 1, 2 and
 //! 8 workers. `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
@@ -27,8 +28,10 @@ fn repo_root() -> PathBuf {
         .expect("repo root")
 }
 
+/// Field values as written (not decoded): the output must hold the exact
+/// text of `expected.xml`, i.e. the canonical `printf` form (records.md).
 fn read_items(bytes: &[u8], what: &str) -> Result<Vec<snet_io::Item>, Failed> {
-    snet_io::read_all(bytes).map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
+    snet_io::read_all_verbatim(bytes).map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
 }
 
 /// The C sources of a case (sorted), empty for a pure case.

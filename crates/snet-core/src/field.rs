@@ -2,10 +2,11 @@
 //!
 //! S-Net never looks inside a field. A field is either
 //! - [`FieldValue::Data`]: a C4SNet typed array ([`CData`]) that boxes read and
-//!   write through `C4SNet.h`, or
-//! - [`FieldValue::Text`]: a value read from a record stream and not (yet)
-//!   needed by any box, kept as the exact text it was read as so that pure
-//!   S-Net programs write it back byte for byte.
+//!   write through `C4SNet.h` — what the record reader makes of every C4SNet
+//!   value, so that it is written back in the canonical form, or
+//! - [`FieldValue::Text`]: a value of another box language's interface, kept
+//!   as the exact text it was read as and written back byte for byte (or a
+//!   C4SNet value a tool chose to keep as written, see snet-io).
 //!
 //! [`Field`] is an `Arc`: flow inheritance and filters share, never copy.
 //! The C ABI hands the same allocation to C code as `c4snet_data_t *`
@@ -170,7 +171,7 @@ impl Drop for CData {
 
 /// What a field holds.
 pub enum FieldValue {
-    /// Text exactly as read from a record stream (`(int)5`), with its interface and mode.
+    /// Text exactly as read from a record stream, with its interface and mode.
     Text {
         interface: Box<str>,
         binary: bool,

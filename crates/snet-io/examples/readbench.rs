@@ -4,7 +4,8 @@
 //!
 //! Generates RECORDS (default 100,000) small records in memory — one tag
 //! each, as the stress-test networks use — and times reading them, then
-//! records with a tag, a binding tag and an int field, then writing.
+//! records with a tag, a binding tag and an int field, and records with a
+//! `double[4]` field, then writing the last two.
 //! Rates are per second of this thread's CPU time (wall time is shown too:
 //! on a shared machine the two differ).
 
@@ -89,6 +90,17 @@ fn main() {
         );
     }
 
+    let mut doubles = Vec::new();
+    for i in 0..n {
+        doubles.extend_from_slice(
+            format!(
+                "<record type=\"data\" mode=\"textual\"><field label=\"D\" interface=\"C4SNet\">(double[4]){i}.5,0.25,-1e-3,{i}</field>\
+                 <tag label=\"N\">{i}</tag></record>\n"
+            )
+            .as_bytes(),
+        );
+    }
+
     for round in 0..3 {
         let (k, secs) = read(&one_tag);
         report(
@@ -101,16 +113,24 @@ fn main() {
     let (k, secs) = read(&mixed);
     report("read, field+tag+btag", k, mixed.len(), secs);
 
-    let mut recs = Vec::with_capacity(n);
-    let mut r = RecordReader::new(&mixed[..]);
-    while let Ok(Some(Item::Data(rec))) = r.next() {
-        recs.push(rec);
+    let (k, secs) = read(&doubles);
+    report("read, double[4]+tag", k, doubles.len(), secs);
+
+    for (what, input) in [
+        ("write, field+tag+btag", &mixed),
+        ("write, double[4]+tag", &doubles),
+    ] {
+        let mut recs = Vec::with_capacity(n);
+        let mut r = RecordReader::new(&input[..]);
+        while let Ok(Some(Item::Data(rec))) = r.next() {
+            recs.push(rec);
+        }
+        let t = Timer::start();
+        let mut w = RecordWriter::new(std::io::sink());
+        for rec in &recs {
+            w.write(rec).expect("sink never fails");
+        }
+        w.flush().expect("sink never fails");
+        report(what, recs.len(), input.len(), t.stop());
     }
-    let t = Timer::start();
-    let mut w = RecordWriter::new(std::io::sink());
-    for rec in &recs {
-        w.write(rec).expect("sink never fails");
-    }
-    w.flush().expect("sink never fails");
-    report("write, field+tag+btag", recs.len(), mixed.len(), t.stop());
 }

@@ -6,12 +6,20 @@
 //! entry order or label interning order; [`equivalent_multiset`] compares two
 //! streams through it and explains any difference.
 //!
-//! Field values compare as text, normalised: a C4SNet value (text or data,
-//! textual or binary mode) is compared in the writer's textual form, so
-//! `(int[1]) 5` equals `(int)5` and `(double)1.5` equals
-//! `(double)1.50000000000000000000000000000000e+00` — the original runtime
-//! always re-printed field values, so expected-output files hold the printed
-//! form. Other fields compare by interface and exact text.
+//! Field values compare as text, as `records.md` says. What that text is
+//! depends on how the streams were read:
+//! - [`read_all`] decodes C4SNet values, as the runtime does, so they
+//!   compare in the writer's canonical textual form: `(int[1]) 5` equals
+//!   `(int)5`, `(double)1.5` equals `(double)1.50000000000000000000000000000000e+00`,
+//!   binary equals textual. This is equivalence of *values*.
+//! - [`read_all_verbatim`] keeps C4SNet values as written, so textual-mode
+//!   values compare by their exact text (after XML unescaping): `(double)1.5`
+//!   differs from its canonical form. The conformance corpus compares output
+//!   and expected files this way, so an output written in anything but the
+//!   canonical form fails. (Binary-mode values are still compared in
+//!   canonical textual form: base64 is another encoding, not another text.)
+//!
+//! Fields of other interfaces compare by interface, mode and exact text.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -23,9 +31,18 @@ use crate::error::ReadError;
 use crate::reader::{Item, RecordReader, DEFAULT_INTERFACE};
 use crate::{ctext, writer};
 
-/// Reads a whole stream (up to `terminate`, which is included, or the end).
+/// Reads a whole stream (up to `terminate`, which is included, or the end),
+/// decoding C4SNet values as the runtime does.
 pub fn read_all<R: BufRead>(input: R) -> Result<Vec<Item>, ReadError> {
-    let mut reader = RecordReader::new(input);
+    collect(RecordReader::new(input))
+}
+
+/// Reads a whole stream keeping C4SNet values as written (see the module docs).
+pub fn read_all_verbatim<R: BufRead>(input: R) -> Result<Vec<Item>, ReadError> {
+    collect(RecordReader::new(input).verbatim_fields())
+}
+
+fn collect<R: BufRead>(mut reader: RecordReader<R>) -> Result<Vec<Item>, ReadError> {
     let mut items = Vec::new();
     while let Some(item) = reader.next()? {
         items.push(item);
@@ -33,26 +50,24 @@ pub fn read_all<R: BufRead>(input: R) -> Result<Vec<Item>, ReadError> {
     Ok(items)
 }
 
-/// The canonical text of a field value (see the module docs).
+/// The text a field value compares as (see the module docs).
 fn field_canonical(v: &FieldValue) -> String {
     let mut out = Vec::new();
     match v {
         FieldValue::Data(d) => ctext::format_textual(d, &mut out),
         FieldValue::Text {
             interface,
-            binary,
+            binary: false,
             text,
-        } if &**interface == DEFAULT_INTERFACE => {
-            let decoded = if *binary {
-                ctext::parse_binary(text)
-            } else {
-                ctext::parse_textual(text)
-            };
-            match decoded {
-                Ok(d) => ctext::format_textual(&d, &mut out),
-                Err(_) => out.extend_from_slice(text.as_bytes()),
-            }
-        }
+        } if &**interface == DEFAULT_INTERFACE => out.extend_from_slice(text.as_bytes()),
+        FieldValue::Text {
+            interface,
+            binary: true,
+            text,
+        } if &**interface == DEFAULT_INTERFACE => match ctext::parse_binary(text) {
+            Ok(d) => ctext::format_textual(&d, &mut out),
+            Err(_) => out.extend_from_slice(text.as_bytes()),
+        },
         FieldValue::Text {
             interface,
             binary,
@@ -196,6 +211,33 @@ mod tests {
             "<record type='data'><field label='d'>(double)1.50000000000000000000000000000000e+00</field></record>",
         );
         assert_eq!(equivalent_multiset(&c, &d), Ok(()));
+    }
+
+    #[test]
+    fn verbatim_reads_compare_the_written_text() {
+        let short = "<record type='data'><field label='d'>(double)1.5</field></record>";
+        let long = "<record type='data'><field label='d'>(double)1.50000000000000000000000000000000e+00</field></record>";
+        let verbatim = |s: &str| read_all_verbatim(s.as_bytes()).expect("valid input");
+        let msg =
+            equivalent_multiset(&verbatim(short), &verbatim(long)).expect_err("different texts");
+        assert!(msg.contains(r#"field "d"="(double)1.5""#), "{msg}");
+        assert_eq!(
+            equivalent_multiset(&verbatim(long), &items(short)),
+            Ok(()),
+            "decoded is the canonical text"
+        );
+        let binary =
+            "<record type='data' mode='binary'><field label='i'>(int)BQAAAA==</field></record>";
+        let textual = "<record type='data'><field label='i'>(int)5</field></record>";
+        assert_eq!(
+            equivalent_multiset(&verbatim(binary), &verbatim(textual)),
+            Ok(())
+        );
+        assert!(equivalent_multiset(
+            &verbatim("<record><field label='i'>(int[1])5</field></record>"),
+            &verbatim(textual)
+        )
+        .is_err());
     }
 
     #[test]

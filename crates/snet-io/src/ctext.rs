@@ -408,15 +408,23 @@ pub fn validate_textual(text: &str) -> Result<Header, FieldError> {
     Ok(h)
 }
 
-/// Parses a textual C4SNet value (`(int[2])1,2`).
+/// Parses a textual C4SNet value (`(int[2])1,2`), in one pass.
 pub fn parse_textual(text: &str) -> Result<CData, FieldError> {
-    let h = validate_textual(text)?;
-    // Valid: the element count is bounded by the text length, so this
-    // allocation is bounded by the input.
+    let h = parse_header(text)?;
+    let body = &text[h.body..];
+    if h.len > body.len() {
+        // Every element takes at least one byte, so the count is wrong; do
+        // not let it size an allocation. `parse_body` says how it is wrong.
+        parse_body(&h, body, |_, _| {})?;
+        return Err(FieldError::WrongCount {
+            expected: h.len,
+            found: body.len(),
+        });
+    }
     let mut d = CData::zeroed(h.ctype, h.len);
     let size = h.ctype.size();
     let bytes = d.bytes_mut();
-    parse_body(&h, &text[h.body..], |i, b| {
+    parse_body(&h, body, |i, b| {
         bytes[i * size..(i + 1) * size].copy_from_slice(b)
     })?;
     Ok(d)
@@ -701,6 +709,31 @@ mod tests {
             validate_textual("(double[2])1.0,x"),
             Err(FieldError::BadElement { index: 1, .. })
         ));
+    }
+
+    #[test]
+    fn counts_larger_than_the_text_are_rejected_before_allocating() {
+        assert_eq!(
+            parse_textual("(int[5])1").err(),
+            Some(FieldError::WrongCount {
+                expected: 5,
+                found: 1
+            })
+        );
+        assert_eq!(
+            parse_textual("(char[99999999999])a").err(),
+            Some(FieldError::WrongCount {
+                expected: 99999999999,
+                found: 1
+            })
+        );
+        assert_eq!(
+            parse_textual("(double)").err(),
+            Some(FieldError::WrongCount {
+                expected: 1,
+                found: 0
+            })
+        );
     }
 
     #[test]

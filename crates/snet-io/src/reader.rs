@@ -9,10 +9,15 @@
 //! `xmlns` and unknown attributes (ignored). A record without `type` is a
 //! data record.
 //!
-//! Field values are kept as the text they were read as
-//! ([`Field::text`]), but C4SNet values are validated on the way in
-//! ([`crate::ctext`]), so a malformed value is reported here with its
-//! position rather than later inside a box.
+//! C4SNet field values (textual or binary mode) are decoded on the way in
+//! into typed data ([`Field::data`], parsed once by [`crate::ctext`]), so
+//! a malformed value is reported here with its position rather than later
+//! inside a box, boxes receive the data without another parse, and the
+//! writer prints every C4SNet field in the canonical `printf` form the
+//! original runtime writes, whether or not a box touched it. Fields of other
+//! interfaces are kept as the text they were read as ([`Field::text`]).
+//! [`RecordReader::verbatim_fields`] keeps C4SNet values as text too (still
+//! validated), for tools that compare streams as written.
 //!
 //! After an error or a `terminate` record the reader is finished: `next`
 //! returns `Ok(None)` from then on.
@@ -62,6 +67,8 @@ struct Parser<R: BufRead> {
     field_interface: String,
     /// Recently seen labels, to skip the global interner on the hot path.
     labels: LabelCache,
+    /// Keep C4SNet values as text instead of decoding them.
+    verbatim: bool,
 }
 
 /// A tiny most-recently-added cache of labels by kind and name. Streams use
@@ -124,10 +131,18 @@ impl<R: BufRead> RecordReader<R> {
                 interface: String::new(),
                 field_interface: String::new(),
                 labels: LabelCache::default(),
+                verbatim: false,
             },
             buf: Vec::new(),
             done: false,
         }
+    }
+
+    /// Keeps C4SNet field values as the text they were read as (validated,
+    /// not decoded): for comparing streams as written, not for running.
+    pub fn verbatim_fields(mut self) -> RecordReader<R> {
+        self.p.verbatim = true;
+        self
     }
 
     /// The next record, `Ok(None)` at the end of the input or after
@@ -627,17 +642,25 @@ impl<R: BufRead> Parser<R> {
         } else {
             &self.interface
         };
-        if interface == DEFAULT_INTERFACE {
+        if interface != DEFAULT_INTERFACE {
+            return Ok(Value::Field(Field::text(interface, binary, text)));
+        }
+        let bad = |error| self.err(ReadErrorKind::BadField { label, error }, pos);
+        if self.verbatim {
             let checked = if binary {
                 ctext::validate_binary(text)
             } else {
                 ctext::validate_textual(text)
             };
-            if let Err(error) = checked {
-                return Err(self.err(ReadErrorKind::BadField { label, error }, pos));
-            }
+            checked.map_err(bad)?;
+            return Ok(Value::Field(Field::text(interface, binary, text)));
         }
-        Ok(Value::Field(Field::text(interface, binary, text)))
+        let data = if binary {
+            ctext::parse_binary(text)
+        } else {
+            ctext::parse_textual(text)
+        };
+        Ok(Value::Field(Field::data(data.map_err(bad)?)))
     }
 }
 
@@ -679,6 +702,7 @@ mod tests {
         }
     }
 
+    /// A field kept as text: (interface, binary, text).
     fn text_of(rec: &Record, name: &str) -> (String, bool, String) {
         match rec.field(Label::field(name)).map(|f| f.value()) {
             Some(FieldValue::Text {
@@ -686,7 +710,17 @@ mod tests {
                 binary,
                 text,
             }) => (interface.to_string(), *binary, text.to_string()),
-            other => panic!("field {name}: {:?}", other.is_some()),
+            Some(FieldValue::Data(_)) => panic!("field {name} was decoded"),
+            None => panic!("no field {name}"),
+        }
+    }
+
+    /// A decoded C4SNet field, in its canonical textual form.
+    fn data_of(rec: &Record, name: &str) -> String {
+        match rec.field(Label::field(name)).map(|f| f.value()) {
+            Some(FieldValue::Data(d)) => crate::encode_data(d),
+            Some(FieldValue::Text { .. }) => panic!("field {name} was kept as text"),
+            None => panic!("no field {name}"),
         }
     }
 
@@ -711,8 +745,41 @@ mod tests {
         assert_eq!(r.len(), 4);
         assert_eq!(r.int(Label::tag("N")), Some(10));
         assert_eq!(r.int(Label::btag("K")), Some(3));
-        assert_eq!(text_of(r, "A"), ("C4SNet".into(), false, "(int)5".into()));
-        assert_eq!(text_of(r, "V").2, "(double[3])1.5,2.5,3.5");
+        assert_eq!(data_of(r, "A"), "(int)5");
+        assert_eq!(
+            data_of(r, "V"),
+            "(double[3])1.50000000000000000000000000000000e+00,2.50000000000000000000000000000000e+00,\
+             3.50000000000000000000000000000000e+00"
+        );
+        // Kept as written when asked to.
+        let mut v = RecordReader::new(input.as_bytes()).verbatim_fields();
+        let Ok(Some(Item::Data(r))) = v.next() else {
+            panic!("data first")
+        };
+        assert_eq!(text_of(&r, "A"), ("C4SNet".into(), false, "(int)5".into()));
+        assert_eq!(text_of(&r, "V").2, "(double[3])1.5,2.5,3.5");
+    }
+
+    #[test]
+    fn c4snet_values_are_decoded_once_read() {
+        let recs = records(
+            "<record type='data'><field label='a'>(int)007</field><field label='b'>(int[3]) 1, 2 ,3</field>\
+             <field label='c'>(float)0.5</field><field label='d'>(double)0.5</field><field label='e'>(int[1])-4</field>\
+             <field label='f'>(unsigned char[2])x, </field><field label='g'>(long double[0])</field></record>",
+        );
+        assert_eq!(data_of(&recs[0], "a"), "(int)7");
+        assert_eq!(data_of(&recs[0], "b"), "(int[3])1,2,3");
+        assert_eq!(
+            data_of(&recs[0], "c"),
+            "(float)0.50000000000000000000000000000000"
+        );
+        assert_eq!(
+            data_of(&recs[0], "d"),
+            "(double)5.00000000000000000000000000000000e-01"
+        );
+        assert_eq!(data_of(&recs[0], "e"), "(int)-4");
+        assert_eq!(data_of(&recs[0], "f"), "(unsigned char[2])x, ");
+        assert_eq!(data_of(&recs[0], "g"), "(long double[0])");
     }
 
     #[test]
@@ -726,7 +793,7 @@ mod tests {
         assert_eq!(recs.len(), 4);
         assert_eq!(recs[0].int(Label::tag("a")), Some(-7));
         assert_eq!(recs[1].int(Label::tag("b")), Some(3));
-        assert_eq!(text_of(&recs[1], "s").2, "(char[3])<,&,>");
+        assert_eq!(data_of(&recs[1], "s"), "(char[3])<,&,>");
         assert!(recs[2].is_empty());
         assert_eq!(recs[3].int(Label::btag("c")), Some(0));
     }
@@ -737,7 +804,7 @@ mod tests {
             "<record type='data'><field label='x'>(char[5])&quot;,&apos;,&#x41;,&#66;,<![CDATA[<]]></field>\
              <field label='y' interface='Other'>&lt;raw &amp; free&gt;</field></record>",
         );
-        assert_eq!(text_of(&recs[0], "x").2, "(char[5])\",',A,B,<");
+        assert_eq!(data_of(&recs[0], "x"), "(char[5])\",',A,B,<");
         assert_eq!(
             text_of(&recs[0], "y"),
             ("Other".into(), false, "<raw & free>".into())
@@ -754,10 +821,7 @@ mod tests {
             text_of(&recs[0], "a"),
             ("SAC".into(), true, "anything".into())
         );
-        assert_eq!(
-            text_of(&recs[0], "b"),
-            ("C4SNet".into(), true, "(int[2])AQAAAAIAAAA=".into())
-        );
+        assert_eq!(data_of(&recs[0], "b"), "(int[2])1,2");
     }
 
     #[test]

@@ -8,12 +8,19 @@
 //! ```
 //!
 //! Entries come in record order: fields, then tags, then binding tags.
-//! Text fields are written back as read (XML-escaped again); C4SNet data
-//! fields in the textual form of [`crate::ctext`]. A [`RecordWriter::binary`]
-//! writer emits `mode="binary"` records with base64 field values instead.
-//! A C4SNet text field read in the other mode is converted. A field of
-//! another interface cannot be, so a record carrying one read in the other
-//! mode is written in that field's mode (its C4SNet fields converted to it).
+//! Every C4SNet field is written in the canonical form of [`crate::ctext`]
+//! (C's `printf` formats: `(double)0.5` read is written
+//! `(double)5.00000000000000000000000000000000e-01`), whether it is data a
+//! box made or a value read from a stream that no box touched, as the
+//! original runtime does; a C4SNet field held as text (a reader in
+//! [`crate::RecordReader::verbatim_fields`] mode, or built with
+//! [`Field::text`]) is decoded and re-encoded, or written as it is if it is
+//! not a valid value. Fields of other interfaces are written back exactly
+//! as read (XML-escaped again). A [`RecordWriter::binary`] writer emits
+//! `mode="binary"` records with base64 field values instead. A field of
+//! another interface read in the other mode cannot be converted, so a
+//! record carrying one is written in that field's mode (its C4SNet fields
+//! converted to it).
 //!
 //! The writer buffers internally (no `BufWriter` needed) and reuses its
 //! buffers, so writing does not allocate in the steady state; call
@@ -178,9 +185,9 @@ impl<W: Write> Drop for RecordWriter<W> {
     }
 }
 
-/// Appends the (unescaped) text a field is written as: text fields as
-/// read, converted between textual and binary mode when needed and
-/// possible; data fields formatted.
+/// Appends the (unescaped) text a field is written as: C4SNet fields in
+/// the canonical form of the mode (text is decoded first; text that is not
+/// a valid value is kept), other fields as read.
 pub fn field_text(f: &Field, binary: bool, out: &mut Vec<u8>) {
     match f.value() {
         FieldValue::Data(d) => format_data(d, binary, out),
@@ -189,7 +196,7 @@ pub fn field_text(f: &Field, binary: bool, out: &mut Vec<u8>) {
             binary: b,
             text,
         } => {
-            if *b != binary && &**interface == DEFAULT_INTERFACE {
+            if &**interface == DEFAULT_INTERFACE {
                 let decoded = if *b {
                     ctext::parse_binary(text)
                 } else {
@@ -316,6 +323,41 @@ mod tests {
         assert!(
             out.contains("<field label=\"o\" interface=\"O&quot;&amp;\"> a\"b&#13;\n</field>"),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn c4snet_text_fields_are_written_canonically() {
+        let mut r = Record::new();
+        r.set(
+            Label::field("d"),
+            Value::Field(Field::text("C4SNet", false, "(double)0.5")),
+        );
+        r.set(
+            Label::field("i"),
+            Value::Field(Field::text("C4SNet", false, "(int[3]) 1, 2 ,03")),
+        );
+        r.set(
+            Label::field("bad"),
+            Value::Field(Field::text("C4SNet", false, "(int)x")),
+        );
+        r.set(
+            Label::field("o"),
+            Value::Field(Field::text("Other", false, "(double)0.5")),
+        );
+        let t = written(&[r], false);
+        assert!(
+            t.contains(">(double)5.00000000000000000000000000000000e-01</field>"),
+            "{t}"
+        );
+        assert!(t.contains(">(int[3])1,2,3</field>"), "{t}");
+        assert!(
+            t.contains(">(int)x</field>"),
+            "not a valid value: kept as it is: {t}"
+        );
+        assert!(
+            t.contains("interface=\"Other\">(double)0.5</field>"),
+            "other interfaces verbatim: {t}"
         );
     }
 

@@ -4,7 +4,8 @@
 //! (scalars and arrays, including characters that need XML escaping) are
 //! written, read back, and compared: tags by value, fields by their bytes
 //! after `decode_field`. Writing what was read again must give the same
-//! bytes. Float values stay within the range `%.32f` prints exactly
+//! bytes: the writer's form is canonical, so reading it and writing it again
+//! is the identity. Float values stay within the range `%.32f` prints exactly
 //! (|x| >= 2^-40); NaNs are left out (C prints every NaN as `nan`).
 
 use proptest::prelude::*;
@@ -140,7 +141,7 @@ proptest! {
         for (a, b) in recs.iter().zip(&back) {
             same(a, b)?;
         }
-        // Text fields are written back exactly as they were read.
+        // The canonical form survives reading and writing unchanged.
         prop_assert_eq!(write(&back, binary), bytes);
     }
 }
