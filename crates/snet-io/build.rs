@@ -4,5 +4,8 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=csrc/ldouble.c");
-    cc::Build::new().file("csrc/ldouble.c").warnings(true).compile("snet_io_ldouble");
+    cc::Build::new()
+        .file("csrc/ldouble.c")
+        .warnings(true)
+        .compile("snet_io_ldouble");
 }

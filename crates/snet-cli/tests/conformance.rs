@@ -2,7 +2,8 @@
 //!
 //! Each case holds `prog.snet`, `input.xml`, and either `expected.xml`
 //! (compared as a multiset of records, or as a sequence when an `ordered`
-//! file is present) or `expected-error.txt` (a substring the error message
+//! file is present; field values compared as the exact text written, so
+//! C4SNet values must be in the canonical `printf` form) or `expected-error.txt` (a substring the error message
 //! must contain; the run must exit nonzero). Every case runs under 1, 2 and
 //! 8 workers. `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
@@ -14,25 +15,35 @@
 //! `expected-build-error.txt` instead: the build must fail with a message
 //! containing that substring.
 
-use std::path::{Path, PathBuf};
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
 }
 
+/// Field values as written (not decoded): the output must hold the exact
+/// text of `expected.xml`, i.e. the canonical `printf` form (records.md).
 fn read_items(bytes: &[u8], what: &str) -> Result<Vec<snet_io::Item>, Failed> {
-    snet_io::read_all(bytes).map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
+    snet_io::read_all_verbatim(bytes).map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
 }
 
 /// The C sources of a case (sorted), empty for a pure case.
 fn c_sources(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "c")).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "c"))
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -43,11 +54,20 @@ type BuildResult = Result<PathBuf, String>;
 /// Builds a C case once (all worker counts share the executable): Ok(exe) or Err(stderr).
 fn built(dir: &Path) -> BuildResult {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceLock<BuildResult>>>>> = OnceLock::new();
-    let cell = CACHE.get_or_init(Default::default).lock().unwrap().entry(dir.to_path_buf()).or_default().clone();
+    let cell = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(dir.to_path_buf())
+        .or_default()
+        .clone();
     cell.get_or_init(|| {
         let name = format!(
             "{}-{}",
-            dir.parent().and_then(|p| p.file_name()).unwrap_or_default().to_string_lossy(),
+            dir.parent()
+                .and_then(|p| p.file_name())
+                .unwrap_or_default()
+                .to_string_lossy(),
             dir.file_name().unwrap_or_default().to_string_lossy()
         );
         let out_dir = std::env::temp_dir().join(format!("snet-conformance-{}", std::process::id()));
@@ -76,12 +96,18 @@ fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
     if let Ok(want) = std::fs::read_to_string(dir.join("expected-build-error.txt")) {
         let want = want.trim().to_lowercase();
         return match built(dir) {
-            Ok(_) => Err(format!("expected the build to fail with {want:?}, but it succeeded").into()),
+            Ok(_) => {
+                Err(format!("expected the build to fail with {want:?}, but it succeeded").into())
+            }
             Err(e) if e.to_lowercase().contains(&want) => Ok(()),
             Err(e) => Err(format!("build error lacks {want:?}:\n{e}").into()),
         };
     }
-    let exe = if c_case { Some(built(dir).map_err(|e| format!("snet build failed:\n{e}"))?) } else { None };
+    let exe = if c_case {
+        Some(built(dir).map_err(|e| format!("snet build failed:\n{e}"))?)
+    } else {
+        None
+    };
     let input = dir.join("input.xml");
     let expected_err = std::fs::read_to_string(dir.join("expected-error.txt")).ok();
     let expected = std::fs::read(dir.join("expected.xml")).ok();
@@ -110,7 +136,10 @@ fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
         if let Some(want) = &expected_err {
             let want = want.trim().to_lowercase();
             if out.status.success() {
-                return Err(format!("expected an error containing {want:?}, but the run succeeded").into());
+                return Err(format!(
+                    "expected an error containing {want:?}, but the run succeeded"
+                )
+                .into());
             }
             if !stderr.to_lowercase().contains(&want) {
                 return Err(format!("error message lacks {want:?}:\n{stderr}").into());
@@ -127,7 +156,12 @@ fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
         if !matches!(got.last(), Some(snet_io::Item::Terminate)) {
             return Err("output does not end with the terminate record".into());
         }
-        let want = read_items(expected.as_deref().ok_or("case has neither expected.xml nor expected-error.txt")?, "expected.xml")?;
+        let want = read_items(
+            expected
+                .as_deref()
+                .ok_or("case has neither expected.xml nor expected-error.txt")?,
+            "expected.xml",
+        )?;
         if ordered {
             let canon = |items: &[snet_io::Item]| -> Vec<String> {
                 items
@@ -140,7 +174,11 @@ fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
             };
             let (g, w) = (canon(&got), canon(&want));
             if g != w {
-                let first = g.iter().zip(&w).position(|(a, b)| a != b).unwrap_or(g.len().min(w.len()));
+                let first = g
+                    .iter()
+                    .zip(&w)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(g.len().min(w.len()));
                 return Err(format!(
                     "order differs (got {} records, want {}); first difference at record {first}: got {:?}, want {:?}",
                     g.len(),
@@ -160,16 +198,29 @@ fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
 fn main() {
     let args = Arguments::from_args();
     let root = repo_root().join("tests/conformance");
-    let repeat: usize = std::env::var("SNET_REPEAT").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let repeat: usize = std::env::var("SNET_REPEAT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let select = std::env::var("SNET_CASES").ok();
     let mut trials = Vec::new();
     let mut suites: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
         .unwrap_or_default();
     suites.sort();
     for suite in suites {
         let mut cases: Vec<PathBuf> = std::fs::read_dir(&suite)
-            .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.join("prog.snet").exists()).collect())
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.join("prog.snet").exists())
+                    .collect()
+            })
             .unwrap_or_default();
         cases.sort();
         for case in cases {
@@ -183,7 +234,9 @@ fn main() {
             }
             for w in [1usize, 2, 8] {
                 let case = case.clone();
-                trials.push(Trial::test(format!("{name} w{w}"), move || check_case(&case, w, repeat)));
+                trials.push(Trial::test(format!("{name} w{w}"), move || {
+                    check_case(&case, w, repeat)
+                }));
             }
         }
     }

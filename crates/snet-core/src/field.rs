@@ -2,10 +2,11 @@
 //!
 //! S-Net never looks inside a field. A field is either
 //! - [`FieldValue::Data`]: a C4SNet typed array ([`CData`]) that boxes read and
-//!   write through `C4SNet.h`, or
-//! - [`FieldValue::Text`]: a value read from a record stream and not (yet)
-//!   needed by any box, kept as the exact text it was read as so that pure
-//!   S-Net programs write it back byte for byte.
+//!   write through `C4SNet.h` — what the record reader makes of every C4SNet
+//!   value, so that it is written back in the canonical form, or
+//! - [`FieldValue::Text`]: a value of another box language's interface, kept
+//!   as the exact text it was read as and written back byte for byte (or a
+//!   C4SNet value a tool chose to keep as written, see snet-io).
 //!
 //! [`Field`] is an `Arc`: flow inheritance and filters share, never copy.
 //! The C ABI hands the same allocation to C code as `c4snet_data_t *`
@@ -105,7 +106,10 @@ unsafe impl Sync for CData {}
 
 impl CData {
     fn layout(ctype: CType, len: usize) -> Layout {
-        let bytes = ctype.size().checked_mul(len.max(1)).expect("field size overflows");
+        let bytes = ctype
+            .size()
+            .checked_mul(len.max(1))
+            .expect("field size overflows");
         Layout::from_size_align(bytes, 16).expect("field layout")
     }
 
@@ -167,8 +171,12 @@ impl Drop for CData {
 
 /// What a field holds.
 pub enum FieldValue {
-    /// Text exactly as read from a record stream (`(int)5`), with its interface and mode.
-    Text { interface: Box<str>, binary: bool, text: Box<str> },
+    /// Text exactly as read from a record stream, with its interface and mode.
+    Text {
+        interface: Box<str>,
+        binary: bool,
+        text: Box<str>,
+    },
     /// A C4SNet typed array.
     Data(CData),
 }
@@ -179,7 +187,11 @@ pub struct Field(pub Arc<FieldValue>);
 
 impl Field {
     pub fn text(interface: &str, binary: bool, text: &str) -> Field {
-        Field(Arc::new(FieldValue::Text { interface: interface.into(), binary, text: text.into() }))
+        Field(Arc::new(FieldValue::Text {
+            interface: interface.into(),
+            binary,
+            text: text.into(),
+        }))
     }
 
     pub fn data(d: CData) -> Field {

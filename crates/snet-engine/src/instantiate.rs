@@ -98,8 +98,13 @@ impl Program {
 /// when the instance is created, i.e. one reachable without entering the
 /// body of a star, split or dynamic placement (whose replicas are created
 /// by records)? Computed bottom-up over the template DAG without recursion
-/// (long serial chains nest deeply).
+/// (long serial chains nest deeply). The front end rejects recursive nets;
+/// should a graph still hold a cycle, the edge back to an open node counts
+/// as `false` instead of looping.
 fn starts_initialiser(graph: &Graph) -> Vec<bool> {
+    const UNSEEN: u8 = 0;
+    const OPEN: u8 = 1;
+    const DONE: u8 = 2;
     let replicated = |id: NodeId| {
         matches!(
             graph.node(id).kind,
@@ -107,37 +112,167 @@ fn starts_initialiser(graph: &Graph) -> Vec<bool> {
         )
     };
     let n = graph.nodes.len();
-    let mut done = vec![false; n];
+    let mut state = vec![UNSEEN; n];
     let mut starts = vec![false; n];
     for root in 0..n as NodeId {
         // (node, children already pushed)
         let mut stack = vec![(root, false)];
         while let Some((id, expanded)) = stack.pop() {
-            if done[id as usize] {
-                continue;
-            }
             if expanded {
                 starts[id as usize] = match &graph.node(id).kind {
                     NodeKind::Box(b) => graph.box_def(*b).is_init(),
                     _ if replicated(id) => false,
                     _ => graph.children(id).iter().any(|c| starts[*c as usize]),
                 };
-                done[id as usize] = true;
+                state[id as usize] = DONE;
                 continue;
             }
+            if state[id as usize] != UNSEEN {
+                continue;
+            }
+            state[id as usize] = OPEN;
             stack.push((id, true));
             if !replicated(id) {
+                let children = graph.children(id);
                 stack.extend(
-                    graph
-                        .children(id)
+                    children
                         .iter()
-                        .filter(|c| !done[**c as usize])
+                        .filter(|c| state[**c as usize] == UNSEEN)
                         .map(|c| (*c, false)),
                 );
             }
         }
     }
     starts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snet_core::{BoxDef, Loc, Node, Type};
+
+    fn node(g: &mut Graph, kind: NodeKind) -> NodeId {
+        let loc = Loc {
+            file: "t.snet".into(),
+            line: 1,
+            col: 1,
+        };
+        g.add(Node {
+            kind,
+            loc,
+            input: Type::default(),
+            output: Type::default(),
+        })
+    }
+
+    #[test]
+    fn initialisers_start_with_their_instance_unless_replicated() {
+        let loc = Loc {
+            file: "t.snet".into(),
+            line: 1,
+            col: 1,
+        };
+        let mut g = Graph {
+            nodes: vec![],
+            boxes: vec![],
+            entry: 0,
+        };
+        for (name, inputs) in [("init", vec![]), ("work", vec![snet_core::Label::tag("x")])] {
+            let def = BoxDef {
+                name: name.into(),
+                inputs,
+                outputs: vec![vec![]],
+                interface: "C4SNet".into(),
+                loc: loc.clone(),
+                code: None,
+            };
+            g.boxes.push(def);
+        }
+        let init = node(&mut g, NodeKind::Box(0));
+        let work = node(&mut g, NodeKind::Box(1));
+        let net = node(
+            &mut g,
+            NodeKind::Net {
+                name: "n".into(),
+                body: init,
+            },
+        );
+        let placed = node(&mut g, NodeKind::Place { body: net, node: 0 });
+        let par = node(
+            &mut g,
+            NodeKind::Parallel {
+                branches: vec![work, placed],
+                det: false,
+            },
+        );
+        let star = node(
+            &mut g,
+            NodeKind::Star {
+                body: par,
+                exits: vec![],
+                det: false,
+            },
+        );
+        let split = node(
+            &mut g,
+            NodeKind::Split {
+                body: init,
+                tag: snet_core::Label::tag("k"),
+                det: true,
+            },
+        );
+        let fb = node(
+            &mut g,
+            NodeKind::Feedback {
+                body: par,
+                back: vec![],
+            },
+        );
+        let ser = node(&mut g, NodeKind::Serial(star, fb));
+        let starts = starts_initialiser(&g);
+        let want = [
+            (init, true),
+            (work, false),
+            (net, true),
+            (placed, true),
+            (par, true),
+            (star, false),
+            (split, false),
+            (fb, true),
+            (ser, true),
+        ];
+        for (id, s) in want {
+            assert_eq!(starts[id as usize], s, "node {id}: {:?}", g.node(id).kind);
+        }
+        let mut g = g;
+        g.entry = ser;
+        let prog = Program::new(Arc::new(g));
+        assert_eq!(prog.init_branches[par as usize], vec![1]);
+    }
+
+    #[test]
+    fn a_cycle_does_not_loop() {
+        let mut g = Graph {
+            nodes: vec![],
+            boxes: vec![],
+            entry: 0,
+        };
+        let a = node(
+            &mut g,
+            NodeKind::Net {
+                name: "a".into(),
+                body: 1,
+            },
+        );
+        let _b = node(
+            &mut g,
+            NodeKind::Net {
+                name: "b".into(),
+                body: a,
+            },
+        );
+        assert_eq!(starts_initialiser(&g), vec![false, false]);
+    }
 }
 
 /// What every entity of a run shares.

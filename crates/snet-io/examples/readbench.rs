@@ -4,7 +4,8 @@
 //!
 //! Generates RECORDS (default 100,000) small records in memory — one tag
 //! each, as the stress-test networks use — and times reading them, then
-//! records with a tag, a binding tag and an int field, then writing.
+//! records with a tag, a binding tag and an int field, and records with a
+//! `double[4]` field, then writing the last two.
 //! Rates are per second of this thread's CPU time (wall time is shown too:
 //! on a shared machine the two differ).
 
@@ -14,7 +15,10 @@ use snet_io::{Item, RecordReader, RecordWriter};
 
 /// This thread's CPU time.
 fn cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     assert_eq!(rc, 0, "clock_gettime");
@@ -29,7 +33,10 @@ impl Timer {
     }
     /// (cpu seconds, wall seconds)
     fn stop(&self) -> (f64, f64) {
-        ((cpu_time() - self.1).as_secs_f64(), self.0.elapsed().as_secs_f64())
+        (
+            (cpu_time() - self.1).as_secs_f64(),
+            self.0.elapsed().as_secs_f64(),
+        )
     }
 }
 
@@ -58,7 +65,10 @@ fn report(what: &str, n: usize, bytes: usize, (cpu, wall): (f64, f64)) {
 }
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(100_000);
 
     let mut one_tag = Vec::new();
     for i in 0..n {
@@ -80,23 +90,47 @@ fn main() {
         );
     }
 
+    let mut doubles = Vec::new();
+    for i in 0..n {
+        doubles.extend_from_slice(
+            format!(
+                "<record type=\"data\" mode=\"textual\"><field label=\"D\" interface=\"C4SNet\">(double[4]){i}.5,0.25,-1e-3,{i}</field>\
+                 <tag label=\"N\">{i}</tag></record>\n"
+            )
+            .as_bytes(),
+        );
+    }
+
     for round in 0..3 {
         let (k, secs) = read(&one_tag);
-        report(&format!("read, one tag (run {round})"), k, one_tag.len(), secs);
+        report(
+            &format!("read, one tag (run {round})"),
+            k,
+            one_tag.len(),
+            secs,
+        );
     }
     let (k, secs) = read(&mixed);
     report("read, field+tag+btag", k, mixed.len(), secs);
 
-    let mut recs = Vec::with_capacity(n);
-    let mut r = RecordReader::new(&mixed[..]);
-    while let Ok(Some(Item::Data(rec))) = r.next() {
-        recs.push(rec);
+    let (k, secs) = read(&doubles);
+    report("read, double[4]+tag", k, doubles.len(), secs);
+
+    for (what, input) in [
+        ("write, field+tag+btag", &mixed),
+        ("write, double[4]+tag", &doubles),
+    ] {
+        let mut recs = Vec::with_capacity(n);
+        let mut r = RecordReader::new(&input[..]);
+        while let Ok(Some(Item::Data(rec))) = r.next() {
+            recs.push(rec);
+        }
+        let t = Timer::start();
+        let mut w = RecordWriter::new(std::io::sink());
+        for rec in &recs {
+            w.write(rec).expect("sink never fails");
+        }
+        w.flush().expect("sink never fails");
+        report(what, recs.len(), input.len(), t.stop());
     }
-    let t = Timer::start();
-    let mut w = RecordWriter::new(std::io::sink());
-    for rec in &recs {
-        w.write(rec).expect("sink never fails");
-    }
-    w.flush().expect("sink never fails");
-    report("write, field+tag+btag", recs.len(), mixed.len(), t.stop());
 }

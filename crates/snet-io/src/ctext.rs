@@ -50,7 +50,11 @@ pub enum FieldError {
     /// The header announces `expected` elements but the value holds `found`.
     WrongCount { expected: usize, found: usize },
     /// Element `index` (0-based) is not a valid value of `ctype`.
-    BadElement { index: usize, ctype: CType, text: String },
+    BadElement {
+        index: usize,
+        ctype: CType,
+        text: String,
+    },
     /// A binary value is not valid base64.
     BadBase64,
     /// A binary value decodes to the wrong number of bytes.
@@ -62,21 +66,36 @@ pub enum FieldError {
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FieldError::MissingType => f.write_str("value does not start with \"(TYPE)\" or \"(TYPE[N])\""),
+            FieldError::MissingType => {
+                f.write_str("value does not start with \"(TYPE)\" or \"(TYPE[N])\"")
+            }
             FieldError::UnknownType { name } => write!(f, "unknown field type \"{name}\""),
             FieldError::BadCount { text } => write!(f, "array size \"{text}\" is not a number"),
             FieldError::WrongCount { expected, found } => {
-                write!(f, "wrong element count: the type announces {expected}, the value has {found}")
+                write!(
+                    f,
+                    "wrong element count: the type announces {expected}, the value has {found}"
+                )
             }
             FieldError::BadElement { index, ctype, text } => {
-                write!(f, "element {index} (\"{text}\") is not a valid {}", ctype.c_name())
+                write!(
+                    f,
+                    "element {index} (\"{text}\") is not a valid {}",
+                    ctype.c_name()
+                )
             }
             FieldError::BadBase64 => f.write_str("binary value is not valid base64"),
             FieldError::WrongByteCount { expected, found } => {
-                write!(f, "binary value has {found} bytes, the type announces {expected}")
+                write!(
+                    f,
+                    "binary value has {found} bytes, the type announces {expected}"
+                )
             }
             FieldError::UnsupportedInterface { interface } => {
-                write!(f, "field of interface \"{interface}\" is not a C4SNet field")
+                write!(
+                    f,
+                    "field of interface \"{interface}\" is not a C4SNet field"
+                )
             }
         }
     }
@@ -114,7 +133,10 @@ fn lookup_type(name: &str) -> Option<CType> {
     if let Some(t) = CType::from_c_name(name) {
         return Some(t);
     }
-    CType::ALL.iter().copied().find(|t| t.c_name().split(' ').eq(name.split_ascii_whitespace()))
+    CType::ALL
+        .iter()
+        .copied()
+        .find(|t| t.c_name().split(' ').eq(name.split_ascii_whitespace()))
 }
 
 /// Parses the header of a C4SNet value.
@@ -130,7 +152,9 @@ pub fn parse_header(text: &str) -> Result<Header, FieldError> {
         None => (inner, 1),
         Some(open) => {
             let after = &inner[open + 1..];
-            let end = after.find(']').ok_or_else(|| FieldError::BadCount { text: shown(after) })?;
+            let end = after
+                .find(']')
+                .ok_or_else(|| FieldError::BadCount { text: shown(after) })?;
             if !after[end + 1..].trim().is_empty() {
                 return Err(FieldError::MissingType);
             }
@@ -139,11 +163,20 @@ pub fn parse_header(text: &str) -> Result<Header, FieldError> {
                 true => count.parse::<usize>().ok(),
                 false => None,
             };
-            (&inner[..open], len.ok_or_else(|| FieldError::BadCount { text: shown(count) })?)
+            (
+                &inner[..open],
+                len.ok_or_else(|| FieldError::BadCount { text: shown(count) })?,
+            )
         }
     };
-    let ctype = lookup_type(name).ok_or_else(|| FieldError::UnknownType { name: shown(name.trim()) })?;
-    Ok(Header { ctype, len, body: start + close + 1 })
+    let ctype = lookup_type(name).ok_or_else(|| FieldError::UnknownType {
+        name: shown(name.trim()),
+    })?;
+    Ok(Header {
+        ctype,
+        len,
+        body: start + close + 1,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -230,7 +263,8 @@ fn format_ldouble(out: &mut Vec<u8>, slot: &[u8]) {
     } else {
         let mut big = vec![0u8; n + 1];
         // SAFETY: as above, with a buffer of the size snprintf asked for.
-        let m = unsafe { snet_io_ldouble_format(big.as_mut_ptr().cast(), big.len(), slot.as_ptr()) };
+        let m =
+            unsafe { snet_io_ldouble_format(big.as_mut_ptr().cast(), big.len(), slot.as_ptr()) };
         out.extend_from_slice(&big[..usize::try_from(m).unwrap_or(0).min(n)]);
     }
 }
@@ -300,7 +334,11 @@ fn parse_number(ctype: CType, s: &str, out: &mut [u8]) -> bool {
 /// Parses the elements of a textual value, handing each element's native
 /// bytes to `sink(index, bytes)`. Counts before converting, so `sink` is
 /// called only when the count matches.
-fn parse_body(h: &Header, body: &str, mut sink: impl FnMut(usize, &[u8])) -> Result<(), FieldError> {
+fn parse_body(
+    h: &Header,
+    body: &str,
+    mut sink: impl FnMut(usize, &[u8]),
+) -> Result<(), FieldError> {
     let ctype = h.ctype;
     if matches!(ctype, CType::Char | CType::UChar) {
         // Positional: N characters with a comma between each two; the
@@ -308,9 +346,15 @@ fn parse_body(h: &Header, body: &str, mut sink: impl FnMut(usize, &[u8])) -> Res
         let mut chars = body.chars();
         for i in 0..h.len {
             if i > 0 && chars.next() != Some(',') {
-                return Err(FieldError::WrongCount { expected: h.len, found: i });
+                return Err(FieldError::WrongCount {
+                    expected: h.len,
+                    found: i,
+                });
             }
-            let c = chars.next().ok_or(FieldError::WrongCount { expected: h.len, found: i })?;
+            let c = chars.next().ok_or(FieldError::WrongCount {
+                expected: h.len,
+                found: i,
+            })?;
             let b = u8::try_from(u32::from(c)).map_err(|_| FieldError::BadElement {
                 index: i,
                 ctype,
@@ -321,13 +365,23 @@ fn parse_body(h: &Header, body: &str, mut sink: impl FnMut(usize, &[u8])) -> Res
         let rest = chars.as_str();
         if !rest.trim().is_empty() {
             let found = h.len + rest.trim_end().chars().count().div_ceil(2);
-            return Err(FieldError::WrongCount { expected: h.len, found });
+            return Err(FieldError::WrongCount {
+                expected: h.len,
+                found,
+            });
         }
         return Ok(());
     }
-    let found = if body.trim().is_empty() { 0 } else { memchr::memchr_iter(b',', body.as_bytes()).count() + 1 };
+    let found = if body.trim().is_empty() {
+        0
+    } else {
+        memchr::memchr_iter(b',', body.as_bytes()).count() + 1
+    };
     if found != h.len {
-        return Err(FieldError::WrongCount { expected: h.len, found });
+        return Err(FieldError::WrongCount {
+            expected: h.len,
+            found,
+        });
     }
     if found == 0 {
         return Ok(());
@@ -336,7 +390,11 @@ fn parse_body(h: &Header, body: &str, mut sink: impl FnMut(usize, &[u8])) -> Res
     let slot = &mut bytes[..ctype.size()];
     for (i, piece) in body.split(',').enumerate() {
         if !parse_number(ctype, piece, slot) {
-            return Err(FieldError::BadElement { index: i, ctype, text: shown(piece.trim()) });
+            return Err(FieldError::BadElement {
+                index: i,
+                ctype,
+                text: shown(piece.trim()),
+            });
         }
         sink(i, slot);
     }
@@ -350,15 +408,25 @@ pub fn validate_textual(text: &str) -> Result<Header, FieldError> {
     Ok(h)
 }
 
-/// Parses a textual C4SNet value (`(int[2])1,2`).
+/// Parses a textual C4SNet value (`(int[2])1,2`), in one pass.
 pub fn parse_textual(text: &str) -> Result<CData, FieldError> {
-    let h = validate_textual(text)?;
-    // Valid: the element count is bounded by the text length, so this
-    // allocation is bounded by the input.
+    let h = parse_header(text)?;
+    let body = &text[h.body..];
+    if h.len > body.len() {
+        // Every element takes at least one byte, so the count is wrong; do
+        // not let it size an allocation. `parse_body` says how it is wrong.
+        parse_body(&h, body, |_, _| {})?;
+        return Err(FieldError::WrongCount {
+            expected: h.len,
+            found: body.len(),
+        });
+    }
     let mut d = CData::zeroed(h.ctype, h.len);
     let size = h.ctype.size();
     let bytes = d.bytes_mut();
-    parse_body(&h, &text[h.body..], |i, b| bytes[i * size..(i + 1) * size].copy_from_slice(b))?;
+    parse_body(&h, body, |i, b| {
+        bytes[i * size..(i + 1) * size].copy_from_slice(b)
+    })?;
     Ok(d)
 }
 
@@ -441,7 +509,10 @@ fn decode_binary_body(h: &Header, body: &str) -> Result<Vec<u8>, FieldError> {
     .map_err(|_| FieldError::BadBase64)?;
     let expected = h.len.saturating_mul(h.ctype.size());
     if decoded.len() != expected {
-        return Err(FieldError::WrongByteCount { expected, found: decoded.len() });
+        return Err(FieldError::WrongByteCount {
+            expected,
+            found: decoded.len(),
+        });
     }
     Ok(decoded)
 }
@@ -476,7 +547,9 @@ pub fn format_binary(d: &CData, out: &mut Vec<u8>) {
 fn encode_base64(bytes: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + bytes.len().div_ceil(3) * 4, 0);
-    let n = BASE64.encode_slice(bytes, &mut out[start..]).expect("buffer sized for base64");
+    let n = BASE64
+        .encode_slice(bytes, &mut out[start..])
+        .expect("buffer sized for base64");
     out.truncate(start + n);
 }
 
@@ -503,17 +576,40 @@ mod tests {
 
     #[test]
     fn headers() {
-        assert_eq!(parse_header("(int)5"), Ok(Header { ctype: CType::Int, len: 1, body: 5 }));
-        assert_eq!(parse_header("  ( unsigned   long [ 3 ] )1,2,3").map(|h| (h.ctype, h.len)), Ok((CType::ULong, 3)));
+        assert_eq!(
+            parse_header("(int)5"),
+            Ok(Header {
+                ctype: CType::Int,
+                len: 1,
+                body: 5
+            })
+        );
+        assert_eq!(
+            parse_header("  ( unsigned   long [ 3 ] )1,2,3").map(|h| (h.ctype, h.len)),
+            Ok((CType::ULong, 3))
+        );
         assert_eq!(parse_header("(long double[0])").map(|h| h.len), Ok(0));
         assert_eq!(parse_header("int)5"), Err(FieldError::MissingType));
         assert_eq!(parse_header("(int"), Err(FieldError::MissingType));
-        assert_eq!(parse_header("(bool)1"), Err(FieldError::UnknownType { name: "bool".into() }));
-        assert_eq!(parse_header("(int[x])1"), Err(FieldError::BadCount { text: "x".into() }));
-        assert_eq!(parse_header("(int[-1])1"), Err(FieldError::BadCount { text: "-1".into() }));
+        assert_eq!(
+            parse_header("(bool)1"),
+            Err(FieldError::UnknownType {
+                name: "bool".into()
+            })
+        );
+        assert_eq!(
+            parse_header("(int[x])1"),
+            Err(FieldError::BadCount { text: "x".into() })
+        );
+        assert_eq!(
+            parse_header("(int[-1])1"),
+            Err(FieldError::BadCount { text: "-1".into() })
+        );
         assert_eq!(
             parse_header("(int[99999999999999999999999])1"),
-            Err(FieldError::BadCount { text: "99999999999999999999999".into() })
+            Err(FieldError::BadCount {
+                text: "99999999999999999999999".into()
+            })
         );
     }
 
@@ -521,31 +617,123 @@ mod tests {
     fn integers_round_trip_and_check_range() {
         let d = parse_textual("(int[4]) 1, -2 ,+3,2147483647").expect("valid");
         assert_eq!(text(&d), "(int[4])1,-2,3,2147483647");
-        assert_eq!(text(&parse_textual("(short)-32768").expect("valid")), "(short)-32768");
-        assert_eq!(text(&parse_textual("(unsigned short)65535").expect("valid")), "(unsigned short)65535");
-        assert_eq!(text(&parse_textual("(unsigned int)4294967295").expect("valid")), "(unsigned int)4294967295");
-        assert_eq!(text(&parse_textual("(long)-9223372036854775808").expect("valid")), "(long)-9223372036854775808");
+        assert_eq!(
+            text(&parse_textual("(short)-32768").expect("valid")),
+            "(short)-32768"
+        );
+        assert_eq!(
+            text(&parse_textual("(unsigned short)65535").expect("valid")),
+            "(unsigned short)65535"
+        );
+        assert_eq!(
+            text(&parse_textual("(unsigned int)4294967295").expect("valid")),
+            "(unsigned int)4294967295"
+        );
+        assert_eq!(
+            text(&parse_textual("(long)-9223372036854775808").expect("valid")),
+            "(long)-9223372036854775808"
+        );
         assert_eq!(
             text(&parse_textual("(unsigned long)18446744073709551615").expect("valid")),
             "(unsigned long)18446744073709551615"
         );
-        assert_eq!(text(&parse_textual("(pointer)0x10").expect("valid")), "(pointer)16");
+        assert_eq!(
+            text(&parse_textual("(pointer)0x10").expect("valid")),
+            "(pointer)16"
+        );
         assert_eq!(text(&parse_textual("(int[1])7").expect("valid")), "(int)7");
         assert_eq!(text(&parse_textual("(int[0])").expect("valid")), "(int[0])");
-        assert_eq!(validate_textual("(int)").err(), Some(FieldError::WrongCount { expected: 1, found: 0 }));
-        for bad in ["(short)32768", "(unsigned int)-1", "(int)1.5", "(int)+", "(int)0x10", "(int) 1 2"] {
-            assert!(matches!(parse_textual(bad), Err(FieldError::BadElement { index: 0, .. })), "{bad}");
+        assert_eq!(
+            validate_textual("(int)").err(),
+            Some(FieldError::WrongCount {
+                expected: 1,
+                found: 0
+            })
+        );
+        for bad in [
+            "(short)32768",
+            "(unsigned int)-1",
+            "(int)1.5",
+            "(int)+",
+            "(int)0x10",
+            "(int) 1 2",
+        ] {
+            assert!(
+                matches!(
+                    parse_textual(bad),
+                    Err(FieldError::BadElement { index: 0, .. })
+                ),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn element_counts_are_checked() {
-        assert_eq!(validate_textual("(int[3])1,2").err(), Some(FieldError::WrongCount { expected: 3, found: 2 }));
-        assert_eq!(validate_textual("(int)1,2").err(), Some(FieldError::WrongCount { expected: 1, found: 2 }));
-        assert_eq!(validate_textual("(int[2])").err(), Some(FieldError::WrongCount { expected: 2, found: 0 }));
-        assert_eq!(validate_textual("(char[3])a,b").err(), Some(FieldError::WrongCount { expected: 3, found: 2 }));
-        assert_eq!(validate_textual("(char[2])a,b,c,d").err(), Some(FieldError::WrongCount { expected: 2, found: 4 }));
-        assert!(matches!(validate_textual("(double[2])1.0,x"), Err(FieldError::BadElement { index: 1, .. })));
+        assert_eq!(
+            validate_textual("(int[3])1,2").err(),
+            Some(FieldError::WrongCount {
+                expected: 3,
+                found: 2
+            })
+        );
+        assert_eq!(
+            validate_textual("(int)1,2").err(),
+            Some(FieldError::WrongCount {
+                expected: 1,
+                found: 2
+            })
+        );
+        assert_eq!(
+            validate_textual("(int[2])").err(),
+            Some(FieldError::WrongCount {
+                expected: 2,
+                found: 0
+            })
+        );
+        assert_eq!(
+            validate_textual("(char[3])a,b").err(),
+            Some(FieldError::WrongCount {
+                expected: 3,
+                found: 2
+            })
+        );
+        assert_eq!(
+            validate_textual("(char[2])a,b,c,d").err(),
+            Some(FieldError::WrongCount {
+                expected: 2,
+                found: 4
+            })
+        );
+        assert!(matches!(
+            validate_textual("(double[2])1.0,x"),
+            Err(FieldError::BadElement { index: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn counts_larger_than_the_text_are_rejected_before_allocating() {
+        assert_eq!(
+            parse_textual("(int[5])1").err(),
+            Some(FieldError::WrongCount {
+                expected: 5,
+                found: 1
+            })
+        );
+        assert_eq!(
+            parse_textual("(char[99999999999])a").err(),
+            Some(FieldError::WrongCount {
+                expected: 99999999999,
+                found: 1
+            })
+        );
+        assert_eq!(
+            parse_textual("(double)").err(),
+            Some(FieldError::WrongCount {
+                expected: 1,
+                found: 0
+            })
+        );
     }
 
     #[test]
@@ -553,14 +741,22 @@ mod tests {
         let d = parse_textual("(char[5])a,,,<,é,\u{1}").expect("valid");
         assert_eq!(d.bytes(), b"a,<\xe9\x01");
         assert_eq!(text(&d), "(char[5])a,,,<,é,\u{1}");
-        assert_eq!(parse_textual("(unsigned char) ").expect("valid").bytes(), b" ");
+        assert_eq!(
+            parse_textual("(unsigned char) ").expect("valid").bytes(),
+            b" "
+        );
         assert_eq!(parse_textual("(char)x \n").expect("valid").bytes(), b"x");
-        assert!(matches!(parse_textual("(char)€"), Err(FieldError::BadElement { .. })));
+        assert!(matches!(
+            parse_textual("(char)€"),
+            Err(FieldError::BadElement { .. })
+        ));
     }
 
     #[test]
     fn floats_print_like_printf() {
-        let d = data(CType::Double, [1.5f64, -0.0, 1e300], |x| x.to_ne_bytes().to_vec());
+        let d = data(CType::Double, [1.5f64, -0.0, 1e300], |x| {
+            x.to_ne_bytes().to_vec()
+        });
         assert_eq!(
             text(&d),
             "(double[3])1.50000000000000000000000000000000e+00,-0.00000000000000000000000000000000e+00,\
@@ -569,9 +765,15 @@ mod tests {
         let f = data(CType::Float, [0.1f32], |x| x.to_ne_bytes().to_vec());
         assert_eq!(text(&f), "(float)0.10000000149011611938476562500000");
         let l = parse_textual("(long double)1.5").expect("valid");
-        assert_eq!(text(&l), "(long double)1.50000000000000000000000000000000e+00");
+        assert_eq!(
+            text(&l),
+            "(long double)1.50000000000000000000000000000000e+00"
+        );
         let inf = parse_textual("(double[3])inf,-INFINITY,0x1p-2").expect("valid");
-        assert_eq!(text(&inf), "(double[3])inf,-inf,2.50000000000000000000000000000000e-01");
+        assert_eq!(
+            text(&inf),
+            "(double[3])inf,-inf,2.50000000000000000000000000000000e-01"
+        );
     }
 
     #[test]
@@ -604,8 +806,19 @@ mod tests {
     fn binary_mode_round_trips() {
         let d = data(CType::Int, [1i32, 2], |x| x.to_le_bytes().to_vec());
         assert_eq!(bin(&d), "(int[2])AQAAAAIAAAA=");
-        assert_eq!(parse_binary("(int[2]) AQAA\nAAIAAAA").expect("valid").bytes(), d.bytes());
-        assert_eq!(parse_binary("(int[2])AQAAAA==").err(), Some(FieldError::WrongByteCount { expected: 8, found: 4 }));
+        assert_eq!(
+            parse_binary("(int[2]) AQAA\nAAIAAAA")
+                .expect("valid")
+                .bytes(),
+            d.bytes()
+        );
+        assert_eq!(
+            parse_binary("(int[2])AQAAAA==").err(),
+            Some(FieldError::WrongByteCount {
+                expected: 8,
+                found: 4
+            })
+        );
         assert_eq!(parse_binary("(int)!!!!").err(), Some(FieldError::BadBase64));
         for ctype in CType::ALL {
             let bytes: Vec<u8> = (0..ctype.size() * 3).map(|i| i as u8).collect();

@@ -54,7 +54,11 @@ pub enum ReadErrorKind {
 
 impl ReadError {
     pub(crate) fn new(kind: ReadErrorKind, position: Position, source_name: Arc<str>) -> ReadError {
-        ReadError { kind, position, source_name }
+        ReadError {
+            kind,
+            position,
+            source_name,
+        }
     }
 
     pub fn kind(&self) -> &ReadErrorKind {
@@ -91,19 +95,37 @@ impl fmt::Display for ReadErrorKind {
             ReadErrorKind::Misplaced { what } => write!(f, "{what} inside a record"),
             ReadErrorKind::UnexpectedText { text } => write!(f, "unexpected text \"{text}\""),
             ReadErrorKind::UnknownRecordType { ty } => {
-                write!(f, "unknown record type \"{ty}\" (expected \"data\" or \"terminate\")")
+                write!(
+                    f,
+                    "unknown record type \"{ty}\" (expected \"data\" or \"terminate\")"
+                )
             }
             ReadErrorKind::UnknownMode { mode } => {
-                write!(f, "unknown record mode \"{mode}\" (expected \"textual\" or \"binary\")")
+                write!(
+                    f,
+                    "unknown record mode \"{mode}\" (expected \"textual\" or \"binary\")"
+                )
             }
             ReadErrorKind::MissingLabel { element } => write!(f, "<{element}> without a label"),
             ReadErrorKind::DuplicateLabel { label } => {
-                write!(f, "{} \"{}\" appears twice in the record", kind_word(*label), label.name())
+                write!(
+                    f,
+                    "{} \"{}\" appears twice in the record",
+                    kind_word(*label),
+                    label.name()
+                )
             }
             ReadErrorKind::NonIntegerTag { label, value } => {
-                write!(f, "{} \"{}\" has a non-integer value \"{value}\"", kind_word(*label), label.name())
+                write!(
+                    f,
+                    "{} \"{}\" has a non-integer value \"{value}\"",
+                    kind_word(*label),
+                    label.name()
+                )
             }
-            ReadErrorKind::BadField { label, error } => write!(f, "field \"{}\": {error}", label.name()),
+            ReadErrorKind::BadField { label, error } => {
+                write!(f, "field \"{}\": {error}", label.name())
+            }
             ReadErrorKind::InvalidUtf8 => f.write_str("text is not valid UTF-8"),
             ReadErrorKind::UnknownEntity { name } => write!(f, "unknown entity \"&{name};\""),
         }

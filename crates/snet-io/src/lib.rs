@@ -22,7 +22,7 @@ pub mod position;
 pub mod reader;
 pub mod writer;
 
-pub use compare::{canonical, equivalent_multiset, field_string, read_all};
+pub use compare::{canonical, equivalent_multiset, field_string, read_all, read_all_verbatim};
 pub use ctext::FieldError;
 pub use error::{ReadError, ReadErrorKind};
 pub use position::Position;
@@ -31,16 +31,25 @@ pub use writer::RecordWriter;
 
 use snet_core::{CData, Field, FieldValue};
 
-/// The C4SNet data of a field: a text field (textual or binary mode) is
-/// parsed, a data field copied.
+/// The C4SNet data of a field: a data field (what the reader makes of a
+/// C4SNet value) is copied, a C4SNet text field (textual or binary mode,
+/// e.g. from a [`RecordReader::verbatim_fields`] reader) parsed.
 pub fn decode_field(f: &Field) -> Result<CData, FieldError> {
     match f.value() {
         FieldValue::Data(d) => Ok(d.clone()),
         FieldValue::Text { interface, .. } if &**interface != DEFAULT_INTERFACE => {
-            Err(FieldError::UnsupportedInterface { interface: interface.to_string() })
+            Err(FieldError::UnsupportedInterface {
+                interface: interface.to_string(),
+            })
         }
-        FieldValue::Text { binary: true, text, .. } => ctext::parse_binary(text),
-        FieldValue::Text { binary: false, text, .. } => ctext::parse_textual(text),
+        FieldValue::Text {
+            binary: true, text, ..
+        } => ctext::parse_binary(text),
+        FieldValue::Text {
+            binary: false,
+            text,
+            ..
+        } => ctext::parse_textual(text),
     }
 }
 
@@ -53,7 +62,8 @@ pub fn encode_data(d: &CData) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A text field holding `d` in textual mode, as if read from a stream.
+/// A text field holding `d` in textual mode, as a [`RecordReader::verbatim_fields`]
+/// reader would read it.
 pub fn text_field(d: &CData) -> Field {
     Field::text(DEFAULT_INTERFACE, false, &encode_data(d))
 }
@@ -70,9 +80,15 @@ mod tests {
         let d = decode_field(&t).expect("textual");
         assert_eq!(d.ctype(), CType::Int);
         assert_eq!(decode_field(&b).expect("binary").bytes(), d.bytes());
-        assert_eq!(decode_field(&Field::data(d.clone())).expect("data").bytes(), d.bytes());
+        assert_eq!(
+            decode_field(&Field::data(d.clone())).expect("data").bytes(),
+            d.bytes()
+        );
         assert_eq!(encode_data(&d), "(int[2])1,2");
-        assert!(matches!(decode_field(&Field::text("SAC", false, "x")), Err(FieldError::UnsupportedInterface { .. })));
+        assert!(matches!(
+            decode_field(&Field::text("SAC", false, "x")),
+            Err(FieldError::UnsupportedInterface { .. })
+        ));
         assert!(decode_field(&text_field(&d)).is_ok());
     }
 }

@@ -42,7 +42,12 @@ pub struct LineCounter<R> {
 
 impl<R: BufRead> LineCounter<R> {
     pub fn new(inner: R) -> LineCounter<R> {
-        LineCounter { inner, consumed: 0, lines: 0, ring: [0; RING] }
+        LineCounter {
+            inner,
+            consumed: 0,
+            lines: 0,
+            ring: [0; RING],
+        }
     }
 
     pub fn get_ref(&self) -> &R {
@@ -61,12 +66,24 @@ impl<R: BufRead> LineCounter<R> {
         for k in 0..remembered {
             let nl = self.ring[((self.lines - 1 - k) % RING as u64) as usize];
             if nl < offset {
-                return Position { offset, line, column: offset - nl };
+                return Position {
+                    offset,
+                    line,
+                    column: offset - nl,
+                };
             }
             line -= 1;
         }
-        let column = if remembered == self.lines { offset + 1 } else { 1 };
-        Position { offset, line, column }
+        let column = if remembered == self.lines {
+            offset + 1
+        } else {
+            1
+        };
+        Position {
+            offset,
+            line,
+            column,
+        }
     }
 }
 

@@ -9,10 +9,15 @@
 //! `xmlns` and unknown attributes (ignored). A record without `type` is a
 //! data record.
 //!
-//! Field values are kept as the text they were read as
-//! ([`Field::text`]), but C4SNet values are validated on the way in
-//! ([`crate::ctext`]), so a malformed value is reported here with its
-//! position rather than later inside a box.
+//! C4SNet field values (textual or binary mode) are decoded on the way in
+//! into typed data ([`Field::data`], parsed once by [`crate::ctext`]), so
+//! a malformed value is reported here with its position rather than later
+//! inside a box, boxes receive the data without another parse, and the
+//! writer prints every C4SNet field in the canonical `printf` form the
+//! original runtime writes, whether or not a box touched it. Fields of other
+//! interfaces are kept as the text they were read as ([`Field::text`]).
+//! [`RecordReader::verbatim_fields`] keeps C4SNet values as text too (still
+//! validated), for tools that compare streams as written.
 //!
 //! After an error or a `terminate` record the reader is finished: `next`
 //! returns `Ok(None)` from then on.
@@ -62,6 +67,8 @@ struct Parser<R: BufRead> {
     field_interface: String,
     /// Recently seen labels, to skip the global interner on the hot path.
     labels: LabelCache,
+    /// Keep C4SNet values as text instead of decoding them.
+    verbatim: bool,
 }
 
 /// A tiny most-recently-added cache of labels by kind and name. Streams use
@@ -77,7 +84,11 @@ const LABEL_CACHE: usize = 16;
 
 impl LabelCache {
     fn get(&mut self, kind: LabelKind, name: &str) -> Label {
-        if let Some((_, _, l)) = self.entries.iter().find(|(k, n, _)| *k == kind && **n == *name.as_bytes()) {
+        if let Some((_, _, l)) = self
+            .entries
+            .iter()
+            .find(|(k, n, _)| *k == kind && **n == *name.as_bytes())
+        {
             return *l;
         }
         let label = Label::new(kind, name);
@@ -120,10 +131,18 @@ impl<R: BufRead> RecordReader<R> {
                 interface: String::new(),
                 field_interface: String::new(),
                 labels: LabelCache::default(),
+                verbatim: false,
             },
             buf: Vec::new(),
             done: false,
         }
+    }
+
+    /// Keeps C4SNet field values as the text they were read as (validated,
+    /// not decoded): for comparing streams as written, not for running.
+    pub fn verbatim_fields(mut self) -> RecordReader<R> {
+        self.p.verbatim = true;
+        self
     }
 
     /// The next record, `Ok(None)` at the end of the input or after
@@ -167,7 +186,12 @@ impl<R: BufRead> RecordReader<R> {
                     let empty = matches!(ev, Event::Empty(_));
                     let pos = self.p.pos(start);
                     if s.name().as_ref() != b"record" {
-                        return Err(self.p.err(ReadErrorKind::UnknownElement { name: lossy(s.name().as_ref()) }, pos));
+                        return Err(self.p.err(
+                            ReadErrorKind::UnknownElement {
+                                name: lossy(s.name().as_ref()),
+                            },
+                            pos,
+                        ));
                     }
                     let head = self.p.record_head(s, pos)?;
                     if head.terminate {
@@ -176,10 +200,15 @@ impl<R: BufRead> RecordReader<R> {
                     if empty {
                         return Ok(Some(Item::Data(Record::new())));
                     }
-                    return self.p.record_body(&mut self.buf, head, pos).map(|r| Some(Item::Data(r)));
+                    return self
+                        .p
+                        .record_body(&mut self.buf, head, pos)
+                        .map(|r| Some(Item::Data(r)));
                 }
                 Event::End(e) => {
-                    let kind = ReadErrorKind::Syntax { message: format!("unmatched </{}>", lossy(e.name().as_ref())) };
+                    let kind = ReadErrorKind::Syntax {
+                        message: format!("unmatched </{}>", lossy(e.name().as_ref())),
+                    };
                     return Err(self.p.err(kind, self.p.pos(start)));
                 }
                 Event::Eof => return Ok(None),
@@ -241,11 +270,19 @@ fn resolve_entity(name: &[u8]) -> Option<char> {
         b"amp" => Some('&'),
         b"quot" => Some('"'),
         b"apos" => Some('\''),
-        [b'#', b'x' | b'X', hex @ ..] if !hex.is_empty() && hex.iter().all(u8::is_ascii_hexdigit) => {
-            u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok().and_then(char::from_u32)
+        [b'#', b'x' | b'X', hex @ ..]
+            if !hex.is_empty() && hex.iter().all(u8::is_ascii_hexdigit) =>
+        {
+            u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16)
+                .ok()
+                .and_then(char::from_u32)
         }
         [b'#', dec @ ..] if !dec.is_empty() && dec.iter().all(u8::is_ascii_digit) => {
-            std::str::from_utf8(dec).ok()?.parse::<u32>().ok().and_then(char::from_u32)
+            std::str::from_utf8(dec)
+                .ok()?
+                .parse::<u32>()
+                .ok()
+                .and_then(char::from_u32)
         }
         _ => None,
     }
@@ -274,7 +311,9 @@ fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
 
 /// Parses a tag value: a decimal `i64`, optionally signed, surrounded by blanks.
 fn parse_tag(text: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(text).ok()?.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+    let s = std::str::from_utf8(text)
+        .ok()?
+        .trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
     s.parse::<i64>().ok()
 }
 
@@ -291,19 +330,31 @@ impl<R: BufRead> Parser<R> {
         let pos = self.pos(self.xml.error_position());
         let kind = match e {
             quick_xml::Error::Io(io) => ReadErrorKind::Io(io),
-            other => ReadErrorKind::Syntax { message: other.to_string() },
+            other => ReadErrorKind::Syntax {
+                message: other.to_string(),
+            },
         };
         self.err(kind, pos)
     }
 
     fn expect_blank(&self, text: &[u8], start: u64) -> Result<(), ReadError> {
-        let t = text.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(text);
+        let t = text
+            .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+            .unwrap_or(text);
         if is_blank(t) {
             return Ok(());
         }
-        let first = t.iter().position(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n')).unwrap_or(0);
+        let first = t
+            .iter()
+            .position(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+            .unwrap_or(0);
         let pos = self.pos(start + (text.len() - t.len() + first) as u64);
-        Err(self.err(ReadErrorKind::UnexpectedText { text: lossy(t.trim_ascii()) }, pos))
+        Err(self.err(
+            ReadErrorKind::UnexpectedText {
+                text: lossy(t.trim_ascii()),
+            },
+            pos,
+        ))
     }
 
     fn unexpected_ref(&self, r: &[u8], start: u64) -> ReadError {
@@ -319,18 +370,32 @@ impl<R: BufRead> Parser<R> {
         }
         match std::str::from_utf8(&self.attr) {
             Ok(s) => Ok(s),
-            Err(_) => Err(ReadError::new(ReadErrorKind::InvalidUtf8, pos, self.source_name.clone())),
+            Err(_) => Err(ReadError::new(
+                ReadErrorKind::InvalidUtf8,
+                pos,
+                self.source_name.clone(),
+            )),
         }
     }
 
     fn record_head(&mut self, s: &BytesStart<'_>, pos: Position) -> Result<RecordHead, ReadError> {
-        let mut head = RecordHead { terminate: false, binary: false };
+        let mut head = RecordHead {
+            terminate: false,
+            binary: false,
+        };
         self.interface.clear();
         self.interface.push_str(DEFAULT_INTERFACE);
         // Without quick-xml's duplicate-attribute check (an allocation per
         // element): a repeated attribute simply takes its last value.
         for a in s.attributes().with_checks(false) {
-            let a = a.map_err(|e| self.err(ReadErrorKind::Syntax { message: e.to_string() }, pos))?;
+            let a = a.map_err(|e| {
+                self.err(
+                    ReadErrorKind::Syntax {
+                        message: e.to_string(),
+                    },
+                    pos,
+                )
+            })?;
             match a.key.as_ref() {
                 // The common spellings are matched on the raw bytes first.
                 b"type" if &*a.value == b"data" => head.terminate = false,
@@ -358,7 +423,8 @@ impl<R: BufRead> Parser<R> {
                     self.attr_value(&a.value, pos)?;
                     self.interface.clear();
                     // The value is in `self.attr` (checked UTF-8 just above).
-                    self.interface.push_str(std::str::from_utf8(&self.attr).unwrap_or(DEFAULT_INTERFACE));
+                    self.interface
+                        .push_str(std::str::from_utf8(&self.attr).unwrap_or(DEFAULT_INTERFACE));
                 }
                 _ => {} // xmlns and anything else
             }
@@ -367,19 +433,37 @@ impl<R: BufRead> Parser<R> {
     }
 
     /// Reads the children of a `<record>` up to its end tag.
-    fn record_body(&mut self, buf: &mut Vec<u8>, head: RecordHead, rec_pos: Position) -> Result<Record, ReadError> {
+    fn record_body(
+        &mut self,
+        buf: &mut Vec<u8>,
+        head: RecordHead,
+        rec_pos: Position,
+    ) -> Result<Record, ReadError> {
         let mut rec = Record::new();
         loop {
             let start = self.xml.buffer_position();
             buf.clear();
-            let ev = self.xml.read_event_into(buf).map_err(|e| self.xml_error(e))?;
+            let ev = self
+                .xml
+                .read_event_into(buf)
+                .map_err(|e| self.xml_error(e))?;
             match ev {
                 Event::Comment(_) | Event::PI(_) => {}
                 Event::Decl(_) => {
-                    return Err(self.err(ReadErrorKind::Misplaced { what: "XML declaration" }, self.pos(start)))
+                    return Err(self.err(
+                        ReadErrorKind::Misplaced {
+                            what: "XML declaration",
+                        },
+                        self.pos(start),
+                    ))
                 }
                 Event::DocType(_) => {
-                    return Err(self.err(ReadErrorKind::Misplaced { what: "document type" }, self.pos(start)))
+                    return Err(self.err(
+                        ReadErrorKind::Misplaced {
+                            what: "document type",
+                        },
+                        self.pos(start),
+                    ))
                 }
                 Event::Text(t) => self.expect_blank(&t, start)?,
                 Event::CData(t) => self.expect_blank(&t, start)?,
@@ -388,7 +472,12 @@ impl<R: BufRead> Parser<R> {
                     let empty = matches!(ev, Event::Empty(_));
                     let pos = self.pos(start);
                     let Some(child) = Child::from_name(s.name().as_ref()) else {
-                        return Err(self.err(ReadErrorKind::UnknownElement { name: lossy(s.name().as_ref()) }, pos));
+                        return Err(self.err(
+                            ReadErrorKind::UnknownElement {
+                                name: lossy(s.name().as_ref()),
+                            },
+                            pos,
+                        ));
                     };
                     let (label, has_interface) = self.child_head(s, child, pos)?;
                     self.text.clear();
@@ -403,7 +492,12 @@ impl<R: BufRead> Parser<R> {
                 }
                 Event::End(_) => return Ok(rec), // quick-xml checked it is </record>
                 Event::Eof => {
-                    return Err(self.err(ReadErrorKind::UnclosedElement { name: "record".into() }, rec_pos));
+                    return Err(self.err(
+                        ReadErrorKind::UnclosedElement {
+                            name: "record".into(),
+                        },
+                        rec_pos,
+                    ));
                 }
             }
         }
@@ -411,11 +505,23 @@ impl<R: BufRead> Parser<R> {
 
     /// The label of a child element, and whether it names an interface
     /// (then in `self.field_interface`).
-    fn child_head(&mut self, s: &BytesStart<'_>, child: Child, pos: Position) -> Result<(Label, bool), ReadError> {
+    fn child_head(
+        &mut self,
+        s: &BytesStart<'_>,
+        child: Child,
+        pos: Position,
+    ) -> Result<(Label, bool), ReadError> {
         let mut label = None;
         let mut has_interface = false;
         for a in s.attributes().with_checks(false) {
-            let a = a.map_err(|e| self.err(ReadErrorKind::Syntax { message: e.to_string() }, pos))?;
+            let a = a.map_err(|e| {
+                self.err(
+                    ReadErrorKind::Syntax {
+                        message: e.to_string(),
+                    },
+                    pos,
+                )
+            })?;
             match a.key.as_ref() {
                 b"label" => {
                     self.attr_value(&a.value, pos)?;
@@ -426,26 +532,44 @@ impl<R: BufRead> Parser<R> {
                 b"interface" if matches!(child, Child::Field) => {
                     self.attr_value(&a.value, pos)?;
                     self.field_interface.clear();
-                    self.field_interface.push_str(std::str::from_utf8(&self.attr).unwrap_or_default());
+                    self.field_interface
+                        .push_str(std::str::from_utf8(&self.attr).unwrap_or_default());
                     has_interface = true;
                 }
                 _ => {}
             }
         }
-        let label = label.ok_or_else(|| self.err(ReadErrorKind::MissingLabel { element: child.name() }, pos))?;
+        let label = label.ok_or_else(|| {
+            self.err(
+                ReadErrorKind::MissingLabel {
+                    element: child.name(),
+                },
+                pos,
+            )
+        })?;
         Ok((label, has_interface))
     }
 
     /// Collects the text of a child element up to its end tag into `self.text`.
-    fn child_text(&mut self, buf: &mut Vec<u8>, child: Child, child_pos: Position) -> Result<(), ReadError> {
+    fn child_text(
+        &mut self,
+        buf: &mut Vec<u8>,
+        child: Child,
+        child_pos: Position,
+    ) -> Result<(), ReadError> {
         loop {
             let start = self.xml.buffer_position();
             buf.clear();
-            let ev = self.xml.read_event_into(buf).map_err(|e| self.xml_error(e))?;
+            let ev = self
+                .xml
+                .read_event_into(buf)
+                .map_err(|e| self.xml_error(e))?;
             match ev {
                 Event::Text(t) => {
                     if let Err(name) = unescape_into(&t, &mut self.text) {
-                        return Err(self.err(ReadErrorKind::UnknownEntity { name }, self.pos(start)));
+                        return Err(
+                            self.err(ReadErrorKind::UnknownEntity { name }, self.pos(start))
+                        );
                     }
                 }
                 Event::CData(t) => self.text.extend_from_slice(&t),
@@ -453,15 +577,27 @@ impl<R: BufRead> Parser<R> {
                     Some(c) => push_char(&mut self.text, c),
                     None => {
                         let name = lossy(&r);
-                        return Err(self.err(ReadErrorKind::UnknownEntity { name }, self.pos(start)));
+                        return Err(
+                            self.err(ReadErrorKind::UnknownEntity { name }, self.pos(start))
+                        );
                     }
                 },
                 Event::Comment(_) | Event::PI(_) => {}
                 Event::Decl(_) => {
-                    return Err(self.err(ReadErrorKind::Misplaced { what: "XML declaration" }, self.pos(start)))
+                    return Err(self.err(
+                        ReadErrorKind::Misplaced {
+                            what: "XML declaration",
+                        },
+                        self.pos(start),
+                    ))
                 }
                 Event::DocType(_) => {
-                    return Err(self.err(ReadErrorKind::Misplaced { what: "document type" }, self.pos(start)))
+                    return Err(self.err(
+                        ReadErrorKind::Misplaced {
+                            what: "document type",
+                        },
+                        self.pos(start),
+                    ))
                 }
                 Event::Start(s) | Event::Empty(s) => {
                     let name = lossy(s.name().as_ref());
@@ -469,7 +605,12 @@ impl<R: BufRead> Parser<R> {
                 }
                 Event::End(_) => return Ok(()),
                 Event::Eof => {
-                    return Err(self.err(ReadErrorKind::UnclosedElement { name: child.name().into() }, child_pos));
+                    return Err(self.err(
+                        ReadErrorKind::UnclosedElement {
+                            name: child.name().into(),
+                        },
+                        child_pos,
+                    ));
                 }
             }
         }
@@ -494,15 +635,32 @@ impl<R: BufRead> Parser<R> {
             };
         }
         debug_assert_eq!(label.kind(), LabelKind::Field);
-        let text = std::str::from_utf8(&self.text).map_err(|_| self.err(ReadErrorKind::InvalidUtf8, pos))?;
-        let interface = if has_interface { &self.field_interface } else { &self.interface };
-        if interface == DEFAULT_INTERFACE {
-            let checked = if binary { ctext::validate_binary(text) } else { ctext::validate_textual(text) };
-            if let Err(error) = checked {
-                return Err(self.err(ReadErrorKind::BadField { label, error }, pos));
-            }
+        let text = std::str::from_utf8(&self.text)
+            .map_err(|_| self.err(ReadErrorKind::InvalidUtf8, pos))?;
+        let interface = if has_interface {
+            &self.field_interface
+        } else {
+            &self.interface
+        };
+        if interface != DEFAULT_INTERFACE {
+            return Ok(Value::Field(Field::text(interface, binary, text)));
         }
-        Ok(Value::Field(Field::text(interface, binary, text)))
+        let bad = |error| self.err(ReadErrorKind::BadField { label, error }, pos);
+        if self.verbatim {
+            let checked = if binary {
+                ctext::validate_binary(text)
+            } else {
+                ctext::validate_textual(text)
+            };
+            checked.map_err(bad)?;
+            return Ok(Value::Field(Field::text(interface, binary, text)));
+        }
+        let data = if binary {
+            ctext::parse_binary(text)
+        } else {
+            ctext::parse_textual(text)
+        };
+        Ok(Value::Field(Field::data(data.map_err(bad)?)))
     }
 }
 
@@ -535,14 +693,34 @@ mod tests {
         match read(input) {
             Ok(items) => panic!("expected an error, read {items:?}"),
             // Without the "(line L, column C, byte B)" suffix, checked separately.
-            Err(e) => e.to_string().split(" (line ").next().unwrap_or_default().to_string(),
+            Err(e) => e
+                .to_string()
+                .split(" (line ")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
         }
     }
 
+    /// A field kept as text: (interface, binary, text).
     fn text_of(rec: &Record, name: &str) -> (String, bool, String) {
         match rec.field(Label::field(name)).map(|f| f.value()) {
-            Some(FieldValue::Text { interface, binary, text }) => (interface.to_string(), *binary, text.to_string()),
-            other => panic!("field {name}: {:?}", other.is_some()),
+            Some(FieldValue::Text {
+                interface,
+                binary,
+                text,
+            }) => (interface.to_string(), *binary, text.to_string()),
+            Some(FieldValue::Data(_)) => panic!("field {name} was decoded"),
+            None => panic!("no field {name}"),
+        }
+    }
+
+    /// A decoded C4SNet field, in its canonical textual form.
+    fn data_of(rec: &Record, name: &str) -> String {
+        match rec.field(Label::field(name)).map(|f| f.value()) {
+            Some(FieldValue::Data(d)) => crate::encode_data(d),
+            Some(FieldValue::Text { .. }) => panic!("field {name} was kept as text"),
+            None => panic!("no field {name}"),
         }
     }
 
@@ -561,12 +739,47 @@ mod tests {
         let items = read(input).expect("valid");
         assert_eq!(items.len(), 2);
         assert!(matches!(items[1], Item::Terminate));
-        let Item::Data(r) = &items[0] else { panic!("data first") };
+        let Item::Data(r) = &items[0] else {
+            panic!("data first")
+        };
         assert_eq!(r.len(), 4);
         assert_eq!(r.int(Label::tag("N")), Some(10));
         assert_eq!(r.int(Label::btag("K")), Some(3));
-        assert_eq!(text_of(r, "A"), ("C4SNet".into(), false, "(int)5".into()));
-        assert_eq!(text_of(r, "V").2, "(double[3])1.5,2.5,3.5");
+        assert_eq!(data_of(r, "A"), "(int)5");
+        assert_eq!(
+            data_of(r, "V"),
+            "(double[3])1.50000000000000000000000000000000e+00,2.50000000000000000000000000000000e+00,\
+             3.50000000000000000000000000000000e+00"
+        );
+        // Kept as written when asked to.
+        let mut v = RecordReader::new(input.as_bytes()).verbatim_fields();
+        let Ok(Some(Item::Data(r))) = v.next() else {
+            panic!("data first")
+        };
+        assert_eq!(text_of(&r, "A"), ("C4SNet".into(), false, "(int)5".into()));
+        assert_eq!(text_of(&r, "V").2, "(double[3])1.5,2.5,3.5");
+    }
+
+    #[test]
+    fn c4snet_values_are_decoded_once_read() {
+        let recs = records(
+            "<record type='data'><field label='a'>(int)007</field><field label='b'>(int[3]) 1, 2 ,3</field>\
+             <field label='c'>(float)0.5</field><field label='d'>(double)0.5</field><field label='e'>(int[1])-4</field>\
+             <field label='f'>(unsigned char[2])x, </field><field label='g'>(long double[0])</field></record>",
+        );
+        assert_eq!(data_of(&recs[0], "a"), "(int)7");
+        assert_eq!(data_of(&recs[0], "b"), "(int[3])1,2,3");
+        assert_eq!(
+            data_of(&recs[0], "c"),
+            "(float)0.50000000000000000000000000000000"
+        );
+        assert_eq!(
+            data_of(&recs[0], "d"),
+            "(double)5.00000000000000000000000000000000e-01"
+        );
+        assert_eq!(data_of(&recs[0], "e"), "(int)-4");
+        assert_eq!(data_of(&recs[0], "f"), "(unsigned char[2])x, ");
+        assert_eq!(data_of(&recs[0], "g"), "(long double[0])");
     }
 
     #[test]
@@ -580,7 +793,7 @@ mod tests {
         assert_eq!(recs.len(), 4);
         assert_eq!(recs[0].int(Label::tag("a")), Some(-7));
         assert_eq!(recs[1].int(Label::tag("b")), Some(3));
-        assert_eq!(text_of(&recs[1], "s").2, "(char[3])<,&,>");
+        assert_eq!(data_of(&recs[1], "s"), "(char[3])<,&,>");
         assert!(recs[2].is_empty());
         assert_eq!(recs[3].int(Label::btag("c")), Some(0));
     }
@@ -591,8 +804,11 @@ mod tests {
             "<record type='data'><field label='x'>(char[5])&quot;,&apos;,&#x41;,&#66;,<![CDATA[<]]></field>\
              <field label='y' interface='Other'>&lt;raw &amp; free&gt;</field></record>",
         );
-        assert_eq!(text_of(&recs[0], "x").2, "(char[5])\",',A,B,<");
-        assert_eq!(text_of(&recs[0], "y"), ("Other".into(), false, "<raw & free>".into()));
+        assert_eq!(data_of(&recs[0], "x"), "(char[5])\",',A,B,<");
+        assert_eq!(
+            text_of(&recs[0], "y"),
+            ("Other".into(), false, "<raw & free>".into())
+        );
     }
 
     #[test]
@@ -601,8 +817,11 @@ mod tests {
             "<record type='data' interface='SAC' mode='binary'><field label='a'>anything</field>\
              <field label='b' interface='C4SNet'>(int[2])AQAAAAIAAAA=</field></record>",
         );
-        assert_eq!(text_of(&recs[0], "a"), ("SAC".into(), true, "anything".into()));
-        assert_eq!(text_of(&recs[0], "b"), ("C4SNet".into(), true, "(int[2])AQAAAAIAAAA=".into()));
+        assert_eq!(
+            text_of(&recs[0], "a"),
+            ("SAC".into(), true, "anything".into())
+        );
+        assert_eq!(data_of(&recs[0], "b"), "(int[2])1,2");
     }
 
     #[test]
@@ -632,9 +851,18 @@ mod tests {
             error("\n\n  <record type='data'>\n<tag label='N'>1</tag>"),
             "input:3:3: <record> element is not closed"
         );
-        assert_eq!(error("<record type='data'>\n <tag label='N'>1"), "input:2:2: <tag> element is not closed");
-        assert_eq!(error("<record type='data'><foo/></record>"), "input:1:21: unknown element <foo>");
-        assert_eq!(error("<rec type='data'></rec>"), "input:1:1: unknown element <rec>");
+        assert_eq!(
+            error("<record type='data'>\n <tag label='N'>1"),
+            "input:2:2: <tag> element is not closed"
+        );
+        assert_eq!(
+            error("<record type='data'><foo/></record>"),
+            "input:1:21: unknown element <foo>"
+        );
+        assert_eq!(
+            error("<rec type='data'></rec>"),
+            "input:1:1: unknown element <rec>"
+        );
         assert_eq!(
             error("<record type='data'/>\n<record type='dat'/>"),
             "input:2:1: unknown record type \"dat\" (expected \"data\" or \"terminate\")"
@@ -655,7 +883,10 @@ mod tests {
             error("<record type='data' mode='x'/>"),
             "input:1:1: unknown record mode \"x\" (expected \"textual\" or \"binary\")"
         );
-        assert_eq!(error("<record type='data'><tag>1</tag></record>"), "input:1:21: <tag> without a label");
+        assert_eq!(
+            error("<record type='data'><tag>1</tag></record>"),
+            "input:1:21: <tag> without a label"
+        );
         assert_eq!(
             error("<record type='data'><tag label='a'>1</tag><tag label='a'>2</tag></record>"),
             "input:1:43: tag \"a\" appears twice in the record"
@@ -664,10 +895,18 @@ mod tests {
             error("<record type='data'><tag label='a'>&foo;</tag></record>"),
             "input:1:36: unknown entity \"&foo;\""
         );
-        assert_eq!(error("hello <record/>"), "input:1:1: unexpected text \"hello\"");
-        assert_eq!(error("<record type='data'><tag label='a'><b/></tag></record>"), "input:1:36: unknown element <b>");
+        assert_eq!(
+            error("hello <record/>"),
+            "input:1:1: unexpected text \"hello\""
+        );
+        assert_eq!(
+            error("<record type='data'><tag label='a'><b/></tag></record>"),
+            "input:1:36: unknown element <b>"
+        );
         assert!(error("<record type='data'><tag label='a'>1</record>").starts_with("input:1:"));
-        assert!(error("<record type='data'><tag label='a'>1</tag></record></record>").contains("1:52"));
+        assert!(
+            error("<record type='data'><tag label='a'>1</tag></record></record>").contains("1:52")
+        );
     }
 
     #[test]
@@ -675,18 +914,35 @@ mod tests {
         let input = "<?xml version='1.0'?>\r\n<record type='data'>\r\n  <tag label='a'>1</tag>\r\n</record>\r\n\
                      <record type='data'>\r\n  <!-- multi\r\nline -->  <tag label='N'>x</tag></record>";
         let mut r = RecordReader::new(std::io::BufReader::with_capacity(1, input.as_bytes()));
-        let Ok(Some(Item::Data(first))) = r.next() else { panic!("first record reads") };
+        let Ok(Some(Item::Data(first))) = r.next() else {
+            panic!("first record reads")
+        };
         assert_eq!(first.int(Label::tag("a")), Some(1));
         let e = r.next().expect_err("second record is bad");
-        assert!(e.to_string().starts_with("input:7:11: tag \"N\" has a non-integer value \"x\" (line 7, column 11, byte "), "{e}");
+        assert!(
+            e.to_string().starts_with(
+                "input:7:11: tag \"N\" has a non-integer value \"x\" (line 7, column 11, byte "
+            ),
+            "{e}"
+        );
     }
 
     #[test]
     fn error_offsets_are_bytes() {
-        let mut r = RecordReader::with_name("<record type='data'/>\n<record type='x'/>".as_bytes(), "in.xml");
+        let mut r = RecordReader::with_name(
+            "<record type='data'/>\n<record type='x'/>".as_bytes(),
+            "in.xml",
+        );
         assert!(r.next().expect("first is fine").is_some());
         let e = r.next().expect_err("second is bad");
-        assert_eq!(e.position(), Position { offset: 22, line: 2, column: 1 });
+        assert_eq!(
+            e.position(),
+            Position {
+                offset: 22,
+                line: 2,
+                column: 1
+            }
+        );
         assert_eq!(e.source_name(), "in.xml");
         assert!(matches!(e.kind(), ReadErrorKind::UnknownRecordType { .. }));
         assert!(r.next().expect("fused").is_none());

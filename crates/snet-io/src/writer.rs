@@ -8,12 +8,19 @@
 //! ```
 //!
 //! Entries come in record order: fields, then tags, then binding tags.
-//! Text fields are written back as read (XML-escaped again); C4SNet data
-//! fields in the textual form of [`crate::ctext`]. A [`RecordWriter::binary`]
-//! writer emits `mode="binary"` records with base64 field values instead.
-//! A C4SNet text field read in the other mode is converted. A field of
-//! another interface cannot be, so a record carrying one read in the other
-//! mode is written in that field's mode (its C4SNet fields converted to it).
+//! Every C4SNet field is written in the canonical form of [`crate::ctext`]
+//! (C's `printf` formats: `(double)0.5` read is written
+//! `(double)5.00000000000000000000000000000000e-01`), whether it is data a
+//! box made or a value read from a stream that no box touched, as the
+//! original runtime does; a C4SNet field held as text (a reader in
+//! [`crate::RecordReader::verbatim_fields`] mode, or built with
+//! [`Field::text`]) is decoded and re-encoded, or written as it is if it is
+//! not a valid value. Fields of other interfaces are written back exactly
+//! as read (XML-escaped again). A [`RecordWriter::binary`] writer emits
+//! `mode="binary"` records with base64 field values instead. A field of
+//! another interface read in the other mode cannot be converted, so a
+//! record carrying one is written in that field's mode (its C4SNet fields
+//! converted to it).
 //!
 //! The writer buffers internally (no `BufWriter` needed) and reuses its
 //! buffers, so writing does not allocate in the steady state; call
@@ -41,7 +48,12 @@ pub struct RecordWriter<W: Write> {
 impl<W: Write> RecordWriter<W> {
     /// A writer of `mode="textual"` records.
     pub fn new(out: W) -> RecordWriter<W> {
-        RecordWriter { out: Some(out), buf: Vec::with_capacity(FLUSH_AT + 4096), scratch: Vec::new(), binary: false }
+        RecordWriter {
+            out: Some(out),
+            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            scratch: Vec::new(),
+            binary: false,
+        }
     }
 
     /// A writer of `mode="binary"` records.
@@ -57,7 +69,10 @@ impl<W: Write> RecordWriter<W> {
     fn record_mode(&self, rec: &Record) -> bool {
         for (_, v) in rec.entries() {
             if let Value::Field(f) = v {
-                if let FieldValue::Text { interface, binary, .. } = f.value() {
+                if let FieldValue::Text {
+                    interface, binary, ..
+                } = f.value()
+                {
                     if *binary != self.binary && &**interface != DEFAULT_INTERFACE {
                         return *binary;
                     }
@@ -121,7 +136,8 @@ impl<W: Write> RecordWriter<W> {
 
     /// Writes the `terminate` record that ends a stream.
     pub fn write_terminate(&mut self) -> io::Result<()> {
-        self.buf.extend_from_slice(b"<record type=\"terminate\" />\n");
+        self.buf
+            .extend_from_slice(b"<record type=\"terminate\" />\n");
         self.maybe_flush()
     }
 
@@ -169,15 +185,23 @@ impl<W: Write> Drop for RecordWriter<W> {
     }
 }
 
-/// Appends the (unescaped) text a field is written as: text fields as
-/// read, converted between textual and binary mode when needed and
-/// possible; data fields formatted.
+/// Appends the (unescaped) text a field is written as: C4SNet fields in
+/// the canonical form of the mode (text is decoded first; text that is not
+/// a valid value is kept), other fields as read.
 pub fn field_text(f: &Field, binary: bool, out: &mut Vec<u8>) {
     match f.value() {
         FieldValue::Data(d) => format_data(d, binary, out),
-        FieldValue::Text { interface, binary: b, text } => {
-            if *b != binary && &**interface == DEFAULT_INTERFACE {
-                let decoded = if *b { ctext::parse_binary(text) } else { ctext::parse_textual(text) };
+        FieldValue::Text {
+            interface,
+            binary: b,
+            text,
+        } => {
+            if &**interface == DEFAULT_INTERFACE {
+                let decoded = if *b {
+                    ctext::parse_binary(text)
+                } else {
+                    ctext::parse_textual(text)
+                };
                 if let Ok(d) = decoded {
                     return format_data(&d, binary, out);
                 }
@@ -211,9 +235,10 @@ fn escape(b: u8, attr: bool) -> Option<&'static [u8]> {
 }
 
 const CONTROL_REFS: [&[u8]; 32] = [
-    b"&#0;", b"&#1;", b"&#2;", b"&#3;", b"&#4;", b"&#5;", b"&#6;", b"&#7;", b"&#8;", b"&#9;", b"&#10;", b"&#11;",
-    b"&#12;", b"&#13;", b"&#14;", b"&#15;", b"&#16;", b"&#17;", b"&#18;", b"&#19;", b"&#20;", b"&#21;", b"&#22;",
-    b"&#23;", b"&#24;", b"&#25;", b"&#26;", b"&#27;", b"&#28;", b"&#29;", b"&#30;", b"&#31;",
+    b"&#0;", b"&#1;", b"&#2;", b"&#3;", b"&#4;", b"&#5;", b"&#6;", b"&#7;", b"&#8;", b"&#9;",
+    b"&#10;", b"&#11;", b"&#12;", b"&#13;", b"&#14;", b"&#15;", b"&#16;", b"&#17;", b"&#18;",
+    b"&#19;", b"&#20;", b"&#21;", b"&#22;", b"&#23;", b"&#24;", b"&#25;", b"&#26;", b"&#27;",
+    b"&#28;", b"&#29;", b"&#30;", b"&#31;",
 ];
 
 /// Appends `text` to `out`, escaped for XML element text.
@@ -244,7 +269,11 @@ mod tests {
     use snet_core::{CType, Label};
 
     fn written(recs: &[Record], binary: bool) -> String {
-        let mut w = if binary { RecordWriter::binary(Vec::new()) } else { RecordWriter::new(Vec::new()) };
+        let mut w = if binary {
+            RecordWriter::binary(Vec::new())
+        } else {
+            RecordWriter::new(Vec::new())
+        };
         for r in recs {
             w.write(r).expect("in-memory write");
         }
@@ -256,7 +285,14 @@ mod tests {
     fn writes_the_spec_format() {
         let mut r = Record::new();
         r.set_int(Label::tag("N"), 3);
-        r.set(Label::field("B"), Value::Field(Field::data(CData::from_bytes(CType::Int, 1, &0i32.to_ne_bytes()))));
+        r.set(
+            Label::field("B"),
+            Value::Field(Field::data(CData::from_bytes(
+                CType::Int,
+                1,
+                &0i32.to_ne_bytes(),
+            ))),
+        );
         r.set_int(Label::btag("K"), -1);
         assert_eq!(
             written(&[r], false),
@@ -269,18 +305,73 @@ mod tests {
     #[test]
     fn text_fields_are_written_as_read_and_escaped() {
         let mut r = Record::new();
-        r.set(Label::field("s"), Value::Field(Field::text("C4SNet", false, "(char[4])<,&,>,\u{1}")));
-        r.set(Label::field("o"), Value::Field(Field::text("O\"&", false, " a\"b\r\n")));
+        r.set(
+            Label::field("s"),
+            Value::Field(Field::text("C4SNet", false, "(char[4])<,&,>,\u{1}")),
+        );
+        r.set(
+            Label::field("o"),
+            Value::Field(Field::text("O\"&", false, " a\"b\r\n")),
+        );
         let out = written(&[r], false);
-        assert!(out.contains("<field label=\"s\" interface=\"C4SNet\">(char[4])&lt;,&amp;,&gt;,&#1;</field>"), "{out}");
-        assert!(out.contains("<field label=\"o\" interface=\"O&quot;&amp;\"> a\"b&#13;\n</field>"), "{out}");
+        assert!(
+            out.contains(
+                "<field label=\"s\" interface=\"C4SNet\">(char[4])&lt;,&amp;,&gt;,&#1;</field>"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("<field label=\"o\" interface=\"O&quot;&amp;\"> a\"b&#13;\n</field>"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn c4snet_text_fields_are_written_canonically() {
+        let mut r = Record::new();
+        r.set(
+            Label::field("d"),
+            Value::Field(Field::text("C4SNet", false, "(double)0.5")),
+        );
+        r.set(
+            Label::field("i"),
+            Value::Field(Field::text("C4SNet", false, "(int[3]) 1, 2 ,03")),
+        );
+        r.set(
+            Label::field("bad"),
+            Value::Field(Field::text("C4SNet", false, "(int)x")),
+        );
+        r.set(
+            Label::field("o"),
+            Value::Field(Field::text("Other", false, "(double)0.5")),
+        );
+        let t = written(&[r], false);
+        assert!(
+            t.contains(">(double)5.00000000000000000000000000000000e-01</field>"),
+            "{t}"
+        );
+        assert!(t.contains(">(int[3])1,2,3</field>"), "{t}");
+        assert!(
+            t.contains(">(int)x</field>"),
+            "not a valid value: kept as it is: {t}"
+        );
+        assert!(
+            t.contains("interface=\"Other\">(double)0.5</field>"),
+            "other interfaces verbatim: {t}"
+        );
     }
 
     #[test]
     fn modes_are_converted() {
         let mut r = Record::new();
-        r.set(Label::field("a"), Value::Field(Field::text("C4SNet", true, "(int[2])AQAAAAIAAAA=")));
-        r.set(Label::field("b"), Value::Field(Field::text("C4SNet", false, "(short)-2")));
+        r.set(
+            Label::field("a"),
+            Value::Field(Field::text("C4SNet", true, "(int[2])AQAAAAIAAAA=")),
+        );
+        r.set(
+            Label::field("b"),
+            Value::Field(Field::text("C4SNet", false, "(short)-2")),
+        );
         let t = written(std::slice::from_ref(&r), false);
         assert!(t.contains(">(int[2])1,2</field>"), "{t}");
         let b = written(&[r], true);
@@ -292,10 +383,19 @@ mod tests {
     #[test]
     fn foreign_binary_fields_keep_their_mode() {
         let mut r = Record::new();
-        r.set(Label::field("sac"), Value::Field(Field::text("SAC", true, "opaque")));
-        r.set(Label::field("c"), Value::Field(Field::text("C4SNet", false, "(int)1")));
+        r.set(
+            Label::field("sac"),
+            Value::Field(Field::text("SAC", true, "opaque")),
+        );
+        r.set(
+            Label::field("c"),
+            Value::Field(Field::text("C4SNet", false, "(int)1")),
+        );
         let t = written(&[r], false);
         assert!(t.contains("mode=\"binary\""), "{t}");
-        assert!(t.contains(">opaque</field>") && t.contains(">(int)AQAAAA==</field>"), "{t}");
+        assert!(
+            t.contains(">opaque</field>") && t.contains(">(int)AQAAAA==</field>"),
+            "{t}"
+        );
     }
 }

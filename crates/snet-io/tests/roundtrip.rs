@@ -4,7 +4,8 @@
 //! (scalars and arrays, including characters that need XML escaping) are
 //! written, read back, and compared: tags by value, fields by their bytes
 //! after `decode_field`. Writing what was read again must give the same
-//! bytes. Float values stay within the range `%.32f` prints exactly
+//! bytes: the writer's form is canonical, so reading it and writing it again
+//! is the identity. Float values stay within the range `%.32f` prints exactly
 //! (|x| >= 2^-40); NaNs are left out (C prints every NaN as `nan`).
 
 use proptest::prelude::*;
@@ -19,9 +20,10 @@ fn element(ctype: CType) -> BoxedStrategy<Vec<u8>> {
         ]
         .prop_map(|x| x.to_ne_bytes().to_vec())
         .boxed(),
-        CType::Double => {
-            any::<f64>().prop_filter("not NaN", |x| !x.is_nan()).prop_map(|x| x.to_ne_bytes().to_vec()).boxed()
-        }
+        CType::Double => any::<f64>()
+            .prop_filter("not NaN", |x| !x.is_nan())
+            .prop_map(|x| x.to_ne_bytes().to_vec())
+            .boxed(),
         CType::LDouble => (any::<u64>(), 1u16..0x7fff, any::<bool>())
             .prop_map(|(m, e, neg)| {
                 let mut slot = vec![0u8; 16];
@@ -40,7 +42,8 @@ type DataSpec = (CType, usize, Vec<u8>);
 fn cdata() -> impl Strategy<Value = DataSpec> {
     (0..CType::ALL.len(), 0usize..5).prop_flat_map(|(t, len)| {
         let ctype = CType::ALL[t];
-        proptest::collection::vec(element(ctype), len).prop_map(move |els| (ctype, len, els.concat()))
+        proptest::collection::vec(element(ctype), len)
+            .prop_map(move |els| (ctype, len, els.concat()))
     })
 }
 
@@ -52,7 +55,12 @@ enum Entry {
 }
 
 fn name() -> impl Strategy<Value = String> {
-    prop_oneof![Just("a".to_owned()), Just("B".to_owned()), Just("x_1".to_owned()), "[a-z]{1,6}"]
+    prop_oneof![
+        Just("a".to_owned()),
+        Just("B".to_owned()),
+        Just("x_1".to_owned()),
+        "[a-z]{1,6}"
+    ]
 }
 
 fn records() -> impl Strategy<Value = Vec<(Vec<Entry>, Vec<DataSpec>)>> {
@@ -61,7 +69,13 @@ fn records() -> impl Strategy<Value = Vec<(Vec<Entry>, Vec<DataSpec>)>> {
         (name(), any::<i64>()).prop_map(|(n, v)| Entry::BTag(n, v)),
         (name(), 0usize..4).prop_map(|(n, i)| Entry::Field(n, i)),
     ];
-    proptest::collection::vec((proptest::collection::vec(entry, 0..6), proptest::collection::vec(cdata(), 4)), 0..6)
+    proptest::collection::vec(
+        (
+            proptest::collection::vec(entry, 0..6),
+            proptest::collection::vec(cdata(), 4),
+        ),
+        0..6,
+    )
 }
 
 fn build(entries: &[Entry], data: &[DataSpec]) -> Record {
@@ -80,7 +94,11 @@ fn build(entries: &[Entry], data: &[DataSpec]) -> Record {
 }
 
 fn write(recs: &[Record], binary: bool) -> Vec<u8> {
-    let mut w = if binary { RecordWriter::binary(Vec::new()) } else { RecordWriter::new(Vec::new()) };
+    let mut w = if binary {
+        RecordWriter::binary(Vec::new())
+    } else {
+        RecordWriter::new(Vec::new())
+    };
     for r in recs {
         w.write(r).expect("in-memory write");
     }
@@ -95,7 +113,10 @@ fn same(a: &Record, b: &Record) -> Result<(), TestCaseError> {
         match (va, vb) {
             (Value::Int(x), Value::Int(y)) => prop_assert_eq!(x, y),
             (Value::Field(x), Value::Field(y)) => {
-                let (x, y) = (decode_field(x).expect("written data"), decode_field(y).expect("read data"));
+                let (x, y) = (
+                    decode_field(x).expect("written data"),
+                    decode_field(y).expect("read data"),
+                );
                 prop_assert_eq!(x.ctype(), y.ctype());
                 prop_assert_eq!(x.len(), y.len());
                 prop_assert_eq!(x.bytes(), y.bytes());
@@ -120,7 +141,7 @@ proptest! {
         for (a, b) in recs.iter().zip(&back) {
             same(a, b)?;
         }
-        // Text fields are written back exactly as they were read.
+        // The canonical form survives reading and writing unchanged.
         prop_assert_eq!(write(&back, binary), bytes);
     }
 }

@@ -14,6 +14,8 @@ import os
 import random
 import shutil
 
+import c4snet  # canonical C4SNet field values (records.md), beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -58,8 +60,9 @@ def rec_body(r, escape_fields=True):
     order = {'f': 0, 't': 1, 'b': 2}
     for (k, n), v in sorted(r.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
         if k == 'f':
+            iface, v = v if isinstance(v, tuple) else ('C4SNet', v)  # (interface, text) for other interfaces
             val = xml_escape(v) if escape_fields else v
-            parts.append('<field label="%s" interface="C4SNet">%s</field>' % (n, val))
+            parts.append('<field label="%s" interface="%s">%s</field>' % (n, iface, val))
         elif k == 't':
             parts.append('<tag label="%s">%d</tag>' % (n, v))
         else:
@@ -1181,6 +1184,47 @@ net esc connect [{s, <n>} -> {t=s, <n=n+1>}];
            R(n=4, fields={'t': '(char[5])h,e,l,l,o'})], ordered=True,
      notes='Field values compare as text after XML unescaping: "a,<,&,>,b", "\\",\'" and "h,e,l,l,o".')
 
+# Every C4SNet value is written in its canonical printf form, as the original
+# runtime writes it, including values no box touched (here they only flow
+# around a filter); values of other interfaces are written as read.
+raw = (PROLOG + '\n'
+       '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="n">1</tag>'
+       '<field label="d" interface="C4SNet">(double)0.5</field><field label="f" interface="C4SNet">(float)0.5</field>'
+       '<field label="i" interface="C4SNet">(int)007</field><field label="v" interface="C4SNet">(int[3]) 1, 2 ,3</field></record>\n'
+       '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="n">2</tag>'
+       '<field label="ld" interface="C4SNet">(long double)0.1</field><field label="big">(double)1e300</field>'
+       '<field label="hex">(double)0x1p-2</field><field label="one">(int[1])9</field>'
+       '<field label="s">(short) -12 </field><field label="u">(unsigned long)+18446744073709551615</field>'
+       '<field label="c">(char[3])a,&amp;,b</field><field label="e">(double[0])</field>'
+       '<field label="w">( unsigned  int [2] )4294967295,00</field><field label="fl">(float[2])0.1,-1e3</field></record>\n'
+       '<record xmlns="snet-home.org" type="data" mode="binary" interface="C4SNet"><tag label="n">3</tag>'
+       '<field label="b">(int[2])AQAAAAIAAAA=</field><field label="dd">(double)AAAAAAAA4D8=</field>'
+       '<field label="uc">(unsigned char[2])aGk=</field></record>\n'
+       "<record type='data'><tag label='n'>4</tag><field label='sac' interface='SAC'> 0.5 raw </field>"
+       "<field label='x'>(double)2</field></record>\n"
+       '<record type="terminate" />\n')
+fields_in = [
+    (1, {'d': '(double)0.5', 'f': '(float)0.5', 'i': '(int)007', 'v': '(int[3]) 1, 2 ,3'}, False),
+    (2, {'ld': '(long double)0.1', 'big': '(double)1e300', 'hex': '(double)0x1p-2', 'one': '(int[1])9',
+         's': '(short) -12 ', 'u': '(unsigned long)+18446744073709551615', 'c': '(char[3])a,&,b',
+         'e': '(double[0])', 'w': '( unsigned  int [2] )4294967295,00', 'fl': '(float[2])0.1,-1e3'}, False),
+    (3, {'b': '(int[2])AQAAAAIAAAA=', 'dd': '(double)AAAAAAAA4D8=', 'uc': '(unsigned char[2])aGk='}, True),
+    (4, {'sac': ('SAC', ' 0.5 raw '), 'x': '(double)2'}, False),
+]
+exp = [R(n=n, seen=1, fields={k: v if isinstance(v, tuple) else c4snet.canonical(v, binary) for k, v in fs.items()})
+       for n, fs, binary in fields_in]
+case('fields-canonical', '''
+// C4SNet field values are written in the canonical printf form (records.md):
+// %d-style integers, %.32f float, %.32le double, %.32Le long double, one
+// element as (TYPE), binary-mode values as text. These fields only flow
+// around the filter; no box touches them. Other interfaces stay verbatim.
+net canon connect [{<n>} -> {<n>, <seen=1>}];
+''', raw, exp, ordered=True,
+     notes='(double)0.5 -> (double)5.00000000000000000000000000000000e-01, (float)0.5 -> %.32f, (int)007 -> (int)7, '
+           '(int[3]) 1, 2 ,3 -> (int[3])1,2,3, (int[1])9 -> (int)9, long double 0.1 -> %.32Le of the x87 value, hex '
+           'floats, whitespace in the type, binary-mode values -> textual; the SAC field is written as read. '
+           'The runner compares field text exactly, so a verbatim writer fails this case.')
+
 # ============================================================================
 # ERRORS
 
@@ -1234,6 +1278,21 @@ raw = (PROLOG + '\n'
        '<record type="terminate" />\n')
 case('err-unknown-record-type', IDF, raw, error='line',
      notes='type="bogus" is not a record type this project documents: malformed input, reported with its position.')
+
+# Malformed C4SNet values are input errors reported with their position
+# (records.md): unknown type, wrong element count, bad number.
+for name, value, what in [
+        ('err-field-unknown-type', '(bool)1', 'unknown field type "bool"'),
+        ('err-field-count', '(int[3])1,2', 'wrong element count: the type announces 3, the value has 2'),
+        ('err-field-number', '(double[2])0.5,1.5x', 'element 1 ("1.5x") is not a valid double')]:
+    bad = ('<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">2</tag>'
+           '<field label="f" interface="C4SNet">%s</field></record>' % value)
+    raw = (PROLOG + '\n'
+           '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">1</tag></record>\n'
+           + bad + '\n<record type="terminate" />\n')
+    col = bad.index('<field') + 1
+    case(name, IDF, raw, error='field "f": %s (line 3, column %d' % (what, col),
+         notes='A malformed C4SNet value (%s) is malformed input: the message names the field and its line and column.' % value)
 
 
 # ============================================================================

@@ -17,6 +17,8 @@ import re
 import sys
 from collections import deque
 
+import c4snet
+
 
 class SNetError(Exception):
     pass
@@ -897,7 +899,15 @@ def parse_records(text):
             elif kind == 'btag':
                 rec[('b', lab)] = int(body.strip())
             else:
-                rec[('f', lab)] = unescape(body)
+                # C4SNet values are decoded on input and written canonically
+                # (records.md); other interfaces' values stay as they are.
+                iface = ca.get('interface', attrs.get('interface', 'C4SNet'))
+                val = unescape(body)
+                if iface == 'C4SNet':
+                    val = c4snet.canonical(val, attrs.get('mode') == 'binary')
+                else:
+                    val = (iface, val)
+                rec[('f', lab)] = val
         recs.append(rec)
     return recs
 
@@ -906,7 +916,8 @@ def format_record(rec):
     parts = []
     for (k, n), v in sorted(rec.items(), key=lambda kv: ({'f': 0, 't': 1, 'b': 2}[kv[0][0]], kv[0][1])):
         if k == 'f':
-            parts.append('<field label="%s" interface="C4SNet">%s</field>' % (n, escape(v)))
+            iface, v = v if isinstance(v, tuple) else ('C4SNet', v)
+            parts.append('<field label="%s" interface="%s">%s</field>' % (n, iface, escape(v)))
         elif k == 't':
             parts.append('<tag label="%s">%d</tag>' % (n, v))
         else:
