@@ -5,5 +5,9 @@
 fn main() {
     println!("cargo:rerun-if-changed=csrc/out.c");
     println!("cargo:rerun-if-changed=include/C4SNet.h");
-    cc::Build::new().file("csrc/out.c").include("include").warnings(true).compile("c4snet_out");
+    cc::Build::new()
+        .file("csrc/out.c")
+        .include("include")
+        .warnings(true)
+        .compile("c4snet_out");
 }

@@ -51,7 +51,9 @@ fn ctype(t: c_int, who: &str) -> Option<CType> {
 /// `data` is null or valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn C4SNetAlloc(t: c_int, size: usize, data: *mut *mut c_void) -> *mut CField {
-    let Some(t) = ctype(t, "C4SNetAlloc") else { return std::ptr::null_mut() };
+    let Some(t) = ctype(t, "C4SNetAlloc") else {
+        return std::ptr::null_mut();
+    };
     let d = CData::zeroed(t, size);
     let buf = d.as_ptr() as *mut c_void;
     if !data.is_null() {
@@ -67,7 +69,9 @@ pub unsafe extern "C" fn C4SNetAlloc(t: c_int, size: usize, data: *mut *mut c_vo
 /// `data` points to `size` readable elements of type `t` (or `size` is 0).
 #[no_mangle]
 pub unsafe extern "C" fn C4SNetCreate(t: c_int, size: usize, data: *const c_void) -> *mut CField {
-    let Some(t) = ctype(t, "C4SNetCreate") else { return std::ptr::null_mut() };
+    let Some(t) = ctype(t, "C4SNetCreate") else {
+        return std::ptr::null_mut();
+    };
     let mut d = CData::zeroed(t, size);
     if !data.is_null() && size > 0 {
         // SAFETY: the caller provides size*sizeof(t) readable bytes at `data`.
@@ -164,7 +168,9 @@ pub unsafe extern "C" fn C4SNetGetType(p: *mut CField) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn C4SNetGetString(p: *mut CField) -> *mut c_char {
     // SAFETY: forwarded contract.
-    let Some(d) = (unsafe { data(p) }) else { return std::ptr::null_mut() };
+    let Some(d) = (unsafe { data(p) }) else {
+        return std::ptr::null_mut();
+    };
     let bytes = d.bytes();
     // SAFETY: plain allocation of len+1 bytes; checked for null below.
     let s = unsafe { libc::malloc(bytes.len() + 1) } as *mut u8;
@@ -194,10 +200,13 @@ mod tests {
             assert_eq!(C4SNetGetType(f), CType::Int as c_int);
             let g = C4SNetShallowCopy(f);
             assert_eq!(g, f);
-            assert_eq!(Arc::strong_count(&{
-                Arc::increment_strong_count(f as *const FieldValue);
-                Arc::from_raw(f as *const FieldValue)
-            }), 3);
+            assert_eq!(
+                Arc::strong_count(&{
+                    Arc::increment_strong_count(f as *const FieldValue);
+                    Arc::from_raw(f as *const FieldValue)
+                }),
+                3
+            );
             let h = C4SNetDeepCopy(f);
             assert_ne!(h, f);
             assert_eq!(*(C4SNetGetData(h) as *const i32).add(2), 3);

@@ -86,7 +86,8 @@ pub fn install() {
             // SAFETY: a zeroed sigaction with our handler, SA_SIGINFO and an empty mask.
             unsafe {
                 let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = on_signal as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
+                sa.sa_sigaction =
+                    on_signal as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
                 sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
                 libc::sigemptyset(&mut sa.sa_mask);
                 libc::sigaction(*sig, &sa, &mut old[i]);

@@ -75,7 +75,12 @@ thread_local! {
 }
 
 fn box_name(index: usize) -> String {
-    crate::invoke::NAMES.lock().unwrap_or_else(|e| e.into_inner()).get(index).cloned().unwrap_or_else(|| "?".into())
+    crate::invoke::NAMES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(index)
+        .cloned()
+        .unwrap_or_else(|| "?".into())
 }
 
 /// Reports misuse of the interface that no running invocation can be blamed
@@ -119,8 +124,14 @@ fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
 /// # Safety
 /// `kinds` is valid for writing one pointer.
 #[no_mangle]
-pub unsafe extern "C" fn snet_c4snet_out_begin(hnd: *mut c_void, variant: c_int, kinds: *mut *const c_int) -> c_int {
-    let Some(inv) = check_handle(hnd) else { return -1 };
+pub unsafe extern "C" fn snet_c4snet_out_begin(
+    hnd: *mut c_void,
+    variant: c_int,
+    kinds: *mut *const c_int,
+) -> c_int {
+    let Some(inv) = check_handle(hnd) else {
+        return -1;
+    };
     // SAFETY: `check_handle` returns only this thread's live invocation.
     let inv = unsafe { &mut *inv };
     // SAFETY: `kinds` points into the box implementation, alive during the invocation.
@@ -147,7 +158,12 @@ pub unsafe extern "C" fn snet_c4snet_out_begin(hnd: *mut c_void, variant: c_int,
 /// `values` holds `n` values read according to the kinds `begin` returned
 /// for the same handle and variant; field values are owned references or null.
 #[no_mangle]
-pub unsafe extern "C" fn snet_c4snet_out_end(hnd: *mut c_void, variant: c_int, values: *const SnetArg, n: c_int) {
+pub unsafe extern "C" fn snet_c4snet_out_end(
+    hnd: *mut c_void,
+    variant: c_int,
+    values: *const SnetArg,
+    n: c_int,
+) {
     let Some(inv) = check_handle(hnd) else { return };
     // SAFETY: as in `begin`.
     let inv = unsafe { &mut *inv };
@@ -177,7 +193,10 @@ pub unsafe extern "C" fn snet_c4snet_out_end(hnd: *mut c_void, variant: c_int, v
         return; // dropping `rec` releases the fields
     }
     if let Some(l) = null {
-        inv.error = Some(format!("C4SNetOut (variant {variant}) was given NULL for field `{}`", l.name()));
+        inv.error = Some(format!(
+            "C4SNetOut (variant {variant}) was given NULL for field `{}`",
+            l.name()
+        ));
         return;
     }
     // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
@@ -202,18 +221,23 @@ impl BoxImpl for CBox {
         let mut args: Vec<SnetArg> = Vec::with_capacity(self.inputs.len());
         for l in &self.inputs {
             if l.is_field() {
-                let f = input.field(*l).ok_or_else(|| BoxError(format!("input lacks field `{}`", l.name())))?;
+                let f = input
+                    .field(*l)
+                    .ok_or_else(|| BoxError(format!("input lacks field `{}`", l.name())))?;
                 let p = match f.value() {
                     FieldValue::Data(_) => Arc::into_raw(f.0.clone()) as *mut CField,
                     FieldValue::Text { .. } => {
-                        let d = snet_io::decode_field(f)
-                            .map_err(|e| BoxError(format!("field `{}` cannot be passed to C: {e}", l.name())))?;
+                        let d = snet_io::decode_field(f).map_err(|e| {
+                            BoxError(format!("field `{}` cannot be passed to C: {e}", l.name()))
+                        })?;
                         into_c(d)
                     }
                 };
                 args.push(SnetArg { field: p });
             } else {
-                let v = input.int(*l).ok_or_else(|| BoxError(format!("input lacks tag `{}`", l.name())))?;
+                let v = input
+                    .int(*l)
+                    .ok_or_else(|| BoxError(format!("input lacks tag `{}`", l.name())))?;
                 args.push(SnetArg { tag: v as c_int });
             }
         }
@@ -221,8 +245,15 @@ impl BoxImpl for CBox {
         let handle = ((id << 16) as usize) | self.index;
         // SAFETY: only the lifetime is erased; the pointer is dropped from
         // `CURRENT` before `out` goes out of scope (below).
-        let emit: *mut (dyn Emit + 'static) = unsafe { std::mem::transmute::<*mut dyn Emit, *mut (dyn Emit + 'static)>(out) };
-        let mut inv = Invocation { handle, kinds: &self.kinds, outputs: &self.outputs, emit, error: None };
+        let emit: *mut (dyn Emit + 'static) =
+            unsafe { std::mem::transmute::<*mut dyn Emit, *mut (dyn Emit + 'static)>(out) };
+        let mut inv = Invocation {
+            handle,
+            kinds: &self.kinds,
+            outputs: &self.outputs,
+            emit,
+            error: None,
+        };
         let prev = CURRENT.with(|c| c.replace((handle, &mut inv as *mut Invocation)));
         let prev_name = crate::crash::enter(&self.name);
         // SAFETY: the trampoline was generated for this box's signature and
@@ -257,8 +288,15 @@ impl C4SNet {
         };
         let table = entries
             .iter()
-            // SAFETY: names are NUL-terminated (contract).
-            .map(|e| (unsafe { CStr::from_ptr(e.name) }.to_string_lossy().into_owned(), e.call))
+            .map(|e| {
+                (
+                    // SAFETY: names are NUL-terminated (contract).
+                    unsafe { CStr::from_ptr(e.name) }
+                        .to_string_lossy()
+                        .into_owned(),
+                    e.call,
+                )
+            })
             .collect();
         C4SNet::from_table(table)
     }
@@ -272,7 +310,10 @@ impl C4SNet {
 impl LanguageInterface for C4SNet {
     fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, String> {
         if def.interface != "C4SNet" {
-            return Err(format!("box `{}` ({}): unknown box language interface `{}`", def.name, def.loc, def.interface));
+            return Err(format!(
+                "box `{}` ({}): unknown box language interface `{}`",
+                def.name, def.loc, def.interface
+            ));
         }
         let call = *self.table.get(&def.name).ok_or_else(|| {
             format!("box `{}` ({}) has no implementation in this executable: rebuild it with `snet build`", def.name, def.loc)
@@ -287,7 +328,11 @@ impl LanguageInterface for C4SNet {
                 }
             }
         } & 0xffff;
-        let kinds = def.outputs.iter().map(|v| v.iter().map(|l| c_int::from(!l.is_field())).collect()).collect();
+        let kinds = def
+            .outputs
+            .iter()
+            .map(|v| v.iter().map(|l| c_int::from(!l.is_field())).collect())
+            .collect();
         Ok(Arc::new(CBox {
             name: def.name.clone().into_boxed_str(),
             index,
@@ -302,22 +347,33 @@ impl LanguageInterface for C4SNet {
 /// The C source of a trampoline for `def`: `static void snet_call_NAME(void *hnd, const snet_arg_t *a)`
 /// plus the box's prototype. Needs `C4SNet.h` and the `snet_arg_t` typedef before it.
 pub fn trampoline_source(def: &BoxDef) -> String {
-    let params: Vec<&str> = def.inputs.iter().map(|l| if l.is_field() { "c4snet_data_t *" } else { "int" }).collect();
+    let params: Vec<&str> = def
+        .inputs
+        .iter()
+        .map(|l| {
+            if l.is_field() {
+                "c4snet_data_t *"
+            } else {
+                "int"
+            }
+        })
+        .collect();
     let mut proto = format!("void *{}(void *hnd", def.name);
     for p in &params {
         proto.push_str(", ");
         proto.push_str(p);
     }
     proto.push_str(");\n");
-    let mut call = format!("static void snet_call_{0}(void *hnd, const snet_arg_t *a)\n{{\n    (void){0}(hnd", def.name);
+    let mut call = format!(
+        "static void snet_call_{0}(void *hnd, const snet_arg_t *a)\n{{\n    (void){0}(hnd",
+        def.name
+    );
     for (i, l) in def.inputs.iter().enumerate() {
-        call.push_str(&format!(", a[{i}].{}", if l.is_field() { "field" } else { "tag" }));
+        call.push_str(&format!(
+            ", a[{i}].{}",
+            if l.is_field() { "field" } else { "tag" }
+        ));
     }
     call.push_str(");\n}\n");
     format!("{proto}{call}")
 }
-
-
-
-
-

@@ -11,8 +11,14 @@ use snet_core::CType;
 /// The exported functions as the Rust side defines them (crate `abi`,
 /// `csrc/out.c`), written as C function types over the header's names.
 const SIGNATURES: [(&str, &str); 11] = [
-    ("C4SNetAlloc", "c4snet_data_t *(c4snet_type_t, size_t, void **)"),
-    ("C4SNetCreate", "c4snet_data_t *(c4snet_type_t, size_t, const void *)"),
+    (
+        "C4SNetAlloc",
+        "c4snet_data_t *(c4snet_type_t, size_t, void **)",
+    ),
+    (
+        "C4SNetCreate",
+        "c4snet_data_t *(c4snet_type_t, size_t, const void *)",
+    ),
     ("C4SNetFree", "void (c4snet_data_t *)"),
     ("C4SNetShallowCopy", "c4snet_data_t *(c4snet_data_t *)"),
     ("C4SNetDeepCopy", "c4snet_data_t *(c4snet_data_t *)"),
@@ -62,10 +68,25 @@ fn c_type_of(t: CType) -> &'static str {
 fn header_matches_rust_side() {
     let mut c = String::from("#include \"C4SNet.h\"\n");
     for t in CType::ALL {
-        let _ = writeln!(c, "_Static_assert({} == {}, \"enum value of {}\");", c_enum_name(t), t as i32, c_enum_name(t));
-        let _ = writeln!(c, "_Static_assert(sizeof({}) == {}, \"element size of {}\");", c_type_of(t), t.size(), c_enum_name(t));
+        let _ = writeln!(
+            c,
+            "_Static_assert({} == {}, \"enum value of {}\");",
+            c_enum_name(t),
+            t as i32,
+            c_enum_name(t)
+        );
+        let _ = writeln!(
+            c,
+            "_Static_assert(sizeof({}) == {}, \"element size of {}\");",
+            c_type_of(t),
+            t.size(),
+            c_enum_name(t)
+        );
     }
-    let _ = writeln!(c, "_Static_assert(sizeof(c4snet_type_t) == sizeof(int), \"enum passed as int\");");
+    let _ = writeln!(
+        c,
+        "_Static_assert(sizeof(c4snet_type_t) == sizeof(int), \"enum passed as int\");"
+    );
     for (name, ty) in SIGNATURES {
         let _ = writeln!(c, "_Static_assert(__builtin_types_compatible_p(__typeof__({name}), {ty}), \"type of {name}\");");
     }
@@ -80,12 +101,23 @@ fn header_matches_rust_side() {
     std::fs::write(&file, &c).unwrap();
     let include = concat!(env!("CARGO_MANIFEST_DIR"), "/include");
     let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-std=c11", "-Wall", "-Werror", "-fsyntax-only", "-I", include])
+        .args([
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            "-fsyntax-only",
+            "-I",
+            include,
+        ])
         .arg(&file)
         .output()
         .expect("a C compiler (cc) is needed for this test");
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(out.status.success(), "header check failed:\n{}\n{c}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "header check failed:\n{}\n{c}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

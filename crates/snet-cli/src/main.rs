@@ -15,9 +15,12 @@ use clap::{Parser, Subcommand};
 
 mod buildcmd;
 
-
 #[derive(Parser)]
-#[command(name = "snet", version, about = "S-Net: declarative coordination of streaming networks, run on the FRONT engine")]
+#[command(
+    name = "snet",
+    version,
+    about = "S-Net: declarative coordination of streaming networks, run on the FRONT engine"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -102,7 +105,12 @@ fn main() -> ExitCode {
             eprint!("{err}");
             ExitCode::from(code.clamp(0, 255) as u8)
         }
-        Cmd::Graph { file, svg, entry, output } => {
+        Cmd::Graph {
+            file,
+            svg,
+            entry,
+            output,
+        } => {
             let (out, err, code) = snet_front::graph_command(&file, entry.as_deref(), svg);
             eprint!("{err}");
             if code == 0 {
@@ -113,20 +121,30 @@ fn main() -> ExitCode {
             }
             ExitCode::from(code.clamp(0, 255) as u8)
         }
-        Cmd::Build { file, inputs, output, include, lib_dirs, libs, cflags, entry, keep } => {
-            ExitCode::from(buildcmd::build(buildcmd::BuildArgs {
-                file,
-                inputs,
-                output,
-                include,
-                lib_dirs,
-                libs,
-                cflags: cflags.map(|f| f.split_whitespace().map(str::to_string).collect()).unwrap_or_default(),
-                entry,
-                keep,
-                color,
-            }))
-        }
+        Cmd::Build {
+            file,
+            inputs,
+            output,
+            include,
+            lib_dirs,
+            libs,
+            cflags,
+            entry,
+            keep,
+        } => ExitCode::from(buildcmd::build(buildcmd::BuildArgs {
+            file,
+            inputs,
+            output,
+            include,
+            lib_dirs,
+            libs,
+            cflags: cflags
+                .map(|f| f.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default(),
+            entry,
+            keep,
+            color,
+        })),
         Cmd::Run { file, entry, opts } => match compile(&file, entry.as_deref(), color) {
             Ok(graph) => ExitCode::from(snet_runner::run(graph, &opts, &snet_engine::NoBoxes)),
             Err(code) => ExitCode::from(code),
@@ -136,7 +154,8 @@ fn main() -> ExitCode {
 
 fn write_output(path: Option<&Path>, bytes: &[u8]) -> io::Result<()> {
     match path {
-        Some(p) => std::fs::write(p, bytes).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
+        Some(p) => std::fs::write(p, bytes)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
         None => io::stdout().write_all(bytes),
     }
 }
@@ -153,7 +172,10 @@ fn compile(file: &Path, entry: Option<&str>, color: bool) -> Result<Arc<snet_cor
     let name = file.display().to_string();
     let compiled = snet_front::compile(&name, &source, entry);
     if !compiled.diagnostics.is_empty() {
-        eprint!("{}", snet_front::render(&compiled.diagnostics, &name, &source, color));
+        eprint!(
+            "{}",
+            snet_front::render(&compiled.diagnostics, &name, &source, color)
+        );
     }
     match compiled.graph {
         Some(g) if !compiled.diagnostics.iter().any(|d| d.is_error()) => Ok(Arc::new(g)),

@@ -92,7 +92,11 @@ fn built(dir: &Path) -> BuildResult {
 
 fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
     let prog = dir.join("prog.snet");
-    let c_case = !c_sources(dir).is_empty() || dir.parent().and_then(|p| p.file_name()).is_some_and(|n| n == "c");
+    let c_case = !c_sources(dir).is_empty()
+        || dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == "c");
     if let Ok(want) = std::fs::read_to_string(dir.join("expected-build-error.txt")) {
         let want = want.trim().to_lowercase();
         return match built(dir) {

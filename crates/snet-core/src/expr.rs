@@ -88,7 +88,9 @@ impl fmt::Display for EvalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EvalError::DivisionByZero => write!(f, "division by zero in tag expression"),
-            EvalError::MissingLabel(l) => write!(f, "record has no tag {l} that the expression reads"),
+            EvalError::MissingLabel(l) => {
+                write!(f, "record has no tag {l} that the expression reads")
+            }
         }
     }
 }
@@ -124,13 +126,20 @@ impl Expr {
         let fast = match &tree {
             ExprTree::Int(v) => Fast::Const(*v),
             ExprTree::Label(l) => Fast::Load(*l),
-            ExprTree::Binary(op, a, b) if !matches!(op, BinOp::And | BinOp::Or) => match (&**a, &**b) {
-                (ExprTree::Label(l), ExprTree::Int(v)) => Fast::LoadOpConst(*l, *op, *v),
-                _ => Fast::General,
-            },
+            ExprTree::Binary(op, a, b) if !matches!(op, BinOp::And | BinOp::Or) => {
+                match (&**a, &**b) {
+                    (ExprTree::Label(l), ExprTree::Int(v)) => Fast::LoadOpConst(*l, *op, *v),
+                    _ => Fast::General,
+                }
+            }
             _ => Fast::General,
         };
-        Expr { fast, code: code.into_boxed_slice(), stack: max.max(1), source: tree }
+        Expr {
+            fast,
+            code: code.into_boxed_slice(),
+            stack: max.max(1),
+            source: tree,
+        }
     }
 
     /// The tree it was compiled from (for printing and graph output).
@@ -203,7 +212,11 @@ fn emit(t: &ExprTree, code: &mut Vec<Op>, depth: &mut usize, max: &mut usize) {
             emit(b, code, depth, max);
             code.push(Op::Truthy);
             let end = code.len() as u32;
-            code[at] = if and { Op::AndShort(end) } else { Op::OrShort(end) };
+            code[at] = if and {
+                Op::AndShort(end)
+            } else {
+                Op::OrShort(end)
+            };
         }
         ExprTree::Binary(op, a, b) => {
             emit(a, code, depth, max);
@@ -334,7 +347,7 @@ fn binary(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{BinOp, Expr, ExprTree, Func, EvalError, Record};
+    use super::{BinOp, EvalError, Expr, ExprTree, Func, Record};
     use ExprTree::*;
 
     fn b(op: BinOp, x: ExprTree, y: ExprTree) -> ExprTree {
@@ -350,19 +363,44 @@ mod tests {
         assert_eq!(e.eval(&r), Ok(13));
         // 0 && (1/0) short-circuits; 1 || (1/0) too.
         let div0 = b(BinOp::Div, Int(1), Int(0));
-        assert_eq!(Expr::compile(b(BinOp::And, Int(0), div0.clone())).eval(&r), Ok(0));
-        assert_eq!(Expr::compile(b(BinOp::Or, Int(5), div0.clone())).eval(&r), Ok(1));
+        assert_eq!(
+            Expr::compile(b(BinOp::And, Int(0), div0.clone())).eval(&r),
+            Ok(0)
+        );
+        assert_eq!(
+            Expr::compile(b(BinOp::Or, Int(5), div0.clone())).eval(&r),
+            Ok(1)
+        );
         assert_eq!(Expr::compile(b(BinOp::And, Int(5), Int(3))).eval(&r), Ok(1));
         assert_eq!(Expr::compile(div0).eval(&r), Err(EvalError::DivisionByZero));
-        assert_eq!(Expr::compile(b(BinOp::Div, Int(-7), Int(2))).eval(&r), Ok(-3));
-        assert_eq!(Expr::compile(b(BinOp::Mod, Int(-7), Int(2))).eval(&r), Ok(-1));
-        let c = Cond(Box::new(b(BinOp::Gt, Label(n), Int(5))), Box::new(Int(1)), Box::new(Int(2)));
+        assert_eq!(
+            Expr::compile(b(BinOp::Div, Int(-7), Int(2))).eval(&r),
+            Ok(-3)
+        );
+        assert_eq!(
+            Expr::compile(b(BinOp::Mod, Int(-7), Int(2))).eval(&r),
+            Ok(-1)
+        );
+        let c = Cond(
+            Box::new(b(BinOp::Gt, Label(n), Int(5))),
+            Box::new(Int(1)),
+            Box::new(Int(2)),
+        );
         assert_eq!(Expr::compile(c).eval(&r), Ok(1));
-        assert_eq!(Expr::compile(b(BinOp::Le, Label(n), Int(7))).eval(&r), Ok(1));
-        assert_eq!(Expr::compile(b(BinOp::Mod, Label(n), Int(0))).eval(&r), Err(EvalError::DivisionByZero));
+        assert_eq!(
+            Expr::compile(b(BinOp::Le, Label(n), Int(7))).eval(&r),
+            Ok(1)
+        );
+        assert_eq!(
+            Expr::compile(b(BinOp::Mod, Label(n), Int(0))).eval(&r),
+            Err(EvalError::DivisionByZero)
+        );
         let m = Call(Func::Max, vec![Int(3), Call(Func::Abs, vec![Int(-9)])]);
         assert_eq!(Expr::compile(m).eval(&r), Ok(9));
         let missing = crate::label::Label::tag("missing_x");
-        assert_eq!(Expr::compile(Label(missing)).eval(&r), Err(EvalError::MissingLabel(missing)));
+        assert_eq!(
+            Expr::compile(Label(missing)).eval(&r),
+            Err(EvalError::MissingLabel(missing))
+        );
     }
 }

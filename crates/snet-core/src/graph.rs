@@ -70,7 +70,10 @@ impl Variant {
     }
 
     pub fn btags(&self) -> impl Iterator<Item = Label> + '_ {
-        self.0.iter().copied().filter(|l| l.kind() == LabelKind::BTag)
+        self.0
+            .iter()
+            .copied()
+            .filter(|l| l.kind() == LabelKind::BTag)
     }
 
     /// `self` is a subtype of `other` (language.md §1): a superset with the
@@ -214,19 +217,43 @@ pub enum NodeKind {
     /// `A .. B`.
     Serial(NodeId, NodeId),
     /// `A | B | ...` or `A || B || ...`: routing by the branches' [`Node::input`] types.
-    Parallel { branches: Vec<NodeId>, det: bool },
+    Parallel {
+        branches: Vec<NodeId>,
+        det: bool,
+    },
     /// `A * pats` or `A ** pats`.
-    Star { body: NodeId, exits: Vec<Pattern>, det: bool },
+    Star {
+        body: NodeId,
+        exits: Vec<Pattern>,
+        det: bool,
+    },
     /// `A ! <t>` or `A !! <t>`.
-    Split { body: NodeId, tag: Label, det: bool },
+    Split {
+        body: NodeId,
+        tag: Label,
+        det: bool,
+    },
     /// `A \ pats`.
-    Feedback { body: NodeId, back: Vec<Pattern> },
+    Feedback {
+        body: NodeId,
+        back: Vec<Pattern>,
+    },
     /// `A @ n`.
-    Place { body: NodeId, node: u32 },
+    Place {
+        body: NodeId,
+        node: u32,
+    },
     /// `A !@ <t>`, or `A !!@ <t>` (output in input order) when `det`.
-    DynPlace { body: NodeId, tag: Label, det: bool },
+    DynPlace {
+        body: NodeId,
+        tag: Label,
+        det: bool,
+    },
     /// A named net's boundary (transparent at run time; kept for messages and graphs).
-    Net { name: String, body: NodeId },
+    Net {
+        name: String,
+        body: NodeId,
+    },
 }
 
 /// A node template.

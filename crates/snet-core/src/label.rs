@@ -38,7 +38,12 @@ struct Names {
 
 fn names() -> &'static RwLock<Names> {
     static NAMES: OnceLock<RwLock<Names>> = OnceLock::new();
-    NAMES.get_or_init(|| RwLock::new(Names { index: HashMap::new(), names: Vec::new() }))
+    NAMES.get_or_init(|| {
+        RwLock::new(Names {
+            index: HashMap::new(),
+            names: Vec::new(),
+        })
+    })
 }
 
 fn intern(name: &str) -> u32 {

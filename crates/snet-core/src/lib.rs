@@ -18,8 +18,8 @@ pub mod record;
 pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, UnOp};
 pub use field::{CData, CType, Field, FieldValue};
 pub use graph::{
-    BoxCode, BoxDef, BoxId, FilterArm, FilterDef, Graph, Loc, Node, NodeId, NodeKind, OutItem, OutSpec,
-    Pattern, SyncDef, TagValue, Type, Variant,
+    BoxCode, BoxDef, BoxId, FilterArm, FilterDef, Graph, Loc, Node, NodeId, NodeKind, OutItem,
+    OutSpec, Pattern, SyncDef, TagValue, Type, Variant,
 };
 pub use label::{Label, LabelKind};
 pub use record::{Record, Value};

@@ -37,11 +37,15 @@ pub struct Record {
 
 impl Record {
     pub fn new() -> Record {
-        Record { entries: SmallVec::new() }
+        Record {
+            entries: SmallVec::new(),
+        }
     }
 
     pub fn with_capacity(n: usize) -> Record {
-        Record { entries: SmallVec::with_capacity(n) }
+        Record {
+            entries: SmallVec::with_capacity(n),
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -146,135 +146,6 @@ fn starts_initialiser(graph: &Graph) -> Vec<bool> {
     starts
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use snet_core::{BoxDef, Loc, Node, Type};
-
-    fn node(g: &mut Graph, kind: NodeKind) -> NodeId {
-        let loc = Loc {
-            file: "t.snet".into(),
-            line: 1,
-            col: 1,
-        };
-        g.add(Node {
-            kind,
-            loc,
-            input: Type::default(),
-            output: Type::default(),
-        })
-    }
-
-    #[test]
-    fn initialisers_start_with_their_instance_unless_replicated() {
-        let loc = Loc {
-            file: "t.snet".into(),
-            line: 1,
-            col: 1,
-        };
-        let mut g = Graph {
-            nodes: vec![],
-            boxes: vec![],
-            entry: 0,
-        };
-        for (name, inputs) in [("init", vec![]), ("work", vec![snet_core::Label::tag("x")])] {
-            let def = BoxDef {
-                name: name.into(),
-                inputs,
-                outputs: vec![vec![]],
-                interface: "C4SNet".into(),
-                loc: loc.clone(),
-                code: None,
-            };
-            g.boxes.push(def);
-        }
-        let init = node(&mut g, NodeKind::Box(0));
-        let work = node(&mut g, NodeKind::Box(1));
-        let net = node(
-            &mut g,
-            NodeKind::Net {
-                name: "n".into(),
-                body: init,
-            },
-        );
-        let placed = node(&mut g, NodeKind::Place { body: net, node: 0 });
-        let par = node(
-            &mut g,
-            NodeKind::Parallel {
-                branches: vec![work, placed],
-                det: false,
-            },
-        );
-        let star = node(
-            &mut g,
-            NodeKind::Star {
-                body: par,
-                exits: vec![],
-                det: false,
-            },
-        );
-        let split = node(
-            &mut g,
-            NodeKind::Split {
-                body: init,
-                tag: snet_core::Label::tag("k"),
-                det: true,
-            },
-        );
-        let fb = node(
-            &mut g,
-            NodeKind::Feedback {
-                body: par,
-                back: vec![],
-            },
-        );
-        let ser = node(&mut g, NodeKind::Serial(star, fb));
-        let starts = starts_initialiser(&g);
-        let want = [
-            (init, true),
-            (work, false),
-            (net, true),
-            (placed, true),
-            (par, true),
-            (star, false),
-            (split, false),
-            (fb, true),
-            (ser, true),
-        ];
-        for (id, s) in want {
-            assert_eq!(starts[id as usize], s, "node {id}: {:?}", g.node(id).kind);
-        }
-        let mut g = g;
-        g.entry = ser;
-        let prog = Program::new(Arc::new(g));
-        assert_eq!(prog.init_branches[par as usize], vec![1]);
-    }
-
-    #[test]
-    fn a_cycle_does_not_loop() {
-        let mut g = Graph {
-            nodes: vec![],
-            boxes: vec![],
-            entry: 0,
-        };
-        let a = node(
-            &mut g,
-            NodeKind::Net {
-                name: "a".into(),
-                body: 1,
-            },
-        );
-        let _b = node(
-            &mut g,
-            NodeKind::Net {
-                name: "b".into(),
-                body: a,
-            },
-        );
-        assert_eq!(starts_initialiser(&g), vec![false, false]);
-    }
-}
-
 /// What every entity of a run shares.
 pub struct Runtime {
     pub prog: Program,
@@ -574,4 +445,133 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
     // catches any instance created elsewhere.
     ctx.start();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snet_core::{BoxDef, Loc, Node, Type};
+
+    fn node(g: &mut Graph, kind: NodeKind) -> NodeId {
+        let loc = Loc {
+            file: "t.snet".into(),
+            line: 1,
+            col: 1,
+        };
+        g.add(Node {
+            kind,
+            loc,
+            input: Type::default(),
+            output: Type::default(),
+        })
+    }
+
+    #[test]
+    fn initialisers_start_with_their_instance_unless_replicated() {
+        let loc = Loc {
+            file: "t.snet".into(),
+            line: 1,
+            col: 1,
+        };
+        let mut g = Graph {
+            nodes: vec![],
+            boxes: vec![],
+            entry: 0,
+        };
+        for (name, inputs) in [("init", vec![]), ("work", vec![snet_core::Label::tag("x")])] {
+            let def = BoxDef {
+                name: name.into(),
+                inputs,
+                outputs: vec![vec![]],
+                interface: "C4SNet".into(),
+                loc: loc.clone(),
+                code: None,
+            };
+            g.boxes.push(def);
+        }
+        let init = node(&mut g, NodeKind::Box(0));
+        let work = node(&mut g, NodeKind::Box(1));
+        let net = node(
+            &mut g,
+            NodeKind::Net {
+                name: "n".into(),
+                body: init,
+            },
+        );
+        let placed = node(&mut g, NodeKind::Place { body: net, node: 0 });
+        let par = node(
+            &mut g,
+            NodeKind::Parallel {
+                branches: vec![work, placed],
+                det: false,
+            },
+        );
+        let star = node(
+            &mut g,
+            NodeKind::Star {
+                body: par,
+                exits: vec![],
+                det: false,
+            },
+        );
+        let split = node(
+            &mut g,
+            NodeKind::Split {
+                body: init,
+                tag: snet_core::Label::tag("k"),
+                det: true,
+            },
+        );
+        let fb = node(
+            &mut g,
+            NodeKind::Feedback {
+                body: par,
+                back: vec![],
+            },
+        );
+        let ser = node(&mut g, NodeKind::Serial(star, fb));
+        let starts = starts_initialiser(&g);
+        let want = [
+            (init, true),
+            (work, false),
+            (net, true),
+            (placed, true),
+            (par, true),
+            (star, false),
+            (split, false),
+            (fb, true),
+            (ser, true),
+        ];
+        for (id, s) in want {
+            assert_eq!(starts[id as usize], s, "node {id}: {:?}", g.node(id).kind);
+        }
+        let mut g = g;
+        g.entry = ser;
+        let prog = Program::new(Arc::new(g));
+        assert_eq!(prog.init_branches[par as usize], vec![1]);
+    }
+
+    #[test]
+    fn a_cycle_does_not_loop() {
+        let mut g = Graph {
+            nodes: vec![],
+            boxes: vec![],
+            entry: 0,
+        };
+        let a = node(
+            &mut g,
+            NodeKind::Net {
+                name: "a".into(),
+                body: 1,
+            },
+        );
+        let _b = node(
+            &mut g,
+            NodeKind::Net {
+                name: "b".into(),
+                body: a,
+            },
+        );
+        assert_eq!(starts_initialiser(&g), vec![false, false]);
+    }
 }

@@ -249,7 +249,11 @@ impl Checker<'_, '_> {
                 for _ in 0..FIXPOINT_ROUNDS {
                     let mut targets = exit_types.clone();
                     targets.extend(entry.iter().cloned());
-                    let rule = Rule { targets: &targets, constrained: &all, avoid: &leaves };
+                    let rule = Rule {
+                        targets: &targets,
+                        constrained: &all,
+                        avoid: &leaves,
+                    };
                     let at = (h, self.hir.node(h).op.clone());
                     let next = self.extend_all(body, &entry, &rule, at, "the next replica accepts");
                     if next == entry {
@@ -266,9 +270,14 @@ impl Checker<'_, '_> {
                 let mut entry = self.input_type(body);
                 for _ in 0..FIXPOINT_ROUNDS {
                     let targets = entry.clone();
-                    let rule = Rule { targets: &targets, constrained: &fed_back, avoid: &[] };
+                    let rule = Rule {
+                        targets: &targets,
+                        constrained: &fed_back,
+                        avoid: &[],
+                    };
                     let at = (h, self.hir.node(h).op.clone());
-                    let next = self.extend_all(body, &entry, &rule, at, "the body accepts when fed back");
+                    let next =
+                        self.extend_all(body, &entry, &rule, at, "the body accepts when fed back");
                     if next == entry {
                         break;
                     }
@@ -303,7 +312,11 @@ impl Checker<'_, '_> {
         for k in (0..last).rev() {
             let own = self.input_type(parts[k]);
             let next = suffix[k + 1].clone();
-            let rule = Rule { targets: &next, constrained: &all, avoid: &[] };
+            let rule = Rule {
+                targets: &next,
+                constrained: &all,
+                avoid: &[],
+            };
             let what = format!("{} accepts", self.describe(parts[k + 1]));
             let at = (parts[k], ops[k].clone());
             suffix[k] = self.extend_all(parts[k], &own, &rule, at, &what);
@@ -337,7 +350,8 @@ impl Checker<'_, '_> {
         let mut out = VSet::new();
         for a in from {
             let ext = self.extend(a, rule, &mut |c, v| {
-                let ok = c.accepts(h, v) && !forbidden.iter().any(|l| v.contains(*l) && !a.contains(*l));
+                let ok =
+                    c.accepts(h, v) && !forbidden.iter().any(|l| v.contains(*l) && !a.contains(*l));
                 ok.then(|| c.probe(h, v))
             });
             if let Some((o, needs)) = ext.partial {
@@ -371,7 +385,8 @@ impl Checker<'_, '_> {
         rule: &Rule<'_>,
         flow: &mut dyn FnMut(&mut Self, &Variant) -> Option<VSet>,
     ) -> Extension {
-        let fits = |o: &Variant| !(rule.constrained)(o) || rule.targets.iter().any(|t| o.is_subtype_of(t));
+        let fits =
+            |o: &Variant| !(rule.constrained)(o) || rule.targets.iter().any(|t| o.is_subtype_of(t));
         let mut found = VSet::new();
         let mut queue = std::collections::VecDeque::from([a.clone()]);
         let mut seen = HashSet::new();
@@ -381,7 +396,10 @@ impl Checker<'_, '_> {
                 continue;
             }
             // A superset of a working candidate is never minimal.
-            if found.iter().any(|f| same_btags(f, &c) && c.is_subtype_of(f)) {
+            if found
+                .iter()
+                .any(|f| same_btags(f, &c) && c.is_subtype_of(f))
+            {
                 continue;
             }
             if c != *a && rule.avoid.iter().any(|p| c.is_subtype_of(p)) {
@@ -413,7 +431,10 @@ impl Checker<'_, '_> {
             }
         }
         if found.is_empty() {
-            return Extension { types: vec![a.clone()], partial: None };
+            return Extension {
+                types: vec![a.clone()],
+                partial: None,
+            };
         }
         let types = minimal(found);
         let partial = partial
@@ -445,10 +466,17 @@ impl Checker<'_, '_> {
     fn extend_declared(&mut self, b: HId, declared: &[Variant]) -> VSet {
         let body = self.input_type(b);
         let all = |_: &Variant| true;
-        let rule = Rule { targets: &body, constrained: &all, avoid: &[] };
+        let rule = Rule {
+            targets: &body,
+            constrained: &all,
+            avoid: &[],
+        };
         let mut out = VSet::new();
         for v in declared {
-            out.extend(self.extend(v, &rule, &mut |_, c| Some(VSet::from([c.clone()]))).types);
+            out.extend(
+                self.extend(v, &rule, &mut |_, c| Some(VSet::from([c.clone()])))
+                    .types,
+            );
         }
         out
     }
@@ -1112,7 +1140,10 @@ impl Checker<'_, '_> {
                         needs.join(" or ")
                     ),
                 )
-                .with_label(format!("records of type {} alone fail at run time", fmt_variant(d)))
+                .with_label(format!(
+                    "records of type {} alone fail at run time",
+                    fmt_variant(d)
+                ))
                 .with_secondary(
                     self.hir.node(body).span.clone(),
                     "these labels reach the body only by flow inheritance",
@@ -1335,17 +1366,23 @@ mod tests {
             "{a} -> {b, time}"
         );
         // A consumed label cannot be supplied: an error, not an extension.
-        assert!(sig("box a((x, <k>) -> (y)); box b((y, <k>) -> (z)); net n connect a .. b;")
-            .starts_with("error:"));
+        assert!(
+            sig("box a((x, <k>) -> (y)); box b((y, <k>) -> (z)); net n connect a .. b;")
+                .starts_with("error:")
+        );
         // Nor can a binding tag the earlier pattern lacks.
-        assert!(sig("box f((a) -> (b)); box g((b, <#k>) -> (c)); net n connect f .. g;")
-            .starts_with("error:"));
+        assert!(
+            sig("box f((a) -> (b)); box g((b, <#k>) -> (c)); net n connect f .. g;")
+                .starts_with("error:")
+        );
         // A star never extends its entry into an unguarded exit.
         assert!(sig("box f((a) -> (b) | (stuck)); net n connect f * {b};").starts_with("error:"));
         // Requirements only some outputs need: accepted, with a warning.
         let src = "box s((raw) -> (c) | (bad)); box c((c) -> (d)); net n connect s .. c;";
         assert_eq!(sig(src), "{c, raw} -> {bad, d} | {d}");
-        assert!(warnings(src).iter().any(|w| w.contains("only if it inherits {c}")));
+        assert!(warnings(src)
+            .iter()
+            .any(|w| w.contains("only if it inherits {c}")));
     }
 
     #[test]
@@ -1361,7 +1398,8 @@ mod tests {
             if let snet_core::NodeKind::Parallel { branches, .. } = &node.kind {
                 for b in branches {
                     for v in &g.node(*b).input.0 {
-                        let mut names: Vec<String> = v.labels().iter().map(|l| l.to_string()).collect();
+                        let mut names: Vec<String> =
+                            v.labels().iter().map(|l| l.to_string()).collect();
                         names.sort();
                         types.push(names.join(","));
                     }

@@ -18,7 +18,9 @@ use std::sync::Arc;
 use clap::Parser;
 
 use c4snet::{BoxEntry, C4SNet};
-use snet_engine::{Config, EngineError, InputLimit, LanguageInterface, SingleNode, Sink, Source, SourceError};
+use snet_engine::{
+    Config, EngineError, InputLimit, LanguageInterface, SingleNode, Sink, Source, SourceError,
+};
 use snet_io::{Item, RecordReader, RecordWriter};
 
 /// The global allocator: mimalloc (the engine allocates and frees many small
@@ -59,19 +61,43 @@ impl SnetAlloc {
 unsafe impl std::alloc::GlobalAlloc for SnetAlloc {
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
         // SAFETY: the caller's contract is passed on unchanged.
-        unsafe { if self.system() { std::alloc::System.alloc(l) } else { mimalloc::MiMalloc.alloc(l) } }
+        unsafe {
+            if self.system() {
+                std::alloc::System.alloc(l)
+            } else {
+                mimalloc::MiMalloc.alloc(l)
+            }
+        }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
         // SAFETY: `p` came from the same allocator (the choice never changes).
-        unsafe { if self.system() { std::alloc::System.dealloc(p, l) } else { mimalloc::MiMalloc.dealloc(p, l) } }
+        unsafe {
+            if self.system() {
+                std::alloc::System.dealloc(p, l)
+            } else {
+                mimalloc::MiMalloc.dealloc(p, l)
+            }
+        }
     }
     unsafe fn alloc_zeroed(&self, l: std::alloc::Layout) -> *mut u8 {
         // SAFETY: as in `alloc`.
-        unsafe { if self.system() { std::alloc::System.alloc_zeroed(l) } else { mimalloc::MiMalloc.alloc_zeroed(l) } }
+        unsafe {
+            if self.system() {
+                std::alloc::System.alloc_zeroed(l)
+            } else {
+                mimalloc::MiMalloc.alloc_zeroed(l)
+            }
+        }
     }
     unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
         // SAFETY: as in `dealloc`.
-        unsafe { if self.system() { std::alloc::System.realloc(p, l, n) } else { mimalloc::MiMalloc.realloc(p, l, n) } }
+        unsafe {
+            if self.system() {
+                std::alloc::System.realloc(p, l, n)
+            } else {
+                mimalloc::MiMalloc.realloc(p, l, n)
+            }
+        }
     }
 }
 
@@ -98,7 +124,9 @@ pub fn tune_allocator() {
 
 /// Options of a built program (the `snet run` options that do not name the program).
 #[derive(Parser, Debug)]
-#[command(about = "An S-Net program built by `snet build`: reads records, runs the network, writes records")]
+#[command(
+    about = "An S-Net program built by `snet build`: reads records, runs the network, writes records"
+)]
 pub struct RunOptions {
     /// Input record stream (default: standard input).
     #[arg(short, long)]
@@ -148,10 +176,18 @@ impl<W: Write + Send> Sink for WriterSink<W> {
 }
 
 /// Runs `graph` with `opts`; returns the exit status (0 ok, 1 run error, 2 usage/I-O).
-pub fn run(graph: Arc<snet_core::Graph>, opts: &RunOptions, language: &dyn LanguageInterface) -> u8 {
+pub fn run(
+    graph: Arc<snet_core::Graph>,
+    opts: &RunOptions,
+    language: &dyn LanguageInterface,
+) -> u8 {
     // fast_exit: the process ends right after the run; freeing the entity graph would only cost time.
     // Under the leak checker (system allocator) the graph is freed so that leaks stand out.
-    let mut config = Config { box_concurrency: opts.box_concurrency.max(1), fast_exit: !GLOBAL.system(), ..Config::default() };
+    let mut config = Config {
+        box_concurrency: opts.box_concurrency.max(1),
+        fast_exit: !GLOBAL.system(),
+        ..Config::default()
+    };
     if let Some(w) = opts.workers {
         if w == 0 {
             eprintln!("error: --workers must be at least 1");
@@ -169,9 +205,15 @@ pub fn run(graph: Arc<snet_core::Graph>, opts: &RunOptions, language: &dyn Langu
         }
     }
     let source: Box<dyn Source> = match &opts.input {
-        None => Box::new(ReaderSource(RecordReader::with_name(BufReader::with_capacity(1 << 16, io::stdin()), "<stdin>"))),
+        None => Box::new(ReaderSource(RecordReader::with_name(
+            BufReader::with_capacity(1 << 16, io::stdin()),
+            "<stdin>",
+        ))),
         Some(p) => match File::open(p) {
-            Ok(f) => Box::new(ReaderSource(RecordReader::with_name(BufReader::with_capacity(1 << 16, f), &p.display().to_string()))),
+            Ok(f) => Box::new(ReaderSource(RecordReader::with_name(
+                BufReader::with_capacity(1 << 16, f),
+                &p.display().to_string(),
+            ))),
             Err(e) => {
                 eprintln!("error: cannot open input {}: {e}", p.display());
                 return 2;
@@ -179,9 +221,15 @@ pub fn run(graph: Arc<snet_core::Graph>, opts: &RunOptions, language: &dyn Langu
         },
     };
     let sink: Box<dyn Sink> = match &opts.output {
-        None => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(1 << 16, io::stdout())))),
+        None => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(
+            1 << 16,
+            io::stdout(),
+        )))),
         Some(p) => match File::create(p) {
-            Ok(f) => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(1 << 16, f)))),
+            Ok(f) => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(
+                1 << 16,
+                f,
+            )))),
             Err(e) => {
                 eprintln!("error: cannot create output {}: {e}", p.display());
                 return 2;
@@ -249,13 +297,26 @@ pub unsafe extern "C" fn snet_runner_main(
         }
     };
     // SAFETY: NUL-terminated (contract).
-    let program = unsafe { CStr::from_ptr(program) }.to_string_lossy().into_owned();
+    let program = unsafe { CStr::from_ptr(program) }
+        .to_string_lossy()
+        .into_owned();
     // SAFETY: NUL-terminated (contract).
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    // SAFETY: null or NUL-terminated (contract).
-    let entry = (!entry.is_null()).then(|| unsafe { CStr::from_ptr(entry) }.to_string_lossy().into_owned());
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    let entry = (!entry.is_null()).then(|| {
+        // SAFETY: not null, so NUL-terminated (contract).
+        unsafe { CStr::from_ptr(entry) }
+            .to_string_lossy()
+            .into_owned()
+    });
     let compiled = snet_front::compile(&name, &program, entry.as_deref());
-    let errors: Vec<_> = compiled.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+    let errors: Vec<_> = compiled
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .cloned()
+        .collect();
     let graph = match compiled.graph {
         Some(g) if errors.is_empty() => Arc::new(g),
         _ => {
