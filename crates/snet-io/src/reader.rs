@@ -322,6 +322,16 @@ impl<R: BufRead> Parser<R> {
         self.xml.get_ref().position(offset)
     }
 
+    /// A malformed attribute, as a syntax error at `pos`.
+    fn attr_err(&self, e: quick_xml::events::attributes::AttrError, pos: Position) -> ReadError {
+        self.err(
+            ReadErrorKind::Syntax {
+                message: e.to_string(),
+            },
+            pos,
+        )
+    }
+
     fn err(&self, kind: ReadErrorKind, pos: Position) -> ReadError {
         ReadError::new(kind, pos, self.source_name.clone())
     }
@@ -388,14 +398,7 @@ impl<R: BufRead> Parser<R> {
         // Without quick-xml's duplicate-attribute check (an allocation per
         // element): a repeated attribute simply takes its last value.
         for a in s.attributes().with_checks(false) {
-            let a = a.map_err(|e| {
-                self.err(
-                    ReadErrorKind::Syntax {
-                        message: e.to_string(),
-                    },
-                    pos,
-                )
-            })?;
+            let a = a.map_err(|e| self.attr_err(e, pos))?;
             match a.key.as_ref() {
                 // The common spellings are matched on the raw bytes first.
                 b"type" if &*a.value == b"data" => head.terminate = false,
@@ -514,14 +517,7 @@ impl<R: BufRead> Parser<R> {
         let mut label = None;
         let mut has_interface = false;
         for a in s.attributes().with_checks(false) {
-            let a = a.map_err(|e| {
-                self.err(
-                    ReadErrorKind::Syntax {
-                        message: e.to_string(),
-                    },
-                    pos,
-                )
-            })?;
+            let a = a.map_err(|e| self.attr_err(e, pos))?;
             match a.key.as_ref() {
                 b"label" => {
                     self.attr_value(&a.value, pos)?;
