@@ -31,8 +31,12 @@
 //! | `A \ pats` | A's, extended until A's fed-back outputs fit A's (fixpoint) | fixpoint: A's outputs matching a pattern go back (must be accepted by A; if guarded, may also leave), the others leave |
 //! | `A ! <t>`, `A !@ <t>` | A's, each plus `<t>` | A(S); every v must carry `<t>` |
 //! | `A @ n` | A's | A(S) |
-//! | net with signature | declared inputs, extended by what the body needs beyond them (a warning) | the body's flow for the actual S (the declaration is checked separately) |
+//! | net with signature | declared inputs, extended by what the body needs beyond them (a warning), never by a binding tag | the body's flow for the actual S (the declaration is checked separately) |
 //! | net without | its body's | its body's |
+//!
+//! No extension makes a record match an unguarded exit of a star it meets
+//! first, or adds a label of a synchrocell's patterns it meets first
+//! ([`Checker::head`]).
 //!
 //! An extension that only some outputs need (the others fit already) makes
 //! the program work only for records that carry the extra labels: a warning
@@ -1107,13 +1111,9 @@ impl Checker<'_, '_> {
                 let inferred = self.flow_net(n, &inputs);
                 self.check_declared_outputs(n, &inferred, outs, m.span.clone());
             }
-            // Records of every declared input can arrive together (a
-            // synchrocell may merge them), whether or not outputs are `...`.
-            if several {
+            if several && !any_open {
                 let inferred = self.flow_net(n, &input.iter().cloned().collect());
-                if !any_open {
-                    self.check_declared_outputs(n, &inferred, &all_outs, sig_span);
-                }
+                self.check_declared_outputs(n, &inferred, &all_outs, sig_span);
             }
         }
         let out = match &net.sig {
