@@ -739,17 +739,22 @@ fn initialiser_outputs_lead_a_deterministic_parallel() {
                     ..cfg(w)
                 };
                 let out = run_boxes(&g, &config, input, &boxes);
-                let want: Vec<(Option<i64>, Option<i64>)> = (0..4)
-                    .map(|k| (Some(k), None))
-                    .chain((0..n).map(|k| (None, Some(k))))
-                    .collect();
-                let got: Vec<(Option<i64>, Option<i64>)> =
-                    out.iter().map(|r| (r.int(s), r.int(i))).collect();
-                assert_eq!(got, want, "w={w} conc={conc}");
+                assert_init_leads(&out, s, 4, i, n, &format!("w={w} conc={conc}"));
                 assert_eq!(boxes.calls("init"), 1);
             }
         }
     }
+}
+
+/// `out` is the initialiser's `inits` records (tag `s` = 0, 1, ...) followed
+/// by one record per input, in input order (tag `i` = 0 .. n).
+fn assert_init_leads(out: &[Record], s: Label, inits: i64, i: Label, n: i64, what: &str) {
+    let got: Vec<(Option<i64>, Option<i64>)> = out.iter().map(|r| (r.int(s), r.int(i))).collect();
+    let want: Vec<(Option<i64>, Option<i64>)> = (0..inits)
+        .map(|k| (Some(k), None))
+        .chain((0..n).map(|k| (None, Some(k))))
+        .collect();
+    assert_eq!(got, want, "{what}");
 }
 
 #[test]
@@ -777,13 +782,7 @@ fn initialiser_in_nested_deterministic_parallels_leads_both() {
                 })
                 .collect();
             let out = run_boxes(&g, &cfg(w), input, &boxes);
-            let got: Vec<(Option<i64>, Option<i64>)> =
-                out.iter().map(|r| (r.int(s), r.int(i))).collect();
-            let want: Vec<(Option<i64>, Option<i64>)> = (0..3)
-                .map(|k| (Some(k), None))
-                .chain((0..n).map(|k| (None, Some(k))))
-                .collect();
-            assert_eq!(got, want, "w={w}");
+            assert_init_leads(&out, s, 3, i, n, &format!("w={w}"));
             assert_eq!(boxes.calls("init"), 1);
         }
     }
