@@ -166,7 +166,8 @@ fn with_label(v: &Variant, l: Label) -> Variant {
 }
 
 /// What an extension must achieve: every output `constrained` selects must
-/// match one of `targets`; extended inputs must not match `avoid`.
+/// match one of `targets`; extended inputs must not match `avoid` (checked
+/// by [`Checker::extend_all`] together with what [`Checker::head`] finds).
 struct Rule<'r> {
     targets: &'r [Variant],
     constrained: &'r dyn Fn(&Variant) -> bool,
@@ -340,7 +341,9 @@ impl Checker<'_, '_> {
         at: (HId, Span),
         what: &str,
     ) -> Vec<Variant> {
-        let (leaves, forbidden) = self.head(h);
+        // What the record meets first, plus the caller's own exits (a star's).
+        let (mut leaves, forbidden) = self.head(h);
+        leaves.extend(rule.avoid.iter().cloned());
         let mut out = VSet::new();
         for a in from {
             let ext = self.extend(a, rule, &mut |c, v| {
@@ -432,9 +435,6 @@ impl Checker<'_, '_> {
                 .iter()
                 .any(|f| same_btags(f, &c) && c.is_subtype_of(f))
             {
-                continue;
-            }
-            if c != *a && rule.avoid.iter().any(|p| c.is_subtype_of(p)) {
                 continue;
             }
             // More labels must not make the component reject the record
