@@ -183,7 +183,7 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
             }
             // SAFETY: an owned reference from `Arc::into_raw`; ownership moves into the record.
             let arc = unsafe { Arc::from_raw(p as *const FieldValue) };
-            rec.set(*l, Value::Field(Field(arc)));
+            rec.set(*l, Value::Field(Field::new(arc)));
         } else {
             // SAFETY: kind 1 values were read as ints.
             rec.set(*l, Value::Int(i64::from(unsafe { v.tag })));
@@ -224,9 +224,14 @@ impl BoxImpl for CBox {
                 let f = input
                     .field(*l)
                     .ok_or_else(|| BoxError(format!("input lacks field `{}`", l.name())))?;
-                let p = match f.value() {
-                    FieldValue::Data(_) => Arc::into_raw(f.0.clone()) as *mut CField,
-                    FieldValue::Text { .. } => {
+                let value = f
+                    .get()
+                    .map(|v| v.clone().into_any().downcast::<FieldValue>());
+                let p = match value {
+                    Some(Ok(arc)) if matches!(*arc, FieldValue::Data(_)) => {
+                        Arc::into_raw(arc) as *mut CField
+                    }
+                    _ => {
                         let d = snet_io::decode_field(f).map_err(|e| {
                             BoxError(format!("field `{}` cannot be passed to C: {e}", l.name()))
                         })?;

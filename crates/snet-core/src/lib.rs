@@ -16,7 +16,9 @@ pub mod label;
 pub mod record;
 
 pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, UnOp};
-pub use field::{CData, CType, Field, FieldValue};
+pub use field::{
+    CData, CType, Codecs, Field, FieldCodec, FieldData, FieldValue, ReleaseRemote, RemoteField,
+};
 pub use graph::{
     BoxCode, BoxDef, BoxId, FilterArm, FilterDef, Graph, Loc, Node, NodeId, NodeKind, OutItem,
     OutSpec, Pattern, SyncDef, TagValue, Type, Variant,
