@@ -73,6 +73,9 @@ pub struct Config {
     /// Do not free the entity graph after the run (a process about to exit
     /// need not spend time returning memory; the CLI sets this).
     pub fast_exit: bool,
+    /// The field codecs of the program's language interfaces: how a field's
+    /// bytes are turned back into a value on another node.
+    pub codecs: snet_core::Codecs,
 }
 
 impl Default for Config {
@@ -85,6 +88,7 @@ impl Default for Config {
             box_concurrency: 1,
             read_ahead: 1024,
             fast_exit: false,
+            codecs: snet_core::Codecs::default(),
         }
     }
 }
