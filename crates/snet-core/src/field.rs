@@ -216,6 +216,12 @@ impl Default for Codecs {
     }
 }
 
+impl fmt::Debug for Codecs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|c| c.name())).finish()
+    }
+}
+
 impl Codecs {
     /// Adds (or replaces) a codec.
     pub fn add(&mut self, codec: Arc<dyn FieldCodec>) {
