@@ -218,7 +218,9 @@ impl Default for Codecs {
 
 impl fmt::Debug for Codecs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.0.iter().map(|c| c.name())).finish()
+        f.debug_list()
+            .entries(self.0.iter().map(|c| c.name()))
+            .finish()
     }
 }
 

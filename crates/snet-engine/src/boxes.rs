@@ -176,6 +176,8 @@ pub struct BoxEntity {
     imp: Arc<dyn BoxImpl>,
     next: Arc<Entity>,
     mode: Mode,
+    /// Input parked while a field argument is fetched from another node.
+    parked: crate::dist::fields::Parked,
 }
 
 struct Collect<'a> {
@@ -218,6 +220,7 @@ impl BoxEntity {
             imp,
             next,
             mode,
+            parked: Default::default(),
         }
     }
 
@@ -259,7 +262,48 @@ impl BoxEntity {
             .collect())
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    /// Processes one item. In a distributed run a record whose field
+    /// arguments are not all on this node yet is parked (with everything
+    /// behind it, to keep the stream's order) until they arrive: the
+    /// worker goes on with other work, and [`Item::Wake`] resumes the box.
+    pub fn process(
+        &mut self,
+        item: Item,
+        ctx: &mut Ctx,
+        me: &Arc<Entity>,
+    ) -> Result<(), EngineError> {
+        if !ctx.rt.net.distributed() || matches!(self.mode, Mode::Lane { .. }) {
+            return self.step(item, ctx);
+        }
+        if let Item::Wake = item {
+            let mut parked = self.parked.resume();
+            while let Some(it) = parked.pop_front() {
+                match self.parked.hold(it) {
+                    Some(it) => self.admit(it, ctx, me)?,
+                    None => {}
+                }
+            }
+            return Ok(());
+        }
+        match self.parked.hold(item) {
+            Some(it) => self.admit(it, ctx, me),
+            None => Ok(()),
+        }
+    }
+
+    fn admit(&mut self, item: Item, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
+        if let Item::Rec(r) = &item {
+            let def = ctx.rt.graph().box_def(self.id);
+            let fields = def.inputs.iter().copied().filter(|l| l.is_field());
+            if !crate::dist::fields::ensure_local(&r.rec, fields, me, ctx) {
+                self.parked.park(item);
+                return Ok(());
+            }
+        }
+        self.step(item, ctx)
+    }
+
+    fn step(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match &mut self.mode {
             Mode::Inline => {
                 let Item::Rec(Rec { rec, det }) = item else {
@@ -328,6 +372,7 @@ impl BoxEntity {
                                 mode: Mode::Lane {
                                     order: order.clone(),
                                 },
+                                parked: Default::default(),
                             };
                             lanes.push(ctx.entity(self.node, Kind::Box(lane)));
                         }

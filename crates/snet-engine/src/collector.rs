@@ -27,7 +27,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::entity::{Entity, Item, Marker, Rec, Stamps};
+use crate::entity::{Arrivals, Entity, Item, Marker, Rec, Stamps};
 use crate::instantiate::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
@@ -55,14 +55,14 @@ impl DetOwner {
         let s = self.next_seq;
         self.next_seq += 1;
         stamps.push(s);
-        Marker::new(self.owner, s, 1, None)
+        Marker::new(self.owner, s, None)
     }
 
     /// Wraps an enclosing owner's marker: it goes straight to the collector.
     pub fn wrap(&mut self, foreign: Marker) -> Marker {
         let s = self.next_seq;
         self.next_seq += 1;
-        Marker::new(self.owner, s, 1, Some(foreign))
+        Marker::new(self.owner, s, Some(foreign))
     }
 }
 
@@ -102,8 +102,10 @@ pub struct Collector {
     current: u64,
     /// Records stamped with a later number than `current`.
     buffered: BTreeMap<u64, Vec<Rec>>,
-    /// Numbers after `current` that completed already (their last marker copy).
-    completed: BTreeMap<u64, Marker>,
+    /// Shares of own markers that arrived so far.
+    arrivals: Arrivals,
+    /// Numbers after `current` that completed already, with their payloads.
+    completed: BTreeMap<u64, Option<Marker>>,
     next: Arc<Entity>,
 }
 
@@ -113,6 +115,7 @@ impl Collector {
             owner,
             current: 0,
             buffered: BTreeMap::new(),
+            arrivals: Arrivals::default(),
             completed: BTreeMap::new(),
             next,
         }
@@ -134,11 +137,12 @@ impl Collector {
                 }
             }
             Item::Marker(m) if m.owner == self.owner => {
-                if m.arrive() {
-                    if m.seq == self.current {
-                        self.advance(m, ctx);
+                let seq = m.seq;
+                if let Some(payload) = self.arrivals.arrive(m) {
+                    if seq == self.current {
+                        self.advance(payload, ctx);
                     } else {
-                        self.completed.insert(m.seq, m);
+                        self.completed.insert(seq, payload);
                     }
                 }
             }
@@ -147,10 +151,10 @@ impl Collector {
         Ok(())
     }
 
-    /// `current` completed with marker `m`: move on while later numbers are complete.
-    fn advance(&mut self, mut m: Marker, ctx: &mut Ctx) {
+    /// `current` completed (its marker carried `payload`): move on while later numbers are complete.
+    fn advance(&mut self, mut payload: Option<Marker>, ctx: &mut Ctx) {
         loop {
-            if let Some(p) = m.take_payload() {
+            if let Some(p) = payload.take() {
                 ctx.send(&self.next, Item::Marker(p));
             }
             self.current += 1;
@@ -161,7 +165,7 @@ impl Collector {
                 }
             }
             match self.completed.remove(&self.current) {
-                Some(next) => m = next,
+                Some(next) => payload = next,
                 None => break,
             }
         }

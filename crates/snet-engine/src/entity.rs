@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 
 use snet_core::{NodeId, Record};
 
-use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::{lock, Arc, Mutex};
 
 /// Stamps of enclosing deterministic combinators, innermost last.
 ///
@@ -64,6 +64,11 @@ impl Stamps {
     pub fn is_empty(&self) -> bool {
         self.0.is_none()
     }
+
+    /// Outermost first.
+    pub fn as_slice(&self) -> &[u64] {
+        self.0.as_deref().map_or(&[], |v| v.as_slice())
+    }
 }
 
 /// A record in flight, with its deterministic-order stamps.
@@ -82,58 +87,88 @@ impl Rec {
     }
 }
 
-/// The shared part of all copies of one ordering marker.
-#[derive(Debug)]
-pub struct MarkerShared {
-    /// Copies still travelling; the copy that brings it to zero completes the marker.
-    pub tokens: AtomicUsize,
-    /// A marker of an enclosing owner, released when this one completes.
-    pub payload: Mutex<Option<Marker>>,
-}
-
 /// An ordering marker ("sort record"): follows every record caused by the
 /// input records that preceded it at its owner's dispatcher.
-#[derive(Clone, Debug)]
+///
+/// Where a path forks, a marker is split into copies that travel on
+/// separately, possibly to other nodes; each copy carries its share of the
+/// whole as a dyadic weight ([`crate::weight`]), and the owner knows the
+/// marker is complete when the shares that arrived sum to one
+/// ([`Arrivals`]). No state is shared between copies, so a copy can cross
+/// nodes as a plain value.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Marker {
-    /// The owning deterministic collector or feedback instance.
+    /// The owning deterministic collector or feedback instance (globally
+    /// unique: the owner's node is in the top bits, see `Runtime::new_owner`).
     pub owner: u64,
     /// Sequence number at the owner.
     pub seq: u64,
-    pub shared: Arc<MarkerShared>,
+    /// This copy's share: `2^-weight` (0: the whole marker).
+    pub weight: u64,
+    /// A marker of an enclosing owner, released when this one completes
+    /// (travels with one of the copies).
+    pub payload: Option<Box<Marker>>,
 }
 
 impl Marker {
-    pub fn new(owner: u64, seq: u64, copies: usize, payload: Option<Marker>) -> Marker {
+    pub fn new(owner: u64, seq: u64, payload: Option<Marker>) -> Marker {
         Marker {
             owner,
             seq,
-            shared: Arc::new(MarkerShared {
-                tokens: AtomicUsize::new(copies),
-                payload: Mutex::new(payload),
-            }),
+            weight: 0,
+            payload: payload.map(Box::new),
         }
     }
 
-    /// Splits this copy into `n` copies (n >= 1): adds the tokens first, so the
-    /// count cannot reach zero while a copy is still being sent.
+    /// Splits this copy into `n >= 1` copies whose shares sum to its own;
+    /// the payload goes with the first.
     pub fn split(self, n: usize) -> impl Iterator<Item = Marker> {
-        if n > 1 {
-            // Relaxed suffices: the token count is only compared to zero by
-            // `arrive`, whose AcqRel RMW is ordered after this one in the
-            // modification order (the copies are handed over through inbox locks).
-            self.shared.tokens.fetch_add(n - 1, Ordering::Relaxed);
+        let Marker {
+            owner,
+            seq,
+            weight,
+            mut payload,
+        } = self;
+        crate::weight::split_piece(weight, n.max(1))
+            .into_iter()
+            .map(move |w| Marker {
+                owner,
+                seq,
+                weight: w,
+                payload: payload.take(),
+            })
+    }
+}
+
+/// The owner's side of its markers: the shares that arrived so far, per sequence number.
+#[derive(Default)]
+pub struct Arrivals {
+    partial: rustc_hash::FxHashMap<u64, (crate::weight::Dyadic, Option<Marker>)>,
+}
+
+impl Arrivals {
+    /// One copy arrived. `Some(payload)` when it completes the marker.
+    pub fn arrive(&mut self, m: Marker) -> Option<Option<Marker>> {
+        if m.weight == 0 {
+            // Never split: the common case, no bookkeeping.
+            debug_assert!(!self.partial.contains_key(&m.seq));
+            return Some(m.payload.map(|p| *p));
         }
-        std::iter::repeat_n(self, n)
+        let entry = self.partial.entry(m.seq).or_default();
+        entry.0.add(m.weight);
+        if let Some(p) = m.payload {
+            entry.1 = Some(*p);
+        }
+        if entry.0.is_one() {
+            self.partial.remove(&m.seq).map(|(_, p)| p)
+        } else {
+            None
+        }
     }
 
-    /// One copy arrived at its owner; true when it was the last one.
-    pub fn arrive(&self) -> bool {
-        // AcqRel: the last arrival sees everything the other copies' paths did.
-        self.shared.tokens.fetch_sub(1, Ordering::AcqRel) == 1
-    }
-
-    pub fn take_payload(&self) -> Option<Marker> {
-        lock(&self.shared.payload).take()
+    /// Markers with copies still travelling.
+    pub fn pending(&self) -> usize {
+        self.partial.len()
     }
 }
 
@@ -144,6 +179,9 @@ pub enum Item {
     Marker(Marker),
     /// Feedback: the loop drained; release held outside input.
     Resume,
+    /// A field a waiting entity asked for has arrived from another node
+    /// (never travels on a stream: offered to the waiting entity only).
+    Wake,
 }
 
 /// The result of offering an item to an entity.

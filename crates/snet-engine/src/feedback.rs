@@ -74,7 +74,7 @@ impl FeedbackEntry {
                 self.draining = true;
                 ctx.send(&self.router, item);
             }
-            Item::Resume => {}
+            Item::Resume | Item::Wake => {}
         }
     }
 }
@@ -89,6 +89,8 @@ pub struct FeedbackRouter {
     next: Arc<Entity>,
     /// Records sent back so far.
     looped: u64,
+    /// Shares of the round markers that came out of the body so far.
+    arrivals: crate::entity::Arrivals,
 }
 
 impl FeedbackRouter {
@@ -100,6 +102,7 @@ impl FeedbackRouter {
             entry: std::sync::Weak::new(),
             next,
             looped: 0,
+            arrivals: Default::default(),
         }
     }
 
@@ -128,9 +131,9 @@ impl FeedbackRouter {
                 }
             }
             Item::Marker(m) if m.owner == self.owner => {
-                if m.arrive() {
-                    let payload = m.take_payload();
-                    if self.looped != m.seq {
+                let seq = m.seq;
+                if let Some(payload) = self.arrivals.arrive(m) {
+                    if self.looped != seq {
                         self.start_round(payload, ctx);
                     } else {
                         if let Some(p) = payload {
@@ -144,13 +147,13 @@ impl FeedbackRouter {
             }
             // An enclosing owner's marker handed over by the entry: step 2.
             Item::Marker(m) => self.start_round(Some(m), ctx),
-            Item::Resume => {}
+            Item::Resume | Item::Wake => {}
         }
         Ok(())
     }
 
     fn start_round(&mut self, payload: Option<Marker>, ctx: &mut Ctx) {
-        let r = Marker::new(self.owner, self.looped, 1, payload);
+        let r = Marker::new(self.owner, self.looped, payload);
         let b = self.body();
         ctx.send(&b, Item::Marker(r));
     }

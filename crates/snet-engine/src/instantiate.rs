@@ -58,10 +58,9 @@ impl Program {
                     routes[id] = r;
                 }
                 NodeKind::Star { body, .. } => {
+                    // (Not through a placement: a placed body runs where it is placed.)
                     let mut b = *body;
-                    while let NodeKind::Net { body, .. } | NodeKind::Place { body, .. } =
-                        &graph.node(b).kind
-                    {
+                    while let NodeKind::Net { body, .. } = &graph.node(b).kind {
                         b = *body;
                     }
                     if let NodeKind::Sync(_) = graph.node(b).kind {
@@ -151,7 +150,11 @@ pub struct Runtime {
     pub prog: Program,
     /// Box implementations by box id (None: not used by the entry network).
     pub boxes: Vec<Option<Arc<dyn BoxImpl>>>,
+    /// This node and the number of nodes.
+    pub node: u32,
     pub nodes: u32,
+    /// The distribution layer's state on this node.
+    pub(crate) net: crate::dist::Net,
     pub box_concurrency: usize,
     next_owner: AtomicU64,
     pub entities: AtomicU64,
@@ -161,16 +164,18 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new(
+    pub(crate) fn new(
         prog: Program,
         boxes: Vec<Option<Arc<dyn BoxImpl>>>,
-        nodes: u32,
+        net: crate::dist::Net,
         box_concurrency: usize,
     ) -> Runtime {
         Runtime {
             prog,
             boxes,
-            nodes,
+            node: net.me,
+            nodes: net.nodes,
+            net,
             box_concurrency,
             next_owner: AtomicU64::new(1),
             entities: AtomicU64::new(0),
@@ -183,9 +188,10 @@ impl Runtime {
         &self.prog.graph
     }
 
-    /// A fresh identity for a marker owner (det collector, feedback instance).
+    /// A fresh identity for a marker owner (det collector, feedback
+    /// instance), unique across nodes: the node is in the top 16 bits.
     pub fn new_owner(&self) -> u64 {
-        self.next_owner.fetch_add(1, Ordering::Relaxed)
+        (u64::from(self.node) << 48) | self.next_owner.fetch_add(1, Ordering::Relaxed)
     }
 
     pub fn loc(&self, node: NodeId) -> Option<snet_core::Loc> {
@@ -206,6 +212,7 @@ pub enum Kind {
     FeedbackRouter(FeedbackRouter),
     Collector(Collector),
     Output(OutputEntity),
+    Remote(crate::remote::RemoteEntity),
 }
 
 /// A worker's view while it processes: where sends go.
@@ -287,7 +294,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             // Flatten the chain; runs of consecutive filters become one
             // entity (no stream between them, same order, fewer hops).
             let mut parts = Vec::new();
-            serial_parts(graph, node, &mut parts);
+            serial_parts(graph, rt.node, node, &mut parts);
             let mut next = next;
             let mut i = parts.len();
             while i > 0 {
@@ -304,8 +311,13 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             }
             next
         }
-        NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => {
-            instantiate(ctx, *body, next, start)
+        NodeKind::Net { body, .. } => instantiate(ctx, *body, next, start),
+        NodeKind::Place { body, node: at } => {
+            if *at == rt.node {
+                instantiate(ctx, *body, next, start)
+            } else {
+                remote_instance(ctx, *at, *body, next, start)
+            }
         }
         NodeKind::Parallel { branches, det } => {
             let (next, mut det) = det_wrap(ctx, node, *det, next);
@@ -385,17 +397,42 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
     }
 }
 
+/// An instance of `template` on node `at` (not this node), whose output
+/// comes back to `next`: a remote entity for its entry, and `Open` on its
+/// way to `at`, which builds the instance (see [`crate::dist`]).
+pub fn remote_instance(
+    ctx: &Ctx,
+    at: u32,
+    template: NodeId,
+    next: Arc<Entity>,
+    start: &Stamps,
+) -> Arc<Entity> {
+    let net = &ctx.rt.net;
+    let back = net.bind(next);
+    let conn = net.new_conn();
+    net.push(crate::dist::Out::Open {
+        to: at,
+        conn,
+        template,
+        back,
+        start: start.clone(),
+    });
+    ctx.entity(
+        template,
+        Kind::Remote(crate::remote::RemoteEntity::new(at, conn)),
+    )
+}
+
 /// The components of a serial composition, left to right, looking through
-/// net boundaries and placements (which are transparent at run time).
-fn serial_parts(graph: &Graph, node: NodeId, out: &mut Vec<NodeId>) {
+/// net boundaries and placements on this node `here` (which are transparent).
+fn serial_parts(graph: &Graph, here: u32, node: NodeId, out: &mut Vec<NodeId>) {
     match &graph.node(node).kind {
         NodeKind::Serial(a, b) => {
-            serial_parts(graph, *a, out);
-            serial_parts(graph, *b, out);
+            serial_parts(graph, here, *a, out);
+            serial_parts(graph, here, *b, out);
         }
-        NodeKind::Net { body, .. } | NodeKind::Place { body, .. } => {
-            serial_parts(graph, *body, out)
-        }
+        NodeKind::Net { body, .. } => serial_parts(graph, here, *body, out),
+        NodeKind::Place { body, node: at } if *at == here => serial_parts(graph, here, *body, out),
         _ => out.push(node),
     }
 }
@@ -432,14 +469,15 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
         Kind::Chain(e) => e.process(item, ctx),
         Kind::Sync(e) => e.process(item, ctx),
         Kind::FusedSync(e) => e.process(item, ctx),
-        Kind::Box(e) => e.process(item, ctx),
+        Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
         Kind::Star(e) => e.process(item, ctx),
         Kind::Split(e) => e.process(item, ctx),
         Kind::FeedbackEntry(e) => e.process(item, ctx),
         Kind::FeedbackRouter(e) => e.process(item, ctx),
         Kind::Collector(e) => e.process(item, ctx),
-        Kind::Output(e) => e.process(item, ctx),
+        Kind::Output(e) => e.process(item, ctx, ent),
+        Kind::Remote(e) => e.process(item, ctx),
     };
     // Dispatchers send the start-up of what they create at once; this
     // catches any instance created elsewhere.

@@ -13,7 +13,11 @@
 //! - [`filter`], [`synchro`], [`boxes`], [`parallel`], [`star`], [`split`],
 //!   [`feedback`], [`collector`], [`output`]: one module per entity kind;
 //! - [`limit`]: the `--input-limit` formula;
-//! - [`dist`]: the distribution layer interface (single node = the trivial layer).
+//! - [`dist`]: the distribution layer: nodes, connections, managers,
+//!   termination, fields by reference, the transport trait and the loopback
+//!   transport (single node = the trivial layer); [`remote`]: the entity at
+//!   a connection's local end;
+//! - [`weight`]: dyadic weights (marker copies, termination credit).
 
 pub mod boxes;
 pub mod collector;
@@ -25,11 +29,13 @@ pub mod instantiate;
 pub mod limit;
 pub mod output;
 pub mod parallel;
+pub mod remote;
 pub mod scheduler;
 pub mod split;
 pub mod star;
 pub mod sync;
 pub mod synchro;
+pub mod weight;
 
 use std::fmt;
 use std::sync::Arc;
@@ -37,7 +43,7 @@ use std::sync::Arc;
 use snet_core::{Graph, Loc, Record};
 
 pub use boxes::{BoxError, BoxImpl, Emit, LanguageInterface, NoBoxes};
-pub use dist::{Distribution, SingleNode};
+pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
 pub use limit::InputLimit;
 
 /// Where input records come from (the record reader, a test vector, ...).
@@ -59,6 +65,9 @@ pub trait Sink: Send {
     fn abort(&mut self) -> std::io::Result<()>;
 }
 
+/// The default of [`Config::inline_fields`].
+pub const DEFAULT_INLINE_FIELDS: usize = 1024;
+
 /// Engine configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -76,6 +85,9 @@ pub struct Config {
     /// The field codecs of the program's language interfaces: how a field's
     /// bytes are turned back into a value on another node.
     pub codecs: snet_core::Codecs,
+    /// Fields of at most this many encoded bytes travel inline with their
+    /// record to another node; larger ones by reference (fetched on demand).
+    pub inline_fields: usize,
 }
 
 impl Default for Config {
@@ -89,6 +101,7 @@ impl Default for Config {
             read_ahead: 1024,
             fast_exit: false,
             codecs: snet_core::Codecs::default(),
+            inline_fields: DEFAULT_INLINE_FIELDS,
         }
     }
 }
@@ -112,6 +125,12 @@ pub enum EngineError {
     Output(String),
     /// Setting up the network failed (unresolved boxes, bad configuration).
     Setup(String),
+    /// A static placement names a node the run does not have.
+    Placement { what: String, loc: Option<Loc> },
+    /// Another node failed; `message` is its error.
+    Node { node: u32, message: String },
+    /// Nodes could not talk (a transport failure or a protocol error).
+    Distribution(String),
 }
 
 impl fmt::Display for EngineError {
@@ -124,23 +143,124 @@ impl fmt::Display for EngineError {
             EngineError::Input(m) => write!(f, "malformed input: {m}"),
             EngineError::Output(m) => write!(f, "cannot write output: {m}"),
             EngineError::Setup(m) => write!(f, "{m}"),
+            EngineError::Placement { what, loc } => write!(f, "{}placement error: {what}", at(loc)),
+            EngineError::Node { node, message } => write!(f, "node {node}: {message}"),
+            EngineError::Distribution(m) => write!(f, "distribution: {m}"),
         }
     }
 }
 
 impl std::error::Error for EngineError {}
 
-/// Counters of one run.
+/// Counters of one run (of one node, in a distributed run).
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
+    pub node: u32,
     pub input_records: u64,
     pub output_records: u64,
     pub entities_created: u64,
     pub steals: u64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Fields whose bytes this node fetched from another node, and their size.
+    pub fields_fetched: u64,
+    pub field_bytes_fetched: u64,
+    /// Fields this node exported (sent by reference) during the run.
+    pub fields_exported: u64,
+    /// After the run: exports still referenced, proxies still alive (both
+    /// zero unless records stayed parked in synchrocells).
+    pub exports_live: u64,
+    pub proxies_live: u64,
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "node {}: {} input, {} output records, {} entities, {} steals, {} msgs / {} B sent, {} msgs / {} B received, {} fields fetched ({} B), {} exported, store {} exports / {} proxies",
+            self.node,
+            self.input_records,
+            self.output_records,
+            self.entities_created,
+            self.steals,
+            self.messages_sent,
+            self.bytes_sent,
+            self.messages_received,
+            self.bytes_received,
+            self.fields_fetched,
+            self.field_bytes_fetched,
+            self.fields_exported,
+            self.exports_live,
+            self.proxies_live
+        )
+    }
 }
 
 /// Runs `graph` from `source` to `sink` and returns when the network has drained.
 pub use scheduler::run;
+
+/// Runs `graph` as `nodes` nodes inside this process, connected by the
+/// loopback transport (each node with its own engine, workers and field
+/// store): the distribution layer without a network, for tests and
+/// debugging. Node 0 gets `io`. Returns every node's statistics, node 0
+/// first, or the run's error (node 0's view: a failure elsewhere names
+/// the node).
+pub fn run_loopback(
+    graph: Arc<Graph>,
+    config: &Config,
+    io: Option<(Box<dyn Source>, Box<dyn Sink>)>,
+    language: &(dyn LanguageInterface + Sync),
+    nodes: u32,
+) -> Result<Vec<Stats>, EngineError> {
+    let endpoints = Loopback::create(nodes.max(1));
+    let mut io = io;
+    let results: Vec<Result<Stats, EngineError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = endpoints
+            .into_iter()
+            .map(|t| {
+                let io = if t.node() == 0 { io.take() } else { None };
+                let graph = graph.clone();
+                std::thread::Builder::new()
+                    .name(format!("snet-node-{}", t.node()))
+                    .spawn_scoped(s, move || {
+                        let r = run(graph, config, io, language, &t);
+                        // The endpoint is closed by `run`; dropping it now is orderly.
+                        r
+                    })
+                    .expect("spawn node thread")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(EngineError::Setup(format!(
+                        "internal error: node {i} panicked"
+                    )))
+                })
+            })
+            .collect()
+    });
+    let mut stats = Vec::new();
+    let mut first_err = None;
+    for r in results {
+        match r {
+            Ok(s) => stats.push(s),
+            Err(e) => {
+                if first_err.is_none() {
+                    first_err = Some(e);
+                }
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(stats),
+    }
+}
 
 /// Convenience for tests and embedders: runs on a vector of records, returns the output records.
 pub fn run_vec(
@@ -184,8 +304,10 @@ pub fn run_vec_with(
     run(
         graph,
         config,
-        Box::new(VecSource(input.into_iter())),
-        Box::new(VecSink(out.clone())),
+        Some((
+            Box::new(VecSource(input.into_iter())),
+            Box::new(VecSink(out.clone())),
+        )),
         language,
         &SingleNode,
     )?;

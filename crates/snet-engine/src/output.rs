@@ -7,14 +7,54 @@ use crate::EngineError;
 
 pub struct OutputEntity {
     pub sink: Box<dyn crate::Sink>,
+    /// Records parked while their fields are fetched from other nodes.
+    parked: crate::dist::fields::Parked,
 }
 
 impl OutputEntity {
     pub fn new(sink: Box<dyn crate::Sink>) -> OutputEntity {
-        OutputEntity { sink }
+        OutputEntity {
+            sink,
+            parked: Default::default(),
+        }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    /// Writes a record once every field of it is on this node (in a
+    /// distributed run, fields still on other nodes are fetched first; the
+    /// output keeps its order meanwhile).
+    pub fn process(
+        &mut self,
+        item: Item,
+        ctx: &mut Ctx,
+        me: &crate::sync::Arc<crate::entity::Entity>,
+    ) -> Result<(), EngineError> {
+        if !ctx.rt.net.distributed() {
+            return self.write(item, ctx);
+        }
+        let mut todo = match item {
+            Item::Wake => self.parked.resume(),
+            other => match self.parked.hold(other) {
+                Some(it) => std::iter::once(it).collect(),
+                None => return Ok(()),
+            },
+        };
+        while let Some(it) = todo.pop_front() {
+            let Some(it) = self.parked.hold(it) else {
+                continue;
+            };
+            if let Item::Rec(r) = &it {
+                let fields = r.rec.labels().filter(|l| l.is_field());
+                if !crate::dist::fields::ensure_local(&r.rec, fields, me, ctx) {
+                    self.parked.park(it);
+                    continue;
+                }
+            }
+            self.write(it, ctx)?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {
                 debug_assert!(
@@ -29,7 +69,7 @@ impl OutputEntity {
                 Ok(())
             }
             // Markers never reach the output: their owners sit inside the network.
-            Item::Marker(_) | Item::Resume => Ok(()),
+            Item::Marker(_) | Item::Resume | Item::Wake => Ok(()),
         }
     }
 }

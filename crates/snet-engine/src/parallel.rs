@@ -84,6 +84,7 @@ impl ParallelEntity {
                 ctx,
             ),
             Item::Resume => ctx.send(&self.next, Item::Resume),
+            Item::Wake => {}
         }
         Ok(())
     }

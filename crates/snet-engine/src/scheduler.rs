@@ -51,10 +51,12 @@ use std::thread;
 
 use snet_core::{Graph, NodeId, NodeKind, Record};
 
+use crate::dist::managers::{input_manager, output_manager, Host};
+use crate::dist::{Net, Out, Settle, Transport};
 use crate::entity::{Entity, Item, Offer, Rec, Stamps};
 use crate::instantiate::{instantiate, output_entity, process, Ctx, Kind, Program, Runtime};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
-use crate::{Config, Distribution, EngineError, LanguageInterface, Sink, Source, Stats};
+use crate::{Config, EngineError, LanguageInterface, Sink, Source, Stats};
 
 /// Rounds an idle worker looks for work before it goes to sleep.
 const SPINS: u32 = 64;
@@ -137,6 +139,15 @@ impl Sleep {
         lock(&self.state).done
     }
 
+    /// Runs `f` under the sleep lock with the number of sleeping workers
+    /// (and the total); `f` may notify a sleeper through the returned flag.
+    pub fn probe(&self, f: impl FnOnce(usize, usize) -> bool) {
+        let g = lock(&self.state);
+        if f(g.sleeping, self.workers) {
+            self.cv.notify_one();
+        }
+    }
+
     /// Goes to sleep unless `look` (called under the sleep lock with "am I the
     /// last awake worker?") finds something.
     pub fn idle(&self, look: impl FnOnce(bool) -> Look) -> Wake {
@@ -188,14 +199,21 @@ struct Input {
 struct Shared {
     rt: Runtime,
     queues: Vec<Mutex<VecDeque<Task>>>,
+    /// Licences the input manager obtained (distributed runs).
+    injector: Mutex<VecDeque<Task>>,
+    distributed: bool,
     sleep: Sleep,
     input: Input,
-    entry: Arc<Entity>,
+    /// The entry network's instance (node 0 only).
+    entry: Option<Arc<Entity>>,
     abort: AtomicBool,
     error: Mutex<Option<EngineError>>,
     admitted: AtomicU64,
     limit: Option<crate::InputLimit>,
     steals: AtomicU64,
+    codecs: snet_core::Codecs,
+    /// Set by `run` when the managers must stop.
+    managers_stop: AtomicBool,
 }
 
 /// Boxes reachable from `root`.
@@ -212,14 +230,40 @@ fn used_boxes(graph: &Graph, root: NodeId, seen: &mut [bool], out: &mut Vec<u32>
     }
 }
 
-/// Runs `graph` from `source` to `sink` and returns when the network has drained.
+/// Placements `A @ n` reachable from the entry whose node the run lacks.
+fn check_placements(graph: &Graph, nodes: u32) -> Result<(), EngineError> {
+    let mut seen = vec![false; graph.nodes.len()];
+    let mut stack = vec![graph.entry];
+    while let Some(n) = stack.pop() {
+        if std::mem::replace(&mut seen[n as usize], true) {
+            continue;
+        }
+        if let NodeKind::Place { node, .. } = graph.node(n).kind {
+            if node >= nodes {
+                return Err(EngineError::Placement {
+                    what: format!(
+                        "`@ {node}` places a component on node {node}, but the run has {nodes} node(s): 0..{}",
+                        nodes - 1
+                    ),
+                    loc: Some(graph.node(n).loc.clone()),
+                });
+            }
+        }
+        stack.extend(graph.children(n));
+    }
+    Ok(())
+}
+
+/// Runs `graph` on this node of `transport`'s run and returns when the
+/// whole run is over. Node 0 gets the input and output (`io`); the other
+/// nodes get `None` and serve what node 0 and the others send them. A
+/// single-process run is node 0 of [`crate::SingleNode`].
 pub fn run(
     graph: Arc<Graph>,
     config: &Config,
-    source: Box<dyn Source>,
-    sink: Box<dyn Sink>,
+    io: Option<(Box<dyn Source>, Box<dyn Sink>)>,
     language: &dyn LanguageInterface,
-    dist: &dyn Distribution,
+    transport: &dyn Transport,
 ) -> Result<Stats, EngineError> {
     let workers = config.workers.max(1);
     // Resolve every box the entry network uses, reporting all unresolved ones.
@@ -243,26 +287,36 @@ pub fn run(
     if !missing.is_empty() {
         return Err(EngineError::Setup(missing.join("\n")));
     }
+    check_placements(&graph, transport.nodes())?;
 
+    let net = Net::new(transport.node(), transport.nodes(), config.inline_fields);
+    let distributed = net.distributed();
     let rt = Runtime::new(
         Program::new(graph.clone()),
         boxes,
-        dist.nodes(),
+        net,
         config.box_concurrency.max(1),
     );
-    let (entry, output, initial) = {
-        let mut ctx = Ctx::new(&rt);
-        let output = output_entity(&ctx, sink);
-        let entry = instantiate(&ctx, graph.entry, output.clone(), &Stamps::new());
-        // The initialiser boxes of the static network fire first (boxes.rs):
-        // their calls are the first tasks, ahead of any input.
-        ctx.start();
-        let initial: VecDeque<Task> = ctx
-            .ready
-            .drain(..)
-            .map(|(ent, item)| Task { ent, item })
-            .collect();
-        (entry, output, initial)
+    let (source, sink) = match (rt.node, io) {
+        (0, Some((source, sink))) => (Some(source), Some(sink)),
+        _ => (None, None),
+    };
+    let (entry, output, initial) = match sink {
+        Some(sink) => {
+            let mut ctx = Ctx::new(&rt);
+            let output = output_entity(&ctx, sink);
+            let entry = instantiate(&ctx, graph.entry, output.clone(), &Stamps::new());
+            // The initialiser boxes of the static network fire first (boxes.rs):
+            // their calls are the first tasks, ahead of any input.
+            ctx.start();
+            let initial: VecDeque<Task> = ctx
+                .ready
+                .drain(..)
+                .map(|(ent, item)| Task { ent, item })
+                .collect();
+            (Some(entry), Some(output), initial)
+        }
+        None => (None, None, VecDeque::new()),
     };
     let shared = Shared {
         rt,
@@ -270,11 +324,13 @@ pub fn run(
             .chain((1..workers).map(|_| VecDeque::new()))
             .map(Mutex::new)
             .collect(),
+        injector: Mutex::new(VecDeque::new()),
+        distributed,
         sleep: Sleep::new(workers),
         input: Input {
             state: Mutex::new(InputState {
                 records: VecDeque::new(),
-                closed: false,
+                closed: source.is_none(),
                 error: None,
             }),
             space: Condvar::new(),
@@ -286,32 +342,36 @@ pub fn run(
         admitted: AtomicU64::new(0),
         limit: config.input_limit.clone(),
         steals: AtomicU64::new(0),
+        codecs: config.codecs.clone(),
+        managers_stop: AtomicBool::new(false),
     };
 
     thread::scope(|s| {
         let sh = &shared;
         // The reader is detached from the scope's fate only in that it may
         // block in a read; it stops at the next record once the run aborts.
-        let reader = thread::Builder::new()
-            .name("snet-reader".into())
-            .spawn_scoped(s, move || reader_loop(sh, source))
-            .expect("spawn reader thread");
+        let reader = source.map(|source| {
+            thread::Builder::new()
+                .name("snet-reader".into())
+                .spawn_scoped(s, move || reader_loop(sh, source))
+                .expect("spawn reader thread")
+        });
+        let managers = distributed.then(|| {
+            let output = thread::Builder::new()
+                .name(format!("snet-out-{}", sh.rt.node))
+                .spawn_scoped(s, move || guarded(sh, || output_manager(sh, transport)))
+                .expect("spawn output manager");
+            let input = thread::Builder::new()
+                .name(format!("snet-in-{}", sh.rt.node))
+                .spawn_scoped(s, move || guarded(sh, || input_manager(sh, transport)))
+                .expect("spawn input manager");
+            (output, input)
+        });
         let handles: Vec<_> = (0..workers)
             .map(|me| {
                 thread::Builder::new()
                     .name(format!("snet-worker-{me}"))
-                    .spawn_scoped(s, move || {
-                        // A panic (an engine bug) must not leave the other
-                        // workers waiting for this one to go to sleep: stop the run.
-                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            worker_loop(sh, me)
-                        }));
-                        if r.is_err() {
-                            sh.fail(EngineError::Setup(
-                                "internal error: a worker panicked".into(),
-                            ));
-                        }
-                    })
+                    .spawn_scoped(s, move || guarded(sh, || worker_loop(sh, me)))
                     .expect("spawn worker thread")
             })
             .collect();
@@ -322,38 +382,70 @@ pub fn run(
                 ));
             }
         }
+        if let Some((output, input)) = managers {
+            // The output manager sends what is left (the shutdown or the
+            // failure notice), then stops.
+            if matches!(*lock(&sh.error), Some(EngineError::Distribution(_))) {
+                // A peer may have failed first: give its notice time to arrive.
+                thread::sleep(std::time::Duration::from_millis(100));
+            }
+            sh.rt.net.stop();
+            let _ = output.join();
+            sh.managers_stop.store(true, Ordering::Release);
+            let _ = input.join();
+            transport.close();
+        }
         // Unblock a reader waiting for buffer space.
         {
             let mut st = lock(&sh.input.state);
             st.closed = true;
             sh.input.space.notify_all();
         }
-        let _ = reader.join();
+        if let Some(reader) = reader {
+            let _ = reader.join();
+        }
     });
 
     let error = lock(&shared.error)
         .take()
         .or_else(|| lock(&shared.input.state).error.take());
-    // SAFETY: all workers have been joined; nothing else can hold the output's licence.
-    let out_state = unsafe { output.state() };
-    let Kind::Output(out) = out_state else {
-        unreachable!("output entity")
+    let (exports_live, proxies_live, fetched, fetched_bytes, exported) =
+        shared.rt.net.store.counts();
+    let traffic = &shared.rt.net.traffic;
+    let stats = Stats {
+        node: shared.rt.node,
+        input_records: shared.admitted.load(Ordering::Relaxed),
+        output_records: shared.rt.outputs.load(Ordering::Relaxed),
+        entities_created: shared.rt.entities.load(Ordering::Relaxed),
+        steals: shared.steals.load(Ordering::Relaxed),
+        messages_sent: traffic.messages_sent.load(Ordering::Relaxed),
+        messages_received: traffic.messages_received.load(Ordering::Relaxed),
+        bytes_sent: traffic.bytes_sent.load(Ordering::Relaxed),
+        bytes_received: traffic.bytes_received.load(Ordering::Relaxed),
+        fields_fetched: fetched,
+        field_bytes_fetched: fetched_bytes,
+        fields_exported: exported,
+        exports_live,
+        proxies_live,
     };
+    // SAFETY: all workers have been joined; nothing else can hold the output's licence.
+    let out = output.as_ref().map(|o| match unsafe { o.state() } {
+        Kind::Output(out) => out,
+        _ => unreachable!("output entity"),
+    });
     match error {
         Some(e) => {
-            let _ = out.sink.abort();
+            if let Some(out) = out {
+                let _ = out.sink.abort();
+            }
             Err(e)
         }
         None => {
-            out.sink
-                .finish()
-                .map_err(|e| EngineError::Output(e.to_string()))?;
-            let stats = Stats {
-                input_records: shared.admitted.load(Ordering::Relaxed),
-                output_records: shared.rt.outputs.load(Ordering::Relaxed),
-                entities_created: shared.rt.entities.load(Ordering::Relaxed),
-                steals: shared.steals.load(Ordering::Relaxed),
-            };
+            if let Some(out) = out {
+                out.sink
+                    .finish()
+                    .map_err(|e| EngineError::Output(e.to_string()))?;
+            }
             if config.fast_exit {
                 // The entity graph is reachable only from `shared.entry`.
                 std::mem::forget(shared);
@@ -361,6 +453,60 @@ pub fn run(
             }
             Ok(stats)
         }
+    }
+}
+
+/// Runs a thread's loop; a panic (an engine bug) must not leave the other
+/// threads waiting for this one: it stops the run.
+fn guarded(sh: &Shared, f: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        sh.fail(EngineError::Setup(format!(
+            "internal error: a thread of node {} panicked",
+            sh.rt.node
+        )));
+    }
+}
+
+impl Host for Shared {
+    fn rt(&self) -> &Runtime {
+        &self.rt
+    }
+
+    fn codecs(&self) -> &snet_core::Codecs {
+        &self.codecs
+    }
+
+    fn deliver(&self, ready: Vec<(Arc<Entity>, Item)>) {
+        let n = ready.len();
+        lock(&self.injector).extend(ready.into_iter().map(|(ent, item)| Task { ent, item }));
+        for _ in 0..n.min(self.queues.len()) {
+            self.sleep.notify_one();
+        }
+    }
+
+    fn fail(&self, e: EngineError, remote: bool) {
+        self.fail_with(e, remote)
+    }
+
+    fn shutdown(&self) {
+        self.sleep.finish()
+    }
+
+    fn over(&self) -> bool {
+        self.managers_stop.load(Ordering::Acquire)
+    }
+
+    fn settle(&self) -> Settle {
+        let mut result = Settle::Busy;
+        self.sleep.probe(|sleeping, workers| {
+            let quiet = sleeping == workers
+                && self.queues.iter().all(|q| lock(q).is_empty())
+                && lock(&self.injector).is_empty();
+            result = self.rt.net.settle(quiet);
+            // Node 0 quiescent: wake a worker to end the run (or admit held input).
+            result == Settle::Quiescent
+        });
+        result
     }
 }
 
@@ -402,11 +548,26 @@ fn reader_loop(sh: &Shared, mut source: Box<dyn Source>) {
 
 impl Shared {
     fn fail(&self, e: EngineError) {
+        self.fail_with(e, false)
+    }
+
+    /// Stores the run's error (the first, except that a failure another
+    /// node reports beats a transport error it caused here), stops the
+    /// workers, and tells the other nodes unless they told us (`remote`).
+    fn fail_with(&self, e: EngineError, remote: bool) {
         let mut g = lock(&self.error);
-        if g.is_none() {
-            *g = Some(e);
+        let first = g.is_none();
+        match &*g {
+            None => *g = Some(e.clone()),
+            Some(EngineError::Distribution(_)) if matches!(e, EngineError::Node { .. }) => {
+                *g = Some(e.clone())
+            }
+            _ => {}
         }
         drop(g);
+        if self.distributed && first && !remote {
+            self.rt.net.fail_notice(e.to_string());
+        }
         self.abort.store(true, Ordering::Release);
         self.sleep.finish();
         let _st = lock(&self.input.state);
@@ -437,11 +598,12 @@ impl Shared {
             self.input.space.notify_one();
         }
         self.admitted.fetch_add(1, Ordering::Relaxed);
-        let offer = self.entry.offer(Item::Rec(Rec::new(rec)));
+        let entry = self.entry.as_ref().expect("only node 0 admits input");
+        let offer = entry.offer(Item::Rec(Rec::new(rec)));
         drop(st);
         Some(match offer {
             Offer::Licensed(item) => Some(Task {
-                ent: self.entry.clone(),
+                ent: entry.clone(),
                 item,
             }),
             Offer::Queued => None,
@@ -481,12 +643,24 @@ impl Shared {
         if self.queues.iter().any(|q| !lock(q).is_empty()) {
             return Look::Work;
         }
+        if self.distributed && !lock(&self.injector).is_empty() {
+            return Look::Work;
+        }
         let st = lock(&self.input.state);
         if !st.records.is_empty() && self.admissible() {
             return Look::Work;
         }
         if last {
+            // Everyone here is idle. With other nodes, that is the end (or
+            // a reason to admit held-back input) only when no node is
+            // active and no message is in flight: the credit rule.
+            if self.distributed && self.rt.net.settle(true) != Settle::Quiescent {
+                return Look::Wait;
+            }
             if st.closed && st.records.is_empty() {
+                if self.distributed {
+                    self.rt.net.push(Out::Shutdown);
+                }
                 return Look::Finished;
             }
             if !st.records.is_empty() {
@@ -551,6 +725,10 @@ fn worker_loop(sh: &Shared, me: usize) {
         let task = match next.take() {
             Some(t) => Some(t),
             None => lock(&sh.queues[me]).pop_back(),
+        };
+        let task = match task {
+            None if sh.distributed => lock(&sh.injector).pop_front(),
+            t => t,
         };
         if let Some(t) = task {
             next = sh.run_task(&mut ctx, me, t);

@@ -11,7 +11,7 @@ use snet_core::{Label, NodeId, NodeKind};
 
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item};
-use crate::instantiate::{instantiate, Ctx};
+use crate::instantiate::{instantiate, remote_instance, Ctx};
 use crate::sync::Arc;
 use crate::EngineError;
 
@@ -80,7 +80,11 @@ impl SplitEntity {
                             _ => unreachable!("split entity on a non-split node"),
                         };
                         // The replica's initialisers start as part of the record that creates it.
-                        let t = instantiate(ctx, body, self.next.clone(), &r.det);
+                        let t = if self.placement && v != i64::from(ctx.rt.node) {
+                            remote_instance(ctx, v as u32, body, self.next.clone(), &r.det)
+                        } else {
+                            instantiate(ctx, body, self.next.clone(), &r.det)
+                        };
                         ctx.start();
                         self.replicas.insert(v, t.clone());
                         t
@@ -96,6 +100,7 @@ impl SplitEntity {
                 ctx,
             ),
             Item::Resume => ctx.send(&self.next, Item::Resume),
+            Item::Wake => {}
         }
         Ok(())
     }

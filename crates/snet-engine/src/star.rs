@@ -162,6 +162,7 @@ impl StarEntity {
                 }
             }
             Item::Resume => ctx.send(&self.exit, Item::Resume),
+            Item::Wake => {}
         }
         Ok(())
     }

@@ -143,9 +143,23 @@ pub struct RunOptions {
     /// Concurrent invocations allowed per box entity.
     #[arg(long, default_value_t = 1)]
     pub box_concurrency: usize,
-    /// Print run statistics to standard error.
+    /// Print run statistics to standard error (one line per node).
     #[arg(long)]
     pub stats: bool,
+    /// Run as this many nodes (Distributed S-Net; node 0 reads the input and
+    /// writes the output). Needs `--transport`.
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<u32>,
+    /// How the nodes talk: `loopback` runs every node inside this process
+    /// (each with its own engine, workers and field store), for testing and
+    /// debugging distributed programs.
+    #[arg(long, value_name = "KIND", value_parser = ["loopback"])]
+    pub transport: Option<String>,
+    /// Fields of at most this many bytes travel inline with their records
+    /// between nodes; larger ones travel by reference and are fetched only
+    /// where a box needs them.
+    #[arg(long, value_name = "BYTES", default_value_t = snet_engine::DEFAULT_INLINE_FIELDS)]
+    pub inline_fields: usize,
 }
 
 struct ReaderSource<R: io::BufRead>(RecordReader<R>);
@@ -179,7 +193,7 @@ impl<W: Write + Send> Sink for WriterSink<W> {
 pub fn run(
     graph: Arc<snet_core::Graph>,
     opts: &RunOptions,
-    language: &dyn LanguageInterface,
+    language: &(dyn LanguageInterface + Sync),
 ) -> u8 {
     // fast_exit: the process ends right after the run; freeing the entity graph would only cost time.
     // Under the leak checker (system allocator) the graph is freed so that leaks stand out.
@@ -236,19 +250,48 @@ pub fn run(
             }
         },
     };
+    config.inline_fields = opts.inline_fields;
+    let nodes = opts.nodes.unwrap_or(1);
+    if nodes == 0 {
+        eprintln!("error: --nodes must be at least 1");
+        return 2;
+    }
+    if nodes > 1 && opts.transport.is_none() {
+        eprintln!("error: --nodes {nodes} needs a transport: --transport loopback");
+        return 2;
+    }
     let start = std::time::Instant::now();
-    match snet_engine::run(graph, &config, source, sink, language, &SingleNode) {
+    let result = if opts.transport.is_some() {
+        snet_engine::run_loopback(graph, &config, Some((source, sink)), language, nodes)
+    } else {
+        snet_engine::run(graph, &config, Some((source, sink)), language, &SingleNode)
+            .map(|s| vec![s])
+    };
+    match result {
         Ok(stats) => {
             if opts.stats {
-                eprintln!(
-                    "snet: {} input, {} output records, {} entities, {} steals, {} workers, {:.3} s",
-                    stats.input_records,
-                    stats.output_records,
-                    stats.entities_created,
-                    stats.steals,
-                    config.workers,
-                    start.elapsed().as_secs_f64()
-                );
+                if stats.len() == 1 {
+                    let s = &stats[0];
+                    eprintln!(
+                        "snet: {} input, {} output records, {} entities, {} steals, {} workers, {:.3} s",
+                        s.input_records,
+                        s.output_records,
+                        s.entities_created,
+                        s.steals,
+                        config.workers,
+                        start.elapsed().as_secs_f64()
+                    );
+                } else {
+                    for s in &stats {
+                        eprintln!("snet: {s}");
+                    }
+                    eprintln!(
+                        "snet: {} nodes, {} workers each, {:.3} s",
+                        stats.len(),
+                        config.workers,
+                        start.elapsed().as_secs_f64()
+                    );
+                }
             }
             0
         }

@@ -1,0 +1,325 @@
+//! The data manager (thesis 4.2.4, 6.1.3): fields travel by reference.
+//!
+//! Every node has one [`FieldStore`]. A record that leaves a node carries
+//! its small fields inline (at most `inline_limit` encoded bytes) and
+//! references to the others; a field's bytes move only when a box on
+//! another node needs them (or node 0 writes the field out), fetched on
+//! demand and cached in the node's proxy for that field.
+//!
+//! # Weighted reference counting
+//!
+//! * **Export.** Sending a local field makes it an *export* of this node
+//!   (its *home*): the store keeps the field alive under an id, and every
+//!   reference sent carries a weight ([`ISSUE`]) that is added to the
+//!   export's outstanding weight.
+//! * **Proxies.** A node receiving a reference to a field homed elsewhere
+//!   keeps one proxy per field ([`RemoteField`]), holding the sum of the
+//!   weights it received; records on the node share it (and its cached
+//!   value). Forwarding the reference gives away half of the proxy's weight,
+//!   so no message to the home is needed.
+//! * **Return.** Dropping a proxy's last handle sends its weight home
+//!   (`Release`); a reference that arrives back home returns its weight at
+//!   once. The home drops the export when its outstanding weight is zero.
+//!   Weight is only ever moved, never created away from the home, so the
+//!   outstanding weight is zero exactly when no reference exists anywhere.
+//! * **Exhausted weight.** A proxy down to one unit cannot split; it is
+//!   then exported by the forwarding node itself (an indirection: fetches
+//!   of that reference go through the forwarding node).
+//!
+//! A record waiting for a remote field never blocks a worker: the entity
+//! that needs the field (a box, the output) parks its input, asks the store
+//! ([`FieldStore::request`]), and is offered [`Item::Wake`] when the bytes
+//! have arrived (split-phase, as an Active Message handler completes a get).
+
+use std::sync::{Arc, Weak};
+
+use rustc_hash::FxHashMap;
+use snet_core::{Codecs, Field, FieldData, ReleaseRemote, RemoteField};
+
+use crate::entity::{Entity, Item};
+use crate::sync::{lock, Mutex};
+
+/// The weight a home issues with each reference it sends.
+pub const ISSUE: u64 = 1 << 40;
+
+/// Who waits for a fetched field.
+pub(crate) enum Waiter {
+    /// An entity that parked its input: offered [`Item::Wake`].
+    Entity(Arc<Entity>),
+    /// Another node that asked this node for a field it exported by
+    /// indirection: answered with the bytes under that export's id.
+    Node { node: u32, id: u64 },
+}
+
+struct Export {
+    field: Field,
+    /// Weight issued with references and not returned yet.
+    outstanding: u64,
+    /// The key in `by_value`.
+    key: usize,
+}
+
+#[derive(Default)]
+struct State {
+    exports: FxHashMap<u64, Export>,
+    /// Export id by the address of the exported value (one export per value).
+    by_value: FxHashMap<usize, u64>,
+    next_id: u64,
+    proxies: FxHashMap<(u32, u64), Weak<RemoteField>>,
+    /// Fetches in flight, by (home, id).
+    waiting: FxHashMap<(u32, u64), Vec<Waiter>>,
+    fetched: u64,
+    fetched_bytes: u64,
+    exported: u64,
+}
+
+/// What must be sent after a store operation (the store never sends itself).
+pub(crate) enum Send {
+    /// Ask `home` for field `id`.
+    Fetch { home: u32, id: u64 },
+    /// Answer `node`'s request for `id` with `value`.
+    Bytes {
+        node: u32,
+        id: u64,
+        value: Arc<dyn FieldData>,
+    },
+}
+
+/// One node's field store.
+pub(crate) struct FieldStore {
+    me: u32,
+    state: Mutex<State>,
+    release: Arc<dyn ReleaseRemote>,
+}
+
+/// The address of the value behind a field handle (export identity).
+fn key(f: &Field) -> usize {
+    match (f.as_local(), f.as_remote()) {
+        (Some(v), _) => Arc::as_ptr(v) as *const () as usize,
+        (None, Some(r)) => Arc::as_ptr(r) as usize,
+        _ => unreachable!("a field is local or remote"),
+    }
+}
+
+impl FieldStore {
+    pub fn new(me: u32, release: Arc<dyn ReleaseRemote>) -> FieldStore {
+        FieldStore {
+            me,
+            state: Mutex::new(State::default()),
+            release,
+        }
+    }
+
+    /// Exports `f` (a local field, or a proxy that cannot split its weight):
+    /// returns its id and the weight to send with this reference.
+    pub fn export(&self, f: &Field) -> (u64, u64) {
+        let mut st = lock(&self.state);
+        let k = key(f);
+        let id = match st.by_value.get(&k) {
+            Some(&id) => id,
+            None => {
+                let id = st.next_id;
+                st.next_id += 1;
+                st.exported += 1;
+                st.by_value.insert(k, id);
+                st.exports.insert(
+                    id,
+                    Export {
+                        field: f.clone(),
+                        outstanding: 0,
+                        key: k,
+                    },
+                );
+                id
+            }
+        };
+        st.exports.get_mut(&id).expect("export").outstanding += ISSUE;
+        (id, ISSUE)
+    }
+
+    fn give_back(st: &mut State, id: u64, weight: u64) -> Option<Field> {
+        let e = st.exports.get_mut(&id)?;
+        e.outstanding = e.outstanding.checked_sub(weight).unwrap_or_else(|| {
+            panic!("field {id}: more weight returned than was issued (a protocol bug)")
+        });
+        let field = e.field.clone();
+        if e.outstanding == 0 {
+            let e = st.exports.remove(&id).expect("export");
+            st.by_value.remove(&e.key);
+        }
+        Some(field)
+    }
+
+    /// A reference to one of this node's exports came back with `weight`:
+    /// the field, as a handle of this node.
+    pub fn returned(&self, id: u64, weight: u64) -> Result<Field, String> {
+        let mut st = lock(&self.state);
+        FieldStore::give_back(&mut st, id, weight).ok_or_else(|| {
+            format!(
+                "a record refers to field {id} of node {}, which does not exist (a protocol bug)",
+                self.me
+            )
+        })
+    }
+
+    /// `Release` from another node.
+    pub fn released(&self, id: u64, weight: u64) {
+        let mut st = lock(&self.state);
+        if FieldStore::give_back(&mut st, id, weight).is_none() {
+            panic!("release of unknown field {id} (a protocol bug)");
+        }
+    }
+
+    /// A reference to field `id` of node `home` arrived with `weight`.
+    pub fn proxy(&self, home: u32, id: u64, weight: u64, interface: &str, len: u64) -> Field {
+        let mut st = lock(&self.state);
+        if let Some(p) = st.proxies.get(&(home, id)).and_then(Weak::upgrade) {
+            p.add_weight(weight);
+            return Field::remote(p);
+        }
+        let p = Arc::new(RemoteField::new(
+            home,
+            id,
+            interface,
+            len,
+            weight,
+            self.release.clone(),
+        ));
+        st.proxies.insert((home, id), Arc::downgrade(&p));
+        if st.proxies.len() > 64 && st.proxies.len().is_power_of_two() {
+            st.proxies.retain(|_, w| w.strong_count() > 0);
+        }
+        Field::remote(p)
+    }
+
+    /// `waiter` needs the value of `r`: returns the fetch to send, if this
+    /// is the first request for it.
+    pub fn request(&self, r: &RemoteField, waiter: Waiter) -> Option<Send> {
+        let mut st = lock(&self.state);
+        let list = st.waiting.entry((r.home, r.id)).or_default();
+        list.push(waiter);
+        (list.len() == 1).then_some(Send::Fetch {
+            home: r.home,
+            id: r.id,
+        })
+    }
+
+    /// Another node asks for export `id`.
+    pub fn fetch(&self, node: u32, id: u64) -> Result<Option<Send>, String> {
+        let field = {
+            let st = lock(&self.state);
+            st.exports
+                .get(&id)
+                .map(|e| e.field.clone())
+                .ok_or_else(|| format!("node {node} asked for field {id}, which node {} does not hold (a protocol bug)", self.me))?
+        };
+        if let Some(v) = field.get() {
+            return Ok(Some(Send::Bytes {
+                node,
+                id,
+                value: v.clone(),
+            }));
+        }
+        // An indirection: fetch from the field's home first.
+        let r = field.as_remote().expect("an export is local or a proxy");
+        Ok(self.request(r, Waiter::Node { node, id }))
+    }
+
+    /// The bytes of field `id` of node `home` arrived: fills the proxy and
+    /// returns the entities to wake and the answers to send.
+    pub fn arrived(
+        &self,
+        home: u32,
+        id: u64,
+        codec: &str,
+        bytes: &[u8],
+        codecs: &Codecs,
+    ) -> Result<(Vec<Arc<Entity>>, Vec<Send>), String> {
+        let value = codecs.decode(codec, bytes)?;
+        let mut st = lock(&self.state);
+        st.fetched += 1;
+        st.fetched_bytes += bytes.len() as u64;
+        if let Some(p) = st.proxies.get(&(home, id)).and_then(Weak::upgrade) {
+            p.fill(value.clone());
+        }
+        let waiters = st.waiting.remove(&(home, id)).unwrap_or_default();
+        drop(st);
+        let mut wake = Vec::new();
+        let mut send = Vec::new();
+        for w in waiters {
+            match w {
+                Waiter::Entity(e) => wake.push(e),
+                Waiter::Node { node, id } => send.push(Send::Bytes {
+                    node,
+                    id,
+                    value: value.clone(),
+                }),
+            }
+        }
+        Ok((wake, send))
+    }
+
+    /// (exports alive, proxies alive, fields fetched, bytes fetched, exports made).
+    pub fn counts(&self) -> (u64, u64, u64, u64, u64) {
+        let st = lock(&self.state);
+        let proxies = st.proxies.values().filter(|w| w.strong_count() > 0).count();
+        (
+            st.exports.len() as u64,
+            proxies as u64,
+            st.fetched,
+            st.fetched_bytes,
+            st.exported,
+        )
+    }
+}
+
+/// Asks for every field of `rec` named in `labels` that is not on this node yet.
+/// Returns true if the record can go ahead (all present).
+pub(crate) fn ensure_local(
+    rec: &snet_core::Record,
+    labels: impl Iterator<Item = snet_core::Label>,
+    me: &Arc<Entity>,
+    ctx: &crate::instantiate::Ctx,
+) -> bool {
+    let mut ready = true;
+    for l in labels {
+        if let Some(f) = rec.field(l) {
+            if f.get().is_none() {
+                let r = f.as_remote().expect("a field that is not here is remote");
+                ready = false;
+                ctx.rt.net.request(r, me.clone());
+            }
+        }
+    }
+    ready
+}
+
+/// An entity's parked input while it waits for fields (see the module docs).
+#[derive(Default)]
+pub(crate) struct Parked(Option<std::collections::VecDeque<Item>>);
+
+impl Parked {
+    /// Is the entity waiting? Then `item` joins the parked input (returns None).
+    pub fn hold(&mut self, item: Item) -> Option<Item> {
+        match &mut self.0 {
+            Some(q) => {
+                if !matches!(item, Item::Wake) {
+                    q.push_back(item);
+                }
+                None
+            }
+            None if matches!(item, Item::Wake) => None,
+            None => Some(item),
+        }
+    }
+
+    /// Parks `item` (the one that needs a field) at the front.
+    pub fn park(&mut self, item: Item) {
+        self.0.get_or_insert_with(Default::default).push_front(item);
+    }
+
+    /// On `Wake`: the parked input, to be processed again in order.
+    pub fn resume(&mut self) -> std::collections::VecDeque<Item> {
+        self.0.take().unwrap_or_default()
+    }
+}

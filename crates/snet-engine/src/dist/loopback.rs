@@ -1,0 +1,215 @@
+//! The loopback transport: every node of a run inside one process.
+//!
+//! Each node gets an endpoint ([`Loopback::create`]); a message is moved
+//! (not copied) into the receiver's mailbox. Flow control is a window of
+//! [`WINDOW`] messages per sender at each receiver: a sender whose window is
+//! full waits until the receiver takes one. The mailbox is one FIFO, so
+//! order holds per pair of nodes (stronger than the per-channel contract).
+//! Dropping an endpoint without [`Transport::close`] (a node thread that
+//! panicked) or calling [`Loopback::kill`] marks the node dead: sends to it
+//! fail and every other node's `recv` reports it.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use super::transport::{Channel, Received, Transport, TransportError};
+
+/// Messages one node may have in flight to another.
+pub const WINDOW: usize = 64;
+
+struct Mailbox {
+    queue: VecDeque<Received>,
+    /// Per sender: messages in `queue`.
+    inflight: Vec<usize>,
+    /// Dead nodes this mailbox's owner has not been told about yet.
+    unreported: Vec<u32>,
+}
+
+struct Hub {
+    boxes: Vec<(Mutex<Mailbox>, Condvar)>,
+    /// Per node: 0 alive, 1 closed, 2 dead.
+    state: Mutex<Vec<u8>>,
+    window: usize,
+}
+
+/// One node's endpoint of an in-process run.
+pub struct Loopback {
+    me: u32,
+    hub: Arc<Hub>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Loopback {
+    /// Endpoints for `nodes` nodes, node `i` at index `i`.
+    pub fn create(nodes: u32) -> Vec<Loopback> {
+        Loopback::with_window(nodes, WINDOW)
+    }
+
+    /// As [`Loopback::create`], with another flow-control window (tests).
+    pub fn with_window(nodes: u32, window: usize) -> Vec<Loopback> {
+        let n = nodes.max(1) as usize;
+        let hub = Arc::new(Hub {
+            boxes: (0..n)
+                .map(|_| {
+                    (
+                        Mutex::new(Mailbox {
+                            queue: VecDeque::new(),
+                            inflight: vec![0; n],
+                            unreported: Vec::new(),
+                        }),
+                        Condvar::new(),
+                    )
+                })
+                .collect(),
+            state: Mutex::new(vec![0; n]),
+            window: window.max(1),
+        });
+        (0..nodes.max(1))
+            .map(|me| Loopback {
+                me,
+                hub: hub.clone(),
+            })
+            .collect()
+    }
+
+    /// Marks this node dead, as if its process had been killed (tests).
+    pub fn kill(&self) {
+        self.leave(2);
+    }
+
+    fn leave(&self, how: u8) {
+        {
+            let mut st = lock(&self.hub.state);
+            if st[self.me as usize] != 0 {
+                return;
+            }
+            st[self.me as usize] = how;
+        }
+        for (i, (m, cv)) in self.hub.boxes.iter().enumerate() {
+            let mut mb = lock(m);
+            if how == 2 && i != self.me as usize {
+                mb.unreported.push(self.me);
+            }
+            drop(mb);
+            cv.notify_all();
+        }
+    }
+
+    fn peer_state(&self, node: u32) -> u8 {
+        lock(&self.hub.state)[node as usize]
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        // An endpoint dropped without `close` is a node that died.
+        self.leave(2);
+    }
+}
+
+impl Transport for Loopback {
+    fn node(&self) -> u32 {
+        self.me
+    }
+
+    fn nodes(&self) -> u32 {
+        self.hub.boxes.len() as u32
+    }
+
+    fn send(
+        &self,
+        to: u32,
+        channel: Channel,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<(), TransportError> {
+        let (m, cv) = self
+            .hub
+            .boxes
+            .get(to as usize)
+            .ok_or_else(|| TransportError::Failed(format!("no node {to}")))?;
+        let mut mb = lock(m);
+        loop {
+            match self.peer_state(to) {
+                0 => {}
+                1 => return Err(TransportError::Closed),
+                _ => {
+                    return Err(TransportError::PeerGone {
+                        node: to,
+                        why: "its endpoint was dropped".into(),
+                    })
+                }
+            }
+            if self.peer_state(self.me) != 0 {
+                return Err(TransportError::Closed);
+            }
+            if mb.inflight[self.me as usize] < self.hub.window {
+                break;
+            }
+            mb = cv.wait(mb).unwrap_or_else(|e| e.into_inner());
+        }
+        mb.inflight[self.me as usize] += 1;
+        mb.queue.push_back(Received {
+            from: self.me,
+            channel,
+            header: header.to_vec(),
+            payload: payload.to_vec(),
+        });
+        drop(mb);
+        cv.notify_all();
+        Ok(())
+    }
+
+    fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
+        let (m, cv) = &self.hub.boxes[self.me as usize];
+        let mut mb = lock(m);
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(node) = mb.unreported.pop() {
+                return Err(TransportError::PeerGone {
+                    node,
+                    why: "its endpoint was dropped".into(),
+                });
+            }
+            if let Some(r) = mb.queue.pop_front() {
+                mb.inflight[r.from as usize] -= 1;
+                drop(mb);
+                // Wake senders waiting for window space.
+                cv.notify_all();
+                return Ok(Some(r));
+            }
+            if self.peer_state(self.me) != 0 {
+                return Err(TransportError::Closed);
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            mb = cv
+                .wait_timeout(mb, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    fn close(&self) {
+        self.leave(1);
+    }
+
+    fn buffered(&self, to: u32) -> Option<usize> {
+        let (m, _) = self.hub.boxes.get(to as usize)?;
+        Some(lock(m).inflight[self.me as usize])
+    }
+
+    fn window(&self) -> Option<usize> {
+        Some(self.hub.window)
+    }
+
+    fn name(&self) -> &str {
+        "loopback"
+    }
+}

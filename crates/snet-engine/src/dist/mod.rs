@@ -1,0 +1,361 @@
+//! The distribution layer (`runtime.md` §1, §3; thesis ch. 4 and 6.1).
+//!
+//! Every node runs the same program with its own engine (workers, entity
+//! graph, field store) and talks to the others only through a
+//! [`Transport`]. A single-process run is the trivial case: one node,
+//! [`SingleNode`], no managers, nothing ever sent.
+//!
+//! # Nodes, connections and remote instances
+//!
+//! Node 0 instantiates the entry network and is the only node with the
+//! input and the output. Instantiating `A @ n` (or the replica of
+//! `A !@ <t>` for value `n`) on node `m != n` does not build `A` on `m`:
+//! it creates a *remote* entity ([`crate::remote`]) standing for `A`'s
+//! entry, and sends `Open` to node `n`, naming
+//! * the new connection `c` (a [`ConnId`]: the creating node and its
+//!   connection counter) that will carry `A`'s input,
+//! * the template `A` (a node id of the property graph, the same on every
+//!   node),
+//! * the connection `b` back to `m` that carries `A`'s output, which `m`
+//!   has already bound to the entity after the placement, and
+//! * the ordering stamps `A`'s start-up carries.
+//!
+//! Node `n` instantiates `A` when that first message arrives (thesis
+//! 6.1.2) with a remote entity for `b` as its successor, and binds `c` to
+//! `A`'s entry. A connection has exactly one writer (the instance that
+//! created it), so a name chosen by its creator is agreed by every node
+//! without a handshake (the role of the thesis's globally unique
+//! connection identifiers, 6.1.1). Placement nests: `B @ k` inside `A @ n`
+//! is opened by node `n`, and `B`'s output returns to `n`.
+//!
+//! # Managers
+//!
+//! One output manager and one input manager per node ([`managers`])
+//! multiplex every connection; workers never touch the transport. Workers
+//! put what must leave the node on the node's outbound queue; the output
+//! manager encodes ([`wire`]) and sends it, coalescing what goes to one node
+//! into one message. The input manager decodes, instantiates on `Open`,
+//! offers items to the bound entities, answers field requests, and hands
+//! the licences it obtains to the workers through the injector queue. It
+//! never blocks on anything but the transport's `recv`, so every node's
+//! input always drains and no arrangement of full buffers can deadlock
+//! the output managers that wait for buffer space (flow control lives in
+//! the transport: a bounded window per pair of nodes).
+//!
+//! # Termination: credit (weight throwing)
+//!
+//! Node 0 starts with all the *credit* (one, as a [`Dyadic`]). Every
+//! message carries a share of its sender's credit (half of its smallest
+//! piece); a node that receives a message adds the share to its own. A node
+//! other than 0 that becomes *passive* — every worker asleep, no task
+//! queued, nothing in its outbound queue, its managers not in the middle of
+//! a message — sends all its credit back to node 0. A passive node holds
+//! no credit and cannot become active without a message, which brings
+//! credit. Credit is never created or destroyed, so node 0 holding all of
+//! it while passive, with its input exhausted, means no node is active and
+//! no message is in flight: the run is over, and node 0 tells every node to
+//! shut down. The rules are in [`Net::settle`]; `tests/loom_dist.rs`
+//! model-checks them.
+//!
+//! # Fields
+//!
+//! By reference, fetched on demand: [`fields`].
+
+pub(crate) mod fields;
+pub mod loopback;
+pub(crate) mod managers;
+pub mod transport;
+pub mod wire;
+
+use std::collections::VecDeque;
+use std::sync::Weak;
+
+use rustc_hash::FxHashMap;
+use snet_core::{FieldData, NodeId, ReleaseRemote, RemoteField};
+
+use crate::entity::{Entity, Item, Stamps};
+use crate::sync::{lock, Arc, AtomicU64, Condvar, Mutex, Ordering};
+use crate::weight::Dyadic;
+
+pub use transport::{Channel, Received, Transport, TransportError};
+
+/// The name of a connection: the node that created it and its counter there.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId {
+    pub origin: u32,
+    pub seq: u64,
+}
+
+/// The trivial distribution: one node, nothing to talk to.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct SingleNode;
+
+impl Transport for SingleNode {
+    fn node(&self) -> u32 {
+        0
+    }
+    fn nodes(&self) -> u32 {
+        1
+    }
+    fn send(&self, to: u32, _: Channel, _: &[u8], _: &[u8]) -> Result<(), TransportError> {
+        Err(TransportError::Failed(format!(
+            "a single-node run cannot send to node {to}"
+        )))
+    }
+    fn recv(&self, _: std::time::Duration) -> Result<Option<Received>, TransportError> {
+        Err(TransportError::Closed)
+    }
+    fn close(&self) {}
+    fn name(&self) -> &str {
+        "none"
+    }
+}
+
+/// What a worker or manager asks the output manager to send.
+pub(crate) enum Out {
+    Open {
+        to: u32,
+        conn: ConnId,
+        template: NodeId,
+        back: ConnId,
+        start: Stamps,
+    },
+    Item {
+        to: u32,
+        conn: ConnId,
+        item: Item,
+    },
+    Fetch {
+        to: u32,
+        id: u64,
+    },
+    Bytes {
+        to: u32,
+        id: u64,
+        value: Arc<dyn FieldData>,
+    },
+    Release {
+        to: u32,
+        id: u64,
+        weight: u64,
+    },
+    /// All of a passive node's credit, back to node 0.
+    Credit(Dyadic),
+    /// This node failed: tell everyone.
+    Fail(String),
+    /// Node 0: the run is over.
+    Shutdown,
+}
+
+impl Out {
+    pub fn channel(&self) -> Channel {
+        match self {
+            Out::Open { .. } | Out::Item { .. } => Channel::Records,
+            Out::Bytes { .. } => Channel::Field,
+            _ => Channel::Control,
+        }
+    }
+}
+
+/// The state the termination protocol and the output manager share.
+pub(crate) struct NetState {
+    pub out: VecDeque<Out>,
+    /// This node's credit.
+    pub pool: Dyadic,
+    /// Managers in the middle of a message (received and not yet delivered,
+    /// or taken from `out` and not yet sent).
+    pub busy: usize,
+    /// The run is over (or failed): the output manager stops when `out` is empty.
+    pub stop: bool,
+}
+
+/// What [`Net::settle`] found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Settle {
+    /// The node is not passive.
+    Busy,
+    /// Passive; credit (if any) is on its way to node 0.
+    Passive,
+    /// Node 0 only: passive and holding all the credit — nothing is active anywhere.
+    Quiescent,
+}
+
+/// Counters of one node's traffic.
+#[derive(Default)]
+pub(crate) struct Traffic {
+    pub messages_sent: AtomicU64,
+    pub bytes_sent: AtomicU64,
+    pub messages_received: AtomicU64,
+    pub bytes_received: AtomicU64,
+}
+
+/// One node's distribution state.
+pub(crate) struct Net {
+    pub me: u32,
+    pub nodes: u32,
+    pub state: Arc<(Mutex<NetState>, Condvar)>,
+    pub store: fields::FieldStore,
+    /// Connections into this node, bound to the entity their items go to.
+    pub inbound: Mutex<FxHashMap<ConnId, Arc<Entity>>>,
+    next_conn: AtomicU64,
+    pub traffic: Traffic,
+    /// Fields of at most this many encoded bytes travel inline.
+    pub inline_limit: usize,
+}
+
+/// Sends a proxy's weight home when its last handle is dropped.
+struct Releaser(Weak<(Mutex<NetState>, Condvar)>);
+
+impl ReleaseRemote for Releaser {
+    fn release(&self, home: u32, id: u64, weight: u64) {
+        if let Some(st) = self.0.upgrade() {
+            let mut g = lock(&st.0);
+            if !g.stop {
+                g.out.push_back(Out::Release {
+                    to: home,
+                    id,
+                    weight,
+                });
+                drop(g);
+                st.1.notify_one();
+            }
+        }
+    }
+}
+
+impl Net {
+    pub fn new(me: u32, nodes: u32, inline_limit: usize) -> Net {
+        let state = Arc::new((
+            Mutex::new(NetState {
+                out: VecDeque::new(),
+                pool: if me == 0 {
+                    Dyadic::one()
+                } else {
+                    Dyadic::zero()
+                },
+                busy: 0,
+                stop: false,
+            }),
+            Condvar::new(),
+        ));
+        let release = Arc::new(Releaser(Arc::downgrade(&state)));
+        Net {
+            me,
+            nodes,
+            state,
+            store: fields::FieldStore::new(me, release),
+            inbound: Mutex::new(FxHashMap::default()),
+            next_conn: AtomicU64::new(0),
+            traffic: Traffic::default(),
+            inline_limit,
+        }
+    }
+
+    /// A run with other nodes (managers needed).
+    pub fn distributed(&self) -> bool {
+        self.nodes > 1
+    }
+
+    /// Queues a message for the output manager.
+    pub fn push(&self, out: Out) {
+        let (m, cv) = &*self.state;
+        lock(m).out.push_back(out);
+        cv.notify_one();
+    }
+
+    /// Replaces everything queued by a failure notice to every node.
+    pub fn fail_notice(&self, message: String) {
+        let (m, cv) = &*self.state;
+        let dropped = {
+            let mut st = lock(m);
+            let old = std::mem::take(&mut st.out);
+            st.out.push_back(Out::Fail(message));
+            old
+        };
+        cv.notify_one();
+        // Dropping records may release fields (which locks the state again).
+        drop(dropped);
+    }
+
+    /// Binds a new connection into this node to `to`.
+    pub fn bind(&self, to: Arc<Entity>) -> ConnId {
+        let conn = self.new_conn();
+        lock(&self.inbound).insert(conn, to);
+        conn
+    }
+
+    pub fn new_conn(&self) -> ConnId {
+        ConnId {
+            origin: self.me,
+            seq: self.next_conn.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// `me` waits for the value of `r` (see [`fields`]).
+    pub fn request(&self, r: &RemoteField, me: Arc<Entity>) {
+        if let Some(s) = self.store.request(r, fields::Waiter::Entity(me)) {
+            self.push_store(s);
+        }
+    }
+
+    pub fn push_store(&self, s: fields::Send) {
+        self.push(match s {
+            fields::Send::Fetch { home, id } => Out::Fetch { to: home, id },
+            fields::Send::Bytes { node, id, value } => Out::Bytes {
+                to: node,
+                id,
+                value,
+            },
+        });
+    }
+
+    /// The termination rule, called whenever the node may have become
+    /// passive: by the last worker going to sleep, and by a manager that
+    /// finished a message. `quiet` (computed by the caller under the sleep
+    /// lock) says every worker is asleep and no task is queued.
+    ///
+    /// A node other than 0 that is passive sends all its credit to node 0
+    /// (as a message, which the output manager sends with exactly that
+    /// credit). Node 0 is quiescent when passive with all the credit.
+    pub fn settle(&self, quiet: bool) -> Settle {
+        let (m, cv) = &*self.state;
+        let mut st = lock(m);
+        if !quiet || st.busy > 0 || !st.out.is_empty() || st.stop {
+            return Settle::Busy;
+        }
+        if self.me == 0 {
+            if st.pool.is_one() {
+                Settle::Quiescent
+            } else {
+                Settle::Passive
+            }
+        } else {
+            if !st.pool.is_zero() {
+                let credit = st.pool.take();
+                st.out.push_back(Out::Credit(credit));
+                drop(st);
+                cv.notify_one();
+            }
+            Settle::Passive
+        }
+    }
+
+    /// A manager starts handling a message that brought `credit`.
+    pub fn begin(&self, credit: &Dyadic) {
+        let mut st = lock(&self.state.0);
+        st.pool.add_all(credit);
+        st.busy += 1;
+    }
+
+    /// A manager finished a message.
+    pub fn end(&self) {
+        lock(&self.state.0).busy -= 1;
+    }
+
+    /// Stops the output manager once its queue is empty.
+    pub fn stop(&self) {
+        let (m, cv) = &*self.state;
+        lock(m).stop = true;
+        cv.notify_all();
+    }
+}

@@ -1,0 +1,111 @@
+//! The transport trait: how nodes of a distributed run talk.
+//!
+//! A transport moves opaque messages between the nodes of one run. The
+//! distribution layer (one input manager and one output manager per node,
+//! [`super`]) is its only user: the output manager is the only caller of
+//! [`Transport::send`], the input manager the only caller of
+//! [`Transport::recv`]. Backends: [`super::loopback`] (every node in one
+//! process, for tests and debugging), MPI and shared memory (later crates).
+//!
+//! Contract (the conformance suite, [`super::conformance`], checks it):
+//! * Messages from one node to another on one [`Channel`] arrive in the
+//!   order they were sent, each exactly once, header and payload intact
+//!   (empty and very large payloads included).
+//! * `send` may block while the receiver's buffers are full (flow control);
+//!   it never blocks because *this* node's input is unread, so a node whose
+//!   input manager keeps draining can never be deadlocked by its peers.
+//! * A peer that dies (crashes, is killed, drops its endpoint without
+//!   `close`) makes `send` to it and, soon, `recv` anywhere return
+//!   [`TransportError::PeerGone`] naming it: never a hang.
+//! * `close` is the orderly end: after every node closed, nothing is lost.
+//!
+//! A message is a small *header* (the layer's encoding of records and
+//! control messages) and an optional *payload* (field bytes), kept apart so
+//! that a backend can move the payload straight from and into the field's
+//! memory (no extra copy) while headers go through small buffers.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Kinds of messages, for backends that keep them apart (MPI tags, rings).
+/// Order is guaranteed only within one channel between two nodes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Channel {
+    /// Termination credit, field requests and releases, faults, shutdown.
+    Control = 0,
+    /// Records, ordering markers and connection opening.
+    Records = 1,
+    /// Field bytes answering a request.
+    Field = 2,
+}
+
+impl Channel {
+    pub const ALL: [Channel; 3] = [Channel::Control, Channel::Records, Channel::Field];
+
+    pub fn from_raw(v: u8) -> Option<Channel> {
+        Channel::ALL.get(usize::from(v)).copied()
+    }
+}
+
+/// A message as received.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Received {
+    pub from: u32,
+    pub channel: Channel,
+    pub header: Vec<u8>,
+    pub payload: Vec<u8>,
+}
+
+/// What can go wrong between nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransportError {
+    /// Node `node` is gone (crashed, killed, or left without closing).
+    PeerGone { node: u32, why: String },
+    /// This endpoint (or the whole run) was closed.
+    Closed,
+    /// A backend failure.
+    Failed(String),
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::PeerGone { node, why } => write!(f, "node {node} is gone: {why}"),
+            TransportError::Closed => f.write_str("the transport was closed"),
+            TransportError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for TransportError {}
+
+/// One node's endpoint.
+pub trait Transport: Send + Sync {
+    /// This node.
+    fn node(&self) -> u32;
+    /// Nodes in the run.
+    fn nodes(&self) -> u32;
+    /// Sends a message to node `to` (not this node). May block for flow control.
+    fn send(
+        &self,
+        to: u32,
+        channel: Channel,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<(), TransportError>;
+    /// The next message for this node from any node, waiting at most `timeout`.
+    fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError>;
+    /// Orderly end of this node's participation.
+    fn close(&self);
+    /// Messages sent to `to` and not yet received there, if the backend
+    /// knows (for the flow-control test); with [`Transport::window`], the bound.
+    fn buffered(&self, _to: u32) -> Option<usize> {
+        None
+    }
+    /// The most messages one node may have buffered at another, if bounded.
+    fn window(&self) -> Option<usize> {
+        None
+    }
+    /// A short name for messages and statistics (`loopback`, `mpi`, `shm`).
+    fn name(&self) -> &str;
+}

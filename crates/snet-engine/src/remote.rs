@@ -1,0 +1,36 @@
+//! The remote entity: the local end of a connection to another node.
+//!
+//! It stands where the entry of an instance placed on another node would
+//! be (or, on that node, where the instance's successor would be) and puts
+//! every item it receives on the node's outbound queue, addressed to the
+//! connection; the output manager sends it (see [`crate::dist`]). Items
+//! keep their order: one licence holder at a time pushes them, and the
+//! output manager and the transport keep the order per connection.
+
+use crate::dist::{ConnId, Out};
+use crate::entity::Item;
+use crate::instantiate::Ctx;
+use crate::EngineError;
+
+pub struct RemoteEntity {
+    to: u32,
+    conn: ConnId,
+}
+
+impl RemoteEntity {
+    pub fn new(to: u32, conn: ConnId) -> RemoteEntity {
+        RemoteEntity { to, conn }
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        if matches!(item, Item::Wake) {
+            return Ok(());
+        }
+        ctx.rt.net.push(Out::Item {
+            to: self.to,
+            conn: self.conn,
+            item,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,168 @@
+//! Dyadic weights: exact shares of one that can be split without limit.
+//!
+//! Two protocols hand out shares of a whole and must know when every share
+//! has come back: ordering markers (the copies of one marker, wherever
+//! they travel, complete it when their weights sum to one) and distributed
+//! termination (credit: a node may work only while it holds some; the run
+//! is over when node 0 holds all of it again). Shares cross nodes, so they
+//! cannot be a shared counter; they are values.
+//!
+//! A piece is `2^-e`, written as its exponent `e` (`0` is the whole). A
+//! [`Dyadic`] is a sum of pieces kept in canonical form: a set of distinct
+//! exponents, where adding a piece that is already present carries (two
+//! `2^-e` make one `2^-(e-1)`), exactly like binary addition. Splitting
+//! never runs out: a piece `e` becomes two pieces `e + 1`. The sum is one
+//! exactly when the set is `{0}`.
+
+use std::collections::BTreeSet;
+
+/// A sum of pieces `2^-e`, in canonical form (distinct exponents).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dyadic(BTreeSet<u64>);
+
+impl Dyadic {
+    /// Nothing.
+    pub fn zero() -> Dyadic {
+        Dyadic(BTreeSet::new())
+    }
+
+    /// The whole (one).
+    pub fn one() -> Dyadic {
+        Dyadic(std::iter::once(0).collect())
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn is_one(&self) -> bool {
+        self.0.len() == 1 && self.0.contains(&0)
+    }
+
+    /// Adds the piece `2^-e`, carrying.
+    ///
+    /// # Panics
+    /// If the sum would exceed one (a piece was counted twice: a protocol bug).
+    pub fn add(&mut self, mut e: u64) {
+        while self.0.remove(&e) {
+            assert!(e > 0, "dyadic weights sum to more than one");
+            e -= 1;
+        }
+        assert!(
+            e > 0 || self.0.is_empty(),
+            "dyadic weights sum to more than one"
+        );
+        self.0.insert(e);
+    }
+
+    /// Adds every piece of `other`.
+    pub fn add_all(&mut self, other: &Dyadic) {
+        for &e in &other.0 {
+            self.add(e);
+        }
+    }
+
+    /// Gives away half of the smallest piece: keeps `2^-(e+1)` of `2^-e`
+    /// and returns the exponent of the half given away. `None` when empty.
+    pub fn split_off(&mut self) -> Option<u64> {
+        let e = self.0.pop_last()?;
+        // e + 1 is larger than every remaining exponent, so no carry.
+        self.0.insert(e + 1);
+        Some(e + 1)
+    }
+
+    /// Takes everything, leaving zero.
+    pub fn take(&mut self) -> Dyadic {
+        std::mem::take(self)
+    }
+
+    /// The exponents of the pieces, largest piece first.
+    pub fn pieces(&self) -> impl Iterator<Item = u64> + '_ {
+        self.0.iter().copied()
+    }
+
+    pub fn from_pieces(pieces: impl IntoIterator<Item = u64>) -> Dyadic {
+        let mut d = Dyadic::zero();
+        for e in pieces {
+            d.add(e);
+        }
+        d
+    }
+}
+
+/// Splits the piece `2^-e` into `n >= 1` pieces that sum to it; the
+/// exponents grow by at most `ceil(log2 n)`.
+pub fn split_piece(e: u64, n: usize) -> smallvec::SmallVec<[u64; 4]> {
+    let mut pieces: smallvec::SmallVec<[u64; 4]> = smallvec::smallvec![e];
+    // Halve a largest piece (smallest exponent) until there are n.
+    while pieces.len() < n {
+        let (i, &x) = pieces
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, &x)| x)
+            .expect("never empty");
+        pieces[i] = x + 1;
+        pieces.push(x + 1);
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sum_is_one(pieces: &[u64]) -> bool {
+        Dyadic::from_pieces(pieces.iter().copied()).is_one()
+    }
+
+    #[test]
+    fn carrying_and_completion() {
+        let mut d = Dyadic::zero();
+        d.add(2);
+        d.add(1);
+        assert!(!d.is_one());
+        d.add(2);
+        assert!(d.is_one(), "{d:?}");
+    }
+
+    #[test]
+    fn split_off_keeps_the_sum() {
+        let mut pool = Dyadic::one();
+        let mut given = Vec::new();
+        for _ in 0..100 {
+            given.push(pool.split_off().unwrap());
+        }
+        let mut back = pool.clone();
+        for e in given {
+            back.add(e);
+        }
+        assert!(back.is_one());
+    }
+
+    #[test]
+    fn split_piece_sums_to_the_piece() {
+        for n in 1..40 {
+            let p = split_piece(0, n);
+            assert_eq!(p.len(), n);
+            assert!(sum_is_one(&p), "n={n}: {p:?}");
+            let bound = 64 - (n as u64 - 1).leading_zeros() as u64;
+            assert!(p.iter().all(|&e| e <= bound), "n={n}: {p:?}");
+        }
+        let p = split_piece(5, 3);
+        let mut d = Dyadic::from_pieces(p);
+        d.add(5);
+        d.add(4);
+        d.add(3);
+        d.add(2);
+        d.add(1);
+        assert!(d.is_one());
+    }
+
+    #[test]
+    #[should_panic(expected = "more than one")]
+    fn counting_a_piece_twice_is_caught() {
+        let mut d = Dyadic::one();
+        d.add(1);
+        d.add(1);
+    }
+}
