@@ -5,7 +5,15 @@
 //! file is present; field values compared as the exact text written, so
 //! C4SNet values must be in the canonical `printf` form) or `expected-error.txt` (a substring the error message
 //! must contain; the run must exit nonzero). Every case runs under 1, 2 and
-//! 8 workers. `SNET_REPEAT=N` repeats each run N times (flake hunting);
+//! 8 workers on one node, and as a distributed run on the loopback
+//! transport: 2 nodes (2 workers each) and 4 nodes (1 and 2 workers), each
+//! time with random components of the program placed on random nodes
+//! (`--scatter SEED`, the seed fixed per case and shown in the trial's
+//! name) and once with every field sent by reference (`--inline-fields 0`):
+//! placement must change no output, order included where it is
+//! deterministic. A `nodes` file restricts the node counts (e.g. `1 2` for a
+//! case about a missing node, `4` for a case that places on node 3).
+//! `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
 //!
 //! A case with C box code (`*.c` files in its directory, or any case of the
@@ -90,7 +98,61 @@ fn built(dir: &Path) -> BuildResult {
     .clone()
 }
 
-fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
+/// How a case is run: workers per node, and for distributed runs the
+/// loopback node count and the placement seed (`--scatter`: random
+/// components placed on random nodes; fields by reference when `by_ref`).
+#[derive(Copy, Clone)]
+struct Setup {
+    workers: usize,
+    nodes: u32,
+    scatter: Option<u64>,
+    by_ref: bool,
+}
+
+impl Setup {
+    fn args(&self) -> Vec<String> {
+        let mut v = vec!["-w".to_string(), self.workers.to_string()];
+        if self.nodes > 1 {
+            v.extend([
+                "--nodes".into(),
+                self.nodes.to_string(),
+                "--transport".into(),
+                "loopback".into(),
+            ]);
+        }
+        if let Some(s) = self.scatter {
+            v.extend(["--scatter".into(), s.to_string()]);
+        }
+        if self.by_ref {
+            v.extend(["--inline-fields".into(), "0".into()]);
+        }
+        v
+    }
+
+    fn name(&self) -> String {
+        let mut n = format!("w{}", self.workers);
+        if self.nodes > 1 {
+            n.push_str(&format!(" n{}", self.nodes));
+        }
+        if let Some(s) = self.scatter {
+            n.push_str(&format!(" scatter{s}"));
+        }
+        if self.by_ref {
+            n.push_str(" byref");
+        }
+        n
+    }
+}
+
+/// The node counts a case may run with: its `nodes` file (a list such as
+/// `2 4`), or any.
+fn allowed_nodes(dir: &Path) -> Option<Vec<u32>> {
+    std::fs::read_to_string(dir.join("nodes"))
+        .ok()
+        .map(|s| s.split_whitespace().filter_map(|n| n.parse().ok()).collect())
+}
+
+fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
     let prog = dir.join("prog.snet");
     let c_case = !c_sources(dir).is_empty()
         || dir
@@ -131,8 +193,7 @@ fn check_case(dir: &Path, workers: usize, repeat: usize) -> Result<(), Failed> {
         let out = cmd
             .arg("-i")
             .arg(&input)
-            .arg("-w")
-            .arg(workers.to_string())
+            .args(setup.args())
             .args(&extra_args)
             .output()
             .map_err(|e| format!("cannot start snet: {e}"))?;
@@ -236,10 +297,57 @@ fn main() {
             if select.as_ref().is_some_and(|s| !name.contains(s.as_str())) {
                 continue;
             }
-            for w in [1usize, 2, 8] {
+            // The seed of the random placements: fixed per case, so a
+            // failure reproduces (`snet run ... --scatter SEED`).
+            let seed = name.bytes().fold(1469598103934665603u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(1099511628211)
+            }) % 1000;
+            let setups = [
+                Setup {
+                    workers: 1,
+                    nodes: 1,
+                    scatter: None,
+                    by_ref: false,
+                },
+                Setup {
+                    workers: 2,
+                    nodes: 1,
+                    scatter: None,
+                    by_ref: false,
+                },
+                Setup {
+                    workers: 8,
+                    nodes: 1,
+                    scatter: None,
+                    by_ref: false,
+                },
+                Setup {
+                    workers: 2,
+                    nodes: 2,
+                    scatter: Some(seed),
+                    by_ref: false,
+                },
+                Setup {
+                    workers: 1,
+                    nodes: 4,
+                    scatter: Some(seed + 1),
+                    by_ref: true,
+                },
+                Setup {
+                    workers: 2,
+                    nodes: 4,
+                    scatter: Some(seed + 2),
+                    by_ref: false,
+                },
+            ];
+            let allowed = allowed_nodes(&case);
+            for setup in setups
+                .into_iter()
+                .filter(|s| allowed.as_ref().is_none_or(|a| a.contains(&s.nodes)))
+            {
                 let case = case.clone();
-                trials.push(Trial::test(format!("{name} w{w}"), move || {
-                    check_case(&case, w, repeat)
+                trials.push(Trial::test(format!("{name} {}", setup.name()), move || {
+                    check_case(&case, setup, repeat)
                 }));
             }
         }

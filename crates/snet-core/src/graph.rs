@@ -317,6 +317,62 @@ impl Graph {
         (self.nodes.len() - 1) as NodeId
     }
 
+    /// A copy of the graph in which random components are placed on random
+    /// nodes (`A` becomes `A @ k`), for testing that placement changes no
+    /// output (`distributed.md` §2). Each node template reachable from the
+    /// entry, the entry included, is wrapped with probability `share`; the
+    /// choice is a pure function of `seed`.
+    pub fn scatter(&self, nodes: u32, seed: u64, share: f64) -> Graph {
+        let mut g = self.clone();
+        let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            // xorshift64*: small, deterministic, good enough for test choices.
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        };
+        let original = g.nodes.len() as NodeId;
+        let mut wrapper: Vec<Option<NodeId>> = vec![None; original as usize];
+        for id in 0..original {
+            let r = (next() >> 11) as f64 / (1u64 << 53) as f64;
+            let at = (next() % u64::from(nodes.max(1))) as u32;
+            if r < share {
+                let body = self.node(id);
+                let w = g.add(Node {
+                    kind: NodeKind::Place { body: id, node: at },
+                    loc: body.loc.clone(),
+                    input: body.input.clone(),
+                    output: body.output.clone(),
+                });
+                wrapper[id as usize] = Some(w);
+            }
+        }
+        let map = |c: &mut NodeId| {
+            if let Some(w) = wrapper.get(*c as usize).copied().flatten() {
+                *c = w;
+            }
+        };
+        for id in 0..original as usize {
+            match &mut g.nodes[id].kind {
+                NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Sync(_) => {}
+                NodeKind::Serial(a, b) => {
+                    map(a);
+                    map(b);
+                }
+                NodeKind::Parallel { branches, .. } => branches.iter_mut().for_each(map),
+                NodeKind::Star { body, .. }
+                | NodeKind::Split { body, .. }
+                | NodeKind::Feedback { body, .. }
+                | NodeKind::Place { body, .. }
+                | NodeKind::DynPlace { body, .. }
+                | NodeKind::Net { body, .. } => map(body),
+            }
+        }
+        map(&mut g.entry);
+        g
+    }
+
     /// Direct children of a node, in order.
     pub fn children(&self, id: NodeId) -> SmallVec<[NodeId; 2]> {
         match &self.node(id).kind {

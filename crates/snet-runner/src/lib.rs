@@ -160,6 +160,10 @@ pub struct RunOptions {
     /// where a box needs them.
     #[arg(long, value_name = "BYTES", default_value_t = snet_engine::DEFAULT_INLINE_FIELDS)]
     pub inline_fields: usize,
+    /// Testing aid: place random components of the program on random
+    /// nodes (chosen from SEED), which must change no output.
+    #[arg(long, value_name = "SEED", hide = true)]
+    pub scatter: Option<u64>,
 }
 
 struct ReaderSource<R: io::BufRead>(RecordReader<R>);
@@ -260,6 +264,10 @@ pub fn run(
         eprintln!("error: --nodes {nodes} needs a transport: --transport loopback");
         return 2;
     }
+    let graph = match opts.scatter {
+        Some(seed) => Arc::new(graph.scatter(nodes, seed, 0.3)),
+        None => graph,
+    };
     let start = std::time::Instant::now();
     let result = if opts.transport.is_some() {
         snet_engine::run_loopback(graph, &config, Some((source, sink)), language, nodes)

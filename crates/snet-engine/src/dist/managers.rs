@@ -94,9 +94,9 @@ fn send_batch(
             }
             Out::Shutdown => {
                 for p in peers.clone() {
+                    // No credit: the run is over, nothing may answer.
                     let b = msgs.entry((p, ch)).or_default();
                     b.items = None;
-                    b.needs_credit = true;
                     b.frames.push(wire::SHUTDOWN);
                 }
             }
