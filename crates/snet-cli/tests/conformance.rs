@@ -147,9 +147,11 @@ impl Setup {
 /// The node counts a case may run with: its `nodes` file (a list such as
 /// `2 4`), or any.
 fn allowed_nodes(dir: &Path) -> Option<Vec<u32>> {
-    std::fs::read_to_string(dir.join("nodes"))
-        .ok()
-        .map(|s| s.split_whitespace().filter_map(|n| n.parse().ok()).collect())
+    std::fs::read_to_string(dir.join("nodes")).ok().map(|s| {
+        s.split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    })
 }
 
 fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
