@@ -278,9 +278,8 @@ impl BoxEntity {
         if let Item::Wake = item {
             let mut parked = self.parked.resume();
             while let Some(it) = parked.pop_front() {
-                match self.parked.hold(it) {
-                    Some(it) => self.admit(it, ctx, me)?,
-                    None => {}
+                if let Some(it) = self.parked.hold(it) {
+                    self.admit(it, ctx, me)?;
                 }
             }
             return Ok(());

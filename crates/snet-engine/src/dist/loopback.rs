@@ -213,3 +213,19 @@ impl Transport for Loopback {
         "loopback"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_passes_the_transport_conformance_suite() {
+        for nodes in [2, 3, 4] {
+            super::super::conformance::run_in_threads(
+                &|| Loopback::with_window(nodes, 8),
+                &|t: &Loopback| t.kill(),
+            )
+            .unwrap_or_else(|e| panic!("{nodes} nodes: {e}"));
+        }
+    }
+}

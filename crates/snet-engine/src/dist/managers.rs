@@ -308,9 +308,8 @@ fn handle(
             }
             wire::FETCH => {
                 let id = r.u()?;
-                match net.store.fetch(from, id).map_err(proto)? {
-                    Some(s) => net.push_store(s),
-                    None => {}
+                if let Some(s) = net.store.fetch(from, id).map_err(proto)? {
+                    net.push_store(s);
                 }
             }
             wire::RELEASE => {

@@ -61,6 +61,7 @@
 //!
 //! By reference, fetched on demand: [`fields`].
 
+pub mod conformance;
 pub(crate) mod fields;
 pub mod loopback;
 pub(crate) mod managers;

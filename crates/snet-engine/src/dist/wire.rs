@@ -440,7 +440,7 @@ mod tests {
         let mut det = Stamps::new();
         det.push(3);
         det.push(u64::MAX);
-        let items = vec![
+        let items = [
             Item::Rec(Rec { rec, det }),
             Item::Marker(Marker {
                 owner: 1 << 48,
