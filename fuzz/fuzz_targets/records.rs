@@ -2,7 +2,8 @@
 //!
 //! The reader must never panic: every input either yields records or a
 //! positioned error. Records that were read are also written back and
-//! re-read, which must succeed and give an equivalent stream.
+//! re-read, which must succeed and give an equivalent stream. C4SNet values
+//! are parsed and written by the C4SNet text codec, as a program does.
 
 #![no_main]
 
@@ -10,7 +11,8 @@ use libfuzzer_sys::fuzz_target;
 use snet_io::{equivalent_multiset, read_all, Item, RecordReader, RecordWriter};
 
 fuzz_target!(|data: &[u8]| {
-    let mut reader = RecordReader::new(data);
+    let codecs = c4snet::text_codecs();
+    let mut reader = RecordReader::new(data).with_codecs(codecs.clone());
     let mut items = Vec::new();
     loop {
         match reader.next() {
@@ -22,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let mut writer = RecordWriter::new(Vec::new());
+    let mut writer = RecordWriter::new(Vec::new()).with_codecs(codecs.clone());
     for item in &items {
         match item {
             Item::Data(r) => writer.write(r).expect("in-memory write"),
@@ -30,8 +32,8 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let out = writer.into_inner().expect("in-memory flush");
-    let again = read_all(&out[..]).expect("the writer's output must read back");
-    if let Err(diff) = equivalent_multiset(&items, &again) {
+    let again = read_all(&out[..], &codecs).expect("the writer's output must read back");
+    if let Err(diff) = equivalent_multiset(&items, &again, &codecs) {
         panic!("round trip changed the stream:\n{diff}");
     }
 });

@@ -1,22 +1,28 @@
 //! The C ABI of `C4SNet.h` (every function but the variadic `C4SNetOut`,
 //! which is in `csrc/out.c`).
 //!
-//! A `c4snet_data_t *` is `Arc::into_raw(Arc<FieldValue>)` holding
-//! `FieldValue::Data`; see the crate docs. Functions given a null field
+//! A `c4snet_data_t *` is `Arc::into_raw(Arc<C4Data>)`; see the crate
+//! docs. A field a box allocates or copies records the box's name (for the
+//! message that says why it cannot leave the node). Functions given a null field
 //! pointer return a neutral value (0, null) rather than crash, except where
 //! the header leaves no sensible value.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-use snet_core::{CData, CType, FieldValue};
+use crate::data::{C4Data, CData, CType};
 
 /// The C type behind `c4snet_data_t`.
 pub type CField = c_void;
 
-/// Turns a new field value into a C reference.
+/// Turns a new field value made by the running box (if any) into a C reference.
 pub fn into_c(d: CData) -> *mut CField {
-    Arc::into_raw(Arc::new(FieldValue::Data(d))) as *mut CField
+    into_c_value(C4Data::made_by(d, crate::invoke::running_box()))
+}
+
+/// Turns a value into a C reference.
+pub fn into_c_value(v: C4Data) -> *mut CField {
+    Arc::into_raw(Arc::new(v)) as *mut CField
 }
 
 /// Borrows the data of a C reference.
@@ -29,12 +35,9 @@ pub unsafe fn data<'a>(p: *mut CField) -> Option<&'a CData> {
         return None;
     }
     // SAFETY: by the contract, `p` came from `Arc::into_raw` of an
-    // `Arc<FieldValue>` and a reference is still held.
-    let v = unsafe { &*(p as *const FieldValue) };
-    match v {
-        FieldValue::Data(d) => Some(d),
-        FieldValue::Text { .. } => None,
-    }
+    // `Arc<C4Data>` and a reference is still held.
+    let v = unsafe { &*(p as *const C4Data) };
+    Some(v.data())
 }
 
 fn ctype(t: c_int, who: &str) -> Option<CType> {
@@ -89,7 +92,7 @@ pub unsafe extern "C" fn C4SNetCreate(t: c_int, size: usize, data: *const c_void
 pub unsafe extern "C" fn C4SNetFree(p: *mut CField) {
     if !p.is_null() {
         // SAFETY: `p` is an owned reference from `Arc::into_raw` (contract).
-        unsafe { Arc::decrement_strong_count(p as *const FieldValue) };
+        unsafe { Arc::decrement_strong_count(p as *const C4Data) };
     }
 }
 
@@ -101,7 +104,7 @@ pub unsafe extern "C" fn C4SNetFree(p: *mut CField) {
 pub unsafe extern "C" fn C4SNetShallowCopy(p: *mut CField) -> *mut CField {
     if !p.is_null() {
         // SAFETY: `p` is a live reference from `Arc::into_raw` (contract).
-        unsafe { Arc::increment_strong_count(p as *const FieldValue) };
+        unsafe { Arc::increment_strong_count(p as *const C4Data) };
     }
     p
 }
@@ -202,8 +205,8 @@ mod tests {
             assert_eq!(g, f);
             assert_eq!(
                 Arc::strong_count(&{
-                    Arc::increment_strong_count(f as *const FieldValue);
-                    Arc::from_raw(f as *const FieldValue)
+                    Arc::increment_strong_count(f as *const C4Data);
+                    Arc::from_raw(f as *const C4Data)
                 }),
                 3
             );
@@ -222,5 +225,31 @@ mod tests {
             libc::free(cs as *mut c_void);
             C4SNetFree(s);
         }
+    }
+
+    #[test]
+    fn a_field_and_its_c_reference_are_one_allocation() {
+        let f = crate::data_field(CData::from_bytes(CType::Int, 1, &7i32.to_ne_bytes()));
+        let arc = f.get().expect("local").clone();
+        let c = Arc::into_raw(arc.into_any().downcast::<C4Data>().expect("C4SNet data"));
+        let p = c as *mut CField;
+        // SAFETY: `p` is a live reference made just above, freed once.
+        unsafe {
+            assert_eq!(
+                C4SNetGetData(p) as *const u8,
+                crate::data_of(&f).unwrap().as_ptr()
+            );
+            assert_eq!(*(C4SNetGetData(p) as *const i32), 7);
+            C4SNetFree(p);
+        }
+        assert!(crate::data_of(&f).is_some());
+        let v = f.get().expect("local").clone();
+        assert_eq!(Arc::strong_count(&v), 2, "the field's and this one");
+        assert!(
+            C4Data::made_by(CData::zeroed(CType::Int, 1), None)
+                .maker()
+                .is_none(),
+            "made outside a box"
+        );
     }
 }

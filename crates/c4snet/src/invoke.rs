@@ -31,10 +31,11 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use snet_core::{BoxDef, Field, FieldValue, Label, Record, Value};
+use snet_core::{BoxDef, Field, Label, Record, Value};
 use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface};
 
-use crate::abi::{into_c, CField};
+use crate::abi::{into_c_value, CField};
+use crate::data::C4Data;
 
 /// One argument of a trampoline call, one value of `C4SNetOut`
 /// (`typedef union { c4snet_data_t *field; int tag; } snet_arg_t;`).
@@ -63,6 +64,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 struct Invocation {
     handle: usize,
+    /// The box's name (in the `CBox`, which outlives the invocation).
+    name: *const Arc<str>,
     kinds: *const Vec<Vec<c_int>>,
     outputs: *const Vec<Vec<Label>>,
     emit: *mut (dyn Emit + 'static),
@@ -81,6 +84,17 @@ fn box_name(index: usize) -> String {
         .get(index)
         .cloned()
         .unwrap_or_else(|| "?".into())
+}
+
+/// The name of the box running on this thread, if one is.
+pub(crate) fn running_box() -> Option<Arc<str>> {
+    let (_, cur) = CURRENT.with(|c| c.get());
+    if cur.is_null() {
+        return None;
+    }
+    // SAFETY: `cur` is this thread's live invocation (see the module docs),
+    // and its `name` points into the box implementation that runs it.
+    Some(unsafe { (*(*cur).name).clone() })
 }
 
 /// Reports misuse of the interface that no running invocation can be blamed
@@ -182,7 +196,7 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
                 continue;
             }
             // SAFETY: an owned reference from `Arc::into_raw`; ownership moves into the record.
-            let arc = unsafe { Arc::from_raw(p as *const FieldValue) };
+            let arc = unsafe { Arc::from_raw(p as *const C4Data) };
             rec.set(*l, Value::Field(Field::new(arc)));
         } else {
             // SAFETY: kind 1 values were read as ints.
@@ -208,7 +222,7 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
 
 /// One resolved C box.
 pub struct CBox {
-    name: Box<str>,
+    name: Arc<str>,
     index: usize,
     call: BoxFn,
     inputs: Vec<Label>,
@@ -216,26 +230,28 @@ pub struct CBox {
     kinds: Vec<Vec<c_int>>,
 }
 
-impl BoxImpl for CBox {
-    fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
-        let mut args: Vec<SnetArg> = Vec::with_capacity(self.inputs.len());
+impl CBox {
+    /// The box's arguments, in signature order: field values as owned C
+    /// references, tags as ints.
+    fn arguments(&self, input: &Record, args: &mut Vec<SnetArg>) -> Result<(), BoxError> {
         for l in &self.inputs {
             if l.is_field() {
                 let f = input
                     .field(*l)
                     .ok_or_else(|| BoxError(format!("input lacks field `{}`", l.name())))?;
+                // The engine fetches a remote field's value before the box runs.
                 let value = f
                     .get()
-                    .map(|v| v.clone().into_any().downcast::<FieldValue>());
-                let p = match value {
-                    Some(Ok(arc)) if matches!(*arc, FieldValue::Data(_)) => {
-                        Arc::into_raw(arc) as *mut CField
-                    }
-                    _ => {
-                        let d = snet_io::decode_field(f).map_err(|e| {
+                    .ok_or_else(|| BoxError(format!("field `{}` is not on this node", l.name())))?;
+                // The C reference is the field's own allocation (one more count).
+                let p = match value.clone().into_any().downcast::<C4Data>() {
+                    Ok(arc) => Arc::into_raw(arc) as *mut CField,
+                    // C4SNet text (a reader without the C4SNet text codec).
+                    Err(_) => {
+                        let d = crate::text::decode_field(f).map_err(|e| {
                             BoxError(format!("field `{}` cannot be passed to C: {e}", l.name()))
                         })?;
-                        into_c(d)
+                        into_c_value(C4Data::new(d))
                     }
                 };
                 args.push(SnetArg { field: p });
@@ -246,6 +262,22 @@ impl BoxImpl for CBox {
                 args.push(SnetArg { tag: v as c_int });
             }
         }
+        Ok(())
+    }
+}
+
+impl BoxImpl for CBox {
+    fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let mut args: Vec<SnetArg> = Vec::with_capacity(self.inputs.len());
+        if let Err(e) = self.arguments(input, &mut args) {
+            for (l, a) in self.inputs.iter().zip(&args) {
+                if l.is_field() {
+                    // SAFETY: field arguments made so far are owned references.
+                    unsafe { crate::abi::C4SNetFree(a.field) };
+                }
+            }
+            return Err(e);
+        }
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let handle = ((id << 16) as usize) | self.index;
         // SAFETY: only the lifetime is erased; the pointer is dropped from
@@ -254,6 +286,7 @@ impl BoxImpl for CBox {
             unsafe { std::mem::transmute::<*mut dyn Emit, *mut (dyn Emit + 'static)>(out) };
         let mut inv = Invocation {
             handle,
+            name: &self.name,
             kinds: &self.kinds,
             outputs: &self.outputs,
             emit,
@@ -339,7 +372,7 @@ impl LanguageInterface for C4SNet {
             .map(|v| v.iter().map(|l| c_int::from(!l.is_field())).collect())
             .collect();
         Ok(Arc::new(CBox {
-            name: def.name.clone().into_boxed_str(),
+            name: Arc::from(def.name.as_str()),
             index,
             call,
             inputs: def.inputs.clone(),

@@ -6,17 +6,33 @@
 //! - [`invoke`]: the engine side: [`C4SNet`], a
 //!   [`snet_engine::LanguageInterface`] over a table of box trampolines, and
 //!   the per-invocation handle the box passes back to `C4SNetOut`;
-//! - [`crash`]: the signal handler that names the box a crash happened in.
+//! - [`crash`]: the signal handler that names the box a crash happened in;
+//! - [`data`]: C4SNet values: [`CType`], [`CData`] (a typed array) and
+//!   [`C4Data`], the value a C4SNet field holds, with the field store's
+//!   hooks (serialise, copy, free) and its [`codec`] (deserialise);
+//! - [`text`]: C4SNet values in the record format (textual and binary
+//!   mode, C's own `printf`/`strto*` for numbers) and [`C4TextCodec`], the
+//!   `snet_io::TextCodec` that plugs them into the record reader and writer.
+//!
+//! A program that runs C4SNet fields registers both codecs: [`text_codecs`]
+//! with its `RecordReader`/`RecordWriter` (and the `snet_io::compare`
+//! functions), [`codec`] in `snet_engine::Config::codecs`.
 //!
 //! # Fields across the boundary
 //!
-//! A `c4snet_data_t *` is `Arc::into_raw` of an `Arc<FieldValue>` (the same
-//! allocation a [`snet_core::Field`] shares) whose value is always
-//! [`FieldValue::Data`](snet_core::FieldValue::Data). The C reference count
-//! *is* the `Arc`'s strong count: `C4SNetShallowCopy` increments it,
-//! `C4SNetFree` decrements it, a box's field arguments are fresh references
-//! (the box owns them), and `C4SNetOut` takes the references it is given back
-//! into `Field`s without touching the count.
+//! A C4SNet field is a [`snet_core::Field`] whose value is a [`C4Data`]. A
+//! `c4snet_data_t *` is `Arc::into_raw` of that `Arc<C4Data>`: the same
+//! allocation the field's `Arc<dyn FieldData>` shares (a box argument is
+//! `into_any().downcast::<C4Data>()` of the field's value, fetched to this
+//! node by the engine before the box runs). The C reference count *is* the
+//! `Arc`'s strong count: `C4SNetShallowCopy` increments it, `C4SNetFree`
+//! decrements it, a box's field arguments are fresh references (the box
+//! owns them), and `C4SNetOut` takes the references it is given back into
+//! `Field`s without touching the count. A field a box allocates, creates or
+//! deep-copies records the box's name, so that a `CTYPE_pointer` field's
+//! refusal to leave the node (`FieldData::portable`) names its maker. A
+//! C4SNet field still held as text (read without [`text_codecs`]) is parsed
+//! when passed to a box.
 //!
 //! # The box calling convention
 //!
@@ -30,9 +46,13 @@
 
 pub mod abi;
 pub mod crash;
+pub mod data;
 pub mod invoke;
+pub mod text;
 
+pub use data::{codec, data_field, data_of, C4Data, CData, CType, CODEC, INTERFACE};
 pub use invoke::{trampoline_source, BoxEntry, BoxFn, C4SNet, SnetArg};
+pub use text::{decode_field, encode_data, text_codecs, text_field, C4TextCodec, FieldError};
 
 /// The checked-in header, for tools that write it next to generated code.
 pub const HEADER: &str = include_str!("../include/C4SNet.h");

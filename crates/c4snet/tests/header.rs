@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::process::Command;
 
-use snet_core::CType;
+use c4snet::CType;
 
 /// The exported functions as the Rust side defines them (crate `abi`,
 /// `csrc/out.c`), written as C function types over the header's names.

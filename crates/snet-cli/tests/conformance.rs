@@ -37,10 +37,12 @@ fn repo_root() -> PathBuf {
         .expect("repo root")
 }
 
-/// Field values as written (not decoded): the output must hold the exact
-/// text of `expected.xml`, i.e. the canonical `printf` form (records.md).
+/// Field values as written (not decoded, but checked by the C4SNet text
+/// codec): the output must hold the exact text of `expected.xml`, i.e. the
+/// canonical `printf` form (records.md).
 fn read_items(bytes: &[u8], what: &str) -> Result<Vec<snet_io::Item>, Failed> {
-    snet_io::read_all_verbatim(bytes).map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
+    snet_io::read_all_verbatim(bytes, &c4snet::text_codecs())
+        .map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
 }
 
 /// The C sources of a case (sorted), empty for a pure case.
@@ -234,7 +236,9 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
                 items
                     .iter()
                     .filter_map(|i| match i {
-                        snet_io::Item::Data(r) => Some(snet_io::canonical(r)),
+                        snet_io::Item::Data(r) => {
+                            Some(snet_io::canonical(r, &c4snet::text_codecs()))
+                        }
                         snet_io::Item::Terminate => None,
                     })
                     .collect()
@@ -256,7 +260,8 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
                 .into());
             }
         } else {
-            snet_io::equivalent_multiset(&got, &want).map_err(Failed::from)?;
+            snet_io::equivalent_multiset(&got, &want, &c4snet::text_codecs())
+                .map_err(Failed::from)?;
         }
     }
     Ok(())

@@ -2,9 +2,9 @@
 //!
 //! S-Net never looks inside a field. A [`Field`] is a cheap, shared handle
 //! (flow inheritance and filters share, never copy) that is either
-//! - *local*: an `Arc<dyn FieldData>`, the value itself, kept by the
-//!   language interface that made it (the "field store": C4SNet keeps typed
-//!   arrays, text of other interfaces is kept verbatim), or
+//! - *local*: an `Arc<dyn FieldData>`, the value itself, kept in the store
+//!   of the language interface that made it (the `c4snet` crate keeps
+//!   C4SNet typed arrays), or
 //! - *remote* ([`RemoteField`]): a reference to a value that lives on
 //!   another node of a distributed run (thesis 4.2.4, 6.1.3: the data
 //!   manager). Its bytes are fetched only when a box on this node needs
@@ -12,169 +12,23 @@
 //!
 //! The store's hooks are the [`FieldData`] methods (serialise: `encode`;
 //! copy: `deep_copy`; free: dropping the last `Arc`) and a [`FieldCodec`]
-//! per codec name (deserialise), collected in [`Codecs`]. The engine moves
-//! bytes between nodes with these hooks and never interprets them, so a
-//! store may make `encode` write an offset into a shared segment instead
-//! of the value (the shared-memory transport's zero-copy mode).
+//! per codec name (deserialise), collected in [`Codecs`] (the run's set is
+//! `snet_engine::Config::codecs`; each language interface adds its own).
+//! The engine moves bytes between nodes with these hooks and never
+//! interprets them, so a store may make `encode` write an offset into a
+//! shared segment instead of the value (the shared-memory transport's
+//! zero-copy mode).
+//!
+//! This crate knows no box language. Its one value type is [`TextField`]:
+//! a value of any interface kept as the exact text it was read as (what the
+//! record reader makes of a field whose interface has no text codec
+//! registered), with the codec [`TEXT_CODEC`], the only one in
+//! [`Codecs::default`].
 
-use std::alloc::{self, Layout};
 use std::any::Any;
 use std::fmt;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-
-/// C4SNet element types, in the order (and with the values) of `c4snet_type_t`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[repr(C)]
-pub enum CType {
-    UChar = 0,
-    Char,
-    UShort,
-    Short,
-    UInt,
-    Int,
-    ULong,
-    Long,
-    Float,
-    Double,
-    LDouble,
-    Pointer,
-}
-
-impl CType {
-    pub const ALL: [CType; 12] = [
-        CType::UChar,
-        CType::Char,
-        CType::UShort,
-        CType::Short,
-        CType::UInt,
-        CType::Int,
-        CType::ULong,
-        CType::Long,
-        CType::Float,
-        CType::Double,
-        CType::LDouble,
-        CType::Pointer,
-    ];
-
-    pub fn from_raw(v: i32) -> Option<CType> {
-        CType::ALL.get(usize::try_from(v).ok()?).copied()
-    }
-
-    /// Bytes per element on this platform (x86_64/aarch64 LP64; `long double`
-    /// is 16 bytes of storage).
-    pub fn size(self) -> usize {
-        match self {
-            CType::UChar | CType::Char => 1,
-            CType::UShort | CType::Short => 2,
-            CType::UInt | CType::Int | CType::Float => 4,
-            CType::ULong | CType::Long | CType::Double | CType::Pointer => 8,
-            CType::LDouble => 16,
-        }
-    }
-
-    /// The name used in the textual record format: `(unsigned short)...`.
-    pub fn c_name(self) -> &'static str {
-        match self {
-            CType::UChar => "unsigned char",
-            CType::Char => "char",
-            CType::UShort => "unsigned short",
-            CType::Short => "short",
-            CType::UInt => "unsigned int",
-            CType::Int => "int",
-            CType::ULong => "unsigned long",
-            CType::Long => "long",
-            CType::Float => "float",
-            CType::Double => "double",
-            CType::LDouble => "long double",
-            CType::Pointer => "pointer",
-        }
-    }
-
-    pub fn from_c_name(s: &str) -> Option<CType> {
-        CType::ALL.iter().copied().find(|t| t.c_name() == s)
-    }
-}
-
-/// A C4SNet typed array: `len` elements of `ctype`, 16-byte aligned.
-pub struct CData {
-    ctype: CType,
-    len: usize,
-    ptr: NonNull<u8>,
-}
-
-// SAFETY: CData owns its buffer exclusively; the C4SNet contract lets a box
-// write into a field only between allocating it and handing it to C4SNetOut,
-// i.e. while no other thread can reach it. Shared reads are plain byte reads.
-unsafe impl Send for CData {}
-// SAFETY: see the `Send` impl: concurrent access is read-only by contract.
-unsafe impl Sync for CData {}
-
-impl CData {
-    fn layout(ctype: CType, len: usize) -> Layout {
-        let bytes = ctype
-            .size()
-            .checked_mul(len.max(1))
-            .expect("field size overflows");
-        Layout::from_size_align(bytes, 16).expect("field layout")
-    }
-
-    /// A zero-filled array of `len` elements.
-    pub fn zeroed(ctype: CType, len: usize) -> CData {
-        let layout = CData::layout(ctype, len);
-        // SAFETY: the layout has a non-zero size (len.max(1) elements of size >= 1).
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        CData { ctype, len, ptr }
-    }
-
-    /// An array holding a copy of `bytes` (`bytes.len()` must be `len * size`).
-    pub fn from_bytes(ctype: CType, len: usize, bytes: &[u8]) -> CData {
-        let mut d = CData::zeroed(ctype, len);
-        d.bytes_mut().copy_from_slice(&bytes[..ctype.size() * len]);
-        d
-    }
-
-    pub fn ctype(&self) -> CType {
-        self.ctype
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        // SAFETY: ptr points to an allocation of at least len*size bytes, initialised (zeroed or copied).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len * self.ctype.size()) }
-    }
-
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `bytes`, and `&mut self` gives exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len * self.ctype.size()) }
-    }
-}
-
-impl Clone for CData {
-    fn clone(&self) -> CData {
-        CData::from_bytes(self.ctype, self.len, self.bytes())
-    }
-}
-
-impl Drop for CData {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `zeroed` with exactly this layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), CData::layout(self.ctype, self.len)) }
-    }
-}
 
 /// A field value, as a language interface keeps it: the hooks the
 /// engine calls without knowing what the value is.
@@ -196,6 +50,10 @@ pub trait FieldData: Any + Send + Sync {
     fn deep_copy(&self) -> Arc<dyn FieldData>;
     fn as_any(&self) -> &dyn Any;
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+    /// A short description for `Debug` output (default: `<INTERFACE field>`).
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} field>", self.interface())
+    }
 }
 
 /// Deserialise: turns the bytes [`FieldData::encode`] wrote back into a value.
@@ -210,9 +68,9 @@ pub trait FieldCodec: Send + Sync {
 pub struct Codecs(Vec<Arc<dyn FieldCodec>>);
 
 impl Default for Codecs {
-    /// The built-in codec of [`FieldValue`] (text and C4SNet data).
+    /// The codec of [`TextField`] only.
     fn default() -> Codecs {
-        Codecs(vec![Arc::new(ValueCodec)])
+        Codecs(vec![Arc::new(TextFieldCodec)])
     }
 }
 
@@ -244,83 +102,62 @@ impl Codecs {
     }
 }
 
-/// What a field holds when it is text or a C4SNet array.
-///
-/// (Transitional: the C4SNet half moves to the `c4snet` crate.)
-pub enum FieldValue {
-    /// Text exactly as read from a record stream, with its interface and mode.
-    Text {
-        interface: Box<str>,
-        binary: bool,
-        text: Box<str>,
-    },
-    /// A C4SNet typed array.
-    Data(CData),
+/// A value of any interface kept as the exact text it was read as from a
+/// record stream, with its interface and mode (`binary`: read from a
+/// `mode="binary"` record). The record writer writes it back verbatim
+/// unless a text codec of its interface is registered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextField {
+    interface: Box<str>,
+    binary: bool,
+    text: Box<str>,
 }
 
-const VALUE_CODEC: &str = "snet-value";
+/// The codec name of [`TextField`].
+pub const TEXT_CODEC: &str = "text";
 
-impl FieldData for FieldValue {
-    fn interface(&self) -> &str {
-        match self {
-            FieldValue::Text { interface, .. } => interface,
-            FieldValue::Data(_) => "C4SNet",
+impl TextField {
+    pub fn new(interface: &str, binary: bool, text: &str) -> TextField {
+        TextField {
+            interface: interface.into(),
+            binary,
+            text: text.into(),
         }
+    }
+
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
+    /// Read in binary mode?
+    pub fn binary(&self) -> bool {
+        self.binary
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+impl FieldData for TextField {
+    fn interface(&self) -> &str {
+        &self.interface
     }
     fn codec(&self) -> &str {
-        VALUE_CODEC
+        TEXT_CODEC
     }
     fn encoded_len(&self) -> usize {
-        match self {
-            FieldValue::Text {
-                interface, text, ..
-            } => 2 + 4 + interface.len() + text.len(),
-            FieldValue::Data(d) => 2 + 8 + d.bytes().len(),
-        }
+        1 + 4 + self.interface.len() + self.text.len()
     }
+    /// `[binary: u8][interface length: u32 LE][interface][text]`.
     fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            FieldValue::Text {
-                interface,
-                binary,
-                text,
-            } => {
-                out.push(0);
-                out.push(*binary as u8);
-                out.extend_from_slice(&(interface.len() as u32).to_le_bytes());
-                out.extend_from_slice(interface.as_bytes());
-                out.extend_from_slice(text.as_bytes());
-            }
-            FieldValue::Data(d) => {
-                out.push(1);
-                out.push(d.ctype as u8);
-                out.extend_from_slice(&(d.len as u64).to_le_bytes());
-                out.extend_from_slice(d.bytes());
-            }
-        }
-    }
-    fn portable(&self) -> Result<(), String> {
-        match self {
-            FieldValue::Data(d) if d.ctype == CType::Pointer => Err(
-                "it holds C4SNet pointers (CTYPE_pointer), which mean nothing on another node"
-                    .into(),
-            ),
-            _ => Ok(()),
-        }
+        out.push(u8::from(self.binary));
+        out.extend_from_slice(&(self.interface.len() as u32).to_le_bytes());
+        out.extend_from_slice(self.interface.as_bytes());
+        out.extend_from_slice(self.text.as_bytes());
     }
     fn deep_copy(&self) -> Arc<dyn FieldData> {
-        Arc::new(match self {
-            FieldValue::Text {
-                interface,
-                binary,
-                text,
-            } => FieldValue::Text {
-                interface: interface.clone(),
-                binary: *binary,
-                text: text.clone(),
-            },
-            FieldValue::Data(d) => FieldValue::Data(d.clone()),
-        })
+        Arc::new(self.clone())
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -328,47 +165,27 @@ impl FieldData for FieldValue {
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
         self
     }
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.text)
+    }
 }
 
-struct ValueCodec;
+struct TextFieldCodec;
 
-impl FieldCodec for ValueCodec {
+impl FieldCodec for TextFieldCodec {
     fn name(&self) -> &str {
-        VALUE_CODEC
+        TEXT_CODEC
     }
     fn decode(&self, b: &[u8]) -> Result<Arc<dyn FieldData>, String> {
         let bad = || "truncated field bytes".to_string();
-        match b.first() {
-            Some(0) => {
-                let binary = *b.get(1).ok_or_else(bad)? != 0;
-                let n = u32::from_le_bytes(b.get(2..6).ok_or_else(bad)?.try_into().expect("4"))
-                    as usize;
-                let interface = b.get(6..6 + n).ok_or_else(bad)?;
-                let text = &b[6 + n..];
-                let s = |x: &[u8]| {
-                    std::str::from_utf8(x)
-                        .map(Box::from)
-                        .map_err(|_| "field text is not UTF-8".to_string())
-                };
-                Ok(Arc::new(FieldValue::Text {
-                    interface: s(interface)?,
-                    binary,
-                    text: s(text)?,
-                }))
-            }
-            Some(1) => {
-                let t = CType::from_raw(i32::from(*b.get(1).ok_or_else(bad)?))
-                    .ok_or("bad C4SNet type")?;
-                let len = u64::from_le_bytes(b.get(2..10).ok_or_else(bad)?.try_into().expect("8"))
-                    as usize;
-                let bytes = &b[10..];
-                if Some(bytes.len()) != len.checked_mul(t.size()) {
-                    return Err(bad());
-                }
-                Ok(Arc::new(FieldValue::Data(CData::from_bytes(t, len, bytes))))
-            }
-            _ => Err("unknown field encoding".into()),
+        let binary = *b.first().ok_or_else(bad)? != 0;
+        let n = u32::from_le_bytes(b.get(1..5).ok_or_else(bad)?.try_into().expect("4")) as usize;
+        let interface = b.get(5..5 + n).ok_or_else(bad)?;
+        let text = &b[5 + n..];
+        fn s(x: &[u8]) -> Result<&str, String> {
+            std::str::from_utf8(x).map_err(|_| "field text is not UTF-8".to_string())
         }
+        Ok(Arc::new(TextField::new(s(interface)?, binary, s(text)?)))
     }
 }
 
@@ -476,16 +293,9 @@ impl Field {
         Field(Repr::Remote(r))
     }
 
+    /// A local [`TextField`].
     pub fn text(interface: &str, binary: bool, text: &str) -> Field {
-        Field::new(Arc::new(FieldValue::Text {
-            interface: interface.into(),
-            binary,
-            text: text.into(),
-        }))
-    }
-
-    pub fn data(d: CData) -> Field {
-        Field::new(Arc::new(FieldValue::Data(d)))
+        Field::new(Arc::new(TextField::new(interface, binary, text)))
     }
 
     /// The value, if it is on this node (a local field, or a remote one fetched already).
@@ -512,15 +322,17 @@ impl Field {
         }
     }
 
-    /// The value as a [`FieldValue`] (text or C4SNet data).
-    ///
-    /// # Panics
-    /// If the value is not on this node or is another kind of value (the
-    /// engine fetches every field before a box or the output sees it).
-    pub fn value(&self) -> &FieldValue {
-        self.get()
-            .and_then(|v| v.as_any().downcast_ref::<FieldValue>())
-            .expect("a local text or C4SNet field")
+    /// The value as a `T`, if it is on this node and is a `T`.
+    pub fn downcast_ref<T: FieldData>(&self) -> Option<&T> {
+        self.get()?.as_any().downcast_ref::<T>()
+    }
+
+    /// The interface of the value (known for a remote field too).
+    pub fn interface(&self) -> &str {
+        match &self.0 {
+            Repr::Local(v) => v.interface(),
+            Repr::Remote(r) => &r.interface,
+        }
     }
 
     /// Are two handles the same value (not just equal contents)?
@@ -539,13 +351,9 @@ impl fmt::Debug for Field {
             Repr::Remote(r) if r.cached().is_none() => {
                 write!(f, "<field {} on node {}>", r.id, r.home)
             }
-            _ => match self
-                .get()
-                .and_then(|v| v.as_any().downcast_ref::<FieldValue>())
-            {
-                Some(FieldValue::Text { text, .. }) => write!(f, "{text:?}"),
-                Some(FieldValue::Data(d)) => write!(f, "({}[{}])..", d.ctype.c_name(), d.len),
-                None => write!(f, "<{} field>", self.get().map_or("?", |v| v.interface())),
+            _ => match self.get() {
+                Some(v) => v.describe(f),
+                None => write!(f, "<{} field>", self.interface()),
             },
         }
     }
@@ -560,9 +368,11 @@ mod tests {
         let codecs = Codecs::default();
         for f in [
             Field::text("SAC", true, "abc"),
-            Field::data(CData::from_bytes(CType::Int, 2, &[1, 0, 0, 0, 2, 0, 0, 0])),
+            Field::text("C4SNet", false, "(int)5 é"),
+            Field::text("", false, ""),
         ] {
             let v = f.get().unwrap();
+            assert!(v.portable().is_ok());
             let mut b = Vec::new();
             v.encode(&mut b);
             assert_eq!(b.len(), v.encoded_len());
@@ -571,9 +381,19 @@ mod tests {
             back.encode(&mut b2);
             assert_eq!(b, b2);
             assert_eq!(back.interface(), v.interface());
+            assert_eq!(
+                back.as_any().downcast_ref::<TextField>(),
+                f.downcast_ref::<TextField>()
+            );
+            let copy = v.deep_copy();
+            assert!(!Arc::ptr_eq(&copy, v));
+            assert_eq!(copy.as_any().downcast_ref::<TextField>(), f.downcast_ref());
         }
-        let p = Field::data(CData::zeroed(CType::Pointer, 1));
-        assert!(p.get().unwrap().portable().is_err());
+        assert!(codecs.decode(TEXT_CODEC, &[0, 9, 0, 0, 0, b'x']).is_err());
+        assert!(codecs.decode("C4SNet", &[]).is_err());
+        let t = Field::text("SAC", true, "abc");
+        assert_eq!(t.interface(), "SAC");
+        assert_eq!(format!("{t:?}"), "\"abc\"");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! Every other crate speaks in these types:
 //! - [`label`]: interned record labels (fields, tags, binding tags);
 //! - [`record`]: the record, a sorted set of label/value pairs;
-//! - [`field`]: opaque, reference-counted field values (C4SNet typed arrays or text carried verbatim);
+//! - [`field`]: opaque, shared field handles over values a language interface keeps (local or remote), their hooks and codecs, and text carried verbatim;
 //! - [`expr`]: compiled tag expressions (stack bytecode, evaluated on a record);
 //! - [`graph`]: the immutable property graph the front end produces and the engine executes.
 //!
@@ -17,7 +17,7 @@ pub mod record;
 
 pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, UnOp};
 pub use field::{
-    CData, CType, Codecs, Field, FieldCodec, FieldData, FieldValue, ReleaseRemote, RemoteField,
+    Codecs, Field, FieldCodec, FieldData, ReleaseRemote, RemoteField, TextField, TEXT_CODEC,
 };
 pub use graph::{
     BoxCode, BoxDef, BoxId, FilterArm, FilterDef, Graph, Loc, Node, NodeId, NodeKind, OutItem,

@@ -7,39 +7,52 @@
 //! streams through it and explains any difference.
 //!
 //! Field values compare as text, as `records.md` says. What that text is
-//! depends on how the streams were read:
-//! - [`read_all`] decodes C4SNet values, as the runtime does, so they
-//!   compare in the writer's canonical textual form: `(int[1]) 5` equals
-//!   `(int)5`, `(double)1.5` equals `(double)1.50000000000000000000000000000000e+00`,
-//!   binary equals textual. This is equivalence of *values*.
-//! - [`read_all_verbatim`] keeps C4SNet values as written, so textual-mode
-//!   values compare by their exact text (after XML unescaping): `(double)1.5`
+//! depends on the text codecs given and on how the streams were read:
+//! - [`read_all`] parses the values of interfaces with a codec, as the
+//!   runtime does, so they compare in the codec's canonical form
+//!   ([`TextCodec::canonical`](crate::TextCodec::canonical); C4SNet: the
+//!   writer's textual form, so `(int[1]) 5` equals `(int)5`, `(double)1.5`
+//!   equals `(double)1.50000000000000000000000000000000e+00`, binary equals
+//!   textual). This is equivalence of *values*.
+//! - [`read_all_verbatim`] keeps values as written, so textual-mode values
+//!   compare by their exact text (after XML unescaping): `(double)1.5`
 //!   differs from its canonical form. The conformance corpus compares output
 //!   and expected files this way, so an output written in anything but the
-//!   canonical form fails. (Binary-mode values are still compared in
-//!   canonical textual form: base64 is another encoding, not another text.)
+//!   canonical form fails. (Binary-mode values of an interface with a codec
+//!   are still compared in canonical form: base64 is another encoding, not
+//!   another text.)
 //!
-//! Fields of other interfaces compare by interface, mode and exact text.
+//! Fields of interfaces without a codec compare by interface, mode and
+//! exact text.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::BufRead;
 
-use snet_core::{FieldValue, LabelKind, Record, Value};
+use snet_core::{Field, LabelKind, Record, TextField, Value};
 
+use crate::codec::TextCodecs;
 use crate::error::ReadError;
-use crate::reader::{Item, RecordReader, DEFAULT_INTERFACE};
-use crate::{ctext, writer};
+use crate::reader::{Item, RecordReader};
+use crate::writer;
 
 /// Reads a whole stream (up to `terminate`, which is included, or the end),
-/// decoding C4SNet values as the runtime does.
-pub fn read_all<R: BufRead>(input: R) -> Result<Vec<Item>, ReadError> {
-    collect(RecordReader::new(input))
+/// parsing the values of interfaces with a codec as the runtime does.
+pub fn read_all<R: BufRead>(input: R, codecs: &TextCodecs) -> Result<Vec<Item>, ReadError> {
+    collect(RecordReader::new(input).with_codecs(codecs.clone()))
 }
 
-/// Reads a whole stream keeping C4SNet values as written (see the module docs).
-pub fn read_all_verbatim<R: BufRead>(input: R) -> Result<Vec<Item>, ReadError> {
-    collect(RecordReader::new(input).verbatim_fields())
+/// Reads a whole stream keeping values as written (validated by their
+/// codecs; see the module docs).
+pub fn read_all_verbatim<R: BufRead>(
+    input: R,
+    codecs: &TextCodecs,
+) -> Result<Vec<Item>, ReadError> {
+    collect(
+        RecordReader::new(input)
+            .with_codecs(codecs.clone())
+            .verbatim_fields(),
+    )
 }
 
 fn collect<R: BufRead>(mut reader: RecordReader<R>) -> Result<Vec<Item>, ReadError> {
@@ -51,35 +64,27 @@ fn collect<R: BufRead>(mut reader: RecordReader<R>) -> Result<Vec<Item>, ReadErr
 }
 
 /// The text a field value compares as (see the module docs).
-fn field_canonical(v: &FieldValue) -> String {
+fn field_canonical(f: &Field, codecs: &TextCodecs) -> String {
+    let Some(v) = f.get() else {
+        return format!("{f:?}");
+    };
     let mut out = Vec::new();
-    match v {
-        FieldValue::Data(d) => ctext::format_textual(d, &mut out),
-        FieldValue::Text {
-            interface,
-            binary: false,
-            text,
-        } if &**interface == DEFAULT_INTERFACE => out.extend_from_slice(text.as_bytes()),
-        FieldValue::Text {
-            interface,
-            binary: true,
-            text,
-        } if &**interface == DEFAULT_INTERFACE => match ctext::parse_binary(text) {
-            Ok(d) => ctext::format_textual(&d, &mut out),
-            Err(_) => out.extend_from_slice(text.as_bytes()),
-        },
-        FieldValue::Text {
-            interface,
-            binary,
-            text,
-        } => {
-            out.extend_from_slice(
-                format!(
-                    "[{interface}{}]{text}",
-                    if *binary { " binary" } else { "" }
-                )
-                .as_bytes(),
-            );
+    if let Some(t) = v.as_any().downcast_ref::<TextField>() {
+        match codecs.get(t.interface()) {
+            None => {
+                let mode = if t.binary() { " binary" } else { "" };
+                return format!("[{}{mode}]{}", t.interface(), t.text());
+            }
+            Some(_) if !t.binary() => return t.text().to_owned(),
+            Some(c) => match c.parse(t.text(), true) {
+                Ok(p) if p.get().is_some_and(|p| c.canonical(&**p, &mut out)) => {}
+                _ => return t.text().to_owned(),
+            },
+        }
+    } else {
+        match codecs.get(v.interface()) {
+            Some(c) if c.canonical(&**v, &mut out) => {}
+            _ => return format!("[{}]{f:?}", v.interface()),
         }
     }
     String::from_utf8_lossy(&out).into_owned()
@@ -88,14 +93,14 @@ fn field_canonical(v: &FieldValue) -> String {
 /// An order-independent text form of a record:
 /// `data {field "A"="(int)5", tag "N"=3, btag "K"=1}` with entries sorted by
 /// kind, name and value, and names and field values quoted with Rust escapes.
-pub fn canonical(rec: &Record) -> String {
+pub fn canonical(rec: &Record, codecs: &TextCodecs) -> String {
     let mut entries: Vec<(LabelKind, &str, String)> = rec
         .entries()
         .iter()
         .map(|(l, v)| {
             let value = match v {
                 Value::Int(i) => i.to_string(),
-                Value::Field(f) => format!("{:?}", field_canonical(f.value())),
+                Value::Field(f) => format!("{:?}", field_canonical(f, codecs)),
             };
             (l.kind(), l.name(), value)
         })
@@ -117,9 +122,9 @@ pub fn canonical(rec: &Record) -> String {
     s
 }
 
-fn item_canonical(item: &Item) -> String {
+fn item_canonical(item: &Item, codecs: &TextCodecs) -> String {
     match item {
-        Item::Data(r) => canonical(r),
+        Item::Data(r) => canonical(r, codecs),
         Item::Terminate => "terminate".to_owned(),
     }
 }
@@ -129,14 +134,14 @@ const SHOWN: usize = 20;
 
 /// `Ok` when `a` and `b` hold the same multiset of items; otherwise a
 /// readable account of the records only in `a` (missing from `b`) and only
-/// in `b` (extra).
-pub fn equivalent_multiset(a: &[Item], b: &[Item]) -> Result<(), String> {
+/// in `b` (extra). Field values compare as the module docs say.
+pub fn equivalent_multiset(a: &[Item], b: &[Item], codecs: &TextCodecs) -> Result<(), String> {
     let mut counts: BTreeMap<String, i64> = BTreeMap::new();
     for item in a {
-        *counts.entry(item_canonical(item)).or_default() += 1;
+        *counts.entry(item_canonical(item, codecs)).or_default() += 1;
     }
     for item in b {
-        *counts.entry(item_canonical(item)).or_default() -= 1;
+        *counts.entry(item_canonical(item, codecs)).or_default() -= 1;
     }
     let missing: Vec<(&String, i64)> = counts
         .iter()
@@ -179,65 +184,97 @@ pub fn equivalent_multiset(a: &[Item], b: &[Item]) -> Result<(), String> {
     Err(msg)
 }
 
-/// The text a field is written as in a textual stream (unescaped).
-pub fn field_string(f: &snet_core::Field) -> String {
+/// The text a field is written as in a textual stream (unescaped), or why
+/// it has none.
+pub fn field_string(f: &Field, codecs: &TextCodecs) -> Result<String, String> {
     let mut out = Vec::new();
-    writer::field_text(f, false, &mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    writer::field_text(f, false, codecs, &mut out)?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::toy;
 
     fn items(s: &str) -> Vec<Item> {
-        read_all(s.as_bytes()).expect("valid input")
+        read_all(s.as_bytes(), &toy::codecs()).expect("valid input")
+    }
+
+    fn same(a: &[Item], b: &[Item]) -> Result<(), String> {
+        equivalent_multiset(a, b, &toy::codecs())
     }
 
     #[test]
     fn order_and_notation_do_not_matter() {
         let a = items(
-            "<record type='data'><tag label='x'>1</tag><field label='f'>(int[1]) 5</field><btag label='b'>2</btag></record>\
+            "<record type='data'><tag label='x'>1</tag><field label='f' interface='Up'> abc</field><btag label='b'>2</btag></record>\
              <record type='data'><tag label='y'>2</tag></record><record type='terminate'/>",
         );
         let b = items(
             "<record><tag label='y'> 2 </tag></record>\
-             <record type='data' mode='binary'><btag label='b'>2</btag><field label='f'>(int)BQAAAA==</field><tag label='x'>1</tag></record>\
+             <record type='data' mode='binary'><btag label='b'>2</btag><field label='f' interface='Up'>cba</field><tag label='x'>1</tag></record>\
              <record type='terminate'/>",
         );
-        assert_eq!(equivalent_multiset(&a, &b), Ok(()));
-        let c = items("<record type='data'><field label='d'>(double)1.5</field></record>");
-        let d = items(
-            "<record type='data'><field label='d'>(double)1.50000000000000000000000000000000e+00</field></record>",
+        assert_eq!(same(&a, &b), Ok(()));
+        assert_eq!(
+            canonical(
+                match &a[0] {
+                    Item::Data(r) => r,
+                    Item::Terminate => unreachable!(),
+                },
+                &toy::codecs()
+            ),
+            r#"data {field "f"="ABC", tag "x"=1, btag "b"=2}"#
         );
-        assert_eq!(equivalent_multiset(&c, &d), Ok(()));
     }
 
     #[test]
     fn verbatim_reads_compare_the_written_text() {
-        let short = "<record type='data'><field label='d'>(double)1.5</field></record>";
-        let long = "<record type='data'><field label='d'>(double)1.50000000000000000000000000000000e+00</field></record>";
-        let verbatim = |s: &str| read_all_verbatim(s.as_bytes()).expect("valid input");
-        let msg =
-            equivalent_multiset(&verbatim(short), &verbatim(long)).expect_err("different texts");
-        assert!(msg.contains(r#"field "d"="(double)1.5""#), "{msg}");
+        let short = "<record type='data'><field label='d' interface='Up'>abc</field></record>";
+        let long = "<record type='data'><field label='d' interface='Up'>ABC</field></record>";
+        let verbatim =
+            |s: &str| read_all_verbatim(s.as_bytes(), &toy::codecs()).expect("valid input");
+        let msg = same(&verbatim(short), &verbatim(long)).expect_err("different texts");
+        assert!(msg.contains(r#"field "d"="abc""#), "{msg}");
         assert_eq!(
-            equivalent_multiset(&verbatim(long), &items(short)),
+            same(&verbatim(long), &items(short)),
             Ok(()),
-            "decoded is the canonical text"
+            "parsed is the canonical text"
         );
         let binary =
-            "<record type='data' mode='binary'><field label='i'>(int)BQAAAA==</field></record>";
-        let textual = "<record type='data'><field label='i'>(int)5</field></record>";
-        assert_eq!(
-            equivalent_multiset(&verbatim(binary), &verbatim(textual)),
-            Ok(())
-        );
-        assert!(equivalent_multiset(
-            &verbatim("<record><field label='i'>(int[1])5</field></record>"),
-            &verbatim(textual)
+            "<record type='data' mode='binary'><field label='d' interface='Up'>CBA</field></record>";
+        assert_eq!(same(&verbatim(binary), &verbatim(long)), Ok(()));
+        assert!(read_all_verbatim(
+            "<record><field label='d' interface='Up'>a b</field></record>".as_bytes(),
+            &toy::codecs()
         )
         .is_err());
+    }
+
+    #[test]
+    fn without_a_codec_values_compare_by_interface_mode_and_text() {
+        let none = TextCodecs::new();
+        let read = |s: &str| read_all(s.as_bytes(), &none).expect("valid input");
+        let textual = read("<record><field label='d' interface='Up'>abc</field></record>");
+        let binary =
+            read("<record mode='binary'><field label='d' interface='Up'>abc</field></record>");
+        let msg = equivalent_multiset(&textual, &binary, &none).expect_err("modes differ");
+        assert!(msg.contains(r#"field "d"="[Up]abc""#), "{msg}");
+        assert!(msg.contains(r#"field "d"="[Up binary]abc""#), "{msg}");
+        let Item::Data(r) = &textual[0] else {
+            panic!("data")
+        };
+        let f = r.field(snet_core::Label::field("d")).expect("field");
+        assert_eq!(field_string(f, &none).as_deref(), Ok("abc"));
+        let Item::Data(r) =
+            &items("<record><field label='d' interface='Up'>abc</field></record>")[0]
+        else {
+            panic!("data")
+        };
+        let f = r.field(snet_core::Label::field("d")).expect("field");
+        assert_eq!(field_string(f, &toy::codecs()).as_deref(), Ok("ABC"));
+        assert!(field_string(f, &none).is_err());
     }
 
     #[test]
@@ -245,7 +282,7 @@ mod tests {
         let a = items("<record><tag label='x'>1</tag></record><record><tag label='x'>1</tag></record><record><tag label='z'>0</tag></record>");
         let b =
             items("<record><tag label='x'>1</tag></record><record><tag label='y'>1</tag></record>");
-        let msg = equivalent_multiset(&a, &b).expect_err("different");
+        let msg = same(&a, &b).expect_err("different");
         assert!(
             msg.contains("only in the first (missing from the second): 2 record(s)"),
             "{msg}"
@@ -262,7 +299,7 @@ mod tests {
         let a =
             items("<record><tag label='x'>1</tag></record><record><tag label='x'>1</tag></record>");
         let b = items("<record><tag label='x'>1</tag></record>");
-        assert!(equivalent_multiset(&a, &b).is_err());
-        assert!(equivalent_multiset(&a, &a).is_ok());
+        assert!(same(&a, &b).is_err());
+        assert!(same(&a, &a).is_ok());
     }
 }

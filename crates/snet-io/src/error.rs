@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use snet_core::{Label, LabelKind};
 
-use crate::ctext::FieldError;
+use crate::codec::FieldTextError;
 use crate::position::Position;
 
 /// A malformed or unreadable record stream, with the place it went wrong.
@@ -44,8 +44,8 @@ pub enum ReadErrorKind {
     DuplicateLabel { label: Label },
     /// A tag or binding tag whose value is not a decimal integer (`i64`).
     NonIntegerTag { label: Label, value: String },
-    /// A C4SNet field whose value is malformed.
-    BadField { label: Label, error: FieldError },
+    /// A field whose value the text codec of its interface rejects.
+    BadField { label: Label, error: FieldTextError },
     /// Text or a name that is not UTF-8.
     InvalidUtf8,
     /// An entity reference other than the XML ones and character references.
@@ -148,8 +148,23 @@ impl std::error::Error for ReadError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.kind {
             ReadErrorKind::Io(e) => Some(&**e),
-            ReadErrorKind::BadField { error, .. } => Some(error),
+            ReadErrorKind::BadField { error, .. } => Some(&**error),
             _ => None,
         }
     }
+}
+
+const MAX_SHOWN: usize = 40;
+
+/// `s` for an error message: shortened to about 40 bytes, with control
+/// characters and quotes escaped (for text codecs' errors too).
+pub fn shown(s: &str) -> String {
+    if s.len() <= MAX_SHOWN {
+        return s.escape_debug().to_string();
+    }
+    let mut end = MAX_SHOWN;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", s[..end].escape_debug())
 }

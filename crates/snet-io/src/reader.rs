@@ -9,15 +9,16 @@
 //! `xmlns` and unknown attributes (ignored). A record without `type` is a
 //! data record.
 //!
-//! C4SNet field values (textual or binary mode) are decoded on the way in
-//! into typed data ([`Field::data`], parsed once by [`crate::ctext`]), so
-//! a malformed value is reported here with its position rather than later
-//! inside a box, boxes receive the data without another parse, and the
-//! writer prints every C4SNet field in the canonical `printf` form the
-//! original runtime writes, whether or not a box touched it. Fields of other
-//! interfaces are kept as the text they were read as ([`Field::text`]).
-//! [`RecordReader::verbatim_fields`] keeps C4SNet values as text too (still
-//! validated), for tools that compare streams as written.
+//! A field value of an interface whose [`TextCodec`](crate::TextCodec) is
+//! registered ([`RecordReader::with_codecs`]) is parsed on the way in into
+//! the interface's own value (C4SNet: a typed array, parsed once), so a
+//! malformed value is reported here with its position rather than later
+//! inside a box, boxes receive the value without another parse, and the
+//! writer prints it in the codec's canonical form whether or not a box
+//! touched it. Fields of other interfaces are kept as the text they were
+//! read as ([`Field::text`]). [`RecordReader::verbatim_fields`] keeps every
+//! value as text (still validated by its codec), for tools that compare
+//! streams as written.
 //!
 //! After an error or a `terminate` record the reader is finished: `next`
 //! returns `Ok(None)` from then on.
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use quick_xml::events::{BytesStart, Event};
 use snet_core::{Field, Label, LabelKind, Record, Value};
 
-use crate::ctext;
+use crate::codec::TextCodecs;
 use crate::error::{ReadError, ReadErrorKind};
 use crate::position::{LineCounter, Position};
 
@@ -67,7 +68,9 @@ struct Parser<R: BufRead> {
     field_interface: String,
     /// Recently seen labels, to skip the global interner on the hot path.
     labels: LabelCache,
-    /// Keep C4SNet values as text instead of decoding them.
+    /// The text codecs of the interfaces whose values are parsed.
+    codecs: TextCodecs,
+    /// Keep values as text instead of parsing them.
     verbatim: bool,
 }
 
@@ -131,6 +134,7 @@ impl<R: BufRead> RecordReader<R> {
                 interface: String::new(),
                 field_interface: String::new(),
                 labels: LabelCache::default(),
+                codecs: TextCodecs::default(),
                 verbatim: false,
             },
             buf: Vec::new(),
@@ -138,8 +142,16 @@ impl<R: BufRead> RecordReader<R> {
         }
     }
 
-    /// Keeps C4SNet field values as the text they were read as (validated,
-    /// not decoded): for comparing streams as written, not for running.
+    /// Parses the values of the interfaces `codecs` has a codec for (the
+    /// fields of other interfaces are kept as text).
+    pub fn with_codecs(mut self, codecs: TextCodecs) -> RecordReader<R> {
+        self.p.codecs = codecs;
+        self
+    }
+
+    /// Keeps field values as the text they were read as (validated by
+    /// their codecs, not parsed): for comparing streams as written, not
+    /// for running.
     pub fn verbatim_fields(mut self) -> RecordReader<R> {
         self.p.verbatim = true;
         self
@@ -255,7 +267,7 @@ impl Child {
 /// `b` as text for an error message: lossy UTF-8, shortened, with control
 /// characters and quotes escaped.
 fn lossy(b: &[u8]) -> String {
-    crate::ctext::shown(&String::from_utf8_lossy(b))
+    crate::error::shown(&String::from_utf8_lossy(b))
 }
 
 fn is_blank(b: &[u8]) -> bool {
@@ -638,35 +650,30 @@ impl<R: BufRead> Parser<R> {
         } else {
             &self.interface
         };
-        if interface != DEFAULT_INTERFACE {
+        let Some(codec) = self.codecs.get(interface) else {
             return Ok(Value::Field(Field::text(interface, binary, text)));
-        }
+        };
         let bad = |error| self.err(ReadErrorKind::BadField { label, error }, pos);
         if self.verbatim {
-            let checked = if binary {
-                ctext::validate_binary(text)
-            } else {
-                ctext::validate_textual(text)
-            };
-            checked.map_err(bad)?;
+            codec.validate(text, binary).map_err(bad)?;
             return Ok(Value::Field(Field::text(interface, binary, text)));
         }
-        let data = if binary {
-            ctext::parse_binary(text)
-        } else {
-            ctext::parse_textual(text)
-        };
-        Ok(Value::Field(Field::data(data.map_err(bad)?)))
+        Ok(Value::Field(codec.parse(text, binary).map_err(bad)?))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use snet_core::FieldValue;
+    use crate::codec::toy;
+    use snet_core::TextField;
 
     fn read(input: &str) -> Result<Vec<Item>, ReadError> {
-        let mut r = RecordReader::new(input.as_bytes());
+        read_with(input, TextCodecs::new())
+    }
+
+    fn read_with(input: &str, codecs: TextCodecs) -> Result<Vec<Item>, ReadError> {
+        let mut r = RecordReader::new(input.as_bytes()).with_codecs(codecs);
         let mut out = Vec::new();
         while let Some(item) = r.next()? {
             out.push(item);
@@ -686,7 +693,11 @@ mod tests {
     }
 
     fn error(input: &str) -> String {
-        match read(input) {
+        error_with(input, TextCodecs::new())
+    }
+
+    fn error_with(input: &str, codecs: TextCodecs) -> String {
+        match read_with(input, codecs) {
             Ok(items) => panic!("expected an error, read {items:?}"),
             // Without the "(line L, column C, byte B)" suffix, checked separately.
             Err(e) => e
@@ -700,24 +711,9 @@ mod tests {
 
     /// A field kept as text: (interface, binary, text).
     fn text_of(rec: &Record, name: &str) -> (String, bool, String) {
-        match rec.field(Label::field(name)).map(|f| f.value()) {
-            Some(FieldValue::Text {
-                interface,
-                binary,
-                text,
-            }) => (interface.to_string(), *binary, text.to_string()),
-            Some(FieldValue::Data(_)) => panic!("field {name} was decoded"),
-            None => panic!("no field {name}"),
-        }
-    }
-
-    /// A decoded C4SNet field, in its canonical textual form.
-    fn data_of(rec: &Record, name: &str) -> String {
-        match rec.field(Label::field(name)).map(|f| f.value()) {
-            Some(FieldValue::Data(d)) => crate::encode_data(d),
-            Some(FieldValue::Text { .. }) => panic!("field {name} was kept as text"),
-            None => panic!("no field {name}"),
-        }
+        let f = rec.field(Label::field(name)).expect("the field");
+        let t = f.downcast_ref::<TextField>().expect("a text field");
+        (t.interface().into(), t.binary(), t.text().into())
     }
 
     #[test]
@@ -741,41 +737,57 @@ mod tests {
         assert_eq!(r.len(), 4);
         assert_eq!(r.int(Label::tag("N")), Some(10));
         assert_eq!(r.int(Label::btag("K")), Some(3));
-        assert_eq!(data_of(r, "A"), "(int)5");
-        assert_eq!(
-            data_of(r, "V"),
-            "(double[3])1.50000000000000000000000000000000e+00,2.50000000000000000000000000000000e+00,\
-             3.50000000000000000000000000000000e+00"
-        );
-        // Kept as written when asked to.
-        let mut v = RecordReader::new(input.as_bytes()).verbatim_fields();
-        let Ok(Some(Item::Data(r))) = v.next() else {
-            panic!("data first")
-        };
-        assert_eq!(text_of(&r, "A"), ("C4SNet".into(), false, "(int)5".into()));
-        assert_eq!(text_of(&r, "V").2, "(double[3])1.5,2.5,3.5");
+        // No text codec registered: values are kept as written.
+        assert_eq!(text_of(r, "A"), ("C4SNet".into(), false, "(int)5".into()));
+        assert_eq!(text_of(r, "V").2, "(double[3])1.5,2.5,3.5");
     }
 
     #[test]
-    fn c4snet_values_are_decoded_once_read() {
-        let recs = records(
-            "<record type='data'><field label='a'>(int)007</field><field label='b'>(int[3]) 1, 2 ,3</field>\
-             <field label='c'>(float)0.5</field><field label='d'>(double)0.5</field><field label='e'>(int[1])-4</field>\
-             <field label='f'>(unsigned char[2])x, </field><field label='g'>(long double[0])</field></record>",
-        );
-        assert_eq!(data_of(&recs[0], "a"), "(int)7");
-        assert_eq!(data_of(&recs[0], "b"), "(int[3])1,2,3");
+    fn values_of_registered_interfaces_are_parsed_once_read() {
+        let input = "<record type='data'><field label='a' interface='Up'> abc </field>\
+             <field label='o' interface='Other'>abc</field><field label='c'>(int)5</field></record>\
+             <record type='data' mode='binary' interface='Up'><field label='b'>cbA</field></record>";
+        let recs: Vec<Record> = read_with(input, toy::codecs())
+            .expect("valid")
+            .into_iter()
+            .filter_map(|i| match i {
+                Item::Data(r) => Some(r),
+                Item::Terminate => None,
+            })
+            .collect();
+        fn word<'a>(r: &'a Record, n: &str) -> Option<&'a str> {
+            toy::word(r.field(Label::field(n)).expect("field"))
+        }
+        assert_eq!(word(&recs[0], "a"), Some("ABC"));
         assert_eq!(
-            data_of(&recs[0], "c"),
-            "(float)0.50000000000000000000000000000000"
+            text_of(&recs[0], "o"),
+            ("Other".into(), false, "abc".into())
         );
         assert_eq!(
-            data_of(&recs[0], "d"),
-            "(double)5.00000000000000000000000000000000e-01"
+            text_of(&recs[0], "c"),
+            ("C4SNet".into(), false, "(int)5".into())
         );
-        assert_eq!(data_of(&recs[0], "e"), "(int)-4");
-        assert_eq!(data_of(&recs[0], "f"), "(unsigned char[2])x, ");
-        assert_eq!(data_of(&recs[0], "g"), "(long double[0])");
+        assert_eq!(word(&recs[1], "b"), Some("ABC"));
+        // Verbatim: kept as text, but still checked.
+        let mut v = RecordReader::new(input.as_bytes())
+            .with_codecs(toy::codecs())
+            .verbatim_fields();
+        let Ok(Some(Item::Data(r))) = v.next() else {
+            panic!("data first")
+        };
+        assert_eq!(text_of(&r, "a"), ("Up".into(), false, " abc ".into()));
+        let bad = "<record type='data'>\n <tag label='t'>1</tag><field label='A' interface='Up'>a1</field></record>";
+        assert_eq!(
+            error_with(bad, toy::codecs()),
+            "input:2:24: field \"A\": \"a1\" is not a word"
+        );
+        let mut v = RecordReader::new(bad.as_bytes())
+            .with_codecs(toy::codecs())
+            .verbatim_fields();
+        let e = v.next().expect_err("checked when verbatim too");
+        assert!(matches!(e.kind(), ReadErrorKind::BadField { .. }));
+        assert!(std::error::Error::source(&e).is_some());
+        assert!(read(bad).is_ok(), "no codec: kept as text");
     }
 
     #[test]
@@ -789,7 +801,7 @@ mod tests {
         assert_eq!(recs.len(), 4);
         assert_eq!(recs[0].int(Label::tag("a")), Some(-7));
         assert_eq!(recs[1].int(Label::tag("b")), Some(3));
-        assert_eq!(data_of(&recs[1], "s"), "(char[3])<,&,>");
+        assert_eq!(text_of(&recs[1], "s").2, "(char[3])<,&,>");
         assert!(recs[2].is_empty());
         assert_eq!(recs[3].int(Label::btag("c")), Some(0));
     }
@@ -800,7 +812,7 @@ mod tests {
             "<record type='data'><field label='x'>(char[5])&quot;,&apos;,&#x41;,&#66;,<![CDATA[<]]></field>\
              <field label='y' interface='Other'>&lt;raw &amp; free&gt;</field></record>",
         );
-        assert_eq!(data_of(&recs[0], "x"), "(char[5])\",',A,B,<");
+        assert_eq!(text_of(&recs[0], "x").2, "(char[5])\",',A,B,<");
         assert_eq!(
             text_of(&recs[0], "y"),
             ("Other".into(), false, "<raw & free>".into())
@@ -817,7 +829,10 @@ mod tests {
             text_of(&recs[0], "a"),
             ("SAC".into(), true, "anything".into())
         );
-        assert_eq!(data_of(&recs[0], "b"), "(int[2])1,2");
+        assert_eq!(
+            text_of(&recs[0], "b"),
+            ("C4SNet".into(), true, "(int[2])AQAAAAIAAAA=".into())
+        );
     }
 
     #[test]
@@ -862,18 +877,6 @@ mod tests {
         assert_eq!(
             error("<record type='data'/>\n<record type='dat'/>"),
             "input:2:1: unknown record type \"dat\" (expected \"data\" or \"terminate\")"
-        );
-        assert_eq!(
-            error("<record type='data'><field label='A'>(bool)1</field></record>"),
-            "input:1:21: field \"A\": unknown field type \"bool\""
-        );
-        assert_eq!(
-            error("<record type='data'><field label='A'>(int[3])1,2</field></record>"),
-            "input:1:21: field \"A\": wrong element count: the type announces 3, the value has 2"
-        );
-        assert_eq!(
-            error("<record type='data'><field label='A'>(double[2])1,zz</field></record>"),
-            "input:1:21: field \"A\": element 1 (\"zz\") is not a valid double"
         );
         assert_eq!(
             error("<record type='data' mode='x'/>"),
@@ -951,6 +954,7 @@ mod tests {
             </record><record type='terminate'/>";
         for end in 0..input.len() {
             let _ = read(&input[..end]);
+            let _ = read_with(&input[..end], toy::codecs());
         }
     }
 }

@@ -8,19 +8,21 @@
 //! ```
 //!
 //! Entries come in record order: fields, then tags, then binding tags.
-//! Every C4SNet field is written in the canonical form of [`crate::ctext`]
-//! (C's `printf` formats: `(double)0.5` read is written
-//! `(double)5.00000000000000000000000000000000e-01`), whether it is data a
-//! box made or a value read from a stream that no box touched, as the
-//! original runtime does; a C4SNet field held as text (a reader in
+//! A field whose interface has a [`TextCodec`](crate::TextCodec)
+//! registered ([`RecordWriter::with_codecs`]) is written in the codec's
+//! form, whether it is a value a box made or a value read from a stream
+//! that no box touched (C4SNet: C's `printf` formats, `(double)0.5` read is
+//! written `(double)5.00000000000000000000000000000000e-01`, as the
+//! original runtime does); such a field held as text (a reader in
 //! [`crate::RecordReader::verbatim_fields`] mode, or built with
-//! [`Field::text`]) is decoded and re-encoded, or written as it is if it is
-//! not a valid value. Fields of other interfaces are written back exactly
-//! as read (XML-escaped again). A [`RecordWriter::binary`] writer emits
-//! `mode="binary"` records with base64 field values instead. A field of
-//! another interface read in the other mode cannot be converted, so a
-//! record carrying one is written in that field's mode (its C4SNet fields
-//! converted to it).
+//! [`Field::text`]) is parsed and written again, or written as it is if it
+//! is not a valid value. Fields of other interfaces are written back
+//! exactly as read (XML-escaped again); a value that is not text and has
+//! no codec cannot be written (an `InvalidData` error). A
+//! [`RecordWriter::binary`] writer emits `mode="binary"` records, the
+//! codecs' binary forms. A text field of an interface without a codec read
+//! in the other mode cannot be converted, so a record carrying one is
+//! written in that field's mode (the others converted to it).
 //!
 //! The writer buffers internally (no `BufWriter` needed) and reuses its
 //! buffers, so writing does not allocate in the steady state; call
@@ -29,10 +31,9 @@
 
 use std::io::{self, Write};
 
-use snet_core::{CData, Field, FieldValue, LabelKind, Record, Value};
+use snet_core::{Field, LabelKind, Record, TextField, Value};
 
-use crate::ctext;
-use crate::reader::DEFAULT_INTERFACE;
+use crate::codec::TextCodecs;
 
 const FLUSH_AT: usize = 32 * 1024;
 
@@ -43,6 +44,7 @@ pub struct RecordWriter<W: Write> {
     /// A field value before escaping.
     scratch: Vec<u8>,
     binary: bool,
+    codecs: TextCodecs,
 }
 
 impl<W: Write> RecordWriter<W> {
@@ -53,6 +55,7 @@ impl<W: Write> RecordWriter<W> {
             buf: Vec::with_capacity(FLUSH_AT + 4096),
             scratch: Vec::new(),
             binary: false,
+            codecs: TextCodecs::default(),
         }
     }
 
@@ -63,18 +66,23 @@ impl<W: Write> RecordWriter<W> {
         w
     }
 
+    /// Writes the values of the interfaces `codecs` has a codec for in
+    /// their codecs' forms.
+    pub fn with_codecs(mut self, codecs: TextCodecs) -> RecordWriter<W> {
+        self.codecs = codecs;
+        self
+    }
+
     /// The mode to write `rec` in: the writer's, unless the record carries
-    /// a field of another interface read in the other mode, which cannot be
-    /// converted; then that field's (C4SNet fields are converted to it).
+    /// a text field of an interface without a codec read in the other
+    /// mode, which cannot be converted; then that field's (the other
+    /// fields are converted to it).
     fn record_mode(&self, rec: &Record) -> bool {
         for (_, v) in rec.entries() {
             if let Value::Field(f) = v {
-                if let FieldValue::Text {
-                    interface, binary, ..
-                } = f.value()
-                {
-                    if *binary != self.binary && &**interface != DEFAULT_INTERFACE {
-                        return *binary;
+                if let Some(t) = f.downcast_ref::<TextField>() {
+                    if t.binary() != self.binary && self.codecs.get(t.interface()).is_none() {
+                        return t.binary();
                     }
                 }
             }
@@ -83,7 +91,20 @@ impl<W: Write> RecordWriter<W> {
     }
 
     /// Writes one data record.
+    ///
+    /// Fails with `InvalidData` (writing nothing) if a field has no text
+    /// form: it is not on this node, or its interface has no codec.
     pub fn write(&mut self, rec: &Record) -> io::Result<()> {
+        let start = self.buf.len();
+        let r = self.write_record(rec);
+        if r.is_err() {
+            self.buf.truncate(start);
+        }
+        r?;
+        self.maybe_flush()
+    }
+
+    fn write_record(&mut self, rec: &Record) -> io::Result<()> {
         let binary = self.record_mode(rec);
         self.buf.extend_from_slice(if binary {
             b"<?xml version=\"1.0\" ?><record xmlns=\"snet-home.org\" type=\"data\" mode=\"binary\" >"
@@ -97,14 +118,11 @@ impl<W: Write> RecordWriter<W> {
                     self.buf.extend_from_slice(b"<field label=\"");
                     escape_attr_into(label.name().as_bytes(), &mut self.buf);
                     self.buf.extend_from_slice(b"\" interface=\"");
-                    let interface = match f.value() {
-                        FieldValue::Text { interface, .. } => interface,
-                        FieldValue::Data(_) => DEFAULT_INTERFACE,
-                    };
-                    escape_attr_into(interface.as_bytes(), &mut self.buf);
+                    escape_attr_into(f.interface().as_bytes(), &mut self.buf);
                     self.buf.extend_from_slice(b"\">");
                     self.scratch.clear();
-                    field_text(f, binary, &mut self.scratch);
+                    field_text(f, binary, &self.codecs, &mut self.scratch)
+                        .map_err(|e| no_text(label.name(), e))?;
                     escape_into(&self.scratch, &mut self.buf);
                     self.buf.extend_from_slice(b"</field>");
                 }
@@ -122,7 +140,8 @@ impl<W: Write> RecordWriter<W> {
                         // the runtime; write its text rather than fail.
                         Value::Field(f) => {
                             self.scratch.clear();
-                            field_text(f, binary, &mut self.scratch);
+                            field_text(f, binary, &self.codecs, &mut self.scratch)
+                                .map_err(|e| no_text(label.name(), e))?;
                             escape_into(&self.scratch, &mut self.buf);
                         }
                     }
@@ -131,7 +150,7 @@ impl<W: Write> RecordWriter<W> {
             }
         }
         self.buf.extend_from_slice(b"</record>\n");
-        self.maybe_flush()
+        Ok(())
     }
 
     /// Writes the `terminate` record that ends a stream.
@@ -185,37 +204,50 @@ impl<W: Write> Drop for RecordWriter<W> {
     }
 }
 
-/// Appends the (unescaped) text a field is written as: C4SNet fields in
-/// the canonical form of the mode (text is decoded first; text that is not
-/// a valid value is kept), other fields as read.
-pub fn field_text(f: &Field, binary: bool, out: &mut Vec<u8>) {
-    match f.value() {
-        FieldValue::Data(d) => format_data(d, binary, out),
-        FieldValue::Text {
-            interface,
-            binary: b,
-            text,
-        } => {
-            if &**interface == DEFAULT_INTERFACE {
-                let decoded = if *b {
-                    ctext::parse_binary(text)
-                } else {
-                    ctext::parse_textual(text)
-                };
-                if let Ok(d) = decoded {
-                    return format_data(&d, binary, out);
-                }
-            }
-            out.extend_from_slice(text.as_bytes());
-        }
-    }
+fn no_text(label: &str, why: String) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("cannot write field `{label}`: {why}"),
+    )
 }
 
-fn format_data(d: &CData, binary: bool, out: &mut Vec<u8>) {
-    if binary {
-        ctext::format_binary(d, out)
-    } else {
-        ctext::format_textual(d, out)
+/// Appends the (unescaped) text a field is written as: a value of an
+/// interface with a codec in `codecs` in the codec's form for the mode
+/// (text is parsed first; text that is not a valid value is kept), other
+/// text as read. `Err` (with why) when the field has no text form: its
+/// value is not on this node, or is not text and has no codec.
+pub fn field_text(
+    f: &Field,
+    binary: bool,
+    codecs: &TextCodecs,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    let Some(v) = f.get() else {
+        return Err(format!("its value is not on this node ({f:?})"));
+    };
+    if let Some(t) = v.as_any().downcast_ref::<TextField>() {
+        if let Some(c) = codecs.get(t.interface()) {
+            if let Ok(parsed) = c.parse(t.text(), t.binary()) {
+                if let Some(p) = parsed.get() {
+                    if c.format(&**p, binary, out) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        out.extend_from_slice(t.text().as_bytes());
+        return Ok(());
+    }
+    match codecs.get(v.interface()) {
+        Some(c) if c.format(&**v, binary, out) => Ok(()),
+        Some(_) => Err(format!(
+            "the text codec of interface `{}` does not know its value",
+            v.interface()
+        )),
+        None => Err(format!(
+            "no text codec of interface `{}` is registered",
+            v.interface()
+        )),
     }
 }
 
@@ -266,19 +298,30 @@ fn escape_with(text: &[u8], attr: bool, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use snet_core::{CType, Label};
+    use crate::codec::toy;
+    use snet_core::Label;
+    use std::sync::Arc;
 
     fn written(recs: &[Record], binary: bool) -> String {
+        written_with(recs, binary, TextCodecs::new())
+    }
+
+    fn written_with(recs: &[Record], binary: bool, codecs: TextCodecs) -> String {
         let mut w = if binary {
             RecordWriter::binary(Vec::new())
         } else {
             RecordWriter::new(Vec::new())
-        };
+        }
+        .with_codecs(codecs);
         for r in recs {
             w.write(r).expect("in-memory write");
         }
         w.write_terminate().expect("in-memory write");
         String::from_utf8(w.into_inner().expect("in-memory flush")).expect("UTF-8 output")
+    }
+
+    fn word(w: &str) -> Value {
+        Value::Field(Field::new(Arc::new(toy::Word(w.into()))))
     }
 
     #[test]
@@ -287,11 +330,7 @@ mod tests {
         r.set_int(Label::tag("N"), 3);
         r.set(
             Label::field("B"),
-            Value::Field(Field::data(CData::from_bytes(
-                CType::Int,
-                1,
-                &0i32.to_ne_bytes(),
-            ))),
+            Value::Field(Field::text("C4SNet", false, "(int)0")),
         );
         r.set_int(Label::btag("K"), -1);
         assert_eq!(
@@ -327,57 +366,50 @@ mod tests {
     }
 
     #[test]
-    fn c4snet_text_fields_are_written_canonically() {
+    fn values_and_text_of_codec_interfaces_are_written_in_the_codec_form() {
         let mut r = Record::new();
+        r.set(Label::field("w"), word("ABC"));
         r.set(
-            Label::field("d"),
-            Value::Field(Field::text("C4SNet", false, "(double)0.5")),
-        );
-        r.set(
-            Label::field("i"),
-            Value::Field(Field::text("C4SNet", false, "(int[3]) 1, 2 ,03")),
+            Label::field("t"),
+            Value::Field(Field::text("Up", false, " xyz")),
         );
         r.set(
             Label::field("bad"),
-            Value::Field(Field::text("C4SNet", false, "(int)x")),
+            Value::Field(Field::text("Up", false, "x1")),
         );
         r.set(
             Label::field("o"),
-            Value::Field(Field::text("Other", false, "(double)0.5")),
+            Value::Field(Field::text("Other", false, " xyz")),
         );
-        let t = written(&[r], false);
+        let t = written_with(std::slice::from_ref(&r), false, toy::codecs());
+        assert!(t.contains("interface=\"Up\">ABC</field>"), "{t}");
+        assert!(t.contains(">XYZ</field>"), "{t}");
         assert!(
-            t.contains(">(double)5.00000000000000000000000000000000e-01</field>"),
-            "{t}"
-        );
-        assert!(t.contains(">(int[3])1,2,3</field>"), "{t}");
-        assert!(
-            t.contains(">(int)x</field>"),
+            t.contains(">x1</field>"),
             "not a valid value: kept as it is: {t}"
         );
         assert!(
-            t.contains("interface=\"Other\">(double)0.5</field>"),
+            t.contains("interface=\"Other\"> xyz</field>"),
             "other interfaces verbatim: {t}"
         );
-    }
-
-    #[test]
-    fn modes_are_converted() {
+        r.remove(Label::field("o"));
+        let b = written_with(&[r], true, toy::codecs());
+        assert!(b.contains("mode=\"binary\""), "{b}");
+        assert!(
+            b.contains(">CBA</field>") && b.contains(">ZYX</field>"),
+            "{b}"
+        );
+        // Text read in binary mode is converted to textual.
         let mut r = Record::new();
         r.set(
-            Label::field("a"),
-            Value::Field(Field::text("C4SNet", true, "(int[2])AQAAAAIAAAA=")),
+            Label::field("t"),
+            Value::Field(Field::text("Up", true, "cba")),
         );
-        r.set(
-            Label::field("b"),
-            Value::Field(Field::text("C4SNet", false, "(short)-2")),
+        let t = written_with(&[r], false, toy::codecs());
+        assert!(
+            t.contains("mode=\"textual\"") && t.contains(">ABC</field>"),
+            "{t}"
         );
-        let t = written(std::slice::from_ref(&r), false);
-        assert!(t.contains(">(int[2])1,2</field>"), "{t}");
-        let b = written(&[r], true);
-        assert!(b.contains("mode=\"binary\""), "{b}");
-        assert!(b.contains(">(int[2])AQAAAAIAAAA=</field>"), "{b}");
-        assert!(b.contains(">(short)/v8=</field>"), "{b}");
     }
 
     #[test]
@@ -387,15 +419,32 @@ mod tests {
             Label::field("sac"),
             Value::Field(Field::text("SAC", true, "opaque")),
         );
-        r.set(
-            Label::field("c"),
-            Value::Field(Field::text("C4SNet", false, "(int)1")),
-        );
-        let t = written(&[r], false);
+        r.set(Label::field("c"), word("ABC"));
+        let t = written_with(&[r], false, toy::codecs());
         assert!(t.contains("mode=\"binary\""), "{t}");
         assert!(
-            t.contains(">opaque</field>") && t.contains(">(int)AQAAAA==</field>"),
+            t.contains(">opaque</field>") && t.contains(">CBA</field>"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn values_without_a_text_form_are_errors() {
+        let mut ok = Record::new();
+        ok.set_int(Label::tag("n"), 1);
+        let mut bad = Record::new();
+        bad.set(Label::field("w"), word("ABC"));
+        let mut w = RecordWriter::new(Vec::new());
+        w.write(&ok).expect("fine");
+        let e = w.write(&bad).expect_err("no codec for Up");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(
+            e.to_string(),
+            "cannot write field `w`: no text codec of interface `Up` is registered"
+        );
+        w.write_terminate().expect("fine");
+        let out = String::from_utf8(w.into_inner().expect("flush")).expect("UTF-8");
+        assert_eq!(out.lines().count(), 2, "nothing of the bad record: {out}");
+        assert!(!out.contains("field"), "{out}");
     }
 }

@@ -168,6 +168,16 @@ pub struct RunOptions {
 
 struct ReaderSource<R: io::BufRead>(RecordReader<R>);
 
+/// A reader of C4SNet fields, named `name` in errors.
+fn reader<R: io::BufRead>(input: R, name: &str) -> RecordReader<R> {
+    RecordReader::with_name(input, name).with_codecs(c4snet::text_codecs())
+}
+
+/// A writer of C4SNet fields.
+fn writer<W: Write>(out: W) -> RecordWriter<W> {
+    RecordWriter::new(out).with_codecs(c4snet::text_codecs())
+}
+
 impl<R: io::BufRead + Send> Source for ReaderSource<R> {
     fn next_record(&mut self) -> Result<Option<snet_core::Record>, SourceError> {
         match self.0.next() {
@@ -206,6 +216,9 @@ pub fn run(
         fast_exit: !GLOBAL.system(),
         ..Config::default()
     };
+    // Fields are C4SNet's (the record format's default interface): its
+    // codec moves them between nodes, its text codec reads and writes them.
+    config.codecs.add(c4snet::codec());
     if let Some(w) = opts.workers {
         if w == 0 {
             eprintln!("error: --workers must be at least 1");
@@ -223,12 +236,12 @@ pub fn run(
         }
     }
     let source: Box<dyn Source> = match &opts.input {
-        None => Box::new(ReaderSource(RecordReader::with_name(
+        None => Box::new(ReaderSource(reader(
             BufReader::with_capacity(1 << 16, io::stdin()),
             "<stdin>",
         ))),
         Some(p) => match File::open(p) {
-            Ok(f) => Box::new(ReaderSource(RecordReader::with_name(
+            Ok(f) => Box::new(ReaderSource(reader(
                 BufReader::with_capacity(1 << 16, f),
                 &p.display().to_string(),
             ))),
@@ -239,15 +252,12 @@ pub fn run(
         },
     };
     let sink: Box<dyn Sink> = match &opts.output {
-        None => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(
+        None => Box::new(WriterSink(writer(BufWriter::with_capacity(
             1 << 16,
             io::stdout(),
         )))),
         Some(p) => match File::create(p) {
-            Ok(f) => Box::new(WriterSink(RecordWriter::new(BufWriter::with_capacity(
-                1 << 16,
-                f,
-            )))),
+            Ok(f) => Box::new(WriterSink(writer(BufWriter::with_capacity(1 << 16, f)))),
             Err(e) => {
                 eprintln!("error: cannot create output {}: {e}", p.display());
                 return 2;

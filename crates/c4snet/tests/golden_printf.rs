@@ -3,18 +3,18 @@
 //! Builds a C program with `gcc` at test time that prints a few thousand
 //! float, double and long double bit patterns (special values, edge cases
 //! and pseudo-random patterns) with the formats `records.md` prescribes, and
-//! requires byte-identical output from `snet_io::ctext::format_textual`; and
+//! requires byte-identical output from `c4snet::text::format_textual`; and
 //! a second that reads values written in free forms (`(double)0.5`,
 //! `(int)007`, random shortest-form doubles) through `RecordReader` and
-//! `RecordWriter` and requires what C prints after `strto*` of the same text.
+//! `RecordWriter` with the C4SNet text codec and requires what C prints after `strto*` of the same text.
 //! Skipped, with a message, when `gcc` is not installed.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 
-use snet_core::{CData, CType};
-use snet_io::ctext;
+use c4snet::text as ctext;
+use c4snet::{CData, CType};
 
 struct Rng(u64);
 
@@ -398,8 +398,8 @@ fn values_read_are_written_as_c_prints_them() {
     assert!(out.status.success());
     let c_lines = String::from_utf8(out.stdout).expect("ASCII output");
 
-    let mut reader = snet_io::RecordReader::new(xml.as_bytes());
-    let mut writer = snet_io::RecordWriter::new(Vec::new());
+    let mut reader = snet_io::RecordReader::new(xml.as_bytes()).with_codecs(c4snet::text_codecs());
+    let mut writer = snet_io::RecordWriter::new(Vec::new()).with_codecs(c4snet::text_codecs());
     while let Some(item) = reader.next().expect("valid values") {
         if let snet_io::Item::Data(r) = item {
             writer.write(&r).expect("in-memory write");

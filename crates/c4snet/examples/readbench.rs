@@ -1,11 +1,12 @@
 //! Reader/writer throughput.
 //!
-//! `cargo run --release -p snet-io --example readbench [RECORDS]`
+//! `cargo run --release -p c4snet --example readbench [RECORDS]`
 //!
 //! Generates RECORDS (default 100,000) small records in memory — one tag
 //! each, as the stress-test networks use — and times reading them, then
 //! records with a tag, a binding tag and an int field, and records with a
 //! `double[4]` field, then writing the last two.
+//! Reading and writing use the C4SNet text codec, as a program does.
 //! Rates are per second of this thread's CPU time (wall time is shown too:
 //! on a shared machine the two differ).
 
@@ -42,7 +43,7 @@ impl Timer {
 
 fn read(input: &[u8]) -> (usize, (f64, f64)) {
     let t = Timer::start();
-    let mut r = RecordReader::new(input);
+    let mut r = RecordReader::new(input).with_codecs(c4snet::text_codecs());
     let mut n = 0;
     loop {
         match r.next() {
@@ -121,12 +122,12 @@ fn main() {
         ("write, double[4]+tag", &doubles),
     ] {
         let mut recs = Vec::with_capacity(n);
-        let mut r = RecordReader::new(&input[..]);
+        let mut r = RecordReader::new(&input[..]).with_codecs(c4snet::text_codecs());
         while let Ok(Some(Item::Data(rec))) = r.next() {
             recs.push(rec);
         }
         let t = Timer::start();
-        let mut w = RecordWriter::new(std::io::sink());
+        let mut w = RecordWriter::new(std::io::sink()).with_codecs(c4snet::text_codecs());
         for rec in &recs {
             w.write(rec).expect("sink never fails");
         }

@@ -1,4 +1,7 @@
-//! C4SNet field values as text.
+//! C4SNet field values as text: the record format's forms, and
+//! [`C4TextCodec`], the [`snet_io::TextCodec`] that makes the record
+//! reader parse C4SNet values into [`C4Data`] and the writer print them
+//! canonically ([`text_codecs`]).
 //!
 //! A C4SNet field value in a record stream starts with a header naming the
 //! element type and, for arrays, the element count: `(int)5` is a scalar,
@@ -36,7 +39,11 @@ use std::fmt;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
-use snet_core::{CData, CType};
+use snet_core::{Field, FieldData, TextField};
+use snet_io::error::shown;
+use snet_io::{FieldTextError, TextCodec, TextCodecs};
+
+use crate::data::{C4Data, CData, CType, INTERFACE};
 
 /// Why a field value is not a valid C4SNet value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,21 +120,6 @@ pub struct Header {
     pub body: usize,
 }
 
-const MAX_SHOWN: usize = 40;
-
-/// `s` for an error message: shortened, with control characters and
-/// quotes escaped.
-pub(crate) fn shown(s: &str) -> String {
-    if s.len() <= MAX_SHOWN {
-        return s.escape_debug().to_string();
-    }
-    let mut end = MAX_SHOWN;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", s[..end].escape_debug())
-}
-
 /// Looks up a C type name, tolerating extra whitespace (`unsigned  int`).
 fn lookup_type(name: &str) -> Option<CType> {
     if let Some(t) = CType::from_c_name(name) {
@@ -183,8 +175,8 @@ pub fn parse_header(text: &str) -> Result<Header, FieldError> {
 // C number conversions
 
 extern "C" {
-    fn snet_io_ldouble_format(buf: *mut c_char, cap: usize, src: *const u8) -> libc::c_int;
-    fn snet_io_ldouble_parse(s: *const c_char, dst: *mut u8) -> usize;
+    fn c4snet_ldouble_format(buf: *mut c_char, cap: usize, src: *const u8) -> libc::c_int;
+    fn c4snet_ldouble_parse(s: *const c_char, dst: *mut u8) -> usize;
 }
 
 /// Runs `f` on a NUL-terminated copy of `s` (on the stack when short).
@@ -231,7 +223,7 @@ fn parse_ldouble(s: &str) -> Option<[u8; 16]> {
     }
     let mut out = [0u8; 16];
     // SAFETY: `p` is NUL-terminated; `out` has the 16 bytes the helper writes.
-    let used = with_cstr(s, |p| unsafe { snet_io_ldouble_parse(p, out.as_mut_ptr()) });
+    let used = with_cstr(s, |p| unsafe { c4snet_ldouble_parse(p, out.as_mut_ptr()) });
     (used == s.len()).then_some(out)
 }
 
@@ -256,15 +248,14 @@ fn format_ldouble(out: &mut Vec<u8>, slot: &[u8]) {
     debug_assert_eq!(slot.len(), 16);
     let mut buf = [0u8; 128];
     // SAFETY: `buf` has the capacity passed; `slot` is a 16-byte long double slot.
-    let n = unsafe { snet_io_ldouble_format(buf.as_mut_ptr().cast(), buf.len(), slot.as_ptr()) };
+    let n = unsafe { c4snet_ldouble_format(buf.as_mut_ptr().cast(), buf.len(), slot.as_ptr()) };
     let n = usize::try_from(n).unwrap_or(0);
     if n < buf.len() {
         out.extend_from_slice(&buf[..n]);
     } else {
         let mut big = vec![0u8; n + 1];
         // SAFETY: as above, with a buffer of the size snprintf asked for.
-        let m =
-            unsafe { snet_io_ldouble_format(big.as_mut_ptr().cast(), big.len(), slot.as_ptr()) };
+        let m = unsafe { c4snet_ldouble_format(big.as_mut_ptr().cast(), big.len(), slot.as_ptr()) };
         out.extend_from_slice(&big[..usize::try_from(m).unwrap_or(0).min(n)]);
     }
 }
@@ -553,6 +544,86 @@ fn encode_base64(bytes: &[u8], out: &mut Vec<u8>) {
     out.truncate(start + n);
 }
 
+// ---------------------------------------------------------------------------
+// The record format's codec
+
+/// The text codec of C4SNet values (interface `C4SNet`): parses textual and
+/// binary values into [`C4Data`], writes a [`C4Data`] in the canonical form
+/// of the mode.
+pub struct C4TextCodec;
+
+impl TextCodec for C4TextCodec {
+    fn interface(&self) -> &str {
+        INTERFACE
+    }
+    fn parse(&self, text: &str, binary: bool) -> Result<Field, FieldTextError> {
+        let d = if binary {
+            parse_binary(text)
+        } else {
+            parse_textual(text)
+        };
+        Ok(C4Data::new(d?).into_field())
+    }
+    fn validate(&self, text: &str, binary: bool) -> Result<(), FieldTextError> {
+        if binary {
+            validate_binary(text)?;
+        } else {
+            validate_textual(text)?;
+        }
+        Ok(())
+    }
+    fn format(&self, value: &dyn FieldData, binary: bool, out: &mut Vec<u8>) -> bool {
+        let Some(d) = value.as_any().downcast_ref::<C4Data>() else {
+            return false;
+        };
+        if binary {
+            format_binary(d, out)
+        } else {
+            format_textual(d, out)
+        }
+        true
+    }
+}
+
+/// The text codecs of a program whose fields are C4SNet's: for
+/// `RecordReader::with_codecs`, `RecordWriter::with_codecs` and the
+/// `snet_io::compare` functions.
+pub fn text_codecs() -> TextCodecs {
+    TextCodecs::new().with(std::sync::Arc::new(C4TextCodec))
+}
+
+/// The C4SNet data of a field: a [`C4Data`] (what a reader with
+/// [`text_codecs`] makes of a C4SNet value) is copied, a C4SNet text field
+/// (textual or binary mode, e.g. from a verbatim reader or one without the
+/// codec) parsed.
+pub fn decode_field(f: &Field) -> Result<CData, FieldError> {
+    if let Some(d) = f.downcast_ref::<C4Data>() {
+        return Ok(d.data().clone());
+    }
+    match f.downcast_ref::<TextField>() {
+        Some(t) if t.interface() == INTERFACE && t.binary() => parse_binary(t.text()),
+        Some(t) if t.interface() == INTERFACE => parse_textual(t.text()),
+        _ => Err(FieldError::UnsupportedInterface {
+            interface: f.interface().to_string(),
+        }),
+    }
+}
+
+/// The textual form of C4SNet data (`(int[2])1,2`), as the writer prints it
+/// (before XML escaping).
+pub fn encode_data(d: &CData) -> String {
+    let mut out = Vec::new();
+    format_textual(d, &mut out);
+    // Textual values are ASCII plus Latin-1 characters encoded as UTF-8.
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A text field holding `d` in textual mode, as a verbatim reader would
+/// read it.
+pub fn text_field(d: &CData) -> Field {
+    Field::text(INTERFACE, false, &encode_data(d))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -825,5 +896,49 @@ mod tests {
             let d = CData::from_bytes(ctype, 3, &bytes);
             assert_eq!(parse_binary(&bin(&d)).expect("valid").bytes(), &bytes[..]);
         }
+    }
+
+    #[test]
+    fn decode_field_handles_every_form() {
+        let t = Field::text("C4SNet", false, "(int[2])1,2");
+        let b = Field::text("C4SNet", true, "(int[2])AQAAAAIAAAA=");
+        let d = decode_field(&t).expect("textual");
+        assert_eq!(d.ctype(), CType::Int);
+        assert_eq!(decode_field(&b).expect("binary").bytes(), d.bytes());
+        assert_eq!(
+            decode_field(&crate::data_field(d.clone()))
+                .expect("data")
+                .bytes(),
+            d.bytes()
+        );
+        assert_eq!(encode_data(&d), "(int[2])1,2");
+        assert!(matches!(
+            decode_field(&Field::text("SAC", false, "x")),
+            Err(FieldError::UnsupportedInterface { .. })
+        ));
+        assert!(decode_field(&text_field(&d)).is_ok());
+    }
+
+    #[test]
+    fn the_codec_parses_validates_and_formats() {
+        let c = C4TextCodec;
+        let f = c.parse("(int[2]) 1, 2", false).expect("valid");
+        let v = f.get().expect("local");
+        let mut out = Vec::new();
+        assert!(c.format(&**v, false, &mut out));
+        assert_eq!(out, b"(int[2])1,2");
+        out.clear();
+        assert!(c.format(&**v, true, &mut out));
+        assert_eq!(out, b"(int[2])AQAAAAIAAAA=");
+        assert!(c.parse("(int[2])AQAAAAIAAAA=", true).is_ok());
+        assert!(c.validate("(int[2])1", false).is_err());
+        assert!(c.validate("(int[2])AQAAAA==", true).is_err());
+        let e = c.parse("(bool)1", false).expect_err("bad type");
+        assert_eq!(e.to_string(), "unknown field type \"bool\"");
+        assert!(e.downcast_ref::<FieldError>().is_some());
+        let text = Field::text("C4SNet", false, "(int)1");
+        out.clear();
+        assert!(!c.format(&**text.get().expect("local"), false, &mut out));
+        assert!(out.is_empty());
     }
 }
