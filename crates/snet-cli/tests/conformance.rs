@@ -16,6 +16,11 @@
 //! `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
 //!
+//! An optional `args` file holds extra command-line arguments for the run,
+//! one argument per line (so a line may contain spaces, as in
+//! `--input-limit` / `8 + 2*output`; surrounding whitespace and empty lines
+//! are ignored), appended after `-i <input> -w <workers>`.
+//!
 //! A case with C box code (`*.c` files in its directory, or any case of the
 //! `c` suite: its boxes may all be inline C) is built once with
 //! `snet build prog.snet *.c -o <tmp>/prog`, and the produced executable is
@@ -182,8 +187,15 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
     let expected_err = std::fs::read_to_string(dir.join("expected-error.txt")).ok();
     let expected = std::fs::read(dir.join("expected.xml")).ok();
     let ordered = dir.join("ordered").exists();
+    // One argument per line (see the module docs).
     let extra_args: Vec<String> = std::fs::read_to_string(dir.join("args"))
-        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .map(|s| {
+            s.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default();
     for _ in 0..repeat {
         let mut cmd = match &exe {

@@ -2,7 +2,8 @@
 """Writes the C-box conformance cases (tests/conformance/c/<case>/).
 
 Each case: prog.snet, box sources (*.c), input.xml, expected.xml (or
-expected-error.txt / expected-build-error.txt), optional `ordered` and `args`.
+expected-error.txt / expected-build-error.txt), optional `ordered` and `args`
+(one command-line argument per line).
 Expected outputs are computed here in plain Python. Field values that boxes
 produce are printed by the runtime in C printf formats (records.md):
 %d-style integers, %.32f for float, %.32le for double, %.32Le for long double.
@@ -538,7 +539,7 @@ case('concurrent-ordered', '''
 box slow((<i>) -> (<i>, <r>));
 net conc connect slow;
 ''', {'slow.c': slow_src}, [[tag('i', i)] for i in range(48)], [r for i in range(48) for r in slow_out(i)],
-    ordered=True, args='--box-concurrency 4',
+    ordered=True, args=['--box-concurrency', '4'],
     notes='one slow box invoked concurrently (--box-concurrency 4): outputs leave in input order')
 
 case('concurrent-det-star', '''
@@ -546,7 +547,7 @@ box slow((<i>) -> (<i>, <r>));
 net cds connect ([{<i>} -> {<i>, <round>}] .. (slow .. [{<i>, <r>, <round>} -> if <round < 2> then {<i>, <round=round+1>} else {<i>, <r>, <done>}]) ** {<done>});
 ''', {'slow.c': slow_src}, [[tag('i', i)] for i in range(24)],
     [[tag('i', i), tag('r', -1 if (i % 3 == 0) else 2 * i), tag('done', 0), tag('round', 2)] for i in range(24) for _ in range(1)],
-    ordered=False, args='--box-concurrency 3',
+    ordered=False, args=['--box-concurrency', '3'],
     notes='placeholder; rewritten below')
 del CASES['concurrent-det-star']
 
@@ -559,7 +560,7 @@ net cds
 }
 connect [{<i>} -> {<i>, <round>}] .. loop;
 ''', {'slow.c': slow_src}, [[tag('i', i)] for i in range(1, 25)], None,
-    ordered=True, args='--box-concurrency 3',
+    ordered=True, args=['--box-concurrency', '3'],
     notes='a concurrent box inside ** : ordering markers stay behind earlier records\' outputs')
 
 def cds_expected():
@@ -793,7 +794,7 @@ def write():
         if c['ordered']:
             open(os.path.join(d, 'ordered'), 'w').write('')
         if c['args']:
-            open(os.path.join(d, 'args'), 'w').write(c['args'] + '\n')
+            open(os.path.join(d, 'args'), 'w').write(''.join(a + '\n' for a in c['args']))
         open(os.path.join(d, 'notes.txt'), 'w').write(c['notes'] + '\n')
     print(f'{len(CASES)} cases')
 

@@ -7,7 +7,10 @@ interpreter refsnet.py under several random schedules.
 For expected.xml cases: output must equal the expected multiset (or the
 exact sequence when the case has an `ordered` file) for every seed.
 For expected-error.txt cases whose error arises inside the network the run
-must fail; malformed-input cases are skipped (refsnet's XML reader is lax).
+must fail; malformed-input cases are skipped (refsnet's XML reader is lax),
+and so are error cases with an `args` file (errors in the command line).
+An `--input-limit` formula in `args` is applied by refsnet's input
+admission (`refsnet.run(..., limit=...)`).
 """
 import os
 import sys
@@ -20,6 +23,16 @@ import refsnet  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 XML_ERRORS = {'err-malformed-unclosed', 'err-malformed-nonint', 'err-unknown-record-type',
               'err-field-unknown-type', 'err-field-count', 'err-field-number'}
+
+
+def input_limit(d):
+    """The case's --input-limit bound as a function of the output count, or None."""
+    p = os.path.join(d, 'args')
+    args = open(p).read().splitlines() if os.path.exists(p) else []
+    if '--input-limit' not in args:
+        return None
+    formula = args[args.index('--input-limit') + 1]  # only output, integers, + - * ( )
+    return lambda output: eval(formula, {'__builtins__': {}}, {'output': output})
 
 
 def main():
@@ -45,6 +58,9 @@ def main():
             if name in XML_ERRORS:
                 print('SKIP %s (input-format error)' % name)
                 continue
+            if os.path.exists(os.path.join(d, 'args')):
+                print('SKIP %s (command-line error)' % name)
+                continue
             want = open(os.path.join(d, 'expected-error.txt')).read().strip()
             recs = refsnet.parse_records(open(os.path.join(d, 'input.xml')).read())
             ok = True
@@ -62,13 +78,14 @@ def main():
             bad += not ok
             continue
         recs = refsnet.parse_records(open(os.path.join(d, 'input.xml')).read())
+        limit = input_limit(d)
         exp = [refsnet.canon(r) for r in refsnet.parse_records(open(os.path.join(d, 'expected.xml')).read())]
         ok = True
         info = ''
         for p, s in runs:
             refsnet.Scheduler.policy = p
             try:
-                out = [refsnet.canon(r) for r in refsnet.run(src, recs, s)]
+                out = [refsnet.canon(r) for r in refsnet.run(src, recs, s, limit=limit)]
             except refsnet.SNetError as e:
                 ok = False; info = 'error: %s' % e
                 break

@@ -930,7 +930,10 @@ def canon(rec):
     return tuple(sorted((k, n, v) for (k, n), v in rec.items()))
 
 
-def run(src, records, seed=0, entry=None):
+def run(src, records, seed=0, entry=None, limit=None):
+    """limit: None, or a function of the number of records output so far
+    (the --input-limit bound): input record n is admitted only while
+    n <= limit(output), or when the network is quiescent."""
     env, tenv, last = load(src)
     net = env.lookup(entry) if entry else last
     rng = random.Random(seed)
@@ -940,8 +943,11 @@ def run(src, records, seed=0, entry=None):
     inp = Stream(sched, ent)
     # feed input in order, interleaved randomly with processing
     pending = deque(records)
+    admitted = 0
     while pending or sched.ready:
-        if pending and (not sched.ready or rng.random() < 0.3):
+        bounded = limit is not None and admitted >= limit(len(sink.out))
+        if pending and (not sched.ready or (not bounded and rng.random() < 0.3)):
+            admitted += 1
             inp.put(pending.popleft())
         else:
             s, rec = sched.pick()
