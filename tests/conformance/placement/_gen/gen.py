@@ -427,6 +427,35 @@ connect (inner !@ <m>) !!@ <node>;
            'u counted down to 0 with k = number of steps (u <= 0 leaves the star unchanged).',
      readme=('ordered', '`(inner !@ <m>) !!@ <node>`: nested dynamic placement, nodes 0/1, runs with 2 and 4 nodes'))
 
+ins = []
+for i in range(300):
+    ins.append(R(id=i, node=rnd.randrange(4), m=rnd.randrange(4), v=rnd.randint(-99, 99)))
+exp = []
+for r in ins:
+    v = T(r, 'v')
+    r = filt(r, [t('v')], [{t('v'): v + 3, t('xs'): v}])[0]
+    v = T(r, 'v')
+    r = filt(r, [t('v'), t('node')], [{t('v'): v * 2, t('node'): T(r, 'node'), t('ys'): T(r, 'node')}])[0]
+    v = T(r, 'v')
+    r = filt(r, [t('v'), t('m')], [{t('v'): v - 1, t('m'): T(r, 'm'), t('zs'): T(r, 'm')}])[0]
+    exp.append(r)
+case('dyn-static-mix', '''
+// Static placement inside dynamic placement and the reverse.  The replica
+// of ((x @ 2) .. y) for <node> = v runs on node v, but x inside it is
+// placed on node 2 whatever v is; the !@ <m> is itself placed on node 3,
+// and its replica for <m> = u still runs on node u.
+net mix
+{
+  net x connect [{<v>} -> {<v=v+3>, <xs=v>}];
+  net y connect [{<v>, <node>} -> {<v=v*2>, <node>, <ys=node>}];
+  net z connect [{<v>, <m>} -> {<v=v-1>, <m>, <zs=m>}];
+}
+connect (((x @ 2) .. y) !@ <node>) .. ((z !@ <m>) @ 3);
+''', ins, exp, nodes=[4],
+     notes='One output per input: v -> 2(v+3)-1, xs = v, ys = node, zs = m, the rest inherited. Where the '
+           'parts run (x on 2, y on <node>, z on <m>) is checked by the location probes of _gen/run.py.',
+     readme=('multiset', '`((x @ 2) .. y) !@ <node>` and `(z !@ <m>) @ 3`: static inside dynamic and the reverse'))
+
 # ============================================================================
 # PLACEMENT INSIDE STAR / SPLIT / FEEDBACK
 

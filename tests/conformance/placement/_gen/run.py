@@ -16,7 +16,11 @@ component runs; the engine names the node in the error (`node K: ...`,
 no prefix on node 0), which shows where the component actually ran
 (e.g. that in `((x @ 2) .. y) @ 1` x runs on 2 and y on 1).
 
-  python3 run.py [--snet PATH] [--repeat N] [case-substring ...]
+  python3 run.py [--snet PATH] [--repeat N] [--workers 1,2] [--extra 'ARGS']
+                [case-substring ...]
+
+--extra adds arguments to every case run (not the probes), e.g.
+`--extra '--inline-fields 0'` or `--extra '--scatter 7'`.
 
 PATH defaults to $SNET or target/release/snet of this repository.
 """
@@ -57,6 +61,11 @@ PROBES = [
     ('dyn-det', '[{<w>} -> {<w=w*w>}]', '[{<w>, <node>} -> {<w=w*w/(node-1)>, <node>}]', 4, 1),
     ('dyn-nested', '<v=v*2+m>', '<v=v*2/m>', 2, 0),
     ('dyn-nested', '<v=v*2+m>', '<v=v*2/(m-1)>', 2, 1),
+    ('dyn-static-mix', '<v=v+3>', '<v=v/0>', 4, 2),
+    ('dyn-static-mix', '<ys=node>', '<ys=1/(node-1)>', 4, 1),
+    ('dyn-static-mix', '<ys=node>', '<ys=1/(node-3)>', 4, 3),
+    ('dyn-static-mix', '<zs=m>', '<zs=1/(m-1)>', 4, 1),
+    ('dyn-static-mix', '<zs=m>', '<zs=1/m>', 4, 0),
     ('star-inside', '<side=n>', '<side=n/0>', 4, 1),
     ('star-inside', '<s=s+n>', '<s=s/0>', 4, 2),
     ('star-det-inside', '<c=c+1>', '<c=c/0>', 4, 3),
@@ -94,8 +103,11 @@ def snet_path(args):
     return os.environ.get('SNET') or os.path.join(REPO, 'target', 'release', 'snet')
 
 
-def run(snet, prog, inp, nodes, workers):
-    cmd = [snet, 'run', prog, '-i', inp, '-w', str(workers)]
+EXTRA = []
+
+
+def run(snet, prog, inp, nodes, workers, extra=()):
+    cmd = [snet, 'run', prog, '-i', inp, '-w', str(workers)] + list(extra)
     if nodes > 1:
         cmd += ['--nodes', str(nodes), '--transport', 'loopback']
     try:
@@ -107,7 +119,7 @@ def run(snet, prog, inp, nodes, workers):
 
 def check_case(snet, d, nodes, workers):
     prog, inp = os.path.join(d, 'prog.snet'), os.path.join(d, 'input.xml')
-    rc, out, err = run(snet, prog, inp, nodes, workers)
+    rc, out, err = run(snet, prog, inp, nodes, workers, EXTRA)
     if rc is None:
         return 'timeout'
     errf = os.path.join(d, 'expected-error.txt')
@@ -161,6 +173,11 @@ def main():
     repeat = 1
     if '--repeat' in args:
         i = args.index('--repeat'); repeat = int(args[i + 1]); del args[i:i + 2]
+    workers = [1, 2]
+    if '--workers' in args:
+        i = args.index('--workers'); workers = [int(w) for w in args[i + 1].split(',')]; del args[i:i + 2]
+    if '--extra' in args:
+        i = args.index('--extra'); EXTRA.extend(args[i + 1].split()); del args[i:i + 2]
     names = sorted(n for n in os.listdir(ROOT) if os.path.isfile(os.path.join(ROOT, n, 'prog.snet')))
     if args:
         names = [n for n in names if any(a in n for a in args)]
@@ -171,7 +188,7 @@ def main():
         if os.path.exists(os.path.join(d, 'nodes')):
             nodes = [int(n) for n in open(os.path.join(d, 'nodes')).read().split()]
         for n in nodes:
-            for w in (1, 2):
+            for w in workers:
                 for _ in range(repeat):
                     e = check_case(snet, d, n, w)
                     if e:
