@@ -10,10 +10,12 @@ exist).  `check.py` cross-checks every case against the pure suite's
 reference interpreter under random schedules.
 
 Run from anywhere:  python3 tests/conformance/placement/_gen/gen.py
-It rewrites the case directories it defines (never anything else).
+It rewrites the case directories it defines and the case table of README.md
+(never anything else).
 """
 import os
 import random
+import re
 import shutil
 import sys
 
@@ -1088,7 +1090,16 @@ def write_all():
         nodes = ' '.join(map(str, c['nodes'])) if c['nodes'] else 'any'
         esc = lambda s: s.replace('|', '\\|')  # noqa: E731
         rows.append('| `%s` | %s | %s | %s |' % (c['name'], esc(check), nodes, esc(covers)))
-    print('\n'.join(rows))
+    # The case table of README.md (between its header row and the next blank line).
+    readme = os.path.join(ROOT, 'README.md')
+    head = '|------|-------|-------|--------|\n'
+    text = open(readme).read()
+    start = text.index(head) + len(head)
+    end = text.index('\n\n', start)
+    text = text[:start] + '\n'.join(rows) + text[end:]
+    text = re.sub(r'\d+ cases, all generated', '%d cases, all generated' % len(CASES), text)
+    with open(readme, 'w') as fh:
+        fh.write(text)
 
 
 if __name__ == '__main__':
