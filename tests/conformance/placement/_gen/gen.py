@@ -1042,6 +1042,16 @@ net dynneg connect [{<x>} -> {<y=x>}] !@ <node>;
            'wrap-around to a large unsigned node number.',
      readme=('error `placement to node -1`', '`!@ <node>` with a negative value'))
 
+ins = [R(node=0, x=1), R(node=1 << 32, x=2), R(node=0, x=3)]
+case('err-dyn-wrap', '''
+// Dynamic placement to node 2^32: a node number must not be truncated to
+// 32 bits (it would wrap round to node 0, which exists).
+net dynwrap connect [{<x>} -> {<y=x>}] !@ <node>;
+''', ins, error='placement to node 4294967296', nodes=[1, 2, 4],
+     notes='Tags are 64-bit; <node> = 4294967296 names no node of any run: a runtime error naming the full '
+           'value, not a silent run on node 0.',
+     readme=('error `placement to node 4294967296`', '`!@ <node>` with node 2^32 (no wrap-around to node 0)'))
+
 ins = [R(id=i, node=0, x=i) for i in range(50)] + [R(id=50, node=7, x=50)] + \
       [R(id=51 + i, node=0, x=i) for i in range(50)]
 case('err-dyn-det-node7', '''
