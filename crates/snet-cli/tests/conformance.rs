@@ -6,10 +6,11 @@
 //! C4SNet values must be in the canonical `printf` form) or `expected-error.txt` (a substring the error message
 //! must contain; the run must exit nonzero). Every case runs under 1, 2 and
 //! 8 workers on one node, and as a distributed run on the loopback
-//! transport: 2 nodes (2 workers each) and 4 nodes (1 and 2 workers), each
-//! time with random components of the program placed on random nodes
-//! (`--scatter SEED`, the seed fixed per case and shown in the trial's
-//! name) and once with every field sent by reference (`--inline-fields 0`):
+//! transport: 4 nodes with the program's own placements, and 2 nodes (2
+//! workers each) and 4 nodes (1 and 2 workers) with random components of
+//! the program placed on random nodes (`--scatter SEED`, the seed fixed per
+//! case and shown in the trial's name), once with every field sent by
+//! reference (`--inline-fields 0`):
 //! placement must change no output, order included where it is
 //! deterministic. A `nodes` file restricts the node counts (e.g. `1 2` for a
 //! case about a missing node, `4` for a case that places on node 3).
@@ -356,6 +357,13 @@ fn main() {
                     workers: 2,
                     nodes: 4,
                     scatter: Some(seed + 2),
+                    by_ref: false,
+                },
+                // The program's own placements, unchanged.
+                Setup {
+                    workers: 2,
+                    nodes: 4,
+                    scatter: None,
                     by_ref: false,
                 },
             ];

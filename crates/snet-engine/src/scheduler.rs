@@ -587,12 +587,13 @@ impl Shared {
 
     /// Takes one input record into the network; returns a task if the entry was idle.
     fn admit(&self, force: bool) -> Option<Option<Task>> {
-        if !force && !self.admissible() {
+        // Check, pop and offer under the input lock: two workers admitting
+        // at once must neither reorder the input stream nor both pass the
+        // bound for the last admissible record.
+        let mut st = lock(&self.input.state);
+        if st.records.is_empty() || (!force && !self.admissible()) {
             return None;
         }
-        // Pop and offer under the input lock: two workers admitting at once
-        // must not reorder the input stream.
-        let mut st = lock(&self.input.state);
         let rec = st.records.pop_front()?;
         if st.records.len() + 1 == self.input.capacity {
             self.input.space.notify_one();
