@@ -79,10 +79,11 @@
 
 use std::collections::BTreeMap;
 
-use snet_core::{BoxDef, BoxId, NodeId, Record};
+use snet_core::{BoxDef, NodeKind, Record};
 
 use crate::entity::{Entity, Item, Rec};
-use crate::instantiate::{Ctx, Kind, Runtime};
+use crate::program::BoxTemplate;
+use crate::runtime::{Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, Mutex};
 use crate::EngineError;
 
@@ -171,8 +172,7 @@ enum Mode {
 }
 
 pub struct BoxEntity {
-    node: NodeId,
-    id: BoxId,
+    t: Arc<BoxTemplate>,
     imp: Arc<dyn BoxImpl>,
     next: Arc<Entity>,
     mode: Mode,
@@ -199,7 +199,10 @@ impl Emit for Collect<'_> {
 }
 
 impl BoxEntity {
-    pub fn new(rt: &Runtime, node: NodeId, id: BoxId, next: Arc<Entity>) -> BoxEntity {
+    pub fn new(rt: &Runtime, t: Arc<BoxTemplate>, next: Arc<Entity>) -> BoxEntity {
+        let NodeKind::Box(id) = rt.graph().node(t.node).kind else {
+            panic!("node {} is not a box", t.node)
+        };
         let imp = rt.boxes[id as usize]
             .clone()
             .expect("boxes of the entry network are resolved before the run");
@@ -215,8 +218,7 @@ impl BoxEntity {
             Mode::Inline
         };
         BoxEntity {
-            node,
-            id,
+            t,
             imp,
             next,
             mode,
@@ -231,12 +233,12 @@ impl BoxEntity {
         det: &crate::entity::Stamps,
         ctx: &Ctx,
     ) -> Result<Vec<Item>, EngineError> {
-        let def = ctx.rt.graph().box_def(self.id);
+        let def = &*self.t.def;
         let input = def.input_variant();
         let err = |what: String| EngineError::Box {
             name: def.name.clone(),
             what,
-            loc: ctx.rt.loc(self.node),
+            loc: ctx.rt.loc(self.t.node),
         };
         if !rec.matches(&input) {
             return Err(err(format!(
@@ -292,8 +294,7 @@ impl BoxEntity {
 
     fn admit(&mut self, item: Item, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
         if let Item::Rec(r) = &item {
-            let def = ctx.rt.graph().box_def(self.id);
-            let fields = def.inputs.iter().copied().filter(|l| l.is_field());
+            let fields = self.t.def.inputs.iter().copied().filter(|l| l.is_field());
             if !crate::dist::fields::ensure_local(&r.rec, fields, me, ctx) {
                 self.parked.park(item);
                 return Ok(());
@@ -346,7 +347,7 @@ impl BoxEntity {
                 *seq += 1;
                 match item {
                     Item::Rec(Rec { rec, mut det }) => {
-                        let def = ctx.rt.graph().box_def(self.id);
+                        let def = &*self.t.def;
                         let input = def.input_variant();
                         if !rec.matches(&input) {
                             return Err(EngineError::Box {
@@ -356,7 +357,7 @@ impl BoxEntity {
                                     rec.type_string(),
                                     input
                                 ),
-                                loc: ctx.rt.loc(self.node),
+                                loc: ctx.rt.loc(self.t.node),
                             });
                         }
                         // Round robin over the lanes, counting records only.
@@ -364,8 +365,7 @@ impl BoxEntity {
                         *rr += 1;
                         if k == lanes.len() {
                             let lane = BoxEntity {
-                                node: self.node,
-                                id: self.id,
+                                t: self.t.clone(),
                                 imp: self.imp.clone(),
                                 next: self.next.clone(),
                                 mode: Mode::Lane {
@@ -373,7 +373,7 @@ impl BoxEntity {
                                 },
                                 parked: Default::default(),
                             };
-                            lanes.push(ctx.entity(self.node, Kind::Box(lane)));
+                            lanes.push(ctx.entity(Kind::Box(lane)));
                         }
                         det.push(s);
                         let lane = lanes[k].clone();

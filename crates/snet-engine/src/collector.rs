@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 
 use crate::entity::{Arrivals, Entity, Item, Marker, Rec, Stamps};
-use crate::instantiate::Ctx;
+use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
 

@@ -28,7 +28,7 @@ use smallvec::SmallVec;
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 
-use snet_core::{NodeId, Record};
+use snet_core::Record;
 
 use crate::sync::{lock, Arc, Mutex};
 
@@ -165,11 +165,6 @@ impl Arrivals {
             None
         }
     }
-
-    /// Markers with copies still travelling.
-    pub fn pending(&self) -> usize {
-        self.partial.len()
-    }
 }
 
 /// What travels on a stream.
@@ -200,9 +195,7 @@ struct Inbox {
 /// A runtime entity: an inbox plus kind-specific state.
 pub struct Entity {
     inbox: Mutex<Inbox>,
-    state: UnsafeCell<crate::instantiate::Kind>,
-    /// The template this entity was instantiated from (for messages).
-    pub node: NodeId,
+    state: UnsafeCell<crate::runtime::Kind>,
 }
 
 // SAFETY: `state` is only accessed by the licence holder (see the module
@@ -212,14 +205,13 @@ unsafe impl Sync for Entity {}
 unsafe impl Send for Entity {}
 
 impl Entity {
-    pub fn new(node: NodeId, kind: crate::instantiate::Kind) -> Arc<Entity> {
+    pub fn new(kind: crate::runtime::Kind) -> Arc<Entity> {
         Arc::new(Entity {
             inbox: Mutex::new(Inbox {
                 items: VecDeque::new(),
                 scheduled: false,
             }),
             state: UnsafeCell::new(kind),
-            node,
         })
     }
 
@@ -259,7 +251,7 @@ impl Entity {
     /// not yet reachable by any other thread (construction). No other
     /// reference from `state` may be alive.
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn state(&self) -> &mut crate::instantiate::Kind {
+    pub unsafe fn state(&self) -> &mut crate::runtime::Kind {
         // SAFETY: exclusive access is the caller's obligation (see above).
         unsafe { &mut *self.state.get() }
     }

@@ -22,16 +22,14 @@
 
 use std::collections::VecDeque;
 
-use snet_core::{NodeId, NodeKind};
-
 use crate::entity::{Entity, Item, Marker};
-use crate::instantiate::Ctx;
+use crate::program::FeedbackDef;
+use crate::runtime::Ctx;
 use crate::star::matches_any;
 use crate::sync::Arc;
 use crate::EngineError;
 
 pub struct FeedbackEntry {
-    node: NodeId,
     body: Arc<Entity>,
     router: Arc<Entity>,
     draining: bool,
@@ -39,9 +37,8 @@ pub struct FeedbackEntry {
 }
 
 impl FeedbackEntry {
-    pub fn new(node: NodeId, _owner: u64, body: Arc<Entity>, router: Arc<Entity>) -> FeedbackEntry {
+    pub fn new(body: Arc<Entity>, router: Arc<Entity>) -> FeedbackEntry {
         FeedbackEntry {
-            node,
             body,
             router,
             draining: false,
@@ -50,7 +47,6 @@ impl FeedbackEntry {
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let _ = self.node;
         match item {
             Item::Resume => {
                 self.draining = false;
@@ -80,7 +76,7 @@ impl FeedbackEntry {
 }
 
 pub struct FeedbackRouter {
-    node: NodeId,
+    def: Arc<FeedbackDef>,
     owner: u64,
     /// The loop body's entry (weak: the body holds the router strongly).
     pub body: std::sync::Weak<Entity>,
@@ -94,9 +90,9 @@ pub struct FeedbackRouter {
 }
 
 impl FeedbackRouter {
-    pub fn new(node: NodeId, owner: u64, next: Arc<Entity>) -> FeedbackRouter {
+    pub fn new(def: Arc<FeedbackDef>, owner: u64, next: Arc<Entity>) -> FeedbackRouter {
         FeedbackRouter {
-            node,
+            def,
             owner,
             body: std::sync::Weak::new(),
             entry: std::sync::Weak::new(),
@@ -115,12 +111,9 @@ impl FeedbackRouter {
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {
-                let NodeKind::Feedback { back, .. } = &ctx.rt.graph().node(self.node).kind else {
-                    unreachable!()
-                };
-                let again = matches_any(back, &r.rec).map_err(|e| EngineError::Eval {
+                let again = matches_any(&self.def.back, &r.rec).map_err(|e| EngineError::Eval {
                     what: format!("feedback guard: {e}"),
-                    loc: ctx.rt.loc(self.node),
+                    loc: ctx.rt.loc(self.def.node),
                 })?;
                 if again {
                     let b = self.body();

@@ -5,10 +5,10 @@
 //! adds to each output the input's labels that the pattern does not name
 //! (flow inheritance; labels the outspec sets win).
 
-use snet_core::{FilterDef, NodeId, NodeKind, OutItem, OutSpec, Record, TagValue, Value};
+use snet_core::{FilterDef, NodeId, OutItem, OutSpec, Record, TagValue, Value};
 
 use crate::entity::{Entity, Item, Rec};
-use crate::instantiate::Ctx;
+use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
 
@@ -17,14 +17,18 @@ use crate::EngineError;
 /// into filter `i + 1`, depth first, which is exactly the order separate
 /// entities would produce.
 pub struct FilterChain {
-    nodes: smallvec::SmallVec<[NodeId; 2]>,
+    /// The filters, each with its template node (for messages).
+    filters: smallvec::SmallVec<[(NodeId, Arc<FilterDef>); 2]>,
     next: Arc<Entity>,
 }
 
 impl FilterChain {
-    pub fn new(nodes: &[NodeId], next: Arc<Entity>) -> FilterChain {
+    pub fn new(rt: &crate::runtime::Runtime, nodes: &[NodeId], next: Arc<Entity>) -> FilterChain {
         FilterChain {
-            nodes: nodes.into(),
+            filters: nodes
+                .iter()
+                .map(|&n| (n, rt.prog.filter(n).clone()))
+                .collect(),
             next,
         }
     }
@@ -47,11 +51,9 @@ impl FilterChain {
         det: &crate::entity::Stamps,
         ctx: &mut Ctx,
     ) -> Result<(), EngineError> {
-        let node = self.nodes[i];
-        let NodeKind::Filter(def) = &ctx.rt.graph().node(node).kind else {
-            unreachable!("filter chain on a non-filter node")
-        };
-        let last = i + 1 == self.nodes.len();
+        let (node, def) = &self.filters[i];
+        let node = *node;
+        let last = i + 1 == self.filters.len();
         let mut failed = None;
         apply_each(def, rec, |out| {
             if failed.is_some() {
@@ -88,13 +90,6 @@ impl FilterChain {
 pub enum FilterError {
     Type(String),
     Eval(snet_core::EvalError),
-}
-
-/// Applies a filter to one record, collecting the outputs.
-pub fn apply(def: &FilterDef, rec: &Record) -> Result<Vec<Record>, FilterError> {
-    let mut outs = Vec::new();
-    apply_each(def, rec, |r| outs.push(r))?;
-    Ok(outs)
 }
 
 /// Applies a filter to one record, handing each output to `emit` in order

@@ -19,23 +19,25 @@
 //!   a connection's local end;
 //! - [`weight`]: dyadic weights (marker copies, termination credit).
 
-pub mod boxes;
-pub mod collector;
+mod boxes;
+mod collector;
 pub mod dist;
-pub mod entity;
-pub mod feedback;
-pub mod filter;
-pub mod instantiate;
-pub mod limit;
-pub mod output;
-pub mod parallel;
-pub mod remote;
+mod entity;
+mod feedback;
+mod filter;
+mod instantiate;
+mod limit;
+mod output;
+mod parallel;
+mod program;
+mod remote;
+mod runtime;
 pub mod scheduler;
-pub mod split;
-pub mod star;
-pub mod sync;
-pub mod synchro;
-pub mod weight;
+mod split;
+mod star;
+mod sync;
+mod synchro;
+mod weight;
 
 use std::fmt;
 use std::sync::Arc;

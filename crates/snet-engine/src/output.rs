@@ -1,7 +1,7 @@
 //! The network's output stream: writes records in arrival order.
 
 use crate::entity::Item;
-use crate::instantiate::Ctx;
+use crate::runtime::Ctx;
 use crate::sync::Ordering;
 use crate::EngineError;
 

@@ -7,16 +7,16 @@
 //! branches write straight into the downstream entity; deterministic ones
 //! into a collector.
 
-use snet_core::NodeId;
-
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Marker, Stamps};
-use crate::instantiate::{instantiate, Ctx};
+use crate::instantiate::instantiate;
+use crate::program::ParallelDef;
+use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
 
 pub struct ParallelEntity {
-    node: NodeId,
+    def: Arc<ParallelDef>,
     branches: Vec<Option<Arc<Entity>>>,
     next: Arc<Entity>,
     /// The sequence counter of a deterministic composition.
@@ -24,10 +24,10 @@ pub struct ParallelEntity {
 }
 
 impl ParallelEntity {
-    pub fn new(node: NodeId, n: usize, next: Arc<Entity>) -> ParallelEntity {
+    pub fn new(def: Arc<ParallelDef>, next: Arc<Entity>) -> ParallelEntity {
         ParallelEntity {
-            node,
-            branches: vec![None; n],
+            branches: vec![None; def.branches.len()],
+            def,
             next,
             det: None,
         }
@@ -43,11 +43,7 @@ impl ParallelEntity {
         if let Some(b) = &self.branches[i] {
             return b.clone();
         }
-        let snet_core::NodeKind::Parallel { branches, .. } = &ctx.rt.graph().node(self.node).kind
-        else {
-            unreachable!("parallel entity on a non-parallel node")
-        };
-        let e = instantiate(ctx, branches[i], self.next.clone(), start);
+        let e = instantiate(ctx, self.def.branches[i], self.next.clone(), start);
         ctx.start();
         self.branches[i] = Some(e.clone());
         e
@@ -56,7 +52,7 @@ impl ParallelEntity {
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(mut r) => {
-                let routes = &ctx.rt.prog.routes[self.node as usize];
+                let routes = &self.def.routes;
                 let Some(i) = routes
                     .iter()
                     .find(|(v, _)| r.rec.matches(v))
@@ -69,7 +65,7 @@ impl ParallelEntity {
                             r.rec.type_string(),
                             accepted.join(", ")
                         ),
-                        loc: ctx.rt.loc(self.node),
+                        loc: ctx.rt.loc(self.def.node),
                     });
                 };
                 let marker = self.det.as_mut().map(|d| d.stamp(&mut r));

@@ -9,7 +9,7 @@
 
 use crate::dist::{ConnId, Out};
 use crate::entity::Item;
-use crate::instantiate::Ctx;
+use crate::runtime::Ctx;
 use crate::EngineError;
 
 pub struct RemoteEntity {

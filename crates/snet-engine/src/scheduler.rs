@@ -54,7 +54,9 @@ use snet_core::{Graph, NodeId, NodeKind, Record};
 use crate::dist::managers::{input_manager, output_manager, Host};
 use crate::dist::{Net, Out, Settle, Transport};
 use crate::entity::{Entity, Item, Offer, Rec, Stamps};
-use crate::instantiate::{instantiate, output_entity, process, Ctx, Kind, Program, Runtime};
+use crate::instantiate::{instantiate, output_entity};
+use crate::program::Program;
+use crate::runtime::{process, Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{Config, EngineError, LanguageInterface, Sink, Source, Stats};
 

@@ -7,35 +7,26 @@
 //! nodes exist (on a single node only node 0).
 
 use rustc_hash::FxHashMap;
-use snet_core::{Label, NodeId, NodeKind};
 
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item};
-use crate::instantiate::{instantiate, remote_instance, Ctx};
+use crate::instantiate::{instantiate, remote_instance};
+use crate::program::SplitDef;
+use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
 
 pub struct SplitEntity {
-    node: NodeId,
-    tag: Label,
-    placement: bool,
+    def: Arc<SplitDef>,
     replicas: FxHashMap<i64, Arc<Entity>>,
     next: Arc<Entity>,
     det: Option<DetOwner>,
 }
 
 impl SplitEntity {
-    pub fn new(
-        node: NodeId,
-        tag: Label,
-        placement: bool,
-        next: Arc<Entity>,
-        det: Option<DetOwner>,
-    ) -> SplitEntity {
+    pub fn new(def: Arc<SplitDef>, next: Arc<Entity>, det: Option<DetOwner>) -> SplitEntity {
         SplitEntity {
-            node,
-            tag,
-            placement,
+            def,
             replicas: FxHashMap::default(),
             next,
             det,
@@ -43,44 +34,42 @@ impl SplitEntity {
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let def = &*self.def;
         match item {
             Item::Rec(mut r) => {
-                let what = if self.placement {
+                let what = if def.placement {
                     "dynamic placement"
                 } else {
                     "parallel replication"
                 };
-                let Some(v) = r.rec.int(self.tag) else {
+                let Some(v) = r.rec.int(def.tag) else {
                     return Err(EngineError::Type {
                         what: format!(
                             "record {} lacks the tag {} that the {what} splits on",
                             r.rec.type_string(),
-                            self.tag
+                            def.tag
                         ),
-                        loc: ctx.rt.loc(self.node),
+                        loc: ctx.rt.loc(def.node),
                     });
                 };
-                if self.placement && !(0..i64::from(ctx.rt.nodes)).contains(&v) {
+                if def.placement && !(0..i64::from(ctx.rt.nodes)).contains(&v) {
                     return Err(EngineError::Type {
                         what: format!(
                             "dynamic placement to node {v} (tag {}), but the run has {} node(s): 0..{}",
-                            self.tag,
+                            def.tag,
                             ctx.rt.nodes,
                             ctx.rt.nodes - 1
                         ),
-                        loc: ctx.rt.loc(self.node),
+                        loc: ctx.rt.loc(def.node),
                     });
                 }
                 let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
                 let target = match self.replicas.get(&v) {
                     Some(t) => t.clone(),
                     None => {
-                        let body = match &ctx.rt.graph().node(self.node).kind {
-                            NodeKind::Split { body, .. } | NodeKind::DynPlace { body, .. } => *body,
-                            _ => unreachable!("split entity on a non-split node"),
-                        };
+                        let body = def.body;
                         // The replica's initialisers start as part of the record that creates it.
-                        let t = if self.placement && v != i64::from(ctx.rt.node) {
+                        let t = if def.placement && v != i64::from(ctx.rt.node) {
                             remote_instance(ctx, v as u32, body, self.next.clone(), &r.det)
                         } else {
                             instantiate(ctx, body, self.next.clone(), &r.det)

@@ -22,17 +22,19 @@
 //! that also arrived after the record already took that path. Markers of an
 //! enclosing owner are sent down both paths.
 
-use snet_core::{NodeId, NodeKind, Pattern, Record};
+use snet_core::{Pattern, Record, SyncDef};
 
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Marker, Rec, Stamps};
-use crate::instantiate::{instantiate, Ctx, Kind, Runtime};
+use crate::instantiate::instantiate;
+use crate::program::StarDef;
+use crate::runtime::{Ctx, Kind};
 use crate::sync::Arc;
 use crate::synchro::Cell;
 use crate::EngineError;
 
 pub struct StarEntity {
-    node: NodeId,
+    def: Arc<StarDef>,
     level: u32,
     exit: Arc<Entity>,
     body: Option<Arc<Entity>>,
@@ -82,10 +84,15 @@ pub fn matches_any(pats: &[Pattern], rec: &Record) -> Result<bool, snet_core::Ev
 }
 
 impl StarEntity {
-    pub fn new(node: NodeId, level: u32, exit: Arc<Entity>, det: Option<DetOwner>) -> StarEntity {
+    pub fn new(
+        def: Arc<StarDef>,
+        level: u32,
+        exit: Arc<Entity>,
+        det: Option<DetOwner>,
+    ) -> StarEntity {
         let owner = det.as_ref().map(|d| d.owner);
         StarEntity {
-            node,
+            def,
             level,
             exit,
             body: None,
@@ -102,13 +109,10 @@ impl StarEntity {
         if let Some(b) = &self.body {
             return b.clone();
         }
-        let NodeKind::Star { body, .. } = &ctx.rt.graph().node(self.node).kind else {
-            unreachable!("star entity on a non-star node")
-        };
-        let mut stage = StarEntity::new(self.node, self.level + 1, self.exit.clone(), None);
+        let mut stage = StarEntity::new(self.def.clone(), self.level + 1, self.exit.clone(), None);
         stage.owner = self.owner;
-        let next = ctx.entity(self.node, Kind::Star(stage));
-        let b = instantiate(ctx, *body, next, start);
+        let next = ctx.entity(Kind::Star(stage));
+        let b = instantiate(ctx, self.def.body, next, start);
         ctx.start();
         self.body = Some(b.clone());
         b
@@ -118,13 +122,11 @@ impl StarEntity {
         match item {
             Item::Rec(mut r) => {
                 let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
-                let NodeKind::Star { exits, .. } = &ctx.rt.graph().node(self.node).kind else {
-                    unreachable!()
-                };
-                let leave = matches_any(exits, &r.rec).map_err(|e| EngineError::Eval {
-                    what: format!("star exit guard: {e}"),
-                    loc: ctx.rt.loc(self.node),
-                })?;
+                let leave =
+                    matches_any(&self.def.exits, &r.rec).map_err(|e| EngineError::Eval {
+                        what: format!("star exit guard: {e}"),
+                        loc: ctx.rt.loc(self.def.node),
+                    })?;
                 // This star's number of the record (outer collectors' stamps
                 // are below it, inner ones were popped on the way out).
                 let seq = if self.owner.is_some() {
@@ -201,8 +203,8 @@ impl StarEntity {
 /// by visiting every cell — or to a fresh cell at the end. A merged record
 /// continues from the position of the cell that produced it.
 pub struct FusedSync {
-    node: NodeId,
-    sync: NodeId,
+    def: Arc<StarDef>,
+    sync: Arc<SyncDef>,
     cells: std::collections::BTreeMap<u64, Cell>,
     /// Per pattern: positions of open cells whose slot for it is empty.
     empty: Vec<std::collections::BTreeSet<u64>>,
@@ -211,16 +213,13 @@ pub struct FusedSync {
 }
 
 impl FusedSync {
-    pub fn new(rt: &Runtime, node: NodeId, next: Arc<Entity>) -> FusedSync {
-        let sync = rt.prog.fused[node as usize].expect("fused star");
-        let NodeKind::Sync(def) = &rt.graph().node(sync).kind else {
-            unreachable!("fused star over a non-sync")
-        };
+    pub fn new(def: Arc<StarDef>, next: Arc<Entity>) -> FusedSync {
+        let sync = def.fused.clone().expect("a fused star");
         FusedSync {
-            node,
-            sync,
+            def,
             cells: std::collections::BTreeMap::new(),
-            empty: vec![std::collections::BTreeSet::new(); def.patterns.len()],
+            empty: vec![std::collections::BTreeSet::new(); sync.patterns.len()],
+            sync,
             next_pos: 0,
             next,
         }
@@ -231,15 +230,9 @@ impl FusedSync {
             ctx.send(&self.next, item);
             return Ok(());
         };
-        let graph = ctx.rt.graph();
-        let NodeKind::Star { exits, .. } = &graph.node(self.node).kind else {
-            unreachable!()
-        };
-        let NodeKind::Sync(def) = &graph.node(self.sync).kind else {
-            unreachable!()
-        };
-        let pats = &def.patterns;
-        let loc = || ctx.rt.loc(self.node);
+        let exits = &self.def.exits;
+        let pats = &self.sync.patterns;
+        let loc = || ctx.rt.loc(self.def.node);
         let eval_err = |e: snet_core::EvalError| EngineError::Eval {
             what: format!("repeated synchronisation: {e}"),
             loc: loc(),

@@ -9,12 +9,12 @@
 pub use std::sync::Arc;
 
 #[cfg(not(loom))]
-pub use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub use std::sync::{Condvar, Mutex, MutexGuard};
 
 #[cfg(loom)]
-pub use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub use loom::sync::{Condvar, Mutex, MutexGuard};
 

@@ -7,15 +7,16 @@
 //! labels from the first pattern's record) and the cell becomes the identity.
 //! The merged record carries the ordering stamps of the record that fired it.
 
-use snet_core::{NodeId, NodeKind, Pattern, Record};
+use snet_core::{NodeId, Pattern, Record, SyncDef};
 
 use crate::entity::{Entity, Item, Rec};
-use crate::instantiate::Ctx;
+use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
 
 pub struct SyncEntity {
     node: NodeId,
+    def: Arc<SyncDef>,
     cell: Cell,
     next: Arc<Entity>,
 }
@@ -44,15 +45,6 @@ impl Cell {
             filled: 0,
             fired: false,
         }
-    }
-
-    /// No slot filled yet.
-    pub fn is_empty(&self) -> bool {
-        self.filled == 0
-    }
-
-    pub fn fired(&self) -> bool {
-        self.fired
     }
 
     pub fn offer(
@@ -117,10 +109,11 @@ impl Cell {
 }
 
 impl SyncEntity {
-    pub fn new(node: NodeId, n: usize, next: Arc<Entity>) -> SyncEntity {
+    pub fn new(node: NodeId, def: Arc<SyncDef>, next: Arc<Entity>) -> SyncEntity {
         SyncEntity {
             node,
-            cell: Cell::new(n),
+            cell: Cell::new(def.patterns.len()),
+            def,
             next,
         }
     }
@@ -130,12 +123,9 @@ impl SyncEntity {
             ctx.send(&self.next, item);
             return Ok(());
         };
-        let NodeKind::Sync(def) = &ctx.rt.graph().node(self.node).kind else {
-            unreachable!("sync entity on a non-sync node")
-        };
         let stored = self
             .cell
-            .offer(&def.patterns, rec)
+            .offer(&self.def.patterns, rec)
             .map_err(|e| EngineError::Eval {
                 what: format!("synchrocell guard: {e}"),
                 loc: ctx.rt.loc(self.node),

@@ -81,6 +81,7 @@ impl Dyadic {
         self.0.iter().copied()
     }
 
+    #[cfg(test)]
     pub fn from_pieces(pieces: impl IntoIterator<Item = u64>) -> Dyadic {
         let mut d = Dyadic::zero();
         for e in pieces {

@@ -279,7 +279,7 @@ pub(crate) fn ensure_local(
     rec: &snet_core::Record,
     labels: impl Iterator<Item = snet_core::Label>,
     me: &Arc<Entity>,
-    ctx: &crate::instantiate::Ctx,
+    ctx: &crate::runtime::Ctx,
 ) -> bool {
     let mut ready = true;
     for l in labels {

@@ -8,8 +8,9 @@ use snet_core::Codecs;
 use super::wire::{self, Decoder, Encoder, Reader, WireError};
 use super::{Channel, Out, Settle, Transport, TransportError};
 use crate::entity::{Entity, Item};
-use crate::instantiate::{instantiate, Ctx, Kind, Runtime};
+use crate::instantiate::instantiate;
 use crate::remote::RemoteEntity;
+use crate::runtime::{Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, Ordering};
 use crate::weight::Dyadic;
 use crate::EngineError;
@@ -288,7 +289,7 @@ fn handle(
                         "node {from} opened unknown template {template}"
                     )));
                 }
-                let next = ctx.entity(template, Kind::Remote(RemoteEntity::new(from, back)));
+                let next = ctx.entity(Kind::Remote(RemoteEntity::new(from, back)));
                 let entry = instantiate(ctx, template, next, &start);
                 ctx.start();
                 lock(&net.inbound).insert(conn, entry);

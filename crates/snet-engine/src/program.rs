@@ -1,0 +1,373 @@
+//! The program: the property graph plus what the engine computes once per
+//! template.
+//!
+//! Every template node that becomes an entity gets a typed [`Template`]
+//! here (its definition behind an `Arc`), so that an entity binds its
+//! definition when it is created and never looks its node up again while
+//! it processes records.
+
+use snet_core::{BoxDef, FilterDef, Graph, Label, NodeId, NodeKind, Pattern, SyncDef, Variant};
+
+use crate::sync::Arc;
+
+/// `A * pats`, `A ** pats`.
+pub struct StarDef {
+    pub node: NodeId,
+    pub body: NodeId,
+    pub exits: Vec<Pattern>,
+    pub det: bool,
+    /// The synchrocell of a fused repeated synchronisation `[| .. |] * pats`.
+    pub fused: Option<Arc<SyncDef>>,
+}
+
+/// `A ! <t>`, `A !! <t>`, `A !@ <t>`, `A !!@ <t>`.
+pub struct SplitDef {
+    pub node: NodeId,
+    pub body: NodeId,
+    pub tag: Label,
+    pub det: bool,
+    /// Dynamic placement: the tag's value also names the replica's node.
+    pub placement: bool,
+}
+
+/// `A | B | ...`, `A || B || ...`.
+pub struct ParallelDef {
+    pub node: NodeId,
+    pub branches: Vec<NodeId>,
+    pub det: bool,
+    /// (variant, branch index), best (largest) first.
+    pub routes: Vec<(Variant, usize)>,
+    /// The branches that hold an initialiser box firing at the start of
+    /// the branch's instance; they are instantiated with the parallel
+    /// composition, not lazily.
+    pub init_branches: Vec<usize>,
+}
+
+/// `A \ pats`.
+pub struct FeedbackDef {
+    pub node: NodeId,
+    pub body: NodeId,
+    pub back: Vec<Pattern>,
+}
+
+/// A box's declaration and where it is used.
+pub struct BoxTemplate {
+    pub node: NodeId,
+    pub def: Arc<BoxDef>,
+}
+
+/// What an entity of a template node needs, typed by kind.
+pub enum Template {
+    Box(Arc<BoxTemplate>),
+    Filter(Arc<FilterDef>),
+    Sync(Arc<SyncDef>),
+    Star(Arc<StarDef>),
+    Split(Arc<SplitDef>),
+    Parallel(Arc<ParallelDef>),
+    Feedback(Arc<FeedbackDef>),
+    /// Serial compositions, nets and placements: wired at instantiation,
+    /// no entity of their own.
+    Structure,
+}
+
+/// Per-template data computed once.
+pub struct Program {
+    pub graph: Arc<Graph>,
+    pub templates: Vec<Template>,
+}
+
+macro_rules! typed {
+    ($name:ident, $variant:ident, $t:ty) => {
+        /// The typed template of `node` (a bug in the caller if it has another kind).
+        pub fn $name(&self, node: NodeId) -> &Arc<$t> {
+            match &self.templates[node as usize] {
+                Template::$variant(t) => t,
+                _ => panic!(
+                    "node {node} is a {}, not a {}",
+                    self.graph.node(node).describe(),
+                    stringify!($name)
+                ),
+            }
+        }
+    };
+}
+
+impl Program {
+    pub fn new(graph: Arc<Graph>) -> Program {
+        let starts = starts_initialiser(&graph);
+        let templates = graph
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(id, node)| {
+                let id = id as NodeId;
+                match &node.kind {
+                    NodeKind::Box(b) => Template::Box(Arc::new(BoxTemplate {
+                        node: id,
+                        def: Arc::new(graph.box_def(*b).clone()),
+                    })),
+                    NodeKind::Filter(f) => Template::Filter(Arc::new(f.clone())),
+                    NodeKind::Sync(s) => Template::Sync(Arc::new(s.clone())),
+                    NodeKind::Parallel { branches, det } => {
+                        let mut routes: Vec<(Variant, usize)> = branches
+                            .iter()
+                            .enumerate()
+                            .flat_map(|(i, b)| {
+                                graph.node(*b).input.0.iter().map(move |v| (v.clone(), i))
+                            })
+                            .collect();
+                        // Stable: among equal scores the earlier branch wins.
+                        routes.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+                        Template::Parallel(Arc::new(ParallelDef {
+                            node: id,
+                            branches: branches.clone(),
+                            det: *det,
+                            routes,
+                            init_branches: branches
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, b)| starts[**b as usize])
+                                .map(|(i, _)| i)
+                                .collect(),
+                        }))
+                    }
+                    NodeKind::Star { body, exits, det } => {
+                        // A lone synchrocell body (through net boundaries, not
+                        // through a placement: a placed body runs where it is
+                        // placed) is fused with the star.
+                        let mut b = *body;
+                        while let NodeKind::Net { body, .. } = &graph.node(b).kind {
+                            b = *body;
+                        }
+                        let fused = match &graph.node(b).kind {
+                            NodeKind::Sync(s) => Some(Arc::new(s.clone())),
+                            _ => None,
+                        };
+                        Template::Star(Arc::new(StarDef {
+                            node: id,
+                            body: *body,
+                            exits: exits.clone(),
+                            det: *det,
+                            fused,
+                        }))
+                    }
+                    NodeKind::Split { body, tag, det } => Template::Split(Arc::new(SplitDef {
+                        node: id,
+                        body: *body,
+                        tag: *tag,
+                        det: *det,
+                        placement: false,
+                    })),
+                    NodeKind::DynPlace { body, tag, det } => Template::Split(Arc::new(SplitDef {
+                        node: id,
+                        body: *body,
+                        tag: *tag,
+                        det: *det,
+                        placement: true,
+                    })),
+                    NodeKind::Feedback { body, back } => {
+                        Template::Feedback(Arc::new(FeedbackDef {
+                            node: id,
+                            body: *body,
+                            back: back.clone(),
+                        }))
+                    }
+                    NodeKind::Serial(..) | NodeKind::Place { .. } | NodeKind::Net { .. } => {
+                        Template::Structure
+                    }
+                }
+            })
+            .collect();
+        Program { graph, templates }
+    }
+
+    typed!(box_template, Box, BoxTemplate);
+    typed!(filter, Filter, FilterDef);
+    typed!(sync, Sync, SyncDef);
+    typed!(star, Star, StarDef);
+    typed!(split, Split, SplitDef);
+    typed!(parallel, Parallel, ParallelDef);
+    typed!(feedback, Feedback, FeedbackDef);
+}
+
+/// For each node: does an instance of it hold an initialiser box that fires
+/// when the instance is created, i.e. one reachable without entering the
+/// body of a star, split or dynamic placement (whose replicas are created
+/// by records)? Computed bottom-up over the template DAG without recursion
+/// (long serial chains nest deeply). The front end rejects recursive nets;
+/// should a graph still hold a cycle, the edge back to an open node counts
+/// as `false` instead of looping.
+fn starts_initialiser(graph: &Graph) -> Vec<bool> {
+    const UNSEEN: u8 = 0;
+    const OPEN: u8 = 1;
+    const DONE: u8 = 2;
+    let replicated = |id: NodeId| {
+        matches!(
+            graph.node(id).kind,
+            NodeKind::Star { .. } | NodeKind::Split { .. } | NodeKind::DynPlace { .. }
+        )
+    };
+    let n = graph.nodes.len();
+    let mut state = vec![UNSEEN; n];
+    let mut starts = vec![false; n];
+    for root in 0..n as NodeId {
+        // (node, children already pushed)
+        let mut stack = vec![(root, false)];
+        while let Some((id, expanded)) = stack.pop() {
+            if expanded {
+                starts[id as usize] = match &graph.node(id).kind {
+                    NodeKind::Box(b) => graph.box_def(*b).is_init(),
+                    _ if replicated(id) => false,
+                    _ => graph.children(id).iter().any(|c| starts[*c as usize]),
+                };
+                state[id as usize] = DONE;
+                continue;
+            }
+            if state[id as usize] != UNSEEN {
+                continue;
+            }
+            state[id as usize] = OPEN;
+            stack.push((id, true));
+            if !replicated(id) {
+                let children = graph.children(id);
+                stack.extend(
+                    children
+                        .iter()
+                        .filter(|c| state[**c as usize] == UNSEEN)
+                        .map(|c| (*c, false)),
+                );
+            }
+        }
+    }
+    starts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snet_core::{BoxDef, Loc, Node, Type};
+    use snet_core::{Graph, NodeKind};
+
+    fn node(g: &mut Graph, kind: NodeKind) -> NodeId {
+        let loc = Loc {
+            file: "t.snet".into(),
+            line: 1,
+            col: 1,
+        };
+        g.add(Node {
+            kind,
+            loc,
+            input: Type::default(),
+            output: Type::default(),
+        })
+    }
+
+    #[test]
+    fn initialisers_start_with_their_instance_unless_replicated() {
+        let loc = Loc {
+            file: "t.snet".into(),
+            line: 1,
+            col: 1,
+        };
+        let mut g = Graph {
+            nodes: vec![],
+            boxes: vec![],
+            entry: 0,
+        };
+        for (name, inputs) in [("init", vec![]), ("work", vec![snet_core::Label::tag("x")])] {
+            let def = BoxDef {
+                name: name.into(),
+                inputs,
+                outputs: vec![vec![]],
+                interface: "C4SNet".into(),
+                loc: loc.clone(),
+                code: None,
+            };
+            g.boxes.push(def);
+        }
+        let init = node(&mut g, NodeKind::Box(0));
+        let work = node(&mut g, NodeKind::Box(1));
+        let net = node(
+            &mut g,
+            NodeKind::Net {
+                name: "n".into(),
+                body: init,
+            },
+        );
+        let placed = node(&mut g, NodeKind::Place { body: net, node: 0 });
+        let par = node(
+            &mut g,
+            NodeKind::Parallel {
+                branches: vec![work, placed],
+                det: false,
+            },
+        );
+        let star = node(
+            &mut g,
+            NodeKind::Star {
+                body: par,
+                exits: vec![],
+                det: false,
+            },
+        );
+        let split = node(
+            &mut g,
+            NodeKind::Split {
+                body: init,
+                tag: snet_core::Label::tag("k"),
+                det: true,
+            },
+        );
+        let fb = node(
+            &mut g,
+            NodeKind::Feedback {
+                body: par,
+                back: vec![],
+            },
+        );
+        let ser = node(&mut g, NodeKind::Serial(star, fb));
+        let starts = starts_initialiser(&g);
+        let want = [
+            (init, true),
+            (work, false),
+            (net, true),
+            (placed, true),
+            (par, true),
+            (star, false),
+            (split, false),
+            (fb, true),
+            (ser, true),
+        ];
+        for (id, s) in want {
+            assert_eq!(starts[id as usize], s, "node {id}: {:?}", g.node(id).kind);
+        }
+        let mut g = g;
+        g.entry = ser;
+        let prog = Program::new(Arc::new(g));
+        assert_eq!(prog.parallel(par).init_branches, vec![1]);
+    }
+
+    #[test]
+    fn a_cycle_does_not_loop() {
+        let mut g = Graph {
+            nodes: vec![],
+            boxes: vec![],
+            entry: 0,
+        };
+        let a = node(
+            &mut g,
+            NodeKind::Net {
+                name: "a".into(),
+                body: 1,
+            },
+        );
+        let _b = node(
+            &mut g,
+            NodeKind::Net {
+                name: "b".into(),
+                body: a,
+            },
+        );
+        assert_eq!(starts_initialiser(&g), vec![false, false]);
+    }
+}
