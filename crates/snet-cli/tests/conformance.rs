@@ -14,7 +14,8 @@
 //! placement must change no output, order included where it is
 //! deterministic. A `nodes` file restricts the node counts (e.g. `1 2` for a
 //! case about a missing node, `4` for a case that places on node 3).
-//! `SNET_REPEAT=N` repeats each run N times (flake hunting);
+//! `SNET_SEEDS=N` adds N-1 more random placements per case (the property
+//! test over more seeds). `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
 //!
 //! An optional `args` file holds extra command-line arguments for the run,
@@ -288,6 +289,10 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let select = std::env::var("SNET_CASES").ok();
+    let seeds: u64 = std::env::var("SNET_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let mut trials = Vec::new();
     let mut suites: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|d| {
@@ -322,7 +327,7 @@ fn main() {
             let seed = name.bytes().fold(1469598103934665603u64, |h, b| {
                 (h ^ u64::from(b)).wrapping_mul(1099511628211)
             }) % 1000;
-            let setups = [
+            let mut setups = vec![
                 Setup {
                     workers: 1,
                     nodes: 1,
@@ -367,6 +372,16 @@ fn main() {
                     by_ref: false,
                 },
             ];
+            // More random placements on request (`SNET_SEEDS=N`): the
+            // property "placement changes no output" over N seeds per case.
+            for k in 1..seeds {
+                setups.push(Setup {
+                    workers: 1 + (k as usize % 2),
+                    nodes: if k % 3 == 0 { 2 } else { 4 },
+                    scatter: Some(seed + 1000 * k),
+                    by_ref: k % 2 == 0,
+                });
+            }
             let allowed = allowed_nodes(&case);
             for setup in setups
                 .into_iter()
