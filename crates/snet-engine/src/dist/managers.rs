@@ -179,10 +179,17 @@ fn send_batch(
                 EngineError::Distribution(format!("node {me} cannot send to node {to}: {e}"))
             })
         };
+    // Every message is attempted even if one fails (a failure notice must
+    // reach the nodes still running when another has gone); the first
+    // error is reported.
+    let mut first = Ok(());
     for ((to, ch), b) in msgs {
         // A message that only returns credit takes no new share.
         let ch = Channel::from_raw(ch).expect("channel");
-        send(to, ch, b.credit, b.needs_credit, &b.frames, &[])?;
+        let r = send(to, ch, b.credit, b.needs_credit, &b.frames, &[]);
+        if first.is_ok() {
+            first = r;
+        }
     }
     for (to, id, value) in payloads {
         let mut frames = vec![wire::BYTES];
@@ -190,9 +197,12 @@ fn send_batch(
         wire::put_string(&mut frames, value.codec());
         let mut bytes = Vec::with_capacity(value.encoded_len());
         value.encode(&mut bytes);
-        send(to, Channel::Field, Dyadic::zero(), true, &frames, &bytes)?;
+        let r = send(to, Channel::Field, Dyadic::zero(), true, &frames, &bytes);
+        if first.is_ok() {
+            first = r;
+        }
     }
-    Ok(())
+    first
 }
 
 /// Receives, decodes and delivers, until the run is over.
