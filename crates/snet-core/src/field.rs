@@ -48,6 +48,11 @@ pub trait FieldData: Any + Send + Sync {
     }
     /// Copy: a new value with the same contents, shared with nobody.
     fn deep_copy(&self) -> Arc<dyn FieldData>;
+    /// The remote reference this value stands for, if it is one (only
+    /// [`RemoteField`] says yes).
+    fn remote(&self) -> Option<&RemoteField> {
+        None
+    }
     fn as_any(&self) -> &dyn Any;
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
     /// A short description for `Debug` output (default: `<INTERFACE field>`).
@@ -264,6 +269,46 @@ impl RemoteField {
     }
 }
 
+/// A remote reference is a field value of its own kind: its interface and
+/// size are known; its bytes only once fetched (the engine fetches before a
+/// box or the output sees a field, and never encodes an unfetched one).
+impl FieldData for RemoteField {
+    fn interface(&self) -> &str {
+        &self.interface
+    }
+    fn codec(&self) -> &str {
+        self.cached().map_or("", |v| v.codec())
+    }
+    fn encoded_len(&self) -> usize {
+        self.len as usize
+    }
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.cached()
+            .expect("a remote field is fetched before it is encoded")
+            .encode(out)
+    }
+    fn deep_copy(&self) -> Arc<dyn FieldData> {
+        self.cached()
+            .expect("a remote field is fetched before it is copied")
+            .deep_copy()
+    }
+    fn remote(&self) -> Option<&RemoteField> {
+        Some(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.cached() {
+            Some(v) => v.describe(f),
+            None => write!(f, "<field {} on node {}>", self.id, self.home),
+        }
+    }
+}
+
 impl Drop for RemoteField {
     fn drop(&mut self) {
         let w = *self.weight.get_mut();
@@ -273,24 +318,21 @@ impl Drop for RemoteField {
     }
 }
 
+/// A shared field handle: one `Arc<dyn FieldData>`, the value itself or
+/// a [`RemoteField`] standing for it. Kept one fat pointer wide (with a
+/// niche), so that a record entry holding a field or an integer stays 16
+/// bytes and records stay small enough to move cheaply.
 #[derive(Clone)]
-enum Repr {
-    Local(Arc<dyn FieldData>),
-    Remote(Arc<RemoteField>),
-}
-
-/// A shared field handle.
-#[derive(Clone)]
-pub struct Field(Repr);
+pub struct Field(Arc<dyn FieldData>);
 
 impl Field {
     /// A local field holding `value`.
     pub fn new(value: Arc<dyn FieldData>) -> Field {
-        Field(Repr::Local(value))
+        Field(value)
     }
 
     pub fn remote(r: Arc<RemoteField>) -> Field {
-        Field(Repr::Remote(r))
+        Field(r)
     }
 
     /// A local [`TextField`].
@@ -300,25 +342,22 @@ impl Field {
 
     /// The value, if it is on this node (a local field, or a remote one fetched already).
     pub fn get(&self) -> Option<&Arc<dyn FieldData>> {
-        match &self.0 {
-            Repr::Local(v) => Some(v),
-            Repr::Remote(r) => r.cached(),
+        match self.0.remote() {
+            None => Some(&self.0),
+            Some(r) => r.cached(),
         }
     }
 
     /// The remote reference, if the value lives on another node.
-    pub fn as_remote(&self) -> Option<&Arc<RemoteField>> {
-        match &self.0 {
-            Repr::Local(_) => None,
-            Repr::Remote(r) => Some(r),
-        }
+    pub fn as_remote(&self) -> Option<&RemoteField> {
+        self.0.remote()
     }
 
     /// The local value, if this is a local field.
     pub fn as_local(&self) -> Option<&Arc<dyn FieldData>> {
-        match &self.0 {
-            Repr::Local(v) => Some(v),
-            Repr::Remote(_) => None,
+        match self.0.remote() {
+            None => Some(&self.0),
+            Some(_) => None,
         }
     }
 
@@ -329,32 +368,26 @@ impl Field {
 
     /// The interface of the value (known for a remote field too).
     pub fn interface(&self) -> &str {
-        match &self.0 {
-            Repr::Local(v) => v.interface(),
-            Repr::Remote(r) => &r.interface,
-        }
+        self.0.interface()
     }
 
     /// Are two handles the same value (not just equal contents)?
     pub fn same(&self, other: &Field) -> bool {
-        match (&self.0, &other.0) {
-            (Repr::Local(a), Repr::Local(b)) => Arc::ptr_eq(a, b),
-            (Repr::Remote(a), Repr::Remote(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The address of the value (or of the remote reference) behind the
+    /// handle: the same for every clone of it.
+    pub fn address(&self) -> usize {
+        Arc::as_ptr(&self.0) as *const () as usize
     }
 }
 
 impl fmt::Debug for Field {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            Repr::Remote(r) if r.cached().is_none() => {
-                write!(f, "<field {} on node {}>", r.id, r.home)
-            }
-            _ => match self.get() {
-                Some(v) => v.describe(f),
-                None => write!(f, "<{} field>", self.interface()),
-            },
+        match self.get() {
+            Some(v) => v.describe(f),
+            None => self.0.describe(f),
         }
     }
 }

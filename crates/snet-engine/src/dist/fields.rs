@@ -94,11 +94,7 @@ pub(crate) struct FieldStore {
 
 /// The address of the value behind a field handle (export identity).
 fn key(f: &Field) -> usize {
-    match (f.as_local(), f.as_remote()) {
-        (Some(v), _) => Arc::as_ptr(v) as *const () as usize,
-        (None, Some(r)) => Arc::as_ptr(r) as usize,
-        _ => unreachable!("a field is local or remote"),
-    }
+    f.address()
 }
 
 impl FieldStore {
