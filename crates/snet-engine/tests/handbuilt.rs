@@ -5,7 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use snet_core::*;
-use snet_engine::{run_vec, run_vec_with, BoxError, BoxImpl, Config, Emit, LanguageInterface};
+use snet_engine::{
+    run_vec, run_vec_with, BoxError, BoxImpl, Config, Emit, LanguageInterface, ResolveError,
+    ResolveReason,
+};
 
 struct B {
     g: Graph,
@@ -610,11 +613,10 @@ fn rec_l(tags: &[(Label, i64)]) -> Record {
 struct RustBoxes(HashMap<String, Arc<Init>>);
 
 impl LanguageInterface for RustBoxes {
-    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, String> {
-        let b = self
-            .0
-            .get(&def.name)
-            .ok_or_else(|| format!("no Rust box `{}`", def.name))?;
+    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+        let b = self.0.get(&def.name).ok_or_else(|| {
+            ResolveError::new(def, ResolveReason::Other("no Rust box of this name".into()))
+        })?;
         Ok(b.clone() as Arc<dyn BoxImpl>)
     }
 }

@@ -183,7 +183,7 @@ impl<R: io::BufRead + Send> Source for ReaderSource<R> {
         match self.0.next() {
             Ok(Some(Item::Data(r))) => Ok(Some(r)),
             Ok(Some(Item::Terminate)) | Ok(None) => Ok(None),
-            Err(e) => Err(SourceError(e.to_string())),
+            Err(e) => Err(SourceError::new(e)),
         }
     }
 }
