@@ -516,3 +516,288 @@ impl fmt::Display for RecordType<'_> {
 pub(crate) fn record_type(rec: &snet_core::Record) -> Variant {
     Variant::new(rec.labels())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The messages are the ones the engine wrote before its errors were
+    //! typed, byte for byte (the conformance corpus and the CLI tests check
+    //! substrings of them).
+
+    use super::*;
+
+    fn loc() -> Option<Loc> {
+        Some(Loc {
+            file: "p.snet".into(),
+            line: 3,
+            col: 7,
+        })
+    }
+
+    fn rec(labels: &[Label]) -> Variant {
+        Variant::new(labels.iter().copied())
+    }
+
+    #[test]
+    fn runtime_type_errors() {
+        let (a, t, b) = (Label::field("a"), Label::tag("t"), Label::btag("b"));
+        let e = |error| EngineError::Type { error, loc: loc() }.to_string();
+        assert_eq!(
+            e(RuntimeTypeError::NoBranch {
+                record: rec(&[a, t]),
+                accepted: vec![rec(&[a]), rec(&[t, b])],
+            }),
+            "p.snet:3:7: runtime type error: record {a, <t>} matches no branch of the parallel composition (branches accept {a}, {<t>,<#b>})"
+        );
+        assert_eq!(
+            e(RuntimeTypeError::MissingSplitTag {
+                record: rec(&[a]),
+                tag: t,
+                placement: false,
+            }),
+            "p.snet:3:7: runtime type error: record {a} lacks the tag <t> that the parallel replication splits on"
+        );
+        assert_eq!(
+            e(RuntimeTypeError::MissingSplitTag {
+                record: rec(&[]),
+                tag: t,
+                placement: true,
+            }),
+            "p.snet:3:7: runtime type error: record {} lacks the tag <t> that the dynamic placement splits on"
+        );
+        assert_eq!(
+            e(RuntimeTypeError::NoSuchNode {
+                value: -1,
+                tag: t,
+                nodes: 2,
+            }),
+            "p.snet:3:7: runtime type error: dynamic placement to node -1 (tag <t>), but the run has 2 node(s): 0..1"
+        );
+        assert_eq!(
+            e(RuntimeTypeError::EndlessSynchronisation { record: rec(&[t]) }),
+            "p.snet:3:7: runtime type error: record {<t>} matches neither an exit pattern nor a synchrocell pattern: it would pass an endless chain of replicas"
+        );
+        assert_eq!(
+            e(RuntimeTypeError::FilterPattern {
+                pattern: rec(&[a, t]),
+                record: rec(&[a]),
+            }),
+            "p.snet:3:7: runtime type error: filter for {a,<t>} received record {a}"
+        );
+        assert_eq!(
+            EngineError::Type {
+                error: RuntimeTypeError::FilterMissingField {
+                    field: a,
+                    record: rec(&[t]),
+                },
+                loc: None,
+            }
+            .to_string(),
+            "runtime type error: filter needs field a, record {<t>} has none"
+        );
+    }
+
+    #[test]
+    fn eval_errors() {
+        let e = |context| {
+            EngineError::Eval {
+                error: EvalError::DivisionByZero,
+                context,
+                loc: loc(),
+            }
+            .to_string()
+        };
+        let div = "division by zero in tag expression";
+        assert_eq!(e(EvalContext::Filter), format!("p.snet:3:7: filter: {div}"));
+        assert_eq!(
+            e(EvalContext::StarExit),
+            format!("p.snet:3:7: star exit guard: {div}")
+        );
+        assert_eq!(
+            e(EvalContext::RepeatedSynchronisation),
+            format!("p.snet:3:7: repeated synchronisation: {div}")
+        );
+        assert_eq!(
+            e(EvalContext::Feedback),
+            format!("p.snet:3:7: feedback guard: {div}")
+        );
+        assert_eq!(
+            e(EvalContext::Synchrocell),
+            format!("p.snet:3:7: synchrocell guard: {div}")
+        );
+    }
+
+    #[test]
+    fn box_errors() {
+        let (x, n) = (Label::field("x"), Label::tag("n"));
+        let e = |error| {
+            EngineError::Box {
+                name: "f".into(),
+                error,
+                loc: loc(),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            e(BoxError::WrongInput {
+                record: rec(&[n]),
+                takes: rec(&[x, n]),
+            }),
+            "p.snet:3:7: box `f`: called with record {<n>}, but it takes {x,<n>}"
+        );
+        assert_eq!(
+            e(BoxError::VariantOutOfRange {
+                variant: 0,
+                declared: 2,
+                call: None,
+            }),
+            "p.snet:3:7: box `f`: emitted output variant 0, but its signature declares 2 variant(s) (numbered from 1)"
+        );
+        assert_eq!(
+            BoxError::VariantOutOfRange {
+                variant: -3,
+                declared: 1,
+                call: Some("C4SNetOut"),
+            }
+            .to_string(),
+            "C4SNetOut called with output variant -3, but the signature declares 1 variant(s) (numbered from 1)"
+        );
+        assert_eq!(
+            BoxError::NullField {
+                label: x,
+                variant: 2,
+                call: "C4SNetOut",
+            }
+            .to_string(),
+            "C4SNetOut (variant 2) was given NULL for field `x`"
+        );
+        assert_eq!(
+            BoxError::MissingInput { label: x }.to_string(),
+            "input lacks field `x`"
+        );
+        assert_eq!(
+            BoxError::MissingInput { label: n }.to_string(),
+            "input lacks tag `n`"
+        );
+        assert_eq!(
+            BoxError::NotLocal { label: x }.to_string(),
+            "field `x` is not on this node"
+        );
+        assert_eq!(
+            BoxError::Unconvertible {
+                label: x,
+                language: "C",
+                reason: "bad".into(),
+            }
+            .to_string(),
+            "field `x` cannot be passed to C: bad"
+        );
+        assert_eq!(BoxError::Failed("boom".into()).to_string(), "boom");
+    }
+
+    #[test]
+    fn setup_and_placement_errors() {
+        let def = BoxDef {
+            name: "f".into(),
+            inputs: vec![],
+            outputs: vec![],
+            interface: "SAC".into(),
+            loc: loc().unwrap(),
+            code: None,
+        };
+        let err = EngineError::Setup(vec![
+            ResolveError::new(&def, ResolveReason::NoImplementation),
+            ResolveError::new(&def, ResolveReason::MissingSymbol),
+            ResolveError::new(&def, ResolveReason::UnknownInterface("SAC".into())),
+            ResolveError::new(&def, ResolveReason::Other("why".into())),
+        ]);
+        assert_eq!(
+            err.to_string(),
+            "box `f` (p.snet:3:7) has no implementation: build the program with its box code (`snet build`)\n\
+             box `f` (p.snet:3:7) has no implementation in this executable: rebuild it with `snet build`\n\
+             box `f` (p.snet:3:7): unknown box language interface `SAC`\n\
+             box `f` (p.snet:3:7): why"
+        );
+        assert_eq!(
+            EngineError::Placement {
+                node: 4,
+                nodes: 2,
+                loc: loc(),
+            }
+            .to_string(),
+            "p.snet:3:7: placement error: `@ 4` places a component on node 4, but the run has 2 node(s): 0..1"
+        );
+        assert_eq!(
+            EngineError::Internal(InternalError::NodePanicked { node: 1 }).to_string(),
+            "internal error: node 1 panicked"
+        );
+        assert_eq!(
+            EngineError::Internal(InternalError::WorkerPanicked).to_string(),
+            "internal error: a worker panicked"
+        );
+        assert_eq!(
+            EngineError::Internal(InternalError::ThreadPanicked { node: 0 }).to_string(),
+            "internal error: a thread of node 0 panicked"
+        );
+    }
+
+    #[test]
+    fn io_and_distribution_errors() {
+        #[derive(Debug)]
+        struct Mine(u32);
+        impl fmt::Display for Mine {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "line {}: bad", self.0)
+            }
+        }
+        impl Error for Mine {}
+        let err = EngineError::Input(SourceError::new(Mine(9)));
+        assert_eq!(err.to_string(), "malformed input: line 9: bad");
+        let EngineError::Input(e) = &err else {
+            unreachable!()
+        };
+        assert_eq!(e.downcast_ref::<Mine>().map(|m| m.0), Some(9));
+        assert_eq!(
+            EngineError::Input(SourceError::new("plain text")).to_string(),
+            "malformed input: plain text"
+        );
+        let io = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "pipe closed");
+        let err = EngineError::Output(Arc::new(io));
+        assert_eq!(err.to_string(), "cannot write output: pipe closed");
+        let d = |e| EngineError::Distribution(e).to_string();
+        assert_eq!(
+            d(DistributionError::Send {
+                from: 0,
+                to: 2,
+                error: TransportError::Closed,
+            }),
+            "distribution: node 0 cannot send to node 2: the transport was closed"
+        );
+        assert_eq!(
+            d(DistributionError::Transport(TransportError::Failed(
+                "x".into()
+            ))),
+            "distribution: x"
+        );
+        assert_eq!(
+            d(DistributionError::Protocol(
+                "unknown frame kind 9 from node 1".into()
+            )),
+            "distribution: unknown frame kind 9 from node 1"
+        );
+        assert_eq!(
+            d(DistributionError::Field {
+                node: 1,
+                what: "field `p` cannot go to node 0: no".into(),
+            }),
+            "distribution: node 1: field `p` cannot go to node 0: no"
+        );
+        assert_eq!(
+            EngineError::Node {
+                node: 1,
+                message: "m".into()
+            }
+            .to_string(),
+            "node 1: m"
+        );
+    }
+}
