@@ -43,7 +43,7 @@ pub unsafe fn data<'a>(p: *mut CField) -> Option<&'a CData> {
 fn ctype(t: c_int, who: &str) -> Option<CType> {
     let t = CType::from_raw(t);
     if t.is_none() {
-        crate::invoke::report_misuse(&format!("{who}: invalid c4snet_type_t value"));
+        crate::invoke::report_misuse(format!("{who}: invalid c4snet_type_t value"));
     }
     t
 }

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use snet_core::{BoxDef, Field, Label, Record, Value};
-use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface};
+use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface, ResolveError, ResolveReason};
 
 use crate::abi::{into_c_value, CField};
 use crate::data::C4Data;
@@ -69,7 +69,7 @@ struct Invocation {
     kinds: *const Vec<Vec<c_int>>,
     outputs: *const Vec<Vec<Label>>,
     emit: *mut (dyn Emit + 'static),
-    error: Option<String>,
+    error: Option<BoxError>,
 }
 
 thread_local! {
@@ -97,14 +97,15 @@ pub(crate) fn running_box() -> Option<Arc<str>> {
     Some(unsafe { (*(*cur).name).clone() })
 }
 
-/// Reports misuse of the interface that no running invocation can be blamed
-/// for, and ends the process (exit status 1).
-pub fn report_misuse(what: &str) {
+/// Reports misuse of the interface ([`BoxError::Misuse`]): it fails the
+/// invocation running on this thread, if there is one; otherwise no running
+/// invocation can be blamed for it, and the process ends (exit status 1).
+pub fn report_misuse(what: String) {
     let (h, cur) = CURRENT.with(|c| c.get());
     if !cur.is_null() {
         // SAFETY: `cur` is this thread's live invocation (see the module docs).
         let inv = unsafe { &mut *cur };
-        inv.error.get_or_insert_with(|| what.to_string());
+        inv.error.get_or_insert(BoxError::Misuse(what));
         let _ = h;
         return;
     }
@@ -128,7 +129,7 @@ fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
     } else {
         "C4SNetOut called with an invalid handle".to_string()
     };
-    report_misuse(&what);
+    report_misuse(what);
     None
 }
 
@@ -151,12 +152,12 @@ pub unsafe extern "C" fn snet_c4snet_out_begin(
     // SAFETY: `kinds` points into the box implementation, alive during the invocation.
     let all = unsafe { &*inv.kinds };
     if variant < 1 || variant as usize > all.len() {
-        inv.error.get_or_insert_with(|| {
-            format!(
-                "C4SNetOut called with output variant {variant}, but the signature declares {} variant(s) (numbered from 1)",
-                all.len()
-            )
-        });
+        inv.error
+            .get_or_insert_with(|| BoxError::VariantOutOfRange {
+                variant: i64::from(variant),
+                declared: all.len(),
+                call: Some("C4SNetOut"),
+            });
         return -1;
     }
     let k = &all[variant as usize - 1];
@@ -207,16 +208,17 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
         return; // dropping `rec` releases the fields
     }
     if let Some(l) = null {
-        inv.error = Some(format!(
-            "C4SNetOut (variant {variant}) was given NULL for field `{}`",
-            l.name()
-        ));
+        inv.error = Some(BoxError::NullField {
+            label: l,
+            variant: variant as usize,
+            call: "C4SNetOut",
+        });
         return;
     }
     // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
     let emit = unsafe { &mut *inv.emit };
     if let Err(e) = emit.emit(variant as usize, rec) {
-        inv.error = Some(e.0);
+        inv.error = Some(e);
     }
 }
 
@@ -238,27 +240,26 @@ impl CBox {
             if l.is_field() {
                 let f = input
                     .field(*l)
-                    .ok_or_else(|| BoxError(format!("input lacks field `{}`", l.name())))?;
+                    .ok_or(BoxError::MissingInput { label: *l })?;
                 // The engine fetches a remote field's value before the box runs.
-                let value = f
-                    .get()
-                    .ok_or_else(|| BoxError(format!("field `{}` is not on this node", l.name())))?;
+                let value = f.get().ok_or(BoxError::NotLocal { label: *l })?;
                 // The C reference is the field's own allocation (one more count).
                 let p = match value.clone().into_any().downcast::<C4Data>() {
                     Ok(arc) => Arc::into_raw(arc) as *mut CField,
                     // C4SNet text (a reader without the C4SNet text codec).
                     Err(_) => {
-                        let d = crate::text::decode_field(f).map_err(|e| {
-                            BoxError(format!("field `{}` cannot be passed to C: {e}", l.name()))
-                        })?;
+                        let d =
+                            crate::text::decode_field(f).map_err(|e| BoxError::Unconvertible {
+                                label: *l,
+                                language: "C",
+                                reason: e.to_string(),
+                            })?;
                         into_c_value(C4Data::new(d))
                     }
                 };
                 args.push(SnetArg { field: p });
             } else {
-                let v = input
-                    .int(*l)
-                    .ok_or_else(|| BoxError(format!("input lacks tag `{}`", l.name())))?;
+                let v = input.int(*l).ok_or(BoxError::MissingInput { label: *l })?;
                 args.push(SnetArg { tag: v as c_int });
             }
         }
@@ -303,7 +304,7 @@ impl BoxImpl for CBox {
         debug_assert_eq!(inv.handle, handle);
         match inv.error {
             None => Ok(()),
-            Some(e) => Err(BoxError(e)),
+            Some(e) => Err(e),
         }
     }
 }
@@ -346,16 +347,17 @@ impl C4SNet {
 }
 
 impl LanguageInterface for C4SNet {
-    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, String> {
+    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
         if def.interface != "C4SNet" {
-            return Err(format!(
-                "box `{}` ({}): unknown box language interface `{}`",
-                def.name, def.loc, def.interface
+            return Err(ResolveError::new(
+                def,
+                ResolveReason::UnknownInterface(def.interface.clone()),
             ));
         }
-        let call = *self.table.get(&def.name).ok_or_else(|| {
-            format!("box `{}` ({}) has no implementation in this executable: rebuild it with `snet build`", def.name, def.loc)
-        })?;
+        let call = *self
+            .table
+            .get(&def.name)
+            .ok_or_else(|| ResolveError::new(def, ResolveReason::MissingSymbol))?;
         let index = {
             let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
             match names.iter().position(|n| *n == def.name) {

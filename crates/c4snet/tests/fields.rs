@@ -82,8 +82,12 @@ fn a_field_passes_through_a_box_as_the_same_allocation() {
     let y = run(&*b, Field::text("C4SNet", false, "(int[2])1,2")).expect("runs");
     assert_eq!(data_of(&y).expect("C4SNet data").len(), 2);
     let e = run(&*b, Field::text("SAC", false, "x")).expect_err("not C4SNet");
+    assert!(
+        matches!(&e, BoxError::Unconvertible { label, language: "C", .. } if *label == Label::field("x")),
+        "{e:?}"
+    );
     assert_eq!(
-        e.0,
+        e.to_string(),
         "field `x` cannot be passed to C: field of interface \"SAC\" is not a C4SNet field"
     );
 }
@@ -100,7 +104,13 @@ fn a_remote_field_must_be_fetched_before_the_box_runs() {
     let b = resolve("pass", pass);
     let r = Arc::new(RemoteField::new(1, 9, "C4SNet", 13, 4, log.clone()));
     let e = run(&*b, Field::remote(r.clone())).expect_err("not fetched");
-    assert_eq!(e.0, "field `x` is not on this node");
+    assert_eq!(
+        e,
+        BoxError::NotLocal {
+            label: Label::field("x")
+        }
+    );
+    assert_eq!(e.to_string(), "field `x` is not on this node");
     let value: Arc<dyn FieldData> = Arc::new(C4Data::new(CData::zeroed(CType::Int, 1)));
     r.fill(value.clone());
     let y = run(&*b, Field::remote(r.clone())).expect("fetched");

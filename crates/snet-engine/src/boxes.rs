@@ -82,14 +82,11 @@ use std::collections::BTreeMap;
 use snet_core::{BoxDef, NodeKind, Record};
 
 use crate::entity::{Entity, Item, Rec};
+use crate::error::{record_type, BoxError, ResolveError, ResolveReason};
 use crate::program::BoxTemplate;
 use crate::runtime::{Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, Mutex};
 use crate::EngineError;
-
-/// A box failure, reported with the box's name by the engine.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BoxError(pub String);
 
 /// Receives a box's outputs.
 pub trait Emit {
@@ -105,18 +102,17 @@ pub trait BoxImpl: Send + Sync {
 
 /// A box language: resolves declarations to implementations before the run.
 pub trait LanguageInterface {
-    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, String>;
+    /// The implementation of `def`; the run reports every box that fails
+    /// to resolve ([`EngineError::Setup`]).
+    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError>;
 }
 
 /// The interface of pure S-Net runs: no box has an implementation.
 pub struct NoBoxes;
 
 impl LanguageInterface for NoBoxes {
-    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, String> {
-        Err(format!(
-            "box `{}` ({}) has no implementation: build the program with its box code (`snet build`)",
-            def.name, def.loc
-        ))
+    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+        Err(ResolveError::new(def, ResolveReason::NoImplementation))
     }
 }
 
@@ -188,10 +184,11 @@ struct Collect<'a> {
 impl Emit for Collect<'_> {
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
         if variant == 0 || variant > self.def.outputs.len() {
-            return Err(BoxError(format!(
-                "emitted output variant {variant}, but its signature declares {} variant(s) (numbered from 1)",
-                self.def.outputs.len()
-            )));
+            return Err(BoxError::VariantOutOfRange {
+                variant: i64::try_from(variant).unwrap_or(i64::MAX),
+                declared: self.def.outputs.len(),
+                call: None,
+            });
         }
         self.outs.push(rec);
         Ok(())
@@ -235,23 +232,22 @@ impl BoxEntity {
     ) -> Result<Vec<Item>, EngineError> {
         let def = &*self.t.def;
         let input = def.input_variant();
-        let err = |what: String| EngineError::Box {
+        let err = |error: BoxError| EngineError::Box {
             name: def.name.clone(),
-            what,
+            error,
             loc: ctx.rt.loc(self.t.node),
         };
         if !rec.matches(&input) {
-            return Err(err(format!(
-                "called with record {}, but it takes {}",
-                rec.type_string(),
-                input
-            )));
+            return Err(err(BoxError::WrongInput {
+                record: record_type(rec),
+                takes: input,
+            }));
         }
         let mut c = Collect {
             def,
             outs: Vec::new(),
         };
-        self.imp.invoke(rec, &mut c).map_err(|e| err(e.0))?;
+        self.imp.invoke(rec, &mut c).map_err(err)?;
         Ok(c.outs
             .into_iter()
             .map(|mut out| {
@@ -352,11 +348,10 @@ impl BoxEntity {
                         if !rec.matches(&input) {
                             return Err(EngineError::Box {
                                 name: def.name.clone(),
-                                what: format!(
-                                    "called with record {}, but it takes {}",
-                                    rec.type_string(),
-                                    input
-                                ),
+                                error: BoxError::WrongInput {
+                                    record: record_type(&rec),
+                                    takes: input,
+                                },
                                 loc: ctx.rt.loc(self.t.node),
                             });
                         }

@@ -23,6 +23,7 @@
 use std::collections::VecDeque;
 
 use crate::entity::{Entity, Item, Marker};
+use crate::error::EvalContext;
 use crate::program::FeedbackDef;
 use crate::runtime::Ctx;
 use crate::star::matches_any;
@@ -111,10 +112,12 @@ impl FeedbackRouter {
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {
-                let again = matches_any(&self.def.back, &r.rec).map_err(|e| EngineError::Eval {
-                    what: format!("feedback guard: {e}"),
-                    loc: ctx.rt.loc(self.def.node),
-                })?;
+                let again =
+                    matches_any(&self.def.back, &r.rec).map_err(|error| EngineError::Eval {
+                        error,
+                        context: EvalContext::Feedback,
+                        loc: ctx.rt.loc(self.def.node),
+                    })?;
                 if again {
                     let b = self.body();
                     ctx.send(&b, Item::Rec(r));

@@ -8,6 +8,7 @@
 use snet_core::{FilterDef, NodeId, OutItem, OutSpec, Record, TagValue, Value};
 
 use crate::entity::{Entity, Item, Rec};
+use crate::error::{record_type, EvalContext, RuntimeTypeError};
 use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
@@ -72,12 +73,13 @@ impl FilterChain {
             }
         })
         .map_err(|what| match what {
-            FilterError::Type(what) => EngineError::Type {
-                what,
+            FilterError::Type(error) => EngineError::Type {
+                error,
                 loc: ctx.rt.loc(node),
             },
-            FilterError::Eval(e) => EngineError::Eval {
-                what: format!("filter: {e}"),
+            FilterError::Eval(error) => EngineError::Eval {
+                error,
+                context: EvalContext::Filter,
                 loc: ctx.rt.loc(node),
             },
         })?;
@@ -88,7 +90,7 @@ impl FilterChain {
 /// Why a filter could not transform a record.
 #[derive(Debug)]
 pub enum FilterError {
-    Type(String),
+    Type(RuntimeTypeError),
     Eval(snet_core::EvalError),
 }
 
@@ -100,11 +102,10 @@ pub fn apply_each(
     mut emit: impl FnMut(Record),
 ) -> Result<(), FilterError> {
     if !rec.matches(&def.pattern) {
-        return Err(FilterError::Type(format!(
-            "filter for {} received record {}",
-            def.pattern,
-            rec.type_string()
-        )));
+        return Err(FilterError::Type(RuntimeTypeError::FilterPattern {
+            pattern: def.pattern.clone(),
+            record: record_type(rec),
+        }));
     }
     let mut arm = None;
     for a in &def.arms {
@@ -148,10 +149,10 @@ fn build(
         match item {
             OutItem::Field { dst, src } => {
                 let v = rec.get(*src).ok_or_else(|| {
-                    FilterError::Type(format!(
-                        "filter needs field {src}, record {} has none",
-                        rec.type_string()
-                    ))
+                    FilterError::Type(RuntimeTypeError::FilterMissingField {
+                        field: *src,
+                        record: record_type(rec),
+                    })
                 })?;
                 out.set(*dst, v.clone());
             }

@@ -13,6 +13,8 @@
 //! - [`filter`], [`synchro`], [`boxes`], [`parallel`], [`star`], [`split`],
 //!   [`feedback`], [`collector`], [`output`]: one module per entity kind;
 //! - [`limit`]: the `--input-limit` formula;
+//! - [`error`]: the error types ([`EngineError`] and its typed payloads;
+//!   `Display` gives the messages users see);
 //! - [`dist`]: the distribution layer: nodes, connections, managers,
 //!   termination, fields by reference, the transport trait and the loopback
 //!   transport (single node = the trivial layer); [`remote`]: the entity at
@@ -23,6 +25,7 @@ mod boxes;
 mod collector;
 pub mod dist;
 mod entity;
+mod error;
 mod feedback;
 mod filter;
 mod instantiate;
@@ -42,21 +45,22 @@ mod weight;
 use std::fmt;
 use std::sync::Arc;
 
-use snet_core::{Graph, Loc, Record};
+use snet_core::{Graph, Record};
 
-pub use boxes::{BoxError, BoxImpl, Emit, LanguageInterface, NoBoxes};
+pub use boxes::{BoxImpl, Emit, LanguageInterface, NoBoxes};
 pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
+pub use error::{
+    BoxError, DistributionError, EngineError, EvalContext, InternalError, ResolveError,
+    ResolveReason, RuntimeTypeError, SourceError,
+};
 pub use limit::InputLimit;
 
 /// Where input records come from (the record reader, a test vector, ...).
 pub trait Source: Send {
-    /// The next record, `Ok(None)` at the end of the input.
+    /// The next record, `Ok(None)` at the end of the input; an error (the
+    /// source's own, wrapped) is reported as [`EngineError::Input`].
     fn next_record(&mut self) -> Result<Option<Record>, SourceError>;
 }
-
-/// A malformed input, already carrying its position in the message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SourceError(pub String);
 
 /// Where output records go. Called by one worker at a time, in stream order.
 pub trait Sink: Send {
@@ -107,52 +111,6 @@ impl Default for Config {
         }
     }
 }
-
-/// What went wrong during a run. The message names the component and its source location.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EngineError {
-    /// A record did not fit a component's type (no parallel branch, missing split tag, ...).
-    Type { what: String, loc: Option<Loc> },
-    /// A tag expression failed (division by zero, ...).
-    Eval { what: String, loc: Option<Loc> },
-    /// A box misbehaved (bad variant number, missing callback, crash).
-    Box {
-        name: String,
-        what: String,
-        loc: Option<Loc>,
-    },
-    /// The input stream was malformed.
-    Input(String),
-    /// Writing the output failed.
-    Output(String),
-    /// Setting up the network failed (unresolved boxes, bad configuration).
-    Setup(String),
-    /// A static placement names a node the run does not have.
-    Placement { what: String, loc: Option<Loc> },
-    /// Another node failed; `message` is its error.
-    Node { node: u32, message: String },
-    /// Nodes could not talk (a transport failure or a protocol error).
-    Distribution(String),
-}
-
-impl fmt::Display for EngineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = |loc: &Option<Loc>| loc.as_ref().map(|l| format!("{l}: ")).unwrap_or_default();
-        match self {
-            EngineError::Type { what, loc } => write!(f, "{}runtime type error: {what}", at(loc)),
-            EngineError::Eval { what, loc } => write!(f, "{}{what}", at(loc)),
-            EngineError::Box { name, what, loc } => write!(f, "{}box `{name}`: {what}", at(loc)),
-            EngineError::Input(m) => write!(f, "malformed input: {m}"),
-            EngineError::Output(m) => write!(f, "cannot write output: {m}"),
-            EngineError::Setup(m) => write!(f, "{m}"),
-            EngineError::Placement { what, loc } => write!(f, "{}placement error: {what}", at(loc)),
-            EngineError::Node { node, message } => write!(f, "node {node}: {message}"),
-            EngineError::Distribution(m) => write!(f, "distribution: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for EngineError {}
 
 /// Counters of one run (of one node, in a distributed run).
 #[derive(Clone, Debug, Default)]
@@ -239,9 +197,9 @@ pub fn run_loopback(
             .enumerate()
             .map(|(i, h)| {
                 h.join().unwrap_or_else(|_| {
-                    Err(EngineError::Setup(format!(
-                        "internal error: node {i} panicked"
-                    )))
+                    Err(EngineError::Internal(InternalError::NodePanicked {
+                        node: i as u32,
+                    }))
                 })
             })
             .collect()

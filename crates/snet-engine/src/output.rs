@@ -63,7 +63,7 @@ impl OutputEntity {
                 );
                 self.sink
                     .write(&r.rec)
-                    .map_err(|e| EngineError::Output(e.to_string()))?;
+                    .map_err(|e| EngineError::Output(std::sync::Arc::new(e)))?;
                 // Release: pairs with the Acquire load in the scheduler's admission check.
                 ctx.rt.outputs.fetch_add(1, Ordering::Release);
                 Ok(())

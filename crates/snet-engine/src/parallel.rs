@@ -9,6 +9,7 @@
 
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Marker, Stamps};
+use crate::error::{record_type, RuntimeTypeError};
 use crate::instantiate::instantiate;
 use crate::program::ParallelDef;
 use crate::runtime::Ctx;
@@ -58,13 +59,11 @@ impl ParallelEntity {
                     .find(|(v, _)| r.rec.matches(v))
                     .map(|(_, i)| *i)
                 else {
-                    let accepted: Vec<String> = routes.iter().map(|(v, _)| v.to_string()).collect();
                     return Err(EngineError::Type {
-                        what: format!(
-                            "record {} matches no branch of the parallel composition (branches accept {})",
-                            r.rec.type_string(),
-                            accepted.join(", ")
-                        ),
+                        error: RuntimeTypeError::NoBranch {
+                            record: record_type(&r.rec),
+                            accepted: routes.iter().map(|(v, _)| v.clone()).collect(),
+                        },
                         loc: ctx.rt.loc(self.def.node),
                     });
                 };

@@ -58,7 +58,7 @@ use crate::instantiate::{instantiate, output_entity};
 use crate::program::Program;
 use crate::runtime::{process, Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
-use crate::{Config, EngineError, LanguageInterface, Sink, Source, Stats};
+use crate::{Config, EngineError, InternalError, LanguageInterface, Sink, Source, Stats};
 
 /// Rounds an idle worker looks for work before it goes to sleep.
 const SPINS: u32 = 64;
@@ -243,10 +243,8 @@ fn check_placements(graph: &Graph, nodes: u32) -> Result<(), EngineError> {
         if let NodeKind::Place { node, .. } = graph.node(n).kind {
             if node >= nodes {
                 return Err(EngineError::Placement {
-                    what: format!(
-                        "`@ {node}` places a component on node {node}, but the run has {nodes} node(s): 0..{}",
-                        nodes - 1
-                    ),
+                    node,
+                    nodes,
                     loc: Some(graph.node(n).loc.clone()),
                 });
             }
@@ -287,7 +285,7 @@ pub fn run(
         }
     }
     if !missing.is_empty() {
-        return Err(EngineError::Setup(missing.join("\n")));
+        return Err(EngineError::Setup(missing));
     }
     check_placements(&graph, transport.nodes())?;
 
@@ -379,9 +377,7 @@ pub fn run(
             .collect();
         for h in handles {
             if h.join().is_err() {
-                sh.fail(EngineError::Setup(
-                    "internal error: a worker panicked".into(),
-                ));
+                sh.fail(EngineError::Internal(InternalError::WorkerPanicked));
             }
         }
         if let Some((output, input)) = managers {
@@ -446,7 +442,7 @@ pub fn run(
             if let Some(out) = out {
                 out.sink
                     .finish()
-                    .map_err(|e| EngineError::Output(e.to_string()))?;
+                    .map_err(|e| EngineError::Output(std::sync::Arc::new(e)))?;
             }
             if config.fast_exit {
                 // The entity graph is reachable only from `shared.entry`.
@@ -462,10 +458,9 @@ pub fn run(
 /// threads waiting for this one: it stops the run.
 fn guarded(sh: &Shared, f: impl FnOnce()) {
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-        sh.fail(EngineError::Setup(format!(
-            "internal error: a thread of node {} panicked",
-            sh.rt.node
-        )));
+        sh.fail(EngineError::Internal(InternalError::ThreadPanicked {
+            node: sh.rt.node,
+        }));
     }
 }
 
@@ -539,7 +534,7 @@ fn reader_loop(sh: &Shared, mut source: Box<dyn Source>) {
             }
             Err(e) => {
                 st.closed = true;
-                st.error = Some(EngineError::Input(e.0));
+                st.error = Some(EngineError::Input(e));
                 drop(st);
                 sh.sleep.notify_one();
                 return;

@@ -10,6 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item};
+use crate::error::{record_type, RuntimeTypeError};
 use crate::instantiate::{instantiate, remote_instance};
 use crate::program::SplitDef;
 use crate::runtime::Ctx;
@@ -37,29 +38,23 @@ impl SplitEntity {
         let def = &*self.def;
         match item {
             Item::Rec(mut r) => {
-                let what = if def.placement {
-                    "dynamic placement"
-                } else {
-                    "parallel replication"
-                };
                 let Some(v) = r.rec.int(def.tag) else {
                     return Err(EngineError::Type {
-                        what: format!(
-                            "record {} lacks the tag {} that the {what} splits on",
-                            r.rec.type_string(),
-                            def.tag
-                        ),
+                        error: RuntimeTypeError::MissingSplitTag {
+                            record: record_type(&r.rec),
+                            tag: def.tag,
+                            placement: def.placement,
+                        },
                         loc: ctx.rt.loc(def.node),
                     });
                 };
                 if def.placement && !(0..i64::from(ctx.rt.nodes)).contains(&v) {
                     return Err(EngineError::Type {
-                        what: format!(
-                            "dynamic placement to node {v} (tag {}), but the run has {} node(s): 0..{}",
-                            def.tag,
-                            ctx.rt.nodes,
-                            ctx.rt.nodes - 1
-                        ),
+                        error: RuntimeTypeError::NoSuchNode {
+                            value: v,
+                            tag: def.tag,
+                            nodes: ctx.rt.nodes,
+                        },
                         loc: ctx.rt.loc(def.node),
                     });
                 }

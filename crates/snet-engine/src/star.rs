@@ -26,6 +26,7 @@ use snet_core::{Pattern, Record, SyncDef};
 
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Marker, Rec, Stamps};
+use crate::error::{record_type, EvalContext, RuntimeTypeError};
 use crate::instantiate::instantiate;
 use crate::program::StarDef;
 use crate::runtime::{Ctx, Kind};
@@ -123,8 +124,9 @@ impl StarEntity {
             Item::Rec(mut r) => {
                 let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
                 let leave =
-                    matches_any(&self.def.exits, &r.rec).map_err(|e| EngineError::Eval {
-                        what: format!("star exit guard: {e}"),
+                    matches_any(&self.def.exits, &r.rec).map_err(|error| EngineError::Eval {
+                        error,
+                        context: EvalContext::StarExit,
                         loc: ctx.rt.loc(self.def.node),
                     })?;
                 // This star's number of the record (outer collectors' stamps
@@ -233,8 +235,9 @@ impl FusedSync {
         let exits = &self.def.exits;
         let pats = &self.sync.patterns;
         let loc = || ctx.rt.loc(self.def.node);
-        let eval_err = |e: snet_core::EvalError| EngineError::Eval {
-            what: format!("repeated synchronisation: {e}"),
+        let eval_err = |error: snet_core::EvalError| EngineError::Eval {
+            error,
+            context: EvalContext::RepeatedSynchronisation,
             loc: loc(),
         };
         let mut rec = rec;
@@ -256,10 +259,9 @@ impl FusedSync {
             }
             if !accepts.contains(&true) {
                 return Err(EngineError::Type {
-                    what: format!(
-                        "record {} matches neither an exit pattern nor a synchrocell pattern: it would pass an endless chain of replicas",
-                        rec.type_string()
-                    ),
+                    error: RuntimeTypeError::EndlessSynchronisation {
+                        record: record_type(&rec),
+                    },
                     loc: loc(),
                 });
             }

@@ -10,6 +10,7 @@
 use snet_core::{NodeId, Pattern, Record, SyncDef};
 
 use crate::entity::{Entity, Item, Rec};
+use crate::error::EvalContext;
 use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
@@ -123,13 +124,14 @@ impl SyncEntity {
             ctx.send(&self.next, item);
             return Ok(());
         };
-        let stored = self
-            .cell
-            .offer(&self.def.patterns, rec)
-            .map_err(|e| EngineError::Eval {
-                what: format!("synchrocell guard: {e}"),
-                loc: ctx.rt.loc(self.node),
-            })?;
+        let stored =
+            self.cell
+                .offer(&self.def.patterns, rec)
+                .map_err(|error| EngineError::Eval {
+                    error,
+                    context: EvalContext::Synchrocell,
+                    loc: ctx.rt.loc(self.node),
+                })?;
         match stored {
             Stored::Kept => {}
             Stored::Fired(rec) | Stored::Passed(rec) => {

@@ -5,7 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use snet_core::*;
-use snet_engine::{run_vec, run_vec_with, BoxError, BoxImpl, Config, Emit, LanguageInterface};
+use snet_engine::{
+    run_vec, run_vec_with, BoxError, BoxImpl, Config, Emit, EngineError, EvalContext,
+    LanguageInterface, ResolveError, ResolveReason, RuntimeTypeError,
+};
 
 struct B {
     g: Graph,
@@ -560,6 +563,17 @@ fn runtime_errors_are_reported() {
     let g = b.finish(f);
     let err = run_vec(g, &cfg(2), vec![rec(&[("X", 1)]), rec(&[("X", 0)])]).unwrap_err();
     assert!(err.to_string().contains("division by zero"), "{err}");
+    assert!(
+        matches!(
+            err,
+            EngineError::Eval {
+                error: EvalError::DivisionByZero,
+                context: EvalContext::Filter,
+                loc: Some(_),
+            }
+        ),
+        "{err:?}"
+    );
     let mut b = B::new();
     let fa = b.filter(&[t("A")], vec![vec![(t("A"), None)]]);
     let fb = b.filter(&[t("B")], vec![vec![(t("B"), None)]]);
@@ -573,6 +587,85 @@ fn runtime_errors_are_reported() {
     let g = b.finish(par);
     let err = run_vec(g, &cfg(2), vec![rec(&[("C", 1)])]).unwrap_err();
     assert!(err.to_string().contains("no branch"), "{err}");
+    let EngineError::Type {
+        error: RuntimeTypeError::NoBranch { record, accepted },
+        ..
+    } = &err
+    else {
+        panic!("not a no-branch error: {err:?}")
+    };
+    assert_eq!(*record, Variant::new([t("C")]));
+    assert_eq!(accepted.len(), 2);
+    assert_eq!(
+        err.to_string(),
+        "test.snet:1:1: runtime type error: record {<C>} matches no branch of the parallel composition (branches accept {<A>}, {<B>})"
+    );
+}
+
+/// A box that emits one record `{<label>=0}` as output variant `variant`.
+struct EmitVariant {
+    label: Label,
+    variant: usize,
+}
+
+impl BoxImpl for EmitVariant {
+    fn invoke(&self, _input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        out.emit(self.variant, rec_l(&[(self.label, 0)]))
+    }
+}
+
+struct OneBox(Arc<dyn BoxImpl>);
+
+impl LanguageInterface for OneBox {
+    fn resolve(&self, _def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+        Ok(self.0.clone())
+    }
+}
+
+#[test]
+fn box_errors_carry_their_kind() {
+    let mut b = B::new();
+    let s = t("S");
+    let mut boxes = RustBoxes::default();
+    let init = b.init("init", s, 1, &mut boxes);
+    let g = b.finish(init);
+    // A variant the signature does not declare (`init` declares one).
+    let bad = OneBox(Arc::new(EmitVariant {
+        label: s,
+        variant: 2,
+    }));
+    let err = run_vec_with(g.clone(), &cfg(1), vec![], &bad).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            EngineError::Box {
+                name,
+                error: BoxError::VariantOutOfRange {
+                    variant: 2,
+                    declared: 1,
+                    call: None
+                },
+                ..
+            } if name == "init"
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "test.snet:1:1: box `init`: emitted output variant 2, but its signature declares 1 variant(s) (numbered from 1)"
+    );
+    // No implementation at all: every unresolved box, typed.
+    let err = run_vec(g, &cfg(1), vec![]).unwrap_err();
+    let EngineError::Setup(unresolved) = &err else {
+        panic!("not a setup error: {err:?}")
+    };
+    assert_eq!(unresolved.len(), 1);
+    assert_eq!(unresolved[0].name, "init");
+    assert_eq!(unresolved[0].reason, ResolveReason::NoImplementation);
+    assert_eq!(
+        err.to_string(),
+        "box `init` (test.snet:1:1) has no implementation: build the program with its box code (`snet build`)"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -610,11 +703,10 @@ fn rec_l(tags: &[(Label, i64)]) -> Record {
 struct RustBoxes(HashMap<String, Arc<Init>>);
 
 impl LanguageInterface for RustBoxes {
-    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, String> {
-        let b = self
-            .0
-            .get(&def.name)
-            .ok_or_else(|| format!("no Rust box `{}`", def.name))?;
+    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+        let b = self.0.get(&def.name).ok_or_else(|| {
+            ResolveError::new(def, ResolveReason::Other("no Rust box of this name".into()))
+        })?;
         Ok(b.clone() as Arc<dyn BoxImpl>)
     }
 }

@@ -183,7 +183,7 @@ impl<R: io::BufRead + Send> Source for ReaderSource<R> {
         match self.0.next() {
             Ok(Some(Item::Data(r))) => Ok(Some(r)),
             Ok(Some(Item::Terminate)) | Ok(None) => Ok(None),
-            Err(e) => Err(SourceError(e.to_string())),
+            Err(e) => Err(SourceError::new(e)),
         }
     }
 }
@@ -388,4 +388,67 @@ pub unsafe extern "C" fn snet_runner_main(
     // SAFETY: the table matches the program (contract).
     let language = unsafe { C4SNet::from_raw_table(boxes, nboxes) };
     c_int::from(run(graph, &opts, &language))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MALFORMED: &str = r#"<?xml version="1.0" ?>
+<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">1</tag></record>
+<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">12x</tag></record>
+<record type="terminate" />
+"#;
+
+    fn source() -> ReaderSource<&'static [u8]> {
+        ReaderSource(reader(MALFORMED.as_bytes(), "in.xml"))
+    }
+
+    /// The reader's `ReadError` survives the `Source` interface whole: its
+    /// kind and position can be inspected, and the message is its own.
+    #[test]
+    fn a_source_error_is_the_readers_error() {
+        let mut src = source();
+        assert!(src.next_record().expect("first record").is_some());
+        let e = src.next_record().expect_err("12x is not an integer");
+        let read = e
+            .downcast_ref::<snet_io::ReadError>()
+            .expect("a snet_io::ReadError");
+        assert!(
+            matches!(read.kind(), snet_io::ReadErrorKind::NonIntegerTag { value, .. } if value == "12x"),
+            "{read:?}"
+        );
+        assert_eq!(read.position().line, 3);
+        assert_eq!(e.to_string(), read.to_string());
+    }
+
+    /// ... and so does the run's error: `EngineError::Input` holds it.
+    #[test]
+    fn a_runs_input_error_holds_the_readers_error() {
+        let compiled = snet_front::compile("t.snet", "net idf connect [{<a>} -> {<a>}];", None);
+        let graph = Arc::new(compiled.graph.expect("compiles"));
+        let config = Config {
+            workers: 1,
+            ..Config::default()
+        };
+        let sink = WriterSink(writer(Vec::new()));
+        let err = snet_engine::run(
+            graph,
+            &config,
+            Some((Box::new(source()), Box::new(sink))),
+            &snet_engine::NoBoxes,
+            &SingleNode,
+        )
+        .expect_err("malformed input");
+        let EngineError::Input(e) = &err else {
+            panic!("not an input error: {err:?}")
+        };
+        let read = e.downcast_ref::<snet_io::ReadError>().expect("ReadError");
+        assert_eq!(read.position().line, 3);
+        assert_eq!(err.to_string(), format!("malformed input: {read}"));
+        assert!(
+            err.to_string().starts_with("malformed input: in.xml:3:"),
+            "{err}"
+        );
+    }
 }

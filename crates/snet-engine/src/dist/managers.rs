@@ -13,7 +13,7 @@ use crate::remote::RemoteEntity;
 use crate::runtime::{Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, Ordering};
 use crate::weight::Dyadic;
-use crate::EngineError;
+use crate::{DistributionError, EngineError};
 
 /// What the managers need from the node's scheduler.
 pub(crate) trait Host: Sync {
@@ -132,7 +132,9 @@ fn send_batch(
                     b.items = Some((conn, at, 0));
                 }
                 enc.item(to, &item, &net.store, &mut b.frames)
-                    .map_err(|what| EngineError::Distribution(format!("node {me}: {what}")))?;
+                    .map_err(|what| {
+                        EngineError::Distribution(DistributionError::Field { node: me, what })
+                    })?;
                 if let Some((c, at, n)) = b.items {
                     let v = n + 1;
                     b.frames[at] = 0x80 | (v & 0x7f) as u8;
@@ -175,8 +177,12 @@ fn send_batch(
             net.traffic
                 .bytes_sent
                 .fetch_add((header.len() + payload.len()) as u64, Ordering::Relaxed);
-            t.send(to, ch, &header, payload).map_err(|e| {
-                EngineError::Distribution(format!("node {me} cannot send to node {to}: {e}"))
+            t.send(to, ch, &header, payload).map_err(|error| {
+                EngineError::Distribution(DistributionError::Send {
+                    from: me,
+                    to,
+                    error,
+                })
             })
         };
     // Every message is attempted even if one fails (a failure notice must
@@ -229,7 +235,10 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
                 return;
             }
             Err(e) => {
-                host.fail(EngineError::Distribution(e.to_string()), false);
+                host.fail(
+                    EngineError::Distribution(DistributionError::Transport(e)),
+                    false,
+                );
                 return;
             }
         };
@@ -244,7 +253,10 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
         let credit = match r.credit() {
             Ok(c) => c,
             Err(e) => {
-                host.fail(EngineError::Distribution(e.0), false);
+                host.fail(
+                    EngineError::Distribution(DistributionError::Protocol(e.0)),
+                    false,
+                );
                 return;
             }
         };
@@ -272,7 +284,7 @@ enum Handled {
 
 impl From<WireError> for Handled {
     fn from(e: WireError) -> Handled {
-        Handled::Error(EngineError::Distribution(e.0))
+        Handled::Error(EngineError::Distribution(DistributionError::Protocol(e.0)))
     }
 }
 
@@ -286,7 +298,8 @@ fn handle(
 ) -> Result<(), Handled> {
     let rt = host.rt();
     let net = &rt.net;
-    let proto = |what: String| Handled::Error(EngineError::Distribution(what));
+    let proto =
+        |what: String| Handled::Error(EngineError::Distribution(DistributionError::Protocol(what)));
     while !r.done() {
         match r.byte()? {
             wire::OPEN => {
