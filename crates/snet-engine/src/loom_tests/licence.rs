@@ -19,7 +19,7 @@
 //! * nothing stranded: after all senders are done the inbox is empty and the
 //!   licence is free (the next offer is licensed).
 //!
-//! Sizes: two senders with two items each; three senders with one item
+//! Sizes: two senders with three items each; three senders with two items
 //! each. Preemption bound 3.
 
 use std::sync::Arc;
@@ -121,11 +121,11 @@ fn licence_model(senders: u64, items: u64) {
 }
 
 #[test]
-fn licence_two_senders_two_items() {
-    licence_model(2, 2);
+fn licence_two_senders_three_items() {
+    licence_model(2, 3);
 }
 
 #[test]
-fn licence_three_senders_one_item() {
-    licence_model(3, 1);
+fn licence_three_senders_two_items() {
+    licence_model(3, 2);
 }

@@ -25,6 +25,7 @@
 mod licence;
 mod markers;
 mod sleep;
+mod termination;
 
 use std::sync::Arc;
 
@@ -34,14 +35,32 @@ use crate::dist::Net;
 use crate::instantiate::{Program, Runtime};
 
 /// Runs `f` under loom with at most `max_preemptions` preemptions (fewer if
-/// `LOOM_MAX_PREEMPTIONS` says so; that bound if it is unset).
+/// `LOOM_MAX_PREEMPTIONS` says so; that bound if it is unset). With
+/// `SNET_LOOM_FULL` set, `LOOM_MAX_PREEMPTIONS` alone decides (deeper, and
+/// much slower for the termination models).
 pub(crate) fn check(max_preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
-    let bound = b
-        .preemption_bound
-        .map_or(max_preemptions, |p| p.min(max_preemptions));
+    let full = std::env::var_os("SNET_LOOM_FULL").is_some();
+    let bound = match b.preemption_bound {
+        Some(p) if full => p,
+        Some(p) => p.min(max_preemptions),
+        None => max_preemptions,
+    };
     b.preemption_bound = Some(bound);
-    b.check(f);
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = runs.clone();
+    let start = std::time::Instant::now();
+    b.check(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f()
+    });
+    // Shown with `--nocapture`.
+    println!(
+        "{}: {} executions, preemption bound {bound}, {:.1?}",
+        std::thread::current().name().unwrap_or("model"),
+        runs.load(std::sync::atomic::Ordering::Relaxed),
+        start.elapsed()
+    );
 }
 
 /// A runtime for node `me` of `nodes` with an empty program: enough for
