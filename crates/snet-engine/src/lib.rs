@@ -274,3 +274,6 @@ pub fn run_vec_with(
     let v = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));
     Ok(v)
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;

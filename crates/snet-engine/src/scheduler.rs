@@ -60,8 +60,9 @@ use crate::runtime::{process, Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{Config, EngineError, InternalError, LanguageInterface, Sink, Source, Stats};
 
-/// Rounds an idle worker looks for work before it goes to sleep.
-const SPINS: u32 = 64;
+/// Rounds an idle worker looks for work before it goes to sleep (none
+/// under loom: spinning only multiplies the interleavings to explore).
+const SPINS: u32 = if cfg!(loom) { 0 } else { 64 };
 
 /// Items an entity may process before its licence is requeued.
 pub const BATCH: usize = 64;
@@ -198,7 +199,7 @@ struct Input {
     capacity: usize,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     rt: Runtime,
     queues: Vec<Mutex<VecDeque<Task>>>,
     /// Licences the input manager obtained (distributed runs).
@@ -712,7 +713,8 @@ impl Shared {
     }
 }
 
-fn worker_loop(sh: &Shared, me: usize) {
+#[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))] // SPINS is 0 under loom
+pub(crate) fn worker_loop(sh: &Shared, me: usize) {
     let mut ctx = Ctx::new(&sh.rt);
     let mut next: Option<Task> = None;
     let mut spins = 0u32;
@@ -767,5 +769,73 @@ fn worker_loop(sh: &Shared, me: usize) {
                 }
             }
         }
+    }
+}
+
+/// Hooks for the model checks ([`crate::loom_tests`]): one node's scheduler
+/// without `run` (no reader thread, no entry network, input closed).
+#[cfg(all(test, loom))]
+impl Shared {
+    /// A node with `workers` workers and `initial` tasks in worker 0's queue.
+    pub(crate) fn for_model(
+        rt: Runtime,
+        workers: usize,
+        initial: Vec<(Arc<Entity>, Item)>,
+    ) -> Shared {
+        let distributed = rt.net.distributed();
+        let initial: VecDeque<Task> = initial
+            .into_iter()
+            .map(|(ent, item)| Task { ent, item })
+            .collect();
+        Shared {
+            rt,
+            queues: std::iter::once(initial)
+                .chain((1..workers).map(|_| VecDeque::new()))
+                .map(Mutex::new)
+                .collect(),
+            injector: Mutex::new(VecDeque::new()),
+            distributed,
+            sleep: Sleep::new(workers),
+            input: Input {
+                state: Mutex::new(InputState {
+                    records: VecDeque::new(),
+                    closed: true,
+                    error: None,
+                }),
+                space: Condvar::new(),
+                capacity: 1,
+            },
+            entry: None,
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+            admitted: AtomicU64::new(0),
+            limit: None,
+            steals: AtomicU64::new(0),
+            codecs: snet_core::Codecs::default(),
+            managers_stop: AtomicBool::new(false),
+        }
+    }
+
+    /// What `run` does once the workers are done: the output manager stops
+    /// when its queue is empty, the input manager at its next look.
+    pub(crate) fn model_stop(&self) {
+        self.rt.net.stop();
+        self.managers_stop.store(true, Ordering::Release);
+    }
+
+    /// Panics unless the node ended cleanly: no error, no task left, done.
+    pub(crate) fn model_assert_drained(&self) {
+        assert!(lock(&self.error).is_none(), "node {} failed", self.rt.node);
+        assert!(
+            self.queues.iter().all(|q| lock(q).is_empty()),
+            "node {}: tasks left in a queue",
+            self.rt.node
+        );
+        assert!(
+            lock(&self.injector).is_empty(),
+            "node {}: licences left in the injector",
+            self.rt.node
+        );
+        assert!(self.sleep.is_done(), "node {}: not done", self.rt.node);
     }
 }

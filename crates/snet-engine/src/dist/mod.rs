@@ -54,8 +54,8 @@
 //! credit. Credit is never created or destroyed, so node 0 holding all of
 //! it while passive, with its input exhausted, means no node is active and
 //! no message is in flight: the run is over, and node 0 tells every node to
-//! shut down. The rules are in [`Net::settle`]; `tests/loom_dist.rs`
-//! model-checks them.
+//! shut down. The rules are in [`Net::settle`]; `loom_tests::termination`
+//! model-checks them with the real managers.
 //!
 //! # Fields
 //!
