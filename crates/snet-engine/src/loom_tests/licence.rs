@@ -21,6 +21,10 @@
 //!
 //! Sizes: two senders with three items each; three senders with two items
 //! each. Preemption bound 3.
+//!
+//! Run: `LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
+//! cargo test --release -q -p snet-engine --lib loom_tests::licence` (add
+//! `-- --nocapture` for the number of executions explored).
 
 use std::sync::Arc;
 

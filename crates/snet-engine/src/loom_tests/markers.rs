@@ -28,6 +28,10 @@
 //!
 //! Sizes: three or four copies and one record over three threads (main
 //! included). Preemption bound 3.
+//!
+//! Run: `LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
+//! cargo test --release -q -p snet-engine --lib loom_tests::markers` (add
+//! `-- --nocapture` for the number of executions explored).
 
 use std::sync::Arc;
 

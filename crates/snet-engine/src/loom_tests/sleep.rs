@@ -30,6 +30,10 @@
 //!
 //! (Formerly the external test `tests/loom_sleep.rs`, which only had the
 //! first model.)
+//!
+//! Run: `LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
+//! cargo test --release -q -p snet-engine --lib loom_tests::sleep` (add
+//! `-- --nocapture` for the number of executions explored).
 
 use std::sync::Arc;
 
