@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every C-box conformance program (tests/conformance/c/*) under valgrind
-# memcheck and fails if any run has a memory error or a *definite* leak
+# memcheck (one node, and two loopback nodes) and fails if any run has a memory error or a *definite* leak
 # (field references a box or the runtime forgot to release).
 #
 # Usage: .ci/leakcheck.sh [case-substring]
@@ -23,14 +23,31 @@ for dir in tests/conformance/c/*/; do
     [[ -n "${1:-}" && "$case" != *"$1"* ]] && continue
     [[ -f "$dir/expected-error.txt" || -f "$dir/expected-build-error.txt" ]] && continue
     "$SNET" build "$dir/prog.snet" "$dir"/*.c -o "$tmp/$case"
+    # Extra arguments: one per line (as the conformance runner reads them).
     args=()
-    [[ -f "$dir/args" ]] && read -r -a args < "$dir/args"
-    for w in 1 4; do
+    if [[ -f "$dir/args" ]]; then
+        while IFS= read -r line || [[ -n "$line" ]]; do
+            line="${line#"${line%%[![:space:]]*}"}"
+            line="${line%"${line##*[![:space:]]}"}"
+            [[ -n "$line" ]] && args+=("$line")
+        done < "$dir/args"
+    fi
+    # One node at 1 and 4 workers, and two loopback nodes with random
+    # placements and every field by reference (the distribution layer's
+    # field store, proxies and managers; cases with pointer fields stay on
+    # one node, as in the conformance runner).
+    dist=(--nodes 2 --transport loopback --scatter 3 --inline-fields 0)
+    setups=("-w 1" "-w 4")
+    [[ -f "$dir/nodes" ]] || setups+=("-w 2 dist")
+    for setup in "${setups[@]}"; do
+        read -r -a s <<< "$setup"
+        extra=("${s[0]}" "${s[1]}")
+        [[ "${s[2]:-}" == dist ]] && extra+=("${dist[@]}")
         n=$((n + 1))
         if ! SNET_SYSTEM_ALLOC=1 valgrind -q --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
-                --error-exitcode=99 "$tmp/$case" -i "$dir/input.xml" -o "$tmp/out.xml" -w "$w" "${args[@]}" \
+                --error-exitcode=99 "$tmp/$case" -i "$dir/input.xml" -o "$tmp/out.xml" "${extra[@]}" "${args[@]}" \
                 2> "$tmp/log"; then
-            echo "LEAK/ERROR: $case (-w $w)"
+            echo "LEAK/ERROR: $case ($setup)"
             cat "$tmp/log"
             fail=1
         fi
