@@ -273,30 +273,15 @@ impl BoxEntity {
         if !ctx.rt.net.distributed() || matches!(self.mode, Mode::Lane { .. }) {
             return self.step(item, ctx);
         }
-        if let Item::Wake = item {
-            let mut parked = self.parked.resume();
-            while let Some(it) = parked.pop_front() {
-                if let Some(it) = self.parked.hold(it) {
-                    self.admit(it, ctx, me)?;
-                }
-            }
-            return Ok(());
+        let inputs = &self.t.def.inputs;
+        let ready = |rec: &Record| {
+            let fields = inputs.iter().copied().filter(|l| l.is_field());
+            crate::dist::fields::ensure_local(rec, fields, me, ctx)
+        };
+        for it in self.parked.admit(item, ready) {
+            self.step(it, ctx)?;
         }
-        match self.parked.hold(item) {
-            Some(it) => self.admit(it, ctx, me),
-            None => Ok(()),
-        }
-    }
-
-    fn admit(&mut self, item: Item, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
-        if let Item::Rec(r) = &item {
-            let fields = self.t.def.inputs.iter().copied().filter(|l| l.is_field());
-            if !crate::dist::fields::ensure_local(&r.rec, fields, me, ctx) {
-                self.parked.park(item);
-                return Ok(());
-            }
-        }
-        self.step(item, ctx)
+        Ok(())
     }
 
     fn step(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {

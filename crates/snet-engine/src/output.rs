@@ -31,24 +31,11 @@ impl OutputEntity {
         if !ctx.rt.net.distributed() {
             return self.write(item, ctx);
         }
-        let mut todo = match item {
-            Item::Wake => self.parked.resume(),
-            other => match self.parked.hold(other) {
-                Some(it) => std::iter::once(it).collect(),
-                None => return Ok(()),
-            },
+        let ready = |rec: &snet_core::Record| {
+            let fields = rec.labels().filter(|l| l.is_field());
+            crate::dist::fields::ensure_local(rec, fields, me, ctx)
         };
-        while let Some(it) = todo.pop_front() {
-            let Some(it) = self.parked.hold(it) else {
-                continue;
-            };
-            if let Item::Rec(r) = &it {
-                let fields = r.rec.labels().filter(|l| l.is_field());
-                if !crate::dist::fields::ensure_local(&r.rec, fields, me, ctx) {
-                    self.parked.park(it);
-                    continue;
-                }
-            }
+        for it in self.parked.admit(item, ready) {
             self.write(it, ctx)?;
         }
         Ok(())

@@ -92,11 +92,6 @@ pub(crate) struct FieldStore {
     release: Arc<dyn ReleaseRemote>,
 }
 
-/// The address of the value behind a field handle (export identity).
-fn key(f: &Field) -> usize {
-    f.address()
-}
-
 impl FieldStore {
     pub fn new(me: u32, release: Arc<dyn ReleaseRemote>) -> FieldStore {
         FieldStore {
@@ -110,7 +105,7 @@ impl FieldStore {
     /// returns its id and the weight to send with this reference.
     pub fn export(&self, f: &Field) -> (u64, u64) {
         let mut st = lock(&self.state);
-        let k = key(f);
+        let k = f.address();
         let id = match st.by_value.get(&k) {
             Some(&id) => id,
             None => {
@@ -312,6 +307,39 @@ impl Parked {
     /// Parks `item` (the one that needs a field) at the front.
     pub fn park(&mut self, item: Item) {
         self.0.get_or_insert_with(Default::default).push_front(item);
+    }
+
+    /// The parking protocol for one incoming item: the items the entity
+    /// may process now, in stream order. `Wake` brings back the parked
+    /// input; an item arriving while the entity waits joins it; the first
+    /// record `ready` refuses (it asked for its fields) is parked, with
+    /// everything behind it.
+    pub fn admit(
+        &mut self,
+        item: Item,
+        ready: impl Fn(&snet_core::Record) -> bool,
+    ) -> std::collections::VecDeque<Item> {
+        let mut todo = match item {
+            Item::Wake => self.resume(),
+            other => match self.hold(other) {
+                Some(it) => std::iter::once(it).collect(),
+                None => return Default::default(),
+            },
+        };
+        let mut now = std::collections::VecDeque::new();
+        while let Some(it) = todo.pop_front() {
+            let Some(it) = self.hold(it) else {
+                continue;
+            };
+            if let Item::Rec(r) = &it {
+                if !ready(&r.rec) {
+                    self.park(it);
+                    continue;
+                }
+            }
+            now.push_back(it);
+        }
+        now
     }
 
     /// On `Wake`: the parked input, to be processed again in order.

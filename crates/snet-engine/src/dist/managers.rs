@@ -90,7 +90,7 @@ fn send_batch(
                     let b = msgs.entry((p, ch)).or_default();
                     b.items = None;
                     b.frames.push(wire::FAIL);
-                    wire::put_string(&mut b.frames, &m);
+                    wire::put_s(&mut b.frames, &m);
                 }
             }
             Out::Shutdown => {
@@ -200,7 +200,7 @@ fn send_batch(
     for (to, id, value) in payloads {
         let mut frames = vec![wire::BYTES];
         wire::put_u(&mut frames, id);
-        wire::put_string(&mut frames, value.codec());
+        wire::put_s(&mut frames, value.codec());
         let mut bytes = Vec::with_capacity(value.encoded_len());
         value.encode(&mut bytes);
         let r = send(to, Channel::Field, Dyadic::zero(), true, &frames, &bytes);

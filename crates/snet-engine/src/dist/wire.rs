@@ -59,7 +59,7 @@ fn put_i(out: &mut Vec<u8>, v: i64) {
     put_u(out, ((v << 1) ^ (v >> 63)) as u64)
 }
 
-fn put_s(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_s(out: &mut Vec<u8>, s: &str) {
     put_u(out, s.len() as u64);
     out.extend_from_slice(s.as_bytes());
 }
@@ -185,10 +185,6 @@ pub(crate) fn put_credit(out: &mut Vec<u8>, d: &Dyadic) {
     for e in d.pieces() {
         put_u(out, e);
     }
-}
-
-pub(crate) fn put_string(out: &mut Vec<u8>, s: &str) {
-    put_s(out, s)
 }
 
 /// The sending side of the label dictionaries and field references.
