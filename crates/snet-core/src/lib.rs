@@ -2,6 +2,7 @@
 //!
 //! Every other crate speaks in these types:
 //! - [`label`]: interned record labels (fields, tags, binding tags);
+//! - [`bytes`]: the aligned byte buffers field bytes travel in between nodes;
 //! - [`record`]: the record, a sorted set of label/value pairs;
 //! - [`field`]: opaque, shared field handles over values a language interface keeps (local or remote), their hooks and codecs, and text carried verbatim;
 //! - [`expr`]: compiled tag expressions (stack bytecode, evaluated on a record);
@@ -9,12 +10,14 @@
 //!
 //! This crate depends on nothing of the project; it must stay small and hot-path friendly.
 
+pub mod bytes;
 pub mod expr;
 pub mod field;
 pub mod graph;
 pub mod label;
 pub mod record;
 
+pub use bytes::FieldBytes;
 pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, UnOp};
 pub use field::{
     Codecs, Field, FieldCodec, FieldData, ReleaseRemote, RemoteField, TextField, TEXT_CODEC,

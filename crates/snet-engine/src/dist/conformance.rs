@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::transport::{Channel, Transport, TransportError};
+use super::transport::{Channel, Payload, Transport, TransportError};
 
 /// The names of the cases, in the order they should run.
 pub const CASES: [&str; 5] = [
@@ -46,7 +46,7 @@ fn recv(t: &dyn Transport) -> Result<super::Received, String> {
 }
 
 fn send(t: &dyn Transport, to: u32, ch: Channel, h: &[u8], p: &[u8]) -> Result<(), String> {
-    t.send(to, ch, h, p)
+    t.send(to, ch, h, Payload::owned(p.to_vec()))
         .map_err(|e| format!("node {} -> {to}: send failed: {e}", t.node()))
 }
 
@@ -157,7 +157,7 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                     if m.from != 0 || m.channel != Channel::Field || m.header != want_h {
                         return Err(format!("payload {i}: wrong header/sender/channel"));
                     }
-                    if m.payload != pattern(s, i as u8) {
+                    if m.payload != pattern(s, i as u8) || m.payload.as_ptr() as usize % 16 != 0 {
                         return Err(format!("payload {i} ({s} bytes) arrived damaged"));
                     }
                 }

@@ -1,7 +1,8 @@
 //! The loopback transport: every node of a run inside one process.
 //!
 //! Each node gets an endpoint ([`Loopback::create`]); a message is moved
-//! (not copied) into the receiver's mailbox. Flow control is a window of
+//! into the receiver's mailbox (the payload is copied once, as a
+//! transport between processes would). Flow control is a window of
 //! [`WINDOW`] messages per sender at each receiver: a sender whose window is
 //! full waits until the receiver takes one. The mailbox is one FIFO, so
 //! order holds per pair of nodes (stronger than the per-channel contract).
@@ -13,7 +14,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use super::transport::{Channel, Received, Transport, TransportError};
+use super::transport::{Channel, FieldBytes, Payload, Received, Transport, TransportError};
 
 /// Messages one node may have in flight to another.
 pub const WINDOW: usize = 64;
@@ -125,7 +126,7 @@ impl Transport for Loopback {
         to: u32,
         channel: Channel,
         header: &[u8],
-        payload: &[u8],
+        payload: Payload,
     ) -> Result<(), TransportError> {
         let (m, cv) = self
             .hub
@@ -157,7 +158,7 @@ impl Transport for Loopback {
             from: self.me,
             channel,
             header: header.to_vec(),
-            payload: payload.to_vec(),
+            payload: FieldBytes::copy_from(payload.bytes()),
         });
         drop(mb);
         cv.notify_all();

@@ -6,7 +6,7 @@ use std::time::Duration;
 use snet_core::Codecs;
 
 use super::wire::{self, Decoder, Encoder, Reader, WireError};
-use super::{Channel, Out, Settle, Transport, TransportError};
+use super::{Channel, Out, Payload, Settle, Transport, TransportError};
 use crate::entity::{Entity, Item};
 use crate::instantiate::instantiate;
 use crate::remote::RemoteEntity;
@@ -164,7 +164,7 @@ fn send_batch(
     }
     let mut header = Vec::new();
     let mut send =
-        |to: u32, ch: Channel, mut credit: Dyadic, share: bool, frames: &[u8], payload: &[u8]| {
+        |to: u32, ch: Channel, mut credit: Dyadic, share: bool, frames: &[u8], payload: Payload| {
             if share {
                 if let Some(e) = lock(&net.state.0).pool.split_off() {
                     credit.add(e);
@@ -192,7 +192,7 @@ fn send_batch(
     for ((to, ch), b) in msgs {
         // A message that only returns credit takes no new share.
         let ch = Channel::from_raw(ch).expect("channel");
-        let r = send(to, ch, b.credit, b.needs_credit, &b.frames, &[]);
+        let r = send(to, ch, b.credit, b.needs_credit, &b.frames, Payload::none());
         if first.is_ok() {
             first = r;
         }
@@ -203,7 +203,14 @@ fn send_batch(
         wire::put_s(&mut frames, value.codec());
         let mut bytes = Vec::with_capacity(value.encoded_len());
         value.encode(&mut bytes);
-        let r = send(to, Channel::Field, Dyadic::zero(), true, &frames, &bytes);
+        let r = send(
+            to,
+            Channel::Field,
+            Dyadic::zero(),
+            true,
+            &frames,
+            Payload::owned(bytes),
+        );
         if first.is_ok() {
             first = r;
         }
@@ -262,7 +269,7 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
         };
         net.begin(&credit);
         let mut ctx = Ctx::new(rt);
-        let res = handle(host, &mut ctx, &mut dec, msg.from, &mut r, &msg.payload);
+        let res = handle(host, &mut ctx, &mut dec, msg.from, &mut r, &msg.payload[..]);
         let ready = std::mem::take(&mut ctx.ready);
         if !ready.is_empty() {
             host.deliver(ready);

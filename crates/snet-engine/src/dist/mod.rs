@@ -78,7 +78,9 @@ use crate::entity::{Entity, Item, Stamps};
 use crate::sync::{lock, Arc, AtomicU64, Condvar, Mutex, Ordering};
 use crate::weight::Dyadic;
 
-pub use transport::{Channel, Received, Transport, TransportError};
+pub use transport::{
+    Channel, FieldBytes, Payload, PayloadBytes, Received, Transport, TransportError,
+};
 
 /// The name of a connection: the node that created it and its counter there.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,7 +100,7 @@ impl Transport for SingleNode {
     fn nodes(&self) -> u32 {
         1
     }
-    fn send(&self, to: u32, _: Channel, _: &[u8], _: &[u8]) -> Result<(), TransportError> {
+    fn send(&self, to: u32, _: Channel, _: &[u8], _: Payload) -> Result<(), TransportError> {
         Err(TransportError::Failed(format!(
             "a single-node run cannot send to node {to}"
         )))

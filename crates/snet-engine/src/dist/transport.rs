@@ -25,7 +25,10 @@
 //! memory (no extra copy) while headers go through small buffers.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+
+pub use snet_core::FieldBytes;
 
 /// Kinds of messages, for backends that keep them apart (MPI tags, rings).
 /// Order is guaranteed only within one channel between two nodes.
@@ -47,13 +50,76 @@ impl Channel {
     }
 }
 
-/// A message as received.
+/// Bytes that can be sent as a payload while someone else keeps them.
+pub trait PayloadBytes: Send + Sync {
+    fn bytes(&self) -> &[u8];
+}
+
+impl PayloadBytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PayloadBytes for FieldBytes {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+/// A message's payload: shared, not copied, with whoever made the bytes
+/// (a field's value), so that a backend can send straight from them after
+/// `send` returned, and drop its reference when the bytes are on their way.
+#[derive(Clone, Default)]
+pub struct Payload(Option<Arc<dyn PayloadBytes>>);
+
+impl Payload {
+    /// No payload.
+    pub fn none() -> Payload {
+        Payload(None)
+    }
+
+    /// The bytes `b` holds, shared.
+    pub fn shared(b: Arc<dyn PayloadBytes>) -> Payload {
+        Payload(Some(b))
+    }
+
+    /// Bytes made for this message.
+    pub fn owned(v: Vec<u8>) -> Payload {
+        if v.is_empty() {
+            Payload(None)
+        } else {
+            Payload(Some(Arc::new(v)))
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.0.as_ref().map_or(&[], |b| b.bytes())
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Payload({} bytes)", self.len())
+    }
+}
+
+/// A message as received. The payload is in an aligned buffer that a
+/// language interface can adopt as a field's storage without a copy.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Received {
     pub from: u32,
     pub channel: Channel,
     pub header: Vec<u8>,
-    pub payload: Vec<u8>,
+    pub payload: FieldBytes,
 }
 
 /// What can go wrong between nodes.
@@ -85,13 +151,15 @@ pub trait Transport: Send + Sync {
     fn node(&self) -> u32;
     /// Nodes in the run.
     fn nodes(&self) -> u32;
-    /// Sends a message to node `to` (not this node). May block for flow control.
+    /// Sends a message to node `to` (not this node). May block for flow
+    /// control. The backend may keep `payload` (a shared reference) until
+    /// the bytes are sent; the header is copied before `send` returns.
     fn send(
         &self,
         to: u32,
         channel: Channel,
         header: &[u8],
-        payload: &[u8],
+        payload: Payload,
     ) -> Result<(), TransportError>;
     /// The next message for this node from any node, waiting at most `timeout`.
     fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError>;

@@ -63,7 +63,7 @@ use loom::thread;
 use snet_core::{Codecs, Record};
 
 use crate::dist::managers::{input_manager, output_manager, Host};
-use crate::dist::{Channel, Out, Received, Settle, Transport, TransportError};
+use crate::dist::{Channel, FieldBytes, Out, Payload, Received, Settle, Transport, TransportError};
 use crate::entity::{Entity, Item, Offer, Rec};
 use crate::output::OutputEntity;
 use crate::remote::RemoteEntity;
@@ -130,14 +130,14 @@ impl Transport for Endpoint {
         to: u32,
         ch: Channel,
         header: &[u8],
-        payload: &[u8],
+        payload: Payload,
     ) -> Result<(), TransportError> {
         let (m, cv) = &self.wire.boxes[to as usize];
         lock(m).queues[ch as usize].push_back(Received {
             from: self.me,
             channel: ch,
             header: header.to_vec(),
-            payload: payload.to_vec(),
+            payload: FieldBytes::copy_from(payload.bytes()),
         });
         cv.notify_one();
         Ok(())
