@@ -9,6 +9,10 @@ want_pkg() { dpkg -s "$1" >/dev/null 2>&1 || need_apt+=("$1"); }
 # C toolchain for C boxes and the long double helper; valgrind for leak checks.
 want_pkg gcc
 want_pkg valgrind
+# MPI (Distributed S-Net across processes and machines): Open MPI's mpirun,
+# library and mpicc (the MPI transport is built against it).
+want_pkg openmpi-bin
+want_pkg libopenmpi-dev
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

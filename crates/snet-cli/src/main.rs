@@ -92,6 +92,25 @@ enum Cmd {
         #[arg(long)]
         keep: bool,
     },
+    /// Check that a transport between nodes works: runs the transport
+    /// conformance suite (ordering, payloads up to 64 MiB, flow control,
+    /// shutdown). Under MPI: `mpirun -np 2 snet selftest`.
+    Selftest {
+        /// `mpi` (the default under mpirun) or `loopback`.
+        #[arg(long, value_parser = ["loopback", "mpi"])]
+        transport: Option<String>,
+        /// Nodes of a loopback run (MPI: the number of processes).
+        #[arg(long, default_value_t = 4)]
+        nodes: u32,
+        /// Run only this case (repeatable): ordering, payloads,
+        /// flow-control, shutdown, peer-dies (kills the last node; run it
+        /// alone under MPI).
+        #[arg(long = "case", value_name = "CASE")]
+        cases: Vec<String>,
+        /// Flow-control window in messages (small, to exercise it).
+        #[arg(long, default_value_t = 8)]
+        window: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -120,6 +139,21 @@ fn main() -> ExitCode {
                 }
             }
             ExitCode::from(code.clamp(0, 255) as u8)
+        }
+        Cmd::Selftest {
+            transport,
+            nodes,
+            cases,
+            window,
+        } => {
+            let transport = transport.unwrap_or_else(|| {
+                if snet_runner::mpi_launched() {
+                    "mpi".into()
+                } else {
+                    "loopback".into()
+                }
+            });
+            ExitCode::from(snet_runner::selftest(&transport, nodes, &cases, window))
         }
         Cmd::Build {
             file,

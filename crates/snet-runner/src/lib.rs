@@ -147,13 +147,15 @@ pub struct RunOptions {
     #[arg(long)]
     pub stats: bool,
     /// Run as this many nodes (Distributed S-Net; node 0 reads the input and
-    /// writes the output). Needs `--transport`.
+    /// writes the output). Needs `--transport loopback`; under `mpirun` the
+    /// node count is the number of processes.
     #[arg(long, value_name = "N")]
     pub nodes: Option<u32>,
-    /// How the nodes talk: `loopback` runs every node inside this process
-    /// (each with its own engine, workers and field store), for testing and
-    /// debugging distributed programs.
-    #[arg(long, value_name = "KIND", value_parser = ["loopback"])]
+    /// How the nodes talk: `mpi` (the default when started by `mpirun`:
+    /// one node per MPI process, node = rank), or `loopback`, which runs
+    /// every node inside this process (each with its own engine, workers
+    /// and field store), for testing and debugging distributed programs.
+    #[arg(long, value_name = "KIND", value_parser = ["loopback", "mpi"])]
     pub transport: Option<String>,
     /// Fields of at most this many bytes travel inline with their records
     /// between nodes; larger ones travel by reference and are fetched only
@@ -235,55 +237,38 @@ pub fn run(
             }
         }
     }
-    let source: Box<dyn Source> = match &opts.input {
-        None => Box::new(ReaderSource(reader(
-            BufReader::with_capacity(1 << 16, io::stdin()),
-            "<stdin>",
-        ))),
-        Some(p) => match File::open(p) {
-            Ok(f) => Box::new(ReaderSource(reader(
-                BufReader::with_capacity(1 << 16, f),
-                &p.display().to_string(),
-            ))),
-            Err(e) => {
-                eprintln!("error: cannot open input {}: {e}", p.display());
-                return 2;
-            }
-        },
-    };
-    let sink: Box<dyn Sink> = match &opts.output {
-        None => Box::new(WriterSink(writer(BufWriter::with_capacity(
-            1 << 16,
-            io::stdout(),
-        )))),
-        Some(p) => match File::create(p) {
-            Ok(f) => Box::new(WriterSink(writer(BufWriter::with_capacity(1 << 16, f)))),
-            Err(e) => {
-                eprintln!("error: cannot create output {}: {e}", p.display());
-                return 2;
-            }
-        },
-    };
     config.inline_fields = opts.inline_fields;
-    let nodes = opts.nodes.unwrap_or(1);
-    if nodes == 0 {
+    if opts.nodes == Some(0) {
         eprintln!("error: --nodes must be at least 1");
         return 2;
     }
-    if nodes > 1 && opts.transport.is_none() {
-        eprintln!("error: --nodes {nodes} needs a transport: --transport loopback");
-        return 2;
-    }
-    let graph = match opts.scatter {
-        Some(seed) => Arc::new(graph.scatter(nodes, seed, 0.3)),
-        None => graph,
-    };
     let start = std::time::Instant::now();
-    let result = if opts.transport.is_some() {
-        snet_engine::run_loopback(graph, &config, Some((source, sink)), language, nodes)
-    } else {
-        snet_engine::run(graph, &config, Some((source, sink)), language, &SingleNode)
-            .map(|s| vec![s])
+    let result = match opts.transport.as_deref() {
+        Some("mpi") => return run_mpi(graph, &config, opts, language),
+        None if mpi_launched() => return run_mpi(graph, &config, opts, language),
+        Some("loopback") => {
+            let nodes = opts.nodes.unwrap_or(1);
+            let io = match open_io(opts) {
+                Ok(io) => io,
+                Err(code) => return code,
+            };
+            let graph = scatter(graph, opts, nodes);
+            snet_engine::run_loopback(graph, &config, Some(io), language, nodes)
+        }
+        _ => {
+            if let Some(n) = opts.nodes.filter(|&n| n > 1) {
+                eprintln!(
+                    "error: --nodes {n} needs a transport: --transport loopback, or start the program with mpirun"
+                );
+                return 2;
+            }
+            let io = match open_io(opts) {
+                Ok(io) => io,
+                Err(code) => return code,
+            };
+            let graph = scatter(graph, opts, 1);
+            snet_engine::run(graph, &config, Some(io), language, &SingleNode).map(|s| vec![s])
+        }
     };
     match result {
         Ok(stats) => {
@@ -313,14 +298,283 @@ pub fn run(
             }
             0
         }
+        Err(e) => report_error(&e),
+    }
+}
+
+/// Prints a run's error; returns the exit status.
+fn report_error(e: &EngineError) -> u8 {
+    if let EngineError::Input(s) = e {
+        if let Some(o) = s.downcast_ref::<OpenError>() {
+            eprintln!("error: {o}");
+            return 2;
+        }
+    }
+    eprintln!("error: {e}");
+    match e {
+        EngineError::Output(_) => 2,
+        _ => 1,
+    }
+}
+
+fn scatter(graph: Arc<snet_core::Graph>, opts: &RunOptions, nodes: u32) -> Arc<snet_core::Graph> {
+    match opts.scatter {
+        Some(seed) => Arc::new(graph.scatter(nodes, seed, 0.3)),
+        None => graph,
+    }
+}
+
+/// The input or output file could not be opened.
+#[derive(Debug)]
+struct OpenError(String);
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// Opens the input and output streams (node 0's).
+/// Node 0's record streams.
+type Streams = (Box<dyn Source>, Box<dyn Sink>);
+
+fn open_io(opts: &RunOptions) -> Result<Streams, u8> {
+    open_streams(opts).map_err(|e| {
+        eprintln!("error: {e}");
+        2
+    })
+}
+
+fn open_streams(opts: &RunOptions) -> Result<Streams, OpenError> {
+    let source: Box<dyn Source> = match &opts.input {
+        None => Box::new(ReaderSource(reader(
+            BufReader::with_capacity(1 << 16, io::stdin()),
+            "<stdin>",
+        ))),
+        Some(p) => match File::open(p) {
+            Ok(f) => Box::new(ReaderSource(reader(
+                BufReader::with_capacity(1 << 16, f),
+                &p.display().to_string(),
+            ))),
+            Err(e) => return Err(OpenError(format!("cannot open input {}: {e}", p.display()))),
+        },
+    };
+    let sink: Box<dyn Sink> = match &opts.output {
+        None => Box::new(WriterSink(writer(BufWriter::with_capacity(
+            1 << 16,
+            io::stdout(),
+        )))),
+        Some(p) => match File::create(p) {
+            Ok(f) => Box::new(WriterSink(writer(BufWriter::with_capacity(1 << 16, f)))),
+            Err(e) => {
+                return Err(OpenError(format!(
+                    "cannot create output {}: {e}",
+                    p.display()
+                )))
+            }
+        },
+    };
+    Ok((source, sink))
+}
+
+/// A source that fails at once: node 0 of an MPI run whose input or output
+/// cannot be opened still runs, so that every node hears of the failure.
+struct FailedSource(Option<OpenError>);
+
+impl Source for FailedSource {
+    fn next_record(&mut self) -> Result<Option<snet_core::Record>, SourceError> {
+        let e = self
+            .0
+            .take()
+            .unwrap_or_else(|| OpenError("input unavailable".into()));
+        Err(SourceError::new(e))
+    }
+}
+
+struct NullSink;
+
+impl Sink for NullSink {
+    fn write(&mut self, _: &snet_core::Record) -> io::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn abort(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(feature = "mpi")]
+pub fn mpi_launched() -> bool {
+    snet_mpi::launched()
+}
+
+#[cfg(not(feature = "mpi"))]
+pub fn mpi_launched() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_mpi(
+    _: Arc<snet_core::Graph>,
+    _: &Config,
+    _: &RunOptions,
+    _: &(dyn LanguageInterface + Sync),
+) -> u8 {
+    eprintln!("error: this snet was built without MPI (cargo feature `mpi`); rebuild with it to run under mpirun");
+    2
+}
+
+/// One node of an MPI run: node = rank. Node 0 reads and writes the
+/// records; every node prints its own `--stats` line, and only node 0
+/// prints errors (the others' failures reach it), except a transport
+/// failure, which a node reports itself.
+#[cfg(feature = "mpi")]
+fn run_mpi(
+    graph: Arc<snet_core::Graph>,
+    config: &Config,
+    opts: &RunOptions,
+    language: &(dyn LanguageInterface + Sync),
+) -> u8 {
+    use snet_engine::dist::Transport;
+    let start = std::time::Instant::now();
+    let t = match snet_mpi::MpiTransport::start() {
+        Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {e}");
-            match e {
-                EngineError::Output(_) => 2,
-                _ => 1,
+            eprintln!("error: cannot start MPI: {e}");
+            return 2;
+        }
+    };
+    let (me, nodes) = (t.node(), t.nodes());
+    if let Some(n) = opts.nodes.filter(|&n| n != nodes) {
+        if me == 0 {
+            eprintln!("error: --nodes {n}, but mpirun started {nodes} processes (leave out --nodes under mpirun)");
+        }
+        t.close();
+        return 2;
+    }
+    let graph = scatter(graph, opts, nodes);
+    let io = (me == 0).then(|| match open_streams(opts) {
+        Ok(io) => io,
+        Err(e) => (
+            Box::new(FailedSource(Some(e))) as Box<dyn Source>,
+            Box::new(NullSink) as Box<dyn Sink>,
+        ),
+    });
+    let result = snet_engine::run(graph, config, io, language, &t);
+    t.close();
+    match result {
+        Ok(s) => {
+            if opts.stats {
+                eprintln!("snet: {s}");
+                if me == 0 {
+                    eprintln!(
+                        "snet: {nodes} nodes (mpi), {} workers each, {:.3} s",
+                        config.workers,
+                        start.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            0
+        }
+        Err(e) if me == 0 => report_error(&e),
+        Err(e @ EngineError::Distribution(_)) => {
+            eprintln!("error: node {me}: {e}");
+            1
+        }
+        Err(_) => 1,
+    }
+}
+
+/// Runs the transport conformance suite (`snet selftest`): with
+/// `transport` `loopback`, every case on `nodes` in-process nodes; with
+/// `mpi`, this process is one rank and runs `cases` in order with the
+/// other ranks (SPMD). Node 0 prints a line per case. `peer-dies` kills the
+/// last rank outright, so under MPI it must be run alone, and `mpirun`
+/// (not this process) reports the death.
+pub fn selftest(transport: &str, nodes: u32, cases: &[String], window: usize) -> u8 {
+    use snet_engine::dist::{conformance, loopback::Loopback};
+    let cases: Vec<&str> = if cases.is_empty() {
+        conformance::CASES
+            .iter()
+            .copied()
+            .filter(|c| transport == "loopback" || *c != "peer-dies")
+            .collect()
+    } else {
+        cases.iter().map(String::as_str).collect()
+    };
+    if let Some(bad) = cases.iter().find(|c| !conformance::CASES.contains(c)) {
+        eprintln!(
+            "error: no case `{bad}` (cases: {})",
+            conformance::CASES.join(", ")
+        );
+        return 2;
+    }
+    match transport {
+        "loopback" => {
+            for case in cases {
+                let r = conformance::run_in_threads_cases(
+                    &[case],
+                    &|| Loopback::with_window(nodes.max(2), window),
+                    &|t: &Loopback| t.kill(),
+                );
+                match r {
+                    Ok(()) => println!("loopback, {} nodes: {case} ok", nodes.max(2)),
+                    Err(e) => {
+                        eprintln!("error: loopback: {e}");
+                        return 1;
+                    }
+                }
+            }
+            0
+        }
+        "mpi" => selftest_mpi(&cases, window),
+        other => {
+            eprintln!("error: no transport `{other}`");
+            2
+        }
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn selftest_mpi(_: &[&str], _: usize) -> u8 {
+    eprintln!("error: this snet was built without MPI (cargo feature `mpi`)");
+    2
+}
+
+#[cfg(feature = "mpi")]
+fn selftest_mpi(cases: &[&str], window: usize) -> u8 {
+    use snet_engine::dist::{conformance, Transport};
+    let t = match snet_mpi::MpiTransport::with_window(window) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot start MPI: {e}");
+            return 2;
+        }
+    };
+    let die = || {
+        // SAFETY: kill(2) on this very process; SIGKILL cannot be caught.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    };
+    let mut status = 0;
+    for case in cases {
+        match conformance::run_case(case, &t, &die) {
+            Ok(()) if t.node() == 0 => println!("mpi, {} nodes: {case} ok", t.nodes()),
+            Ok(()) => {}
+            Err(e) => {
+                eprintln!("error: node {}: case {case}: {e}", t.node());
+                status = 1;
+                break;
             }
         }
     }
+    t.close();
+    status
 }
 
 /// The entry point of a built executable.

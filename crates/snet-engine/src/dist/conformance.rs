@@ -97,50 +97,54 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
             const PER: u32 = 300;
             const CONNS: u32 = 37;
             let total = (n - 1) * PER * 3;
-            let mut got = 0;
-            let mut early = 0;
-            let mut seen = Seen::new();
-            let mut conns = HashMap::new();
-            for k in 0..PER {
-                for to in (0..n).filter(|&x| x != me) {
-                    for ch in Channel::ALL {
-                        let conn = (k * 7 + to) % CONNS;
-                        let mut h = Vec::new();
-                        h.extend_from_slice(&me.to_le_bytes());
-                        h.extend_from_slice(&k.to_le_bytes());
-                        h.extend_from_slice(&conn.to_le_bytes());
-                        h.push(ch as u8);
-                        let p = if ch == Channel::Field {
-                            pattern((k % 50) as usize, k as u8)
-                        } else {
-                            Vec::new()
-                        };
-                        send(t, to, ch, &h, &p)?;
+            // Receive on a thread of its own, as the input manager does: a
+            // node blocked in `send` (its peer's window full) must still
+            // take its own input, or two such nodes would wait for each
+            // other (the contract only promises that a node which keeps
+            // reading is never held up by its own unread input).
+            let early = std::thread::scope(|s| {
+                let receiver = s.spawn(move || -> Result<u32, String> {
+                    let mut got = 0;
+                    let mut early = 0;
+                    let mut seen = Seen::new();
+                    let mut conns = HashMap::new();
+                    while got < total {
+                        let m = recv(t)?;
+                        if m.header == [0xB0, 0] {
+                            early += 1; // a node that finished early arrived at the barrier
+                            continue;
+                        }
+                        check_ordering(&m, &mut seen, &mut conns)?;
+                        got += 1;
                     }
-                }
-                // Receive what has arrived, so that bounded windows cannot
-                // deadlock nodes that all send to each other.
-                while let Some(m) = t
-                    .recv(Duration::ZERO)
-                    .map_err(|e| format!("node {me}: recv failed: {e}"))?
-                {
-                    if m.header == [0xB0, 0] {
-                        early += 1; // a node that finished early arrived at the barrier
-                        continue;
+                    Ok(early)
+                });
+                let sent = (|| {
+                    for k in 0..PER {
+                        for to in (0..n).filter(|&x| x != me) {
+                            for ch in Channel::ALL {
+                                let conn = (k * 7 + to) % CONNS;
+                                let mut h = Vec::new();
+                                h.extend_from_slice(&me.to_le_bytes());
+                                h.extend_from_slice(&k.to_le_bytes());
+                                h.extend_from_slice(&conn.to_le_bytes());
+                                h.push(ch as u8);
+                                let p = if ch == Channel::Field {
+                                    pattern((k % 50) as usize, k as u8)
+                                } else {
+                                    Vec::new()
+                                };
+                                send(t, to, ch, &h, &p)?;
+                            }
+                        }
                     }
-                    check_ordering(&m, &mut seen, &mut conns)?;
-                    got += 1;
-                }
-            }
-            while got < total {
-                let m = recv(t)?;
-                if m.header == [0xB0, 0] {
-                    early += 1;
-                    continue;
-                }
-                check_ordering(&m, &mut seen, &mut conns)?;
-                got += 1;
-            }
+                    Ok::<(), String>(())
+                })();
+                let early = receiver
+                    .join()
+                    .unwrap_or_else(|_| Err("the receiver panicked".into()));
+                sent.and(early)
+            })?;
             barrier_after(t, 0, early)
         }
         "payloads" => {
@@ -157,7 +161,9 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                     if m.from != 0 || m.channel != Channel::Field || m.header != want_h {
                         return Err(format!("payload {i}: wrong header/sender/channel"));
                     }
-                    if m.payload != pattern(s, i as u8) || m.payload.as_ptr() as usize % 16 != 0 {
+                    if m.payload != pattern(s, i as u8)
+                        || !(m.payload.as_ptr() as usize).is_multiple_of(16)
+                    {
                         return Err(format!("payload {i} ({s} bytes) arrived damaged"));
                     }
                 }
@@ -270,7 +276,16 @@ pub fn run_in_threads<T: Transport>(
     make: &dyn Fn() -> Vec<T>,
     kill: &(dyn Fn(&T) + Sync),
 ) -> Result<(), String> {
-    for case in CASES {
+    run_in_threads_cases(&CASES, make, kill)
+}
+
+/// As [`run_in_threads`], for the named cases only.
+pub fn run_in_threads_cases<T: Transport>(
+    cases: &[&str],
+    make: &dyn Fn() -> Vec<T>,
+    kill: &(dyn Fn(&T) + Sync),
+) -> Result<(), String> {
+    for &case in cases {
         let endpoints = make();
         let results: Vec<Result<(), String>> = std::thread::scope(|s| {
             let hs: Vec<_> = endpoints
