@@ -508,7 +508,10 @@ pub fn build(a: BuildArgs) -> u8 {
     for l in &a.libs {
         cmd.arg(format!("-l{l}"));
     }
-    cmd.args(NATIVE_LIBS).arg("-o").arg(&a.output);
+    cmd.args(NATIVE_LIBS)
+        .args(snet_runner::MPI_LINK_ARGS.split_whitespace())
+        .arg("-o")
+        .arg(&a.output);
     let out = cmd.output();
     let status = match out {
         Err(e) => {

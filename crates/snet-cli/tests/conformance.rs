@@ -18,6 +18,12 @@
 //! test over more seeds). `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
 //!
+//! Where `mpirun` is installed (and `SNET_MPI` is not `0`), every case also
+//! runs under `mpirun`, one process per node: `-np 1`, `-np 2` and `-np 4`
+//! with random placements (4: fields by reference), and `-np 2` over TCP
+//! (`--mca btl self,tcp`). The harness adds the flags CI needs (running as
+//! root, more ranks than cores).
+//!
 //! An optional `args` file holds extra command-line arguments for the run,
 //! one argument per line (so a line may contain spaces, as in
 //! `--input-limit` / `8 + 2*output`; surrounding whitespace and empty lines
@@ -116,12 +122,39 @@ struct Setup {
     nodes: u32,
     scatter: Option<u64>,
     by_ref: bool,
+    /// Started by `mpirun -np nodes` (one process per node) instead of the
+    /// loopback transport; `Some(true)`: with `--mca btl self,tcp` (the
+    /// network path of a cluster).
+    mpi: Option<bool>,
+}
+
+/// `mpirun` with what a test run needs and a user's never does: CI runs as
+/// root, on fewer cores than ranks (`--oversubscribe`), and tests run side
+/// by side (`--bind-to none`, or every run's rank 0 would share core 0).
+fn mpirun(np: u32, tcp: bool) -> Command {
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["--oversubscribe", "--bind-to", "none", "-np"])
+        .arg(np.to_string());
+    if tcp {
+        c.args(["--mca", "btl", "self,tcp"]);
+    }
+    c
+}
+
+/// Whether `mpirun` is on the PATH (scripts/setup.sh installs Open MPI).
+fn have_mpirun() -> bool {
+    Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 impl Setup {
     fn args(&self) -> Vec<String> {
         let mut v = vec!["-w".to_string(), self.workers.to_string()];
-        if self.nodes > 1 {
+        if self.nodes > 1 && self.mpi.is_none() {
             v.extend([
                 "--nodes".into(),
                 self.nodes.to_string(),
@@ -140,8 +173,11 @@ impl Setup {
 
     fn name(&self) -> String {
         let mut n = format!("w{}", self.workers);
-        if self.nodes > 1 {
-            n.push_str(&format!(" n{}", self.nodes));
+        match self.mpi {
+            None if self.nodes > 1 => n.push_str(&format!(" n{}", self.nodes)),
+            None => {}
+            Some(false) => n = format!("mpi-np{} {n}", self.nodes),
+            Some(true) => n = format!("mpi-np{}-tcp {n}", self.nodes),
         }
         if let Some(s) = self.scatter {
             n.push_str(&format!(" scatter{s}"));
@@ -200,14 +236,19 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
         })
         .unwrap_or_default();
     for _ in 0..repeat {
-        let mut cmd = match &exe {
-            Some(exe) => Command::new(exe),
-            None => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_snet"));
-                c.arg("run").arg(&prog);
+        let snet = Path::new(env!("CARGO_BIN_EXE_snet"));
+        let program = exe.as_deref().unwrap_or(snet);
+        let mut cmd = match setup.mpi {
+            Some(tcp) => {
+                let mut c = mpirun(setup.nodes, tcp);
+                c.arg(program);
                 c
             }
+            None => Command::new(program),
         };
+        if exe.is_none() {
+            cmd.arg("run").arg(&prog);
+        }
         let out = cmd
             .arg("-i")
             .arg(&input)
@@ -293,6 +334,8 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
+    // MPI setups: where mpirun exists, unless SNET_MPI=0.
+    let mpi = std::env::var("SNET_MPI").map_or(true, |v| v != "0") && have_mpirun();
     let mut trials = Vec::new();
     let mut suites: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|d| {
@@ -333,36 +376,42 @@ fn main() {
                     nodes: 1,
                     scatter: None,
                     by_ref: false,
+                    mpi: None,
                 },
                 Setup {
                     workers: 2,
                     nodes: 1,
                     scatter: None,
                     by_ref: false,
+                    mpi: None,
                 },
                 Setup {
                     workers: 8,
                     nodes: 1,
                     scatter: None,
                     by_ref: false,
+                    mpi: None,
                 },
                 Setup {
                     workers: 2,
                     nodes: 2,
                     scatter: Some(seed),
                     by_ref: false,
+                    mpi: None,
                 },
                 Setup {
                     workers: 1,
                     nodes: 4,
                     scatter: Some(seed + 1),
                     by_ref: true,
+                    mpi: None,
                 },
                 Setup {
                     workers: 2,
                     nodes: 4,
                     scatter: Some(seed + 2),
                     by_ref: false,
+                    mpi: None,
                 },
                 // The program's own placements, unchanged.
                 Setup {
@@ -370,6 +419,7 @@ fn main() {
                     nodes: 4,
                     scatter: None,
                     by_ref: false,
+                    mpi: None,
                 },
             ];
             // More random placements on request (`SNET_SEEDS=N`): the
@@ -380,7 +430,26 @@ fn main() {
                     nodes: if k % 3 == 0 { 2 } else { 4 },
                     scatter: Some(seed + 1000 * k),
                     by_ref: k % 2 == 0,
+                    mpi: None,
                 });
+            }
+            // The same under mpirun (one process per node): 1 node, 2 and 4
+            // nodes with random placements (4: every field by reference),
+            // and 2 nodes over TCP.
+            if mpi {
+                let m = |nodes, workers, scatter, by_ref, tcp| Setup {
+                    workers,
+                    nodes,
+                    scatter,
+                    by_ref,
+                    mpi: Some(tcp),
+                };
+                setups.extend([
+                    m(1, 2, None, false, false),
+                    m(2, 2, Some(seed + 3), false, false),
+                    m(4, 1, Some(seed + 4), true, false),
+                    m(2, 1, Some(seed + 5), true, true),
+                ]);
             }
             let allowed = allowed_nodes(&case);
             for setup in setups

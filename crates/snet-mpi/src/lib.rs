@@ -43,7 +43,10 @@
 //! involving a peer is [`TransportError::PeerGone`] for it, others are
 //! [`TransportError::Failed`]; both reach `send` and `recv`. A rank killed
 //! outright is seen by `mpirun`, which ends the job and names the rank.
-//! `close` drains the outbound queue for at most [`DRAIN`] and finalizes.
+//! `close` drains the outbound queue for at most [`DRAIN`];
+//! [`MpiTransport::finish`] (or dropping the transport) finalizes, which
+//! waits for every rank, so a node reports its errors before the ranks
+//! finalize together and `mpirun` cannot cut the report short.
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void};
@@ -147,6 +150,11 @@ struct OutState {
     acks: Vec<(u32, u64)>,
     failed: Option<TransportError>,
     closing: bool,
+    /// The outbound queue is empty and every send completed (or was
+    /// abandoned) after `closing`.
+    drained: bool,
+    /// `finish` was called: finalize MPI.
+    finishing: bool,
 }
 
 #[derive(Default)]
@@ -339,27 +347,29 @@ impl Transport for MpiTransport {
         }
     }
 
+    /// Stops sending and receiving once what was sent is on its way (at
+    /// most [`DRAIN`]); MPI stays up until [`MpiTransport::finish`], so a
+    /// node can still report before the ranks finalize together.
     fn close(&self) {
-        lock(&self.shared.out).closing = true;
+        let mut out = lock(&self.shared.out);
+        out.closing = true;
         lock(&self.shared.inbox).closed = true;
         self.shared.out_cv.notify_all();
         self.shared.in_cv.notify_all();
         self.shared.wake_comm();
-        let Some((handle, done)) = lock(&self.thread).take() else {
-            return;
-        };
-        // A rank that never reaches MPI_Finalize (hung in a box, or gone
-        // without the launcher noticing) must not hang this one forever.
-        if done.recv_timeout(DRAIN + FINALIZE).is_err() {
-            eprintln!(
-                "error: node {}: MPI did not shut down within {} s (another node stopped responding); exiting",
-                self.rank,
-                (DRAIN + FINALIZE).as_secs()
-            );
-            // SAFETY: ends the process at once; nothing else runs after it.
-            unsafe { libc::_exit(1) };
+        let deadline = Instant::now() + DRAIN + Duration::from_secs(1);
+        while !out.drained && out.failed.is_none() && lock(&self.thread).is_some() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            out = self
+                .shared
+                .out_cv
+                .wait_timeout(out, (deadline - now).min(Duration::from_millis(50)))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
-        let _ = handle.join();
     }
 
     fn buffered(&self, to: u32) -> Option<usize> {
@@ -375,9 +385,35 @@ impl Transport for MpiTransport {
     }
 }
 
+impl MpiTransport {
+    /// Closes (if not yet closed) and finalizes MPI, which waits for every
+    /// rank to finish too. A rank that never gets there (hung, or gone
+    /// without the launcher noticing) must not hang this one: after
+    /// [`FINALIZE`] the process exits with status 1.
+    pub fn finish(&self) {
+        self.close();
+        lock(&self.shared.out).finishing = true;
+        self.shared.out_cv.notify_all();
+        self.shared.wake_comm();
+        let Some((handle, done)) = lock(&self.thread).take() else {
+            return;
+        };
+        if done.recv_timeout(FINALIZE).is_err() {
+            eprintln!(
+                "error: node {}: MPI did not shut down within {} s (another node stopped responding); exiting",
+                self.rank,
+                FINALIZE.as_secs()
+            );
+            // SAFETY: ends the process at once; nothing else runs after it.
+            unsafe { libc::_exit(1) };
+        }
+        let _ = handle.join();
+    }
+}
+
 impl Drop for MpiTransport {
     fn drop(&mut self) {
-        self.close();
+        self.finish();
     }
 }
 
@@ -503,12 +539,9 @@ fn comm_thread(shared: Arc<Shared>, started: mpsc::Sender<Result<(u32, u32), Tra
                 }
             }
             Err(e) => {
+                // A failed peer's requests are left unfinished.
                 shared.fail(e);
-                // Keep draining what can still be sent (a failure notice to
-                // the other nodes) until closed; a failed peer's requests
-                // are left unfinished.
                 c.abandon();
-                wait_closed(&shared);
                 break;
             }
         }
@@ -531,19 +564,20 @@ fn comm_thread(shared: Arc<Shared>, started: mpsc::Sender<Result<(u32, u32), Tra
             }
         }
     }
-    // SAFETY: this thread initialised MPI; nothing calls it afterwards.
-    unsafe { ffi::snet_mpi_finalize() };
-}
-
-fn wait_closed(shared: &Shared) {
+    // Drained (or failed): wait for `finish`, then finalize with the others.
     let mut out = lock(&shared.out);
-    while !out.closing {
+    out.drained = true;
+    shared.out_cv.notify_all();
+    while !out.finishing {
         out = shared
             .out_cv
             .wait_timeout(out, Duration::from_millis(100))
             .unwrap_or_else(|e| e.into_inner())
             .0;
     }
+    drop(out);
+    // SAFETY: this thread initialised MPI; nothing calls it afterwards.
+    unsafe { ffi::snet_mpi_finalize() };
 }
 
 impl Comm {

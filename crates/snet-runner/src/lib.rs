@@ -455,7 +455,7 @@ fn run_mpi(
         if me == 0 {
             eprintln!("error: --nodes {n}, but mpirun started {nodes} processes (leave out --nodes under mpirun)");
         }
-        t.close();
+        t.finish();
         return 2;
     }
     let graph = scatter(graph, opts, nodes);
@@ -467,8 +467,10 @@ fn run_mpi(
         ),
     });
     let result = snet_engine::run(graph, config, io, language, &t);
-    t.close();
-    match result {
+    // Report first, then finalize with the other ranks: a rank that ends
+    // with a nonzero status makes mpirun stop the job, and node 0's report
+    // must be out by then.
+    let code = match result {
         Ok(s) => {
             if opts.stats {
                 eprintln!("snet: {s}");
@@ -488,7 +490,9 @@ fn run_mpi(
             1
         }
         Err(_) => 1,
-    }
+    };
+    t.finish();
+    code
 }
 
 /// Runs the transport conformance suite (`snet selftest`): with
@@ -573,9 +577,16 @@ fn selftest_mpi(cases: &[&str], window: usize) -> u8 {
             }
         }
     }
-    t.close();
+    t.finish();
     status
 }
+
+/// Linker flags for the MPI library this runner was built with (`snet
+/// build` adds them; empty without the `mpi` feature).
+#[cfg(feature = "mpi")]
+pub const MPI_LINK_ARGS: &str = snet_mpi::LINK_ARGS;
+#[cfg(not(feature = "mpi"))]
+pub const MPI_LINK_ARGS: &str = "";
 
 /// The entry point of a built executable.
 ///
