@@ -157,7 +157,9 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                     if m.from != 0 || m.channel != Channel::Field || m.header != want_h {
                         return Err(format!("payload {i}: wrong header/sender/channel"));
                     }
-                    if m.payload != pattern(s, i as u8) || m.payload.as_ptr() as usize % 16 != 0 {
+                    if m.payload != pattern(s, i as u8)
+                        || !(m.payload.as_ptr() as usize).is_multiple_of(16)
+                    {
                         return Err(format!("payload {i} ({s} bytes) arrived damaged"));
                     }
                 }
