@@ -4,21 +4,23 @@
 //! A [`C4Data`] is what a C4SNet [`Field`] holds: the array and the name of
 //! the box that made it (for messages). It implements the store's hooks
 //! ([`FieldData`]): interface and codec `C4SNet`; serialised as a 9-byte
-//! header (the `c4snet_type_t` value as one byte, the element count as a
-//! little-endian `u64`) and the elements' raw bytes, in the node's own byte
-//! order (every node of a run is one build on one platform); copied by
-//! copying the array; freed when the last reference (a [`Field`] or a C
-//! `c4snet_data_t *`, the same `Arc`) goes. A `CTYPE_pointer` array is not
-//! [`portable`](FieldData::portable): an address means nothing on another
-//! node. [`codec`] decodes the serialised form.
+//! meta part (the `c4snet_type_t` value as one byte, the element count as
+//! a little-endian `u64`) and, as the body, the array's own bytes in the
+//! node's own byte order (every node of a run is one build on one
+//! platform): sent from the array's memory, and a received body (a
+//! [`FieldBytes`]) becomes the new array's storage as it is
+//! ([`CData::from_field_bytes`]), so a field crosses nodes without a copy
+//! on either side. Copied by copying the array; freed when the last
+//! reference (a [`Field`] or a C `c4snet_data_t *`, the same `Arc`) goes.
+//! A `CTYPE_pointer` array is not [`portable`](FieldData::portable): an
+//! address means nothing on another node. [`codec`] decodes the serialised
+//! form.
 
-use std::alloc::{self, Layout};
 use std::any::Any;
 use std::fmt;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
-use snet_core::{Field, FieldCodec, FieldData};
+use snet_core::{Field, FieldBytes, FieldCodec, FieldData};
 
 /// The interface name of C4SNet fields in the record format.
 pub const INTERFACE: &str = "C4SNet";
@@ -99,36 +101,30 @@ impl CType {
     }
 }
 
-/// A C4SNet typed array: `len` elements of `ctype`, 16-byte aligned.
+/// A C4SNet typed array: `len` elements of `ctype`, 16-byte aligned, kept
+/// in a [`FieldBytes`] (so that an array can adopt a buffer received from
+/// another node). The buffer holds room for at least one element, so the
+/// pointer a C box gets for an empty array is a real, aligned allocation.
+///
+/// A box may write into an array through [`CData::as_ptr`] only between
+/// allocating it and handing it to `C4SNetOut`, i.e. while no other thread
+/// can reach it (the C4SNet contract); shared reads are plain byte reads.
 pub struct CData {
     ctype: CType,
     len: usize,
-    ptr: NonNull<u8>,
+    buf: FieldBytes,
 }
 
-// SAFETY: CData owns its buffer exclusively; the C4SNet contract lets a box
-// write into a field only between allocating it and handing it to C4SNetOut,
-// i.e. while no other thread can reach it. Shared reads are plain byte reads.
-unsafe impl Send for CData {}
-// SAFETY: see the `Send` impl: concurrent access is read-only by contract.
-unsafe impl Sync for CData {}
-
 impl CData {
-    fn layout(ctype: CType, len: usize) -> Layout {
-        let bytes = ctype
-            .size()
-            .checked_mul(len.max(1))
-            .expect("field size overflows");
-        Layout::from_size_align(bytes, 16).expect("field layout")
+    /// Bytes of `len` elements of `ctype`.
+    fn size_of(ctype: CType, len: usize) -> usize {
+        ctype.size().checked_mul(len).expect("field size overflows")
     }
 
     /// A zero-filled array of `len` elements.
     pub fn zeroed(ctype: CType, len: usize) -> CData {
-        let layout = CData::layout(ctype, len);
-        // SAFETY: the layout has a non-zero size (len.max(1) elements of size >= 1).
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        CData { ctype, len, ptr }
+        let buf = FieldBytes::zeroed(CData::size_of(ctype, len.max(1)));
+        CData { ctype, len, buf }
     }
 
     /// An array holding a copy of `bytes` (`bytes.len()` must be `len * size`).
@@ -136,6 +132,23 @@ impl CData {
         let mut d = CData::zeroed(ctype, len);
         d.bytes_mut().copy_from_slice(&bytes[..ctype.size() * len]);
         d
+    }
+
+    /// An array of `len` elements whose storage is `buf` itself (no copy;
+    /// an empty array gets a fresh one-element buffer instead). `Err` if
+    /// `buf` is not `len` elements long.
+    pub fn from_field_bytes(ctype: CType, len: usize, buf: FieldBytes) -> Result<CData, String> {
+        if Some(buf.len()) != len.checked_mul(ctype.size()) {
+            return Err(format!(
+                "{} bytes do not hold {len} elements of C type {}",
+                buf.len(),
+                ctype.c_name()
+            ));
+        }
+        if len == 0 {
+            return Ok(CData::zeroed(ctype, 0));
+        }
+        Ok(CData { ctype, len, buf })
     }
 
     pub fn ctype(&self) -> CType {
@@ -150,31 +163,26 @@ impl CData {
         self.len == 0
     }
 
+    /// The elements (a pointer into the buffer, valid as long as the array).
     pub fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
+        // The buffer's pointer is not derived from a reference, so a box
+        // may write through it (under the contract above).
+        self.buf.as_ptr() as *mut u8
     }
 
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: ptr points to an allocation of at least len*size bytes, initialised (zeroed or copied).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len * self.ctype.size()) }
+        &self.buf[..self.len * self.ctype.size()]
     }
 
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `bytes`, and `&mut self` gives exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len * self.ctype.size()) }
+        let n = self.len * self.ctype.size();
+        &mut self.buf[..n]
     }
 }
 
 impl Clone for CData {
     fn clone(&self) -> CData {
         CData::from_bytes(self.ctype, self.len, self.bytes())
-    }
-}
-
-impl Drop for CData {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `zeroed` with exactly this layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), CData::layout(self.ctype, self.len)) }
     }
 }
 
@@ -233,7 +241,8 @@ pub fn data_of(f: &Field) -> Option<&CData> {
     f.downcast_ref::<C4Data>().map(C4Data::data)
 }
 
-const HEADER_LEN: usize = 1 + 8;
+/// The size of the meta part: the element type and count.
+const META_LEN: usize = 1 + 8;
 
 impl FieldData for C4Data {
     fn interface(&self) -> &str {
@@ -243,12 +252,16 @@ impl FieldData for C4Data {
         CODEC
     }
     fn encoded_len(&self) -> usize {
-        HEADER_LEN + self.data.bytes().len()
+        META_LEN + self.data.bytes().len()
     }
-    fn encode(&self, out: &mut Vec<u8>) {
+    /// `[c4snet_type_t: u8][element count: u64 LE]`.
+    fn encode_meta(&self, out: &mut Vec<u8>) {
         out.push(self.data.ctype as u8);
         out.extend_from_slice(&(self.data.len as u64).to_le_bytes());
-        out.extend_from_slice(self.data.bytes());
+    }
+    /// The array's own bytes.
+    fn body(&self) -> &[u8] {
+        self.data.bytes()
     }
     fn portable(&self) -> Result<(), String> {
         if self.data.ctype != CType::Pointer {
@@ -277,25 +290,25 @@ impl FieldData for C4Data {
     }
 }
 
-/// Decodes what [`C4Data`]'s `encode` wrote.
+/// Decodes what [`C4Data`]'s `encode_meta` and `body` gave, adopting the
+/// body as the array's storage.
 struct C4Codec;
 
 impl FieldCodec for C4Codec {
     fn name(&self) -> &str {
         CODEC
     }
-    fn decode(&self, b: &[u8]) -> Result<Arc<dyn FieldData>, String> {
-        let bad = || "truncated C4SNet field bytes".to_string();
-        let t = CType::from_raw(i32::from(*b.first().ok_or_else(bad)?))
-            .ok_or("bad C4SNet element type")?;
-        let len = b.get(1..HEADER_LEN).ok_or_else(bad)?;
-        let len = usize::try_from(u64::from_le_bytes(len.try_into().expect("8 bytes")))
-            .map_err(|_| bad())?;
-        let bytes = &b[HEADER_LEN..];
-        if Some(bytes.len()) != len.checked_mul(t.size()) {
+    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, String> {
+        let bad = || "malformed C4SNet field meta data".to_string();
+        if meta.len() != META_LEN {
             return Err(bad());
         }
-        Ok(Arc::new(C4Data::new(CData::from_bytes(t, len, bytes))))
+        let t = CType::from_raw(i32::from(meta[0])).ok_or("bad C4SNet element type")?;
+        let len = u64::from_le_bytes(meta[1..].try_into().expect("8 bytes"));
+        let len = usize::try_from(len).map_err(|_| bad())?;
+        let data = CData::from_field_bytes(t, len, body)
+            .map_err(|e| format!("malformed C4SNet field: {e}"))?;
+        Ok(Arc::new(C4Data::new(data)))
     }
 }
 
@@ -320,10 +333,12 @@ mod tests {
             let f = data_field(d);
             let v = f.get().unwrap();
             assert!(v.portable().is_ok());
-            let mut b = Vec::new();
-            v.encode(&mut b);
-            assert_eq!(b.len(), v.encoded_len());
-            let back = codecs.decode(v.codec(), &b).unwrap();
+            let mut meta = Vec::new();
+            v.encode_meta(&mut meta);
+            assert_eq!(meta.len() + v.body().len(), v.encoded_len());
+            let back = codecs
+                .decode(v.codec(), &meta, FieldBytes::copy_from(v.body()))
+                .unwrap();
             assert_eq!(back.interface(), "C4SNet");
             let back = back.as_any().downcast_ref::<C4Data>().unwrap();
             let d = data_of(&f).unwrap();
@@ -337,15 +352,76 @@ mod tests {
             assert_eq!(copy.bytes(), d.bytes());
             assert_ne!(copy.as_ptr(), d.as_ptr());
         }
-        let mut b = Vec::new();
-        data_field(CData::zeroed(CType::Int, 2))
-            .get()
-            .unwrap()
-            .encode(&mut b);
-        assert!(codecs.decode(CODEC, &b[..b.len() - 1]).is_err());
-        assert!(codecs.decode(CODEC, &b[..5]).is_err());
-        b[0] = 99;
-        assert!(codecs.decode(CODEC, &b).is_err());
+        let mut meta = Vec::new();
+        let v = data_field(CData::zeroed(CType::Int, 2));
+        let v = v.get().unwrap();
+        v.encode_meta(&mut meta);
+        let body = || FieldBytes::copy_from(v.body());
+        assert!(codecs.decode(CODEC, &meta, body()).is_ok());
+        assert!(codecs
+            .decode(CODEC, &meta, FieldBytes::copy_from(&v.body()[1..]))
+            .is_err());
+        assert!(codecs.decode(CODEC, &meta[..5], body()).is_err());
+        meta[0] = 99;
+        assert!(codecs.decode(CODEC, &meta, body()).is_err());
+    }
+
+    #[test]
+    fn a_received_body_becomes_the_array_without_a_copy() {
+        let codec = codec();
+        let mut meta = Vec::new();
+        C4Data::new(CData::zeroed(CType::Double, 3)).encode_meta(&mut meta);
+        let mut buf = FieldBytes::zeroed(24);
+        buf[8..16].copy_from_slice(&2.5f64.to_ne_bytes());
+        let at = buf.as_ptr();
+        let v = codec.decode(&meta, buf).unwrap();
+        let d = v.as_any().downcast_ref::<C4Data>().unwrap();
+        assert_eq!(
+            d.as_ptr() as *const u8,
+            at,
+            "the buffer handed in is the array"
+        );
+        assert_eq!((d.ctype(), d.len()), (CType::Double, 3));
+        assert_eq!(d.bytes()[8..16], 2.5f64.to_ne_bytes());
+        assert_eq!(v.body().as_ptr(), at, "and the body sent on from it");
+        // The length must match.
+        let e = CData::from_field_bytes(CType::Int, 2, FieldBytes::zeroed(7)).err();
+        assert_eq!(
+            e.as_deref(),
+            Some("7 bytes do not hold 2 elements of C type int")
+        );
+        // An empty array still points at a real, aligned element.
+        let e = CData::from_field_bytes(CType::LDouble, 0, FieldBytes::default()).unwrap();
+        assert!(e.is_empty() && e.bytes().is_empty());
+        assert_eq!(e.as_ptr() as usize % 16, 0);
+        // SAFETY: an empty array has room for one element (what C code may touch by mistake).
+        unsafe { e.as_ptr().add(15).write(1) };
+    }
+
+    #[test]
+    fn a_field_is_sent_from_its_own_memory() {
+        let d = CData::from_bytes(CType::Int, 2, &[1, 0, 0, 0, 2, 0, 0, 0]);
+        let at = d.as_ptr() as *const u8;
+        let f = data_field(d);
+        let p = snet_engine::dist::Payload::field_body(f.get().unwrap().clone());
+        assert_eq!(p.bytes().as_ptr(), at, "the payload is the array itself");
+        assert_eq!(p.bytes(), [1, 0, 0, 0, 2, 0, 0, 0]);
+        drop(f);
+        assert_eq!(p.len(), 8, "the payload keeps the value alive");
+    }
+
+    #[test]
+    fn arrays_are_aligned_and_empty_ones_are_real() {
+        for t in CType::ALL {
+            for n in [0, 1, 3] {
+                let d = CData::zeroed(t, n);
+                assert_eq!(d.as_ptr() as usize % 16, 0);
+                assert_eq!(d.bytes().len(), n * t.size());
+                let c = d.clone();
+                assert_eq!(c.bytes(), d.bytes());
+                assert_eq!(c.as_ptr() as usize % 16, 0);
+            }
+        }
     }
 
     #[test]

@@ -10,14 +10,22 @@
 //!   manager). Its bytes are fetched only when a box on this node needs
 //!   them, then cached in the handle.
 //!
-//! The store's hooks are the [`FieldData`] methods (serialise: `encode`;
-//! copy: `deep_copy`; free: dropping the last `Arc`) and a [`FieldCodec`]
-//! per codec name (deserialise), collected in [`Codecs`] (the run's set is
-//! `snet_engine::Config::codecs`; each language interface adds its own).
-//! The engine moves bytes between nodes with these hooks and never
-//! interprets them, so a store may make `encode` write an offset into a
-//! shared segment instead of the value (the shared-memory transport's
-//! zero-copy mode).
+//! The store's hooks are the [`FieldData`] methods (serialise:
+//! `encode_meta` and `body`; copy: `deep_copy`; free: dropping the last
+//! `Arc`) and a [`FieldCodec`] per codec name (deserialise), collected in
+//! [`Codecs`] (the run's set is `snet_engine::Config::codecs`; each
+//! language interface adds its own).
+//!
+//! A serialised value has two parts: a small *meta* part the value writes
+//! (C4SNet: the element type and count) and a *body*, the value's own
+//! memory (C4SNet: the array's bytes). The engine puts the meta in a
+//! message header and hands the body to the transport as it is, so a
+//! value's bytes are sent straight from its memory; the receiving
+//! transport receives the body into a [`FieldBytes`], which the codec
+//! adopts as the new value's storage: no pack or unpack copy on either
+//! side. The engine moves these bytes and never interprets them, so a
+//! store may make the meta an offset into a shared segment and the body
+//! empty (the shared-memory transport's zero-copy mode).
 //!
 //! This crate knows no box language. Its one value type is [`TextField`]:
 //! a value of any interface kept as the exact text it was read as (what the
@@ -30,17 +38,30 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::FieldBytes;
+
 /// A field value, as a language interface keeps it: the hooks the
 /// engine calls without knowing what the value is.
 pub trait FieldData: Any + Send + Sync {
     /// The box-language interface the record format names (`C4SNet`, ...).
     fn interface(&self) -> &str;
-    /// The name of the [`FieldCodec`] that decodes what [`FieldData::encode`] writes.
+    /// The name of the [`FieldCodec`] that decodes what
+    /// [`FieldData::encode_meta`] and [`FieldData::body`] give.
     fn codec(&self) -> &str;
-    /// Serialise: the bytes that `encode` appends (statistics, inline thresholds).
-    fn encoded_len(&self) -> usize;
-    /// Serialise: appends the value's bytes for another node.
-    fn encode(&self, out: &mut Vec<u8>);
+    /// Serialise: appends the meta part (what the codec needs besides the
+    /// body to rebuild the value; small, copied into message headers).
+    fn encode_meta(&self, out: &mut Vec<u8>);
+    /// Serialise: the body, the value's own bytes (sent from here as they
+    /// are; the codec adopts the received copy as the new value's storage).
+    fn body(&self) -> &[u8];
+    /// Serialise: the size of meta and body together (statistics, inline
+    /// thresholds). The default encodes the meta to measure it; values
+    /// that know the size cheaply say so.
+    fn encoded_len(&self) -> usize {
+        let mut meta = Vec::new();
+        self.encode_meta(&mut meta);
+        meta.len() + self.body().len()
+    }
     /// `Err` (with a message naming who made it) if the value must not
     /// leave this process (a C4SNet `CTYPE_pointer`).
     fn portable(&self) -> Result<(), String> {
@@ -61,11 +82,14 @@ pub trait FieldData: Any + Send + Sync {
     }
 }
 
-/// Deserialise: turns the bytes [`FieldData::encode`] wrote back into a value.
+/// Deserialise: turns what [`FieldData::encode_meta`] and
+/// [`FieldData::body`] gave back into a value.
 pub trait FieldCodec: Send + Sync {
     /// The name [`FieldData::codec`] returns for the values it decodes.
     fn name(&self) -> &str;
-    fn decode(&self, bytes: &[u8]) -> Result<Arc<dyn FieldData>, String>;
+    /// A value from its meta part and its body; the value may keep `body`
+    /// as its storage (no copy).
+    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, String>;
 }
 
 /// The codecs of a run, by name. Every node of a run must hold the same set.
@@ -98,10 +122,15 @@ impl Codecs {
         self.0.iter().find(|c| c.name() == name)
     }
 
-    /// Decodes bytes written by a value whose codec is `name`.
-    pub fn decode(&self, name: &str, bytes: &[u8]) -> Result<Arc<dyn FieldData>, String> {
+    /// Decodes the meta part and body of a value whose codec is `name`.
+    pub fn decode(
+        &self,
+        name: &str,
+        meta: &[u8],
+        body: FieldBytes,
+    ) -> Result<Arc<dyn FieldData>, String> {
         match self.get(name) {
-            Some(c) => c.decode(bytes),
+            Some(c) => c.decode(meta, body),
             None => Err(format!("no field codec `{name}` in this program")),
         }
     }
@@ -154,12 +183,15 @@ impl FieldData for TextField {
     fn encoded_len(&self) -> usize {
         1 + 4 + self.interface.len() + self.text.len()
     }
-    /// `[binary: u8][interface length: u32 LE][interface][text]`.
-    fn encode(&self, out: &mut Vec<u8>) {
+    /// `[binary: u8][interface length: u32 LE][interface]`.
+    fn encode_meta(&self, out: &mut Vec<u8>) {
         out.push(u8::from(self.binary));
         out.extend_from_slice(&(self.interface.len() as u32).to_le_bytes());
         out.extend_from_slice(self.interface.as_bytes());
-        out.extend_from_slice(self.text.as_bytes());
+    }
+    /// The text.
+    fn body(&self) -> &[u8] {
+        self.text.as_bytes()
     }
     fn deep_copy(&self) -> Arc<dyn FieldData> {
         Arc::new(self.clone())
@@ -181,16 +213,19 @@ impl FieldCodec for TextFieldCodec {
     fn name(&self) -> &str {
         TEXT_CODEC
     }
-    fn decode(&self, b: &[u8]) -> Result<Arc<dyn FieldData>, String> {
+    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, String> {
         let bad = || "truncated field bytes".to_string();
-        let binary = *b.first().ok_or_else(bad)? != 0;
-        let n = u32::from_le_bytes(b.get(1..5).ok_or_else(bad)?.try_into().expect("4")) as usize;
-        let interface = b.get(5..5 + n).ok_or_else(bad)?;
-        let text = &b[5 + n..];
+        let binary = *meta.first().ok_or_else(bad)? != 0;
+        let n = u32::from_le_bytes(meta.get(1..5).ok_or_else(bad)?.try_into().expect("4")) as usize;
+        if meta.len() != 5 + n {
+            return Err(bad());
+        }
+        let interface = &meta[5..];
         fn s(x: &[u8]) -> Result<&str, String> {
             std::str::from_utf8(x).map_err(|_| "field text is not UTF-8".to_string())
         }
-        Ok(Arc::new(TextField::new(s(interface)?, binary, s(text)?)))
+        // The text is copied: a `TextField` keeps a `Box<str>`.
+        Ok(Arc::new(TextField::new(s(interface)?, binary, s(&body)?)))
     }
 }
 
@@ -282,10 +317,15 @@ impl FieldData for RemoteField {
     fn encoded_len(&self) -> usize {
         self.len as usize
     }
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode_meta(&self, out: &mut Vec<u8>) {
         self.cached()
             .expect("a remote field is fetched before it is encoded")
-            .encode(out)
+            .encode_meta(out)
+    }
+    fn body(&self) -> &[u8] {
+        self.cached()
+            .expect("a remote field is fetched before it is encoded")
+            .body()
     }
     fn deep_copy(&self) -> Arc<dyn FieldData> {
         self.cached()
@@ -406,13 +446,15 @@ mod tests {
         ] {
             let v = f.get().unwrap();
             assert!(v.portable().is_ok());
-            let mut b = Vec::new();
-            v.encode(&mut b);
-            assert_eq!(b.len(), v.encoded_len());
-            let back = codecs.decode(v.codec(), &b).unwrap();
-            let mut b2 = Vec::new();
-            back.encode(&mut b2);
-            assert_eq!(b, b2);
+            let mut meta = Vec::new();
+            v.encode_meta(&mut meta);
+            assert_eq!(meta.len() + v.body().len(), v.encoded_len());
+            let back = codecs
+                .decode(v.codec(), &meta, FieldBytes::copy_from(v.body()))
+                .unwrap();
+            let mut meta2 = Vec::new();
+            back.encode_meta(&mut meta2);
+            assert_eq!((meta, v.body()), (meta2, back.body()));
             assert_eq!(back.interface(), v.interface());
             assert_eq!(
                 back.as_any().downcast_ref::<TextField>(),
@@ -422,8 +464,15 @@ mod tests {
             assert!(!Arc::ptr_eq(&copy, v));
             assert_eq!(copy.as_any().downcast_ref::<TextField>(), f.downcast_ref());
         }
-        assert!(codecs.decode(TEXT_CODEC, &[0, 9, 0, 0, 0, b'x']).is_err());
-        assert!(codecs.decode("C4SNet", &[]).is_err());
+        let empty = FieldBytes::default;
+        assert!(codecs
+            .decode(TEXT_CODEC, &[0, 9, 0, 0, 0, b'x'], empty())
+            .is_err());
+        assert!(codecs.decode(TEXT_CODEC, &[0, 0, 0, 0, 0], empty()).is_ok());
+        assert!(codecs
+            .decode(TEXT_CODEC, &[0, 0, 0, 0, 0], FieldBytes::copy_from(&[0xff]))
+            .is_err());
+        assert!(codecs.decode("C4SNet", &[], empty()).is_err());
         let t = Field::text("SAC", true, "abc");
         assert_eq!(t.interface(), "SAC");
         assert_eq!(format!("{t:?}"), "\"abc\"");

@@ -115,11 +115,9 @@ pub(crate) mod toy {
         fn codec(&self) -> &str {
             "up"
         }
-        fn encoded_len(&self) -> usize {
-            self.0.len()
-        }
-        fn encode(&self, out: &mut Vec<u8>) {
-            out.extend_from_slice(self.0.as_bytes())
+        fn encode_meta(&self, _out: &mut Vec<u8>) {}
+        fn body(&self) -> &[u8] {
+            self.0.as_bytes()
         }
         fn deep_copy(&self) -> Arc<dyn FieldData> {
             Arc::new(Word(self.0.clone()))

@@ -34,7 +34,7 @@
 use std::sync::{Arc, Weak};
 
 use rustc_hash::FxHashMap;
-use snet_core::{Codecs, Field, FieldData, ReleaseRemote, RemoteField};
+use snet_core::{Codecs, Field, FieldBytes, FieldData, ReleaseRemote, RemoteField};
 
 use crate::entity::{Entity, Item};
 use crate::sync::{lock, Mutex};
@@ -216,20 +216,25 @@ impl FieldStore {
         Ok(self.request(r, Waiter::Node { node, id }))
     }
 
-    /// The bytes of field `id` of node `home` arrived: fills the proxy and
-    /// returns the entities to wake and the answers to send.
+    /// The value of field `id` of node `home` arrived (its meta part and
+    /// body, decoded by the codec named `codec`; the body becomes the
+    /// value's storage): fills the proxy and returns the entities to wake
+    /// and the answers to send.
     pub fn arrived(
         &self,
         home: u32,
         id: u64,
         codec: &str,
-        bytes: &[u8],
+        meta: &[u8],
+        body: FieldBytes,
         codecs: &Codecs,
     ) -> Result<(Vec<Arc<Entity>>, Vec<Send>), String> {
-        let value = codecs.decode(codec, bytes)?;
+        let len = meta.len() + body.len();
+        // The codec adopts the received buffer as the value's storage.
+        let value = codecs.decode(codec, meta, body)?;
         let mut st = lock(&self.state);
         st.fetched += 1;
-        st.fetched_bytes += bytes.len() as u64;
+        st.fetched_bytes += len as u64;
         if let Some(p) = st.proxies.get(&(home, id)).and_then(Weak::upgrade) {
             p.fill(value.clone());
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use snet_core::Codecs;
 
 use super::wire::{self, Decoder, Encoder, Reader, WireError};
-use super::{Channel, Out, Payload, Settle, Transport, TransportError};
+use super::{Channel, FieldBytes, Out, Payload, Received, Settle, Transport, TransportError};
 use crate::entity::{Entity, Item};
 use crate::instantiate::instantiate;
 use crate::remote::RemoteEntity;
@@ -198,18 +198,21 @@ fn send_batch(
         }
     }
     for (to, id, value) in payloads {
+        // The meta part goes in the header; the body is sent from the
+        // value's own memory (the payload keeps the value until sent).
         let mut frames = vec![wire::BYTES];
         wire::put_u(&mut frames, id);
         wire::put_s(&mut frames, value.codec());
-        let mut bytes = Vec::with_capacity(value.encoded_len());
-        value.encode(&mut bytes);
+        let mut meta = Vec::new();
+        value.encode_meta(&mut meta);
+        wire::put_bytes(&mut frames, &meta);
         let r = send(
             to,
             Channel::Field,
             Dyadic::zero(),
             true,
             &frames,
-            Payload::owned(bytes),
+            Payload::field_body(value),
         );
         if first.is_ok() {
             first = r;
@@ -256,7 +259,13 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
             (msg.header.len() + msg.payload.len()) as u64,
             Ordering::Relaxed,
         );
-        let mut r = Reader::new(&msg.header);
+        let Received {
+            from,
+            header,
+            payload,
+            ..
+        } = msg;
+        let mut r = Reader::new(&header);
         let credit = match r.credit() {
             Ok(c) => c,
             Err(e) => {
@@ -269,7 +278,7 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
         };
         net.begin(&credit);
         let mut ctx = Ctx::new(rt);
-        let res = handle(host, &mut ctx, &mut dec, msg.from, &mut r, &msg.payload[..]);
+        let res = handle(host, &mut ctx, &mut dec, from, &mut r, payload);
         let ready = std::mem::take(&mut ctx.ready);
         if !ready.is_empty() {
             host.deliver(ready);
@@ -301,8 +310,10 @@ fn handle(
     dec: &mut Decoder,
     from: u32,
     r: &mut Reader,
-    payload: &[u8],
+    payload: FieldBytes,
 ) -> Result<(), Handled> {
+    // The payload belongs to the message's one Bytes frame (if any).
+    let mut payload = Some(payload);
     let rt = host.rt();
     let net = &rt.net;
     let proto =
@@ -351,9 +362,13 @@ fn handle(
             wire::BYTES => {
                 let id = r.u()?;
                 let codec = r.s()?;
+                let meta = r.bytes()?;
+                let body = payload.take().ok_or_else(|| {
+                    proto(format!("two field values in one message from node {from}"))
+                })?;
                 let (wake, sends) = net
                     .store
-                    .arrived(from, id, codec, payload, host.codecs())
+                    .arrived(from, id, codec, meta, body, host.codecs())
                     .map_err(proto)?;
                 for e in wake {
                     ctx.send(&e, Item::Wake);

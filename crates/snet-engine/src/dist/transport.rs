@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use snet_core::FieldBytes;
+use snet_core::FieldData;
 
 /// Kinds of messages, for backends that keep them apart (MPI tags, rings).
 /// Order is guaranteed only within one channel between two nodes.
@@ -67,6 +68,16 @@ impl PayloadBytes for FieldBytes {
     }
 }
 
+/// A field value's body ([`FieldData::body`]) as payload bytes: the
+/// value itself, kept alive (not copied) until the bytes are sent.
+pub struct FieldBody(pub Arc<dyn FieldData>);
+
+impl PayloadBytes for FieldBody {
+    fn bytes(&self) -> &[u8] {
+        self.0.body()
+    }
+}
+
 /// A message's payload: shared, not copied, with whoever made the bytes
 /// (a field's value), so that a backend can send straight from them after
 /// `send` returned, and drop its reference when the bytes are on their way.
@@ -82,6 +93,11 @@ impl Payload {
     /// The bytes `b` holds, shared.
     pub fn shared(b: Arc<dyn PayloadBytes>) -> Payload {
         Payload(Some(b))
+    }
+
+    /// The body of a field value, sent straight from the value's memory.
+    pub fn field_body(value: Arc<dyn FieldData>) -> Payload {
+        Payload::shared(Arc::new(FieldBody(value)))
     }
 
     /// Bytes made for this message.

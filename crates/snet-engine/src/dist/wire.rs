@@ -18,12 +18,19 @@
 //! | 3 | Release | field id, weight |
 //! | 5 | Fail | message |
 //! | 6 | Shutdown | |
-//! | 7 | Bytes | field id (at the sender), codec name; the value is the payload |
+//! | 7 | Bytes | field id (at the sender), codec name, meta bytes; the body is the payload |
 //!
 //! An item is a record (stamps, entries), a marker (owner, sequence,
 //! weight, optional payload marker) or `Resume`. A record entry is a
-//! label and a value: an integer, an inline field (codec name and bytes) or
-//! a field reference (home node, id, weight, interface, size).
+//! label and a value: an integer, an inline field (codec name, meta bytes
+//! and body bytes, copied into the frame) or a field reference (home node,
+//! id, weight, interface, size).
+//!
+//! A field's value travels in two parts ([`snet_core::FieldData`]): its
+//! small meta part in the `Bytes` frame, its body as the message's payload,
+//! sent from the value's own memory ([`super::Payload::field_body`]) and
+//! received into the buffer the decoded value keeps (no copy either side).
+//! A message holds at most one `Bytes` frame.
 //!
 //! **Labels** are interned per process, in an order that differs between
 //! processes, so they travel by name: each (sender, receiver) pair keeps a
@@ -32,7 +39,7 @@
 //! in the input (no program mentions them) travel the same way.
 
 use rustc_hash::FxHashMap;
-use snet_core::{Codecs, Field, Label, LabelKind, Record, Value};
+use snet_core::{Codecs, Field, FieldBytes, Label, LabelKind, Record, Value};
 
 use super::fields::FieldStore;
 use super::ConnId;
@@ -59,9 +66,13 @@ fn put_i(out: &mut Vec<u8>, v: i64) {
     put_u(out, ((v << 1) ^ (v >> 63)) as u64)
 }
 
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_u(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
 pub(crate) fn put_s(out: &mut Vec<u8>, s: &str) {
-    put_u(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
+    put_bytes(out, s.as_bytes());
 }
 
 /// Reads a header.
@@ -117,7 +128,7 @@ impl<'a> Reader<'a> {
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
     }
 
-    fn bytes(&mut self) -> Result<&'a [u8], WireError> {
+    pub fn bytes(&mut self) -> Result<&'a [u8], WireError> {
         let n = self.u()? as usize;
         match self.b.get(self.at..self.at.saturating_add(n)) {
             Some(s) => {
@@ -192,6 +203,8 @@ pub(crate) struct Encoder {
     me: u32,
     dicts: Vec<FxHashMap<Label, u32>>,
     inline_limit: usize,
+    /// Scratch space for a field's meta part.
+    meta: Vec<u8>,
 }
 
 impl Encoder {
@@ -200,6 +213,7 @@ impl Encoder {
             me,
             dicts: (0..nodes).map(|_| FxHashMap::default()).collect(),
             inline_limit,
+            meta: Vec::new(),
         }
     }
 
@@ -221,12 +235,13 @@ impl Encoder {
         if let Some(v) = f.get() {
             v.portable()?;
             if v.encoded_len() <= self.inline_limit {
+                // Small: meta part and body are copied into the frame.
                 out.push(1);
                 put_s(out, v.codec());
-                let mut bytes = Vec::with_capacity(v.encoded_len());
-                v.encode(&mut bytes);
-                put_u(out, bytes.len() as u64);
-                out.extend_from_slice(&bytes);
+                self.meta.clear();
+                v.encode_meta(&mut self.meta);
+                put_bytes(out, &self.meta);
+                put_bytes(out, v.body());
                 return Ok(());
             }
         }
@@ -377,9 +392,10 @@ impl Decoder {
                         0 => Value::Int(r.i()?),
                         1 => {
                             let codec = r.s()?;
-                            let bytes = r.bytes()?;
+                            let meta = r.bytes()?;
+                            let body = FieldBytes::copy_from(r.bytes()?);
                             let v = codecs
-                                .decode(codec, bytes)
+                                .decode(codec, meta, body)
                                 .map_err(|e| WireError(format!("field `{l}`: {e}")))?;
                             Value::Field(Field::new(v))
                         }

@@ -1,0 +1,248 @@
+//! Field bytes cross nodes without a pack or unpack copy: the output
+//! manager hands the transport the value's own memory, and the value
+//! decoded on the other node keeps the buffer the transport received into.
+//! Checked end to end on two loopback nodes (`A @ 1` with a box that needs
+//! its field), with a transport that records the pointers it sees.
+
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use snet_core::*;
+use snet_engine::dist::{FieldBytes, Payload, Received};
+use snet_engine::{
+    BoxError, BoxImpl, Channel, Config, Emit, LanguageInterface, Loopback, ResolveError, Sink,
+    Source, SourceError, Transport, TransportError,
+};
+
+/// A field value that is nothing but its body, kept in a `FieldBytes`.
+struct Blob(FieldBytes);
+
+impl FieldData for Blob {
+    fn interface(&self) -> &str {
+        "Blob"
+    }
+    fn codec(&self) -> &str {
+        "blob"
+    }
+    fn encode_meta(&self, _out: &mut Vec<u8>) {}
+    fn body(&self) -> &[u8] {
+        &self.0
+    }
+    fn deep_copy(&self) -> Arc<dyn FieldData> {
+        Arc::new(Blob(self.0.clone()))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+struct BlobCodec;
+
+impl FieldCodec for BlobCodec {
+    fn name(&self) -> &str {
+        "blob"
+    }
+    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, String> {
+        if !meta.is_empty() {
+            return Err("blob meta".into());
+        }
+        Ok(Arc::new(Blob(body)))
+    }
+}
+
+/// Pointers seen: (node, address of a field payload) sent and received,
+/// and the body addresses the box saw.
+#[derive(Default)]
+struct Seen {
+    sent: Vec<(u32, usize)>,
+    received: Vec<(u32, usize)>,
+    in_box: Vec<usize>,
+}
+
+/// Loopback, recording the payloads of field messages.
+struct Recording {
+    inner: Loopback,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Transport for Recording {
+    fn node(&self) -> u32 {
+        self.inner.node()
+    }
+    fn nodes(&self) -> u32 {
+        self.inner.nodes()
+    }
+    fn send(
+        &self,
+        to: u32,
+        channel: Channel,
+        header: &[u8],
+        payload: Payload,
+    ) -> Result<(), TransportError> {
+        if channel == Channel::Field {
+            let at = payload.bytes().as_ptr() as usize;
+            self.seen.lock().unwrap().sent.push((self.node(), at));
+        }
+        self.inner.send(to, channel, header, payload)
+    }
+    fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
+        let r = self.inner.recv(timeout)?;
+        if let Some(m) = &r {
+            if m.channel == Channel::Field {
+                let at = m.payload.as_ptr() as usize;
+                self.seen.lock().unwrap().received.push((self.node(), at));
+            }
+        }
+        Ok(r)
+    }
+    fn close(&self) {
+        self.inner.close()
+    }
+    fn name(&self) -> &str {
+        "recording"
+    }
+}
+
+/// `box look((x) -> (x))`: records where its field's bytes are, passes it on.
+struct Look(Arc<Mutex<Seen>>);
+
+impl BoxImpl for Look {
+    fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let x = Label::field("x");
+        let f = input.field(x).expect("x");
+        let v = f.get().expect("fetched before the box runs");
+        self.0
+            .lock()
+            .unwrap()
+            .in_box
+            .push(v.body().as_ptr() as usize);
+        let mut r = Record::new();
+        r.set(x, Value::Field(f.clone()));
+        out.emit(1, r)
+    }
+}
+
+impl LanguageInterface for Look {
+    fn resolve(&self, _def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+        Ok(Arc::new(Look(self.0.clone())))
+    }
+}
+
+struct One(Option<Record>);
+
+impl Source for One {
+    fn next_record(&mut self) -> Result<Option<Record>, SourceError> {
+        Ok(self.0.take())
+    }
+}
+
+struct Collect(Arc<Mutex<Vec<Record>>>);
+
+impl Sink for Collect {
+    fn write(&mut self, rec: &Record) -> std::io::Result<()> {
+        self.0.lock().unwrap().push(rec.clone());
+        Ok(())
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn abort(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
+    let x = Label::field("x");
+    let loc = Loc {
+        file: "test.snet".into(),
+        line: 1,
+        col: 1,
+    };
+    let input = Type(vec![Variant::new([x])]);
+    let mut g = Graph {
+        nodes: vec![],
+        boxes: vec![BoxDef {
+            name: "look".into(),
+            inputs: vec![x],
+            outputs: vec![vec![x]],
+            interface: "Blob".into(),
+            code: None,
+            loc: loc.clone(),
+        }],
+        entry: 0,
+    };
+    let body = g.add(Node {
+        kind: NodeKind::Box(0),
+        loc: loc.clone(),
+        input: input.clone(),
+        output: Type::default(),
+    });
+    let place = g.add(Node {
+        kind: NodeKind::Place { body, node: 1 },
+        loc,
+        input,
+        output: Type::default(),
+    });
+    g.entry = place;
+    let g = Arc::new(g);
+
+    let bytes: Vec<u8> = (0..1 << 16).map(|i| (i * 7) as u8).collect();
+    let value: Arc<dyn FieldData> = Arc::new(Blob(FieldBytes::copy_from(&bytes)));
+    let home = value.body().as_ptr() as usize;
+    let mut rec = Record::new();
+    rec.set(x, Value::Field(Field::new(value.clone())));
+
+    let mut config = Config {
+        workers: 2,
+        ..Config::default()
+    };
+    config.codecs.add(Arc::new(BlobCodec));
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let look = Look(seen.clone());
+    let mut io = Some((
+        Box::new(One(Some(rec))) as Box<dyn Source>,
+        Box::new(Collect(out.clone())) as Box<dyn Sink>,
+    ));
+    std::thread::scope(|s| {
+        let nodes: Vec<_> = Loopback::create(2)
+            .into_iter()
+            .map(|inner| {
+                let t = Recording {
+                    inner,
+                    seen: seen.clone(),
+                };
+                let io = if t.node() == 0 { io.take() } else { None };
+                let (g, config, look) = (g.clone(), &config, &look);
+                s.spawn(move || snet_engine::run(g, config, io, look, &t))
+            })
+            .collect();
+        for n in nodes {
+            n.join().expect("node thread").expect("run");
+        }
+    });
+
+    let out = out.lock().unwrap();
+    assert_eq!(out.len(), 1);
+    let back = out[0].field(x).expect("x").get().expect("home again");
+    assert!(Arc::ptr_eq(back, &value), "the reference came home");
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen.sent,
+        vec![(0, home)],
+        "node 0 sent the value's own memory"
+    );
+    assert_eq!(seen.received.len(), 1);
+    let (node, received) = seen.received[0];
+    assert_eq!(node, 1);
+    assert_eq!(
+        seen.in_box,
+        vec![received],
+        "the box on node 1 sees the buffer the transport received into"
+    );
+}
