@@ -19,7 +19,9 @@
 //! `SNET_CASES=substring` selects cases.
 //!
 //! Where `mpirun` is installed (and `SNET_MPI` is not `0`), every case also
-//! runs under `mpirun`, one process per node: `-np 1`, `-np 2` and `-np 4`
+//! runs under `mpirun`, one process per node (`SNET_MPI=only`: only these;
+//! they wait on MPI's start-up more than they compute, so run them with
+//! more test threads than cores, as the test script does): `-np 1`, `-np 2` and `-np 4`
 //! with random placements (4: fields by reference), and `-np 2` over TCP
 //! (`--mca btl self,tcp`). The harness adds the flags CI needs (running as
 //! root, more ranks than cores).
@@ -42,6 +44,10 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
+
+mod common;
+
+use common::{have_mpirun, mpirun};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -126,29 +132,6 @@ struct Setup {
     /// loopback transport; `Some(true)`: with `--mca btl self,tcp` (the
     /// network path of a cluster).
     mpi: Option<bool>,
-}
-
-/// `mpirun` with what a test run needs and a user's never does: CI runs as
-/// root, on fewer cores than ranks (`--oversubscribe`), and tests run side
-/// by side (`--bind-to none`, or every run's rank 0 would share core 0).
-fn mpirun(np: u32, tcp: bool) -> Command {
-    let mut c = Command::new("mpirun");
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args(["--oversubscribe", "--bind-to", "none", "-np"])
-        .arg(np.to_string());
-    if tcp {
-        c.args(["--mca", "btl", "self,tcp"]);
-    }
-    c
-}
-
-/// Whether `mpirun` is on the PATH (scripts/setup.sh installs Open MPI).
-fn have_mpirun() -> bool {
-    Command::new("mpirun")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 impl Setup {
@@ -334,8 +317,15 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    // MPI setups: where mpirun exists, unless SNET_MPI=0.
-    let mpi = std::env::var("SNET_MPI").map_or(true, |v| v != "0") && have_mpirun();
+    // MPI setups: where mpirun exists, unless SNET_MPI=0; SNET_MPI=only
+    // runs nothing else.
+    let mpi_env = std::env::var("SNET_MPI").unwrap_or_default();
+    let mpi = mpi_env != "0" && have_mpirun();
+    let only_mpi = mpi_env == "only";
+    if only_mpi && !mpi {
+        eprintln!("SNET_MPI=only, but mpirun is not installed (scripts/setup.sh installs Open MPI)");
+        std::process::exit(2);
+    }
     let mut trials = Vec::new();
     let mut suites: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|d| {
@@ -455,6 +445,7 @@ fn main() {
             for setup in setups
                 .into_iter()
                 .filter(|s| allowed.as_ref().is_none_or(|a| a.contains(&s.nodes)))
+                .filter(|s| !only_mpi || s.mpi.is_some())
             {
                 let case = case.clone();
                 trials.push(Trial::test(format!("{name} {}", setup.name()), move || {

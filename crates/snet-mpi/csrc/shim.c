@@ -36,8 +36,6 @@ int snet_mpi_thread_funneled(void) { return MPI_THREAD_FUNNELED; }
 
 int snet_mpi_finalize(void) { return MPI_Finalize(); }
 
-int snet_mpi_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
-
 /* The library's own description of an error code, into buf (NUL-terminated). */
 void snet_mpi_error_string(int code, char *buf, size_t cap) {
     char s[MPI_MAX_ERROR_STRING];

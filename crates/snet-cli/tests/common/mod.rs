@@ -1,0 +1,226 @@
+//! Helpers shared by the distributed-run tests (loopback and MPI): C boxes
+//! that make, check and pass big fields, a builder, a runner and a parser
+//! of `--stats` lines.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const BOXES: &str = r#"
+#include <stdlib.h>
+#include <unistd.h>
+#include "C4SNet.h"
+
+/* A field of `size` bytes (given in MiB by the tag), a pattern of the seed. */
+void *make(void *hnd, int mib, int seed)
+{
+    size_t n = (size_t)mib << 20;
+    unsigned char *d;
+    c4snet_data_t *f = C4SNetAlloc(CTYPE_uchar, n, (void **)&d);
+    unsigned x = (unsigned)seed;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        d[i] = (unsigned char)(x >> 16);
+    }
+    C4SNetOut(hnd, 1, f, seed);
+    return hnd;
+}
+
+/* A checksum of the whole field, which it passes on. */
+void *check(void *hnd, c4snet_data_t *big)
+{
+    unsigned char *d = C4SNetGetData(big);
+    size_t n = C4SNetArraySize(big);
+    unsigned long h = 1469598103934665603ul;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ d[i]) * 1099511628211ul;
+    }
+    C4SNetOut(hnd, 1, big, (int)(h & 0x7fffffff), (int)(n >> 20));
+    return hnd;
+}
+
+/* Works on tags only: fields flow around it. */
+void *touch(void *hnd, int k)
+{
+    C4SNetOut(hnd, 1, k + 1);
+    return hnd;
+}
+
+/* A pointer field: must not leave its node. */
+void *point(void *hnd, int k)
+{
+    void *p = hnd;
+    C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_pointer, 1, &p), k);
+    return hnd;
+}
+
+/* Takes its time (20 ms a record): keeps a run going. */
+void *slow(void *hnd, int k)
+{
+    usleep(20000);
+    C4SNetOut(hnd, 1, k);
+    return hnd;
+}
+
+/* Fails on the record with k == 3. */
+void *fragile(void *hnd, int k)
+{
+    if (k == 3) {
+        C4SNetOut(hnd, 7, k);
+        return hnd;
+    }
+    C4SNetOut(hnd, 1, k);
+    return hnd;
+}
+"#;
+
+pub fn checksum(mib: usize, seed: u32) -> i64 {
+    let mut x = seed;
+    let mut h: u64 = 1469598103934665603;
+    for _ in 0..mib << 20 {
+        x = x.wrapping_mul(1103515245).wrapping_add(12345);
+        h = (h ^ u64::from((x >> 16) as u8)).wrapping_mul(1099511628211);
+    }
+    (h & 0x7fff_ffff) as i64
+}
+
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("snet-dist-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// Builds `prog` (with the boxes above) in `dir`; returns the executable.
+pub fn build(dir: &Path, prog: &str) -> PathBuf {
+    std::fs::write(dir.join("prog.snet"), prog).unwrap();
+    std::fs::write(dir.join("boxes.c"), BOXES).unwrap();
+    let exe = dir.join("prog");
+    let out = Command::new(env!("CARGO_BIN_EXE_snet"))
+        .arg("build")
+        .arg(dir.join("prog.snet"))
+        .arg(dir.join("boxes.c"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("run snet build");
+    assert!(
+        out.status.success(),
+        "snet build failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+pub struct Run {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(exe: &Path, input: &str, args: &[&str]) -> Run {
+    run_with(Command::new(exe), exe, input, args)
+}
+
+/// As [`run`], started by `cmd` (e.g. `mpirun ... <exe>`).
+pub fn run_with(mut cmd: Command, exe: &Path, input: &str, args: &[&str]) -> Run {
+    let dir = exe.parent().unwrap();
+    let inp = dir.join("input.xml");
+    std::fs::write(&inp, input).unwrap();
+    let out = cmd
+        .arg("-i")
+        .arg(&inp)
+        .args(args)
+        .output()
+        .expect("run program");
+    Run {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Per node: the numbers of its `--stats` line, by name (the line lists
+/// them in this order; see `Stats`'s `Display`).
+pub fn node_stats(stderr: &str) -> Vec<std::collections::HashMap<String, u64>> {
+    const KEYS: [&str; 14] = [
+        "node",
+        "input",
+        "output",
+        "entities",
+        "steals",
+        "msgs sent",
+        "bytes sent",
+        "msgs received",
+        "bytes received",
+        "fetched",
+        "field bytes",
+        "exported",
+        "exports",
+        "proxies",
+    ];
+    let mut stats = stderr
+        .lines()
+        .filter(|l| l.starts_with("snet: node "))
+        .map(|line| {
+            let nums: Vec<u64> = line
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            assert_eq!(nums.len(), KEYS.len(), "stats line: {line}");
+            KEYS.iter().map(|k| k.to_string()).zip(nums).collect()
+        })
+        .collect::<Vec<std::collections::HashMap<String, u64>>>();
+    // Under MPI every rank prints its own line, in any order.
+    stats.sort_by_key(|s| s["node"]);
+    stats
+}
+
+pub fn assert_stores_empty(stats: &[std::collections::HashMap<String, u64>]) {
+    for s in stats {
+        assert_eq!(
+            s.get("exports"),
+            Some(&0),
+            "node {:?}: exports left: {s:?}",
+            s.get("node")
+        );
+        assert_eq!(
+            s.get("proxies"),
+            Some(&0),
+            "node {:?}: proxies left: {s:?}",
+            s.get("node")
+        );
+    }
+}
+
+pub const BIG_PROG: &str = r#"
+net big {
+  box make((<mib>, <seed>) -> (big, <seed>));
+  box check((big) -> (big, <sum>, <size>));
+  box touch((<k>) -> (<k>));
+} connect (make @ 1) .. (touch @ 3) .. (check @ 2) .. [{big, <sum>} -> {<sum>}];
+"#;
+
+
+/// `mpirun` with what a test run needs and a user's never does: CI runs as
+/// root, on fewer cores than ranks (`--oversubscribe`), and tests run side
+/// by side (`--bind-to none`, or every run's rank 0 would share core 0).
+/// `tcp`: only the TCP network path (`--mca btl self,tcp`), as on a cluster.
+pub fn mpirun(np: u32, tcp: bool) -> Command {
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["--oversubscribe", "--bind-to", "none", "-np"])
+        .arg(np.to_string());
+    if tcp {
+        c.args(["--mca", "btl", "self,tcp"]);
+    }
+    c
+}
+
+/// Whether `mpirun` is on the PATH (scripts/setup.sh installs Open MPI).
+pub fn have_mpirun() -> bool {
+    Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}

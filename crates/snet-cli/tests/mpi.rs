@@ -1,0 +1,276 @@
+//! Distributed runs under `mpirun` (the MPI transport): the transport
+//! conformance suite, a 64 MiB field crossing ranks, and faults (a box error
+//! on node 2, a rank killed mid-run, a static placement on a missing node).
+//! The corpus under `mpirun` is in `conformance.rs`.
+//!
+//! Every run is guarded: a run that has not ended after [`HANG`] is killed
+//! and the test fails as a hang. That bound only separates "ends" from
+//! "hangs"; no test measures how fast anything is.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const HANG: Duration = Duration::from_secs(120);
+
+fn require_mpirun() {
+    assert!(
+        have_mpirun(),
+        "mpirun not found: scripts/setup.sh installs Open MPI"
+    );
+}
+
+/// Runs `cmd` to the end, or kills it after [`HANG`] and fails.
+fn output_guarded(mut cmd: Command) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "hung: no end after {HANG:?}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn selftest(np: u32, tcp: bool, args: &[&str]) -> Output {
+    let mut cmd = mpirun(np, tcp);
+    cmd.arg(env!("CARGO_BIN_EXE_snet")).arg("selftest").args(args);
+    output_guarded(cmd)
+}
+
+#[test]
+fn the_transport_conformance_suite_passes_on_mpi() {
+    require_mpirun();
+    for (np, tcp) in [(2, false), (3, false), (4, false), (2, true)] {
+        let out = selftest(np, tcp, &[]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "np {np} tcp {tcp}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for case in ["ordering", "payloads", "flow-control", "shutdown"] {
+            assert!(
+                stdout.contains(&format!("mpi, {np} nodes: {case} ok")),
+                "np {np} tcp {tcp}: {case} not reported ok:\n{stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_dying_rank_ends_the_mpi_job_naming_it() {
+    // The transport suite's `peer-dies` case: the last rank kills itself
+    // (SIGKILL); mpirun must end the job, nonzero, naming the rank.
+    require_mpirun();
+    let out = selftest(3, false, &["--case", "peer-dies"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("rank 2"), "{stderr}");
+}
+
+fn mpi_run(exe: &Path, np: u32, input: &str, args: &[&str]) -> Run {
+    // Through the guard: write the input, start under mpirun.
+    let dir = exe.parent().unwrap();
+    let inp = dir.join("input.xml");
+    std::fs::write(&inp, input).unwrap();
+    let mut cmd = mpirun(np, false);
+    cmd.arg(exe).arg("-i").arg(&inp).args(args);
+    let out = output_guarded(cmd);
+    Run {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_64_mib_field_crosses_ranks_intact_and_is_fetched_only_where_needed() {
+    require_mpirun();
+    let dir = scratch("mpi-big");
+    let exe = build(&dir, BIG_PROG);
+    let input = r#"<?xml version="1.0" ?>
+<record type="data"><tag label="mib">64</tag><tag label="seed">7</tag><tag label="k">1</tag></record>
+<record type="terminate" />"#;
+    let r = mpi_run(&exe, 4, input, &["-w", "2", "--stats"]);
+    assert!(r.ok, "{}", r.stderr);
+    let want = checksum(64, 7);
+    assert!(
+        r.stdout
+            .contains(&format!("<tag label=\"sum\">{want}</tag>")),
+        "checksum {want} not in output:\n{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("<tag label=\"size\">64</tag>"));
+    let stats = node_stats(&r.stderr);
+    assert_eq!(stats.len(), 4, "{}", r.stderr);
+    // make on rank 1, touch on 3, check on 2: only rank 2 fetched the
+    // field (64 MiB and a few bytes of meta); rank 3's box and rank 0's
+    // output never needed it, and neither did the ranks in between.
+    assert_eq!(stats[2]["fetched"], 1, "{}", r.stderr);
+    assert!(stats[2]["field bytes"] >= 64 << 20, "{}", r.stderr);
+    for n in [0, 1, 3] {
+        assert_eq!(stats[n]["fetched"], 0, "node {n}: {}", r.stderr);
+        assert!(
+            stats[n]["bytes received"] < 1 << 20,
+            "node {n} received the field's bytes: {}",
+            r.stderr
+        );
+    }
+    assert!(stats[1]["bytes sent"] >= 64 << 20, "{}", r.stderr);
+    assert_stores_empty(&stats);
+}
+
+#[test]
+fn a_box_error_on_rank_2_ends_the_job_naming_the_node_and_the_box() {
+    require_mpirun();
+    let dir = scratch("mpi-fault");
+    let exe = build(
+        &dir,
+        r#"
+net fault {
+  box fragile((<k>) -> (<k>));
+} connect fragile @ 2;
+"#,
+    );
+    let mut input = String::new();
+    for k in 0..10 {
+        input.push_str(&format!(
+            "<record type=\"data\"><tag label=\"k\">{k}</tag></record>"
+        ));
+    }
+    input.push_str("<record type=\"terminate\" />");
+    for _ in 0..3 {
+        let r = mpi_run(&exe, 3, &input, &["-w", "2"]);
+        assert!(!r.ok);
+        assert!(r.stderr.contains("error: node 2"), "{}", r.stderr);
+        assert!(r.stderr.contains("fragile"), "{}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+        assert!(
+            !r.stdout.contains("terminate"),
+            "a failed run must not look complete"
+        );
+    }
+}
+
+#[test]
+fn static_placement_on_node_9_of_4_is_reported_before_reading() {
+    require_mpirun();
+    let dir = scratch("mpi-missing");
+    let exe = build(
+        &dir,
+        r#"
+net missing {
+  box touch((<k>) -> (<k>));
+} connect touch .. (touch @ 9);
+"#,
+    );
+    // Malformed input: the placement error must come first.
+    let r = mpi_run(&exe, 4, "<record type=\"data\"><tag label=", &[]);
+    assert!(!r.ok);
+    assert!(r.stderr.contains("prog.snet:4:"), "{}", r.stderr);
+    assert!(r.stderr.contains("node 9"), "{}", r.stderr);
+    assert!(r.stderr.contains("4 node"), "{}", r.stderr);
+}
+
+/// The PID of rank `rank` of the run whose processes carry `tag` in their
+/// environment (mpirun passes its environment to the ranks it starts).
+fn rank_pid(tag: &str, rank: u32) -> Option<u32> {
+    let want_tag = format!("SNET_TEST_RUN={tag}");
+    let want_rank = format!("OMPI_COMM_WORLD_RANK={rank}");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let env = std::fs::read(e.path().join("environ")).ok()?;
+        let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+        let has = |s: &str| vars.contains(&s.as_bytes());
+        (has(&want_tag) && has(&want_rank)).then_some(pid)
+    })
+}
+
+#[test]
+fn a_rank_killed_mid_run_ends_the_job_naming_it() {
+    require_mpirun();
+    let dir = scratch("mpi-kill");
+    let exe = build(
+        &dir,
+        r#"
+net kill {
+  box slow((<k>) -> (<k>));
+} connect slow @ 1;
+"#,
+    );
+    let mut input = String::new();
+    for k in 0..2000 {
+        input.push_str(&format!(
+            "<record type=\"data\"><tag label=\"k\">{k}</tag></record>"
+        ));
+    }
+    input.push_str("<record type=\"terminate\" />");
+    let inp = dir.join("input.xml");
+    std::fs::write(&inp, input).unwrap();
+    let tag = format!("kill-{}", std::process::id());
+    let mut child = mpirun(3, false)
+        .env("SNET_TEST_RUN", &tag)
+        .arg(&exe)
+        .arg("-i")
+        .arg(&inp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun");
+    // Mid-run: node 0 has written output records (2000 records take 40 s).
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = 0;
+    while seen < 20 {
+        match lines.next() {
+            Some(Ok(l)) if l.contains("<record") => seen += 1,
+            Some(Ok(_)) => {}
+            _ => break,
+        }
+    }
+    assert_eq!(seen, 20, "the run ended before it could be killed");
+    let pid = rank_pid(&tag, 1).expect("rank 1's process");
+    // SAFETY: kill(2) of a process this test started (through mpirun).
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    // Drain stdout so the job never blocks on a full pipe, then wait.
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            panic!("hung after a rank was killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let rest = rest.join().unwrap();
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("rank 1"), "{stderr}");
+    assert!(
+        !rest.iter().any(|l| l.contains("terminate")),
+        "a killed run must not look complete"
+    );
+}
