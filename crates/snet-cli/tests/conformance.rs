@@ -323,7 +323,9 @@ fn main() {
     let mpi = mpi_env != "0" && have_mpirun();
     let only_mpi = mpi_env == "only";
     if only_mpi && !mpi {
-        eprintln!("SNET_MPI=only, but mpirun is not installed (scripts/setup.sh installs Open MPI)");
+        eprintln!(
+            "SNET_MPI=only, but mpirun is not installed (scripts/setup.sh installs Open MPI)"
+        );
         std::process::exit(2);
     }
     let mut trials = Vec::new();

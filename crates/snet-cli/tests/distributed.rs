@@ -3,7 +3,6 @@
 //! flow around remote boxes without being fetched (`--stats` proves it),
 //! every node's field store empty at the end, and faults.
 
-
 mod common;
 
 use common::*;

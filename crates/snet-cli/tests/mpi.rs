@@ -52,7 +52,9 @@ fn output_guarded(mut cmd: Command) -> Output {
 
 fn selftest(np: u32, tcp: bool, args: &[&str]) -> Output {
     let mut cmd = mpirun(np, tcp);
-    cmd.arg(env!("CARGO_BIN_EXE_snet")).arg("selftest").args(args);
+    cmd.arg(env!("CARGO_BIN_EXE_snet"))
+        .arg("selftest")
+        .args(args);
     output_guarded(cmd)
 }
 
@@ -273,4 +275,49 @@ net kill {
         !rest.iter().any(|l| l.contains("terminate")),
         "a killed run must not look complete"
     );
+}
+
+#[test]
+fn the_distributed_example_gives_the_same_answer_under_mpirun_as_in_one_process() {
+    require_mpirun();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/distributed");
+    let dir = scratch("mpi-example");
+    let exe = dir.join("primes");
+    let out = Command::new(env!("CARGO_BIN_EXE_snet"))
+        .arg("build")
+        .arg(root.join("primes.snet"))
+        .arg(root.join("count.c"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("snet build");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let input = std::fs::read_to_string(root.join("input.xml")).unwrap();
+    let mpi = mpi_run(&exe, 4, &input, &["--stats"]);
+    let local = run(&exe, &input, &["--nodes", "4", "--transport", "loopback"]);
+    assert!(mpi.ok && local.ok, "{}\n{}", mpi.stderr, local.stderr);
+    let sorted = |s: &str| {
+        let mut v: Vec<String> = s.lines().map(str::to_string).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(&mpi.stdout), sorted(&local.stdout));
+    // pi(2,000,000) = 148,933.
+    let total: u64 = mpi
+        .stdout
+        .split("<tag label=\"primes\">")
+        .skip(1)
+        .map(|s| s.split('<').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, 148_933);
+    // Every rank counted its five ranges: each received work.
+    let stats = node_stats(&mpi.stderr);
+    assert_eq!(stats.len(), 4);
+    for s in &stats[1..] {
+        assert!(s["msgs received"] > 0, "{}", mpi.stderr);
+    }
 }

@@ -200,7 +200,6 @@ net big {
 } connect (make @ 1) .. (touch @ 3) .. (check @ 2) .. [{big, <sum>} -> {<sum>}];
 "#;
 
-
 /// `mpirun` with what a test run needs and a user's never does: CI runs as
 /// root, on fewer cores than ranks (`--oversubscribe`), and tests run side
 /// by side (`--bind-to none`, or every run's rank 0 would share core 0).
