@@ -5,14 +5,26 @@
 //! invoking thread's [`BOX_NAME`] slot points at its name ([`enter`] /
 //! [`leave`]). The handler reads the slot (a const-initialised thread local
 //! without destructor: a plain TLS load), and if a box is running writes
-//! `snet: box `NAME` crashed (signal SIGSEGV)` with `write(2)` (async-signal
+//! `snet: box `NAME` crashed (signal SIGSEGV)` (under MPI `snet: node K:
+//! box ...`, see [`set_node`]) with `write(2)` (async-signal
 //! safe) and leaves with `_exit(1)`. Outside boxes it restores the previous
 //! disposition and returns, so the fault recurs and is handled as before
 //! (Rust's stack-overflow report, the default core dump).
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;
+
+/// The node this process is in a distributed run with one process per
+/// node (MPI), named in crash reports; -1: not set.
+static NODE: AtomicI64 = AtomicI64::new(-1);
+
+/// Names node `node` in crash reports of this process (`snet: node 2: box
+/// ...`): for runs with one process per node.
+pub fn set_node(node: u32) {
+    NODE.store(i64::from(node), Ordering::Relaxed);
+}
 
 const SIGNALS: [(c_int, &str); 5] = [
     (libc::SIGSEGV, "SIGSEGV"),
@@ -67,7 +79,26 @@ extern "C" fn on_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_vo
         }
         return;
     }
-    write_all(b"snet: box `");
+    write_all(b"snet: ");
+    let node = NODE.load(Ordering::Relaxed);
+    if node >= 0 {
+        // Digits by hand: formatting machinery is not async-signal-safe.
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut v = node as u64;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        write_all(b"node ");
+        write_all(&digits[i..]);
+        write_all(b": ");
+    }
+    write_all(b"box `");
     // SAFETY: the slot points at the running box's name, alive during the invocation.
     write_all(unsafe { std::slice::from_raw_parts(p, n) });
     write_all(b"` crashed (signal ");

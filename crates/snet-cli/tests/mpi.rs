@@ -1,6 +1,7 @@
 //! Distributed runs under `mpirun` (the MPI transport): the transport
 //! conformance suite, a 64 MiB field crossing ranks, and faults (a box error
-//! on node 2, a rank killed mid-run, a static placement on a missing node).
+//! on node 2, a box crashing on node 1, a rank killed mid-run, a static
+//! placement on a missing node), and the worked example.
 //! The corpus under `mpirun` is in `conformance.rs`.
 //!
 //! Every run is guarded: a run that has not ended after [`HANG`] is killed
@@ -320,4 +321,37 @@ fn the_distributed_example_gives_the_same_answer_under_mpirun_as_in_one_process(
     for s in &stats[1..] {
         assert!(s["msgs received"] > 0, "{}", mpi.stderr);
     }
+}
+
+#[test]
+fn a_box_crashing_on_rank_1_ends_the_job_naming_the_node_and_the_box() {
+    require_mpirun();
+    let dir = scratch("mpi-crash");
+    let exe = build(
+        &dir,
+        r#"
+net crashing {
+  box crash((<k>) -> (<k>));
+} connect crash @ 1;
+"#,
+    );
+    let mut input = String::new();
+    for k in 0..10 {
+        input.push_str(&format!(
+            "<record type=\"data\"><tag label=\"k\">{k}</tag></record>"
+        ));
+    }
+    input.push_str("<record type=\"terminate\" />");
+    let r = mpi_run(&exe, 2, &input, &[]);
+    assert!(!r.ok);
+    assert!(
+        r.stderr
+            .contains("snet: node 1: box `crash` crashed (signal SIGSEGV)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stdout.contains("terminate"),
+        "a crashed run must not look complete"
+    );
 }

@@ -451,6 +451,9 @@ fn run_mpi(
         }
     };
     let (me, nodes) = (t.node(), t.nodes());
+    if nodes > 1 {
+        c4snet::crash::set_node(me);
+    }
     if let Some(n) = opts.nodes.filter(|&n| n != nodes) {
         if me == 0 {
             eprintln!("error: --nodes {n}, but mpirun started {nodes} processes (leave out --nodes under mpirun)");

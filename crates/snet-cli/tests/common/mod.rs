@@ -62,6 +62,17 @@ void *slow(void *hnd, int k)
     return hnd;
 }
 
+/* Crashes (SIGSEGV) on the record with k == 5. */
+void *crash(void *hnd, int k)
+{
+    if (k == 5) {
+        volatile int *p = 0;
+        *p = k;
+    }
+    C4SNetOut(hnd, 1, k);
+    return hnd;
+}
+
 /* Fails on the record with k == 3. */
 void *fragile(void *hnd, int k)
 {
