@@ -11,12 +11,9 @@ use common::*;
 fn a_64_mib_field_crosses_nodes_intact_and_is_fetched_only_where_needed() {
     let dir = scratch("big");
     let exe = build(&dir, BIG_PROG);
-    let input = r#"<?xml version="1.0" ?>
-<record type="data"><tag label="mib">64</tag><tag label="seed">7</tag><tag label="k">1</tag></record>
-<record type="terminate" />"#;
     let r = run(
         &exe,
-        input,
+        BIG_INPUT,
         &[
             "--nodes",
             "4",
@@ -27,26 +24,7 @@ fn a_64_mib_field_crosses_nodes_intact_and_is_fetched_only_where_needed() {
             "--stats",
         ],
     );
-    assert!(r.ok, "{}", r.stderr);
-    let want = checksum(64, 7);
-    assert!(
-        r.stdout
-            .contains(&format!("<tag label=\"sum\">{want}</tag>")),
-        "checksum {want} not in output:\n{}",
-        r.stdout
-    );
-    assert!(r.stdout.contains("<tag label=\"size\">64</tag>"));
-    let stats = node_stats(&r.stderr);
-    assert_eq!(stats.len(), 4, "{}", r.stderr);
-    // Node 2 (check) fetched the 64 MiB field from node 1 (make); nobody
-    // else fetched anything: touch on node 3 and the output on node 0 do
-    // not need it.
-    assert_eq!(stats[2]["fetched"], 1, "{}", r.stderr);
-    assert!(stats[2]["field bytes"] >= 64 << 20, "{}", r.stderr);
-    for n in [0, 1, 3] {
-        assert_eq!(stats[n]["fetched"], 0, "node {n}: {}", r.stderr);
-    }
-    assert_stores_empty(&stats);
+    check_big_field_run(&r);
 }
 
 #[test]
@@ -159,21 +137,8 @@ net ptr {
 #[test]
 fn a_box_error_on_a_remote_node_names_the_node_and_the_box() {
     let dir = scratch("fault");
-    let exe = build(
-        &dir,
-        r#"
-net fault {
-  box fragile((<k>) -> (<k>));
-} connect fragile @ 2;
-"#,
-    );
-    let mut input = String::new();
-    for k in 0..10 {
-        input.push_str(&format!(
-            "<record type=\"data\"><tag label=\"k\">{k}</tag></record>"
-        ));
-    }
-    input.push_str("<record type=\"terminate\" />");
+    let exe = build(&dir, FRAGILE_PROG);
+    let input = k_records(10);
     for _ in 0..5 {
         let r = run(
             &exe,

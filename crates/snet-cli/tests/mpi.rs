@@ -107,60 +107,20 @@ fn mpi_run(exe: &Path, np: u32, input: &str, args: &[&str]) -> Run {
 
 #[test]
 fn a_64_mib_field_crosses_ranks_intact_and_is_fetched_only_where_needed() {
+    // make on rank 1, touch on 3, check on 2: only rank 2 fetches the
+    // field, straight from rank 1's array into its own.
     require_mpirun();
     let dir = scratch("mpi-big");
     let exe = build(&dir, BIG_PROG);
-    let input = r#"<?xml version="1.0" ?>
-<record type="data"><tag label="mib">64</tag><tag label="seed">7</tag><tag label="k">1</tag></record>
-<record type="terminate" />"#;
-    let r = mpi_run(&exe, 4, input, &["-w", "2", "--stats"]);
-    assert!(r.ok, "{}", r.stderr);
-    let want = checksum(64, 7);
-    assert!(
-        r.stdout
-            .contains(&format!("<tag label=\"sum\">{want}</tag>")),
-        "checksum {want} not in output:\n{}",
-        r.stdout
-    );
-    assert!(r.stdout.contains("<tag label=\"size\">64</tag>"));
-    let stats = node_stats(&r.stderr);
-    assert_eq!(stats.len(), 4, "{}", r.stderr);
-    // make on rank 1, touch on 3, check on 2: only rank 2 fetched the
-    // field (64 MiB and a few bytes of meta); rank 3's box and rank 0's
-    // output never needed it, and neither did the ranks in between.
-    assert_eq!(stats[2]["fetched"], 1, "{}", r.stderr);
-    assert!(stats[2]["field bytes"] >= 64 << 20, "{}", r.stderr);
-    for n in [0, 1, 3] {
-        assert_eq!(stats[n]["fetched"], 0, "node {n}: {}", r.stderr);
-        assert!(
-            stats[n]["bytes received"] < 1 << 20,
-            "node {n} received the field's bytes: {}",
-            r.stderr
-        );
-    }
-    assert!(stats[1]["bytes sent"] >= 64 << 20, "{}", r.stderr);
-    assert_stores_empty(&stats);
+    check_big_field_run(&mpi_run(&exe, 4, BIG_INPUT, &["-w", "2", "--stats"]));
 }
 
 #[test]
 fn a_box_error_on_rank_2_ends_the_job_naming_the_node_and_the_box() {
     require_mpirun();
     let dir = scratch("mpi-fault");
-    let exe = build(
-        &dir,
-        r#"
-net fault {
-  box fragile((<k>) -> (<k>));
-} connect fragile @ 2;
-"#,
-    );
-    let mut input = String::new();
-    for k in 0..10 {
-        input.push_str(&format!(
-            "<record type=\"data\"><tag label=\"k\">{k}</tag></record>"
-        ));
-    }
-    input.push_str("<record type=\"terminate\" />");
+    let exe = build(&dir, FRAGILE_PROG);
+    let input = k_records(10);
     for _ in 0..3 {
         let r = mpi_run(&exe, 3, &input, &["-w", "2"]);
         assert!(!r.ok);
@@ -220,13 +180,7 @@ net kill {
 } connect slow @ 1;
 "#,
     );
-    let mut input = String::new();
-    for k in 0..2000 {
-        input.push_str(&format!(
-            "<record type=\"data\"><tag label=\"k\">{k}</tag></record>"
-        ));
-    }
-    input.push_str("<record type=\"terminate\" />");
+    let input = k_records(2000);
     let inp = dir.join("input.xml");
     std::fs::write(&inp, input).unwrap();
     let tag = format!("kill-{}", std::process::id());
@@ -335,13 +289,7 @@ net crashing {
 } connect crash @ 1;
 "#,
     );
-    let mut input = String::new();
-    for k in 0..10 {
-        input.push_str(&format!(
-            "<record type=\"data\"><tag label=\"k\">{k}</tag></record>"
-        ));
-    }
-    input.push_str("<record type=\"terminate\" />");
+    let input = k_records(10);
     let r = mpi_run(&exe, 2, &input, &[]);
     assert!(!r.ok);
     assert!(

@@ -106,12 +106,18 @@ pub fn build(dir: &Path, prog: &str) -> PathBuf {
     std::fs::write(dir.join("prog.snet"), prog).unwrap();
     std::fs::write(dir.join("boxes.c"), BOXES).unwrap();
     let exe = dir.join("prog");
+    snet_build(&dir.join("prog.snet"), &[dir.join("boxes.c")], &exe);
+    exe
+}
+
+/// `snet build prog sources -o exe`, which must succeed.
+pub fn snet_build(prog: &Path, sources: &[PathBuf], exe: &Path) {
     let out = Command::new(env!("CARGO_BIN_EXE_snet"))
         .arg("build")
-        .arg(dir.join("prog.snet"))
-        .arg(dir.join("boxes.c"))
+        .arg(prog)
+        .args(sources)
         .arg("-o")
-        .arg(&exe)
+        .arg(exe)
         .output()
         .expect("run snet build");
     assert!(
@@ -119,7 +125,60 @@ pub fn build(dir: &Path, prog: &str) -> PathBuf {
         "snet build failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    exe
+}
+
+/// `n` records with tags `<k>` 0..n, then the terminate record.
+pub fn k_records(n: usize) -> String {
+    let mut input = String::new();
+    for k in 0..n {
+        input.push_str(&format!(
+            "<record type=\"data\"><tag label=\"k\">{k}</tag></record>"
+        ));
+    }
+    input.push_str("<record type=\"terminate\" />");
+    input
+}
+
+/// `fragile` (fails on k == 3) on node 2.
+pub const FRAGILE_PROG: &str = r#"
+net fault {
+  box fragile((<k>) -> (<k>));
+} connect fragile @ 2;
+"#;
+
+/// The input of [`BIG_PROG`] for one 64 MiB field.
+pub const BIG_INPUT: &str = r#"<?xml version="1.0" ?>
+<record type="data"><tag label="mib">64</tag><tag label="seed">7</tag><tag label="k">1</tag></record>
+<record type="terminate" />"#;
+
+/// Checks a 4-node run of [`BIG_PROG`] on [`BIG_INPUT`] with `--stats`: the
+/// checksum is right, only node 2 (check) fetched the field, from node 1
+/// (make); touch on node 3 and the output on node 0 never needed it, so
+/// their traffic stays far below the field's size; every store is empty.
+pub fn check_big_field_run(r: &Run) {
+    assert!(r.ok, "{}", r.stderr);
+    let want = checksum(64, 7);
+    assert!(
+        r.stdout
+            .contains(&format!("<tag label=\"sum\">{want}</tag>")),
+        "checksum {want} not in output:\n{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("<tag label=\"size\">64</tag>"));
+    let stats = node_stats(&r.stderr);
+    assert_eq!(stats.len(), 4, "{}", r.stderr);
+    assert_eq!(stats[2]["fetched"], 1, "{}", r.stderr);
+    assert!(stats[2]["field bytes"] >= 64 << 20, "{}", r.stderr);
+    for n in [0, 1, 3] {
+        assert_eq!(stats[n]["fetched"], 0, "node {n}: {}", r.stderr);
+        assert!(
+            stats[n]["bytes received"] < 1 << 20,
+            "node {n} received the field's bytes: {}",
+            r.stderr
+        );
+    }
+    assert!(stats[1]["bytes sent"] >= 64 << 20, "{}", r.stderr);
+    assert_stores_empty(&stats);
 }
 
 pub struct Run {
