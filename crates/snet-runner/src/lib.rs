@@ -23,6 +23,20 @@ use snet_engine::{
 };
 use snet_io::{Item, RecordReader, RecordWriter};
 
+/// Prints one line on stderr with a single `write`: under `mpirun` every
+/// rank's stderr is forwarded into one stream, and `eprintln!` (several
+/// writes per line) let the ranks' report lines interleave mid-line.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::say_raw(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Writes `text` to stderr in one `write_all` on the locked handle.
+fn say_raw(text: &str) {
+    let _ = io::stderr().lock().write_all(text.as_bytes());
+}
+
 /// The global allocator: mimalloc (the engine allocates and frees many small
 /// records and entities from several threads; mimalloc's per-thread free
 /// lists beat glibc here), or the system allocator when the environment
@@ -223,7 +237,7 @@ pub fn run(
     config.codecs.add(c4snet::codec());
     if let Some(w) = opts.workers {
         if w == 0 {
-            eprintln!("error: --workers must be at least 1");
+            say!("error: --workers must be at least 1");
             return 2;
         }
         config.workers = w;
@@ -232,14 +246,14 @@ pub fn run(
         match InputLimit::parse(l) {
             Ok(l) => config.input_limit = Some(l),
             Err(e) => {
-                eprintln!("error: --input-limit: {e}");
+                say!("error: --input-limit: {e}");
                 return 2;
             }
         }
     }
     config.inline_fields = opts.inline_fields;
     if opts.nodes == Some(0) {
-        eprintln!("error: --nodes must be at least 1");
+        say!("error: --nodes must be at least 1");
         return 2;
     }
     let start = std::time::Instant::now();
@@ -257,7 +271,7 @@ pub fn run(
         }
         _ => {
             if let Some(n) = opts.nodes.filter(|&n| n > 1) {
-                eprintln!(
+                say!(
                     "error: --nodes {n} needs a transport: --transport loopback, or start the program with mpirun"
                 );
                 return 2;
@@ -275,7 +289,7 @@ pub fn run(
             if opts.stats {
                 if stats.len() == 1 {
                     let s = &stats[0];
-                    eprintln!(
+                    say!(
                         "snet: {} input, {} output records, {} entities, {} steals, {} workers, {:.3} s",
                         s.input_records,
                         s.output_records,
@@ -286,9 +300,9 @@ pub fn run(
                     );
                 } else {
                     for s in &stats {
-                        eprintln!("snet: {s}");
+                        say!("snet: {s}");
                     }
-                    eprintln!(
+                    say!(
                         "snet: {} nodes, {} workers each, {:.3} s",
                         stats.len(),
                         config.workers,
@@ -306,11 +320,11 @@ pub fn run(
 fn report_error(e: &EngineError) -> u8 {
     if let EngineError::Input(s) = e {
         if let Some(o) = s.downcast_ref::<OpenError>() {
-            eprintln!("error: {o}");
+            say!("error: {o}");
             return 2;
         }
     }
-    eprintln!("error: {e}");
+    say!("error: {e}");
     match e {
         EngineError::Output(_) => 2,
         _ => 1,
@@ -342,7 +356,7 @@ type Streams = (Box<dyn Source>, Box<dyn Sink>);
 
 fn open_io(opts: &RunOptions) -> Result<Streams, u8> {
     open_streams(opts).map_err(|e| {
-        eprintln!("error: {e}");
+        say!("error: {e}");
         2
     })
 }
@@ -426,7 +440,7 @@ fn run_mpi(
     _: &RunOptions,
     _: &(dyn LanguageInterface + Sync),
 ) -> u8 {
-    eprintln!("error: this snet was built without MPI (cargo feature `mpi`); rebuild with it to run under mpirun");
+    say!("error: this snet was built without MPI (cargo feature `mpi`); rebuild with it to run under mpirun");
     2
 }
 
@@ -446,7 +460,7 @@ fn run_mpi(
     let t = match snet_mpi::MpiTransport::start() {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: cannot start MPI: {e}");
+            say!("error: cannot start MPI: {e}");
             return 2;
         }
     };
@@ -456,7 +470,7 @@ fn run_mpi(
     }
     if let Some(n) = opts.nodes.filter(|&n| n != nodes) {
         if me == 0 {
-            eprintln!("error: --nodes {n}, but mpirun started {nodes} processes (leave out --nodes under mpirun)");
+            say!("error: --nodes {n}, but mpirun started {nodes} processes (leave out --nodes under mpirun)");
         }
         t.finish();
         return 2;
@@ -476,9 +490,9 @@ fn run_mpi(
     let code = match result {
         Ok(s) => {
             if opts.stats {
-                eprintln!("snet: {s}");
+                say!("snet: {s}");
                 if me == 0 {
-                    eprintln!(
+                    say!(
                         "snet: {nodes} nodes (mpi), {} workers each, {:.3} s",
                         config.workers,
                         start.elapsed().as_secs_f64()
@@ -489,7 +503,7 @@ fn run_mpi(
         }
         Err(e) if me == 0 => report_error(&e),
         Err(e @ EngineError::Distribution(_)) => {
-            eprintln!("error: node {me}: {e}");
+            say!("error: node {me}: {e}");
             1
         }
         Err(_) => 1,
@@ -516,7 +530,7 @@ pub fn selftest(transport: &str, nodes: u32, cases: &[String], window: usize) ->
         cases.iter().map(String::as_str).collect()
     };
     if let Some(bad) = cases.iter().find(|c| !conformance::CASES.contains(c)) {
-        eprintln!(
+        say!(
             "error: no case `{bad}` (cases: {})",
             conformance::CASES.join(", ")
         );
@@ -533,7 +547,7 @@ pub fn selftest(transport: &str, nodes: u32, cases: &[String], window: usize) ->
                 match r {
                     Ok(()) => println!("loopback, {} nodes: {case} ok", nodes.max(2)),
                     Err(e) => {
-                        eprintln!("error: loopback: {e}");
+                        say!("error: loopback: {e}");
                         return 1;
                     }
                 }
@@ -542,7 +556,7 @@ pub fn selftest(transport: &str, nodes: u32, cases: &[String], window: usize) ->
         }
         "mpi" => selftest_mpi(&cases, window),
         other => {
-            eprintln!("error: no transport `{other}`");
+            say!("error: no transport `{other}`");
             2
         }
     }
@@ -550,7 +564,7 @@ pub fn selftest(transport: &str, nodes: u32, cases: &[String], window: usize) ->
 
 #[cfg(not(feature = "mpi"))]
 fn selftest_mpi(_: &[&str], _: usize) -> u8 {
-    eprintln!("error: this snet was built without MPI (cargo feature `mpi`)");
+    say!("error: this snet was built without MPI (cargo feature `mpi`)");
     2
 }
 
@@ -560,7 +574,7 @@ fn selftest_mpi(cases: &[&str], window: usize) -> u8 {
     let t = match snet_mpi::MpiTransport::with_window(window) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: cannot start MPI: {e}");
+            say!("error: cannot start MPI: {e}");
             return 2;
         }
     };
@@ -574,7 +588,7 @@ fn selftest_mpi(cases: &[&str], window: usize) -> u8 {
             Ok(()) if t.node() == 0 => println!("mpi, {} nodes: {case} ok", t.nodes()),
             Ok(()) => {}
             Err(e) => {
-                eprintln!("error: node {}: case {case}: {e}", t.node());
+                say!("error: node {}: case {case}: {e}", t.node());
                 status = 1;
                 break;
             }
@@ -649,7 +663,7 @@ pub unsafe extern "C" fn snet_runner_main(
     let graph = match compiled.graph {
         Some(g) if errors.is_empty() => Arc::new(g),
         _ => {
-            eprint!("{}", snet_front::render(&errors, &name, &program, false));
+            say_raw(&snet_front::render(&errors, &name, &program, false));
             return 1;
         }
     };
