@@ -11,12 +11,13 @@
 //! | case | checks |
 //! |---|---|
 //! | `ordering` | every node sends to every other on every channel; per (sender, channel) and per connection the order holds, nothing lost or duplicated |
-//! | `payloads` | empty header and payload, small, 1 MiB and 64 MiB payloads arrive intact |
-//! | `flow-control` | a receiver that does not read holds its senders back (never more than the window buffered), and then gets everything |
-//! | `shutdown` | messages sent right before `close` are all delivered |
+//! | `payloads` | empty header and payload, small, 1 MiB and 64 MiB payloads arrive intact; small and empty messages right behind big ones do not overtake them |
+//! | `flow-control` | a receiver that does not read holds its senders back (never more than the window buffered, by the backend's count and by the sender's own count of returned sends while the receiver pauses), and then gets everything |
+//! | `shutdown` | messages sent right before `close` are all delivered, a big payload included; `recv` on a closed endpoint reports `Closed` |
 //! | `peer-dies` | the last node dies: the others' `recv` report it (`PeerGone` naming it), never hang |
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::transport::{Channel, Payload, Transport, TransportError};
@@ -108,16 +109,31 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                     let mut early = 0;
                     let mut seen = Seen::new();
                     let mut conns = HashMap::new();
+                    // The first violation is reported after everything
+                    // arrived: a receiver that stopped taking would leave
+                    // its senders blocked (window full) and the case hung.
+                    let mut first = Ok(());
                     while got < total {
-                        let m = recv(t)?;
+                        let m = match recv(t) {
+                            Ok(m) => m,
+                            Err(e) => {
+                                // Nothing more arrives: release this node's
+                                // sender (blocked on a full window, it would
+                                // hold the report back forever).
+                                t.close();
+                                return Err(e);
+                            }
+                        };
                         if m.header == [0xB0, 0] {
                             early += 1; // a node that finished early arrived at the barrier
                             continue;
                         }
-                        check_ordering(&m, &mut seen, &mut conns)?;
+                        if first.is_ok() {
+                            first = check_ordering(&m, &mut seen, &mut conns);
+                        }
                         got += 1;
                     }
-                    Ok(early)
+                    first.map(|()| early)
                 });
                 let sent = (|| {
                     for k in 0..PER {
@@ -143,12 +159,17 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                 let early = receiver
                     .join()
                     .unwrap_or_else(|_| Err("the receiver panicked".into()));
-                sent.and(early)
+                // The receiver's failure first: the sender's may only be
+                // the close that released it.
+                early.and_then(|early| sent.map(|()| early))
             })?;
             barrier_after(t, 0, early)
         }
         "payloads" => {
-            let sizes = [0usize, 1, 100, 1 << 20, 64 << 20];
+            // The messages after the big ones arrive (header and all) while
+            // the big payload before them may still be arriving: they must
+            // not overtake it.
+            let sizes = [0usize, 1, 100, 1 << 20, 64 << 20, 0, 1 << 20, 1, 0];
             if me == 0 {
                 for (i, &s) in sizes.iter().enumerate() {
                     let h: Vec<u8> = if i == 0 { Vec::new() } else { vec![i as u8; i] };
@@ -159,7 +180,11 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                     let m = recv(t)?;
                     let want_h: Vec<u8> = if i == 0 { Vec::new() } else { vec![i as u8; i] };
                     if m.from != 0 || m.channel != Channel::Field || m.header != want_h {
-                        return Err(format!("payload {i}: wrong header/sender/channel"));
+                        return Err(format!(
+                            "payload {i}: wrong header/sender/channel (header {:?}, {} payload bytes: out of order?)",
+                            m.header,
+                            m.payload.len()
+                        ));
                     }
                     if m.payload != pattern(s, i as u8)
                         || !(m.payload.as_ptr() as usize).is_multiple_of(16)
@@ -171,39 +196,164 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
             barrier(t, 1)
         }
         "flow-control" => {
-            let k = t.window().map_or(1000, |w| w * 10);
+            let window = t.window();
+            let k = window.map_or(1000, |w| w * 10);
+            // Node 1 pauses twice, having taken 0 and then `window`
+            // messages; it tells node 0 when a pause has lasted long enough
+            // for node 0 to use all the credit it has ([0xC0, p]) and before
+            // it reads again ([0xC1, p]). In between, node 0's sends that
+            // returned must stay within what node 1 took plus the window:
+            // checked on node 0's own count, not on `buffered` (which is the
+            // backend's own bookkeeping, and wrong with it).
+            let taken_at_pause = |p: u8| usize::from(p) * window.unwrap_or(0);
             if me == 0 {
-                for i in 0..k {
-                    send(t, 1, Channel::Records, &(i as u64).to_le_bytes(), &[0; 100])?;
-                    if let (Some(b), Some(w)) = (t.buffered(1), t.window()) {
-                        if b > w {
-                            return Err(format!("{b} messages buffered at node 1, window {w}"));
+                let sent = AtomicUsize::new(0);
+                let early = std::thread::scope(|s| {
+                    let sender = s.spawn(|| -> Result<(), String> {
+                        for i in 0..k {
+                            send(t, 1, Channel::Records, &(i as u64).to_le_bytes(), &[0; 100])?;
+                            sent.fetch_add(1, Ordering::SeqCst);
+                            if let (Some(b), Some(w)) = (t.buffered(1), window) {
+                                if b > w {
+                                    return Err(format!(
+                                        "{b} messages buffered at node 1, window {w}"
+                                    ));
+                                }
+                            }
+                        }
+                        Ok(())
+                    });
+                    let watched = (|| -> Result<u32, String> {
+                        let mut early = 0;
+                        // The next message from node 1, counting barrier
+                        // arrivals of nodes that have nothing to do here.
+                        let mut next = |wait: bool| -> Result<Option<Vec<u8>>, String> {
+                            loop {
+                                let m = if wait {
+                                    Some(recv(t)?)
+                                } else {
+                                    t.recv(Duration::ZERO)
+                                        .map_err(|e| format!("node 0: recv failed: {e}"))?
+                                };
+                                match m {
+                                    Some(m) if m.header == [0xB0, 2] => early += 1,
+                                    Some(m) if m.from == 1 => return Ok(Some(m.header)),
+                                    Some(m) => {
+                                        return Err(format!(
+                                            "flow-control: unexpected message {:?} from {}",
+                                            m.header, m.from
+                                        ))
+                                    }
+                                    None => return Ok(None),
+                                }
+                            }
+                        };
+                        let mut first = Ok(());
+                        for p in 0..2u8 {
+                            let h = next(true)?;
+                            if h.as_deref() != Some(&[0xC0, p][..]) {
+                                return Err(format!("flow-control: expected pause {p}, got {h:?}"));
+                            }
+                            let n = sent.load(Ordering::SeqCst);
+                            // Node 1 announces the end of the pause before it
+                            // reads again: if that is here already, `n` may
+                            // include sends it allowed since (no verdict).
+                            let resumed = match next(false)? {
+                                None => false,
+                                Some(h) if h == [0xC1, p] => true,
+                                Some(h) => {
+                                    return Err(format!(
+                                        "flow-control: unexpected {h:?} in pause {p}"
+                                    ))
+                                }
+                            };
+                            if let Some(w) = window {
+                                let bound = taken_at_pause(p) + w;
+                                if !resumed && n > bound && first.is_ok() {
+                                    first = Err(format!(
+                                        "{n} sends to node 1 returned while it had taken {} and was not reading (window {w})",
+                                        taken_at_pause(p)
+                                    ));
+                                }
+                            }
+                            if !resumed {
+                                let h = next(true)?;
+                                if h.as_deref() != Some(&[0xC1, p][..]) {
+                                    return Err(format!(
+                                        "flow-control: expected the end of pause {p}, got {h:?}"
+                                    ));
+                                }
+                            }
+                        }
+                        first.map(|()| early)
+                    })();
+                    let sent = sender
+                        .join()
+                        .unwrap_or_else(|_| Err("the sender panicked".into()));
+                    sent.and(watched)
+                })?;
+                return barrier_after(t, 2, early);
+            } else if me == 1 {
+                let mut first = Ok(());
+                let mut take = |from: usize, to: usize| -> Result<(), String> {
+                    for i in from..to {
+                        let m = recv(t)?;
+                        if m.header != (i as u64).to_le_bytes() && first.is_ok() {
+                            first = Err(format!("flow-control: message {i} out of order"));
                         }
                     }
+                    Ok(())
+                };
+                let mut taken = 0;
+                for p in 0..2u8 {
+                    let upto = taken_at_pause(p).min(k);
+                    take(taken, upto)?;
+                    taken = upto;
+                    // Read nothing for a while: node 0 must be held back.
+                    std::thread::sleep(Duration::from_millis(200));
+                    send(t, 0, Channel::Control, &[0xC0, p], &[])?;
+                    std::thread::sleep(Duration::from_millis(300));
+                    send(t, 0, Channel::Control, &[0xC1, p], &[])?;
                 }
-            } else if me == 1 {
-                // Read nothing for a while: node 0 must be held back.
-                std::thread::sleep(Duration::from_millis(200));
-                for i in 0..k {
-                    let m = recv(t)?;
-                    if m.header != (i as u64).to_le_bytes() {
-                        return Err(format!("flow-control: message {i} out of order"));
-                    }
-                }
+                take(taken, k)?;
+                first?;
             }
             barrier(t, 2)
         }
         "shutdown" => {
+            // The last message carries a big payload: still on its way when
+            // `close` is called.
+            const BIG: usize = 16 << 20;
             if me == 0 {
                 for i in 0..100u32 {
                     send(t, 1, Channel::Records, &i.to_le_bytes(), &[])?;
                 }
+                send(
+                    t,
+                    1,
+                    Channel::Field,
+                    &100u32.to_le_bytes(),
+                    &pattern(BIG, 9),
+                )?;
                 t.close();
+                // A closed endpoint says so (nothing was sent to node 0
+                // in this case).
+                match t.recv(Duration::from_millis(100)) {
+                    Err(TransportError::Closed) => {}
+                    Ok(None) => return Err("recv after close: no Closed (timed out)".into()),
+                    Ok(Some(m)) => {
+                        return Err(format!("recv after close: a message {:?}", m.header))
+                    }
+                    Err(e) => return Err(format!("recv after close: {e}, not Closed")),
+                }
             } else if me == 1 {
-                for i in 0..100u32 {
+                for i in 0..=100u32 {
                     let m = recv(t)?;
                     if m.header != i.to_le_bytes() {
                         return Err(format!("shutdown: message {i} lost or out of order"));
+                    }
+                    if i == 100 && m.payload != pattern(BIG, 9) {
+                        return Err("shutdown: the last message's payload arrived damaged".into());
                     }
                 }
             }
