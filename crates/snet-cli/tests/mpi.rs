@@ -1,7 +1,8 @@
 //! Distributed runs under `mpirun` (the MPI transport): the transport
-//! conformance suite, a 64 MiB field crossing ranks, and faults (a box error
-//! on node 2, a box crashing on node 1, a rank killed mid-run, a static
-//! placement on a missing node), and the worked example.
+//! conformance suite (also with payloads cut into many chunks), a 64 MiB
+//! field crossing ranks, and faults (a box error on node 2, a box crashing
+//! on node 1, a rank killed mid-run, a static placement on a missing node),
+//! and the worked example.
 //! The corpus under `mpirun` is in `conformance.rs`.
 //!
 //! Every run is guarded: a run that has not ended after [`HANG`] is killed
@@ -74,6 +75,35 @@ fn the_transport_conformance_suite_passes_on_mpi() {
             assert!(
                 stdout.contains(&format!("mpi, {np} nodes: {case} ok")),
                 "np {np} tcp {tcp}: {case} not reported ok:\n{stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn payloads_cut_into_many_chunks_arrive_intact_on_mpi() {
+    // A payload is cut into messages of at most snet_mpi::CHUNK (1 GiB)
+    // bytes, far more than any test sends: with SNET_MPI_CHUNK the same
+    // code cuts the suite's 1 MiB, 16 MiB and 64 MiB payloads into many
+    // chunks of an odd size (unaligned offsets, a short last chunk), over
+    // shared memory and over TCP.
+    require_mpirun();
+    for tcp in [false, true] {
+        let mut cmd = mpirun(2, tcp);
+        cmd.env("SNET_MPI_CHUNK", "100003")
+            .arg(env!("CARGO_BIN_EXE_snet"))
+            .args(["selftest", "--case", "payloads", "--case", "shutdown"]);
+        let out = output_guarded(cmd);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "tcp {tcp}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for case in ["payloads", "shutdown"] {
+            assert!(
+                stdout.contains(&format!("mpi, 2 nodes: {case} ok")),
+                "tcp {tcp}: {case} not reported ok:\n{stdout}"
             );
         }
     }

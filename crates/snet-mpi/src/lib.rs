@@ -98,6 +98,8 @@ pub const LINK_ARGS: &str = env!("SNET_MPI_LINK_ARGS");
 /// Messages one node may have sent to another and not yet had taken there.
 pub const WINDOW: usize = 256;
 /// Largest MPI message a payload is cut into (MPI counts are `int`).
+/// `SNET_MPI_CHUNK` (bytes) makes it smaller, so that tests can cut
+/// payloads of a few MiB into many chunks.
 pub const CHUNK: usize = 1 << 30;
 /// Tag of payload chunks.
 pub const TAG_PAYLOAD: c_int = 3;
@@ -485,6 +487,8 @@ fn test(req: *mut c_void, peer: Option<u32>) -> Result<bool, TransportError> {
 struct Comm {
     shared: Arc<Shared>,
     size: usize,
+    /// Largest payload chunk ([`CHUNK`], or less for tests).
+    chunk: usize,
     sends: Vec<PostedSend>,
     arriving: Vec<VecDeque<Arriving>>,
 }
@@ -519,6 +523,10 @@ fn comm_thread(shared: Arc<Shared>, started: mpsc::Sender<Result<(u32, u32), Tra
     let mut c = Comm {
         shared: shared.clone(),
         size: size as usize,
+        chunk: std::env::var("SNET_MPI_CHUNK")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(CHUNK, |c: usize| c.clamp(1, CHUNK)),
         sends: Vec::new(),
         arriving: (0..size).map(|_| VecDeque::new()).collect(),
     };
@@ -601,7 +609,7 @@ impl Comm {
                 _keep: Keep::Head(m.head),
             });
             let bytes = m.payload.bytes();
-            for chunk in bytes.chunks(CHUNK) {
+            for chunk in bytes.chunks(self.chunk) {
                 let req = isend(chunk, m.to, TAG_PAYLOAD)?;
                 self.sends.push(PostedSend {
                     req,
