@@ -324,7 +324,7 @@ impl Ring {
     ) -> Result<Ring, RingError> {
         let needed = Self::layout(slots, payload).ok_or(RingError::Geometry { slots, payload })?;
         let base = NonNull::new(base).ok_or(RingError::Misaligned)?;
-        if base.as_ptr() as usize % ALIGN != 0 {
+        if !(base.as_ptr() as usize).is_multiple_of(ALIGN) {
             return Err(RingError::Misaligned);
         }
         if len < needed {
@@ -366,7 +366,7 @@ impl Ring {
     /// this module.
     pub unsafe fn attach(base: *mut u8, len: usize) -> Result<Ring, RingError> {
         let base = NonNull::new(base).ok_or(RingError::Misaligned)?;
-        if base.as_ptr() as usize % ALIGN != 0 {
+        if !(base.as_ptr() as usize).is_multiple_of(ALIGN) {
             return Err(RingError::Misaligned);
         }
         if len < size_of::<Header>() {

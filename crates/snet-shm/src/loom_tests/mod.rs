@@ -24,6 +24,8 @@ mod ring;
 
 use std::sync::Arc;
 
+use loom::sync::{Condvar, Mutex};
+
 use crate::{HeapRegion, Mode, Ring};
 
 /// Runs `f` under loom with at most `max_preemptions` preemptions (fewer if
@@ -58,11 +60,16 @@ pub(crate) fn check(max_preemptions: usize, f: impl Fn() + Sync + Send + 'static
 }
 
 /// A ring in a heap region, shared by a model's threads (one handle: the
-/// loom futex stand-in and shadow cells live in it).
+/// loom futex stand-in and shadow cells live in it), and the harness's
+/// stand-in for "wait for room": loom cannot explore spinning producers.
 pub(crate) struct Shared {
     // Declared first: dropped before the region it points into.
     pub(crate) ring: Ring,
     _region: HeapRegion,
+    /// Locked by the consumer after each pop (then notifying), and by a
+    /// producer that found the ring full, to retry and wait.
+    space: Mutex<()>,
+    room: Condvar,
 }
 
 pub(crate) fn shared(slots: usize, mode: Mode) -> Arc<Shared> {
@@ -73,16 +80,24 @@ pub(crate) fn shared(slots: usize, mode: Mode) -> Arc<Shared> {
     Arc::new(Shared {
         ring,
         _region: region,
+        space: Mutex::new(()),
+        room: Condvar::new(),
     })
 }
 
-/// Producer `p` pushes messages `0..n` (`[p, i]`), retrying when full
-/// (notifying first: the consumer may be asleep behind a full ring).
+/// Producer `p` pushes messages `0..n` (`[p, i]`). A push that finds the
+/// ring full notifies (the consumer may be asleep behind it), then retries
+/// under the `space` lock and waits for a pop. Only that path synchronises
+/// through the lock: a push that finds room relies on the ring's orderings
+/// alone.
 pub(crate) fn produce(s: &Shared, p: u8, n: u8) {
     for i in 0..n {
-        while s.ring.try_push(&[p, i]).is_err() {
+        if s.ring.try_push(&[p, i]).is_err() {
             s.ring.after_push();
-            loom::thread::yield_now();
+            let mut g = s.space.lock().unwrap();
+            while s.ring.try_push(&[p, i]).is_err() {
+                g = s.room.wait(g).unwrap();
+            }
         }
         s.ring.after_push();
     }
@@ -102,6 +117,8 @@ pub(crate) fn consume(s: &Shared, producers: usize, total: usize, spins: u32) {
                 assert_eq!(i, next[p], "producer {p}: lost, duplicated or reordered");
                 next[p] += 1;
                 got += 1;
+                drop(s.space.lock().unwrap());
+                s.room.notify_all();
             }
             None => {
                 c.wait(None);

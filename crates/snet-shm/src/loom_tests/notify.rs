@@ -111,16 +111,3 @@ fn kick_sparse() {
 fn kick_interrupt() {
     kick(Mode::Interrupt);
 }
-
-#[test]
-fn scratch_one() {
-    check(3, move || {
-        let s = shared(2, Mode::Sparse);
-        let p = {
-            let s = s.clone();
-            thread::spawn(move || produce(&s, 0, 1))
-        };
-        consume(&s, 1, 1, 0);
-        p.join().unwrap();
-    });
-}
