@@ -18,8 +18,9 @@
 //! * `ring_two_producers_two_each`: 2 slots, 2 producers pushing 2 each:
 //!   two laps, `Full` on both sides. Bound 2 (bound 3 takes minutes).
 //! * `ring_consumer_hand_over`: 2 messages; a consumer handle takes one and
-//!   is dropped, another handle (in another thread) claims the ring and
-//!   must take exactly the second.
+//!   is dropped, while another thread keeps trying to claim the ring; once
+//!   it has it (only the claim word orders it after the first handle's pop),
+//!   it must take exactly the second message.
 
 use loom::thread;
 
@@ -61,33 +62,32 @@ fn ring_two_producers_two_each() {
 fn ring_consumer_hand_over() {
     check(3, || {
         let s = shared(2, Mode::Sparse);
-        let producer = {
-            let s = s.clone();
-            thread::spawn(move || produce(&s, 0, 2))
-        };
-        let first = {
+        produce(&s, 0, 2);
+        let mut c = s.ring.consumer().unwrap();
+        // Spawned after the claim: it can only get the ring once the
+        // first handle is dropped, and only the claim word orders it
+        // after that handle's pop.
+        let second = {
             let s = s.clone();
             thread::spawn(move || {
-                let mut c = s.ring.consumer().unwrap();
+                let mut c = loop {
+                    match s.ring.consumer() {
+                        Ok(c) => break c,
+                        Err(_) => thread::yield_now(),
+                    }
+                };
                 loop {
                     if let Some(m) = c.try_pop(|m| m.to_vec()) {
-                        assert_eq!(m, [0, 0]);
-                        return;
+                        assert_eq!(m, [0, 1], "the second handle did not continue at the head");
+                        break;
                     }
                     c.wait(None);
                 }
+                assert!(c.try_pop(|_| ()).is_none());
             })
         };
-        first.join().unwrap();
-        let mut c = s.ring.consumer().expect("released by the first handle");
-        loop {
-            if let Some(m) = c.try_pop(|m| m.to_vec()) {
-                assert_eq!(m, [0, 1]);
-                break;
-            }
-            c.wait(None);
-        }
-        producer.join().unwrap();
-        assert!(c.try_pop(|_| ()).is_none());
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), [0, 0]);
+        drop(c);
+        second.join().unwrap();
     });
 }
