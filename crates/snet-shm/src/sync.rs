@@ -39,6 +39,14 @@ pub(crate) fn yield_now() {
     std::thread::yield_now();
 }
 
+/// Whether a guard's `drop` must not touch the model: under loom, a panic
+/// (a failed model) unwinds after the execution is gone, and a loom
+/// operation then would abort the whole test binary.
+#[inline]
+pub(crate) fn unwinding_in_model() -> bool {
+    cfg!(loom) && std::thread::panicking()
+}
+
 /// Places a 64-bit atomic holding `v` at `p` (see the module docs).
 ///
 /// # Safety
