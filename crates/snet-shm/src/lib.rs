@@ -29,6 +29,28 @@
 //! assert_eq!(rx.try_pop(|m| m.to_vec()).unwrap(), b"headbody");
 //! ```
 //!
+//! # What the transport must do with it
+//!
+//! * Create the segment private to the user (mode 0600), lay out one ring
+//!   per node at offsets every process computes the same way, [`Ring::init`]
+//!   each before the other processes attach (or let them retry
+//!   [`Ring::attach`] while it says `NotInitialised`), and unlink the
+//!   segment at the end of a run and after a crash.
+//! * Take exactly one [`Consumer`] per ring (the claim enforces it, across
+//!   processes too), in the node's input manager.
+//! * Call [`Ring::after_push`] after every push (or batch of pushes) before
+//!   waiting for anything, in particular before backing off from a full
+//!   ring: there is no "room again" notification, a producer facing a full
+//!   ring retries (spin, yield, nap), and the transport's flow-control window
+//!   should keep that rare.
+//! * Chunk messages larger than [`Ring::max_message`], and move field bytes
+//!   (single-copy or zero-copy) outside the ring.
+//! * Treat a head that stays [`Head::Pending`] as the symptom of a producer
+//!   process that died mid-push: find the dead process (its exit, a pidfd)
+//!   and fail the run, as for any vanished peer.
+//! * Wake the input manager for shutdown with [`Ring::kick`] (after setting
+//!   its stop flag).
+//!
 //! Checks: unit tests (also under Miri), loom models (`loom_tests/`, see
 //! its README), and `tests/stress.rs` (threads and processes, all modes,
 //! idle CPU use).

@@ -36,11 +36,11 @@
 //! or the wake that follows the increment finds the consumer queued.
 //!
 //! **Sparse.** Consumer, going to sleep:
-//! 1. `sleeping.store(1, SeqCst)`;
+//! 1. `sleeping.swap(1, SeqCst)` (raise the flag);
 //! 2. `fence(SeqCst)` **(F1)**;
 //! 3. look at the ring (the head slot's `seq`, Acquire) and at `kicked`; if
-//!    anything is there: `sleeping = 0`, return;
-//! 4. `futex_wait(sleeping, 1)`; then `sleeping = 0` (a waker already
+//!    anything is there: `sleeping.swap(0)`, return;
+//! 4. `futex_wait(sleeping, 1)`; then `sleeping.swap(0)` (a waker already
 //!    cleared it, unless the wait timed out or was spurious).
 //!
 //! Producer, after publishing (the ring's R1):
@@ -53,14 +53,28 @@
 //! round whose look (step 3) missed the message of some producer. Had F2
 //! come before F1 in S, the look (after F1) would have seen the publication
 //! (before F2); so F1 precedes F2, and the producer's load (after F2) reads
-//! the consumer's step-1 store or a later one. The later stores to
+//! the consumer's step-1 write or a later one. The later writes to
 //! `sleeping` are the consumer's own clearing (not in its final round) and
 //! producers' swaps. If the producer's swap reads 1, it wakes (the futex
 //! contract: the consumer's check sees 0 or it is queued and woken); if its
-//! load or swap reads 0, an earlier swap after the consumer's store read 1
+//! load or swap reads 0, an earlier swap after the consumer's write read 1
 //! and woke it. Either way the consumer wakes: a contradiction. A swap that
 //! read a *previous* round's 1 only causes a spurious wake-up. The swap (not
 //! a plain store) makes only one of many producers pay for the system call.
+//!
+//! Every write to `sleeping` is a read-modify-write. The argument needs
+//! only the fences (a Relaxed store would do for the consumer's writes), but
+//! with RMWs alone the flag's modification order is simply the order in
+//! which the writes happen, which is also what loom models exactly: with
+//! plain stores loom leaves a store and an unrelated thread's earlier swap
+//! unordered and reports a lost wake-up that C++20 forbids. The cost is
+//! nil where it matters: on x86 a SeqCst store is an `xchg` anyway, and the
+//! consumer only writes the flag around a sleep.
+//!
+//! A consumer asleep behind a head slot that its producer is still writing
+//! is woken by every later publication (the head is not ready, so it sleeps
+//! again): wake-ups without a message, bounded by the pushes, until the
+//! head's producer publishes and wakes it for good.
 //!
 //! **Kick** ([`crate::Ring::kick`]): `kicked.store(1, Release)`, then the
 //! mode's producer notification (in interrupt mode the event increment, in
