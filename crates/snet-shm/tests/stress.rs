@@ -293,7 +293,6 @@ fn child_producer() {
     // SAFETY: the mapping lives until `seg` drops, after the ring.
     let ring = unsafe { Ring::attach(seg.base, seg.len) }.unwrap();
     produce(&ring, p, count);
-    drop(ring);
 }
 
 fn spawn_producer(seg: &Segment, p: u32, count: u64) -> Child {
@@ -310,22 +309,23 @@ fn spawn_producer(seg: &Segment, p: u32, count: u64) -> Child {
 fn processes(mode: Mode, producers: u32, per: u64, slots: usize) {
     let len = Ring::layout(slots, PAYLOAD).unwrap();
     let seg = Segment::create(len);
-    // SAFETY: the mapping lives until `seg` drops, after the ring.
-    let ring = unsafe { Ring::init(seg.base, seg.len, slots, PAYLOAD, mode) }.unwrap();
-    let children: Vec<_> = (0..producers)
-        .map(|p| spawn_producer(&seg, p, per))
-        .collect();
-    let took = consume(&ring, producers as usize, per);
-    for mut c in children {
-        assert!(c.wait().unwrap().success(), "a producer process failed");
-    }
-    let total = producers as u64 * per;
-    eprintln!(
-        "{mode:?}, {producers} producer processes, {total} messages, {slots} slots: {took:.2?} ({:.0} ns/message, process start included)",
-        took.as_nanos() as f64 / total as f64
-    );
-    drop(ring);
     let name = seg.name.clone();
+    {
+        // SAFETY: the mapping lives until `seg` drops, after this block.
+        let ring = unsafe { Ring::init(seg.base, seg.len, slots, PAYLOAD, mode) }.unwrap();
+        let children: Vec<_> = (0..producers)
+            .map(|p| spawn_producer(&seg, p, per))
+            .collect();
+        let took = consume(&ring, producers as usize, per);
+        for mut c in children {
+            assert!(c.wait().unwrap().success(), "a producer process failed");
+        }
+        let total = producers as u64 * per;
+        eprintln!(
+            "{mode:?}, {producers} producer processes, {total} messages, {slots} slots: {took:.2?} ({:.0} ns/message, process start included)",
+            took.as_nanos() as f64 / total as f64
+        );
+    }
     drop(seg);
     // Unlinked: the name is gone.
     // SAFETY: a valid C string.
@@ -357,10 +357,8 @@ fn thread_cpu() -> Duration {
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid out-pointer.
-    assert_eq!(
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) },
-        0
-    );
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(r, 0);
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
