@@ -26,12 +26,12 @@
 //!
 //! Each slot has a sequence number `seq`. For the slot of position `p`:
 //!
-//! | `seq`        | state                                                       |
-//! |--------------|-------------------------------------------------------------|
-//! | `p`          | **free** for position `p` (initially `seq = i` for slot `i`)  |
-//! | `p` (+ tail > p) | **reserved**: a producer owns it and is writing           |
-//! | `p + 1`      | **published**: message `p` is ready for the consumer          |
-//! | `p + S`      | **free** again, for position `p + S` (the consumer took `p`)   |
+//! | `seq` | `tail` | state |
+//! |---|---|---|
+//! | `p` | `<= p` | **free** for position `p` (initially `seq = i` for slot `i`) |
+//! | `p` | `> p` | **reserved**: the producer that moved `tail` past `p` owns the slot and is writing |
+//! | `p + 1` | | **published**: message `p` is ready (`len = u32::MAX`: **abandoned**, skipped) |
+//! | `p + S` | | **free** for position `p + S` (the consumer took message `p`) |
 //!
 //! A producer (`try_push*`):
 //! 1. `pos = tail` (Relaxed); `seq = slot(pos).seq.load(Acquire)` **(A1)**.
@@ -122,7 +122,7 @@ const ABANDONED: u32 = u32::MAX;
 pub const MAX_PAYLOAD: usize = 1 << 30;
 
 /// The most slots a ring may have.
-pub const MAX_SLOTS: usize = 1 << 32;
+pub const MAX_SLOTS: usize = 1 << 30;
 
 /// Alignment the region's base must have.
 pub const ALIGN: usize = 64;
