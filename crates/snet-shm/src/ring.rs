@@ -1,0 +1,1049 @@
+//! A bounded multi-producer, single-consumer ring of fixed-size slots in a
+//! region of shared memory (one per receiving node: the other nodes' output
+//! managers push, the node's input manager pops).
+//!
+//! # Layout
+//!
+//! The region holds offsets and numbers only, never pointers: every process
+//! maps it where it likes and computes addresses from its own base. All
+//! structures are `#[repr(C)]`; the base must be 64-byte aligned (a mapping
+//! is page-aligned).
+//!
+//! ```text
+//! offset   0  meta line: magic+version, slots, payload, stride, mode, consumer claim
+//! offset  64  tail  (next position to reserve; producers)      own cache line
+//! offset 128  head  (next position to take; consumer)          own cache line
+//! offset 192  notification words (event, sleeping, kicked)     own cache line
+//! offset 256  slot 0, slot 1, ... slot S-1, each `stride` bytes (a multiple of 64):
+//!               seq: u64 (atomic) | len: u32 (plain) | pad | payload bytes
+//! ```
+//!
+//! `S` (`slots`) is a power of two, at least 2; a position `p` (a `u64`
+//! counter that never wraps in practice: 2^64 messages) lives in slot
+//! `p mod S`. [`Ring::layout`] gives the bytes needed.
+//!
+//! # Protocol (Vyukov's bounded queue, one consumer)
+//!
+//! Each slot has a sequence number `seq`. For the slot of position `p`:
+//!
+//! | `seq` | `tail` | state |
+//! |---|---|---|
+//! | `p` | `<= p` | **free** for position `p` (initially `seq = i` for slot `i`) |
+//! | `p` | `> p` | **reserved**: the producer that moved `tail` past `p` owns the slot and is writing |
+//! | `p + 1` | | **published**: message `p` is ready (`len = u32::MAX`: **abandoned**, skipped) |
+//! | `p + S` | | **free** for position `p + S` (the consumer took message `p`) |
+//!
+//! A producer (`try_push*`):
+//! 1. `pos = tail` (Relaxed); `seq = slot(pos).seq.load(Acquire)` **(A1)**.
+//! 2. `seq == pos`: the slot is free for `pos`; claim the position with
+//!    `CAS tail: pos -> pos + 1` (Relaxed: the CAS only decides *which*
+//!    producer owns `pos`; the data's visibility is carried by `seq`). On
+//!    failure retry with the value read. `seq < pos` (as a signed
+//!    difference): the slot still holds message `pos - S`, the ring is
+//!    **full** (`Err(Full)`). `seq > pos`: another producer took `pos`
+//!    already; reload `tail` and retry.
+//! 3. Write `len` and the payload (plain writes, the slot is exclusively ours).
+//! 4. `slot.seq.store(pos + 1, Release)` **(R1)**: publish.
+//!
+//! The consumer (`try_pop`), at its private position `head`:
+//! 1. `seq = slot(head).seq.load(Acquire)` **(A2)**; `seq != head + 1`:
+//!    nothing to take (empty, or the head slot is reserved and not yet
+//!    published; later slots may be published already, they wait their turn).
+//! 2. Read `len` and the payload (plain reads, the slot is ours until 3).
+//! 3. `slot.seq.store(head + S, Release)` **(R2)**: free the slot for the
+//!    producer of position `head + S`; `head += 1` (also stored, Relaxed, in
+//!    the header's `head` word, for a later consumer handle and diagnostics).
+//!
+//! Release/Acquire pairs (every cross-thread or cross-process hand-over):
+//! * **R1 → A2** (producer publishes, consumer takes): the payload and `len`
+//!   written in producer step 3 are visible to the consumer's reads in its
+//!   step 2.
+//! * **R2 → A1** (consumer frees, the next lap's producer reserves): the
+//!   consumer's reads of the old message (its step 2) happen before the new
+//!   producer's writes (its step 3), so a slot is never overwritten while
+//!   it is read.
+//! * **init's `magic` store (Release) → attach's `magic` load (Acquire)**:
+//!   the geometry and initial `seq`s written by [`Ring::init`] are visible to
+//!   every handle made by [`Ring::attach`] (processes started after `init`
+//!   are ordered by `fork`/`exec` anyway).
+//! * **consumer claim (Acquire CAS) ← consumer release (Release store)**:
+//!   a new [`Consumer`] handle continues at the `head` the previous one left.
+//!
+//! The tail CAS and the header's `head` word are Relaxed: neither carries
+//! data. (The notification words have their own protocol, in `notify.rs`.)
+//!
+//! Why it holds:
+//! * **Nothing lost or duplicated**: the tail CAS gives every position to
+//!   exactly one producer; the consumer takes positions one by one, each
+//!   exactly once, and a slot is reused only after the consumer freed it
+//!   (`seq` goes `p → p+1 → p+S`, only its owner of the moment moves it).
+//! * **Per-producer FIFO**: one producer's pushes reserve increasing
+//!   positions (its CASes are ordered by its program order on `tail`'s
+//!   modification order), and the consumer takes positions in order.
+//! * A message is `len` bytes (up to the slot's payload size) in one slot;
+//!   a larger message is the caller's business (it chunks it).
+//!
+//! # Failures
+//!
+//! * A producer whose closure panics (in [`Ring::try_push_with`]) publishes
+//!   its slot as **abandoned** (`len = u32::MAX`) on unwinding and notifies:
+//!   the consumer skips it, the ring goes on.
+//! * A producer *process* that dies between reserving and publishing leaves
+//!   its slot **reserved** forever. Nothing else is corrupted: messages
+//!   published before it are delivered; later producers keep reserving and
+//!   publishing their own slots (never this one: a producer a lap later sees
+//!   `seq == p`, not `p + S`, and reports the ring full), but the consumer
+//!   cannot get past the stuck slot, so the ring stalls there and fills up.
+//!   The consumer sees it as [`Head::Pending`] that never resolves; detecting
+//!   the dead process (and failing the run, which is what the distribution
+//!   layer does for a vanished peer) is the transport's node-death path. A
+//!   process that dies *after* publishing leaves nothing behind.
+//! * A consumer that dies leaves the ring full; producers see `Full`.
+//!
+//! The whole protocol is model-checked by loom (`loom_tests/`), exercised
+//! under Miri (`tests` below) and stress-tested with threads and processes
+//! (`tests/stress.rs`).
+
+use std::fmt;
+use std::mem::{align_of, size_of};
+use std::ptr::NonNull;
+use std::time::Duration;
+
+use crate::notify::{self, Mode, NotifyWords};
+use crate::sync::{self, AtomicU32, AtomicU64, Futex, Ordering, Shadow};
+
+/// `"snetshm"` and the layout version in the low byte.
+const MAGIC: u64 = 0x736e_6574_7368_6d01;
+
+/// `len` of a slot whose producer panicked while writing it.
+const ABANDONED: u32 = u32::MAX;
+
+/// The largest payload of a slot (1 GiB; a slot this large is silly anyway).
+pub const MAX_PAYLOAD: usize = 1 << 30;
+
+/// The most slots a ring may have.
+pub const MAX_SLOTS: usize = 1 << 30;
+
+/// Alignment the region's base must have.
+pub const ALIGN: usize = 64;
+
+/// A cache line of its own (no false sharing between producers' `tail`,
+/// the consumer's `head` and the notification words).
+#[repr(C, align(64))]
+struct Line<T>(T);
+
+#[repr(C)]
+struct Meta {
+    /// [`MAGIC`] once initialised (stored last, Release).
+    magic: AtomicU64,
+    slots: AtomicU64,
+    payload: AtomicU64,
+    stride: AtomicU64,
+    /// The [`Mode`], so that every process agrees.
+    mode: AtomicU32,
+    /// 1 while a [`Consumer`] handle exists.
+    consumer: AtomicU32,
+}
+
+#[repr(C)]
+struct Header {
+    meta: Line<Meta>,
+    tail: Line<AtomicU64>,
+    head: Line<AtomicU64>,
+    notify: Line<NotifyWords>,
+}
+
+/// Offset of a slot's `len` (after its `seq`).
+fn len_offset() -> usize {
+    size_of::<AtomicU64>().next_multiple_of(align_of::<u32>())
+}
+
+/// Offset of a slot's payload (16-byte aligned).
+fn payload_offset() -> usize {
+    (len_offset() + size_of::<u32>()).next_multiple_of(16)
+}
+
+/// Why a region cannot hold or be attached as a ring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RingError {
+    /// `slots` is not a power of two in `2..=MAX_SLOTS`, or `payload` is not
+    /// in `1..=MAX_PAYLOAD`.
+    Geometry { slots: usize, payload: usize },
+    /// The region is smaller than the ring needs.
+    TooSmall { needed: usize, len: usize },
+    /// The base is not [`ALIGN`]-aligned.
+    Misaligned,
+    /// `attach`: the region holds no initialised ring (yet), or one of
+    /// another layout version.
+    NotInitialised,
+    /// `attach`: the header's geometry or mode is inconsistent.
+    Corrupt,
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::Geometry { slots, payload } => write!(
+                f,
+                "bad ring geometry: {slots} slots (a power of two, 2 to {MAX_SLOTS}) of {payload} bytes (1 to {MAX_PAYLOAD})"
+            ),
+            RingError::TooSmall { needed, len } => {
+                write!(f, "shared region too small for the ring: {len} bytes, {needed} needed")
+            }
+            RingError::Misaligned => write!(f, "shared region not {ALIGN}-byte aligned"),
+            RingError::NotInitialised => write!(f, "shared region holds no initialised ring"),
+            RingError::Corrupt => write!(f, "shared ring header is corrupt"),
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+/// Why a push failed (nothing was written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushError {
+    /// Every slot is taken: retry after the consumer made room.
+    Full,
+    /// The message is longer than a slot's payload: chunk it.
+    TooLarge { len: usize, max: usize },
+}
+
+impl fmt::Display for PushError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PushError::Full => write!(f, "ring full"),
+            PushError::TooLarge { len, max } => {
+                write!(
+                    f,
+                    "message of {len} bytes exceeds the slot payload of {max}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for PushError {}
+
+/// Another [`Consumer`] handle exists for this ring (in this process or
+/// another).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claimed;
+
+impl fmt::Display for Claimed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the ring already has a consumer")
+    }
+}
+
+impl std::error::Error for Claimed {}
+
+/// What is at the consumer's head position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Head {
+    /// Nothing reserved beyond the head.
+    Empty,
+    /// The head message is published (`try_pop` takes it).
+    Ready,
+    /// `n` positions are reserved but the head one is not published yet: a
+    /// producer is writing it (or died doing so; see "Failures").
+    Pending(u64),
+}
+
+/// A handle on a ring in a shared region: the producer side (`&self`,
+/// any number of threads and processes) and the way to the single
+/// [`Consumer`]. Cheap to make per process with [`Ring::attach`]; it owns
+/// nothing in the region.
+pub struct Ring {
+    base: NonNull<u8>,
+    slots: u64,
+    payload: usize,
+    stride: usize,
+    mode: Mode,
+    futex: Futex,
+    shadow: Shadow,
+}
+
+// SAFETY: the handle is a base pointer and constants; everything it reaches
+// in the region is accessed through atomics or under the slot protocol,
+// which is designed for concurrent use by threads and processes.
+unsafe impl Send for Ring {}
+// SAFETY: as above; the producer side takes `&self` by design.
+unsafe impl Sync for Ring {}
+
+impl fmt::Debug for Ring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ring")
+            .field("slots", &self.slots)
+            .field("payload", &self.payload)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ring {
+    /// Bytes a ring of `slots` slots of `payload` bytes each needs (its
+    /// header included), or `None` for a bad geometry.
+    pub fn layout(slots: usize, payload: usize) -> Option<usize> {
+        if !Self::geometry_ok(slots, payload) {
+            return None;
+        }
+        Self::stride(payload)
+            .checked_mul(slots)?
+            .checked_add(size_of::<Header>())
+    }
+
+    /// The bytes one slot of `payload` bytes takes in the region (its
+    /// `seq` and `len` included, rounded up to whole cache lines): a caller
+    /// may pick `payload` so that nothing is wasted.
+    pub fn stride(payload: usize) -> usize {
+        (payload_offset() + payload).next_multiple_of(ALIGN)
+    }
+
+    fn geometry_ok(slots: usize, payload: usize) -> bool {
+        slots.is_power_of_two()
+            && (2..=MAX_SLOTS).contains(&slots)
+            && (1..=MAX_PAYLOAD).contains(&payload)
+    }
+
+    /// Initialises a ring of `slots` slots of `payload` bytes each in the
+    /// region, notified in `mode`. Done once, by the region's creator,
+    /// before any other handle attaches (the region may be zero or hold an
+    /// old ring; nobody may use it meanwhile).
+    ///
+    /// # Safety
+    /// `base` is valid for reads and writes of `len` bytes for as long as
+    /// this handle, any handle attached later and their consumers are used
+    /// (a mapping that stays mapped), and the region is accessed only
+    /// through this module's handles (in any number of processes).
+    pub unsafe fn init(
+        base: *mut u8,
+        len: usize,
+        slots: usize,
+        payload: usize,
+        mode: Mode,
+    ) -> Result<Ring, RingError> {
+        let needed = Self::layout(slots, payload).ok_or(RingError::Geometry { slots, payload })?;
+        let base = NonNull::new(base).ok_or(RingError::Misaligned)?;
+        if !(base.as_ptr() as usize).is_multiple_of(ALIGN) {
+            return Err(RingError::Misaligned);
+        }
+        if len < needed {
+            return Err(RingError::TooSmall { needed, len });
+        }
+        let stride = Self::stride(payload);
+        let h = base.as_ptr().cast::<Header>();
+        // SAFETY: the region is ours alone during `init` (the contract), the
+        // fields are aligned (`base` is, the header is `repr(C)`) and in
+        // bounds (`len >= needed`).
+        unsafe {
+            let meta = &raw mut (*h).meta.0;
+            let magic = sync::place_u64(&raw mut (*meta).magic, 0);
+            sync::place_u64(&raw mut (*meta).slots, slots as u64);
+            sync::place_u64(&raw mut (*meta).payload, payload as u64);
+            sync::place_u64(&raw mut (*meta).stride, stride as u64);
+            sync::place_u32(&raw mut (*meta).mode, mode.to_word());
+            sync::place_u32(&raw mut (*meta).consumer, 0);
+            sync::place_u64(&raw mut (*h).tail.0, 0);
+            sync::place_u64(&raw mut (*h).head.0, 0);
+            NotifyWords::place(&raw mut (*h).notify.0);
+            for i in 0..slots {
+                let slot = base.as_ptr().add(size_of::<Header>() + i * stride);
+                sync::place_u64(slot.cast::<AtomicU64>(), i as u64);
+                slot.add(len_offset()).cast::<u32>().write(0);
+            }
+            // Pairs with the Acquire load in `attach`.
+            magic.store(MAGIC, Ordering::Release);
+        }
+        Ok(Ring::handle(base, slots, payload, stride, mode))
+    }
+
+    /// A handle on the ring another handle initialised in this region.
+    /// `Err(NotInitialised)` if `init` has not finished (yet): retry.
+    ///
+    /// # Safety
+    /// As [`Ring::init`]: `base` is valid for `len` bytes for as long as the
+    /// handle and its consumer are used, and the region is used only through
+    /// this module.
+    pub unsafe fn attach(base: *mut u8, len: usize) -> Result<Ring, RingError> {
+        let base = NonNull::new(base).ok_or(RingError::Misaligned)?;
+        if !(base.as_ptr() as usize).is_multiple_of(ALIGN) {
+            return Err(RingError::Misaligned);
+        }
+        if len < size_of::<Header>() {
+            return Err(RingError::TooSmall {
+                needed: size_of::<Header>(),
+                len,
+            });
+        }
+        // SAFETY: aligned, in bounds, and every field is an atomic (valid
+        // for any bytes; under loom, constructed by `init` before the
+        // models share the region).
+        let meta = unsafe { &(*base.as_ptr().cast::<Header>()).meta.0 };
+        // Pairs with the Release store at the end of `init`.
+        if meta.magic.load(Ordering::Acquire) != MAGIC {
+            return Err(RingError::NotInitialised);
+        }
+        let slots =
+            usize::try_from(meta.slots.load(Ordering::Relaxed)).map_err(|_| RingError::Corrupt)?;
+        let payload = usize::try_from(meta.payload.load(Ordering::Relaxed))
+            .map_err(|_| RingError::Corrupt)?;
+        let stride = meta.stride.load(Ordering::Relaxed);
+        let mode = Mode::from_word(meta.mode.load(Ordering::Relaxed)).ok_or(RingError::Corrupt)?;
+        let needed = Self::layout(slots, payload).ok_or(RingError::Corrupt)?;
+        if stride != Self::stride(payload) as u64 {
+            return Err(RingError::Corrupt);
+        }
+        if len < needed {
+            return Err(RingError::TooSmall { needed, len });
+        }
+        Ok(Ring::handle(base, slots, payload, stride as usize, mode))
+    }
+
+    fn handle(base: NonNull<u8>, slots: usize, payload: usize, stride: usize, mode: Mode) -> Ring {
+        Ring {
+            base,
+            slots: slots as u64,
+            payload,
+            stride,
+            mode,
+            futex: Futex::new(),
+            shadow: Shadow::new(slots),
+        }
+    }
+
+    /// The number of slots.
+    pub fn capacity(&self) -> usize {
+        self.slots as usize
+    }
+
+    /// The largest message a slot holds.
+    pub fn max_message(&self) -> usize {
+        self.payload
+    }
+
+    /// How the consumer is notified (fixed by `init`, the same for every
+    /// handle).
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Positions reserved and not yet taken (approximate while others run).
+    pub fn len(&self) -> u64 {
+        let h = self.header();
+        let tail = h.tail.0.load(Ordering::Relaxed);
+        let head = h.head.0.load(Ordering::Relaxed);
+        tail.saturating_sub(head)
+    }
+
+    /// Whether [`Ring::len`] is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the region starts with the header (init/attach checked the
+        // size and alignment); it is only accessed through atomics.
+        unsafe { &*self.base.as_ptr().cast::<Header>() }
+    }
+
+    pub(crate) fn notify_words(&self) -> &NotifyWords {
+        &self.header().notify.0
+    }
+
+    pub(crate) fn futex(&self) -> &Futex {
+        &self.futex
+    }
+
+    /// The slot of position `pos`: its index and start.
+    fn slot(&self, pos: u64) -> (usize, *mut u8) {
+        let i = (pos & (self.slots - 1)) as usize;
+        // SAFETY: `i < slots`, so the slot lies within the `layout` bytes
+        // the region was checked to have.
+        let p = unsafe {
+            self.base
+                .as_ptr()
+                .add(size_of::<Header>() + i * self.stride)
+        };
+        (i, p)
+    }
+
+    fn seq(&self, slot: *mut u8) -> &AtomicU64 {
+        // SAFETY: a slot starts with its aligned atomic `seq` (the stride is
+        // a multiple of 64).
+        unsafe { &*slot.cast::<AtomicU64>() }
+    }
+
+    /// Pushes `msg` (at most [`Ring::max_message`] bytes) if a slot is free.
+    /// Does not notify: call [`Ring::after_push`] (once for a batch).
+    pub fn try_push(&self, msg: &[u8]) -> Result<(), PushError> {
+        self.try_push_with(msg.len(), |buf| buf.copy_from_slice(msg))
+    }
+
+    /// Pushes the concatenation of `parts` as one message (a header and a
+    /// body without an intermediate buffer). Does not notify.
+    pub fn try_push_parts(&self, parts: &[&[u8]]) -> Result<(), PushError> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.try_push_with(len, |buf| {
+            let mut at = 0;
+            for p in parts {
+                buf[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+        })
+    }
+
+    /// Reserves a slot for a message of `len` bytes and lets `write` fill
+    /// them in place (the slice is exactly `len` bytes, holding old bytes),
+    /// then publishes it. If `write` panics, the slot is published as
+    /// abandoned (the consumer skips it) and the consumer notified. Does not
+    /// notify otherwise.
+    pub fn try_push_with(
+        &self,
+        len: usize,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Result<(), PushError> {
+        if len > self.payload {
+            return Err(PushError::TooLarge {
+                len,
+                max: self.payload,
+            });
+        }
+        let pos = self.reserve()?;
+        let mut guard = Reserved {
+            ring: self,
+            pos,
+            done: false,
+        };
+        let (i, slot) = self.slot(pos);
+        self.shadow.write(i, || {
+            // SAFETY: position `pos` is ours (step 2 of the protocol) until
+            // we publish it: nobody else reads or writes this slot's `len`
+            // and payload, which lie inside the slot (`len <= payload`).
+            unsafe {
+                slot.add(len_offset()).cast::<u32>().write(len as u32);
+                write(std::slice::from_raw_parts_mut(
+                    slot.add(payload_offset()),
+                    len,
+                ));
+            }
+        });
+        guard.done = true;
+        // R1: publish; pairs with the consumer's A2.
+        self.seq(slot).store(pos.wrapping_add(1), Ordering::Release);
+        Ok(())
+    }
+
+    /// Protocol steps 1-2 of a producer: the position whose slot is now ours.
+    fn reserve(&self) -> Result<u64, PushError> {
+        let tail = &self.header().tail.0;
+        let mut pos = tail.load(Ordering::Relaxed);
+        loop {
+            let (_, slot) = self.slot(pos);
+            // A1: pairs with the consumer's R2 (the slot's old message was read).
+            let seq = self.seq(slot).load(Ordering::Acquire);
+            let diff = seq.wrapping_sub(pos) as i64;
+            if diff == 0 {
+                match tail.compare_exchange_weak(
+                    pos,
+                    pos.wrapping_add(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Ok(pos),
+                    Err(now) => pos = now,
+                }
+            } else if diff < 0 {
+                return Err(PushError::Full);
+            } else {
+                pos = tail.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Notifies the consumer after one or more pushes, as the ring's
+    /// [`Mode`] says (see `notify.rs`): nothing when polling, a futex wake
+    /// when interrupt-driven, a wake only if the consumer sleeps when sparse.
+    ///
+    /// Every successful push must be followed by an `after_push` of the same
+    /// producer before it waits for anything (for instance for room in a
+    /// full ring): a sleeping consumer may otherwise never look.
+    pub fn after_push(&self) {
+        notify::after_push(self.mode, self.notify_words(), &self.futex);
+    }
+
+    /// Wakes the consumer without a message: its current [`Consumer::wait`]
+    /// returns, or its next one returns at once (the flag is consumed by
+    /// that wait). For shutdown: set your own stop flag, then kick.
+    pub fn kick(&self) {
+        notify::kick(self.mode, self.notify_words(), &self.futex);
+    }
+
+    /// The consumer handle; `Err(Claimed)` while another one exists (in any
+    /// process). Dropping it releases the claim; a new handle continues
+    /// where it left off.
+    pub fn consumer(&self) -> Result<Consumer<'_>, Claimed> {
+        let meta = &self.header().meta.0;
+        // Acquire: pairs with the Release in `Consumer::drop` (the previous
+        // consumer's `head` and frees are visible).
+        meta.consumer
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .map_err(|_| Claimed)?;
+        Ok(Consumer {
+            ring: self,
+            head: self.header().head.0.load(Ordering::Relaxed),
+            spins: notify::DEFAULT_SPINS,
+        })
+    }
+}
+
+/// A reserved position not yet published: published as abandoned if the
+/// writer unwinds.
+struct Reserved<'r> {
+    ring: &'r Ring,
+    pos: u64,
+    done: bool,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if self.done || sync::unwinding_in_model() {
+            return;
+        }
+        let (_, slot) = self.ring.slot(self.pos);
+        // SAFETY: the position is still ours (not published).
+        unsafe { slot.add(len_offset()).cast::<u32>().write(ABANDONED) };
+        // R1 (as in `try_push_with`).
+        self.ring
+            .seq(slot)
+            .store(self.pos.wrapping_add(1), Ordering::Release);
+        self.ring.after_push();
+    }
+}
+
+/// The single consumer of a ring (see [`Ring::consumer`]).
+pub struct Consumer<'r> {
+    ring: &'r Ring,
+    /// The next position to take (private: only this handle moves it).
+    head: u64,
+    spins: u32,
+}
+
+impl fmt::Debug for Consumer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer")
+            .field("head", &self.head)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Consumer<'_> {
+    /// Takes the next message, if published, and hands it to `f` (the
+    /// slice is valid during the call only; the slot is freed afterwards,
+    /// also if `f` panics). Abandoned slots are skipped.
+    pub fn try_pop<R>(&mut self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let mut f = Some(f);
+        loop {
+            let (i, slot) = self.ring.slot(self.head);
+            // A2: pairs with the producer's R1 (the payload is written).
+            let seq = self.ring.seq(slot).load(Ordering::Acquire);
+            if seq != self.head.wrapping_add(1) {
+                return None;
+            }
+            let free = Free { c: self, slot };
+            let ring = free.c.ring;
+            let r = ring.shadow.read(i, || {
+                // SAFETY: the slot is published for our position and no
+                // producer touches it until we free it (after this call).
+                let len = unsafe { slot.add(len_offset()).cast::<u32>().read() };
+                if len == ABANDONED {
+                    return None;
+                }
+                // Only a foreign bug could write more; stay in the slot.
+                let len = (len as usize).min(ring.payload);
+                // SAFETY: as above; `len` bytes lie within the slot.
+                let msg = unsafe { std::slice::from_raw_parts(slot.add(payload_offset()), len) };
+                Some(f.take().expect("called once")(msg))
+            });
+            drop(free);
+            if r.is_some() {
+                return r;
+            }
+        }
+    }
+
+    /// Takes the next message into `buf` (replacing its contents); `false`
+    /// if there was none.
+    pub fn pop_into(&mut self, buf: &mut Vec<u8>) -> bool {
+        self.try_pop(|m| {
+            buf.clear();
+            buf.extend_from_slice(m);
+        })
+        .is_some()
+    }
+
+    /// Whether the head message is published (an abandoned slot counts).
+    pub fn is_ready(&self) -> bool {
+        let (_, slot) = self.ring.slot(self.head);
+        // A2 (as in `try_pop`).
+        self.ring.seq(slot).load(Ordering::Acquire) == self.head.wrapping_add(1)
+    }
+
+    /// What is at the head: nothing, a message, or reserved positions whose
+    /// first is not published yet (see "Failures").
+    pub fn head(&self) -> Head {
+        if self.is_ready() {
+            return Head::Ready;
+        }
+        let tail = self.ring.header().tail.0.load(Ordering::Relaxed);
+        match tail.wrapping_sub(self.head) as i64 {
+            n if n > 0 => Head::Pending(n as u64),
+            _ => Head::Empty,
+        }
+    }
+
+    /// Waits until a message may be ready, the timeout passed, or a
+    /// [`Ring::kick`]; may return early (spuriously). Returns whether the
+    /// head message is ready (or a kick arrived). Poll mode spins and
+    /// yields; interrupt and sparse modes sleep on a futex (sparse polls
+    /// [`Consumer::set_spins`] times first). `None` waits without limit.
+    ///
+    /// Use: `loop { while c.try_pop(..).is_some() {} ; c.wait(t); }`.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> bool {
+        let ring = self.ring;
+        notify::wait(
+            ring.mode,
+            ring.notify_words(),
+            ring.futex(),
+            self.spins,
+            || self.is_ready(),
+            timeout,
+        )
+    }
+
+    /// How many times a sparse-mode wait looks at the ring before it goes to
+    /// sleep (default [`notify::DEFAULT_SPINS`]); 0 sleeps at once.
+    pub fn set_spins(&mut self, spins: u32) {
+        self.spins = spins;
+    }
+
+    /// The ring this consumer takes from.
+    pub fn ring(&self) -> &Ring {
+        self.ring
+    }
+}
+
+/// Frees the slot at the consumer's head and advances (protocol step 3),
+/// also when the consumer's closure unwinds.
+struct Free<'a, 'r> {
+    c: &'a mut Consumer<'r>,
+    slot: *mut u8,
+}
+
+impl Drop for Free<'_, '_> {
+    fn drop(&mut self) {
+        if sync::unwinding_in_model() {
+            return;
+        }
+        let c = &mut *self.c;
+        // R2: pairs with A1 of the producer of position head + S.
+        c.ring
+            .seq(self.slot)
+            .store(c.head.wrapping_add(c.ring.slots), Ordering::Release);
+        c.head = c.head.wrapping_add(1);
+        c.ring.header().head.0.store(c.head, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Consumer<'_> {
+    fn drop(&mut self) {
+        if sync::unwinding_in_model() {
+            return;
+        }
+        // Release: pairs with the Acquire claim in `Ring::consumer`.
+        self.ring
+            .header()
+            .meta
+            .0
+            .consumer
+            .store(0, Ordering::Release);
+    }
+}
+
+/// A zeroed, [`ALIGN`]-aligned heap allocation standing in for a shared
+/// segment (one process; tests and Miri).
+pub struct HeapRegion {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: it owns its bytes; users share them through `Ring`, which is.
+unsafe impl Send for HeapRegion {}
+// SAFETY: as above (`&HeapRegion` only hands out the raw pointer).
+unsafe impl Sync for HeapRegion {}
+
+impl HeapRegion {
+    /// `len` zero bytes (at least one).
+    pub fn new(len: usize) -> HeapRegion {
+        let layout = std::alloc::Layout::from_size_align(len.max(1), ALIGN).expect("region size");
+        // SAFETY: the layout's size is not zero.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        HeapRegion {
+            ptr,
+            len: len.max(1),
+        }
+    }
+
+    /// The region's base (valid for `len` bytes while `self` lives).
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Its size.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it is empty (never: at least one byte).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for HeapRegion {
+    fn drop(&mut self) {
+        let layout = std::alloc::Layout::from_size_align(self.len, ALIGN).expect("region size");
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) };
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! Unit tests, small enough for Miri (`cargo +nightly miri test -p
+    //! snet-shm --lib`), which checks the unsafe code and, with threads, the
+    //! protocol's orderings (its data-race detector sees the plain payload
+    //! accesses).
+
+    use super::*;
+    use std::sync::Arc;
+
+    fn ring(slots: usize, payload: usize, mode: Mode) -> (Arc<HeapRegion>, Ring) {
+        let len = Ring::layout(slots, payload).unwrap();
+        let region = Arc::new(HeapRegion::new(len));
+        // SAFETY: the region outlives the ring in every test (held alongside).
+        let r = unsafe { Ring::init(region.as_ptr(), region.len(), slots, payload, mode) }.unwrap();
+        (region, r)
+    }
+
+    #[test]
+    fn layout_and_geometry() {
+        assert_eq!(Ring::stride(1) % ALIGN, 0);
+        assert_eq!(size_of::<Header>(), 256);
+        assert_eq!(payload_offset(), 16);
+        assert_eq!(Ring::stride(48), 64);
+        assert_eq!(Ring::stride(49), 128);
+        assert_eq!(Ring::layout(4, 48), Some(256 + 4 * 64));
+        assert_eq!(Ring::layout(3, 48), None);
+        assert_eq!(Ring::layout(1, 48), None);
+        assert_eq!(Ring::layout(4, 0), None);
+        let region = HeapRegion::new(512);
+        // SAFETY: the region outlives the (failed) attempts.
+        unsafe {
+            assert_eq!(
+                Ring::init(region.as_ptr(), 511, 4, 48, Mode::Poll).unwrap_err(),
+                RingError::TooSmall {
+                    needed: 512,
+                    len: 511
+                }
+            );
+            assert_eq!(
+                Ring::init(region.as_ptr().add(8), 504, 4, 48, Mode::Poll).unwrap_err(),
+                RingError::Misaligned
+            );
+            assert_eq!(
+                Ring::attach(region.as_ptr(), 512).unwrap_err(),
+                RingError::NotInitialised
+            );
+            Ring::init(region.as_ptr(), 512, 4, 48, Mode::Sparse).unwrap();
+            let a = Ring::attach(region.as_ptr(), 512).unwrap();
+            assert_eq!(
+                (a.capacity(), a.max_message(), a.mode()),
+                (4, 48, Mode::Sparse)
+            );
+            assert_eq!(
+                Ring::attach(region.as_ptr(), 300).unwrap_err(),
+                RingError::TooSmall {
+                    needed: 512,
+                    len: 300
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn push_pop_wraps_and_fills() {
+        let (_region, r) = ring(4, 20, Mode::Poll);
+        let mut c = r.consumer().unwrap();
+        assert_eq!(c.head(), Head::Empty);
+        assert!(c.try_pop(|_| ()).is_none());
+        let mut buf = Vec::new();
+        for lap in 0..5u8 {
+            for i in 0..4u8 {
+                r.try_push(&[lap, i, 7]).unwrap();
+            }
+            assert_eq!(r.try_push(b"x"), Err(PushError::Full));
+            assert_eq!(r.len(), 4);
+            assert_eq!(c.head(), Head::Ready);
+            for i in 0..4u8 {
+                assert!(c.pop_into(&mut buf));
+                assert_eq!(buf, [lap, i, 7]);
+            }
+            assert!(!c.pop_into(&mut buf));
+        }
+        // Exactly a slot's payload; one byte more is refused.
+        r.try_push(&[9; 20]).unwrap();
+        assert_eq!(
+            r.try_push(&[9; 21]),
+            Err(PushError::TooLarge { len: 21, max: 20 })
+        );
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), vec![9; 20]);
+        // Empty messages are messages.
+        r.try_push(&[]).unwrap();
+        assert_eq!(c.try_pop(|m| m.len()), Some(0));
+        r.after_push();
+    }
+
+    #[test]
+    fn parts_and_in_place() {
+        let (_region, r) = ring(2, 16, Mode::Interrupt);
+        let mut c = r.consumer().unwrap();
+        r.try_push_parts(&[b"head", b"", b"body!"]).unwrap();
+        r.try_push_with(3, |b| b.copy_from_slice(b"abc")).unwrap();
+        assert_eq!(
+            r.try_push_parts(&[&[0; 10], &[0; 7]]),
+            Err(PushError::TooLarge { len: 17, max: 16 })
+        );
+        r.after_push();
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), b"headbody!");
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), b"abc");
+    }
+
+    #[test]
+    fn one_consumer_at_a_time() {
+        let (region, r) = ring(2, 8, Mode::Poll);
+        // SAFETY: the region outlives `other`.
+        let other = unsafe { Ring::attach(region.as_ptr(), region.len()) }.unwrap();
+        let mut c = r.consumer().unwrap();
+        assert_eq!(other.consumer().unwrap_err(), Claimed);
+        other.try_push(b"1").unwrap();
+        other.try_push(b"2").unwrap();
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), b"1");
+        drop(c);
+        // A new handle (another "process") continues at the head.
+        let mut c = other.consumer().unwrap();
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), b"2");
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn panicking_writer_abandons_its_slot() {
+        let (_region, r) = ring(2, 8, Mode::Sparse);
+        let mut c = r.consumer().unwrap();
+        let r = std::panic::AssertUnwindSafe(&r);
+        let res = std::panic::catch_unwind(|| {
+            r.try_push_with(4, |_| panic!("box failed")).unwrap();
+        });
+        assert!(res.is_err());
+        r.try_push(b"next").unwrap();
+        assert_eq!(c.head(), Head::Ready);
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), b"next");
+        assert_eq!(c.head(), Head::Empty);
+        // A panicking reader frees its slot too (the message is consumed).
+        r.try_push(b"a").unwrap();
+        r.try_push(b"b").unwrap();
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            c.try_pop(|_| panic!("reader"))
+        }));
+        assert!(res.is_err());
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), b"b");
+    }
+
+    #[test]
+    fn reserved_slot_is_pending() {
+        let (_region, r) = ring(2, 8, Mode::Poll);
+        let mut c = r.consumer().unwrap();
+        // A producer that reserved and never published (a dead process):
+        // simulated by reserving by hand.
+        let pos = r.reserve().unwrap();
+        assert_eq!(pos, 0);
+        r.try_push(b"later").unwrap();
+        assert_eq!(c.head(), Head::Pending(2));
+        assert!(c.try_pop(|_| ()).is_none());
+        // The ring fills up behind the stuck slot; nothing is overwritten.
+        assert_eq!(r.try_push(b"x"), Err(PushError::Full));
+        assert_eq!(c.head(), Head::Pending(2));
+    }
+
+    /// Producer threads and a consumer thread: every message once, in order
+    /// per producer. Small counts under Miri.
+    fn threads(mode: Mode, producers: u32, per: u32, slots: usize) {
+        let (_region, r) = ring(slots, 8, mode);
+        let r = Arc::new(r);
+        let handles: Vec<_> = (0..producers)
+            .map(|p| {
+                let r = r.clone();
+                std::thread::spawn(move || {
+                    for i in 0..per {
+                        let mut msg = [0u8; 8];
+                        msg[..4].copy_from_slice(&p.to_le_bytes());
+                        msg[4..].copy_from_slice(&i.to_le_bytes());
+                        while r.try_push(&msg).is_err() {
+                            r.after_push();
+                            std::thread::yield_now();
+                        }
+                        r.after_push();
+                    }
+                })
+            })
+            .collect();
+        let mut c = r.consumer().unwrap();
+        let mut next = vec![0u32; producers as usize];
+        let mut got = 0;
+        while got < producers * per {
+            let popped = c.try_pop(|m| {
+                let p = u32::from_le_bytes(m[..4].try_into().unwrap()) as usize;
+                let i = u32::from_le_bytes(m[4..].try_into().unwrap());
+                assert_eq!(i, next[p], "producer {p}: lost, duplicated or reordered");
+                next[p] += 1;
+            });
+            if popped.is_some() {
+                got += 1;
+            } else {
+                c.wait(Some(Duration::from_millis(50)));
+            }
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert!(c.try_pop(|_| ()).is_none());
+        assert!(next.iter().all(|&n| n == per));
+    }
+
+    const PER: u32 = if cfg!(miri) { 20 } else { 20_000 };
+
+    #[test]
+    fn threads_poll() {
+        threads(Mode::Poll, 3, PER, 4);
+    }
+
+    #[test]
+    fn threads_interrupt() {
+        threads(Mode::Interrupt, 3, PER, 2);
+    }
+
+    #[test]
+    fn threads_sparse() {
+        threads(Mode::Sparse, 3, PER, 8);
+    }
+}
