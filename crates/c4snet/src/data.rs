@@ -123,7 +123,7 @@ impl CData {
 
     /// A zero-filled array of `len` elements.
     pub fn zeroed(ctype: CType, len: usize) -> CData {
-        let buf = FieldBytes::zeroed(CData::size_of(ctype, len.max(1)));
+        let buf = FieldBytes::for_field(CData::size_of(ctype, len.max(1)));
         CData { ctype, len, buf }
     }
 

@@ -6,22 +6,52 @@
 //! adopts it as the value's storage without another copy (C4SNet arrays
 //! keep their elements in one). The alignment ([`FieldBytes::ALIGN`]) is
 //! enough for every C4SNet element type, `long double` included.
+//!
+//! A buffer is either the heap's (the usual case) or *external*: memory
+//! someone else owns, such as a block of the shared-memory transport's
+//! field arena, kept alive by an owner object that is dropped with the
+//! buffer ([`FieldBytes::from_external`]). A process may install one
+//! [`FieldAllocator`] ([`set_field_allocator`]): language interfaces
+//! allocate field values through [`FieldBytes::for_field`], which asks it
+//! first (the shared-memory transport's zero-copy mode puts fields in its
+//! arena this way, so passing one to another node passes only an offset).
 
 use std::alloc::{self, Layout};
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
+use std::sync::OnceLock;
 
 /// An owned, fixed-length, 16-byte aligned byte buffer.
 pub struct FieldBytes {
     ptr: NonNull<u8>,
     len: usize,
+    /// `None`: the heap's allocation (freed on drop); `Some`: external
+    /// memory, released by dropping its owner.
+    owner: Option<Box<dyn Send + Sync>>,
 }
 
-// SAFETY: FieldBytes owns its allocation exclusively, like a Box<[u8]>.
+// SAFETY: FieldBytes owns its allocation exclusively, like a Box<[u8]>
+// (external memory: by the contract of `from_external`).
 unsafe impl Send for FieldBytes {}
 // SAFETY: shared access is read-only (`&self` gives `&[u8]`).
 unsafe impl Sync for FieldBytes {}
+
+/// Where language interfaces get field storage from, when installed
+/// ([`set_field_allocator`]).
+pub trait FieldAllocator: Send + Sync {
+    /// `len` zero bytes, aligned to [`FieldBytes::ALIGN`], or `None` to let
+    /// the heap serve this one (no room, or not worth it).
+    fn alloc_zeroed(&self, len: usize) -> Option<FieldBytes>;
+}
+
+static FIELD_ALLOCATOR: OnceLock<&'static dyn FieldAllocator> = OnceLock::new();
+
+/// Installs this process's field allocator (once; `false` if one was
+/// installed already).
+pub fn set_field_allocator(a: &'static dyn FieldAllocator) -> bool {
+    FIELD_ALLOCATOR.set(a).is_ok()
+}
 
 impl FieldBytes {
     /// The alignment of every buffer.
@@ -39,7 +69,46 @@ impl FieldBytes {
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        FieldBytes { ptr, len }
+        FieldBytes {
+            ptr,
+            len,
+            owner: None,
+        }
+    }
+
+    /// Storage for a field value of `len` bytes, zeroed: from the installed
+    /// [`FieldAllocator`] if it serves the request, else the heap.
+    pub fn for_field(len: usize) -> FieldBytes {
+        FIELD_ALLOCATOR
+            .get()
+            .and_then(|a| a.alloc_zeroed(len))
+            .unwrap_or_else(|| FieldBytes::zeroed(len))
+    }
+
+    /// `len` bytes at `ptr` that `owner` keeps alive: dropping the buffer
+    /// drops `owner` (which releases the memory), nothing else.
+    ///
+    /// # Safety
+    /// `ptr` is [`FieldBytes::ALIGN`]-aligned and valid for reads and writes
+    /// of `len` initialised bytes for as long as `owner` lives, and nobody
+    /// else writes them meanwhile (readers elsewhere are fine: the buffer
+    /// is written only through `&mut FieldBytes`).
+    pub unsafe fn from_external(
+        ptr: NonNull<u8>,
+        len: usize,
+        owner: Box<dyn Send + Sync>,
+    ) -> FieldBytes {
+        debug_assert!((ptr.as_ptr() as usize).is_multiple_of(Self::ALIGN));
+        FieldBytes {
+            ptr,
+            len,
+            owner: Some(owner),
+        }
+    }
+
+    /// Whether the bytes are external (see [`FieldBytes::from_external`]).
+    pub fn is_external(&self) -> bool {
+        self.owner.is_some()
     }
 
     /// A copy of `bytes`.
@@ -75,6 +144,9 @@ impl DerefMut for FieldBytes {
 
 impl Drop for FieldBytes {
     fn drop(&mut self) {
+        if self.owner.take().is_some() {
+            return; // the owner released the external memory
+        }
         // SAFETY: allocated in `zeroed` with this very layout.
         unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) }
     }
@@ -136,5 +208,29 @@ mod tests {
             assert_eq!(b.clone(), b);
         }
         assert!(FieldBytes::zeroed(100).iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn external_bytes_are_released_by_their_owner_only() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        struct Owner(Arc<AtomicUsize>, #[allow(dead_code)] FieldBytes);
+        impl Drop for Owner {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut backing = FieldBytes::copy_from(&[7; 48]);
+        let ptr = NonNull::new(backing.as_mut_ptr()).unwrap();
+        // SAFETY: `backing` lives in the owner, as long as the buffer.
+        let b = unsafe { FieldBytes::from_external(ptr, 40, Box::new(Owner(drops.clone(), backing))) };
+        assert!(b.is_external() && b.len() == 40 && b.iter().all(|&x| x == 7));
+        let c = b.clone();
+        assert!(!c.is_external() && c == b);
+        drop(b);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        drop(c);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
     }
 }

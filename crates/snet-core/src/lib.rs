@@ -17,7 +17,7 @@ pub mod graph;
 pub mod label;
 pub mod record;
 
-pub use bytes::FieldBytes;
+pub use bytes::{set_field_allocator, FieldAllocator, FieldBytes};
 pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, UnOp};
 pub use field::{
     Codecs, Field, FieldCodec, FieldData, ReleaseRemote, RemoteField, TextField, TEXT_CODEC,

@@ -14,6 +14,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
 
@@ -161,16 +162,29 @@ pub struct RunOptions {
     #[arg(long)]
     pub stats: bool,
     /// Run as this many nodes (Distributed S-Net; node 0 reads the input and
-    /// writes the output). Needs `--transport loopback`; under `mpirun` the
-    /// node count is the number of processes.
+    /// writes the output). Needs `--transport shm` or `loopback`; under
+    /// `mpirun` the node count is the number of processes.
     #[arg(long, value_name = "N")]
     pub nodes: Option<u32>,
-    /// How the nodes talk: `mpi` (the default when started by `mpirun`:
-    /// one node per MPI process, node = rank), or `loopback`, which runs
-    /// every node inside this process (each with its own engine, workers
-    /// and field store), for testing and debugging distributed programs.
-    #[arg(long, value_name = "KIND", value_parser = ["loopback", "mpi"])]
+    /// How the nodes talk: `shm` (one process per node on this machine,
+    /// started by this one, talking through shared memory), `mpi` (the
+    /// default when started by `mpirun`: one node per MPI process, node =
+    /// rank), or `loopback`, which runs every node inside this process
+    /// (each with its own engine, workers and field store), for testing
+    /// and debugging distributed programs.
+    #[arg(long, value_name = "KIND", value_parser = ["shm", "loopback", "mpi"])]
     pub transport: Option<String>,
+    /// Shared memory: how a node notices a message. `poll` spins (lowest
+    /// latency, a busy core per node), `interrupt` sleeps in the kernel
+    /// until a sender wakes it, `sparse` polls while busy and sleeps when
+    /// idle (senders wake only a sleeper).
+    #[arg(long, value_name = "MODE", default_value = "sparse", value_parser = ["poll", "interrupt", "sparse"])]
+    pub notify: String,
+    /// Shared memory: how field bytes move. `chunked` through the message
+    /// rings (two copies), `single-copy` copied once into a shared arena,
+    /// `zero-copy` fields live in the arena and only an offset moves.
+    #[arg(long, value_name = "MODE", default_value = "zero-copy", value_parser = ["chunked", "single-copy", "zero-copy"])]
+    pub fields: String,
     /// Fields of at most this many bytes travel inline with their records
     /// between nodes; larger ones travel by reference and are fetched only
     /// where a box needs them.
@@ -258,6 +272,7 @@ pub fn run(
     }
     let start = std::time::Instant::now();
     let result = match opts.transport.as_deref() {
+        Some("shm") => return run_shm(graph, &config, opts, language),
         Some("mpi") => return run_mpi(graph, &config, opts, language),
         None if mpi_launched() => return run_mpi(graph, &config, opts, language),
         Some("loopback") => {
@@ -272,7 +287,7 @@ pub fn run(
         _ => {
             if let Some(n) = opts.nodes.filter(|&n| n > 1) {
                 say!(
-                    "error: --nodes {n} needs a transport: --transport loopback, or start the program with mpirun"
+                    "error: --nodes {n} needs a transport: --transport shm (processes on this machine), --transport loopback, or start the program with mpirun"
                 );
                 return 2;
             }
@@ -510,6 +525,117 @@ fn run_mpi(
     };
     t.finish();
     code
+}
+
+/// Node 0's or a started node's endpoint of a shared-memory run, and (on
+/// node 0) the node processes it started.
+type ShmEndpoint = (
+    Arc<snet_shm::ShmTransport>,
+    Option<snet_shm::launch::Nodes>,
+);
+
+/// Joins the shared-memory run this process was started for, or (node 0)
+/// creates one of `nodes` nodes and starts the other node processes.
+fn shm_endpoint(nodes: u32, notify: &str, fields: &str) -> Result<ShmEndpoint, String> {
+    use snet_shm::launch;
+    if let Some(started) = launch::started_as_node() {
+        let (k, fd) = started?;
+        let t = launch::attach_as_node(k, fd)?;
+        return Ok((Arc::new(t), None));
+    }
+    let notify = snet_shm::Mode::parse(notify).ok_or_else(|| format!("no notify mode `{notify}`"))?;
+    let fields =
+        snet_shm::FieldMode::parse(fields).ok_or_else(|| format!("no field mode `{fields}`"))?;
+    let g = snet_shm::Geometry::new(nodes, notify, fields);
+    let seg = snet_shm::Segment::create(g)
+        .map_err(|e| format!("cannot create the shared-memory segment: {e}"))?;
+    let t = Arc::new(snet_shm::ShmTransport::new(seg, 0).map_err(|e| e.to_string())?);
+    let started = if nodes > 1 {
+        Some(launch::Nodes::start(&t).map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    Ok((t, started))
+}
+
+/// One node of a shared-memory run (`--transport shm`). Node 0 is the
+/// process the user started: it starts the other nodes (copies of itself,
+/// see `snet_shm::launch`), reads and writes the records, waits for the
+/// others to end and reports; a node that died makes the run fail naming
+/// it. The other nodes print only their `--stats` line and errors of their
+/// own transport.
+fn run_shm(
+    graph: Arc<snet_core::Graph>,
+    config: &Config,
+    opts: &RunOptions,
+    language: &(dyn LanguageInterface + Sync),
+) -> u8 {
+    use snet_engine::dist::Transport;
+    let start = std::time::Instant::now();
+    let (t, started) = match shm_endpoint(opts.nodes.unwrap_or(1), &opts.notify, &opts.fields) {
+        Ok(e) => e,
+        Err(e) => {
+            say!("error: shm: {e}");
+            return 2;
+        }
+    };
+    let (me, nodes) = (t.node(), t.nodes());
+    if nodes > 1 {
+        c4snet::crash::set_node(me);
+    }
+    t.install_field_allocator();
+    let graph = scatter(graph, opts, nodes);
+    let io = (me == 0).then(|| match open_streams(opts) {
+        Ok(io) => io,
+        Err(e) => (
+            Box::new(FailedSource(Some(e))) as Box<dyn Source>,
+            Box::new(NullSink) as Box<dyn Sink>,
+        ),
+    });
+    let result = snet_engine::run(graph, config, io, language, &*t);
+    if me != 0 {
+        return match result {
+            Ok(s) => {
+                if opts.stats {
+                    say!("snet: {s}");
+                }
+                0
+            }
+            Err(e @ EngineError::Distribution(_)) => {
+                say!("error: node {me}: {e}");
+                1
+            }
+            Err(_) => 1,
+        };
+    }
+    // Node 0: the others end right after the run (a failed run: they were
+    // told, or are killed after a short grace).
+    let grace = Duration::from_secs(if result.is_ok() { 30 } else { 3 });
+    let ended = started.map(|n| n.wait(grace)).unwrap_or_default();
+    match result {
+        Ok(s) => {
+            if let Some(&(k, status)) = ended.iter().find(|e| e.1 != 0) {
+                say!(
+                    "error: node {k} {} after the run",
+                    snet_shm::segment::describe_status(status)
+                );
+                return 1;
+            }
+            if opts.stats {
+                say!("snet: {s}");
+                let g = t.geometry();
+                say!(
+                    "snet: {nodes} nodes (shm, notify {}, fields {}), {} workers each, {:.3} s",
+                    g.notify.name(),
+                    g.fields.name(),
+                    config.workers,
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            0
+        }
+        Err(e) => report_error(&e),
+    }
 }
 
 /// Runs the transport conformance suite (`snet selftest`): with

@@ -55,12 +55,24 @@
 //! its README), and `tests/stress.rs` (threads and processes, all modes,
 //! idle CPU use).
 
+pub mod arena;
 pub mod notify;
 pub mod ring;
 mod sync;
 
+#[cfg(feature = "transport")]
+pub mod launch;
+#[cfg(feature = "transport")]
+pub mod segment;
+#[cfg(feature = "transport")]
+pub mod transport;
+
 pub use notify::Mode;
 pub use ring::{Claimed, Consumer, Head, HeapRegion, PushError, Ring, RingError};
+#[cfg(feature = "transport")]
+pub use segment::{FieldMode, Geometry, Segment};
+#[cfg(feature = "transport")]
+pub use transport::ShmTransport;
 
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -1,0 +1,634 @@
+//! The shared-memory transport: the distribution layer's [`Transport`]
+//! over a [`Segment`] that the node processes of one machine share (the
+//! SCC library's counterpart, thesis 6.2; `runtime.md` §4).
+//!
+//! # Messages through the rings
+//!
+//! Every node has one receive ring; a message to node `k` is pushed into
+//! ring `k` as one or more *frames* (a frame fills one slot):
+//!
+//! ```text
+//! START  kind=1 | channel | from: u16 | header length: u32 | payload length: u64 | arena offset: u64 | stream bytes...
+//! MORE   kind=2 | channel | from: u16 | stream bytes...
+//! ```
+//!
+//! The *stream* is the header followed by the payload, unless the payload
+//! went through the arena (its offset is in the START frame; `u64::MAX`
+//! when not), in which case the stream is the header alone. A message whose
+//! stream does not fit in its START frame continues in MORE frames. One
+//! sender pushes a message's frames under its per-destination lock, so a
+//! sender's frames of one message are consecutive among that sender's
+//! frames; frames of different senders interleave, and the receiver
+//! reassembles per sender. The ring keeps each sender's frames in order,
+//! which gives the transport's per-channel (in fact per-sender) order.
+//!
+//! # Field bytes ([`FieldMode`])
+//!
+//! * `chunked`: payloads always travel in the stream, copied into slots by
+//!   the sender and out of them by the receiver (two copies: the baseline).
+//! * `single-copy`: a payload that does not fit in the START frame is
+//!   copied once into a block of the shared [`Arena`]; the receiver's
+//!   [`FieldBytes`] *is* that block (no second copy). If the arena has no
+//!   room, the payload goes chunked.
+//! * `zero-copy`: as single-copy, but a payload that already lives in the
+//!   arena (field values, which [`ShmTransport::install_field_allocator`]
+//!   makes the language interfaces allocate there) is not copied at all:
+//!   the sender takes one more reference on its block and passes the
+//!   offset. Cost independent of size.
+//!
+//! An arena block is freed when its last reference, in any process, is
+//! dropped: the receiver's [`FieldBytes`] owns one reference.
+//!
+//! # Flow control and waiting
+//!
+//! A ring is the window: a sender facing a full ring backs off (spins,
+//! yields, naps up to a millisecond) until the receiver's input manager
+//! frees slots, checking meanwhile that the receiver is alive. Receivers
+//! wait as the ring's notification mode says (`poll`, `interrupt`,
+//! `sparse`); waits are cut into 100 ms pieces so that a dead peer is
+//! noticed even if nobody wakes the receiver.
+//!
+//! # Faults
+//!
+//! The segment's node words say which nodes are up, closed, exited or dead
+//! (`segment.rs`). `recv` delivers what has arrived first, then reports a
+//! dead peer as [`TransportError::PeerGone`]; `send` to a dead node fails at
+//! once. Node 0's launcher (`launch.rs`) watches the processes and marks
+//! the dead; a node process dies with node 0 (`PR_SET_PDEATHSIG`).
+
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use snet_core::{FieldAllocator, FieldBytes};
+use snet_engine::dist::{Channel, Payload, Received, Transport, TransportError};
+
+use crate::arena::Arena;
+use crate::ring::{Consumer, PushError};
+use crate::segment::{describe_status, state, FieldMode, Geometry, Segment};
+
+const START: u8 = 1;
+const MORE: u8 = 2;
+const START_LEN: usize = 24;
+const MORE_LEN: usize = 4;
+const NO_ARENA: u64 = u64::MAX;
+
+/// The longest a receiver sleeps before it looks at its peers' states.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A message being reassembled.
+struct Partial {
+    channel: Channel,
+    hlen: usize,
+    header: Vec<u8>,
+    payload: FieldBytes,
+    /// Stream bytes still to come.
+    missing: usize,
+    /// Stream bytes received.
+    got: usize,
+    /// The payload came through the arena (the stream is the header).
+    by_arena: bool,
+}
+
+impl Partial {
+    /// Appends stream bytes.
+    fn take(&mut self, mut bytes: &[u8]) {
+        let n = bytes.len().min(self.missing);
+        bytes = &bytes[..n];
+        if self.got < self.hlen {
+            let h = (self.hlen - self.got).min(bytes.len());
+            self.header.extend_from_slice(&bytes[..h]);
+            self.got += h;
+            self.missing -= h;
+            bytes = &bytes[h..];
+        }
+        if !bytes.is_empty() && !self.by_arena {
+            let at = self.got - self.hlen;
+            self.payload[at..at + bytes.len()].copy_from_slice(bytes);
+            self.got += bytes.len();
+            self.missing -= bytes.len();
+        }
+    }
+}
+
+/// The receiving side: the ring's consumer and the reassembly state.
+struct Inbox {
+    /// Borrows `Shared::segment`'s ring of this node; declared first so it
+    /// is dropped before the `Arc` that keeps the segment.
+    consumer: Consumer<'static>,
+    partial: HashMap<u32, Partial>,
+}
+
+/// What the endpoint and the arena blocks it hands out share.
+struct Shared {
+    segment: Segment,
+}
+
+/// A reference to an arena block, owned by a [`FieldBytes`]: dropping it
+/// releases the reference (the block is freed with the last one, in
+/// whichever process).
+struct ArenaRef {
+    shared: Arc<Shared>,
+    off: u64,
+}
+
+impl Drop for ArenaRef {
+    fn drop(&mut self) {
+        if let Some(a) = self.shared.segment.arena() {
+            // SAFETY: this object owned one reference, and the bytes are
+            // no longer used (their FieldBytes is being dropped).
+            unsafe { a.release(self.off) };
+        }
+    }
+}
+
+/// `len` bytes of arena block `off` as field bytes owning one reference.
+fn arena_bytes(shared: &Arc<Shared>, arena: &Arena, off: u64, len: usize) -> FieldBytes {
+    let ptr = NonNull::new(arena.data(off)).expect("arena blocks are inside the mapping");
+    // SAFETY: the block holds at least `len` bytes (the sender checked
+    // against its capacity), is 64-aligned, and stays allocated while the
+    // reference the owner holds lives; the mapping stays while `Shared`
+    // does. Field values are written only before they are shared.
+    unsafe {
+        FieldBytes::from_external(
+            ptr,
+            len,
+            Box::new(ArenaRef {
+                shared: shared.clone(),
+                off,
+            }),
+        )
+    }
+}
+
+/// This process's field allocator in zero-copy mode: field values of more
+/// than a slot's bytes live in the arena.
+struct ArenaFields {
+    shared: Arc<Shared>,
+    min: usize,
+}
+
+impl FieldAllocator for ArenaFields {
+    fn alloc_zeroed(&self, len: usize) -> Option<FieldBytes> {
+        if len < self.min {
+            return None;
+        }
+        let arena = self.shared.segment.arena()?;
+        let off = arena.alloc(len)?;
+        Some(arena_bytes(&self.shared, arena, off, len))
+    }
+}
+
+/// One node's endpoint of a shared-memory run.
+pub struct ShmTransport {
+    /// Declared before `shared`: the consumer borrows its segment.
+    inbox: Mutex<Inbox>,
+    shared: Arc<Shared>,
+    me: u32,
+    /// One lock per destination: a message's frames go out together.
+    send_locks: Vec<Mutex<()>>,
+    closed: AtomicBool,
+}
+
+impl ShmTransport {
+    /// Node `me`'s endpoint on `segment`.
+    pub fn new(segment: Segment, me: u32) -> Result<ShmTransport, TransportError> {
+        let nodes = segment.geometry().nodes;
+        if me >= nodes {
+            return Err(TransportError::Failed(format!(
+                "node {me} of a {nodes}-node segment"
+            )));
+        }
+        let shared = Arc::new(Shared { segment });
+        let ring = shared.segment.ring(me);
+        // SAFETY: the consumer borrows a ring handle inside `shared`, which
+        // this endpoint keeps (in `shared`, dropped after `inbox`) and which
+        // never moves (it is behind the Arc).
+        let ring: &'static crate::ring::Ring = unsafe { &*(ring as *const crate::ring::Ring) };
+        let consumer = ring.consumer().map_err(|_| {
+            TransportError::Failed(format!("node {me}'s ring already has a receiver"))
+        })?;
+        Ok(ShmTransport {
+            inbox: Mutex::new(Inbox {
+                consumer,
+                partial: HashMap::new(),
+            }),
+            shared,
+            me,
+            send_locks: (0..nodes).map(|_| Mutex::new(())).collect(),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Every node's endpoint on one fresh segment in this process (tests,
+    /// and the transport suite's in-process runs).
+    pub fn in_process(g: Geometry) -> std::io::Result<Vec<ShmTransport>> {
+        let nodes = g.nodes;
+        let fd = Segment::create(g)?;
+        let mut out = Vec::new();
+        // The first endpoint keeps the creator's mapping; the others map
+        // the same descriptor again (each at its own address, as processes do).
+        let dup = |s: &Segment| {
+            // SAFETY: duplicating a descriptor we hold.
+            let d = unsafe { libc::dup(s.fd()) };
+            if d < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Segment::attach(d)
+        };
+        let mut segs = Vec::new();
+        for _ in 1..nodes {
+            segs.push(dup(&fd)?);
+        }
+        out.push(ShmTransport::new(fd, 0).map_err(std::io::Error::other)?);
+        for (k, s) in segs.into_iter().enumerate() {
+            out.push(ShmTransport::new(s, k as u32 + 1).map_err(std::io::Error::other)?);
+        }
+        Ok(out)
+    }
+
+    pub fn segment(&self) -> &Segment {
+        &self.shared.segment
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        self.shared.segment.geometry()
+    }
+
+    /// Makes this process's language interfaces allocate field values in
+    /// the arena (zero-copy mode; once per process). Values up to a slot's
+    /// bytes stay on the heap: they travel inline anyway.
+    pub fn install_field_allocator(&self) -> bool {
+        if self.geometry().fields != FieldMode::ZeroCopy || self.segment().arena().is_none() {
+            return false;
+        }
+        let a: &'static ArenaFields = Box::leak(Box::new(ArenaFields {
+            shared: self.shared.clone(),
+            min: self.geometry().slot_bytes,
+        }));
+        snet_core::set_field_allocator(a)
+    }
+
+    /// Marks this node dead, as if its process had been killed (tests).
+    pub fn kill(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.segment().set_state(self.me, state::DEAD, -libc::SIGKILL);
+    }
+
+    /// The first dead peer, if any.
+    fn dead_peer(&self) -> Option<(u32, String)> {
+        let seg = self.segment();
+        (0..seg.geometry().nodes)
+            .filter(|&k| k != self.me)
+            .find_map(|k| match seg.state(k) {
+                (state::DEAD, status) => Some((k, describe_status(status))),
+                _ => None,
+            })
+    }
+
+    fn gone(&self, node: u32) -> Option<TransportError> {
+        match self.segment().state(node) {
+            (state::DEAD, status) => Some(TransportError::PeerGone {
+                node,
+                why: describe_status(status),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Puts the payload in the arena if it goes that way: its offset (the
+    /// message owns one reference), or `None` to send it in the stream.
+    fn to_arena(&self, bytes: &[u8]) -> Option<u64> {
+        let fields = self.geometry().fields;
+        if fields == FieldMode::Chunked {
+            return None;
+        }
+        let arena = self.segment().arena()?;
+        if fields == FieldMode::ZeroCopy {
+            if let Some(off) = arena.offset_of(bytes.as_ptr(), bytes.len()) {
+                arena.retain(off);
+                return Some(off);
+            }
+        }
+        let off = arena.alloc(bytes.len())?;
+        // SAFETY: a fresh block of at least `len` bytes, ours alone until sent.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), arena.data(off), bytes.len()) };
+        Some(off)
+    }
+
+    /// Pushes one frame of `len` bytes to node `to`, waiting for room.
+    fn push(&self, to: u32, len: usize, write: &dyn Fn(&mut [u8])) -> Result<(), TransportError> {
+        let ring = self.segment().ring(to);
+        let mut naps = 0u32;
+        loop {
+            match ring.try_push_with(len, |b| write(b)) {
+                Ok(()) => return Ok(()),
+                Err(PushError::Full) => {}
+                Err(e) => return Err(TransportError::Failed(e.to_string())),
+            }
+            // Whatever we pushed must be looked at before we wait.
+            ring.after_push();
+            if let Some(e) = self.gone(to) {
+                return Err(e);
+            }
+            if self.segment().state(to).0 == state::EXITED {
+                return Err(TransportError::PeerGone {
+                    node: to,
+                    why: "exited; it no longer reads".into(),
+                });
+            }
+            if self.closed.load(Ordering::Acquire) {
+                return Err(TransportError::Closed);
+            }
+            naps += 1;
+            if naps < 64 {
+                std::hint::spin_loop();
+            } else if naps < 128 {
+                std::thread::yield_now();
+            } else {
+                let us = 1u64 << (naps - 128).min(10);
+                std::thread::sleep(Duration::from_micros(us));
+            }
+        }
+    }
+
+    /// Takes frames until a message is complete or the ring is empty.
+    fn take_ready(&self, inbox: &mut Inbox) -> Result<Option<Received>, TransportError> {
+        let Inbox { consumer, partial } = inbox;
+        loop {
+            let r = consumer.try_pop(|f| self.frame(f, partial));
+            match r {
+                None => return Ok(None),
+                Some(Err(e)) => return Err(e),
+                Some(Ok(Some(m))) => return Ok(Some(m)),
+                Some(Ok(None)) => continue,
+            }
+        }
+    }
+
+    /// Handles one frame; a completed message if this frame ends one.
+    fn frame(
+        &self,
+        f: &[u8],
+        partial: &mut HashMap<u32, Partial>,
+    ) -> Result<Option<Received>, TransportError> {
+        let bad = |what: &str| Err(TransportError::Failed(format!("shm: bad frame: {what}")));
+        if f.len() < MORE_LEN {
+            return bad("too short");
+        }
+        let Some(channel) = Channel::from_raw(f[1]) else {
+            return bad("channel");
+        };
+        let from = u32::from(u16::from_le_bytes([f[2], f[3]]));
+        let p = match f[0] {
+            START => {
+                if f.len() < START_LEN {
+                    return bad("short start");
+                }
+                let hlen = u32::from_le_bytes(f[4..8].try_into().expect("4")) as usize;
+                let plen = u64::from_le_bytes(f[8..16].try_into().expect("8")) as usize;
+                let off = u64::from_le_bytes(f[16..24].try_into().expect("8"));
+                if partial.contains_key(&from) {
+                    return bad("a new message before the last one ended");
+                }
+                let (payload, by_arena) = if off == NO_ARENA {
+                    (FieldBytes::zeroed(plen), false)
+                } else {
+                    let Some(arena) = self.segment().arena() else {
+                        return bad("arena offset without an arena");
+                    };
+                    (arena_bytes(&self.shared, arena, off, plen), true)
+                };
+                let missing = hlen + if by_arena { 0 } else { plen };
+                let mut m = Partial {
+                    channel,
+                    hlen,
+                    header: Vec::with_capacity(hlen),
+                    payload,
+                    missing,
+                    got: 0,
+                    by_arena,
+                };
+                m.take(&f[START_LEN..]);
+                m
+            }
+            MORE => {
+                let Some(mut m) = partial.remove(&from) else {
+                    return bad("a continuation without a start");
+                };
+                m.take(&f[MORE_LEN..]);
+                m
+            }
+            _ => return bad("kind"),
+        };
+        if p.missing > 0 {
+            partial.insert(from, p);
+            return Ok(None);
+        }
+        Ok(Some(Received {
+            from,
+            channel: p.channel,
+            header: p.header,
+            payload: p.payload,
+        }))
+    }
+}
+
+/// Copies stream bytes `[at, at + dst.len())` of `header ++ payload` into `dst`.
+fn copy_stream(dst: &mut [u8], header: &[u8], payload: &[u8], at: usize) {
+    let mut d = 0;
+    if at < header.len() {
+        let n = (header.len() - at).min(dst.len());
+        dst[..n].copy_from_slice(&header[at..at + n]);
+        d = n;
+    }
+    if d < dst.len() {
+        let p = at + d - header.len();
+        let n = dst.len() - d;
+        dst[d..].copy_from_slice(&payload[p..p + n]);
+    }
+}
+
+impl Transport for ShmTransport {
+    fn node(&self) -> u32 {
+        self.me
+    }
+
+    fn nodes(&self) -> u32 {
+        self.geometry().nodes
+    }
+
+    fn send(
+        &self,
+        to: u32,
+        channel: Channel,
+        header: &[u8],
+        payload: Payload,
+    ) -> Result<(), TransportError> {
+        if to >= self.nodes() || to == self.me {
+            return Err(TransportError::Failed(format!(
+                "shm: node {} cannot send to node {to}",
+                self.me
+            )));
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(TransportError::Closed);
+        }
+        if let Some(e) = self.gone(to) {
+            return Err(e);
+        }
+        let header_len = u32::try_from(header.len())
+            .map_err(|_| TransportError::Failed("shm: header over 4 GiB".into()))?;
+        let _order = lock(&self.send_locks[to as usize]);
+        let ring = self.segment().ring(to);
+        let room = ring.max_message();
+        let bytes = payload.bytes();
+        let arena = if START_LEN + header.len() + bytes.len() > room {
+            self.to_arena(bytes)
+        } else {
+            None
+        };
+        let stream_payload: &[u8] = if arena.is_some() { &[] } else { bytes };
+        let total = header.len() + stream_payload.len();
+        let from = (self.me as u16).to_le_bytes();
+        let first = total.min(room - START_LEN);
+        let start = |b: &mut [u8]| {
+            b[0] = START;
+            b[1] = channel as u8;
+            b[2..4].copy_from_slice(&from);
+            b[4..8].copy_from_slice(&header_len.to_le_bytes());
+            b[8..16].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+            b[16..24].copy_from_slice(&arena.unwrap_or(NO_ARENA).to_le_bytes());
+            copy_stream(&mut b[START_LEN..], header, stream_payload, 0);
+        };
+        if let Err(e) = self.push(to, START_LEN + first, &start) {
+            if let (Some(off), Some(a)) = (arena, self.segment().arena()) {
+                // SAFETY: the message owned this reference and was not sent.
+                unsafe { a.release(off) };
+            }
+            return Err(e);
+        }
+        let mut at = first;
+        let mut since_notify = 0;
+        while at < total {
+            let n = (total - at).min(room - MORE_LEN);
+            let more = |b: &mut [u8]| {
+                b[0] = MORE;
+                b[1] = channel as u8;
+                b[2..4].copy_from_slice(&from);
+                copy_stream(&mut b[MORE_LEN..], header, stream_payload, at);
+            };
+            self.push(to, MORE_LEN + n, &more)?;
+            at += n;
+            since_notify += 1;
+            // Let the receiver start on a long message before it ends.
+            if since_notify == 16 {
+                ring.after_push();
+                since_notify = 0;
+            }
+        }
+        ring.after_push();
+        Ok(())
+    }
+
+    fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
+        let deadline = Instant::now() + timeout;
+        let mut inbox = lock(&self.inbox);
+        loop {
+            if let Some(m) = self.take_ready(&mut inbox)? {
+                return Ok(Some(m));
+            }
+            if self.closed.load(Ordering::Acquire) {
+                return Err(TransportError::Closed);
+            }
+            if let Some((node, why)) = self.dead_peer() {
+                return Err(TransportError::PeerGone { node, why });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            inbox.consumer.wait(Some((deadline - now).min(LOOK_EVERY)));
+        }
+    }
+
+    fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.segment().set_state(self.me, state::CLOSED, 0);
+            // Wake this node's own receiver, if it waits.
+            self.segment().ring(self.me).kick();
+        }
+    }
+
+    fn buffered(&self, to: u32) -> Option<usize> {
+        Some(self.segment().ring(to).len() as usize)
+    }
+
+    fn window(&self) -> Option<usize> {
+        Some(self.geometry().slots)
+    }
+
+    fn name(&self) -> &str {
+        "shm"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::Mode;
+    use snet_engine::dist::conformance;
+
+    fn geometry(nodes: u32, notify: Mode, fields: FieldMode) -> Geometry {
+        Geometry {
+            nodes,
+            slots: 16,
+            slot_bytes: 240,
+            notify,
+            fields,
+            arena: if fields == FieldMode::Chunked { 0 } else { 256 << 20 },
+        }
+    }
+
+    #[test]
+    fn stream_copies_cross_the_header_payload_boundary() {
+        let (h, p) = (b"hdr".as_slice(), b"payload".as_slice());
+        let mut all = Vec::new();
+        for at in 0..10 {
+            let mut d = [0u8; 1];
+            copy_stream(&mut d, h, p, at);
+            all.push(d[0]);
+        }
+        assert_eq!(&all, b"hdrpayload");
+        let mut d = [0u8; 4];
+        copy_stream(&mut d, h, p, 1);
+        assert_eq!(&d, b"drpa");
+    }
+
+    /// The transport conformance suite on every notify × fields
+    /// combination, nodes as threads of this process over one segment
+    /// (each mapping it at its own address), with tiny rings (16 slots of
+    /// 240 bytes): every message of more than a few bytes is chunked or
+    /// goes by the arena, and senders often find the ring full.
+    #[test]
+    fn the_transport_suite_passes_in_every_mode() {
+        for notify in [Mode::Poll, Mode::Interrupt, Mode::Sparse] {
+            for fields in FieldMode::ALL {
+                for nodes in [2, 3] {
+                    let g = geometry(nodes, notify, fields);
+                    conformance::run_in_threads(
+                        &|| ShmTransport::in_process(g).expect("segment"),
+                        &|t: &ShmTransport| t.kill(),
+                    )
+                    .unwrap_or_else(|e| panic!("{notify:?} {fields:?} {nodes} nodes: {e}"));
+                }
+            }
+        }
+    }
+}
