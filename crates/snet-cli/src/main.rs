@@ -96,18 +96,26 @@ enum Cmd {
     /// conformance suite (ordering, payloads up to 64 MiB, flow control,
     /// shutdown). Under MPI: `mpirun -np 2 snet selftest`.
     Selftest {
-        /// `mpi` (the default under mpirun) or `loopback`.
-        #[arg(long, value_parser = ["loopback", "mpi"])]
+        /// `mpi` (the default under mpirun), `shm` (node processes on this
+        /// machine, started by this one) or `loopback`.
+        #[arg(long, value_parser = ["loopback", "mpi", "shm"])]
         transport: Option<String>,
-        /// Nodes of a loopback run (MPI: the number of processes).
+        /// Shared memory: the notification mode.
+        #[arg(long, default_value = "sparse", value_parser = ["poll", "interrupt", "sparse"])]
+        notify: String,
+        /// Shared memory: the field transfer mode.
+        #[arg(long, default_value = "zero-copy", value_parser = ["chunked", "single-copy", "zero-copy"])]
+        fields: String,
+        /// Nodes of a loopback or shm run (MPI: the number of processes).
         #[arg(long, default_value_t = 4)]
         nodes: u32,
         /// Run only this case (repeatable): ordering, payloads,
-        /// flow-control, shutdown, peer-dies (kills the last node; run it
-        /// alone under MPI).
+        /// flow-control, shutdown, peer-dies (kills the last node; under
+        /// MPI and shm only when named, and alone).
         #[arg(long = "case", value_name = "CASE")]
         cases: Vec<String>,
-        /// Flow-control window in messages (small, to exercise it).
+        /// Flow-control window in messages (small, to exercise it; shm:
+        /// slots per ring).
         #[arg(long, default_value_t = 8)]
         window: usize,
     },
@@ -145,6 +153,8 @@ fn main() -> ExitCode {
             nodes,
             cases,
             window,
+            notify,
+            fields,
         } => {
             let transport = transport.unwrap_or_else(|| {
                 if snet_runner::mpi_launched() {
@@ -153,7 +163,13 @@ fn main() -> ExitCode {
                     "loopback".into()
                 }
             });
-            ExitCode::from(snet_runner::selftest(&transport, nodes, &cases, window))
+            ExitCode::from(snet_runner::selftest(
+                &transport,
+                nodes,
+                &cases,
+                window,
+                (&notify, &fields),
+            ))
         }
         Cmd::Build {
             file,

@@ -26,6 +26,14 @@
 //! (`--mca btl self,tcp`). The harness adds the flags CI needs (running as
 //! root, more ranks than cores).
 //!
+//! Every case also runs over the shared-memory transport (unless
+//! `SNET_SHM` is `0`; `SNET_SHM=only`: only these), one process per node,
+//! for each notify mode (`poll`, `interrupt`, `sparse`) and field mode
+//! (`chunked`, `single-copy`, `zero-copy`): 1 node; 2 nodes with random
+//! placements; 4 nodes with random placements, every field by reference,
+//! and tiny rings (8 slots of 192 bytes, so most messages are chunked or go
+//! through the arena and senders often wait for room).
+//!
 //! An optional `args` file holds extra command-line arguments for the run,
 //! one argument per line (so a line may contain spaces, as in
 //! `--input-limit` / `8 + 2*output`; surrounding whitespace and empty lines
@@ -132,12 +140,27 @@ struct Setup {
     /// loopback transport; `Some(true)`: with `--mca btl self,tcp` (the
     /// network path of a cluster).
     mpi: Option<bool>,
+    /// `--transport shm` with this notify and field mode; tiny rings (8
+    /// slots of 192 bytes: most messages chunked or through the arena,
+    /// senders often facing a full ring) when `.2`.
+    shm: Option<(&'static str, &'static str, bool)>,
 }
 
 impl Setup {
     fn args(&self) -> Vec<String> {
         let mut v = vec!["-w".to_string(), self.workers.to_string()];
-        if self.nodes > 1 && self.mpi.is_none() {
+        if let Some((notify, fields, _)) = self.shm {
+            v.extend([
+                "--nodes".into(),
+                self.nodes.to_string(),
+                "--transport".into(),
+                "shm".into(),
+                "--notify".into(),
+                notify.into(),
+                "--fields".into(),
+                fields.into(),
+            ]);
+        } else if self.nodes > 1 && self.mpi.is_none() {
             v.extend([
                 "--nodes".into(),
                 self.nodes.to_string(),
@@ -156,6 +179,12 @@ impl Setup {
 
     fn name(&self) -> String {
         let mut n = format!("w{}", self.workers);
+        if let Some((notify, fields, tiny)) = self.shm {
+            n = format!("shm-n{}-{notify}-{fields} {n}", self.nodes);
+            if tiny {
+                n.push_str(" tiny-rings");
+            }
+        }
         match self.mpi {
             None if self.nodes > 1 => n.push_str(&format!(" n{}", self.nodes)),
             None => {}
@@ -229,6 +258,9 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             }
             None => Command::new(program),
         };
+        if let Some((_, _, true)) = setup.shm {
+            cmd.env("SNET_SHM_SLOTS", "8").env("SNET_SHM_SLOT_BYTES", "192");
+        }
         if exe.is_none() {
             cmd.arg("run").arg(&prog);
         }
@@ -328,6 +360,10 @@ fn main() {
         );
         std::process::exit(2);
     }
+    // Shared-memory setups unless SNET_SHM=0; SNET_SHM=only runs nothing else.
+    let shm_env = std::env::var("SNET_SHM").unwrap_or_default();
+    let shm = shm_env != "0";
+    let only_shm = shm_env == "only";
     let mut trials = Vec::new();
     let mut suites: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|d| {
@@ -369,6 +405,7 @@ fn main() {
                     scatter: None,
                     by_ref: false,
                     mpi: None,
+                    shm: None,
                 },
                 Setup {
                     workers: 2,
@@ -376,6 +413,7 @@ fn main() {
                     scatter: None,
                     by_ref: false,
                     mpi: None,
+                    shm: None,
                 },
                 Setup {
                     workers: 8,
@@ -383,6 +421,7 @@ fn main() {
                     scatter: None,
                     by_ref: false,
                     mpi: None,
+                    shm: None,
                 },
                 Setup {
                     workers: 2,
@@ -390,6 +429,7 @@ fn main() {
                     scatter: Some(seed),
                     by_ref: false,
                     mpi: None,
+                    shm: None,
                 },
                 Setup {
                     workers: 1,
@@ -397,6 +437,7 @@ fn main() {
                     scatter: Some(seed + 1),
                     by_ref: true,
                     mpi: None,
+                    shm: None,
                 },
                 Setup {
                     workers: 2,
@@ -404,6 +445,7 @@ fn main() {
                     scatter: Some(seed + 2),
                     by_ref: false,
                     mpi: None,
+                    shm: None,
                 },
                 // The program's own placements, unchanged.
                 Setup {
@@ -412,6 +454,7 @@ fn main() {
                     scatter: None,
                     by_ref: false,
                     mpi: None,
+                    shm: None,
                 },
             ];
             // More random placements on request (`SNET_SEEDS=N`): the
@@ -423,6 +466,7 @@ fn main() {
                     scatter: Some(seed + 1000 * k),
                     by_ref: k % 2 == 0,
                     mpi: None,
+                    shm: None,
                 });
             }
             // The same under mpirun (one process per node): 1 node, 2 and 4
@@ -435,6 +479,7 @@ fn main() {
                     scatter,
                     by_ref,
                     mpi: Some(tcp),
+                    shm: None,
                 };
                 setups.extend([
                     m(1, 2, None, false, false),
@@ -443,11 +488,35 @@ fn main() {
                     m(2, 1, Some(seed + 5), true, true),
                 ]);
             }
+            // The same over shared memory, one process per node, for every
+            // notify × fields combination: 1 node, 2 nodes with random
+            // placements, 4 nodes with random placements, every field by
+            // reference and tiny rings.
+            if shm {
+                for notify in ["poll", "interrupt", "sparse"] {
+                    for fields in ["chunked", "single-copy", "zero-copy"] {
+                        let s = |nodes, workers, scatter, by_ref, tiny| Setup {
+                            workers,
+                            nodes,
+                            scatter,
+                            by_ref,
+                            mpi: None,
+                            shm: Some((notify, fields, tiny)),
+                        };
+                        setups.extend([
+                            s(1, 2, None, false, false),
+                            s(2, 2, Some(seed + 6), false, false),
+                            s(4, 1, Some(seed + 7), true, true),
+                        ]);
+                    }
+                }
+            }
             let allowed = allowed_nodes(&case);
             for setup in setups
                 .into_iter()
                 .filter(|s| allowed.as_ref().is_none_or(|a| a.contains(&s.nodes)))
                 .filter(|s| !only_mpi || s.mpi.is_some())
+                .filter(|s| !only_shm || s.shm.is_some())
             {
                 let case = case.clone();
                 trials.push(Trial::test(format!("{name} {}", setup.name()), move || {
