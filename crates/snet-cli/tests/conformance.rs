@@ -259,7 +259,8 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             None => Command::new(program),
         };
         if let Some((_, _, true)) = setup.shm {
-            cmd.env("SNET_SHM_SLOTS", "8").env("SNET_SHM_SLOT_BYTES", "192");
+            cmd.env("SNET_SHM_SLOTS", "8")
+                .env("SNET_SHM_SLOT_BYTES", "192");
         }
         if exe.is_none() {
             cmd.arg("run").arg(&prog);

@@ -18,38 +18,11 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-const HANG: Duration = Duration::from_secs(120);
-
 fn require_mpirun() {
     assert!(
         have_mpirun(),
         "mpirun not found: scripts/setup.sh installs Open MPI"
     );
-}
-
-/// Runs `cmd` to the end, or kills it after [`HANG`] and fails.
-fn output_guarded(mut cmd: Command) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mpirun");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if start.elapsed() > HANG {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "hung: no end after {HANG:?}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn selftest(np: u32, tcp: bool, args: &[&str]) -> Output {

@@ -224,7 +224,8 @@ mod tests {
         let mut backing = FieldBytes::copy_from(&[7; 48]);
         let ptr = NonNull::new(backing.as_mut_ptr()).unwrap();
         // SAFETY: `backing` lives in the owner, as long as the buffer.
-        let b = unsafe { FieldBytes::from_external(ptr, 40, Box::new(Owner(drops.clone(), backing))) };
+        let b =
+            unsafe { FieldBytes::from_external(ptr, 40, Box::new(Owner(drops.clone(), backing))) };
         assert!(b.is_external() && b.len() == 40 && b.iter().all(|&x| x == 7));
         let c = b.clone();
         assert!(!c.is_external() && c == b);

@@ -529,10 +529,7 @@ fn run_mpi(
 
 /// Node 0's or a started node's endpoint of a shared-memory run, and (on
 /// node 0) the node processes it started.
-type ShmEndpoint = (
-    Arc<snet_shm::ShmTransport>,
-    Option<snet_shm::launch::Nodes>,
-);
+type ShmEndpoint = (Arc<snet_shm::ShmTransport>, Option<snet_shm::launch::Nodes>);
 
 /// Joins the shared-memory run this process was started for, or (node 0)
 /// creates one of `nodes` nodes and starts the other node processes.
@@ -543,7 +540,8 @@ fn shm_endpoint(nodes: u32, notify: &str, fields: &str) -> Result<ShmEndpoint, S
         let t = launch::attach_as_node(k, fd)?;
         return Ok((Arc::new(t), None));
     }
-    let notify = snet_shm::Mode::parse(notify).ok_or_else(|| format!("no notify mode `{notify}`"))?;
+    let notify =
+        snet_shm::Mode::parse(notify).ok_or_else(|| format!("no notify mode `{notify}`"))?;
     let fields =
         snet_shm::FieldMode::parse(fields).ok_or_else(|| format!("no field mode `{fields}`"))?;
     let g = snet_shm::Geometry::new(nodes, notify, fields);
@@ -598,6 +596,7 @@ fn run_shm(
             Ok(s) => {
                 if opts.stats {
                     say!("snet: {s}");
+                    say!("snet: shm node {me}: {}", t.counters());
                 }
                 0
             }
@@ -614,15 +613,24 @@ fn run_shm(
     let ended = started.map(|n| n.wait(grace)).unwrap_or_default();
     match result {
         Ok(s) => {
-            if let Some(&(k, status)) = ended.iter().find(|e| e.1 != 0) {
+            if let Some(e) = ended.iter().find(|e| e.status != 0) {
                 say!(
-                    "error: node {k} {} after the run",
-                    snet_shm::segment::describe_status(status)
+                    "error: node {} {} after the run",
+                    e.node,
+                    snet_shm::segment::describe_status(e.status)
                 );
                 return 1;
             }
             if opts.stats {
                 say!("snet: {s}");
+                say!("snet: shm node 0: {}", t.counters());
+                if !ended.is_empty() {
+                    let cpu: Vec<String> = ended
+                        .iter()
+                        .map(|e| format!("node {} {:.3} s", e.node, e.cpu.as_secs_f64()))
+                        .collect();
+                    say!("snet: cpu time: {}", cpu.join(", "));
+                }
                 let g = t.geometry();
                 say!(
                     "snet: {nodes} nodes (shm, notify {}, fields {}), {} workers each, {:.3} s",
@@ -743,11 +751,12 @@ fn selftest_shm(cases: &[&str], nodes: u32, window: usize, notify: &str, fields:
     t.close();
     if let Some(n) = started {
         let died = cases.contains(&"peer-dies").then_some(t.nodes() - 1);
-        for (k, st) in n.wait(Duration::from_secs(if status == 0 { 30 } else { 3 })) {
-            if st != 0 && Some(k) != died {
+        for e in n.wait(Duration::from_secs(if status == 0 { 30 } else { 3 })) {
+            if e.status != 0 && Some(e.node) != died {
                 say!(
-                    "error: node {k} {}",
-                    snet_shm::segment::describe_status(st)
+                    "error: node {} {}",
+                    e.node,
+                    snet_shm::segment::describe_status(e.status)
                 );
                 status = 1;
             }

@@ -24,7 +24,7 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -61,13 +61,20 @@ pub fn attach_as_node(node: u32, fd: RawFd) -> Result<ShmTransport, String> {
     ShmTransport::new(seg, node).map_err(|e| e.to_string())
 }
 
-/// How a node process ended: its exit status, or minus the signal.
-pub type Status = i32;
+/// How a node process ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Ended {
+    pub node: u32,
+    /// Its exit status, or minus the signal that killed it.
+    pub status: i32,
+    /// The CPU time (user and system) it used.
+    pub cpu: Duration,
+}
 
 /// The node processes node 0 started.
 pub struct Nodes {
     pids: Vec<(u32, u32)>,
-    ended: mpsc::Receiver<(u32, Status)>,
+    ended: mpsc::Receiver<Ended>,
 }
 
 impl Nodes {
@@ -109,7 +116,7 @@ impl Nodes {
                     Ok(())
                 });
             }
-            let mut child = match cmd.spawn() {
+            let child = match cmd.spawn() {
                 Ok(c) => c,
                 Err(e) => {
                     nodes.kill_all();
@@ -126,17 +133,18 @@ impl Nodes {
             std::thread::Builder::new()
                 .name(format!("snet-shm-watch-{k}"))
                 .spawn(move || {
-                    let status = match child.wait() {
-                        Ok(s) => s.code().unwrap_or_else(|| -s.signal().unwrap_or(0)),
-                        Err(_) => -libc::SIGKILL,
-                    };
+                    let (status, cpu) = reap(child.id());
                     let seg = t.segment();
                     if status == 0 {
                         seg.set_state(k, state::EXITED, 0);
                     } else {
                         seg.set_state(k, state::DEAD, status);
                     }
-                    let _ = tx.send((k, status));
+                    let _ = tx.send(Ended {
+                        node: k,
+                        status,
+                        cpu,
+                    });
                 })?;
         }
         Ok(nodes)
@@ -144,13 +152,16 @@ impl Nodes {
 
     /// Waits until every node process has ended; a process still running
     /// `grace` from now is killed. Returns how each ended, by node.
-    pub fn wait(self, grace: Duration) -> Vec<(u32, Status)> {
+    pub fn wait(self, grace: Duration) -> Vec<Ended> {
         let deadline = Instant::now() + grace;
-        let mut ended: Vec<(u32, Status)> = Vec::new();
+        let mut ended: Vec<Ended> = Vec::new();
         let mut killed = false;
         while ended.len() < self.pids.len() {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.ended.recv_timeout(if killed { Duration::from_secs(5) } else { left }) {
+            match self
+                .ended
+                .recv_timeout(if killed { Duration::from_secs(5) } else { left })
+            {
                 Ok(e) => ended.push(e),
                 Err(mpsc::RecvTimeoutError::Timeout) if !killed => {
                     self.kill_all();
@@ -159,7 +170,7 @@ impl Nodes {
                 Err(_) => break,
             }
         }
-        ended.sort_unstable();
+        ended.sort_unstable_by_key(|e| e.node);
         ended
     }
 
@@ -170,4 +181,33 @@ impl Nodes {
             unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
         }
     }
+}
+
+/// Waits for child `pid` to end: its status (exit status, or minus the
+/// signal) and the CPU time it used (`wait4(2)`'s resource usage).
+fn reap(pid: u32) -> (i32, Duration) {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waiting for our own child, with valid out pointers.
+        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+        if r == pid as libc::pid_t {
+            break;
+        }
+        if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return (-libc::SIGKILL, Duration::ZERO);
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        -libc::WTERMSIG(status)
+    } else {
+        -libc::SIGKILL
+    };
+    (code, cpu)
 }

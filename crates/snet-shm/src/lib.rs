@@ -72,7 +72,7 @@ pub use ring::{Claimed, Consumer, Head, HeapRegion, PushError, Ring, RingError};
 #[cfg(feature = "transport")]
 pub use segment::{FieldMode, Geometry, Segment};
 #[cfg(feature = "transport")]
-pub use transport::ShmTransport;
+pub use transport::{Counters, ShmTransport};
 
 #[cfg(all(test, loom))]
 mod loom_tests;

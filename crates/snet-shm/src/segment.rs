@@ -243,7 +243,9 @@ impl Segment {
         header.nodes.store(g.nodes, Ordering::Relaxed);
         header.notify.store(g.notify.to_word(), Ordering::Relaxed);
         header.slots.store(g.slots as u64, Ordering::Relaxed);
-        header.slot_bytes.store(g.slot_bytes as u64, Ordering::Relaxed);
+        header
+            .slot_bytes
+            .store(g.slot_bytes as u64, Ordering::Relaxed);
         header.fields.store(g.fields.word(), Ordering::Relaxed);
         header.arena.store(g.arena as u64, Ordering::Relaxed);
         let ring_len = g.ring_len().expect("checked");

@@ -57,8 +57,9 @@
 //! the dead; a node process dies with node 0 (`PR_SET_PDEATHSIG`).
 
 use std::collections::HashMap;
+use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -185,6 +186,44 @@ impl FieldAllocator for ArenaFields {
     }
 }
 
+/// What one endpoint sent, by path (for `--stats` and tests).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Frames pushed into rings.
+    pub frames: u64,
+    /// Payloads too big for one frame sent through the rings in pieces.
+    pub chunked: u64,
+    /// Payloads copied once into the arena (single-copy).
+    pub copied: u64,
+    /// Payloads that lived in the arena already: only the offset went.
+    pub zero_copy: u64,
+    /// Times a sender found a ring full and waited.
+    pub full: u64,
+}
+
+impl fmt::Display for Counters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} frames, payloads: {} chunked, {} single-copy, {} zero-copy; {} waits for a full ring",
+            self.frames, self.chunked, self.copied, self.zero_copy, self.full
+        )
+    }
+}
+
+#[derive(Default)]
+struct AtomicCounters {
+    frames: AtomicU64,
+    chunked: AtomicU64,
+    copied: AtomicU64,
+    zero_copy: AtomicU64,
+    full: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
 /// One node's endpoint of a shared-memory run.
 pub struct ShmTransport {
     /// Declared before `shared`: the consumer borrows its segment.
@@ -194,6 +233,7 @@ pub struct ShmTransport {
     /// One lock per destination: a message's frames go out together.
     send_locks: Vec<Mutex<()>>,
     closed: AtomicBool,
+    counters: AtomicCounters,
 }
 
 impl ShmTransport {
@@ -223,6 +263,7 @@ impl ShmTransport {
             me,
             send_locks: (0..nodes).map(|_| Mutex::new(())).collect(),
             closed: AtomicBool::new(false),
+            counters: AtomicCounters::default(),
         })
     }
 
@@ -275,10 +316,24 @@ impl ShmTransport {
         snet_core::set_field_allocator(a)
     }
 
+    /// What this endpoint sent so far, by path.
+    pub fn counters(&self) -> Counters {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Counters {
+            frames: get(&c.frames),
+            chunked: get(&c.chunked),
+            copied: get(&c.copied),
+            zero_copy: get(&c.zero_copy),
+            full: get(&c.full),
+        }
+    }
+
     /// Marks this node dead, as if its process had been killed (tests).
     pub fn kill(&self) {
         self.closed.store(true, Ordering::Release);
-        self.segment().set_state(self.me, state::DEAD, -libc::SIGKILL);
+        self.segment()
+            .set_state(self.me, state::DEAD, -libc::SIGKILL);
     }
 
     /// The first dead peer, if any.
@@ -313,10 +368,12 @@ impl ShmTransport {
         if fields == FieldMode::ZeroCopy {
             if let Some(off) = arena.offset_of(bytes.as_ptr(), bytes.len()) {
                 arena.retain(off);
+                bump(&self.counters.zero_copy);
                 return Some(off);
             }
         }
         let off = arena.alloc(bytes.len())?;
+        bump(&self.counters.copied);
         // SAFETY: a fresh block of at least `len` bytes, ours alone until sent.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), arena.data(off), bytes.len()) };
         Some(off)
@@ -328,7 +385,11 @@ impl ShmTransport {
         let mut naps = 0u32;
         loop {
             match ring.try_push_with(len, |b| write(b)) {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    bump(&self.counters.frames);
+                    return Ok(());
+                }
+                Err(PushError::Full) if naps == 0 => bump(&self.counters.full),
                 Err(PushError::Full) => {}
                 Err(e) => return Err(TransportError::Failed(e.to_string())),
             }
@@ -496,6 +557,9 @@ impl Transport for ShmTransport {
         };
         let stream_payload: &[u8] = if arena.is_some() { &[] } else { bytes };
         let total = header.len() + stream_payload.len();
+        if arena.is_none() && START_LEN + total > room && !bytes.is_empty() {
+            bump(&self.counters.chunked);
+        }
         let from = (self.me as u16).to_le_bytes();
         let first = total.min(room - START_LEN);
         let start = |b: &mut [u8]| {
@@ -592,7 +656,11 @@ mod tests {
             slot_bytes: 240,
             notify,
             fields,
-            arena: if fields == FieldMode::Chunked { 0 } else { 256 << 20 },
+            arena: if fields == FieldMode::Chunked {
+                0
+            } else {
+                256 << 20
+            },
         }
     }
 

@@ -4,7 +4,55 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A run that has not ended after this long is killed and fails the test.
+pub const HANG: Duration = Duration::from_secs(120);
+
+/// Runs `cmd` to the end, or kills it after [`HANG`] and fails.
+pub fn output_guarded(mut cmd: Command) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the program");
+    // Drain both pipes on threads, so a chatty run never blocks on them.
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut v);
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = err.join().unwrap_or_default();
+            panic!(
+                "hung: no end after {HANG:?}\n{}",
+                String::from_utf8_lossy(&err)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
 
 pub const BOXES: &str = r#"
 #include <stdlib.h>
@@ -196,12 +244,8 @@ pub fn run_with(mut cmd: Command, exe: &Path, input: &str, args: &[&str]) -> Run
     let dir = exe.parent().unwrap();
     let inp = dir.join("input.xml");
     std::fs::write(&inp, input).unwrap();
-    let out = cmd
-        .arg("-i")
-        .arg(&inp)
-        .args(args)
-        .output()
-        .expect("run program");
+    cmd.arg("-i").arg(&inp).args(args);
+    let out = output_guarded(cmd);
     Run {
         ok: out.status.success(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
