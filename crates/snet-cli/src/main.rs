@@ -92,9 +92,26 @@ enum Cmd {
         #[arg(long)]
         keep: bool,
     },
+    /// The communication benchmark's ping-pong between node 0 and node 1
+    /// (one JSON line per message size; `bench/comm` runs it everywhere).
+    #[command(hide = true)]
+    Pingpong {
+        /// `shm`, `mpi` (under `mpirun -np 2`), `raw-spin` or `raw-futex`
+        /// (hand-written 8-byte ping-pongs over a shared page).
+        #[arg(long, default_value = "shm", value_parser = ["shm", "mpi", "raw-spin", "raw-futex"])]
+        transport: String,
+        #[arg(long, default_value = "poll", value_parser = ["poll", "interrupt", "sparse"])]
+        notify: String,
+        #[arg(long, default_value = "zero-copy", value_parser = ["chunked", "single-copy", "zero-copy"])]
+        fields: String,
+        /// Message sizes in bytes, comma separated (default: 8 B to 256 MiB, doubling).
+        #[arg(long, value_delimiter = ',')]
+        sizes: Vec<usize>,
+    },
     /// Check that a transport between nodes works: runs the transport
     /// conformance suite (ordering, payloads up to 64 MiB, flow control,
-    /// shutdown). Under MPI: `mpirun -np 2 snet selftest`.
+    /// shutdown). Under MPI: `mpirun -np 2 snet selftest`; shared memory:
+    /// `snet selftest --transport shm --nodes 3`.
     Selftest {
         /// `mpi` (the default under mpirun), `shm` (node processes on this
         /// machine, started by this one) or `loopback`.
@@ -147,6 +164,21 @@ fn main() -> ExitCode {
                 }
             }
             ExitCode::from(code.clamp(0, 255) as u8)
+        }
+        Cmd::Pingpong {
+            transport,
+            notify,
+            fields,
+            sizes,
+        } => {
+            let sizes = if sizes.is_empty() {
+                (3..=28).map(|k| 1usize << k).collect()
+            } else {
+                sizes
+            };
+            ExitCode::from(snet_runner::pingpong_command(
+                &transport, &notify, &fields, &sizes,
+            ))
         }
         Cmd::Selftest {
             transport,

@@ -24,6 +24,8 @@ use snet_engine::{
 };
 use snet_io::{Item, RecordReader, RecordWriter};
 
+pub mod pingpong;
+
 /// Prints one line on stderr with a single `write`: under `mpirun` every
 /// rank's stderr is forwarded into one stream, and `eprintln!` (several
 /// writes per line) let the ranks' report lines interleave mid-line.
@@ -799,6 +801,69 @@ fn selftest_mpi(cases: &[&str], window: usize) -> u8 {
     }
     t.finish();
     status
+}
+
+/// The communication benchmark's ping-pong (`snet pingpong`, see
+/// [`pingpong`]): over `transport` (`shm`, `mpi` under mpirun, or the
+/// hand-written `raw-spin` / `raw-futex`), for each of `sizes`.
+pub fn pingpong_command(transport: &str, notify: &str, fields: &str, sizes: &[usize]) -> u8 {
+    use snet_engine::dist::Transport;
+    let result = match transport {
+        "raw-spin" | "raw-futex" => pingpong::raw(transport == "raw-futex", 20000),
+        "shm" => {
+            let (t, started) = match shm_endpoint(2, notify, fields) {
+                Ok(e) => e,
+                Err(e) => {
+                    say!("error: shm: {e}");
+                    return 2;
+                }
+            };
+            t.install_field_allocator();
+            let g = t.geometry();
+            let r = pingpong::over_transport(&*t, sizes, ("shm", g.notify.name(), g.fields.name()));
+            t.close();
+            if let Some(n) = started {
+                for e in n.wait(Duration::from_secs(10)) {
+                    if e.status != 0 {
+                        say!(
+                            "error: node {} {}",
+                            e.node,
+                            snet_shm::segment::describe_status(e.status)
+                        );
+                        return 1;
+                    }
+                }
+            }
+            r
+        }
+        "mpi" => pingpong_mpi(sizes),
+        other => Err(format!("no transport `{other}`")),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            say!("error: pingpong: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(feature = "mpi")]
+fn pingpong_mpi(sizes: &[usize]) -> Result<(), String> {
+    use snet_engine::dist::Transport;
+    let t = snet_mpi::MpiTransport::start().map_err(|e| format!("cannot start MPI: {e}"))?;
+    let r = if t.nodes() == 2 {
+        pingpong::over_transport(&t, sizes, ("mpi", "-", "-"))
+    } else {
+        Err("the MPI ping-pong needs exactly 2 ranks (mpirun -np 2)".into())
+    };
+    t.finish();
+    r
+}
+
+#[cfg(not(feature = "mpi"))]
+fn pingpong_mpi(_: &[usize]) -> Result<(), String> {
+    Err("this snet was built without MPI (cargo feature `mpi`)".into())
 }
 
 /// Linker flags for the MPI library this runner was built with (`snet

@@ -1,0 +1,281 @@
+//! The communication benchmark's measuring end (`snet pingpong`, thesis
+//! 5.2): a ping-pong between node 0 and node 1 of a transport, message
+//! sizes from 8 bytes up, reporting per size the median round-trip time
+//! and the *busy time* per round trip (CPU time that both processes spent,
+//! waiting included when waiting spins: that is what polling costs).
+//!
+//! * Over a transport (`shm` in any notify × fields mode, `mpi`), the
+//!   message is a field payload on the `Field` channel, echoed back by
+//!   node 1 as the very buffer it received. Payloads are allocated as
+//!   field values (`FieldBytes::for_field`), so in zero-copy mode they live
+//!   in the arena and every transfer passes an offset; in single-copy mode
+//!   every transfer copies once; chunked, twice.
+//! * `raw-spin` and `raw-futex` are the comparison written by hand: two
+//!   processes (a fork) and one shared page, an 8-byte message and a
+//!   sequence word per direction; the receiver spins on the word, or sleeps
+//!   on it with `futex(2)` and is woken by the sender.
+//!
+//! Node 0 prints one JSON object per size on standard output:
+//! `{"transport":..,"notify":..,"fields":..,"bytes":..,"reps":..,"rtt_ns":..,"busy_ns":..}`.
+//! `bench/comm` runs it for every transport and mode and writes the tables.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use snet_core::FieldBytes;
+use snet_engine::dist::{Channel, Payload, Transport};
+
+/// CPU time (user + system) of this process so far.
+fn cpu_now() -> Duration {
+    // SAFETY: an all-zero rusage is valid; getrusage fills it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Round trips timed per size: enough for a stable median, a few seconds at most.
+fn reps_for(bytes: usize) -> usize {
+    match bytes {
+        0..=65536 => 2000,
+        65537..=1048576 => 300,
+        1048577..=16777216 => 40,
+        _ => 8,
+    }
+}
+
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+const PING: u8 = 1;
+const REPORT: u8 = 2;
+const END: u8 = 3;
+
+/// One measured size, as printed.
+fn line(what: (&str, &str, &str), bytes: usize, reps: usize, rtt: u64, busy: u64) -> String {
+    format!(
+        "{{\"transport\":\"{}\",\"notify\":\"{}\",\"fields\":\"{}\",\"bytes\":{bytes},\"reps\":{reps},\"rtt_ns\":{rtt},\"busy_ns\":{busy}}}",
+        what.0, what.1, what.2
+    )
+}
+
+/// The ping-pong over `t` (node 0 measures, node 1 echoes); `what` names
+/// the configuration in the output. Returns an error message if a
+/// payload came back damaged or the transport failed.
+pub fn over_transport(
+    t: &dyn Transport,
+    sizes: &[usize],
+    what: (&str, &str, &str),
+) -> Result<(), String> {
+    let err = |e: snet_engine::dist::TransportError| e.to_string();
+    let recv = |t: &dyn Transport| -> Result<snet_engine::dist::Received, String> {
+        loop {
+            if let Some(m) = t.recv(Duration::from_secs(60)).map_err(err)? {
+                return Ok(m);
+            }
+        }
+    };
+    if t.node() == 1 {
+        let mut cpu = cpu_now();
+        loop {
+            let m = recv(t)?;
+            match m.header.first() {
+                Some(&PING) => {
+                    t.send(
+                        0,
+                        Channel::Field,
+                        &m.header,
+                        Payload::shared(Arc::new(m.payload)),
+                    )
+                    .map_err(err)?;
+                }
+                Some(&REPORT) => {
+                    let now = cpu_now();
+                    let used = (now - cpu).as_nanos() as u64;
+                    cpu = now;
+                    t.send(0, Channel::Control, &used.to_le_bytes(), Payload::none())
+                        .map_err(err)?;
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+    if t.node() != 0 {
+        return Ok(());
+    }
+    for &bytes in sizes {
+        let mut buf = FieldBytes::for_field(bytes);
+        for (i, b) in buf.iter_mut().enumerate().step_by(4096) {
+            *b = (i / 4096) as u8 ^ 0x5a;
+        }
+        let reps = reps_for(bytes);
+        let warm = (reps / 10).max(2);
+        let mut times = Vec::with_capacity(reps);
+        let mut cpu0 = cpu_now();
+        for r in 0..warm + reps {
+            if r == warm {
+                // Start node 1's CPU count here too.
+                t.send(1, Channel::Control, &[REPORT], Payload::none())
+                    .map_err(err)?;
+                recv(t)?;
+                cpu0 = cpu_now();
+            }
+            let start = Instant::now();
+            t.send(1, Channel::Field, &[PING], Payload::shared(Arc::new(buf)))
+                .map_err(err)?;
+            let m = recv(t)?;
+            if r >= warm {
+                times.push(start.elapsed().as_nanos() as u64);
+            }
+            buf = m.payload;
+        }
+        let mine = (cpu_now() - cpu0).as_nanos() as u64;
+        t.send(1, Channel::Control, &[REPORT], Payload::none())
+            .map_err(err)?;
+        let theirs = recv(t)?;
+        let theirs = u64::from_le_bytes(
+            theirs
+                .header
+                .get(..8)
+                .and_then(|h| h.try_into().ok())
+                .ok_or("bad CPU report")?,
+        );
+        if buf.len() != bytes
+            || buf
+                .iter()
+                .enumerate()
+                .step_by(4096)
+                .any(|(i, &b)| b != (i / 4096) as u8 ^ 0x5a)
+        {
+            return Err(format!("a {bytes}-byte payload came back damaged"));
+        }
+        println!(
+            "{}",
+            line(
+                what,
+                bytes,
+                reps,
+                median(&mut times),
+                (mine + theirs) / reps as u64
+            )
+        );
+    }
+    t.send(1, Channel::Control, &[END], Payload::none())
+        .map_err(err)?;
+    Ok(())
+}
+
+/// The hand-written comparison: an 8-byte ping-pong between this process
+/// and a fork of it over one shared page, spinning (`futex == false`) or
+/// sleeping on a futex.
+pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
+    #[repr(C, align(64))]
+    struct Line {
+        seq: AtomicU32,
+        _pad: u32,
+        data: AtomicU64,
+    }
+    #[repr(C)]
+    struct Page {
+        ping: Line,
+        pong: Line,
+        /// The fork's CPU time, posted once at the end.
+        report: Line,
+    }
+    let len = std::mem::size_of::<Page>();
+    // SAFETY: a fresh shared anonymous mapping, shared with the fork below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    // SAFETY: zeroed memory is a valid Page (atomics), mapped for `len`.
+    let page: &Page = unsafe { &*p.cast::<Page>() };
+    let wait = |l: &Line, want: u32| loop {
+        let v = l.seq.load(Ordering::Acquire);
+        if v == want {
+            return;
+        }
+        if futex {
+            // SAFETY: futex wait on a word of the shared mapping.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    l.seq.as_ptr(),
+                    libc::FUTEX_WAIT,
+                    v,
+                    std::ptr::null::<libc::timespec>(),
+                )
+            };
+        } else {
+            std::hint::spin_loop();
+        }
+    };
+    let post = |l: &Line, seq: u32, data: u64| {
+        l.data.store(data, Ordering::Relaxed);
+        l.seq.store(seq, Ordering::Release);
+        if futex {
+            // SAFETY: futex wake on a word of the shared mapping.
+            unsafe { libc::syscall(libc::SYS_futex, l.seq.as_ptr(), libc::FUTEX_WAKE, 1) };
+        }
+    };
+    let warm = reps / 10;
+    let total = (warm + reps) as u32;
+    // SAFETY: single-threaded here (the command runs this first); the
+    // child only touches the shared page and exits.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    if child == 0 {
+        let cpu = cpu_now();
+        for i in 1..=total {
+            wait(&page.ping, i);
+            let d = page.ping.data.load(Ordering::Relaxed);
+            post(&page.pong, i, d.wrapping_add(1));
+        }
+        let used = (cpu_now() - cpu).as_nanos() as u64;
+        post(&page.report, 1, used);
+        // SAFETY: ends the fork at once, running nothing of the parent's.
+        unsafe { libc::_exit(0) };
+    }
+    let mut times = Vec::with_capacity(reps);
+    let cpu = cpu_now();
+    for i in 1..=total {
+        let start = Instant::now();
+        post(&page.ping, i, u64::from(i));
+        wait(&page.pong, i);
+        if page.pong.data.load(Ordering::Relaxed) != u64::from(i) + 1 {
+            return Err("raw ping-pong: wrong reply".into());
+        }
+        if i > warm as u32 {
+            times.push(start.elapsed().as_nanos() as u64);
+        }
+    }
+    wait(&page.report, 1);
+    let theirs = page.report.data.load(Ordering::Relaxed);
+    let mine = (cpu_now() - cpu).as_nanos() as u64;
+    let mut status = 0;
+    // SAFETY: reaping our own child.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    // Both CPU counts cover the warm-up too: scale to the timed part.
+    let busy = (mine + theirs) / u64::from(total);
+    let name = if futex { "raw-futex" } else { "raw-spin" };
+    println!(
+        "{}",
+        line((name, "-", "-"), 8, reps, median(&mut times), busy)
+    );
+    Ok(())
+}
