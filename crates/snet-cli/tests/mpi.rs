@@ -11,10 +11,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use common::*;
 
@@ -157,20 +155,6 @@ net missing {
     assert!(r.stderr.contains("4 node"), "{}", r.stderr);
 }
 
-/// The PID of rank `rank` of the run whose processes carry `tag` in their
-/// environment (mpirun passes its environment to the ranks it starts).
-fn rank_pid(tag: &str, rank: u32) -> Option<u32> {
-    let want_tag = format!("SNET_TEST_RUN={tag}");
-    let want_rank = format!("OMPI_COMM_WORLD_RANK={rank}");
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let env = std::fs::read(e.path().join("environ")).ok()?;
-        let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
-        let has = |s: &str| vars.contains(&s.as_bytes());
-        (has(&want_tag) && has(&want_rank)).then_some(pid)
-    })
-}
-
 #[test]
 fn a_rank_killed_mid_run_ends_the_job_naming_it() {
     require_mpirun();
@@ -187,46 +171,14 @@ net kill {
     let inp = dir.join("input.xml");
     std::fs::write(&inp, input).unwrap();
     let tag = format!("kill-{}", std::process::id());
-    let mut child = mpirun(3, false)
-        .env("SNET_TEST_RUN", &tag)
-        .arg(&exe)
-        .arg("-i")
-        .arg(&inp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mpirun");
-    // Mid-run: node 0 has written output records (2000 records take 40 s).
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = 0;
-    while seen < 20 {
-        match lines.next() {
-            Some(Ok(l)) if l.contains("<record") => seen += 1,
-            Some(Ok(_)) => {}
-            _ => break,
-        }
-    }
-    assert_eq!(seen, 20, "the run ended before it could be killed");
-    let pid = rank_pid(&tag, 1).expect("rank 1's process");
-    // SAFETY: kill(2) of a process this test started (through mpirun).
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
-    // Drain stdout so the job never blocks on a full pipe, then wait.
-    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > HANG {
-            let _ = child.kill();
-            panic!("hung after a rank was killed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    let rest = rest.join().unwrap();
+    let mut cmd = mpirun(3, false);
+    cmd.env("SNET_TEST_RUN", &tag).arg(&exe).arg("-i").arg(&inp);
+    let tag_var = format!("SNET_TEST_RUN={tag}");
+    let Killed {
+        status,
+        stderr,
+        rest,
+    } = kill_mid_run(cmd, || pid_with_env(&[&tag_var, "OMPI_COMM_WORLD_RANK=1"]));
     assert!(!status.success(), "{stderr}");
     assert!(stderr.contains("rank 1"), "{stderr}");
     assert!(

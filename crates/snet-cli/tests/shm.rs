@@ -12,9 +12,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::Command;
 
 use common::*;
 
@@ -130,20 +128,6 @@ fn a_64_mib_field_crosses_nodes_intact_in_every_field_mode_by_its_path() {
     }
 }
 
-/// The PID of node `node`'s process of the run whose processes carry
-/// `tag` in their environment (node processes inherit node 0's).
-fn node_pid(tag: &str, node: u32) -> Option<u32> {
-    let want_tag = format!("SNET_TEST_RUN={tag}");
-    let want_node = format!("SNET_SHM_NODE={node}");
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let env = std::fs::read(e.path().join("environ")).ok()?;
-        let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
-        let has = |s: &str| vars.contains(&s.as_bytes());
-        (has(&want_tag) && has(&want_node)).then_some(pid)
-    })
-}
-
 /// Processes (other than zombies) that carry `tag` in their environment.
 fn tagged_processes(tag: &str) -> usize {
     let want_tag = format!("SNET_TEST_RUN={tag}");
@@ -180,45 +164,17 @@ net kill {
     for fields in FIELDS {
         let shm_before = dev_shm();
         let tag = format!("shm-kill-{}-{fields}", std::process::id());
-        let mut child = Command::new(&exe)
-            .env("SNET_TEST_RUN", &tag)
+        let mut cmd = Command::new(&exe);
+        cmd.env("SNET_TEST_RUN", &tag)
             .arg("-i")
             .arg(&inp)
-            .args(shm_args("3", "sparse", fields))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the program");
-        // Mid-run: node 0 has written output records (2000 take 40 s).
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut seen = 0;
-        while seen < 20 {
-            match lines.next() {
-                Some(Ok(l)) if l.contains("<record") => seen += 1,
-                Some(Ok(_)) => {}
-                _ => break,
-            }
-        }
-        assert_eq!(seen, 20, "the run ended before it could be killed");
-        let pid = node_pid(&tag, 1).expect("node 1's process");
-        // SAFETY: kill(2) of a process this test started (through node 0).
-        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
-        let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
-        let start = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().expect("wait") {
-                break s;
-            }
-            if start.elapsed() > HANG {
-                let _ = child.kill();
-                panic!("hung after a node was killed");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-        let rest = rest.join().unwrap();
+            .args(shm_args("3", "sparse", fields));
+        let tag_var = format!("SNET_TEST_RUN={tag}");
+        let Killed {
+            status,
+            stderr,
+            rest,
+        } = kill_mid_run(cmd, || pid_with_env(&[&tag_var, "SNET_SHM_NODE=1"]));
         assert!(!status.success(), "{stderr}");
         assert!(
             stderr.contains("node 1") && stderr.contains("signal 9"),

@@ -424,6 +424,33 @@ impl Source for FailedSource {
     }
 }
 
+/// Node `me`'s record streams in a multi-process run: node 0's input and
+/// output; if it cannot open them, a source that fails at once, so that
+/// the run starts anyway and every node hears of the failure.
+fn node_streams(me: u32, opts: &RunOptions) -> Option<Streams> {
+    (me == 0).then(|| match open_streams(opts) {
+        Ok(io) => io,
+        Err(e) => (
+            Box::new(FailedSource(Some(e))) as Box<dyn Source>,
+            Box::new(NullSink) as Box<dyn Sink>,
+        ),
+    })
+}
+
+/// The exit status of node `me` (not node 0) of a multi-process run: its
+/// `--stats` line, and only errors of its own transport (node 0 reports
+/// the others, which reached it).
+fn other_node_status(me: u32, result: &Result<snet_engine::Stats, EngineError>) -> u8 {
+    match result {
+        Ok(_) => 0,
+        Err(e @ EngineError::Distribution(_)) => {
+            say!("error: node {me}: {e}");
+            1
+        }
+        Err(_) => 1,
+    }
+}
+
 struct NullSink;
 
 impl Sink for NullSink {
@@ -493,13 +520,7 @@ fn run_mpi(
         return 2;
     }
     let graph = scatter(graph, opts, nodes);
-    let io = (me == 0).then(|| match open_streams(opts) {
-        Ok(io) => io,
-        Err(e) => (
-            Box::new(FailedSource(Some(e))) as Box<dyn Source>,
-            Box::new(NullSink) as Box<dyn Sink>,
-        ),
-    });
+    let io = node_streams(me, opts);
     let result = snet_engine::run(graph, config, io, language, &t);
     // Report first, then finalize with the other ranks: a rank that ends
     // with a nonzero status makes mpirun stop the job, and node 0's report
@@ -519,11 +540,7 @@ fn run_mpi(
             0
         }
         Err(e) if me == 0 => report_error(&e),
-        Err(e @ EngineError::Distribution(_)) => {
-            say!("error: node {me}: {e}");
-            1
-        }
-        Err(_) => 1,
+        Err(_) => other_node_status(me, &result),
     };
     t.finish();
     code
@@ -585,29 +602,14 @@ fn run_shm(
     }
     t.install_field_allocator();
     let graph = scatter(graph, opts, nodes);
-    let io = (me == 0).then(|| match open_streams(opts) {
-        Ok(io) => io,
-        Err(e) => (
-            Box::new(FailedSource(Some(e))) as Box<dyn Source>,
-            Box::new(NullSink) as Box<dyn Sink>,
-        ),
-    });
+    let io = node_streams(me, opts);
     let result = snet_engine::run(graph, config, io, language, &*t);
     if me != 0 {
-        return match result {
-            Ok(s) => {
-                if opts.stats {
-                    say!("snet: {s}");
-                    say!("snet: shm node {me}: {}", t.counters());
-                }
-                0
-            }
-            Err(e @ EngineError::Distribution(_)) => {
-                say!("error: node {me}: {e}");
-                1
-            }
-            Err(_) => 1,
-        };
+        if let (Ok(s), true) = (&result, opts.stats) {
+            say!("snet: {s}");
+            say!("snet: shm node {me}: {}", t.counters());
+        }
+        return other_node_status(me, &result);
     }
     // Node 0: the others end right after the run (a failed run: they were
     // told, or are killed after a short grace).

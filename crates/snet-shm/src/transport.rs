@@ -76,6 +76,12 @@ const START_LEN: usize = 24;
 const MORE_LEN: usize = 4;
 const NO_ARENA: u64 = u64::MAX;
 
+/// How many looks a `sparse` receiver takes before it sleeps: some tens
+/// of microseconds, about a message's round trip between two busy nodes,
+/// so a node that is exchanging messages keeps polling (the thesis's
+/// "handling" state) and only a node with nothing coming sleeps.
+const SPARSE_SPINS: u32 = 2000;
+
 /// The longest a receiver sleeps before it looks at its peers' states.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
 
@@ -251,9 +257,10 @@ impl ShmTransport {
         // this endpoint keeps (in `shared`, dropped after `inbox`) and which
         // never moves (it is behind the Arc).
         let ring: &'static crate::ring::Ring = unsafe { &*(ring as *const crate::ring::Ring) };
-        let consumer = ring.consumer().map_err(|_| {
+        let mut consumer = ring.consumer().map_err(|_| {
             TransportError::Failed(format!("node {me}'s ring already has a receiver"))
         })?;
+        consumer.set_spins(SPARSE_SPINS);
         Ok(ShmTransport {
             inbox: Mutex::new(Inbox {
                 consumer,

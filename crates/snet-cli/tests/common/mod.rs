@@ -337,3 +337,75 @@ pub fn have_mpirun() -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
+
+/// The PID of a process whose environment holds every one of `vars`
+/// (`NAME=value`; started processes inherit the environment of the test's
+/// run, so a tag variable finds the processes of one run).
+pub fn pid_with_env(vars: &[&str]) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let env = std::fs::read(e.path().join("environ")).ok()?;
+        let have: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+        vars.iter()
+            .all(|v| have.contains(&v.as_bytes()))
+            .then_some(pid)
+    })
+}
+
+/// How a run killed in the middle ended.
+pub struct Killed {
+    pub status: std::process::ExitStatus,
+    pub stderr: String,
+    /// The output lines written after the kill.
+    pub rest: Vec<String>,
+}
+
+/// Starts `cmd` (a run of 2000 records through a slow box: 40 s), waits
+/// until 20 output records are out, SIGKILLs the process `victim` finds,
+/// and returns how the run ended (failing the test if it hangs).
+pub fn kill_mid_run(mut cmd: Command, victim: impl Fn() -> Option<u32>) -> Killed {
+    use std::io::{BufRead, BufReader};
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the run");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = 0;
+    while seen < 20 {
+        match lines.next() {
+            Some(Ok(l)) if l.contains("<record") => seen += 1,
+            Some(Ok(_)) => {}
+            _ => break,
+        }
+    }
+    assert_eq!(seen, 20, "the run ended before it could be killed");
+    let pid = victim().expect("the victim's process");
+    // SAFETY: kill(2) of a process this test started (through the run).
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    // Drain stdout so the run never blocks on a full pipe, then wait.
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let mut err = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            panic!("hung after a process was killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Killed {
+        status,
+        stderr: stderr.join().unwrap_or_default(),
+        rest: rest.join().unwrap_or_default(),
+    }
+}
