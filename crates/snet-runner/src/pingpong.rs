@@ -16,7 +16,7 @@
 //!   on it with `futex(2)` and is woken by the sender.
 //!
 //! Node 0 prints one JSON object per size on standard output:
-//! `{"transport":..,"notify":..,"fields":..,"bytes":..,"reps":..,"rtt_ns":..,"busy_ns":..}`.
+//! `{"transport":..,"notify":..,"fields":..,"bytes":..,"reps":..,"rtt_ns":..,"mean_ns":..,"busy_ns":..}`.
 //! `bench/comm` runs it for every transport and mode and writes the tables.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -51,14 +51,21 @@ fn median(v: &mut [u64]) -> u64 {
     v[v.len() / 2]
 }
 
+fn mean(v: &[u64]) -> u64 {
+    v.iter().sum::<u64>() / v.len().max(1) as u64
+}
+
 const PING: u8 = 1;
 const REPORT: u8 = 2;
 const END: u8 = 3;
 
-/// One measured size, as printed.
-fn line(what: (&str, &str, &str), bytes: usize, reps: usize, rtt: u64, busy: u64) -> String {
+/// One measured size, as printed: the median round trip, the mean one
+/// (comparable with the busy time, which is a mean: CPU time over all
+/// round trips) and the busy time per round trip.
+fn line(what: (&str, &str, &str), bytes: usize, times: &mut [u64], busy: u64) -> String {
+    let (reps, avg, rtt) = (times.len(), mean(times), median(times));
     format!(
-        "{{\"transport\":\"{}\",\"notify\":\"{}\",\"fields\":\"{}\",\"bytes\":{bytes},\"reps\":{reps},\"rtt_ns\":{rtt},\"busy_ns\":{busy}}}",
+        "{{\"transport\":\"{}\",\"notify\":\"{}\",\"fields\":\"{}\",\"bytes\":{bytes},\"reps\":{reps},\"rtt_ns\":{rtt},\"mean_ns\":{avg},\"busy_ns\":{busy}}}",
         what.0, what.1, what.2
     )
 }
@@ -155,13 +162,7 @@ pub fn over_transport(
         }
         println!(
             "{}",
-            line(
-                what,
-                bytes,
-                reps,
-                median(&mut times),
-                (mine + theirs) / reps as u64
-            )
+            line(what, bytes, &mut times, (mine + theirs) / reps as u64)
         );
     }
     t.send(1, Channel::Control, &[END], Payload::none())
@@ -258,6 +259,11 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
         post(&page.ping, i, u64::from(i));
         wait(&page.pong, i);
         if page.pong.data.load(Ordering::Relaxed) != u64::from(i) + 1 {
+            // SAFETY: killing and reaping our own fork.
+            unsafe {
+                libc::kill(child, libc::SIGKILL);
+                libc::waitpid(child, std::ptr::null_mut(), 0);
+            }
             return Err("raw ping-pong: wrong reply".into());
         }
         if i > warm as u32 {
@@ -273,9 +279,6 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
     // Both CPU counts cover the warm-up too: scale to the timed part.
     let busy = (mine + theirs) / u64::from(total);
     let name = if futex { "raw-futex" } else { "raw-spin" };
-    println!(
-        "{}",
-        line((name, "-", "-"), 8, reps, median(&mut times), busy)
-    );
+    println!("{}", line((name, "-", "-"), 8, &mut times, busy));
     Ok(())
 }

@@ -609,8 +609,9 @@ impl Transport for ShmTransport {
     }
 
     fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
-        let deadline = Instant::now() + timeout;
         let mut inbox = lock(&self.inbox);
+        // The clock is read only when there is nothing to take at once.
+        let mut deadline = None;
         loop {
             if let Some(m) = self.take_ready(&mut inbox)? {
                 return Ok(Some(m));
@@ -622,10 +623,11 @@ impl Transport for ShmTransport {
                 return Err(TransportError::PeerGone { node, why });
             }
             let now = Instant::now();
-            if now >= deadline {
+            let end = *deadline.get_or_insert(now + timeout);
+            if now >= end {
                 return Ok(None);
             }
-            inbox.consumer.wait(Some((deadline - now).min(LOOK_EVERY)));
+            inbox.consumer.wait(Some((end - now).min(LOOK_EVERY)));
         }
     }
 
