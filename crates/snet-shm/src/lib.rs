@@ -14,6 +14,9 @@
 //! - [`notify`]: how the consumer waits and producers wake it: [`Mode::Poll`],
 //!   [`Mode::Interrupt`], [`Mode::Sparse`] (protocol and no-lost-wake-up
 //!   argument at the top);
+//! - [`arena`]: the field arena, a buddy allocator of reference-counted
+//!   blocks that any process may allocate and free (fields pass between
+//!   processes as offsets; layout, lock, refcounts and failures at the top);
 //! - `sync`: the atomics, fences and futex, swappable by loom.
 //!
 //! ```
@@ -55,10 +58,12 @@
 //! its README), and `tests/stress.rs` (threads and processes, all modes,
 //! idle CPU use).
 
+pub mod arena;
 pub mod notify;
 pub mod ring;
 mod sync;
 
+pub use arena::{Arena, ArenaError, ArenaStats};
 pub use notify::Mode;
 pub use ring::{Claimed, Consumer, Head, HeapRegion, PushError, Ring, RingError};
 
