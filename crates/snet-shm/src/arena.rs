@@ -1010,11 +1010,22 @@ impl Arena {
         let _ = (b, order);
     }
 
-    /// Loom models: the caller writes the data of its live block `off`.
+    /// Loom models: the caller writes the data of its live block `off`
+    /// (it must be the only holder).
     #[cfg(loom)]
-    pub(crate) fn touch(&self, off: u64) {
+    pub(crate) fn touch_write(&self, off: u64) {
         let (b, order) = self.live(off);
         self.shadow_write(b, order);
+    }
+
+    /// Loom models: the caller reads the data of its live block `off`.
+    #[cfg(loom)]
+    pub(crate) fn touch_read(&self, off: u64) {
+        let (b, order) = self.live(off);
+        let first = (b >> MIN_ORDER) as usize;
+        for i in first..first + (1 << (order - MIN_ORDER)) {
+            self.shadow.read(i, || ());
+        }
     }
 
     /// Tests: inject the owner liveness check and the patience.
@@ -1377,6 +1388,14 @@ mod tests {
         assert_eq!(a.offset_of(px.wrapping_add(ALIGN), 0), None);
         assert_eq!(a.offset_of(px.wrapping_sub(HDR), 0), None);
         assert_eq!(a.offset_of(py.wrapping_add(MIN_BLOCK), 0), None);
+        // Even if the data there forges a live block's header (a copy of
+        // x's): the out-of-band map says no block starts there.
+        // SAFETY: both headers' bytes are in the region; y's data is ours
+        // (only this thread uses the arena).
+        unsafe {
+            std::ptr::copy_nonoverlapping(px.sub(HDR), py.add(MIN_BLOCK - HDR), HDR);
+        }
+        assert_eq!(a.offset_of(py.wrapping_add(MIN_BLOCK), 0), None);
         // A free block's data start.
         let free_start = a.data(y + 2 * MIN_BLOCK as u64);
         assert_eq!(a.offset_of(free_start, 0), None);
@@ -1518,19 +1537,31 @@ mod tests {
     /// liveness check calls dead.
     #[test]
     fn dead_owner_poisons() {
+        use std::sync::atomic::AtomicUsize;
+        static ASKED: AtomicUsize = AtomicUsize::new(0);
         let (_r, mut a) = arena(CAP);
-        a.set_liveness(|pid| pid != 4_000_001, Duration::ZERO);
+        a.set_liveness(
+            |pid| {
+                ASKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                pid != 4_000_001
+            },
+            Duration::ZERO,
+        );
         let x = a.alloc(0).unwrap();
         a.lock_line().word.store(4_000_001, Ordering::Relaxed);
         assert_eq!(a.alloc(0), None);
         assert!(a.is_poisoned());
+        assert_eq!(ASKED.load(std::sync::atomic::Ordering::Relaxed), 1);
         let s = a.stats();
         assert!(s.poisoned);
         assert_eq!(s.live_blocks, 1);
-        // Release does nothing (no lock to take, nothing to corrupt).
+        // Release does nothing (no lock to take, nothing to corrupt), and
+        // nothing waits for the dead owner again.
         // SAFETY: our reference.
         unsafe { a.release(x) };
+        assert_eq!(a.alloc(0), None);
         assert_eq!(a.stats(), s);
+        assert_eq!(ASKED.load(std::sync::atomic::Ordering::Relaxed), 1);
         assert_eq!(a.offset_of(a.data(x), 0), Some(x));
     }
 

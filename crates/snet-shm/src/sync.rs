@@ -271,8 +271,4 @@ impl Futex {
         let _g = self.lock.lock().unwrap();
         self.cv.notify_all();
     }
-
-    pub(crate) fn wake_all(&self, word: &AtomicU32) {
-        self.wake(word);
-    }
 }
