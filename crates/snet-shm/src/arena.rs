@@ -1183,6 +1183,11 @@ mod tests {
         unsafe { std::slice::from_raw_parts_mut(a.data(off), a.capacity(off)) }
     }
 
+    /// Whether every byte of `d` is `v` (a `memcmp`: fast under Miri too).
+    fn is_all(d: &[u8], v: u8) -> bool {
+        d == vec![v; d.len()].as_slice()
+    }
+
     fn empty(a: &Arena) -> bool {
         a.verify() == [(a.max_order, 0)]
     }
@@ -1257,7 +1262,7 @@ mod tests {
             let x = a.alloc(len).unwrap();
             assert_eq!(a.capacity(x), block - HDR);
             assert!(a.data(x).addr().is_multiple_of(ALIGN));
-            assert!(bytes(&a, x).iter().all(|&b| b == 0));
+            assert!(is_all(bytes(&a, x), 0));
             bytes(&a, x).fill(0xa5);
             bytes_live += block as u64;
             held.push(x);
@@ -1276,7 +1281,7 @@ mod tests {
         // The whole arena in one block, zeroed although all of it was
         // written (merged dirty blocks are cleared on allocation).
         let x = a.alloc(CAP - HDR).unwrap();
-        assert!(bytes(&a, x).iter().all(|&b| b == 0));
+        assert!(is_all(bytes(&a, x), 0));
         assert_eq!(a.alloc(0), None);
         // SAFETY: our reference.
         unsafe { a.release(x) };
@@ -1287,7 +1292,7 @@ mod tests {
     fn random_patterns_coalesce_back_to_one_block() {
         let (_r, a) = arena(CAP);
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let rounds = if cfg!(miri) { 6 } else { 200 };
+        let rounds = if cfg!(miri) { 20 } else { 200 };
         for _ in 0..rounds {
             let mut held: Vec<(u64, u8)> = Vec::new();
             // Allocate until the arena refuses three times, freeing now and
@@ -1303,7 +1308,7 @@ mod tests {
                     Some(x) => {
                         let fill = rng.next() as u8 | 1;
                         let d = bytes(&a, x);
-                        assert!(d.iter().all(|&b| b == 0), "reused block not zeroed");
+                        assert!(is_all(d, 0), "reused block not zeroed");
                         d.fill(fill);
                         held.push((x, fill));
                     }
@@ -1311,17 +1316,15 @@ mod tests {
                 }
                 if !held.is_empty() && rng.below(3) == 0 {
                     let (x, fill) = held.swap_remove(rng.below(held.len() as u64) as usize);
-                    assert!(bytes(&a, x).iter().all(|&b| b == fill), "block overwritten");
+                    assert!(is_all(bytes(&a, x), fill), "block overwritten");
                     // SAFETY: our reference.
                     unsafe { a.release(x) };
                 }
-                if !cfg!(miri) {
-                    a.verify();
-                }
+                a.verify();
             }
             while !held.is_empty() {
                 let (x, fill) = held.swap_remove(rng.below(held.len() as u64) as usize);
-                assert!(bytes(&a, x).iter().all(|&b| b == fill), "block overwritten");
+                assert!(is_all(bytes(&a, x), fill), "block overwritten");
                 // SAFETY: our reference.
                 unsafe { a.release(x) };
             }
@@ -1452,7 +1455,7 @@ mod tests {
     fn refcounts_across_threads() {
         let (_r, a) = arena(CAP);
         let a = Arc::new(a);
-        let rounds = if cfg!(miri) { 3 } else { 200 };
+        let rounds = if cfg!(miri) { 10 } else { 200 };
         let threads = if cfg!(miri) { 3 } else { 4 };
         for round in 0..rounds {
             let x = a.alloc(256).unwrap();
@@ -1472,7 +1475,7 @@ mod tests {
                         // SAFETY: the block is live (we hold a reference);
                         // only read.
                         let d = unsafe { std::slice::from_raw_parts(a.data(x), 256) };
-                        assert!(d.iter().all(|&b| b == round as u8));
+                        assert!(is_all(d, round as u8));
                         // SAFETY: the reference the main thread gave us.
                         unsafe { a.release(x) };
                     })
@@ -1498,7 +1501,7 @@ mod tests {
     fn concurrent_alloc_and_free() {
         let (_r, a) = arena(CAP);
         let a = Arc::new(a);
-        let per = if cfg!(miri) { 15 } else { 3000 };
+        let per = if cfg!(miri) { 60 } else { 3000 };
         let hs: Vec<_> = (0..3u64)
             .map(|t| {
                 let a = a.clone();
@@ -1509,13 +1512,13 @@ mod tests {
                         let len = rng.below(3 * MIN_BLOCK as u64) as usize;
                         if let Some(x) = a.alloc(len) {
                             let d = bytes(&a, x);
-                            assert!(d.iter().all(|&b| b == 0));
+                            assert!(is_all(d, 0));
                             d.fill(t as u8 + 1);
                             held.push(x);
                         }
                         if held.len() > 2 || (!held.is_empty() && rng.below(2) == 0) {
                             let x = held.swap_remove(0);
-                            assert!(bytes(&a, x).iter().all(|&b| b == t as u8 + 1));
+                            assert!(is_all(bytes(&a, x), t as u8 + 1));
                             // SAFETY: our reference.
                             unsafe { a.release(x) };
                         }
@@ -1741,7 +1744,7 @@ mod tests {
         assert!(empty(&a) && clean_free_blocks(&a));
         let y = a.alloc(3 << 20).unwrap();
         assert_eq!(y, x);
-        assert!(bytes(&a, y).iter().all(|&b| b == 0));
+        assert!(is_all(bytes(&a, y), 0));
         // SAFETY: our reference.
         unsafe { a.release(y) };
         // Small dirty blocks merging up to 1 MiB and beyond are scrubbed.
@@ -1755,7 +1758,7 @@ mod tests {
         }
         assert!(empty(&a) && clean_free_blocks(&a));
         let z = a.alloc(a.max_alloc()).unwrap();
-        assert!(bytes(&a, z).iter().all(|&b| b == 0));
+        assert!(is_all(bytes(&a, z), 0));
         // SAFETY: our reference; then the mapping goes.
         unsafe {
             a.release(z);
@@ -1775,7 +1778,7 @@ mod tests {
         unsafe { a.release(x) };
         assert!(!a.can_remove.load(std::sync::atomic::Ordering::Relaxed));
         let y = a.alloc(2 << 20).unwrap();
-        assert!(bytes(&a, y).iter().all(|&b| b == 0));
+        assert!(is_all(bytes(&a, y), 0));
         // SAFETY: our reference.
         unsafe { a.release(y) };
         assert!(empty(&a));

@@ -4,9 +4,9 @@
 //! Every shared word is taken from here, so a model checker can swap them:
 //! under `--cfg loom` these are loom's atomics and fences, spinning yields to
 //! loom's scheduler, the futex is a stand-in made of a loom `Mutex` and
-//! `Condvar` with the futex's semantics, and every slot's payload has a
-//! shadow loom `UnsafeCell` so that loom's race detector sees the plain
-//! payload bytes the protocol guards. Under Miri the futex system calls are
+//! `Condvar` with the futex's semantics, and every slot's payload (and
+//! every 4 KiB of an arena's blocks) has a shadow loom `UnsafeCell` so that
+//! loom's race detector sees the plain bytes the protocols guard. Under Miri the futex system calls are
 //! replaced by a yield (a spurious wake-up, which every caller tolerates).
 //!
 //! Under loom the loom atomics are *constructed in place* in the region (so
