@@ -1012,14 +1012,14 @@ impl Arena {
 
     /// Loom models: the caller writes the data of its live block `off`
     /// (it must be the only holder).
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) fn touch_write(&self, off: u64) {
         let (b, order) = self.live(off);
         self.shadow_write(b, order);
     }
 
     /// Loom models: the caller reads the data of its live block `off`.
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) fn touch_read(&self, off: u64) {
         let (b, order) = self.live(off);
         let first = (b >> MIN_ORDER) as usize;
