@@ -21,7 +21,7 @@
 //!   split). Bound 3.
 //! * `arena_two_allocators`: an arena of four 4 KiB blocks; two threads
 //!   each allocate (4 KiB and 8 KiB), write and release, while the main
-//!   thread frees a block it held: splits and merges interleaved. Bound 2.
+//!   thread frees a block it held: splits and merges interleaved. Bound 3.
 
 use std::sync::Arc;
 
@@ -88,7 +88,7 @@ fn arena_last_two_releases_and_alloc() {
 
 #[test]
 fn arena_two_allocators() {
-    check(2, || {
+    check(3, || {
         let s = shared(4 * MIN_BLOCK);
         let x = s.arena.alloc(0).unwrap();
         s.arena.touch_write(x);
