@@ -1449,10 +1449,11 @@ mod tests {
 
     /// Threads retain and release one block concurrently; the main thread
     /// drops its reference first, so the last release (and the free) is a
-    /// worker's. Each worker reads the block before its last release, then
-    /// at once allocates a block of the same size and writes it: the one
-    /// that freed the block usually gets it back, so a free that is not
-    /// ordered after the other holders' reads (the refcount's Release and
+    /// worker's. Each worker reads the block before its last release; once
+    /// all have released (a Relaxed counter says so: it orders nothing),
+    /// each allocates a block of the same size and writes it: the first
+    /// gets the freed block back and zeroes it, so a free that is not
+    /// ordered after every holder's read (the refcount's Release and
     /// Acquire) is a data race Miri reports. Freed exactly once: `verify`
     /// and the counters agree, and a double free would trip the "without
     /// references" assertion.
@@ -1463,6 +1464,7 @@ mod tests {
         let rounds = if cfg!(miri) { 10 } else { 200 };
         let threads = if cfg!(miri) { 3 } else { 4 };
         for round in 0..rounds {
+            let released = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             let x = a.alloc(256).unwrap();
             bytes(&a, x)[..256].fill(round as u8);
             for _ in 0..threads {
@@ -1470,7 +1472,7 @@ mod tests {
             }
             let hs: Vec<_> = (0..threads)
                 .map(|_| {
-                    let a = a.clone();
+                    let (a, released) = (a.clone(), released.clone());
                     std::thread::spawn(move || {
                         for _ in 0..if cfg!(miri) { 2 } else { 50 } {
                             a.retain(x);
@@ -1483,6 +1485,10 @@ mod tests {
                         assert!(is_all(d, round as u8));
                         // SAFETY: the reference the main thread gave us.
                         unsafe { a.release(x) };
+                        released.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        while released.load(std::sync::atomic::Ordering::Relaxed) < threads {
+                            std::thread::yield_now();
+                        }
                         let y = a.alloc(256).unwrap();
                         bytes(&a, y).fill(0xff);
                         // SAFETY: our reference.
