@@ -5,6 +5,25 @@
 //! copies a field here once. Any process may allocate, any process may drop
 //! the last reference.
 //!
+//! ```
+//! use snet_shm::{Arena, HeapRegion};
+//! let len = Arena::layout(1 << 20);
+//! let region = HeapRegion::new(len); // a shared mapping in the transport
+//! // SAFETY: zeroed, aligned, and it outlives the arena.
+//! let arena = unsafe { Arena::init(region.as_ptr(), len) }.unwrap();
+//! let off = arena.alloc(1000).unwrap(); // zeroed, one reference
+//! // SAFETY: our block, 1000 bytes at least.
+//! unsafe { arena.data(off).write_bytes(7, 1000) };
+//! assert_eq!(arena.offset_of(arena.data(off), 1000), Some(off));
+//! arena.retain(off); // a second holder: pass `off` on (through a ring)
+//! // SAFETY: both references given up, the data not used afterwards.
+//! unsafe {
+//!     arena.release(off);
+//!     arena.release(off); // the last one frees the block
+//! }
+//! assert_eq!(arena.stats().live_blocks, 0);
+//! ```
+//!
 //! # Layout
 //!
 //! The region holds offsets and numbers only, never pointers (every process
