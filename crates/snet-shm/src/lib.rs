@@ -1,19 +1,25 @@
-//! Shared-memory rings for the shared-memory transport (issue 11): the
-//! counterpart of the SCC's message passing buffer (thesis ch. 5.1, 6.2;
-//! `runtime.md` §4, `distributed.md` §3).
+//! The shared-memory transport (`--transport shm`): the counterpart of the
+//! SCC's distribution library (thesis ch. 5-6.2; `runtime.md` §4,
+//! `distributed.md` §3).
 //!
-//! N node processes on one machine share a segment (a file in `/dev/shm`,
+//! N node processes on one machine share a segment (an anonymous memfd,
 //! mode 0600, mapped by every process, possibly at different addresses, so
 //! it holds offsets, never pointers). Each node has one receive [`Ring`]
 //! there: many producers (the other nodes' output managers), one
-//! [`Consumer`] (the node's input manager). This crate is the ring and its
-//! notification only; segment creation and unlinking, chunking of large
-//! messages, field transfer and process launch belong to the transport.
+//! [`Consumer`] (the node's input manager); field values can live in the
+//! segment's [`Arena`].
 //!
+//! - [`segment`]: the segment's layout, creation and node state words;
+//! - [`transport`]: [`ShmTransport`], the distribution layer's transport
+//!   (message frames, chunking, the three field modes, faults);
+//! - [`launch`]: node 0 starts and watches the other node processes;
 //! - [`ring`]: the bounded MPSC ring of fixed-size slots (protocol at the top);
 //! - [`notify`]: how the consumer waits and producers wake it: [`Mode::Poll`],
 //!   [`Mode::Interrupt`], [`Mode::Sparse`] (protocol and no-lost-wake-up
 //!   argument at the top);
+//! - [`arena`]: the field arena, a buddy allocator of reference-counted
+//!   blocks that any process may allocate and free (fields pass between
+//!   processes as offsets; layout, lock, refcounts and failures at the top);
 //! - `sync`: the atomics, fences and futex, swappable by loom.
 //!
 //! ```
@@ -29,7 +35,7 @@
 //! assert_eq!(rx.try_pop(|m| m.to_vec()).unwrap(), b"headbody");
 //! ```
 //!
-//! # What the transport must do with it
+//! # The rings' contract with the transport (`transport.rs` keeps it)
 //!
 //! * Create the segment private to the user (mode 0600), lay out one ring
 //!   per node at offsets every process computes the same way, [`Ring::init`]
@@ -67,6 +73,7 @@ pub mod segment;
 #[cfg(feature = "transport")]
 pub mod transport;
 
+pub use arena::{Arena, ArenaError, ArenaStats};
 pub use notify::Mode;
 pub use ring::{Claimed, Consumer, Head, HeapRegion, PushError, Ring, RingError};
 #[cfg(feature = "transport")]

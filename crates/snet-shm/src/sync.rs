@@ -4,9 +4,9 @@
 //! Every shared word is taken from here, so a model checker can swap them:
 //! under `--cfg loom` these are loom's atomics and fences, spinning yields to
 //! loom's scheduler, the futex is a stand-in made of a loom `Mutex` and
-//! `Condvar` with the futex's semantics, and every slot's payload has a
-//! shadow loom `UnsafeCell` so that loom's race detector sees the plain
-//! payload bytes the protocol guards. Under Miri the futex system calls are
+//! `Condvar` with the futex's semantics, and every slot's payload (and
+//! every 4 KiB of an arena's blocks) has a shadow loom `UnsafeCell` so that
+//! loom's race detector sees the plain bytes the protocols guard. Under Miri the futex system calls are
 //! replaced by a yield (a spurious wake-up, which every caller tolerates).
 //!
 //! Under loom the loom atomics are *constructed in place* in the region (so
@@ -14,10 +14,10 @@
 //! are valid atomics (every bit pattern is), and initialisation only stores.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use std::time::Duration;
 
@@ -75,6 +75,23 @@ pub(crate) unsafe fn place_u32<'a>(p: *mut AtomicU32, v: u32) -> &'a AtomicU32 {
     // SAFETY: the caller's contract; loom atomics must be constructed.
     unsafe {
         p.write(AtomicU32::new(v));
+    }
+    // SAFETY: as in `place_u64`.
+    let a = unsafe { &*p };
+    #[cfg(not(loom))]
+    a.store(v, Ordering::Relaxed);
+    a
+}
+
+/// Places an 8-bit atomic holding `v` at `p`; as [`place_u64`].
+///
+/// # Safety
+/// As [`place_u64`].
+pub(crate) unsafe fn place_u8<'a>(p: *mut AtomicU8, v: u8) -> &'a AtomicU8 {
+    #[cfg(loom)]
+    // SAFETY: the caller's contract; loom atomics must be constructed.
+    unsafe {
+        p.write(AtomicU8::new(v));
     }
     // SAFETY: as in `place_u64`.
     let a = unsafe { &*p };
@@ -190,6 +207,23 @@ impl Futex {
         }
     }
 
+    /// Wakes every waiter on `word` (an arena being poisoned).
+    #[cfg(not(miri))]
+    pub(crate) fn wake_all(&self, word: &AtomicU32) {
+        // SAFETY: FUTEX_WAKE only uses the word's address as a key.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAKE,
+                i32::MAX,
+                std::ptr::null::<libc::timespec>(),
+                std::ptr::null::<u32>(),
+                0u32,
+            );
+        }
+    }
+
     /// Miri: no system call; a yield is a spurious wake-up.
     #[cfg(miri)]
     pub(crate) fn wait(&self, word: &AtomicU32, expected: u32, _timeout: Option<Duration>) {
@@ -200,13 +234,17 @@ impl Futex {
 
     #[cfg(miri)]
     pub(crate) fn wake(&self, _word: &AtomicU32) {}
+
+    #[cfg(miri)]
+    pub(crate) fn wake_all(&self, _word: &AtomicU32) {}
 }
 
 /// The futex stand-in under loom: the mutex plays the kernel's hash-bucket
 /// lock (the value check and the queueing are atomic with respect to a
 /// wake), the condition variable the wait queue. Timeouts are not modelled
 /// (a wait waits for a wake; models never rely on a timeout). One stand-in
-/// per `Ring` handle: loom models share one handle between their threads.
+/// per `Ring` or `Arena` handle: loom models share one handle between their
+/// threads.
 #[cfg(loom)]
 pub(crate) struct Futex {
     lock: loom::sync::Mutex<()>,

@@ -1,4 +1,4 @@
-//! Model checks of the ring and notification protocols, run by `loom`
+//! Model checks of the ring, notification and arena protocols, run by `loom`
 //! against the real code ([`crate::sync`] hands the ring loom's atomics and
 //! fences, a loom stand-in for the futex, and shadow loom cells that make
 //! the payload bytes visible to loom's race detector).
@@ -13,12 +13,16 @@
 //! - [`ring`]: the slot protocol (no loss, no duplication, per-producer
 //!   order, no torn or overwritten payload), with tiny rings that fill up
 //!   and wrap, and the consumer hand-over;
+//! - [`arena`]: the field arena's lock, refcount hand-over, splitting and
+//!   coalescing (a block freed exactly once, nothing lost, no block reused
+//!   before its holders are done);
 //! - [`notify`]: the sleep/wake handshakes of interrupt and sparse mode (a
 //!   lost wake-up is a loom deadlock: every thread blocked), and kicks.
 //!
 //! `README.md` next to this file gives sizes, execution counts and times,
 //! and the mutations the models catch.
 
+mod arena;
 mod notify;
 mod ring;
 
