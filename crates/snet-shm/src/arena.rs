@@ -247,6 +247,9 @@ struct Meta {
     min_order: AtomicU32,
     map_off: AtomicU64,
     blocks_off: AtomicU64,
+    /// Freed blocks of at least `2^big_order` bytes give their pages back.
+    big_order: AtomicU32,
+    _pad: AtomicU32,
 }
 
 #[repr(C)]
@@ -360,6 +363,8 @@ pub struct ArenaStats {
 pub struct Arena {
     base: NonNull<u8>,
     max_order: u32,
+    /// Freed blocks of this order or more give their pages back (scrub).
+    big_order: u32,
     map_off: usize,
     blocks_off: usize,
     futex: Futex,
@@ -445,6 +450,28 @@ impl Arena {
     /// it is accessed only through this module's handles and the data of
     /// blocks one holds (in any number of processes).
     pub unsafe fn init(base: *mut u8, len: usize) -> Result<Arena, ArenaError> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::init_with(base, len, BIG_BLOCK) }
+    }
+
+    /// As [`Arena::init`], with freed blocks of at least `give_back` bytes
+    /// (rounded up to a power of two) giving their pages back instead of
+    /// [`BIG_BLOCK`]: a transport that moves big fields over and over
+    /// (single-copy) keeps their pages, so that reusing a block does not
+    /// fault every page in again; `usize::MAX` never gives back (freed
+    /// blocks then keep their pages until the region goes, like a heap).
+    ///
+    /// # Safety
+    /// As [`Arena::init`].
+    pub unsafe fn init_with(
+        base: *mut u8,
+        len: usize,
+        give_back: usize,
+    ) -> Result<Arena, ArenaError> {
+        let big_order = give_back
+            .max(MIN_BLOCK)
+            .checked_next_power_of_two()
+            .map_or(usize::BITS - 1, |c| c.trailing_zeros());
         let base = Self::check_base(base)?;
         let max_order = Self::order_fitting(len).ok_or(ArenaError::TooSmall {
             needed: geometry(MIN_ORDER).2,
@@ -452,7 +479,7 @@ impl Arena {
         })?;
         let (map_off, blocks_off, _) = geometry(max_order);
         let h = base.as_ptr().cast::<Header>();
-        let arena = Arena::handle(base, max_order, map_off, blocks_off);
+        let arena = Arena::handle(base, max_order, big_order, map_off, blocks_off);
         // SAFETY: the region is ours alone during `init` (the contract), the
         // fields are aligned (`base` is, the header is `repr(C)`, the map
         // and blocks offsets are multiples of 64) and in bounds (`len` holds
@@ -463,6 +490,8 @@ impl Arena {
             sync::place_u64(&raw mut (*meta).capacity, 1 << max_order);
             sync::place_u32(&raw mut (*meta).max_order, max_order);
             sync::place_u32(&raw mut (*meta).min_order, MIN_ORDER);
+            sync::place_u32(&raw mut (*meta).big_order, big_order);
+            sync::place_u32(&raw mut (*meta)._pad, 0);
             sync::place_u64(&raw mut (*meta).map_off, map_off as u64);
             sync::place_u64(&raw mut (*meta).blocks_off, blocks_off as u64);
             let lock = &raw mut (*h).lock.0;
@@ -534,7 +563,13 @@ impl Arena {
         if len < needed {
             return Err(ArenaError::TooSmall { needed, len });
         }
-        Ok(Arena::handle(base, max_order, map_off, blocks_off))
+        let big_order = meta.big_order.load(Ordering::Relaxed);
+        if !(MIN_ORDER..usize::BITS).contains(&big_order) {
+            return Err(ArenaError::Corrupt);
+        }
+        Ok(Arena::handle(
+            base, max_order, big_order, map_off, blocks_off,
+        ))
     }
 
     fn check_base(base: *mut u8) -> Result<NonNull<u8>, ArenaError> {
@@ -545,10 +580,17 @@ impl Arena {
         Ok(base)
     }
 
-    fn handle(base: NonNull<u8>, max_order: u32, map_off: usize, blocks_off: usize) -> Arena {
+    fn handle(
+        base: NonNull<u8>,
+        max_order: u32,
+        big_order: u32,
+        map_off: usize,
+        blocks_off: usize,
+    ) -> Arena {
         Arena {
             base,
             max_order,
+            big_order,
             map_off,
             blocks_off,
             futex: Futex::new(),
@@ -662,6 +704,17 @@ impl Arena {
     /// enough (fall back to the heap) or the arena is poisoned. Returns the
     /// data's offset from the region's base (the same in every process).
     pub fn alloc(&self, len: usize) -> Option<u64> {
+        self.alloc_inner(len, true)
+    }
+
+    /// As [`Arena::alloc`], but the data holds whatever it held (for a
+    /// caller that overwrites the first `len` bytes at once: a transfer's
+    /// copy), so a dirty block is not zeroed first.
+    pub fn alloc_uninit(&self, len: usize) -> Option<u64> {
+        self.alloc_inner(len, false)
+    }
+
+    fn alloc_inner(&self, len: usize, zeroed: bool) -> Option<u64> {
         let order = len
             .checked_add(HDR)?
             .max(MIN_BLOCK)
@@ -703,7 +756,7 @@ impl Arena {
         drop(g);
         let data = self.block_ptr(b).wrapping_add(HDR);
         self.shadow_write(b, order);
-        if !clean {
+        if zeroed && !clean {
             // SAFETY: the block is ours (live, one reference, not yet handed
             // out); its data is `2^order - HDR` bytes inside the region.
             unsafe { data.write_bytes(0, size as usize - HDR) };
@@ -791,7 +844,7 @@ impl Arena {
         // before the free and the block's reuse.
         fence(Ordering::Acquire);
         // The block is ours alone: give back a big one's pages unlocked.
-        let clean = order >= BIG_ORDER && self.scrub(b, order);
+        let clean = order >= self.big_order && self.scrub(b, order);
         let Some(g) = self.lock() else {
             return; // poisoned: leaked
         };
@@ -921,7 +974,7 @@ impl Arena {
             let buddy_clean = self.block(buddy).tag.load(Ordering::Relaxed) & TAG_CLEAN != 0;
             self.unlink(g, buddy, k);
             let mut merged_clean = clean && buddy_clean;
-            if !merged_clean && k + 1 >= BIG_ORDER {
+            if !merged_clean && k + 1 >= self.big_order {
                 // Keep big free blocks clean: scrub the dirty part(s).
                 let a = clean || self.scrub(b, k);
                 let c = buddy_clean || self.scrub(buddy, k);

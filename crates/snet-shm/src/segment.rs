@@ -268,7 +268,7 @@ impl Segment {
         let arena = if g.arena > 0 {
             let at = HEADER + ring_len * g.nodes as usize;
             // SAFETY: the arena's bytes lie inside the fresh mapping.
-            let a = unsafe { Arena::init(base.as_ptr().add(at), g.arena_len()) }
+            let a = unsafe { Arena::init_with(base.as_ptr().add(at), g.arena_len(), give_back()) }
                 .map_err(|e| io::Error::other(format!("arena: {e}")))?;
             Some(a)
         } else {
@@ -456,6 +456,18 @@ fn map(fd: &OwnedFd, len: usize) -> io::Result<NonNull<u8>> {
         return Err(io::Error::last_os_error());
     }
     Ok(NonNull::new(p.cast()).expect("mmap never returns null"))
+}
+
+/// Freed arena blocks of at least this many bytes give their pages back to
+/// the kernel (`SNET_SHM_GIVE_BACK`); by default none do: a freed block
+/// keeps its pages for the next field (as a heap keeps freed memory), so a
+/// transfer that reuses it does not fault every page in again. The memory
+/// goes when the run ends.
+fn give_back() -> usize {
+    std::env::var("SNET_SHM_GIVE_BACK")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(usize::MAX)
 }
 
 /// What a node's status word says, in words.

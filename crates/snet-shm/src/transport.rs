@@ -379,7 +379,7 @@ impl ShmTransport {
                 return Some(off);
             }
         }
-        let off = arena.alloc(bytes.len())?;
+        let off = arena.alloc_uninit(bytes.len())?;
         bump(&self.counters.copied);
         // SAFETY: a fresh block of at least `len` bytes, ours alone until sent.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), arena.data(off), bytes.len()) };
