@@ -113,9 +113,18 @@ impl FieldBytes {
 
     /// A copy of `bytes`.
     pub fn copy_from(bytes: &[u8]) -> FieldBytes {
-        let mut b = FieldBytes::zeroed(bytes.len());
-        b.copy_from_slice(bytes);
-        b
+        let layout = Self::layout(bytes.len());
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc::alloc(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        // SAFETY: a fresh allocation of at least `bytes.len()` bytes; the
+        // one spare byte of an empty buffer is never read.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), raw, bytes.len()) };
+        FieldBytes {
+            ptr,
+            len: bytes.len(),
+            owner: None,
+        }
     }
 
     pub fn as_ptr(&self) -> *const u8 {

@@ -56,7 +56,6 @@
 //! once. Node 0's launcher (`launch.rs`) watches the processes and marks
 //! the dead; a node process dies with node 0 (`PR_SET_PDEATHSIG`).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -129,7 +128,8 @@ struct Inbox {
     /// Borrows `Shared::segment`'s ring of this node; declared first so it
     /// is dropped before the `Arc` that keeps the segment.
     consumer: Consumer<'static>,
-    partial: HashMap<u32, Partial>,
+    /// By sender: the message being reassembled.
+    partial: Vec<Option<Partial>>,
 }
 
 /// What the endpoint and the arena blocks it hands out share.
@@ -264,7 +264,7 @@ impl ShmTransport {
         Ok(ShmTransport {
             inbox: Mutex::new(Inbox {
                 consumer,
-                partial: HashMap::new(),
+                partial: (0..nodes).map(|_| None).collect(),
             }),
             shared,
             me,
@@ -444,7 +444,7 @@ impl ShmTransport {
     fn frame(
         &self,
         f: &[u8],
-        partial: &mut HashMap<u32, Partial>,
+        partial: &mut [Option<Partial>],
     ) -> Result<Option<Received>, TransportError> {
         let bad = |what: &str| Err(TransportError::Failed(format!("shm: bad frame: {what}")));
         if f.len() < MORE_LEN {
@@ -454,6 +454,9 @@ impl ShmTransport {
             return bad("channel");
         };
         let from = u32::from(u16::from_le_bytes([f[2], f[3]]));
+        let Some(slot) = partial.get_mut(from as usize) else {
+            return bad("sender");
+        };
         let p = match f[0] {
             START => {
                 if f.len() < START_LEN {
@@ -462,8 +465,18 @@ impl ShmTransport {
                 let hlen = u32::from_le_bytes(f[4..8].try_into().expect("4")) as usize;
                 let plen = u64::from_le_bytes(f[8..16].try_into().expect("8")) as usize;
                 let off = u64::from_le_bytes(f[16..24].try_into().expect("8"));
-                if partial.contains_key(&from) {
+                if slot.is_some() {
                     return bad("a new message before the last one ended");
+                }
+                let body = &f[START_LEN..];
+                if off == NO_ARENA && hlen + plen == body.len() {
+                    // The whole message in this frame (the common case).
+                    return Ok(Some(Received {
+                        from,
+                        channel,
+                        header: body[..hlen].to_vec(),
+                        payload: FieldBytes::copy_from(&body[hlen..]),
+                    }));
                 }
                 let (payload, by_arena) = if off == NO_ARENA {
                     (FieldBytes::zeroed(plen), false)
@@ -487,7 +500,7 @@ impl ShmTransport {
                 m
             }
             MORE => {
-                let Some(mut m) = partial.remove(&from) else {
+                let Some(mut m) = slot.take() else {
                     return bad("a continuation without a start");
                 };
                 m.take(&f[MORE_LEN..]);
@@ -496,7 +509,7 @@ impl ShmTransport {
             _ => return bad("kind"),
         };
         if p.missing > 0 {
-            partial.insert(from, p);
+            *slot = Some(p);
             return Ok(None);
         }
         Ok(Some(Received {
