@@ -15,6 +15,10 @@
 //!   sequence word per direction; the receiver spins on the word, or sleeps
 //!   on it with `futex(2)` and is woken by the sender.
 //!
+//! Each process is pinned to a CPU of its own (node 0 to the first, node
+//! 1 to the second), as MPI benchmarks bind ranks (`SNET_PINGPONG_PIN=0`:
+//! not pinned).
+//!
 //! Node 0 prints one JSON object per size on standard output:
 //! `{"transport":..,"notify":..,"fields":..,"bytes":..,"reps":..,"rtt_ns":..,"mean_ns":..,"busy_ns":..}`.
 //! `bench/comm` runs it for every transport and mode and writes the tables.
@@ -34,6 +38,32 @@ fn cpu_now() -> Duration {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Pins this process to CPU `k` (mod the CPUs it may use), as MPI
+/// benchmarks bind their ranks: a ping-pong of two spinning processes that
+/// the scheduler happens to start on one CPU would measure time slices,
+/// not the transport. Best effort: an error leaves the process unpinned.
+fn pin(k: u32) {
+    if std::env::var_os("SNET_PINGPONG_PIN").is_some_and(|v| v == "0") {
+        return;
+    }
+    // SAFETY: a zeroed cpu_set_t is empty; the calls fill and read it.
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0 {
+            return;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &allowed))
+            .collect();
+        if cpus.len() < 2 {
+            return;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpus[k as usize % cpus.len()], &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+    }
 }
 
 /// Round trips timed per size: enough for a stable median, a few seconds at most.
@@ -86,6 +116,7 @@ pub fn over_transport(
             }
         }
     };
+    pin(t.node());
     if t.node() == 1 {
         let mut cpu = cpu_now();
         loop {
@@ -241,6 +272,7 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
         return Err(std::io::Error::last_os_error().to_string());
     }
     if child == 0 {
+        pin(1);
         let cpu = cpu_now();
         for i in 1..=total {
             wait(&page.ping, i);
@@ -252,6 +284,7 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
         // SAFETY: ends the fork at once, running nothing of the parent's.
         unsafe { libc::_exit(0) };
     }
+    pin(0);
     let mut times = Vec::with_capacity(reps);
     let cpu = cpu_now();
     for i in 1..=total {
