@@ -1,0 +1,176 @@
+//! The thesis's applications (issue 12, chapter 7), run small: the
+//! raytracer (`examples/raytracer`), whose image must equal a one-process
+//! render pixel for pixel on 1, 2 and 4 nodes over shared memory and MPI.
+//!
+//! Every run is guarded: a run that has not ended after [`HANG`] is killed
+//! and the test fails as a hang. No test measures how fast anything is.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// `examples/NAME` in the workspace.
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+/// `cc -O2 -ffp-contract=off SOURCES -lm -o EXE`, which must succeed.
+fn cc(sources: &[PathBuf], exe: &Path) {
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O2", "-ffp-contract=off"])
+        .args(sources)
+        .args(["-lm", "-o"])
+        .arg(exe)
+        .output()
+        .expect("run cc");
+    assert!(
+        out.status.success(),
+        "cc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `snet build PROG SOURCES --cflags=-ffp-contract=off -o EXE`.
+fn snet_build_flags(prog: &Path, sources: &[PathBuf], exe: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_snet"))
+        .arg("build")
+        .arg(prog)
+        .args(sources)
+        .arg("--cflags=-ffp-contract=off")
+        .arg("-o")
+        .arg(exe)
+        .output()
+        .expect("run snet build");
+    assert!(
+        out.status.success(),
+        "snet build failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// How a test run is started: the executable alone, or under `mpirun`.
+#[derive(Clone, Copy, Debug)]
+enum Launch {
+    Plain(&'static [&'static str]),
+    Mpi(u32),
+}
+
+/// Node count, launch: one node, shm with 2 and 4 nodes (default notify
+/// and fields modes), MPI with 2 and 4 ranks.
+const LAUNCHES: [(u32, Launch); 5] = [
+    (1, Launch::Plain(&[])),
+    (2, Launch::Plain(&["--nodes", "2", "--transport", "shm"])),
+    (4, Launch::Plain(&["--nodes", "4", "--transport", "shm"])),
+    (2, Launch::Mpi(2)),
+    (4, Launch::Mpi(4)),
+];
+
+fn launch(exe: &Path, input: &str, how: Launch) -> Run {
+    match how {
+        Launch::Plain(args) => run(exe, input, args),
+        Launch::Mpi(np) => {
+            assert!(
+                have_mpirun(),
+                "mpirun not found: scripts/setup.sh installs Open MPI"
+            );
+            let mut cmd = mpirun(np, false);
+            cmd.arg(exe);
+            run_with(cmd, exe, input, &[])
+        }
+    }
+}
+
+struct Raytracer {
+    dir: PathBuf,
+    exe: PathBuf,
+    topng: PathBuf,
+    reference: PathBuf,
+}
+
+fn build_raytracer() -> Raytracer {
+    let src = example("raytracer");
+    let dir = scratch("raytracer");
+    let exe = dir.join("raytracer");
+    snet_build_flags(
+        &src.join("raytracer.snet"),
+        &[src.join("boxes.c"), src.join("render.c")],
+        &exe,
+    );
+    let topng = dir.join("topng");
+    cc(&[src.join("topng.c"), src.join("png.c")], &topng);
+    let reference = dir.join("reference");
+    cc(
+        &[
+            src.join("reference.c"),
+            src.join("render.c"),
+            src.join("png.c"),
+        ],
+        &reference,
+    );
+    Raytracer {
+        dir,
+        exe,
+        topng,
+        reference,
+    }
+}
+
+fn render_input(width: u32, height: u32, sections: u32, nodes: u32) -> String {
+    format!(
+        "<?xml version=\"1.0\" ?>\n<record type=\"data\"><tag label=\"width\">{width}</tag>\
+         <tag label=\"height\">{height}</tag><tag label=\"sections\">{sections}</tag>\
+         <tag label=\"nodes\">{nodes}</tag></record>\n<record type=\"terminate\" />\n"
+    )
+}
+
+#[test]
+fn the_raytracer_renders_the_reference_image_on_every_node_count_and_transport() {
+    let rt = build_raytracer();
+    let (w, h, sections) = (64, 48, 8);
+    let want_png = rt.dir.join("reference.png");
+    let out = Command::new(&rt.reference)
+        .arg(w.to_string())
+        .arg(h.to_string())
+        .arg(&want_png)
+        .output()
+        .expect("run the reference");
+    assert!(out.status.success(), "reference failed");
+    let want = std::fs::read(&want_png).unwrap();
+    assert!(want.starts_with(b"\x89PNG\r\n\x1a\n"));
+
+    for (nodes, how) in LAUNCHES {
+        let r = launch(&rt.exe, &render_input(w, h, sections, nodes), how);
+        assert!(r.ok, "{how:?}: {}", r.stderr);
+        assert_eq!(
+            r.stdout.matches("<record ").count(),
+            2,
+            "{how:?}: one image record and the terminate record:\n{}",
+            r.stdout
+        );
+        let xml = rt.dir.join("out.xml");
+        let png = rt.dir.join("out.png");
+        std::fs::write(&xml, &r.stdout).unwrap();
+        let _ = std::fs::remove_file(&png);
+        let conv = Command::new(&rt.topng)
+            .arg(&xml)
+            .arg(&png)
+            .output()
+            .expect("run topng");
+        assert!(
+            conv.status.success(),
+            "{how:?}: topng: {}",
+            String::from_utf8_lossy(&conv.stderr)
+        );
+        let got = std::fs::read(&png).unwrap();
+        assert!(
+            got == want,
+            "{how:?}: the image differs from the one-process render"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&rt.dir);
+}
