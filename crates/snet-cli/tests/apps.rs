@@ -1,6 +1,9 @@
 //! The thesis's applications (issue 12, chapter 7), run small: the
 //! raytracer (`examples/raytracer`), whose image must equal a one-process
-//! render pixel for pixel on 1, 2 and 4 nodes over shared memory and MPI.
+//! render pixel for pixel on 1, 2 and 4 nodes over shared memory and MPI;
+//! domain decomposition (`examples/domain`, Fig. 7.2) and the load
+//! balancer (`examples/balance`, Fig. 7.5), whose checksums must equal the
+//! test's own computation.
 //!
 //! Every run is guarded: a run that has not ended after [`HANG`] is killed
 //! and the test fails as a hang. No test measures how fast anything is.
@@ -173,4 +176,61 @@ fn the_raytracer_renders_the_reference_image_on_every_node_count_and_transport()
         );
     }
     let _ = std::fs::remove_dir_all(&rt.dir);
+}
+
+/// The pattern of `examples/domain/boxes.c` (and `balance`): `size` bytes
+/// of seed `seed`, through `work` (3 b + 1), FNV-1a, masked to 30 bits.
+fn piece_hash(size: usize, seed: u32) -> u64 {
+    let mut x = seed;
+    let mut h: u64 = 1469598103934665603;
+    for _ in 0..size {
+        x = x.wrapping_mul(1103515245).wrapping_add(12345);
+        let b = ((x >> 16) as u8).wrapping_mul(3).wrapping_add(1);
+        h = (h ^ u64::from(b)).wrapping_mul(1099511628211);
+    }
+    h & 0x3fff_ffff
+}
+
+/// The checksum of `pieces` pieces of `size` bytes, seeds 1..=pieces.
+fn pieces_checksum(pieces: u32, size: usize) -> u64 {
+    (1..=pieces).fold(0, |s, seed| (s + piece_hash(size, seed)) & 0x3fff_ffff)
+}
+
+/// Builds `examples/NAME/NAME.snet` with its `boxes.c`.
+fn build_example(name: &str) -> PathBuf {
+    let src = example(name);
+    let dir = scratch(name);
+    let exe = dir.join(name);
+    snet_build(
+        &src.join(format!("{name}.snet")),
+        &[src.join("boxes.c")],
+        &exe,
+    );
+    exe
+}
+
+#[test]
+fn domain_decomposition_brings_all_data_back_with_the_right_checksum() {
+    let exe = build_example("domain");
+    // 100 kB pieces: far above the inline limit, so they travel by
+    // reference and node 0 fetches each one for the merge.
+    let size = 100_000;
+    for (nodes, how) in LAUNCHES {
+        let input = format!(
+            "<record type=\"data\"><tag label=\"nodes\">{nodes}</tag>\
+             <tag label=\"size\">{size}</tag><tag label=\"sleep\">1000</tag></record>\
+             <record type=\"terminate\" />"
+        );
+        let r = launch(&exe, &input, how);
+        assert!(r.ok, "{how:?}: {}", r.stderr);
+        let want = pieces_checksum(nodes, size);
+        assert!(
+            r.stdout
+                .contains(&format!("<tag label=\"checksum\">{want}</tag>")),
+            "{how:?}: checksum {want} not in the output:\n{}",
+            r.stdout
+        );
+        assert_eq!(r.stdout.matches("<record ").count(), 2, "{}", r.stdout);
+    }
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
