@@ -234,3 +234,32 @@ fn domain_decomposition_brings_all_data_back_with_the_right_checksum() {
     }
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
+
+#[test]
+fn the_load_balancer_runs_every_task_once_with_the_right_checksum() {
+    let exe = build_example("balance");
+    let size = 100_000;
+    for (nodes, how) in LAUNCHES {
+        // Two tasks per node, as in the thesis; and more tasks than slots
+        // with two slots a node, so node assignments go round the loop.
+        for (tasks, slots) in [(2 * nodes, 1), (5 * nodes + 1, 2)] {
+            let input = format!(
+                "<record type=\"data\"><tag label=\"nodes\">{nodes}</tag>\
+                 <tag label=\"tasks\">{tasks}</tag><tag label=\"size\">{size}</tag>\
+                 <tag label=\"sleep\">1000</tag><tag label=\"slots\">{slots}</tag></record>\
+                 <record type=\"terminate\" />"
+            );
+            let r = launch(&exe, &input, how);
+            assert!(r.ok, "{how:?} {tasks} tasks: {}", r.stderr);
+            let want = pieces_checksum(tasks, size);
+            assert!(
+                r.stdout
+                    .contains(&format!("<tag label=\"checksum\">{want}</tag>")),
+                "{how:?} {tasks} tasks: checksum {want} not in the output:\n{}",
+                r.stdout
+            );
+            assert_eq!(r.stdout.matches("<record ").count(), 2, "{}", r.stdout);
+        }
+    }
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}
