@@ -55,7 +55,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use snet_engine::dist::{Channel, FieldBytes, Payload, Received, Transport, TransportError};
+use snet_engine::dist::{Channel, FieldBytes, Header, Payload, Received, Transport, TransportError};
 
 mod ffi {
     use super::*;
@@ -664,7 +664,7 @@ impl Comm {
                 delivered.push(Received {
                     from: from as u32,
                     channel: a.channel,
-                    header: a.header,
+                    header: Header::from_vec(a.header),
                     payload: a.payload,
                 });
             }
@@ -759,7 +759,7 @@ impl Comm {
             self.deliver(vec![Received {
                 from,
                 channel: a.channel,
-                header: a.header,
+                header: Header::from_vec(a.header),
                 payload: a.payload,
             }]);
         } else {

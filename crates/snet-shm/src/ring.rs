@@ -22,26 +22,40 @@
 //! counter that never wraps in practice: 2^64 messages) lives in slot
 //! `p mod S`. [`Ring::layout`] gives the bytes needed.
 //!
-//! # Protocol (Vyukov's bounded queue, one consumer)
+//! # Protocol (a bounded MPSC queue: Vyukov's publication, one consumer,
+//! room known from the consumer's `head`)
 //!
-//! Each slot has a sequence number `seq`. For the slot of position `p`:
+//! Each slot has a sequence number `seq`, written only by producers: `seq =
+//! p + 1` publishes message `p` in the slot of position `p`. Room is not
+//! marked per slot: position `p` may be written once the consumer's `head`
+//! passed `p - S` (it took the slot's previous message). For the slot of
+//! position `p`:
 //!
-//! | `seq` | `tail` | state |
-//! |---|---|---|
-//! | `p` | `<= p` | **free** for position `p` (initially `seq = i` for slot `i`) |
-//! | `p` | `> p` | **reserved**: the producer that moved `tail` past `p` owns the slot and is writing |
-//! | `p + 1` | | **published**: message `p` is ready (`len = u32::MAX`: **abandoned**, skipped) |
-//! | `p + S` | | **free** for position `p + S` (the consumer took message `p`) |
+//! | condition | state |
+//! |---|---|
+//! | `head > p - S`, `tail <= p` | **free** for position `p` |
+//! | `tail > p`, `seq != p + 1` | **reserved**: the producer that moved `tail` past `p` owns the slot and is writing |
+//! | `seq == p + 1` | **published**: message `p` is ready (`len = u32::MAX`: **abandoned**, skipped) |
+//! | `head > p` | taken; free for position `p + S` |
+//!
+//! (Initially `seq = i` for slot `i`, which is never `p + 1` for a
+//! position `p` of that slot; a slot's stale `seq`, `p - S + 1` from the
+//! last lap, is not `p + 1` either.)
 //!
 //! A producer (`try_push*`):
-//! 1. `pos = tail` (Relaxed); `seq = slot(pos).seq.load(Acquire)` **(A1)**.
-//! 2. `seq == pos`: the slot is free for `pos`; claim the position with
-//!    `CAS tail: pos -> pos + 1` (Relaxed: the CAS only decides *which*
-//!    producer owns `pos`; the data's visibility is carried by `seq`). On
-//!    failure retry with the value read. `seq < pos` (as a signed
-//!    difference): the slot still holds message `pos - S`, the ring is
-//!    **full** (`Err(Full)`). `seq > pos`: another producer took `pos`
-//!    already; reload `tail` and retry.
+//! 1. `pos = tail` (Relaxed). Room: `pos - h < S` for a known consumer
+//!    position `h`. The handle keeps the last `head` any of its producers
+//!    read (`head_hint`, process-local: loaded Acquire **(A1h)**, stored
+//!    Release **(R1h)** after a refresh); only when the hint says the ring
+//!    is full does the producer read the shared `head` again, with
+//!    `head.load(Acquire)` **(A1)**, and store it as the new hint. Still no
+//!    room: the ring is **full** (`Err(Full)`). (A `pos` older than the hint
+//!    is stale: reload `tail`.) So a producer touches the consumer's cache
+//!    line about once a lap, not once a message.
+//! 2. Claim the position with `CAS tail: pos -> pos + 1` (Relaxed: the CAS
+//!    only decides *which* producer owns `pos`; the data's visibility is
+//!    carried by `seq`, the room's by `head`). On failure retry from 1 with
+//!    the value read.
 //! 3. Write `len` and the payload (plain writes, the slot is exclusively ours).
 //! 4. `slot.seq.store(pos + 1, Release)` **(R1)**: publish.
 //!
@@ -50,9 +64,10 @@
 //!    nothing to take (empty, or the head slot is reserved and not yet
 //!    published; later slots may be published already, they wait their turn).
 //! 2. Read `len` and the payload (plain reads, the slot is ours until 3).
-//! 3. `slot.seq.store(head + S, Release)` **(R2)**: free the slot for the
-//!    producer of position `head + S`; `head += 1` (also stored, Relaxed, in
-//!    the header's `head` word, for a later consumer handle and diagnostics).
+//! 3. `head += 1`, stored in the header's `head` word with Release **(R2)**:
+//!    the slot is free for the producer of position `head + S - 1`. The
+//!    consumer never writes the slot itself, so the slot's cache line goes
+//!    one way per message (producer to consumer).
 //!
 //! Release/Acquire pairs (every cross-thread or cross-process hand-over):
 //! * **R1 → A2** (producer publishes, consumer takes): the payload and `len`
@@ -61,7 +76,10 @@
 //! * **R2 → A1** (consumer frees, the next lap's producer reserves): the
 //!   consumer's reads of the old message (its step 2) happen before the new
 //!   producer's writes (its step 3), so a slot is never overwritten while
-//!   it is read.
+//!   it is read. A producer that found room through the hint instead has
+//!   **R2 → A1 → R1h → A1h**: the thread that read `head` and stored the
+//!   hint passes the consumer's history on (the hint only ever holds values
+//!   read from `head`, which never exceed the true `head`).
 //! * **init's `magic` store (Release) → attach's `magic` load (Acquire)**:
 //!   the geometry and initial `seq`s written by [`Ring::init`] are visible to
 //!   every handle made by [`Ring::attach`] (processes started after `init`
@@ -69,14 +87,15 @@
 //! * **consumer claim (Acquire CAS) ← consumer release (Release store)**:
 //!   a new [`Consumer`] handle continues at the `head` the previous one left.
 //!
-//! The tail CAS and the header's `head` word are Relaxed: neither carries
-//! data. (The notification words have their own protocol, in `notify.rs`.)
+//! The tail CAS is Relaxed: it carries no data. (The notification words
+//! have their own protocol, in `notify.rs`.)
 //!
 //! Why it holds:
 //! * **Nothing lost or duplicated**: the tail CAS gives every position to
 //!   exactly one producer; the consumer takes positions one by one, each
-//!   exactly once, and a slot is reused only after the consumer freed it
-//!   (`seq` goes `p → p+1 → p+S`, only its owner of the moment moves it).
+//!   exactly once, and a slot is reused only after the consumer took its
+//!   message (`head > p` before a producer may own `p + S`), so `seq` moves
+//!   `p + 1 → p + S + 1` and only the owner of the moment writes it.
 //! * **Per-producer FIFO**: one producer's pushes reserve increasing
 //!   positions (its CASes are ordered by its program order on `tail`'s
 //!   modification order), and the consumer takes positions in order.
@@ -91,8 +110,8 @@
 //! * A producer *process* that dies between reserving and publishing leaves
 //!   its slot **reserved** forever. Nothing else is corrupted: messages
 //!   published before it are delivered; later producers keep reserving and
-//!   publishing their own slots (never this one: a producer a lap later sees
-//!   `seq == p`, not `p + S`, and reports the ring full), but the consumer
+//!   publishing their own slots (never this one: `head` stays at `p`, so
+//!   position `p + S` never has room and the ring reports full), but the consumer
 //!   cannot get past the stuck slot, so the ring stalls there and fills up.
 //!   The consumer sees it as [`Head::Pending`] that never resolves; detecting
 //!   the dead process (and failing the run, which is what the distribution
@@ -113,7 +132,7 @@ use crate::notify::{self, Mode, NotifyWords};
 use crate::sync::{self, AtomicU32, AtomicU64, Futex, Ordering, Shadow};
 
 /// `"snetshm"` and the layout version in the low byte.
-const MAGIC: u64 = 0x736e_6574_7368_6d01;
+const MAGIC: u64 = 0x736e_6574_7368_6d02;
 
 /// `len` of a slot whose producer panicked while writing it.
 const ABANDONED: u32 = u32::MAX;
@@ -261,6 +280,8 @@ pub struct Ring {
     mode: Mode,
     futex: Futex,
     shadow: Shadow,
+    /// The last consumer `head` this handle's producers read (step 1).
+    head_hint: AtomicU64,
 }
 
 // SAFETY: the handle is a base pointer and constants; everything it reaches
@@ -408,6 +429,7 @@ impl Ring {
             mode,
             futex: Futex::new(),
             shadow: Shadow::new(slots),
+            head_hint: AtomicU64::new(0),
         }
     }
 
@@ -538,24 +560,32 @@ impl Ring {
         let tail = &self.header().tail.0;
         let mut pos = tail.load(Ordering::Relaxed);
         loop {
-            let (_, slot) = self.slot(pos);
-            // A1: pairs with the consumer's R2 (the slot's old message was read).
-            let seq = self.seq(slot).load(Ordering::Acquire);
-            let diff = seq.wrapping_sub(pos) as i64;
-            if diff == 0 {
-                match tail.compare_exchange_weak(
-                    pos,
-                    pos.wrapping_add(1),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return Ok(pos),
-                    Err(now) => pos = now,
+            // A1h: pairs with R1h below (of this or another thread of ours).
+            let mut head = self.head_hint.load(Ordering::Acquire);
+            let mut used = pos.wrapping_sub(head) as i64;
+            if used >= self.slots as i64 {
+                // A1: pairs with the consumer's R2 (the old messages were read).
+                head = self.header().head.0.load(Ordering::Acquire);
+                // R1h: passes what A1 acquired on to A1h.
+                self.head_hint.store(head, Ordering::Release);
+                used = pos.wrapping_sub(head) as i64;
+                if used >= self.slots as i64 {
+                    return Err(PushError::Full);
                 }
-            } else if diff < 0 {
-                return Err(PushError::Full);
-            } else {
+            }
+            if used < 0 {
+                // `pos` is older than a head we know of: stale.
                 pos = tail.load(Ordering::Relaxed);
+                continue;
+            }
+            match tail.compare_exchange_weak(
+                pos,
+                pos.wrapping_add(1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(pos),
+                Err(now) => pos = now,
             }
         }
     }
@@ -649,7 +679,7 @@ impl Consumer<'_> {
             if seq != self.head.wrapping_add(1) {
                 return None;
             }
-            let free = Free { c: self, slot };
+            let free = Free { c: self };
             let ring = free.c.ring;
             let r = ring.shadow.read(i, || {
                 // SAFETY: the slot is published for our position and no
@@ -736,7 +766,6 @@ impl Consumer<'_> {
 /// also when the consumer's closure unwinds.
 struct Free<'a, 'r> {
     c: &'a mut Consumer<'r>,
-    slot: *mut u8,
 }
 
 impl Drop for Free<'_, '_> {
@@ -745,12 +774,9 @@ impl Drop for Free<'_, '_> {
             return;
         }
         let c = &mut *self.c;
-        // R2: pairs with A1 of the producer of position head + S.
-        c.ring
-            .seq(self.slot)
-            .store(c.head.wrapping_add(c.ring.slots), Ordering::Release);
         c.head = c.head.wrapping_add(1);
-        c.ring.header().head.0.store(c.head, Ordering::Relaxed);
+        // R2: pairs with A1 of the producer of position head + S - 1.
+        c.ring.header().head.0.store(c.head, Ordering::Release);
     }
 }
 

@@ -59,11 +59,13 @@
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use snet_core::{FieldAllocator, FieldBytes};
-use snet_engine::dist::{Channel, Payload, Received, Transport, TransportError};
+use snet_engine::dist::{Channel, Header, Payload, Received, Transport, TransportError};
 
 use crate::arena::Arena;
 use crate::ring::{Consumer, PushError};
@@ -84,15 +86,11 @@ const SPARSE_SPINS: u32 = 2000;
 /// The longest a receiver sleeps before it looks at its peers' states.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// A message being reassembled.
 struct Partial {
     channel: Channel,
     hlen: usize,
-    header: Vec<u8>,
+    header: Header,
     payload: FieldBytes,
     /// Stream bytes still to come.
     missing: usize,
@@ -426,26 +424,32 @@ impl ShmTransport {
         }
     }
 
-    /// Takes frames until a message is complete or the ring is empty.
-    fn take_ready(&self, inbox: &mut Inbox) -> Result<Option<Received>, TransportError> {
+    /// Takes frames until a message is complete (in `out`) or the ring is
+    /// empty. (The message is built in place: a `Received` is about a
+    /// hundred bytes, and moving it out through every layer cost more than
+    /// the rest of a small message's receipt.)
+    fn take_ready(
+        &self,
+        inbox: &mut Inbox,
+        out: &mut Option<Received>,
+    ) -> Result<(), TransportError> {
         let Inbox { consumer, partial } = inbox;
-        loop {
-            let r = consumer.try_pop(|f| self.frame(f, partial));
-            match r {
-                None => return Ok(None),
-                Some(Err(e)) => return Err(e),
-                Some(Ok(Some(m))) => return Ok(Some(m)),
-                Some(Ok(None)) => continue,
+        while out.is_none() {
+            match consumer.try_pop(|f| self.frame(f, partial, out)) {
+                None => return Ok(()),
+                Some(r) => r?,
             }
         }
+        Ok(())
     }
 
-    /// Handles one frame; a completed message if this frame ends one.
+    /// Handles one frame; puts the message in `out` if this frame ends one.
     fn frame(
         &self,
         f: &[u8],
         partial: &mut [Option<Partial>],
-    ) -> Result<Option<Received>, TransportError> {
+        out: &mut Option<Received>,
+    ) -> Result<(), TransportError> {
         let bad = |what: &str| Err(TransportError::Failed(format!("shm: bad frame: {what}")));
         if f.len() < MORE_LEN {
             return bad("too short");
@@ -471,12 +475,13 @@ impl ShmTransport {
                 let body = &f[START_LEN..];
                 if off == NO_ARENA && hlen + plen == body.len() {
                     // The whole message in this frame (the common case).
-                    return Ok(Some(Received {
+                    *out = Some(Received {
                         from,
                         channel,
-                        header: body[..hlen].to_vec(),
+                        header: Header::from_slice(&body[..hlen]),
                         payload: FieldBytes::copy_from(&body[hlen..]),
-                    }));
+                    });
+                    return Ok(());
                 }
                 let (payload, by_arena) = if off == NO_ARENA {
                     (FieldBytes::zeroed(plen), false)
@@ -490,7 +495,7 @@ impl ShmTransport {
                 let mut m = Partial {
                     channel,
                     hlen,
-                    header: Vec::with_capacity(hlen),
+                    header: Header::with_capacity(hlen),
                     payload,
                     missing,
                     got: 0,
@@ -510,14 +515,15 @@ impl ShmTransport {
         };
         if p.missing > 0 {
             *slot = Some(p);
-            return Ok(None);
+            return Ok(());
         }
-        Ok(Some(Received {
+        *out = Some(Received {
             from,
             channel: p.channel,
             header: p.header,
             payload: p.payload,
-        }))
+        });
+        Ok(())
     }
 }
 
@@ -566,10 +572,35 @@ impl Transport for ShmTransport {
         }
         let header_len = u32::try_from(header.len())
             .map_err(|_| TransportError::Failed("shm: header over 4 GiB".into()))?;
-        let _order = lock(&self.send_locks[to as usize]);
         let ring = self.segment().ring(to);
         let room = ring.max_message();
         let bytes = payload.bytes();
+        let from = (self.me as u16).to_le_bytes();
+        if START_LEN + header.len() + bytes.len() <= room {
+            // The common case, kept lean: one frame, written in place.
+            let _order = self.send_locks[to as usize].lock();
+            let frame = |b: &mut [u8]| {
+                let (head, body) = b.split_at_mut(START_LEN);
+                head[0] = START;
+                head[1] = channel as u8;
+                head[2..4].copy_from_slice(&from);
+                head[4..8].copy_from_slice(&header_len.to_le_bytes());
+                head[8..16].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+                head[16..24].copy_from_slice(&NO_ARENA.to_le_bytes());
+                let (h, p) = body.split_at_mut(header.len());
+                h.copy_from_slice(header);
+                p.copy_from_slice(bytes);
+            };
+            let len = START_LEN + header.len() + bytes.len();
+            if ring.try_push_with(len, frame).is_ok() {
+                bump(&self.counters.frames);
+            } else {
+                self.push(to, len, &frame)?;
+            }
+            ring.after_push();
+            return Ok(());
+        }
+        let _order = self.send_locks[to as usize].lock();
         let arena = if START_LEN + header.len() + bytes.len() > room {
             self.to_arena(bytes)
         } else {
@@ -580,7 +611,6 @@ impl Transport for ShmTransport {
         if arena.is_none() && START_LEN + total > room && !bytes.is_empty() {
             bump(&self.counters.chunked);
         }
-        let from = (self.me as u16).to_le_bytes();
         let first = total.min(room - START_LEN);
         let start = |b: &mut [u8]| {
             b[0] = START;
@@ -622,12 +652,14 @@ impl Transport for ShmTransport {
     }
 
     fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
-        let mut inbox = lock(&self.inbox);
+        let mut inbox = self.inbox.lock();
+        let mut out = None;
         // The clock is read only when there is nothing to take at once.
         let mut deadline = None;
         loop {
-            if let Some(m) = self.take_ready(&mut inbox)? {
-                return Ok(Some(m));
+            self.take_ready(&mut inbox, &mut out)?;
+            if out.is_some() {
+                return Ok(out);
             }
             if self.closed.load(Ordering::Acquire) {
                 return Err(TransportError::Closed);

@@ -68,7 +68,7 @@ fn barrier_after(t: &dyn Transport, tag: u8, early: u32) -> Result<(), String> {
     if me == 0 {
         for _ in early + 1..t.nodes() {
             let m = recv(t)?;
-            if m.header != [0xB0, tag] {
+            if m.header[..] != [0xB0, tag] {
                 return Err(format!("barrier {tag}: unexpected message {:?}", m.header));
             }
         }
@@ -78,7 +78,7 @@ fn barrier_after(t: &dyn Transport, tag: u8, early: u32) -> Result<(), String> {
     } else {
         send(t, 0, Channel::Control, &[0xB0, tag], &[])?;
         let m = recv(t)?;
-        if m.header != [0xB1, tag] {
+        if m.header[..] != [0xB1, tag] {
             return Err(format!("barrier {tag}: unexpected message {:?}", m.header));
         }
     }
@@ -124,7 +124,7 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                                 return Err(e);
                             }
                         };
-                        if m.header == [0xB0, 0] {
+                        if m.header[..] == [0xB0, 0] {
                             early += 1; // a node that finished early arrived at the barrier
                             continue;
                         }
@@ -179,7 +179,7 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                 for (i, &s) in sizes.iter().enumerate() {
                     let m = recv(t)?;
                     let want_h: Vec<u8> = if i == 0 { Vec::new() } else { vec![i as u8; i] };
-                    if m.from != 0 || m.channel != Channel::Field || m.header != want_h {
+                    if m.from != 0 || m.channel != Channel::Field || m.header[..] != want_h[..] {
                         return Err(format!(
                             "payload {i}: wrong header/sender/channel (header {:?}, {} payload bytes: out of order?)",
                             m.header,
@@ -236,8 +236,8 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                                         .map_err(|e| format!("node 0: recv failed: {e}"))?
                                 };
                                 match m {
-                                    Some(m) if m.header == [0xB0, 2] => early += 1,
-                                    Some(m) if m.from == 1 => return Ok(Some(m.header)),
+                                    Some(m) if m.header[..] == [0xB0, 2] => early += 1,
+                                    Some(m) if m.from == 1 => return Ok(Some(m.header.to_vec())),
                                     Some(m) => {
                                         return Err(format!(
                                             "flow-control: unexpected message {:?} from {}",
@@ -298,7 +298,7 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                 let mut take = |from: usize, to: usize| -> Result<(), String> {
                     for i in from..to {
                         let m = recv(t)?;
-                        if m.header != (i as u64).to_le_bytes() && first.is_ok() {
+                        if m.header[..] != (i as u64).to_le_bytes() && first.is_ok() {
                             first = Err(format!("flow-control: message {i} out of order"));
                         }
                     }
@@ -349,7 +349,7 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
             } else if me == 1 {
                 for i in 0..=100u32 {
                     let m = recv(t)?;
-                    if m.header != i.to_le_bytes() {
+                    if m.header[..] != i.to_le_bytes() {
                         return Err(format!("shutdown: message {i} lost or out of order"));
                     }
                     if i == 100 && m.payload != pattern(BIG, 9) {

@@ -157,7 +157,7 @@ impl Transport for Loopback {
         mb.queue.push_back(Received {
             from: self.me,
             channel,
-            header: header.to_vec(),
+            header: header.into(),
             payload: FieldBytes::copy_from(payload.bytes()),
         });
         drop(mb);

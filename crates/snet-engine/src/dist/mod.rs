@@ -79,7 +79,7 @@ use crate::sync::{lock, Arc, AtomicU64, Condvar, Mutex, Ordering};
 use crate::weight::Dyadic;
 
 pub use transport::{
-    Channel, FieldBytes, Payload, PayloadBytes, Received, Transport, TransportError,
+    Channel, FieldBytes, Header, Payload, PayloadBytes, Received, Transport, TransportError,
 };
 
 /// The name of a connection: the node that created it and its counter there.

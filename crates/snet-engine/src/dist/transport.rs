@@ -128,13 +128,17 @@ impl fmt::Debug for Payload {
     }
 }
 
+/// A received message's header: up to 48 bytes inline (a small message
+/// costs no allocation), longer ones on the heap.
+pub type Header = smallvec::SmallVec<[u8; 48]>;
+
 /// A message as received. The payload is in an aligned buffer that a
 /// language interface can adopt as a field's storage without a copy.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Received {
     pub from: u32,
     pub channel: Channel,
-    pub header: Vec<u8>,
+    pub header: Header,
     pub payload: FieldBytes,
 }
 

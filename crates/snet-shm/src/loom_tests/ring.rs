@@ -13,7 +13,8 @@
 //! while it is read.
 //! * `ring_race_and_lap`: 2 slots, producer 0 pushes 2 messages and
 //!   producer 1 one: they race for positions, the third message reuses a
-//!   slot (the consumer's free, R2, against the producer's A1), and a
+//!   slot (the consumer's `head` store, R2, against the producer's A1, or
+//!   against A1h when another producer thread refreshed the hint), and a
 //!   producer may find the ring full. Bound 3.
 //! * `ring_two_producers_two_each`: 2 slots, 2 producers pushing 2 each:
 //!   two laps, `Full` on both sides. Bound 2 (bound 3 takes minutes).
