@@ -439,3 +439,72 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
     println!("{}", line((name, "-", "-"), 8, &mut times, cpu));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tests below look at every thread of the test process: one at a
+    /// time.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Spins on a thread named `name` until that thread has used `ms`
+    /// milliseconds of CPU (its own clock), and returns how much
+    /// [`busy_now`] of the calling thread grew meanwhile (read while the
+    /// spinning thread still exists: a finished thread's clock is gone).
+    fn busy_while_a_thread_spins(name: &str, ms: u64) -> u64 {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let (go_tx, go) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let (quit_tx, quit) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                ready_tx.send(()).unwrap();
+                go.recv().unwrap();
+                let start = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+                while clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - start < ms * 1_000_000 {
+                    std::hint::spin_loop();
+                }
+                done_tx.send(()).unwrap();
+                let _ = quit.recv();
+            })
+            .unwrap();
+        ready.recv().unwrap();
+        let before = busy_now();
+        go_tx.send(()).unwrap();
+        done.recv().unwrap();
+        let after = busy_now();
+        quit_tx.send(()).unwrap();
+        h.join().unwrap();
+        after - before
+    }
+
+    #[test]
+    fn busy_time_counts_the_communication_thread() {
+        // The snet-mpi thread's CPU time is counted.
+        let got = busy_while_a_thread_spins("snet-mpi", 30);
+        assert!(got >= 25_000_000, "counted only {got} ns of a 30 ms spin");
+    }
+
+    #[test]
+    fn busy_time_leaves_out_other_threads() {
+        // Another thread's is not (the calling thread only sleeps).
+        let got = busy_while_a_thread_spins("someone-else", 30);
+        assert!(
+            got < 15_000_000,
+            "counted {got} ns of another thread's spin"
+        );
+    }
+
+    #[test]
+    fn thread_clock_reads_this_thread() {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let a = clock_ns(thread_clock(tid));
+        assert!(a > 0, "the per-thread clock of this thread reads 0");
+        let b = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        assert!(b >= a);
+    }
+}
