@@ -8,12 +8,15 @@
  * one round trip.  Same rules as `snet pingpong`
  * (crates/snet-runner/src/pingpong.rs): sizes 8 B .. 256 MiB doubling by
  * default, reps_for(bytes) timed round trips after max(reps/10, 2) warm-up
- * round trips, the median round trip, and the busy time = CPU time (user +
- * system, getrusage) of both ranks over the timed round trips divided by
- * reps.  Rank 1 sends its CPU time to rank 0 at the end of each size.
- * Rank 0 prints one JSON line per size:
+ * round trips, the median round trip, and the busy time = CPU time of the
+ * thread that calls MPI (CLOCK_THREAD_CPUTIME_ID; Open MPI progresses its
+ * shared-memory and TCP transfers inside the calls, on that thread) in both
+ * ranks over the timed round trips, divided by reps.  proc_busy_ns is the
+ * same from getrusage(RUSAGE_SELF): the whole process, Open MPI's helper
+ * threads included.  Rank 1 sends both CPU times to rank 0 at the end of
+ * each size.  Rank 0 prints one JSON line per size:
  *   {"transport":"raw-mpi","notify":"-","fields":"-","bytes":..,"reps":..,
- *    "rtt_ns":..,"busy_ns":..}
+ *    "rtt_ns":..,"mean_ns":..,"busy_ns":..,"proc_busy_ns":..}
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -23,11 +26,19 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static uint64_t cpu_ns(void) {
+/* CPU time of the whole process (all threads), user + system. */
+static uint64_t proc_cpu_ns(void) {
     struct rusage u;
     getrusage(RUSAGE_SELF, &u);
     return (uint64_t)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000000ull +
            (uint64_t)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1000ull;
+}
+
+/* CPU time of the calling thread. */
+static uint64_t thread_cpu_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
 static uint64_t now_ns(void) {
@@ -102,9 +113,12 @@ int main(int argc, char **argv) {
         if (rank == 0)
             for (size_t i = 0; i < bytes; i += 4096) buf[i] = (unsigned char)((i / 4096) ^ 0x5a);
         MPI_Barrier(MPI_COMM_WORLD);
-        uint64_t cpu0 = 0;
+        uint64_t cpu0 = 0, proc0 = 0;
         for (long r = 0; r < warm + reps; r++) {
-            if (r == warm) cpu0 = cpu_ns();
+            if (r == warm) {
+                cpu0 = thread_cpu_ns();
+                proc0 = proc_cpu_ns();
+            }
             if (rank == 0) {
                 uint64_t t0 = now_ns();
                 MPI_Send(buf, count, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
@@ -115,23 +129,28 @@ int main(int argc, char **argv) {
                 MPI_Send(buf, count, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
             }
         }
-        uint64_t used = cpu_ns() - cpu0;
+        uint64_t used[2] = {thread_cpu_ns() - cpu0, proc_cpu_ns() - proc0};
         if (rank == 1) {
-            MPI_Send(&used, 1, MPI_UINT64_T, 0, 1, MPI_COMM_WORLD);
+            MPI_Send(used, 2, MPI_UINT64_T, 0, 1, MPI_COMM_WORLD);
             continue;
         }
-        uint64_t theirs;
-        MPI_Recv(&theirs, 1, MPI_UINT64_T, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        uint64_t theirs[2];
+        MPI_Recv(theirs, 2, MPI_UINT64_T, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         for (size_t i = 0; i < bytes; i += 4096)
             if (buf[i] != (unsigned char)((i / 4096) ^ 0x5a)) {
                 fprintf(stderr, "error: a %zu-byte message came back damaged\n", bytes);
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
+        uint64_t sum = 0;
+        for (long i = 0; i < reps; i++) sum += times[i];
         qsort(times, (size_t)reps, sizeof(uint64_t), cmp_u64);
         printf("{\"transport\":\"raw-mpi\",\"notify\":\"-\",\"fields\":\"-\",\"bytes\":%zu,"
-               "\"reps\":%ld,\"rtt_ns\":%llu,\"busy_ns\":%llu}\n",
+               "\"reps\":%ld,\"rtt_ns\":%llu,\"mean_ns\":%llu,\"busy_ns\":%llu,"
+               "\"proc_busy_ns\":%llu}\n",
                bytes, reps, (unsigned long long)times[reps / 2],
-               (unsigned long long)((used + theirs) / (uint64_t)reps));
+               (unsigned long long)(sum / (uint64_t)reps),
+               (unsigned long long)((used[0] + theirs[0]) / (uint64_t)reps),
+               (unsigned long long)((used[1] + theirs[1]) / (uint64_t)reps));
         fflush(stdout);
     }
     free(buf);

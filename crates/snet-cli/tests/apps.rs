@@ -1,6 +1,8 @@
 //! The thesis's applications (issue 12, chapter 7), run small: the
 //! raytracer (`examples/raytracer`), whose image must equal a one-process
-//! render pixel for pixel on 1, 2 and 4 nodes over shared memory and MPI;
+//! render pixel for pixel on 1, 2, 3 and 4 nodes over shared memory (the
+//! default notify / fields modes and two others) and MPI (shared memory
+//! and TCP);
 //! domain decomposition (`examples/domain`, Fig. 7.2) and the load
 //! balancer (`examples/balance`, Fig. 7.5), whose checksums must equal the
 //! test's own computation.
@@ -56,32 +58,62 @@ fn snet_build_flags(prog: &Path, sources: &[PathBuf], exe: &Path) {
     );
 }
 
-/// How a test run is started: the executable alone, or under `mpirun`.
+/// How a test run is started: the executable alone, or under `mpirun`
+/// (ranks, and whether over TCP instead of Open MPI's shared memory).
 #[derive(Clone, Copy, Debug)]
 enum Launch {
     Plain(&'static [&'static str]),
-    Mpi(u32),
+    Mpi(u32, bool),
 }
 
-/// Node count, launch: one node, shm with 2 and 4 nodes (default notify
-/// and fields modes), MPI with 2 and 4 ranks.
-const LAUNCHES: [(u32, Launch); 5] = [
+/// Node count, launch: one node; shm with 2 and 4 nodes in the default
+/// notify and fields modes (sparse, zero-copy), and in two others: 2 nodes
+/// `interrupt` / `single-copy`, 3 nodes `sparse` / `chunked` (fields
+/// through the rings); MPI with 2 and 4 ranks, and 2 ranks over TCP.
+const LAUNCHES: [(u32, Launch); 8] = [
     (1, Launch::Plain(&[])),
     (2, Launch::Plain(&["--nodes", "2", "--transport", "shm"])),
     (4, Launch::Plain(&["--nodes", "4", "--transport", "shm"])),
-    (2, Launch::Mpi(2)),
-    (4, Launch::Mpi(4)),
+    (
+        2,
+        Launch::Plain(&[
+            "--nodes",
+            "2",
+            "--transport",
+            "shm",
+            "--notify",
+            "interrupt",
+            "--fields",
+            "single-copy",
+        ]),
+    ),
+    (
+        3,
+        Launch::Plain(&[
+            "--nodes",
+            "3",
+            "--transport",
+            "shm",
+            "--notify",
+            "sparse",
+            "--fields",
+            "chunked",
+        ]),
+    ),
+    (2, Launch::Mpi(2, false)),
+    (4, Launch::Mpi(4, false)),
+    (2, Launch::Mpi(2, true)),
 ];
 
 fn launch(exe: &Path, input: &str, how: Launch) -> Run {
     match how {
         Launch::Plain(args) => run(exe, input, args),
-        Launch::Mpi(np) => {
+        Launch::Mpi(np, tcp) => {
             assert!(
                 have_mpirun(),
                 "mpirun not found: scripts/setup.sh installs Open MPI"
             );
-            let mut cmd = mpirun(np, false);
+            let mut cmd = mpirun(np, tcp);
             cmd.arg(exe);
             run_with(cmd, exe, input, &[])
         }

@@ -1,8 +1,10 @@
 //! The communication benchmark's measuring end (`snet pingpong`, thesis
 //! 5.2): a ping-pong between node 0 and node 1 of a transport, message
 //! sizes from 8 bytes up, reporting per size the median round-trip time
-//! and the *busy time* per round trip (CPU time that both processes spent,
-//! waiting included when waiting spins: that is what polling costs).
+//! and the *busy time* per round trip: the CPU time that the threads doing
+//! the communication spent in both processes over the timed round trips,
+//! waiting included when waiting spins (that is what polling costs),
+//! sleeping excluded (thesis 5.1.2's "overhead").
 //!
 //! * Over a transport (`shm` in any notify × fields mode, `mpi`), the
 //!   message is a field payload on the `Field` channel, echoed back by
@@ -15,12 +17,20 @@
 //!   sequence word per direction; the receiver spins on the word, or sleeps
 //!   on it with `futex(2)` and is woken by the sender.
 //!
+//! Busy time is read from per-thread CPU clocks ([`busy_now`]): the
+//! calling thread (which sends and receives) plus the transport's own
+//! communication threads (`snet-mpi`, the MPI backend's thread; the shm
+//! transport has none), nanosecond resolution. The whole process's CPU
+//! time (`getrusage(RUSAGE_SELF)`, which also counts threads that merely
+//! exist, such as Open MPI's, and has a coarser clock) is reported beside
+//! it as `proc_busy_ns`, for comparison.
+//!
 //! Each process is pinned to a CPU of its own (node 0 to the first, node
 //! 1 to the second), as MPI benchmarks bind ranks (`SNET_PINGPONG_PIN=0`:
 //! not pinned).
 //!
 //! Node 0 prints one JSON object per size on standard output:
-//! `{"transport":..,"notify":..,"fields":..,"bytes":..,"reps":..,"rtt_ns":..,"mean_ns":..,"busy_ns":..}`.
+//! `{"transport":..,"notify":..,"fields":..,"bytes":..,"reps":..,"rtt_ns":..,"mean_ns":..,"busy_ns":..,"proc_busy_ns":..}`.
 //! `bench/comm` runs it for every transport and mode and writes the tables.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -30,14 +40,105 @@ use std::time::{Duration, Instant};
 use snet_core::FieldBytes;
 use snet_engine::dist::{Channel, Payload, Transport};
 
-/// CPU time (user + system) of this process so far.
-fn cpu_now() -> Duration {
+/// CPU time (user + system) of this whole process so far.
+fn proc_cpu_now() -> u64 {
     // SAFETY: an all-zero rusage is valid; getrusage fills it.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: a valid out pointer.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// A CPU clock in nanoseconds, 0 if it cannot be read.
+fn clock_ns(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out pointer.
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The CPU-time clock of thread `tid` of this process: Linux encodes a
+/// per-thread CPU clock as `(~tid << 3) | CPUCLOCK_PERTHREAD (4) |
+/// CPUCLOCK_SCHED (2)` — what glibc's `pthread_getcpuclockid` returns —
+/// readable by any thread of the same process.
+fn thread_clock(tid: i32) -> libc::clockid_t {
+    ((!tid) << 3) | 6
+}
+
+/// Whether a thread of the given name (`/proc/self/task/*/comm`) is one of
+/// the transport's communication threads, whose CPU time is busy time.
+fn is_comm_thread(name: &str) -> bool {
+    name.trim_end() == "snet-mpi"
+}
+
+/// CPU time so far of the threads that communicate: the calling thread
+/// (`CLOCK_THREAD_CPUTIME_ID`) and the transport's communication threads
+/// (found by name under `/proc/self/task`, read through their per-thread
+/// CPU clocks). Differences of two readings are busy time.
+fn busy_now() -> u64 {
+    let mut ns = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            if tid == me {
+                continue;
+            }
+            let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if is_comm_thread(&name) {
+                ns += clock_ns(thread_clock(tid));
+            }
+        }
+    }
+    ns
+}
+
+/// Both CPU counts at one moment: (busy threads, whole process), ns.
+#[derive(Clone, Copy)]
+struct Cpu {
+    busy: u64,
+    proc: u64,
+}
+
+impl Cpu {
+    fn now() -> Cpu {
+        Cpu {
+            busy: busy_now(),
+            proc: proc_cpu_now(),
+        }
+    }
+
+    /// CPU used since `self`.
+    fn since(self) -> Cpu {
+        let n = Cpu::now();
+        Cpu {
+            busy: n.busy.saturating_sub(self.busy),
+            proc: n.proc.saturating_sub(self.proc),
+        }
+    }
+
+    fn to_bytes(self) -> [u8; 16] {
+        let mut b = [0; 16];
+        b[..8].copy_from_slice(&self.busy.to_le_bytes());
+        b[8..].copy_from_slice(&self.proc.to_le_bytes());
+        b
+    }
+
+    fn from_bytes(b: &[u8]) -> Option<Cpu> {
+        Some(Cpu {
+            busy: u64::from_le_bytes(b.get(..8)?.try_into().ok()?),
+            proc: u64::from_le_bytes(b.get(8..16)?.try_into().ok()?),
+        })
+    }
 }
 
 /// Pins this process to CPU `k` (mod the CPUs it may use), as MPI
@@ -90,12 +191,15 @@ const REPORT: u8 = 2;
 const END: u8 = 3;
 
 /// One measured size, as printed: the median round trip, the mean one
-/// (comparable with the busy time, which is a mean: CPU time over all
-/// round trips) and the busy time per round trip.
-fn line(what: (&str, &str, &str), bytes: usize, times: &mut [u64], busy: u64) -> String {
+/// (comparable with the busy time, which is a mean: CPU time over the
+/// timed round trips) and the busy time per round trip, from the
+/// communicating threads' clocks and from the whole processes'.
+fn line(what: (&str, &str, &str), bytes: usize, times: &mut [u64], cpu: Cpu) -> String {
     let (reps, avg, rtt) = (times.len(), mean(times), median(times));
+    let n = reps.max(1) as u64;
+    let (busy, proc) = (cpu.busy / n, cpu.proc / n);
     format!(
-        "{{\"transport\":\"{}\",\"notify\":\"{}\",\"fields\":\"{}\",\"bytes\":{bytes},\"reps\":{reps},\"rtt_ns\":{rtt},\"mean_ns\":{avg},\"busy_ns\":{busy}}}",
+        "{{\"transport\":\"{}\",\"notify\":\"{}\",\"fields\":\"{}\",\"bytes\":{bytes},\"reps\":{reps},\"rtt_ns\":{rtt},\"mean_ns\":{avg},\"busy_ns\":{busy},\"proc_busy_ns\":{proc}}}",
         what.0, what.1, what.2
     )
 }
@@ -118,7 +222,7 @@ pub fn over_transport(
     };
     pin(t.node());
     if t.node() == 1 {
-        let mut cpu = cpu_now();
+        let mut cpu = Cpu::now();
         loop {
             let m = recv(t)?;
             match m.header.first() {
@@ -132,10 +236,9 @@ pub fn over_transport(
                     .map_err(err)?;
                 }
                 Some(&REPORT) => {
-                    let now = cpu_now();
-                    let used = (now - cpu).as_nanos() as u64;
-                    cpu = now;
-                    t.send(0, Channel::Control, &used.to_le_bytes(), Payload::none())
+                    let used = cpu.since();
+                    cpu = Cpu::now();
+                    t.send(0, Channel::Control, &used.to_bytes(), Payload::none())
                         .map_err(err)?;
                 }
                 _ => return Ok(()),
@@ -153,14 +256,15 @@ pub fn over_transport(
         let reps = reps_for(bytes);
         let warm = (reps / 10).max(2);
         let mut times = Vec::with_capacity(reps);
-        let mut cpu0 = cpu_now();
+        let mut cpu0 = Cpu::now();
         for r in 0..warm + reps {
             if r == warm {
-                // Start node 1's CPU count here too.
+                // The timed part starts: restart node 1's CPU count
+                // (its report of the warm-up is dropped), then ours.
                 t.send(1, Channel::Control, &[REPORT], Payload::none())
                     .map_err(err)?;
                 recv(t)?;
-                cpu0 = cpu_now();
+                cpu0 = Cpu::now();
             }
             let start = Instant::now();
             t.send(1, Channel::Field, &[PING], Payload::shared(Arc::new(buf)))
@@ -171,17 +275,11 @@ pub fn over_transport(
             }
             buf = m.payload;
         }
-        let mine = (cpu_now() - cpu0).as_nanos() as u64;
+        let mine = cpu0.since();
         t.send(1, Channel::Control, &[REPORT], Payload::none())
             .map_err(err)?;
         let theirs = recv(t)?;
-        let theirs = u64::from_le_bytes(
-            theirs
-                .header
-                .get(..8)
-                .and_then(|h| h.try_into().ok())
-                .ok_or("bad CPU report")?,
-        );
+        let theirs = Cpu::from_bytes(&theirs.header).ok_or("bad CPU report")?;
         if buf.len() != bytes
             || buf
                 .iter()
@@ -193,7 +291,15 @@ pub fn over_transport(
         }
         println!(
             "{}",
-            line(what, bytes, &mut times, (mine + theirs) / reps as u64)
+            line(
+                what,
+                bytes,
+                &mut times,
+                Cpu {
+                    busy: mine.busy + theirs.busy,
+                    proc: mine.proc + theirs.proc,
+                }
+            )
         );
     }
     t.send(1, Channel::Control, &[END], Payload::none())
@@ -215,8 +321,11 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
     struct Page {
         ping: Line,
         pong: Line,
-        /// The fork's CPU time, posted once at the end.
+        /// The fork's CPU time over the timed round trips (thread clock),
+        /// posted once at the end.
         report: Line,
+        /// The same from `getrusage` (whole process), posted just before.
+        report_proc: Line,
     }
     let len = std::mem::size_of::<Page>();
     // SAFETY: a fresh shared anonymous mapping, shared with the fork below.
@@ -273,21 +382,29 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
     }
     if child == 0 {
         pin(1);
-        let cpu = cpu_now();
+        let mut cpu = Cpu::now();
         for i in 1..=total {
+            if i == warm as u32 + 1 {
+                // The timed part starts with this ping.
+                cpu = Cpu::now();
+            }
             wait(&page.ping, i);
             let d = page.ping.data.load(Ordering::Relaxed);
             post(&page.pong, i, d.wrapping_add(1));
         }
-        let used = (cpu_now() - cpu).as_nanos() as u64;
-        post(&page.report, 1, used);
+        let used = cpu.since();
+        post(&page.report_proc, 1, used.proc);
+        post(&page.report, 1, used.busy);
         // SAFETY: ends the fork at once, running nothing of the parent's.
         unsafe { libc::_exit(0) };
     }
     pin(0);
     let mut times = Vec::with_capacity(reps);
-    let cpu = cpu_now();
+    let mut cpu = Cpu::now();
     for i in 1..=total {
+        if i == warm as u32 + 1 {
+            cpu = Cpu::now();
+        }
         let start = Instant::now();
         post(&page.ping, i, u64::from(i));
         wait(&page.pong, i);
@@ -303,15 +420,91 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
             times.push(start.elapsed().as_nanos() as u64);
         }
     }
+    let mine = cpu.since();
     wait(&page.report, 1);
-    let theirs = page.report.data.load(Ordering::Relaxed);
-    let mine = (cpu_now() - cpu).as_nanos() as u64;
+    let theirs = Cpu {
+        busy: page.report.data.load(Ordering::Relaxed),
+        proc: page.report_proc.data.load(Ordering::Relaxed),
+    };
     let mut status = 0;
     // SAFETY: reaping our own child.
     unsafe { libc::waitpid(child, &mut status, 0) };
-    // Both CPU counts cover the warm-up too: scale to the timed part.
-    let busy = (mine + theirs) / u64::from(total);
+    // Both CPU counts cover the timed round trips only (from ping
+    // `warm + 1` on); `line` divides them by their number.
     let name = if futex { "raw-futex" } else { "raw-spin" };
-    println!("{}", line((name, "-", "-"), 8, &mut times, busy));
+    let cpu = Cpu {
+        busy: mine.busy + theirs.busy,
+        proc: mine.proc + theirs.proc,
+    };
+    println!("{}", line((name, "-", "-"), 8, &mut times, cpu));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tests below look at every thread of the test process: one at a
+    /// time.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Spins on a thread named `name` until that thread has used `ms`
+    /// milliseconds of CPU (its own clock), and returns how much
+    /// [`busy_now`] of the calling thread grew meanwhile (read while the
+    /// spinning thread still exists: a finished thread's clock is gone).
+    fn busy_while_a_thread_spins(name: &str, ms: u64) -> u64 {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let (go_tx, go) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let (quit_tx, quit) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                ready_tx.send(()).unwrap();
+                go.recv().unwrap();
+                let start = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+                while clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - start < ms * 1_000_000 {
+                    std::hint::spin_loop();
+                }
+                done_tx.send(()).unwrap();
+                let _ = quit.recv();
+            })
+            .unwrap();
+        ready.recv().unwrap();
+        let before = busy_now();
+        go_tx.send(()).unwrap();
+        done.recv().unwrap();
+        let after = busy_now();
+        quit_tx.send(()).unwrap();
+        h.join().unwrap();
+        after - before
+    }
+
+    #[test]
+    fn busy_time_counts_the_communication_thread() {
+        // The snet-mpi thread's CPU time is counted.
+        let got = busy_while_a_thread_spins("snet-mpi", 30);
+        assert!(got >= 25_000_000, "counted only {got} ns of a 30 ms spin");
+    }
+
+    #[test]
+    fn busy_time_leaves_out_other_threads() {
+        // Another thread's is not (the calling thread only sleeps).
+        let got = busy_while_a_thread_spins("someone-else", 30);
+        assert!(
+            got < 15_000_000,
+            "counted {got} ns of another thread's spin"
+        );
+    }
+
+    #[test]
+    fn thread_clock_reads_this_thread() {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let a = clock_ns(thread_clock(tid));
+        assert!(a > 0, "the per-thread clock of this thread reads 0");
+        let b = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        assert!(b >= a);
+    }
 }
