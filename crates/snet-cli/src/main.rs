@@ -104,7 +104,8 @@ enum Cmd {
         notify: String,
         #[arg(long, default_value = "zero-copy", value_parser = ["chunked", "single-copy", "zero-copy"])]
         fields: String,
-        /// Message sizes in bytes, comma separated (default: 8 B to 256 MiB, doubling).
+        /// Field sizes in bytes, comma separated (default: 8 B to 256 MiB,
+        /// doubling); 0: an 8-byte message without a field.
         #[arg(long, value_delimiter = ',')]
         sizes: Vec<usize>,
     },

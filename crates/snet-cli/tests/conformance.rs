@@ -107,8 +107,7 @@ fn built(dir: &Path) -> BuildResult {
                 .to_string_lossy(),
             dir.file_name().unwrap_or_default().to_string_lossy()
         );
-        let out_dir = std::env::temp_dir().join(format!("snet-conformance-{}", std::process::id()));
-        std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
+        let out_dir = exe_dir()?;
         let exe = out_dir.join(name);
         let out = Command::new(env!("CARGO_BIN_EXE_snet"))
             .arg("build")
@@ -123,6 +122,32 @@ fn built(dir: &Path) -> BuildResult {
         } else {
             Err(String::from_utf8_lossy(&out.stderr).into_owned())
         }
+    })
+    .clone()
+}
+
+/// Where this test process puts the executables it builds (~20 MB each):
+/// a directory per process under the target directory's scratch space,
+/// made once; the directories of processes that are gone are removed
+/// first, so repeated runs do not pile up executables.
+fn exe_dir() -> Result<PathBuf, String> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance");
+        if let Ok(entries) = std::fs::read_dir(&base) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let gone = name
+                    .parse::<u32>()
+                    .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                if gone {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = base.join(std::process::id().to_string());
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(dir)
     })
     .clone()
 }

@@ -36,12 +36,16 @@ fn shm_args<'a>(nodes: &'a str, notify: &'a str, fields: &'a str) -> [&'a str; 8
     ]
 }
 
-/// What `/dev/shm` holds now.
+/// What `/dev/shm` holds now, except Open MPI's shared-memory files
+/// (`vader_segment.*`, `sm_segment.*`): MPI jobs running beside the tests
+/// (another test binary, another user's run) come and go, and these runs
+/// use no MPI.
 fn dev_shm() -> BTreeSet<String> {
     std::fs::read_dir("/dev/shm")
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with("vader_segment.") && !n.starts_with("sm_segment."))
                 .collect()
         })
         .unwrap_or_default()

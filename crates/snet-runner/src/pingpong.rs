@@ -11,7 +11,11 @@
 //!   node 1 as the very buffer it received. Payloads are allocated as
 //!   field values (`FieldBytes::for_field`), so in zero-copy mode they live
 //!   in the arena and every transfer passes an offset; in single-copy mode
-//!   every transfer copies once; chunked, twice.
+//!   every transfer copies once; chunked, twice. Size 0 stands for *the
+//!   message alone*: an 8-byte message (the transport's header, the size
+//!   of the raw ping-pongs' data word) on the `Control` channel, no field
+//!   payload -- the transport's own cost, what the raw ping-pongs compare
+//!   with.
 //! * `raw-spin` and `raw-futex` are the comparison written by hand: two
 //!   processes (a fork) and one shared page, an 8-byte message and a
 //!   sequence word per direction; the receiver spins on the word, or sleeps
@@ -226,6 +230,10 @@ pub fn over_transport(
         loop {
             let m = recv(t)?;
             match m.header.first() {
+                Some(&PING) if m.payload.is_empty() => {
+                    t.send(0, Channel::Control, &m.header, Payload::none())
+                        .map_err(err)?;
+                }
                 Some(&PING) => {
                     t.send(
                         0,
@@ -267,6 +275,22 @@ pub fn over_transport(
                 cpu0 = Cpu::now();
             }
             let start = Instant::now();
+            if bytes == 0 {
+                // The message alone: 8 bytes (the size of the raw
+                // ping-pongs' data word), no field payload.
+                let mut h = (r as u64).to_le_bytes();
+                h[0] = PING;
+                t.send(1, Channel::Control, &h, Payload::none())
+                    .map_err(err)?;
+                let m = recv(t)?;
+                if r >= warm {
+                    times.push(start.elapsed().as_nanos() as u64);
+                }
+                if m.header[..] != h {
+                    return Err("an 8-byte message came back damaged".into());
+                }
+                continue;
+            }
             t.send(1, Channel::Field, &[PING], Payload::shared(Arc::new(buf)))
                 .map_err(err)?;
             let m = recv(t)?;

@@ -64,6 +64,9 @@
 pub mod arena;
 pub mod notify;
 pub mod ring;
+#[cfg(not(loom))]
+#[cfg_attr(not(feature = "transport"), allow(dead_code))]
+mod spin;
 mod sync;
 
 #[cfg(feature = "transport")]

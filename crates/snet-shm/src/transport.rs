@@ -15,12 +15,17 @@
 //! The *stream* is the header followed by the payload, unless the payload
 //! went through the arena (its offset is in the START frame; `u64::MAX`
 //! when not), in which case the stream is the header alone. A message whose
-//! stream does not fit in its START frame continues in MORE frames. One
-//! sender pushes a message's frames under its per-destination lock, so a
-//! sender's frames of one message are consecutive among that sender's
-//! frames; frames of different senders interleave, and the receiver
-//! reassembles per sender. The ring keeps each sender's frames in order,
-//! which gives the transport's per-channel (in fact per-sender) order.
+//! stream does not fit in its START frame continues in MORE frames. A
+//! node's threads push a message of several frames (or one through the
+//! arena) under the node's lock for that destination, so its frames are
+//! consecutive among that node's frames of such messages; frames of
+//! different nodes interleave, and the receiver reassembles per sending
+//! node. A message whose whole stream fits in its START frame (the common,
+//! small case) is pushed without the lock, in one frame: it may fall
+//! between another thread's frames of a long message, and the receiver
+//! delivers it at once (sends from different threads have no order to
+//! keep). The ring keeps each sender's frames in order, which gives the
+//! transport's per-channel (in fact per-thread) order.
 //!
 //! # Field bytes ([`FieldMode`])
 //!
@@ -62,6 +67,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+
+use crate::spin::SpinLock;
 use std::time::{Duration, Instant};
 
 use snet_core::{FieldAllocator, FieldBytes};
@@ -231,7 +238,7 @@ fn bump(c: &AtomicU64) {
 /// One node's endpoint of a shared-memory run.
 pub struct ShmTransport {
     /// Declared before `shared`: the consumer borrows its segment.
-    inbox: Mutex<Inbox>,
+    inbox: SpinLock<Inbox>,
     shared: Arc<Shared>,
     me: u32,
     /// One lock per destination: a message's frames go out together.
@@ -260,7 +267,7 @@ impl ShmTransport {
         })?;
         consumer.set_spins(SPARSE_SPINS);
         Ok(ShmTransport {
-            inbox: Mutex::new(Inbox {
+            inbox: SpinLock::new(Inbox {
                 consumer,
                 partial: (0..nodes).map(|_| None).collect(),
             }),
@@ -469,9 +476,6 @@ impl ShmTransport {
                 let hlen = u32::from_le_bytes(f[4..8].try_into().expect("4")) as usize;
                 let plen = u64::from_le_bytes(f[8..16].try_into().expect("8")) as usize;
                 let off = u64::from_le_bytes(f[16..24].try_into().expect("8"));
-                if slot.is_some() {
-                    return bad("a new message before the last one ended");
-                }
                 let body = &f[START_LEN..];
                 if off == NO_ARENA && hlen + plen == body.len() {
                     // The whole message in this frame (the common case).
@@ -482,6 +486,11 @@ impl ShmTransport {
                         payload: FieldBytes::copy_from(&body[hlen..]),
                     });
                     return Ok(());
+                }
+                if slot.is_some() {
+                    // (Only a whole message in one frame, handled above,
+                    // may come between another thread's frames: see `send`.)
+                    return bad("a new message before the last one ended");
                 }
                 let (payload, by_arena) = if off == NO_ARENA {
                     (FieldBytes::zeroed(plen), false)
@@ -577,8 +586,11 @@ impl Transport for ShmTransport {
         let bytes = payload.bytes();
         let from = (self.me as u16).to_le_bytes();
         if START_LEN + header.len() + bytes.len() <= room {
-            // The common case, kept lean: one frame, written in place.
-            let _order = self.send_locks[to as usize].lock();
+            // The common case, kept lean: one frame, written in place,
+            // without the destination's lock (a complete message in one
+            // frame may land between another thread's frames of a long
+            // message: the receiver delivers it at once; sends of
+            // different threads are not ordered anyway).
             let frame = |b: &mut [u8]| {
                 let (head, body) = b.split_at_mut(START_LEN);
                 head[0] = START;
@@ -593,7 +605,11 @@ impl Transport for ShmTransport {
             };
             let len = START_LEN + header.len() + bytes.len();
             if ring.try_push_with(len, frame).is_ok() {
-                bump(&self.counters.frames);
+                // A plain load and store, not a read-modify-write: this is
+                // the path of every small message (a count may be lost if
+                // two threads send at the same instant; statistics only).
+                let c = &self.counters.frames;
+                c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             } else {
                 self.push(to, len, &frame)?;
             }
