@@ -26,6 +26,7 @@
 pub mod codec;
 pub mod compare;
 pub mod error;
+mod fast;
 pub mod position;
 pub mod reader;
 pub mod writer;

@@ -51,6 +51,12 @@ pub struct RecordReader<R: BufRead> {
     /// quick-xml's event buffer, reused across events.
     buf: Vec<u8>,
     done: bool,
+    /// Try the fast scanner ([`crate::fast`]) before quick-xml.
+    fast: bool,
+    /// quick-xml stands between items with nothing of the next one read
+    /// (it has returned a data record; before that it may still have to
+    /// look for a byte order mark), so the fast scanner may take bytes.
+    between: bool,
 }
 
 /// The reader's state apart from the event buffer, so that an event
@@ -68,6 +74,8 @@ struct Parser<R: BufRead> {
     field_interface: String,
     /// Recently seen labels, to skip the global interner on the hot path.
     labels: LabelCache,
+    /// The fast scanner's remembered start tags.
+    memo: crate::fast::Memo,
     /// The text codecs of the interfaces whose values are parsed.
     codecs: TextCodecs,
     /// Keep values as text instead of parsing them.
@@ -78,7 +86,7 @@ struct Parser<R: BufRead> {
 /// few distinct labels; a linear scan over short byte strings beats the
 /// interner's lock and hash.
 #[derive(Default)]
-struct LabelCache {
+pub(crate) struct LabelCache {
     entries: Vec<(LabelKind, Box<[u8]>, Label)>,
     next: usize,
 }
@@ -86,7 +94,7 @@ struct LabelCache {
 const LABEL_CACHE: usize = 16;
 
 impl LabelCache {
-    fn get(&mut self, kind: LabelKind, name: &str) -> Label {
+    pub(crate) fn get(&mut self, kind: LabelKind, name: &str) -> Label {
         if let Some((_, _, l)) = self
             .entries
             .iter()
@@ -134,12 +142,43 @@ impl<R: BufRead> RecordReader<R> {
                 interface: String::new(),
                 field_interface: String::new(),
                 labels: LabelCache::default(),
+                memo: crate::fast::Memo::default(),
                 codecs: TextCodecs::default(),
                 verbatim: false,
             },
             buf: Vec::new(),
             done: false,
+            fast: true,
+            between: false,
         }
+    }
+
+    /// Reads everything through quick-xml, never the fast scanner: for
+    /// testing that both read the same.
+    #[doc(hidden)]
+    pub fn without_fast_path(mut self) -> RecordReader<R> {
+        self.fast = false;
+        self
+    }
+
+    /// The next item by the fast scanner, if it can take it from the
+    /// buffered input (then consumed); `None` having consumed nothing.
+    #[inline]
+    fn read_fast(&mut self) -> Option<Item> {
+        let p = &mut self.p;
+        let mut stream = p.xml.stream();
+        let buf = stream.fill_buf().ok()?;
+        let mut cx = crate::fast::Ctx {
+            labels: &mut p.labels,
+            memo: &mut p.memo,
+            codecs: &p.codecs,
+            verbatim: p.verbatim,
+        };
+        let (item, n) = crate::fast::scan(buf, &mut cx)?;
+        // Through quick-xml's stream: its offset (error positions) and the
+        // line counter follow.
+        stream.consume(n);
+        Some(item)
     }
 
     /// Parses the values of the interfaces `codecs` has a codec for (the
@@ -164,8 +203,18 @@ impl<R: BufRead> RecordReader<R> {
         if self.done {
             return Ok(None);
         }
+        if self.fast && self.between {
+            if let Some(item) = self.read_fast() {
+                if matches!(item, Item::Terminate) {
+                    self.done = true;
+                }
+                return Ok(Some(item));
+            }
+        }
         let r = self.read_item();
-        if !matches!(r, Ok(Some(Item::Data(_)))) {
+        if matches!(r, Ok(Some(Item::Data(_)))) {
+            self.between = true;
+        } else {
             self.done = true;
         }
         r
@@ -322,7 +371,7 @@ fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
 }
 
 /// Parses a tag value: a decimal `i64`, optionally signed, surrounded by blanks.
-fn parse_tag(text: &[u8]) -> Option<i64> {
+pub(crate) fn parse_tag(text: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(text)
         .ok()?
         .trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
@@ -650,16 +699,29 @@ impl<R: BufRead> Parser<R> {
         } else {
             &self.interface
         };
-        let Some(codec) = self.codecs.get(interface) else {
-            return Ok(Value::Field(Field::text(interface, binary, text)));
-        };
-        let bad = |error| self.err(ReadErrorKind::BadField { label, error }, pos);
-        if self.verbatim {
-            codec.validate(text, binary).map_err(bad)?;
-            return Ok(Value::Field(Field::text(interface, binary, text)));
-        }
-        Ok(Value::Field(codec.parse(text, binary).map_err(bad)?))
+        field_value(&self.codecs, self.verbatim, interface, binary, text)
+            .map_err(|error| self.err(ReadErrorKind::BadField { label, error }, pos))
     }
+}
+
+/// The value of a field of `interface` written `text`: parsed by the
+/// interface's codec in `codecs` (validated and kept as text if
+/// `verbatim`), or kept as text if it has none.
+pub(crate) fn field_value(
+    codecs: &TextCodecs,
+    verbatim: bool,
+    interface: &str,
+    binary: bool,
+    text: &str,
+) -> Result<Value, crate::codec::FieldTextError> {
+    let Some(codec) = codecs.get(interface) else {
+        return Ok(Value::Field(Field::text(interface, binary, text)));
+    };
+    if verbatim {
+        codec.validate(text, binary)?;
+        return Ok(Value::Field(Field::text(interface, binary, text)));
+    }
+    codec.parse(text, binary).map(Value::Field)
 }
 
 #[cfg(test)]
