@@ -119,6 +119,9 @@ enum Cmd {
         /// Write into this file instead of a sink.
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Read through quick-xml only (the reader's fast path off).
+        #[arg(long)]
+        fallback: bool,
     },
     /// Check that a transport between nodes works: runs the transport
     /// conformance suite (ordering, payloads up to 64 MiB, flow control,
@@ -196,10 +199,12 @@ fn main() -> ExitCode {
             file,
             rounds,
             output,
+            fallback,
         } => ExitCode::from(snet_runner::iobench_command(
             &file,
             rounds,
             output.as_deref(),
+            fallback,
         )),
         Cmd::Selftest {
             transport,

@@ -11,6 +11,9 @@
 //!   [`RecordWriter`] with the C4SNet text codecs into a sink (formatting
 //!   only; `--output FILE` writes a file instead).
 //!
+//! `--fallback` reads through quick-xml only (the reader's fast path off),
+//! for comparing the two.
+//!
 //! Rates are MB/s (10^6 bytes per second) of input bytes for plain and
 //! read, of output bytes for write, from the median wall time of the
 //! rounds; CPU time of the measuring thread is reported too (on a shared
@@ -74,14 +77,18 @@ fn plain_read(path: &Path) -> io::Result<u64> {
     }
 }
 
-/// Reads every record of `path`; keeps them if `keep`.
-fn read_records(path: &Path, keep: bool) -> Result<(usize, Vec<Record>), String> {
+/// Reads every record of `path`; keeps them if `keep`; only through
+/// quick-xml if `fallback` (the reader's fast path off).
+fn read_records(path: &Path, keep: bool, fallback: bool) -> Result<(usize, Vec<Record>), String> {
     let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut r = RecordReader::with_name(
         BufReader::with_capacity(1 << 16, f),
         &path.display().to_string(),
     )
     .with_codecs(c4snet::text_codecs());
+    if fallback {
+        r = r.without_fast_path();
+    }
     let mut n = 0;
     let mut kept = Vec::new();
     loop {
@@ -125,8 +132,8 @@ fn write_records<W: Write>(out: W, recs: &[Record]) -> io::Result<u64> {
 
 /// `snet iobench`: returns the exit status (0 ok, 2 unreadable input or
 /// unwritable output).
-pub fn iobench_command(path: &Path, rounds: usize, output: Option<&Path>) -> u8 {
-    match iobench(path, rounds.max(1), output) {
+pub fn iobench_command(path: &Path, rounds: usize, output: Option<&Path>, fallback: bool) -> u8 {
+    match iobench(path, rounds.max(1), output, fallback) {
         Ok(json) => {
             println!("{json}");
             0
@@ -138,15 +145,20 @@ pub fn iobench_command(path: &Path, rounds: usize, output: Option<&Path>) -> u8 
     }
 }
 
-fn iobench(path: &Path, rounds: usize, output: Option<&Path>) -> Result<String, String> {
-    let (_, recs) = read_records(path, true)?;
+fn iobench(
+    path: &Path,
+    rounds: usize,
+    output: Option<&Path>,
+    fallback: bool,
+) -> Result<String, String> {
+    let (_, recs) = read_records(path, true, fallback)?;
     let (mut plain, mut read, mut write) = (Vec::new(), Vec::new(), Vec::new());
     let (mut bytes, mut records, mut out_bytes) = (0u64, 0usize, 0u64);
     for _ in 0..rounds {
         let (n, w, c) = timed(|| plain_read(path));
         bytes = n.map_err(|e| format!("{}: {e}", path.display()))?;
         plain.push((w, c));
-        let (n, w, c) = timed(|| read_records(path, false));
+        let (n, w, c) = timed(|| read_records(path, false, fallback));
         records = n?.0;
         read.push((w, c));
         let (n, w, c) = timed(|| match output {
