@@ -22,6 +22,12 @@
 //!
 //! After an error or a `terminate` record the reader is finished: `next`
 //! returns `Ok(None)` from then on.
+//!
+//! Between records (once quick-xml has read the first one, and so past any
+//! byte order mark), the reader first offers the buffered input to the fast
+//! scanner ([`crate::fast`]), which takes a whole record of the common
+//! shapes or nothing; what it takes is consumed through quick-xml's
+//! stream, so offsets and line numbers stay right for the fallback.
 
 use std::io::BufRead;
 use std::sync::Arc;
