@@ -84,17 +84,17 @@ impl<'a> Cur<'a> {
     /// After an element name: the next byte must end the name.
     #[inline]
     fn name_ends(&self) -> bool {
-        matches!(self.peek(), Some(b' ' | b'\t' | b'\r' | b'\n' | b'>' | b'/'))
+        matches!(
+            self.peek(),
+            Some(b' ' | b'\t' | b'\r' | b'\n' | b'>' | b'/')
+        )
     }
 
     /// The attributes of a start tag up to and including its `>` or `/>`,
     /// each handed to `f(name, value)` in order (raw values: none holds
     /// `&` or `<`). `None` for anything unusual, or if `f` says so.
     #[inline]
-    fn attributes(
-        &mut self,
-        mut f: impl FnMut(&'a [u8], &'a [u8]) -> Option<()>,
-    ) -> Option<Close> {
+    fn attributes(&mut self, mut f: impl FnMut(&'a [u8], &'a [u8]) -> Option<()>) -> Option<Close> {
         loop {
             let blank = self.blanks();
             match self.peek()? {
@@ -230,7 +230,12 @@ struct ChildTag {
 
 /// Parses a child start tag at `c` (after its name); `None` for anything
 /// unusual or wrong.
-fn child_tag(c: &mut Cur<'_>, start: usize, kind: LabelKind, labels: &mut LabelCache) -> Option<ChildTag> {
+fn child_tag(
+    c: &mut Cur<'_>,
+    start: usize,
+    kind: LabelKind,
+    labels: &mut LabelCache,
+) -> Option<ChildTag> {
     if !c.name_ends() {
         return None;
     }
@@ -423,9 +428,7 @@ mod tests {
         let one = "\n<?xml version=\"1.0\" ?><record xmlns=\"snet-home.org\" type=\"data\" mode=\"textual\" ><tag label=\"N\">3</tag></record>";
         let (item, n) = scan_str(&format!("{one}\n<record")).expect("common shape");
         assert_eq!(n, one.len());
-        let Item::Data(r) = item else {
-            panic!("data")
-        };
+        let Item::Data(r) = item else { panic!("data") };
         assert_eq!(r.int(Label::tag("N")), Some(3));
         let (item, n) = scan_str("<record type='terminate'/>rest").expect("terminate");
         assert!(matches!(item, Item::Terminate));
@@ -438,9 +441,9 @@ mod tests {
     #[test]
     fn leaves_the_unusual_and_the_unfinished_to_the_fallback() {
         for s in [
-            "<record><tag label='a'>1</tag>",             // not complete
-            "<record><tag label='a'>1</tag></record",     // not complete
-            "<!-- c --><record/>",                        // comment
+            "<record><tag label='a'>1</tag>",              // not complete
+            "<record><tag label='a'>1</tag></record",      // not complete
+            "<!-- c --><record/>",                         // comment
             "<record><tag label='a'>&#49;</tag></record>", // reference
             "<record><tag label='a'><![CDATA[1]]></tag></record>",
             "<record><tag label='a'>x</tag></record>", // error

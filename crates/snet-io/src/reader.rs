@@ -1040,7 +1040,9 @@ mod tests {
                         let v = match v {
                             Value::Int(i) => i.to_string(),
                             Value::Field(f) => match f.downcast_ref::<TextField>() {
-                                Some(t) => format!("{}/{}/{:?}", t.interface(), t.binary(), t.text()),
+                                Some(t) => {
+                                    format!("{}/{}/{:?}", t.interface(), t.binary(), t.text())
+                                }
                                 None => format!("{:?}", toy::word(f)),
                             },
                         };
@@ -1143,7 +1145,8 @@ mod tests {
         // start tags), with blanks and line breaks around.
         for shape in SHAPES {
             for sep in ["", "\n", " \r\n\t"] {
-                let input = format!("<record><tag label='t'>0</tag></record>{sep}{shape}{sep}{shape}{sep}");
+                let input =
+                    format!("<record><tag label='t'>0</tag></record>{sep}{shape}{sep}{shape}{sep}");
                 same_both_ways(input.as_bytes());
             }
         }
@@ -1181,13 +1184,19 @@ mod tests {
         // Positions after many records read by the fast path.
         let mut input = String::from("<?xml version='1.0'?>\n");
         for i in 0..200 {
-            input.push_str(&format!("<record type='data'>\n  <tag label='N'>{i}</tag>\n</record>\n"));
+            input.push_str(&format!(
+                "<record type='data'>\n  <tag label='N'>{i}</tag>\n</record>\n"
+            ));
         }
         input.push_str("<record type='data'>\n  <tag label='N'>x</tag>\n</record>\n");
         let out = same_both_ways(input.as_bytes());
         let mut r = RecordReader::new(input.as_bytes());
         while let Ok(Some(_)) = r.next() {}
-        assert_eq!(r.fast_items(), 199, "all but the first record and the error");
+        assert_eq!(
+            r.fast_items(),
+            199,
+            "all but the first record and the error"
+        );
         assert_eq!(out.len(), 201);
         assert!(
             out[200].starts_with("error input:603:3: tag \"N\" has a non-integer value \"x\""),
