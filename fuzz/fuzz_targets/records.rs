@@ -14,15 +14,37 @@ fuzz_target!(|data: &[u8]| {
     let codecs = c4snet::text_codecs();
     let mut reader = RecordReader::new(data).with_codecs(codecs.clone());
     let mut items = Vec::new();
+    let mut fast_err = None;
     loop {
         match reader.next() {
             Ok(Some(item)) => items.push(item),
             Ok(None) => break,
             Err(e) => {
-                let _ = e.to_string();
+                fast_err = Some(e.to_string());
                 break;
             }
         }
+    }
+    // The reader's fast path and its quick-xml fallback must agree on
+    // every input: the same records, the same error at the same place.
+    let mut slow = RecordReader::new(data)
+        .with_codecs(codecs.clone())
+        .without_fast_path();
+    let mut slow_items = Vec::new();
+    let mut slow_err = None;
+    loop {
+        match slow.next() {
+            Ok(Some(item)) => slow_items.push(item),
+            Ok(None) => break,
+            Err(e) => {
+                slow_err = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    assert_eq!(fast_err, slow_err, "fast path and fallback disagree");
+    if let Err(diff) = equivalent_multiset(&items, &slow_items, &codecs) {
+        panic!("fast path and fallback read different records:\n{diff}");
     }
     let mut writer = RecordWriter::new(Vec::new()).with_codecs(codecs.clone());
     for item in &items {

@@ -109,6 +109,21 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         sizes: Vec<usize>,
     },
+    /// The record I/O benchmark: the XML reader and writer alone on FILE,
+    /// against a plain read of it (one JSON line; `bench/run --only io`).
+    #[command(hide = true)]
+    Iobench {
+        file: PathBuf,
+        /// Rounds (medians are reported).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Write into this file instead of a sink.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Read through quick-xml only (the reader's fast path off).
+        #[arg(long)]
+        fallback: bool,
+    },
     /// Check that a transport between nodes works: runs the transport
     /// conformance suite (ordering, payloads up to 64 MiB, flow control,
     /// shutdown). Under MPI: `mpirun -np 2 snet selftest`; shared memory:
@@ -181,6 +196,17 @@ fn main() -> ExitCode {
                 &transport, &notify, &fields, &sizes,
             ))
         }
+        Cmd::Iobench {
+            file,
+            rounds,
+            output,
+            fallback,
+        } => ExitCode::from(snet_runner::iobench_command(
+            &file,
+            rounds,
+            output.as_deref(),
+            fallback,
+        )),
         Cmd::Selftest {
             transport,
             nodes,

@@ -42,13 +42,14 @@ impl FilterChain {
                 return Ok(());
             }
         };
-        self.stage(0, &rec.rec, &rec.det, ctx)
+        let Rec { rec, det } = rec;
+        self.stage(0, rec, &det, ctx)
     }
 
     fn stage(
         &self,
         i: usize,
-        rec: &Record,
+        mut rec: Record,
         det: &crate::entity::Stamps,
         ctx: &mut Ctx,
     ) -> Result<(), EngineError> {
@@ -56,7 +57,7 @@ impl FilterChain {
         let node = *node;
         let last = i + 1 == self.filters.len();
         let mut failed = None;
-        apply_each(def, rec, |out| {
+        let mut emit = |out: Record, ctx: &mut Ctx| {
             if failed.is_some() {
                 return;
             }
@@ -68,11 +69,28 @@ impl FilterChain {
                         det: det.clone(),
                     }),
                 );
-            } else if let Err(e) = self.stage(i + 1, &out, det, ctx) {
+            } else if let Err(e) = self.stage(i + 1, out, det, ctx) {
                 failed = Some(e);
             }
-        })
-        .map_err(|what| match what {
+        };
+        // One output: the record itself is turned into it (no new record,
+        // no copy of the inherited labels, nothing to drop).
+        match apply_in_place(def, &mut rec) {
+            Ok(InPlace::Done) => {
+                emit(rec, ctx);
+                return failed.map_or(Ok(()), Err);
+            }
+            Ok(InPlace::Nothing) => return Ok(()),
+            Ok(InPlace::Several) => {}
+            Err(what) => return Err(self.filter_error(what, node, ctx)),
+        }
+        apply_each(def, &rec, |out| emit(out, ctx))
+            .map_err(|what| self.filter_error(what, node, ctx))?;
+        failed.map_or(Ok(()), Err)
+    }
+
+    fn filter_error(&self, what: FilterError, node: NodeId, ctx: &Ctx) -> EngineError {
+        match what {
             FilterError::Type(error) => EngineError::Type {
                 error,
                 loc: ctx.rt.loc(node),
@@ -82,9 +100,102 @@ impl FilterChain {
                 context: EvalContext::Filter,
                 loc: ctx.rt.loc(node),
             },
-        })?;
-        failed.map_or(Ok(()), Err)
+        }
     }
+}
+
+/// The label and value an outspec item gives `rec` (as [`build`] computes them).
+#[inline]
+fn item_value(item: &OutItem, rec: &Record) -> Result<(snet_core::Label, Value), FilterError> {
+    Ok(match item {
+        OutItem::Field { dst, src } => {
+            let v = rec.get(*src).ok_or_else(|| {
+                FilterError::Type(RuntimeTypeError::FilterMissingField {
+                    field: *src,
+                    record: record_type(rec),
+                })
+            })?;
+            (*dst, v.clone())
+        }
+        OutItem::Tag {
+            dst,
+            value: TagValue::Copy,
+        } => (*dst, Value::Int(rec.int(*dst).unwrap_or(0))),
+        OutItem::Tag {
+            dst,
+            value: TagValue::Expr(e),
+        } => (*dst, Value::Int(e.eval(rec).map_err(FilterError::Eval)?)),
+    })
+}
+
+/// What [`apply_in_place`] did.
+enum InPlace {
+    /// The record is now the filter's one output.
+    Done,
+    /// No arm's guard holds: no output.
+    Nothing,
+    /// The arm has several outspecs (the record is unchanged): use [`apply_each`].
+    Several,
+}
+
+/// Applies a filter whose chosen arm has one outspec by changing the record
+/// into the output [`build`] would make: every value of the outspec is
+/// computed from the input first, then the pattern's labels that the
+/// outspec does not set are removed and the outspec's values set (the
+/// other labels stay: flow inheritance; set labels win). Errors as
+/// [`apply_each`] reports them, in the same order, the record untouched.
+fn apply_in_place(def: &FilterDef, rec: &mut Record) -> Result<InPlace, FilterError> {
+    if !rec.matches(&def.pattern) {
+        return Err(FilterError::Type(RuntimeTypeError::FilterPattern {
+            pattern: def.pattern.clone(),
+            record: record_type(rec),
+        }));
+    }
+    let mut arm = None;
+    for a in &def.arms {
+        match &a.guard {
+            None => {
+                arm = Some(a);
+                break;
+            }
+            Some(g) => {
+                if g.holds(rec).map_err(FilterError::Eval)? {
+                    arm = Some(a);
+                    break;
+                }
+            }
+        }
+    }
+    let Some(arm) = arm else {
+        return Ok(InPlace::Nothing);
+    };
+    let [spec] = arm.outputs.as_slice() else {
+        return Ok(InPlace::Several);
+    };
+    if let [item] = spec.items.as_slice() {
+        // The common case, without collecting the values first.
+        let (dst, v) = item_value(item, rec)?;
+        for &l in def.pattern.labels() {
+            if l != dst {
+                rec.remove(l);
+            }
+        }
+        rec.set(dst, v);
+        return Ok(InPlace::Done);
+    }
+    let mut values: smallvec::SmallVec<[(snet_core::Label, Value); 4]> = smallvec::SmallVec::new();
+    for item in &spec.items {
+        values.push(item_value(item, rec)?);
+    }
+    for &l in def.pattern.labels() {
+        if !values.iter().any(|(d, _)| *d == l) {
+            rec.remove(l);
+        }
+    }
+    for (dst, v) in values {
+        rec.set(dst, v);
+    }
+    Ok(InPlace::Done)
 }
 
 /// Why a filter could not transform a record.

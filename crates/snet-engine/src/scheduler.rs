@@ -593,7 +593,11 @@ impl Shared {
             return None;
         }
         let rec = st.records.pop_front()?;
-        if st.records.len() + 1 == self.input.capacity {
+        // The reader sleeps only on a full buffer; wake it when the buffer
+        // has drained to half (not as soon as one slot is free, which made
+        // the reader and the workers take turns one record at a time, two
+        // context switches a record, once the reader was ahead).
+        if st.records.len() == self.input.capacity / 2 {
             self.input.space.notify_one();
         }
         self.admitted.fetch_add(1, Ordering::Relaxed);

@@ -146,6 +146,21 @@ mod tests {
     }
 
     #[test]
+    fn many_lines_consumed_at_once_map_like_one_at_a_time() {
+        let text: String = (0..3 * RING)
+            .map(|i| format!("{}\n", "x".repeat(i % 7)))
+            .collect();
+        let mut whole = LineCounter::new(text.as_bytes());
+        whole.consume(text.len());
+        let mut bytewise = LineCounter::new(io::BufReader::with_capacity(1, text.as_bytes()));
+        let mut all = Vec::new();
+        bytewise.read_to_end(&mut all).expect("in-memory read");
+        for o in (text.len() - 2 * RING)..=text.len() {
+            assert_eq!(whole.position(o as u64), bytewise.position(o as u64), "{o}");
+        }
+    }
+
+    #[test]
     fn long_inputs_count_every_line() {
         let text = "\n".repeat(RING + 10);
         let mut c = LineCounter::new(text.as_bytes());

@@ -22,6 +22,12 @@
 //!
 //! After an error or a `terminate` record the reader is finished: `next`
 //! returns `Ok(None)` from then on.
+//!
+//! Between records (once quick-xml has read the first one, and so past any
+//! byte order mark), the reader first offers the buffered input to the fast
+//! scanner ([`crate::fast`]), which takes a whole record of the common
+//! shapes or nothing; what it takes is consumed through quick-xml's
+//! stream, so offsets and line numbers stay right for the fallback.
 
 use std::io::BufRead;
 use std::sync::Arc;
@@ -51,6 +57,14 @@ pub struct RecordReader<R: BufRead> {
     /// quick-xml's event buffer, reused across events.
     buf: Vec<u8>,
     done: bool,
+    /// Try the fast scanner ([`crate::fast`]) before quick-xml.
+    fast: bool,
+    /// quick-xml stands between items with nothing of the next one read
+    /// (it has returned a data record; before that it may still have to
+    /// look for a byte order mark), so the fast scanner may take bytes.
+    between: bool,
+    /// Items the fast scanner read.
+    fast_items: u64,
 }
 
 /// The reader's state apart from the event buffer, so that an event
@@ -68,6 +82,8 @@ struct Parser<R: BufRead> {
     field_interface: String,
     /// Recently seen labels, to skip the global interner on the hot path.
     labels: LabelCache,
+    /// The fast scanner's remembered start tags.
+    memo: crate::fast::Memo,
     /// The text codecs of the interfaces whose values are parsed.
     codecs: TextCodecs,
     /// Keep values as text instead of parsing them.
@@ -78,7 +94,7 @@ struct Parser<R: BufRead> {
 /// few distinct labels; a linear scan over short byte strings beats the
 /// interner's lock and hash.
 #[derive(Default)]
-struct LabelCache {
+pub(crate) struct LabelCache {
     entries: Vec<(LabelKind, Box<[u8]>, Label)>,
     next: usize,
 }
@@ -86,7 +102,7 @@ struct LabelCache {
 const LABEL_CACHE: usize = 16;
 
 impl LabelCache {
-    fn get(&mut self, kind: LabelKind, name: &str) -> Label {
+    pub(crate) fn get(&mut self, kind: LabelKind, name: &str) -> Label {
         if let Some((_, _, l)) = self
             .entries
             .iter()
@@ -134,12 +150,51 @@ impl<R: BufRead> RecordReader<R> {
                 interface: String::new(),
                 field_interface: String::new(),
                 labels: LabelCache::default(),
+                memo: crate::fast::Memo::default(),
                 codecs: TextCodecs::default(),
                 verbatim: false,
             },
             buf: Vec::new(),
             done: false,
+            fast: true,
+            between: false,
+            fast_items: 0,
         }
+    }
+
+    /// Reads everything through quick-xml, never the fast scanner: for
+    /// testing that both read the same.
+    #[doc(hidden)]
+    pub fn without_fast_path(mut self) -> RecordReader<R> {
+        self.fast = false;
+        self
+    }
+
+    /// How many items the fast scanner read (the others went through
+    /// quick-xml).
+    #[doc(hidden)]
+    pub fn fast_items(&self) -> u64 {
+        self.fast_items
+    }
+
+    /// The next item by the fast scanner, if it can take it from the
+    /// buffered input (then consumed); `None` having consumed nothing.
+    #[inline]
+    fn read_fast(&mut self) -> Option<Item> {
+        let p = &mut self.p;
+        let mut stream = p.xml.stream();
+        let buf = stream.fill_buf().ok()?;
+        let mut cx = crate::fast::Ctx {
+            labels: &mut p.labels,
+            memo: &mut p.memo,
+            codecs: &p.codecs,
+            verbatim: p.verbatim,
+        };
+        let (item, n) = crate::fast::scan(buf, &mut cx)?;
+        // Through quick-xml's stream: its offset (error positions) and the
+        // line counter follow.
+        stream.consume(n);
+        Some(item)
     }
 
     /// Parses the values of the interfaces `codecs` has a codec for (the
@@ -164,8 +219,19 @@ impl<R: BufRead> RecordReader<R> {
         if self.done {
             return Ok(None);
         }
+        if self.fast && self.between {
+            if let Some(item) = self.read_fast() {
+                self.fast_items += 1;
+                if matches!(item, Item::Terminate) {
+                    self.done = true;
+                }
+                return Ok(Some(item));
+            }
+        }
         let r = self.read_item();
-        if !matches!(r, Ok(Some(Item::Data(_)))) {
+        if matches!(r, Ok(Some(Item::Data(_)))) {
+            self.between = true;
+        } else {
             self.done = true;
         }
         r
@@ -322,7 +388,7 @@ fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
 }
 
 /// Parses a tag value: a decimal `i64`, optionally signed, surrounded by blanks.
-fn parse_tag(text: &[u8]) -> Option<i64> {
+pub(crate) fn parse_tag(text: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(text)
         .ok()?
         .trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
@@ -650,16 +716,29 @@ impl<R: BufRead> Parser<R> {
         } else {
             &self.interface
         };
-        let Some(codec) = self.codecs.get(interface) else {
-            return Ok(Value::Field(Field::text(interface, binary, text)));
-        };
-        let bad = |error| self.err(ReadErrorKind::BadField { label, error }, pos);
-        if self.verbatim {
-            codec.validate(text, binary).map_err(bad)?;
-            return Ok(Value::Field(Field::text(interface, binary, text)));
-        }
-        Ok(Value::Field(codec.parse(text, binary).map_err(bad)?))
+        field_value(&self.codecs, self.verbatim, interface, binary, text)
+            .map_err(|error| self.err(ReadErrorKind::BadField { label, error }, pos))
     }
+}
+
+/// The value of a field of `interface` written `text`: parsed by the
+/// interface's codec in `codecs` (validated and kept as text if
+/// `verbatim`), or kept as text if it has none.
+pub(crate) fn field_value(
+    codecs: &TextCodecs,
+    verbatim: bool,
+    interface: &str,
+    binary: bool,
+    text: &str,
+) -> Result<Value, crate::codec::FieldTextError> {
+    let Some(codec) = codecs.get(interface) else {
+        return Ok(Value::Field(Field::text(interface, binary, text)));
+    };
+    if verbatim {
+        codec.validate(text, binary)?;
+        return Ok(Value::Field(Field::text(interface, binary, text)));
+    }
+    codec.parse(text, binary).map(Value::Field)
 }
 
 #[cfg(test)]
@@ -945,6 +1024,185 @@ mod tests {
         assert_eq!(e.source_name(), "in.xml");
         assert!(matches!(e.kind(), ReadErrorKind::UnknownRecordType { .. }));
         assert!(r.next().expect("fused").is_none());
+    }
+
+    /// What a read gave, as text: each item (entries with their kinds,
+    /// values, and for text fields the interface and mode), then the error
+    /// with its position, if any.
+    fn outcome(mut r: RecordReader<impl BufRead>) -> Vec<String> {
+        let mut out = Vec::new();
+        loop {
+            match r.next() {
+                Ok(Some(Item::Terminate)) => out.push("terminate".into()),
+                Ok(Some(Item::Data(rec))) => {
+                    let mut d = String::from("data");
+                    for (l, v) in rec.entries() {
+                        let v = match v {
+                            Value::Int(i) => i.to_string(),
+                            Value::Field(f) => match f.downcast_ref::<TextField>() {
+                                Some(t) => {
+                                    format!("{}/{}/{:?}", t.interface(), t.binary(), t.text())
+                                }
+                                None => format!("{:?}", toy::word(f)),
+                            },
+                        };
+                        d.push_str(&format!(" {:?}:{}={v}", l.kind(), l.name()));
+                    }
+                    out.push(d);
+                }
+                Ok(None) => return out,
+                Err(e) => {
+                    out.push(format!("error {e}"));
+                    return out;
+                }
+            }
+        }
+    }
+
+    /// Reads `input` with and without the fast path (and with a one-byte
+    /// buffer, which leaves the fast path nothing whole to read) and
+    /// requires the same items and the same error at the same place.
+    fn same_both_ways(input: &[u8]) -> Vec<String> {
+        let fast = outcome(RecordReader::new(input).with_codecs(toy::codecs()));
+        let slow = outcome(
+            RecordReader::new(input)
+                .with_codecs(toy::codecs())
+                .without_fast_path(),
+        );
+        assert_eq!(fast, slow, "input {:?}", String::from_utf8_lossy(input));
+        let tiny = outcome(
+            RecordReader::new(std::io::BufReader::with_capacity(1, input))
+                .with_codecs(toy::codecs()),
+        );
+        assert_eq!(fast, tiny, "input {:?}", String::from_utf8_lossy(input));
+        fast
+    }
+
+    /// Records of every shape the fast path takes or leaves, valid or not.
+    const SHAPES: &[&str] = &[
+        "<record type=\"data\"><tag label=\"a\">1</tag></record>",
+        "<record type='data'><tag label='a'>-12</tag><btag label='b'> +3 </btag></record>",
+        "<record mode='textual' xmlns='snet-home.org' type='data' interface='C4SNet'><tag label='a'>1</tag></record>",
+        "<record type = 'data' ><tag label = \"a\" >1</tag ></record >",
+        "<record\n\ttype=\"data\"\r\n>\r\n  <tag\tlabel='a'>\n7\n</tag>\n</record>",
+        "<?xml version=\"1.0\" ?><record xmlns=\"snet-home.org\" type=\"data\" mode=\"textual\" ><tag label=\"N\">3</tag></record>",
+        "<?xml version='1.0'?>\n<?xml version='1.0' encoding='UTF-8'?><record><tag label='a'>1</tag></record>",
+        "<?xml-stylesheet href='x'?><record><tag label='a'>1</tag></record>",
+        "<record/>",
+        "<record type='data' />",
+        "<record type='data'></record>",
+        "<record type='data'><field label='w' interface='Up'>abc</field><field label='o' interface='Other'> x y </field></record>",
+        "<record interface='Up'><field label='w'>abc</field><field label='o' interface='Other'>&lt;x&gt;</field></record>",
+        "<record mode='binary' interface='Up'><field label='w'>cba</field></record>",
+        "<record mode='binary'><field label='s' interface='SAC'>opaque&amp;</field></record>",
+        "<record><field label='o' interface='Other'/></record>",
+        "<record><field label='o' interface='Other'><![CDATA[<x>]]></field></record>",
+        "<record><field label='o' interface='Other'>a&#x41;b</field></record>",
+        "<record><field label='o' interface='Other'>1 &gt; 0 > -1</field></record>",
+        "<record><tag label='a>b'>1</tag><tag label=\"it's\">2</tag></record>",
+        "<record><!-- c --><tag label='a'>1</tag><?pi x?></record>",
+        "<record><tag label='a'>1<!-- c --></tag></record>",
+        "<record><tag label='a' interface='Up' other='x'>1</tag></record>",
+        "<record><tag label='a' label='b'>1</tag></record>",
+        "<record type='terminate' type='data'><tag label='a'>1</tag></record>",
+        "<record type='data' type='terminate'/>",
+        "<record><tag label='a'>007</tag><tag label='b'>-9223372036854775808</tag></record>",
+        "<record><tag label='a'>1</tag><btag label='a'>2</btag><field label='a' interface='Other'>3</field></record>",
+        // Errors.
+        "<record><tag label='a'>x</tag></record>",
+        "<record><tag label='a'>9223372036854775808</tag></record>",
+        "<record><tag label='a'></tag></record>",
+        "<record><tag label='a'/></record>",
+        "<record><tag label='a'>1</tag><tag label='a'>2</tag></record>",
+        "<record><tag>1</tag></record>",
+        "<record><tag label=''>1</tag></record>",
+        "<record><tags label='a'>1</tags></record>",
+        "<record><tag label='a'>1</tags></record>",
+        "<record><tag label='a'>1</tag>x</record>",
+        "<record><tag label='a'>1</tag></recor>",
+        "<record><tag label='a'>1</tag>",
+        "<record type='dat'/>",
+        "<record mode='text'/>",
+        "<record type='data'type='data'/>",
+        "<record type=data/>",
+        "<record><tag label='a'interface='b'>1</tag></record>",
+        "<record><field label='w' interface='Up'>a1</field></record>",
+        "<record><field label='w' interface='Up'></field></record>",
+        "<record><field label='x' interface='Other'>\u{e9}</field></record>",
+        "<recordx/>",
+        "<record><tag label='a'>&bogus;</tag></record>",
+        "<record/ >",
+        "hello",
+        "</record>",
+        "<record type='terminate'/>",
+        "<record type=\"terminate\"><tag label='a'>x</tag>",
+    ];
+
+    #[test]
+    fn fast_path_and_fallback_read_the_same() {
+        // Each shape after a first record (before which the fast path does
+        // not start), once and twice (the second time from remembered
+        // start tags), with blanks and line breaks around.
+        for shape in SHAPES {
+            for sep in ["", "\n", " \r\n\t"] {
+                let input =
+                    format!("<record><tag label='t'>0</tag></record>{sep}{shape}{sep}{shape}{sep}");
+                same_both_ways(input.as_bytes());
+            }
+        }
+        // All of them in one stream, and every prefix of it.
+        let all: String = SHAPES
+            .iter()
+            .filter(|s| !s.contains("terminate"))
+            .map(|s| format!("<record/>\n{s}\n"))
+            .collect();
+        let items = same_both_ways(all.as_bytes());
+        assert!(items.len() > 5, "{items:?}");
+        let mut r = RecordReader::new(all.as_bytes()).with_codecs(toy::codecs());
+        while let Ok(Some(_)) = r.next() {}
+        assert!(r.fast_items() > 20, "the fast path took {}", r.fast_items());
+        for end in 0..all.len() {
+            if all.is_char_boundary(end) {
+                same_both_ways(&all.as_bytes()[..end]);
+            }
+        }
+    }
+
+    #[test]
+    fn fast_path_checks_what_the_fallback_checks() {
+        // Bytes that are not UTF-8 where the reader needs text.
+        for bad in [
+            &b"<record/><record interface='\xff'/>"[..],
+            b"<record/><record type='terminate' interface='\xff'/>",
+            b"<record/><record><tag label='\xff'>1</tag></record>",
+            b"<record/><record><field label='f' interface='\xff'>1</field></record>",
+            b"<record/><record><field label='f' interface='Other'>\xff</field></record>",
+            b"<record/>\xef\xbb\xbf<record/>",
+        ] {
+            same_both_ways(bad);
+        }
+        // Positions after many records read by the fast path.
+        let mut input = String::from("<?xml version='1.0'?>\n");
+        for i in 0..200 {
+            input.push_str(&format!(
+                "<record type='data'>\n  <tag label='N'>{i}</tag>\n</record>\n"
+            ));
+        }
+        input.push_str("<record type='data'>\n  <tag label='N'>x</tag>\n</record>\n");
+        let out = same_both_ways(input.as_bytes());
+        let mut r = RecordReader::new(input.as_bytes());
+        while let Ok(Some(_)) = r.next() {}
+        assert_eq!(
+            r.fast_items(),
+            199,
+            "all but the first record and the error"
+        );
+        assert_eq!(out.len(), 201);
+        assert!(
+            out[200].starts_with("error input:603:3: tag \"N\" has a non-integer value \"x\""),
+            "{}",
+            out[200]
+        );
     }
 
     #[test]

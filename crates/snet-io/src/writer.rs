@@ -283,7 +283,20 @@ pub fn escape_attr_into(text: &[u8], out: &mut Vec<u8>) {
     escape_with(text, true, out)
 }
 
+/// Whether a byte may need escaping: a control character, `&`, `<`, `>`
+/// or `"` (tab and newline, which never do, are looked at again below).
+#[inline]
+fn suspect(b: u8) -> bool {
+    b < 0x20 || b == b'&' || b == b'<' || b == b'>' || b == b'"'
+}
+
 fn escape_with(text: &[u8], attr: bool, out: &mut Vec<u8>) {
+    // Most values need no escaping: find out in one pass without early
+    // exit (the compiler vectorises it), then copy them whole.
+    if !text.iter().fold(false, |any, &b| any | suspect(b)) {
+        out.extend_from_slice(text);
+        return;
+    }
     let mut start = 0;
     for (i, &b) in text.iter().enumerate() {
         if let Some(rep) = escape(b, attr) {
@@ -426,6 +439,32 @@ mod tests {
             t.contains(">opaque</field>") && t.contains(">CBA</field>"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn escaping_copies_clean_text_whole_and_escapes_the_rest() {
+        fn naive(text: &[u8], attr: bool) -> Vec<u8> {
+            let mut out = Vec::new();
+            for &b in text {
+                match escape(b, attr) {
+                    Some(rep) => out.extend_from_slice(rep),
+                    None => out.push(b),
+                }
+            }
+            out
+        }
+        let mut cases: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b'a', b, b'z']).collect();
+        cases.push(b"(double[2])1.5,2.5".to_vec());
+        cases.push(b"tab\tand\nnewline".to_vec());
+        cases.push("\u{e9}<&>\"'\r".as_bytes().to_vec());
+        cases.push(Vec::new());
+        for c in &cases {
+            for attr in [false, true] {
+                let mut out = b"x".to_vec();
+                escape_with(c, attr, &mut out);
+                assert_eq!(out[1..], naive(c, attr)[..], "{c:?}");
+            }
+        }
     }
 
     #[test]

@@ -24,7 +24,10 @@ use snet_engine::{
 };
 use snet_io::{Item, RecordReader, RecordWriter};
 
+pub mod iobench;
 pub mod pingpong;
+
+pub use iobench::iobench_command;
 
 /// Prints one line on stderr with a single `write`: under `mpirun` every
 /// rank's stderr is forwarded into one stream, and `eprintln!` (several
