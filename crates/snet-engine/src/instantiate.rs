@@ -126,6 +126,10 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
         }
         NodeKind::Split { .. } | NodeKind::DynPlace { .. } => {
             let def = rt.prog.split(node).clone();
+            if def.fused.is_some() {
+                // One FIFO entity: a deterministic split needs no collector (split.rs).
+                return ctx.entity(Kind::SplitSync(crate::split::SplitSync::new(def, next)));
+            }
             let (next, det) = det_wrap(ctx, def.det, next);
             ctx.entity(Kind::Split(SplitEntity::new(def, next, det)))
         }

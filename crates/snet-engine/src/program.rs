@@ -28,6 +28,10 @@ pub struct SplitDef {
     pub det: bool,
     /// Dynamic placement: the tag's value also names the replica's node.
     pub placement: bool,
+    /// A lone synchrocell body `[| .. |] ! <t>` (not placed): run as one
+    /// entity keeping one cell per tag value ([`crate::split::SplitSync`]),
+    /// with the synchrocell's template node (for messages).
+    pub fused: Option<(NodeId, Arc<SyncDef>)>,
 }
 
 /// `A | B | ...`, `A || B || ...`.
@@ -151,19 +155,33 @@ impl Program {
                             fused,
                         }))
                     }
-                    NodeKind::Split { body, tag, det } => Template::Split(Arc::new(SplitDef {
-                        node: id,
-                        body: *body,
-                        tag: *tag,
-                        det: *det,
-                        placement: false,
-                    })),
+                    NodeKind::Split { body, tag, det } => {
+                        // As for the star: a lone synchrocell body, through
+                        // net boundaries but not through a placement.
+                        let mut b = *body;
+                        while let NodeKind::Net { body, .. } = &graph.node(b).kind {
+                            b = *body;
+                        }
+                        let fused = match &graph.node(b).kind {
+                            NodeKind::Sync(s) => Some((b, Arc::new(s.clone()))),
+                            _ => None,
+                        };
+                        Template::Split(Arc::new(SplitDef {
+                            node: id,
+                            body: *body,
+                            tag: *tag,
+                            det: *det,
+                            placement: false,
+                            fused,
+                        }))
+                    }
                     NodeKind::DynPlace { body, tag, det } => Template::Split(Arc::new(SplitDef {
                         node: id,
                         body: *body,
                         tag: *tag,
                         det: *det,
                         placement: true,
+                        fused: None,
                     })),
                     NodeKind::Feedback { body, back } => {
                         Template::Feedback(Arc::new(FeedbackDef {

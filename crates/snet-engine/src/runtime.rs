@@ -12,7 +12,7 @@ use crate::filter::FilterChain;
 use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
 use crate::program::Program;
-use crate::split::SplitEntity;
+use crate::split::{SplitEntity, SplitSync};
 use crate::star::{FusedSync, StarEntity};
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::synchro::SyncEntity;
@@ -78,6 +78,7 @@ pub enum Kind {
     Parallel(ParallelEntity),
     Star(StarEntity),
     Split(SplitEntity),
+    SplitSync(SplitSync),
     FeedbackEntry(FeedbackEntry),
     FeedbackRouter(FeedbackRouter),
     Collector(Collector),
@@ -145,6 +146,7 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
         Kind::Parallel(e) => e.process(item, ctx),
         Kind::Star(e) => e.process(item, ctx),
         Kind::Split(e) => e.process(item, ctx),
+        Kind::SplitSync(e) => e.process(item, ctx),
         Kind::FeedbackEntry(e) => e.process(item, ctx),
         Kind::FeedbackRouter(e) => e.process(item, ctx),
         Kind::Collector(e) => e.process(item, ctx),
