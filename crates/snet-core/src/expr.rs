@@ -410,6 +410,59 @@ mod tests {
         Binary(op, Box::new(x), Box::new(y))
     }
 
+    /// The fast shapes give what the bytecode gives: values, division by
+    /// zero, and the first missing label (operands left to right).
+    #[test]
+    fn fast_shapes_agree_with_bytecode() {
+        use super::{fast_shape, run, Fast};
+        let k = crate::label::Label::tag("fk");
+        let v = crate::label::Label::tag("fv");
+        let gone = crate::label::Label::tag("fgone");
+        let zero = crate::label::Label::tag("fzero");
+        let mut r = Record::new();
+        r.set_int(k, 13);
+        r.set_int(v, -4);
+        r.set_int(zero, 0);
+        let leaves = [Int(2), Int(0), Label(k), Label(v), Label(gone), Label(zero)];
+        let ops = [
+            BinOp::Add,
+            BinOp::Sub,
+            BinOp::Mul,
+            BinOp::Div,
+            BinOp::Mod,
+            BinOp::Eq,
+            BinOp::Lt,
+        ];
+        let mut checked = 0;
+        for a in &leaves {
+            for x in &leaves {
+                for op in ops {
+                    let two = b(op, a.clone(), x.clone());
+                    let mut trees = vec![two.clone()];
+                    for c in &leaves {
+                        for op2 in ops {
+                            trees.push(b(op2, two.clone(), c.clone()));
+                        }
+                    }
+                    for t in trees {
+                        let e = Expr::compile(t.clone());
+                        assert_ne!(fast_shape(&t), Fast::General, "{t:?}");
+                        let mut stack = [0i64; 8];
+                        assert_eq!(e.eval(&r), run(&e.code, &r, &mut stack), "{t:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 1000);
+        // Short-circuit operators stay on the bytecode path.
+        assert_eq!(fast_shape(&b(BinOp::And, Label(k), Int(1))), Fast::General);
+        assert_eq!(
+            fast_shape(&b(BinOp::Add, b(BinOp::Or, Label(k), Int(1)), Int(1))),
+            Fast::General
+        );
+    }
+
     #[test]
     fn arithmetic_and_short_circuit() {
         let n = crate::label::Label::tag("en");

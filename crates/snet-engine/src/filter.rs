@@ -72,18 +72,23 @@ impl FilterChain {
                 failed = Some(e);
             }
         })
-        .map_err(|what| match what {
-            FilterError::Type(error) => EngineError::Type {
-                error,
-                loc: ctx.rt.loc(node),
-            },
-            FilterError::Eval(error) => EngineError::Eval {
-                error,
-                context: EvalContext::Filter,
-                loc: ctx.rt.loc(node),
-            },
-        })?;
+        .map_err(|what| filter_error(what, node, ctx))?;
         failed.map_or(Ok(()), Err)
+    }
+}
+
+/// The run's error for a filter (template `node`) that failed.
+pub fn filter_error(what: FilterError, node: NodeId, ctx: &Ctx) -> EngineError {
+    match what {
+        FilterError::Type(error) => EngineError::Type {
+            error,
+            loc: ctx.rt.loc(node),
+        },
+        FilterError::Eval(error) => EngineError::Eval {
+            error,
+            context: EvalContext::Filter,
+            loc: ctx.rt.loc(node),
+        },
     }
 }
 

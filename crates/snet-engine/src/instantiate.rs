@@ -121,6 +121,10 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
                 // A deterministic fused star is one FIFO entity: order holds without a collector.
                 return ctx.entity(Kind::FusedSync(FusedSync::new(def, next)));
             }
+            if def.filters.is_some() {
+                // One FIFO entity: a deterministic star needs no collector (star.rs).
+                return ctx.entity(Kind::FilterStar(crate::star::FilterStar::new(rt, def, next)));
+            }
             let (exit, det) = det_wrap(ctx, def.det, next);
             ctx.entity(Kind::Star(StarEntity::new(def, 0, exit, det)))
         }

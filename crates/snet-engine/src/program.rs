@@ -18,6 +18,29 @@ pub struct StarDef {
     pub det: bool,
     /// The synchrocell of a fused repeated synchronisation `[| .. |] * pats`.
     pub fused: Option<Arc<SyncDef>>,
+    /// A body of filters only (one, or a serial chain, through net
+    /// boundaries): the star runs as one entity
+    /// ([`crate::star::FilterStar`]). The filters' template nodes, in order.
+    pub filters: Option<Vec<NodeId>>,
+}
+
+/// The filters of `body`, left to right, when it is a filter or a serial
+/// chain of filters (looking through net boundaries; not through a
+/// placement, whose body runs where it is placed).
+fn filter_body(graph: &Graph, body: NodeId) -> Option<Vec<NodeId>> {
+    fn walk(graph: &Graph, n: NodeId, out: &mut Vec<NodeId>) -> bool {
+        match &graph.node(n).kind {
+            NodeKind::Filter(_) => {
+                out.push(n);
+                true
+            }
+            NodeKind::Net { body, .. } => walk(graph, *body, out),
+            NodeKind::Serial(a, b) => walk(graph, *a, out) && walk(graph, *b, out),
+            _ => false,
+        }
+    }
+    let mut out = Vec::new();
+    walk(graph, body, &mut out).then_some(out)
 }
 
 /// `A ! <t>`, `A !! <t>`, `A !@ <t>`, `A !!@ <t>`.
@@ -152,6 +175,11 @@ impl Program {
                             body: *body,
                             exits: exits.clone(),
                             det: *det,
+                            filters: if fused.is_none() {
+                                filter_body(&graph, *body)
+                            } else {
+                                None
+                            },
                             fused,
                         }))
                     }

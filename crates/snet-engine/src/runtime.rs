@@ -13,7 +13,7 @@ use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
 use crate::program::Program;
 use crate::split::{SplitEntity, SplitSync};
-use crate::star::{FusedSync, StarEntity};
+use crate::star::{FilterStar, FusedSync, StarEntity};
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::synchro::SyncEntity;
 use crate::EngineError;
@@ -74,6 +74,7 @@ pub enum Kind {
     Chain(FilterChain),
     Sync(SyncEntity),
     FusedSync(FusedSync),
+    FilterStar(FilterStar),
     Box(BoxEntity),
     Parallel(ParallelEntity),
     Star(StarEntity),
@@ -142,6 +143,7 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
         Kind::Chain(e) => e.process(item, ctx),
         Kind::Sync(e) => e.process(item, ctx),
         Kind::FusedSync(e) => e.process(item, ctx),
+        Kind::FilterStar(e) => e.process(item, ctx),
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
         Kind::Star(e) => e.process(item, ctx),
