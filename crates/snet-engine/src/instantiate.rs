@@ -86,6 +86,12 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
         }
         NodeKind::Parallel { .. } => {
             let def = rt.prog.parallel(node).clone();
+            if def.filters.is_some() {
+                // One FIFO entity: a deterministic composition needs no collector (parallel.rs).
+                return ctx.entity(Kind::FilterParallel(crate::parallel::FilterParallel::new(
+                    rt, def, next,
+                )));
+            }
             let branches = &def.branches;
             let (next, mut det) = det_wrap(ctx, def.det, next);
             let mut par = ParallelEntity::new(def.clone(), next.clone());

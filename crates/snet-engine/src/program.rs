@@ -68,6 +68,9 @@ pub struct ParallelDef {
     /// the branch's instance; they are instantiated with the parallel
     /// composition, not lazily.
     pub init_branches: Vec<usize>,
+    /// Every branch is filters only (see [`StarDef::filters`]): the
+    /// composition runs as one entity ([`crate::parallel::FilterParallel`]).
+    pub filters: Option<Vec<Vec<NodeId>>>,
 }
 
 /// `A \ pats`.
@@ -145,7 +148,10 @@ impl Program {
                             .collect();
                         // Stable: among equal scores the earlier branch wins.
                         routes.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+                        let filters: Option<Vec<Vec<NodeId>>> =
+                            branches.iter().map(|b| filter_body(&graph, *b)).collect();
                         Template::Parallel(Arc::new(ParallelDef {
+                            filters,
                             node: id,
                             branches: branches.clone(),
                             det: *det,

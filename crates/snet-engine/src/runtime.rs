@@ -10,7 +10,7 @@ use crate::entity::{Entity, Item};
 use crate::feedback::{FeedbackEntry, FeedbackRouter};
 use crate::filter::FilterChain;
 use crate::output::OutputEntity;
-use crate::parallel::ParallelEntity;
+use crate::parallel::{FilterParallel, ParallelEntity};
 use crate::program::Program;
 use crate::split::{SplitEntity, SplitSync};
 use crate::star::{FilterStar, FusedSync, StarEntity};
@@ -77,6 +77,7 @@ pub enum Kind {
     FilterStar(FilterStar),
     Box(BoxEntity),
     Parallel(ParallelEntity),
+    FilterParallel(FilterParallel),
     Star(StarEntity),
     Split(SplitEntity),
     SplitSync(SplitSync),
@@ -146,6 +147,7 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
         Kind::FilterStar(e) => e.process(item, ctx),
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
+        Kind::FilterParallel(e) => e.process(item, ctx),
         Kind::Star(e) => e.process(item, ctx),
         Kind::Split(e) => e.process(item, ctx),
         Kind::SplitSync(e) => e.process(item, ctx),
