@@ -150,7 +150,9 @@ fn fast_shape(tree: &ExprTree) -> Fast {
             match (&**a, &**b) {
                 (ExprTree::Label(l), ExprTree::Int(v)) => return Fast::LoadOpConst(*l, *op, *v),
                 (ExprTree::Binary(op1, x, y), c) if strict(op1) => {
-                    if let (Some(x), Some(y), Some(c)) = (Operand::of(x), Operand::of(y), Operand::of(c)) {
+                    if let (Some(x), Some(y), Some(c)) =
+                        (Operand::of(x), Operand::of(y), Operand::of(c))
+                    {
                         return Fast::Bin2(x, *op1, y, *op, c);
                     }
                 }

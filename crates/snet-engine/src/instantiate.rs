@@ -129,7 +129,9 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             }
             if def.filters.is_some() {
                 // One FIFO entity: a deterministic star needs no collector (star.rs).
-                return ctx.entity(Kind::FilterStar(crate::star::FilterStar::new(rt, def, next)));
+                return ctx.entity(Kind::FilterStar(crate::star::FilterStar::new(
+                    rt, def, next,
+                )));
             }
             let (exit, det) = det_wrap(ctx, def.det, next);
             ctx.entity(Kind::Star(StarEntity::new(def, 0, exit, det)))

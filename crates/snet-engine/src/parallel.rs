@@ -148,11 +148,7 @@ impl FilterParallel {
             return Ok(());
         };
         let routes = &self.def.routes;
-        let Some(i) = routes
-            .iter()
-            .find(|(v, _)| rec.matches(v))
-            .map(|(_, i)| *i)
-        else {
+        let Some(i) = routes.iter().find(|(v, _)| rec.matches(v)).map(|(_, i)| *i) else {
             return Err(EngineError::Type {
                 error: RuntimeTypeError::NoBranch {
                     record: record_type(&rec),

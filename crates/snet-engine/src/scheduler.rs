@@ -748,7 +748,8 @@ impl Shared {
         if ctx.ready.is_empty() {
             return;
         }
-        self.queues[me].with(|q| q.extend(ctx.ready.drain(..).map(|(ent, item)| Task { ent, item })));
+        self.queues[me]
+            .with(|q| q.extend(ctx.ready.drain(..).map(|(ent, item)| Task { ent, item })));
         self.sleep.notify_one();
     }
 }

@@ -358,12 +358,11 @@ impl FilterStar {
     fn run(&mut self, rec: Record, det: &Stamps, ctx: &mut Ctx) -> Result<(), EngineError> {
         self.work.push(rec);
         while let Some(rec) = self.work.pop() {
-            let leave =
-                matches_any(&self.def.exits, &rec).map_err(|error| EngineError::Eval {
-                    error,
-                    context: EvalContext::StarExit,
-                    loc: ctx.rt.loc(self.def.node),
-                })?;
+            let leave = matches_any(&self.def.exits, &rec).map_err(|error| EngineError::Eval {
+                error,
+                context: EvalContext::StarExit,
+                loc: ctx.rt.loc(self.def.node),
+            })?;
             if leave {
                 ctx.send(
                     &self.next,
