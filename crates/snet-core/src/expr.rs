@@ -97,13 +97,74 @@ impl fmt::Display for EvalError {
 
 impl std::error::Error for EvalError {}
 
-/// Shapes common enough to skip the bytecode loop: `7`, `n`, `n - 1`, `k == 1`.
+/// Shapes common enough to skip the bytecode loop: `7`, `n`, `n - 1`,
+/// `k == 1`, `v + w`, `2 * k`, and one more operator on top of those
+/// (`2 * k + 1`, `k % 2 == 0`).
 #[derive(Copy, Clone, Debug, PartialEq)]
 enum Fast {
     Const(i64),
     Load(Label),
     LoadOpConst(Label, BinOp, i64),
+    /// `a op b`.
+    Bin(Operand, BinOp, Operand),
+    /// `(a op1 b) op2 c`.
+    Bin2(Operand, BinOp, Operand, BinOp, Operand),
     General,
+}
+
+/// A leaf of a fast shape.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Operand {
+    Int(i64),
+    Label(Label),
+}
+
+impl Operand {
+    fn of(t: &ExprTree) -> Option<Operand> {
+        match t {
+            ExprTree::Int(v) => Some(Operand::Int(*v)),
+            ExprTree::Label(l) => Some(Operand::Label(*l)),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn get(self, rec: &Record) -> Result<i64, EvalError> {
+        match self {
+            Operand::Int(v) => Ok(v),
+            Operand::Label(l) => rec.int(l).ok_or(EvalError::MissingLabel(l)),
+        }
+    }
+}
+
+/// An operator the fast shapes evaluate eagerly (not the short-circuits).
+fn strict(op: &BinOp) -> bool {
+    !matches!(op, BinOp::And | BinOp::Or)
+}
+
+fn fast_shape(tree: &ExprTree) -> Fast {
+    match tree {
+        ExprTree::Int(v) => Fast::Const(*v),
+        ExprTree::Label(l) => Fast::Load(*l),
+        ExprTree::Binary(op, a, b) if strict(op) => {
+            match (&**a, &**b) {
+                (ExprTree::Label(l), ExprTree::Int(v)) => return Fast::LoadOpConst(*l, *op, *v),
+                (ExprTree::Binary(op1, x, y), c) if strict(op1) => {
+                    if let (Some(x), Some(y), Some(c)) =
+                        (Operand::of(x), Operand::of(y), Operand::of(c))
+                    {
+                        return Fast::Bin2(x, *op1, y, *op, c);
+                    }
+                }
+                _ => {}
+            }
+            match (Operand::of(a), Operand::of(b)) {
+                (Some(x), Some(y)) => Fast::Bin(x, *op, y),
+                _ => Fast::General,
+            }
+        }
+        _ => Fast::General,
+    }
 }
 
 /// A compiled tag expression.
@@ -123,17 +184,7 @@ impl Expr {
         let mut depth = 0usize;
         let mut max = 0usize;
         emit(&tree, &mut code, &mut depth, &mut max);
-        let fast = match &tree {
-            ExprTree::Int(v) => Fast::Const(*v),
-            ExprTree::Label(l) => Fast::Load(*l),
-            ExprTree::Binary(op, a, b) if !matches!(op, BinOp::And | BinOp::Or) => {
-                match (&**a, &**b) {
-                    (ExprTree::Label(l), ExprTree::Int(v)) => Fast::LoadOpConst(*l, *op, *v),
-                    _ => Fast::General,
-                }
-            }
-            _ => Fast::General,
-        };
+        let fast = fast_shape(&tree);
         Expr {
             fast,
             code: code.into_boxed_slice(),
@@ -161,6 +212,13 @@ impl Expr {
             Fast::Const(v) => return Ok(v),
             Fast::Load(l) => return load(l),
             Fast::LoadOpConst(l, op, v) => return binary(op, load(l)?, v),
+            // Operands left to right, as the bytecode loads them (the same
+            // missing label is reported first).
+            Fast::Bin(a, op, b) => return binary(op, a.get(rec)?, b.get(rec)?),
+            Fast::Bin2(a, op1, b, op2, c) => {
+                let ab = binary(op1, a.get(rec)?, b.get(rec)?)?;
+                return binary(op2, ab, c.get(rec)?);
+            }
             Fast::General => {}
         }
         if self.stack <= 8 {
@@ -352,6 +410,59 @@ mod tests {
 
     fn b(op: BinOp, x: ExprTree, y: ExprTree) -> ExprTree {
         Binary(op, Box::new(x), Box::new(y))
+    }
+
+    /// The fast shapes give what the bytecode gives: values, division by
+    /// zero, and the first missing label (operands left to right).
+    #[test]
+    fn fast_shapes_agree_with_bytecode() {
+        use super::{fast_shape, run, Fast};
+        let k = crate::label::Label::tag("fk");
+        let v = crate::label::Label::tag("fv");
+        let gone = crate::label::Label::tag("fgone");
+        let zero = crate::label::Label::tag("fzero");
+        let mut r = Record::new();
+        r.set_int(k, 13);
+        r.set_int(v, -4);
+        r.set_int(zero, 0);
+        let leaves = [Int(2), Int(0), Label(k), Label(v), Label(gone), Label(zero)];
+        let ops = [
+            BinOp::Add,
+            BinOp::Sub,
+            BinOp::Mul,
+            BinOp::Div,
+            BinOp::Mod,
+            BinOp::Eq,
+            BinOp::Lt,
+        ];
+        let mut checked = 0;
+        for a in &leaves {
+            for x in &leaves {
+                for op in ops {
+                    let two = b(op, a.clone(), x.clone());
+                    let mut trees = vec![two.clone()];
+                    for c in &leaves {
+                        for op2 in ops {
+                            trees.push(b(op2, two.clone(), c.clone()));
+                        }
+                    }
+                    for t in trees {
+                        let e = Expr::compile(t.clone());
+                        assert_ne!(fast_shape(&t), Fast::General, "{t:?}");
+                        let mut stack = [0i64; 8];
+                        assert_eq!(e.eval(&r), run(&e.code, &r, &mut stack), "{t:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 1000);
+        // Short-circuit operators stay on the bytecode path.
+        assert_eq!(fast_shape(&b(BinOp::And, Label(k), Int(1))), Fast::General);
+        assert_eq!(
+            fast_shape(&b(BinOp::Add, b(BinOp::Or, Label(k), Int(1)), Int(1))),
+            Fast::General
+        );
     }
 
     #[test]

@@ -190,7 +190,15 @@ pub enum Offer {
 struct Inbox {
     items: VecDeque<Item>,
     scheduled: bool,
+    /// Times the licence was released (saturating): tells long-lived,
+    /// busy entities from one-shot ones (see `next_or_release`).
+    releases: u8,
 }
+
+/// Releases after which an entity keeps its inbox buffer while idle.
+const KEEP_AFTER: u8 = 8;
+/// Buffers above this many items are dropped at every release (bursts).
+const KEEP_MAX: usize = 256;
 
 /// A runtime entity: an inbox plus kind-specific state.
 pub struct Entity {
@@ -210,6 +218,7 @@ impl Entity {
             inbox: Mutex::new(Inbox {
                 items: VecDeque::new(),
                 scheduled: false,
+                releases: 0,
             }),
             state: UnsafeCell::new(kind),
         })
@@ -236,9 +245,14 @@ impl Entity {
             inbox.scheduled = false;
             // Most entities (one per split value, per star stage) see a queue
             // only briefly; do not keep its buffer alive for the whole run.
-            if inbox.items.capacity() > 0 {
+            // Entities that went idle often are the network's long-lived
+            // ones, which queue again soon: they keep a small buffer (else
+            // every busy period would allocate and grow it anew).
+            let cap = inbox.items.capacity();
+            if cap > 0 && (inbox.releases < KEEP_AFTER || cap > KEEP_MAX) {
                 inbox.items = VecDeque::new();
             }
+            inbox.releases = inbox.releases.saturating_add(1);
         }
         next
     }

@@ -5,7 +5,7 @@
 //! adds to each output the input's labels that the pattern does not name
 //! (flow inheritance; labels the outspec sets win).
 
-use snet_core::{FilterDef, NodeId, OutItem, OutSpec, Record, TagValue, Value};
+use snet_core::{FilterArm, FilterDef, NodeId, OutItem, OutSpec, Record, TagValue, Value};
 
 use crate::entity::{Entity, Item, Rec};
 use crate::error::{record_type, EvalContext, RuntimeTypeError};
@@ -82,25 +82,26 @@ impl FilterChain {
             }
             Ok(InPlace::Nothing) => return Ok(()),
             Ok(InPlace::Several) => {}
-            Err(what) => return Err(self.filter_error(what, node, ctx)),
+            Err(what) => return Err(filter_error(what, node, ctx)),
         }
         apply_each(def, &rec, |out| emit(out, ctx))
-            .map_err(|what| self.filter_error(what, node, ctx))?;
+            .map_err(|what| filter_error(what, node, ctx))?;
         failed.map_or(Ok(()), Err)
     }
+}
 
-    fn filter_error(&self, what: FilterError, node: NodeId, ctx: &Ctx) -> EngineError {
-        match what {
-            FilterError::Type(error) => EngineError::Type {
-                error,
-                loc: ctx.rt.loc(node),
-            },
-            FilterError::Eval(error) => EngineError::Eval {
-                error,
-                context: EvalContext::Filter,
-                loc: ctx.rt.loc(node),
-            },
-        }
+/// The run's error for a filter (template `node`) that failed.
+pub fn filter_error(what: FilterError, node: NodeId, ctx: &Ctx) -> EngineError {
+    match what {
+        FilterError::Type(error) => EngineError::Type {
+            error,
+            loc: ctx.rt.loc(node),
+        },
+        FilterError::Eval(error) => EngineError::Eval {
+            error,
+            context: EvalContext::Filter,
+            loc: ctx.rt.loc(node),
+        },
     }
 }
 
@@ -145,27 +146,7 @@ enum InPlace {
 /// other labels stay: flow inheritance; set labels win). Errors as
 /// [`apply_each`] reports them, in the same order, the record untouched.
 fn apply_in_place(def: &FilterDef, rec: &mut Record) -> Result<InPlace, FilterError> {
-    if !rec.matches(&def.pattern) {
-        return Err(FilterError::Type(RuntimeTypeError::FilterPattern {
-            pattern: def.pattern.clone(),
-            record: record_type(rec),
-        }));
-    }
-    let mut arm = None;
-    for a in &def.arms {
-        match &a.guard {
-            None => {
-                arm = Some(a);
-                break;
-            }
-            Some(g) => {
-                if g.holds(rec).map_err(FilterError::Eval)? {
-                    arm = Some(a);
-                    break;
-                }
-            }
-        }
-    }
+    let arm = choose_arm(def, rec)?;
     let Some(arm) = arm else {
         return Ok(InPlace::Nothing);
     };
@@ -198,6 +179,28 @@ fn apply_in_place(def: &FilterDef, rec: &mut Record) -> Result<InPlace, FilterEr
     Ok(InPlace::Done)
 }
 
+/// The arm a record takes: the first whose guard holds (`None`: none
+/// does), after checking that the record matches the pattern.
+fn choose_arm<'a>(def: &'a FilterDef, rec: &Record) -> Result<Option<&'a FilterArm>, FilterError> {
+    if !rec.matches(&def.pattern) {
+        return Err(FilterError::Type(RuntimeTypeError::FilterPattern {
+            pattern: def.pattern.clone(),
+            record: record_type(rec),
+        }));
+    }
+    for a in &def.arms {
+        match &a.guard {
+            None => return Ok(Some(a)),
+            Some(g) => {
+                if g.holds(rec).map_err(FilterError::Eval)? {
+                    return Ok(Some(a));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Why a filter could not transform a record.
 #[derive(Debug)]
 pub enum FilterError {
@@ -212,27 +215,7 @@ pub fn apply_each(
     rec: &Record,
     mut emit: impl FnMut(Record),
 ) -> Result<(), FilterError> {
-    if !rec.matches(&def.pattern) {
-        return Err(FilterError::Type(RuntimeTypeError::FilterPattern {
-            pattern: def.pattern.clone(),
-            record: record_type(rec),
-        }));
-    }
-    let mut arm = None;
-    for a in &def.arms {
-        match &a.guard {
-            None => {
-                arm = Some(a);
-                break;
-            }
-            Some(g) => {
-                if g.holds(rec).map_err(FilterError::Eval)? {
-                    arm = Some(a);
-                    break;
-                }
-            }
-        }
-    }
+    let arm = choose_arm(def, rec)?;
     let Some(arm) = arm else { return Ok(()) };
     if let [spec] = arm.outputs.as_slice() {
         emit(build(spec, rec, &def.pattern)?);

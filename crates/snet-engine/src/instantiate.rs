@@ -86,6 +86,12 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
         }
         NodeKind::Parallel { .. } => {
             let def = rt.prog.parallel(node).clone();
+            if def.filters.is_some() {
+                // One FIFO entity: a deterministic composition needs no collector (parallel.rs).
+                return ctx.entity(Kind::FilterParallel(crate::parallel::FilterParallel::new(
+                    rt, def, next,
+                )));
+            }
             let branches = &def.branches;
             let (next, mut det) = det_wrap(ctx, def.det, next);
             let mut par = ParallelEntity::new(def.clone(), next.clone());
@@ -121,11 +127,21 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
                 // A deterministic fused star is one FIFO entity: order holds without a collector.
                 return ctx.entity(Kind::FusedSync(FusedSync::new(def, next)));
             }
+            if def.filters.is_some() {
+                // One FIFO entity: a deterministic star needs no collector (star.rs).
+                return ctx.entity(Kind::FilterStar(crate::star::FilterStar::new(
+                    rt, def, next,
+                )));
+            }
             let (exit, det) = det_wrap(ctx, def.det, next);
             ctx.entity(Kind::Star(StarEntity::new(def, 0, exit, det)))
         }
         NodeKind::Split { .. } | NodeKind::DynPlace { .. } => {
             let def = rt.prog.split(node).clone();
+            if def.fused.is_some() {
+                // One FIFO entity: a deterministic split needs no collector (split.rs).
+                return ctx.entity(Kind::SplitSync(crate::split::SplitSync::new(def, next)));
+            }
             let (next, det) = det_wrap(ctx, def.det, next);
             ctx.entity(Kind::Split(SplitEntity::new(def, next, det)))
         }

@@ -18,6 +18,29 @@ pub struct StarDef {
     pub det: bool,
     /// The synchrocell of a fused repeated synchronisation `[| .. |] * pats`.
     pub fused: Option<Arc<SyncDef>>,
+    /// A body of filters only (one, or a serial chain, through net
+    /// boundaries): the star runs as one entity
+    /// ([`crate::star::FilterStar`]). The filters' template nodes, in order.
+    pub filters: Option<Vec<NodeId>>,
+}
+
+/// The filters of `body`, left to right, when it is a filter or a serial
+/// chain of filters (looking through net boundaries; not through a
+/// placement, whose body runs where it is placed).
+fn filter_body(graph: &Graph, body: NodeId) -> Option<Vec<NodeId>> {
+    fn walk(graph: &Graph, n: NodeId, out: &mut Vec<NodeId>) -> bool {
+        match &graph.node(n).kind {
+            NodeKind::Filter(_) => {
+                out.push(n);
+                true
+            }
+            NodeKind::Net { body, .. } => walk(graph, *body, out),
+            NodeKind::Serial(a, b) => walk(graph, *a, out) && walk(graph, *b, out),
+            _ => false,
+        }
+    }
+    let mut out = Vec::new();
+    walk(graph, body, &mut out).then_some(out)
 }
 
 /// `A ! <t>`, `A !! <t>`, `A !@ <t>`, `A !!@ <t>`.
@@ -28,6 +51,10 @@ pub struct SplitDef {
     pub det: bool,
     /// Dynamic placement: the tag's value also names the replica's node.
     pub placement: bool,
+    /// A lone synchrocell body `[| .. |] ! <t>` (not placed): run as one
+    /// entity keeping one cell per tag value ([`crate::split::SplitSync`]),
+    /// with the synchrocell's template node (for messages).
+    pub fused: Option<(NodeId, Arc<SyncDef>)>,
 }
 
 /// `A | B | ...`, `A || B || ...`.
@@ -41,6 +68,9 @@ pub struct ParallelDef {
     /// the branch's instance; they are instantiated with the parallel
     /// composition, not lazily.
     pub init_branches: Vec<usize>,
+    /// Every branch is filters only (see [`StarDef::filters`]): the
+    /// composition runs as one entity ([`crate::parallel::FilterParallel`]).
+    pub filters: Option<Vec<Vec<NodeId>>>,
 }
 
 /// `A \ pats`.
@@ -118,7 +148,10 @@ impl Program {
                             .collect();
                         // Stable: among equal scores the earlier branch wins.
                         routes.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+                        let filters: Option<Vec<Vec<NodeId>>> =
+                            branches.iter().map(|b| filter_body(&graph, *b)).collect();
                         Template::Parallel(Arc::new(ParallelDef {
+                            filters,
                             node: id,
                             branches: branches.clone(),
                             det: *det,
@@ -148,22 +181,41 @@ impl Program {
                             body: *body,
                             exits: exits.clone(),
                             det: *det,
+                            filters: if fused.is_none() {
+                                filter_body(&graph, *body)
+                            } else {
+                                None
+                            },
                             fused,
                         }))
                     }
-                    NodeKind::Split { body, tag, det } => Template::Split(Arc::new(SplitDef {
-                        node: id,
-                        body: *body,
-                        tag: *tag,
-                        det: *det,
-                        placement: false,
-                    })),
+                    NodeKind::Split { body, tag, det } => {
+                        // As for the star: a lone synchrocell body, through
+                        // net boundaries but not through a placement.
+                        let mut b = *body;
+                        while let NodeKind::Net { body, .. } = &graph.node(b).kind {
+                            b = *body;
+                        }
+                        let fused = match &graph.node(b).kind {
+                            NodeKind::Sync(s) => Some((b, Arc::new(s.clone()))),
+                            _ => None,
+                        };
+                        Template::Split(Arc::new(SplitDef {
+                            node: id,
+                            body: *body,
+                            tag: *tag,
+                            det: *det,
+                            placement: false,
+                            fused,
+                        }))
+                    }
                     NodeKind::DynPlace { body, tag, det } => Template::Split(Arc::new(SplitDef {
                         node: id,
                         body: *body,
                         tag: *tag,
                         det: *det,
                         placement: true,
+                        fused: None,
                     })),
                     NodeKind::Feedback { body, back } => {
                         Template::Feedback(Arc::new(FeedbackDef {

@@ -10,10 +10,10 @@ use crate::entity::{Entity, Item};
 use crate::feedback::{FeedbackEntry, FeedbackRouter};
 use crate::filter::FilterChain;
 use crate::output::OutputEntity;
-use crate::parallel::ParallelEntity;
+use crate::parallel::{FilterParallel, ParallelEntity};
 use crate::program::Program;
-use crate::split::SplitEntity;
-use crate::star::{FusedSync, StarEntity};
+use crate::split::{SplitEntity, SplitSync};
+use crate::star::{FilterStar, FusedSync, StarEntity};
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::synchro::SyncEntity;
 use crate::EngineError;
@@ -74,10 +74,13 @@ pub enum Kind {
     Chain(FilterChain),
     Sync(SyncEntity),
     FusedSync(FusedSync),
+    FilterStar(FilterStar),
     Box(BoxEntity),
     Parallel(ParallelEntity),
+    FilterParallel(FilterParallel),
     Star(StarEntity),
     Split(SplitEntity),
+    SplitSync(SplitSync),
     FeedbackEntry(FeedbackEntry),
     FeedbackRouter(FeedbackRouter),
     Collector(Collector),
@@ -141,10 +144,13 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
         Kind::Chain(e) => e.process(item, ctx),
         Kind::Sync(e) => e.process(item, ctx),
         Kind::FusedSync(e) => e.process(item, ctx),
+        Kind::FilterStar(e) => e.process(item, ctx),
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
+        Kind::FilterParallel(e) => e.process(item, ctx),
         Kind::Star(e) => e.process(item, ctx),
         Kind::Split(e) => e.process(item, ctx),
+        Kind::SplitSync(e) => e.process(item, ctx),
         Kind::FeedbackEntry(e) => e.process(item, ctx),
         Kind::FeedbackRouter(e) => e.process(item, ctx),
         Kind::Collector(e) => e.process(item, ctx),

@@ -199,9 +199,49 @@ struct Input {
     capacity: usize,
 }
 
+/// A worker's local queue, with its length mirrored in an atomic so that
+/// spinning thieves skip empty victims without taking (and bouncing) the
+/// victim's lock.
+///
+/// The mirror is only a hint: it is written under the lock after every
+/// change (`Relaxed`: nothing is published through it), so a thief may read
+/// a stale value, and then either takes the lock for nothing or skips a
+/// victim that just got work, which its next round or its look before
+/// sleeping (which locks every queue) finds. Only the owner adds tasks, so
+/// the owner's own reading of zero is exact.
+struct LocalQueue {
+    q: Mutex<VecDeque<Task>>,
+    len: AtomicUsize,
+}
+
+impl LocalQueue {
+    fn new(q: VecDeque<Task>) -> LocalQueue {
+        LocalQueue {
+            len: AtomicUsize::new(q.len()),
+            q: Mutex::new(q),
+        }
+    }
+
+    /// Runs `f` on the locked queue and updates the length hint.
+    fn with<R>(&self, f: impl FnOnce(&mut VecDeque<Task>) -> R) -> R {
+        let mut q = lock(&self.q);
+        let r = f(&mut q);
+        self.len.store(q.len(), Ordering::Relaxed);
+        r
+    }
+
+    fn maybe_empty(&self) -> bool {
+        self.len.load(Ordering::Relaxed) == 0
+    }
+
+    fn is_empty(&self) -> bool {
+        lock(&self.q).is_empty()
+    }
+}
+
 pub(crate) struct Shared {
     rt: Runtime,
-    queues: Vec<Mutex<VecDeque<Task>>>,
+    queues: Vec<LocalQueue>,
     /// Licences the input manager obtained (distributed runs).
     injector: Mutex<VecDeque<Task>>,
     distributed: bool,
@@ -323,7 +363,7 @@ pub fn run(
         rt,
         queues: std::iter::once(initial)
             .chain((1..workers).map(|_| VecDeque::new()))
-            .map(Mutex::new)
+            .map(LocalQueue::new)
             .collect(),
         injector: Mutex::new(VecDeque::new()),
         distributed,
@@ -498,7 +538,7 @@ impl Host for Shared {
         let mut result = Settle::Busy;
         self.sleep.probe(|sleeping, workers| {
             let quiet = sleeping == workers
-                && self.queues.iter().all(|q| lock(q).is_empty())
+                && self.queues.iter().all(LocalQueue::is_empty)
                 && lock(&self.injector).is_empty();
             result = self.rt.net.settle(quiet);
             // Node 0 quiescent: wake a worker to end the run (or admit held input).
@@ -617,21 +657,24 @@ impl Shared {
         let n = self.queues.len();
         for k in 1..n {
             let victim = (me + k) % n;
-            let mut stolen = {
-                let mut q = lock(&self.queues[victim]);
-                if q.is_empty() {
-                    continue;
-                }
+            if self.queues[victim].maybe_empty() {
+                continue;
+            }
+            let stolen = self.queues[victim].with(|q| {
                 // The newer half: nearest the network's output (front-first),
                 // which keeps the working set small, as FRONT does.
                 let take = q.len().div_ceil(2);
                 let keep = q.len() - take;
                 q.drain(keep..).collect::<VecDeque<Task>>()
-            };
+            });
+            let mut stolen = stolen;
+            if stolen.is_empty() {
+                continue;
+            }
             self.steals.fetch_add(1, Ordering::Relaxed);
             let first = stolen.pop_back();
             if !stolen.is_empty() {
-                lock(&self.queues[me]).extend(stolen);
+                self.queues[me].with(|q| q.extend(stolen));
                 self.sleep.notify_one();
             }
             return first;
@@ -643,7 +686,7 @@ impl Shared {
         if self.abort.load(Ordering::Acquire) {
             return Look::Finished;
         }
-        if self.queues.iter().any(|q| !lock(q).is_empty()) {
+        if !self.queues.iter().all(LocalQueue::is_empty) {
             return Look::Work;
         }
         if self.distributed && !lock(&self.injector).is_empty() {
@@ -690,7 +733,7 @@ impl Shared {
                     if done >= BATCH {
                         // Keep the licence, let others (and thieves) get a turn.
                         self.queue_ready(ctx, me);
-                        lock(&self.queues[me]).push_front(Task { ent, item });
+                        self.queues[me].with(|q| q.push_front(Task { ent, item }));
                         self.sleep.notify_one();
                         return None;
                     }
@@ -709,10 +752,8 @@ impl Shared {
         if ctx.ready.is_empty() {
             return;
         }
-        {
-            let mut q = lock(&self.queues[me]);
-            q.extend(ctx.ready.drain(..).map(|(ent, item)| Task { ent, item }));
-        }
+        self.queues[me]
+            .with(|q| q.extend(ctx.ready.drain(..).map(|(ent, item)| Task { ent, item })));
         self.sleep.notify_one();
     }
 }
@@ -728,7 +769,9 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
         }
         let task = match next.take() {
             Some(t) => Some(t),
-            None => lock(&sh.queues[me]).pop_back(),
+            // Only this worker adds to its queue: a zero hint is exact.
+            None if sh.queues[me].maybe_empty() => None,
+            None => sh.queues[me].with(VecDeque::pop_back),
         };
         let task = match task {
             None if sh.distributed => lock(&sh.injector).pop_front(),
@@ -795,7 +838,7 @@ impl Shared {
             rt,
             queues: std::iter::once(initial)
                 .chain((1..workers).map(|_| VecDeque::new()))
-                .map(Mutex::new)
+                .map(LocalQueue::new)
                 .collect(),
             injector: Mutex::new(VecDeque::new()),
             distributed,
@@ -831,7 +874,7 @@ impl Shared {
     pub(crate) fn model_assert_drained(&self) {
         assert!(lock(&self.error).is_none(), "node {} failed", self.rt.node);
         assert!(
-            self.queues.iter().all(|q| lock(q).is_empty()),
+            self.queues.iter().all(LocalQueue::is_empty),
             "node {}: tasks left in a queue",
             self.rt.node
         );

@@ -9,12 +9,13 @@
 use rustc_hash::FxHashMap;
 
 use crate::collector::DetOwner;
-use crate::entity::{Entity, Item};
-use crate::error::{record_type, RuntimeTypeError};
+use crate::entity::{Entity, Item, Rec};
+use crate::error::{record_type, EvalContext, RuntimeTypeError};
 use crate::instantiate::{instantiate, remote_instance};
 use crate::program::SplitDef;
 use crate::runtime::Ctx;
 use crate::sync::Arc;
+use crate::synchro::{Cell, Stored};
 use crate::EngineError;
 
 pub struct SplitEntity {
@@ -85,6 +86,98 @@ impl SplitEntity {
             ),
             Item::Resume => ctx.send(&self.next, Item::Resume),
             Item::Wake => {}
+        }
+        Ok(())
+    }
+}
+
+/// `[| p1, p2, .. |] ! <t>` (and `!!`) run as one entity (as the fused
+/// star runs `[| .. |] * pats`, FRONT §5.3).
+///
+/// The replica of value `v` would be one synchrocell entity whose output
+/// goes to `next`; here it is a [`Cell`] in a map, and a record reaches
+/// `next` without the extra hop. Each replica receives its records in the
+/// order the split sends them, and so does the cell here, so every output
+/// is one the split of entities could produce. The entity is FIFO, so a
+/// deterministic split needs no collector: a merged record leaves when the
+/// record that fired it arrives, which is where the collector would put it
+/// (it carries that record's stamps). Markers and `Resume` follow every
+/// record ahead of them by passing straight on.
+///
+/// A cell that fired is the identity: its value moves to `fired` (one
+/// integer instead of a whole entity, which is what made `fib` and `po2`
+/// create an entity per tree node), and later records with that value pass.
+pub struct SplitSync {
+    def: Arc<SplitDef>,
+    /// The synchrocell's template node and definition.
+    sync_node: snet_core::NodeId,
+    sync: Arc<snet_core::SyncDef>,
+    open: FxHashMap<i64, Cell>,
+    fired: rustc_hash::FxHashSet<i64>,
+    next: Arc<Entity>,
+}
+
+impl SplitSync {
+    pub fn new(def: Arc<SplitDef>, next: Arc<Entity>) -> SplitSync {
+        let (sync_node, sync) = def.fused.clone().expect("a fused split");
+        SplitSync {
+            def,
+            sync_node,
+            sync,
+            open: FxHashMap::default(),
+            fired: Default::default(),
+            next,
+        }
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let Item::Rec(Rec { rec, det }) = item else {
+            if !matches!(item, Item::Wake) {
+                ctx.send(&self.next, item);
+            }
+            return Ok(());
+        };
+        let def = &*self.def;
+        let Some(v) = rec.int(def.tag) else {
+            return Err(EngineError::Type {
+                error: RuntimeTypeError::MissingSplitTag {
+                    record: record_type(&rec),
+                    tag: def.tag,
+                    placement: def.placement,
+                },
+                loc: ctx.rt.loc(def.node),
+            });
+        };
+        let pats = &self.sync.patterns;
+        let stored = match self.open.get_mut(&v) {
+            Some(cell) => cell.offer(pats, rec),
+            None if self.fired.contains(&v) => Ok(Stored::Passed(rec)),
+            None => {
+                let mut cell = Cell::new(pats.len());
+                let r = cell.offer(pats, rec);
+                if matches!(r, Ok(Stored::Kept)) {
+                    self.open.insert(v, cell);
+                } else if matches!(r, Ok(Stored::Fired(_))) {
+                    self.fired.insert(v);
+                }
+                r
+            }
+        }
+        .map_err(|error| EngineError::Eval {
+            error,
+            context: EvalContext::Synchrocell,
+            loc: ctx.rt.loc(self.sync_node),
+        })?;
+        match stored {
+            Stored::Kept => {}
+            Stored::Fired(rec) => {
+                // Only an open cell can fire here after a first `Kept`.
+                if self.open.remove(&v).is_some() {
+                    self.fired.insert(v);
+                }
+                ctx.send(&self.next, Item::Rec(Rec { rec, det }));
+            }
+            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det })),
         }
         Ok(())
     }

@@ -297,3 +297,96 @@ impl FusedSync {
         }
     }
 }
+
+/// `A * pats` (and `A ** pats`) whose body `A` is a filter or a serial
+/// chain of filters, run as one entity: stateless replicas need no
+/// entities of their own.
+///
+/// A record is checked against the exit patterns; if it does not leave, the
+/// body's filters are applied to it and each output goes through the same
+/// check again, depth first (a work stack, not recursion: a record may
+/// circle many times). Every output of one input record leaves within the
+/// processing of that record, so the entity is FIFO per input and a
+/// deterministic star needs no collector: outputs keep the input's stamps,
+/// which is what stamping and the collector's popping would leave. Markers
+/// and `Resume` follow everything ahead of them by passing straight on.
+///
+/// Unlike a chain of stage entities, a record that never reaches an exit
+/// keeps this entity (and its worker) busy; such a network never ends
+/// either way.
+pub struct FilterStar {
+    def: Arc<StarDef>,
+    filters: Vec<(snet_core::NodeId, Arc<snet_core::FilterDef>)>,
+    next: Arc<Entity>,
+    /// Records still to check, the next on top.
+    work: Vec<Record>,
+    /// Outputs of the filter being applied.
+    outs: Vec<Record>,
+}
+
+impl FilterStar {
+    pub fn new(rt: &crate::runtime::Runtime, def: Arc<StarDef>, next: Arc<Entity>) -> FilterStar {
+        let filters = def
+            .filters
+            .as_ref()
+            .expect("a star of filters")
+            .iter()
+            .map(|&n| (n, rt.prog.filter(n).clone()))
+            .collect();
+        FilterStar {
+            def,
+            filters,
+            next,
+            work: Vec::new(),
+            outs: Vec::new(),
+        }
+    }
+
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let Item::Rec(Rec { rec, det }) = item else {
+            if !matches!(item, Item::Wake) {
+                ctx.send(&self.next, item);
+            }
+            return Ok(());
+        };
+        let r = self.run(rec, &det, ctx);
+        self.work.clear();
+        self.outs.clear();
+        r
+    }
+
+    fn run(&mut self, rec: Record, det: &Stamps, ctx: &mut Ctx) -> Result<(), EngineError> {
+        self.work.push(rec);
+        while let Some(rec) = self.work.pop() {
+            let leave = matches_any(&self.def.exits, &rec).map_err(|error| EngineError::Eval {
+                error,
+                context: EvalContext::StarExit,
+                loc: ctx.rt.loc(self.def.node),
+            })?;
+            if leave {
+                ctx.send(
+                    &self.next,
+                    Item::Rec(Rec {
+                        rec,
+                        det: det.clone(),
+                    }),
+                );
+                continue;
+            }
+            // The body: each filter applied to every output of the one before.
+            let base = self.work.len();
+            self.work.push(rec);
+            for (node, def) in &self.filters {
+                let outs = &mut self.outs;
+                for r in self.work.drain(base..) {
+                    crate::filter::apply_each(def, &r, |o| outs.push(o))
+                        .map_err(|what| crate::filter::filter_error(what, *node, ctx))?;
+                }
+                self.work.append(&mut self.outs);
+            }
+            // First output on top: it is checked first.
+            self.work[base..].reverse();
+        }
+        Ok(())
+    }
+}
