@@ -55,7 +55,9 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use snet_engine::dist::{Channel, FieldBytes, Header, Payload, Received, Transport, TransportError};
+use snet_engine::dist::{
+    Channel, FieldBytes, Header, Payload, Received, Transport, TransportError,
+};
 
 mod ffi {
     use super::*;

@@ -9,15 +9,17 @@ use snet_core::FieldBytes;
 use snet_engine::dist::{Channel, Payload, Transport};
 use snet_shm::{FieldMode, Geometry, HeapRegion, Mode, Ring, ShmTransport};
 
-// snet's global allocator (declared in snet-runner).
-use snet_runner as _;
+// (Linking snet_runner also brings snet's global allocator.)
 
-fn pin(k: usize) {
-    unsafe {
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(k, &mut one);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
-    }
+/// Two polled rings of 256 slots of `payload` bytes, with their memory.
+fn two_rings(payload: usize) -> ([HeapRegion; 2], Ring, Ring) {
+    let len = Ring::layout(256, payload).unwrap();
+    let regions = [HeapRegion::new(len), HeapRegion::new(len)];
+    // SAFETY: each region is returned with its ring and outlives it.
+    let r0 = unsafe { Ring::init(regions[0].as_ptr(), len, 256, payload, Mode::Poll) }.unwrap();
+    // SAFETY: as above.
+    let r1 = unsafe { Ring::init(regions[1].as_ptr(), len, 256, payload, Mode::Poll) }.unwrap();
+    (regions, r0, r1)
 }
 
 fn median(mut v: Vec<u64>) -> u64 {
@@ -29,12 +31,12 @@ fn run(name: &str, reps: usize, ping: impl FnMut() + Send, pong: impl FnMut() + 
     let (mut ping, mut pong) = (ping, pong);
     let times = std::thread::scope(|s| {
         s.spawn(move || {
-            pin(1);
+            snet_runner::pingpong::pin(1);
             for _ in 0..reps + reps / 10 {
                 pong();
             }
         });
-        pin(0);
+        snet_runner::pingpong::pin(0);
         let mut t = Vec::with_capacity(reps);
         for r in 0..reps + reps / 10 {
             let a = Instant::now();
@@ -50,9 +52,15 @@ fn run(name: &str, reps: usize, ping: impl FnMut() + Send, pong: impl FnMut() + 
 
 fn main() {
     if std::env::args().nth(2).as_deref() == Some("solo") {
-        return solo(std::env::args().nth(1).map_or(1_000_000, |s| s.parse().unwrap()));
+        return solo(
+            std::env::args()
+                .nth(1)
+                .map_or(1_000_000, |s| s.parse().unwrap()),
+        );
     }
-    let reps: usize = std::env::args().nth(1).map_or(200_000, |s| s.parse().unwrap());
+    let reps: usize = std::env::args()
+        .nth(1)
+        .map_or(200_000, |s| s.parse().unwrap());
     // raw: two lines
     #[repr(align(64))]
     struct L(AtomicU64);
@@ -78,34 +86,31 @@ fn main() {
     );
     // ring level: two rings
     for payload in [4080, 240] {
-    let len = Ring::layout(256, payload).unwrap();
-    let (ra, rb) = (HeapRegion::new(len), HeapRegion::new(len));
-    let r0 = unsafe { Ring::init(ra.as_ptr(), len, 256, payload, Mode::Poll) }.unwrap();
-    let r1 = unsafe { Ring::init(rb.as_ptr(), len, 256, payload, Mode::Poll) }.unwrap();
-    {
-        let mut c0 = r0.consumer().unwrap();
-        let mut c1 = r1.consumer().unwrap();
-        let msg = [7u8; 33];
-        let (r0, r1) = (&r0, &r1);
-        run(
-            &format!("ring {payload}"),
-            reps,
-            || {
-                r1.try_push(&msg).unwrap();
-                r1.after_push();
-                while c0.try_pop(|m| m.len()).is_none() {
-                    std::hint::spin_loop();
-                }
-            },
-            || {
-                while c1.try_pop(|m| m.len()).is_none() {
-                    std::hint::spin_loop();
-                }
-                r0.try_push(&msg).unwrap();
-                r0.after_push();
-            },
-        );
-    }
+        let (_regions, r0, r1) = two_rings(payload);
+        {
+            let mut c0 = r0.consumer().unwrap();
+            let mut c1 = r1.consumer().unwrap();
+            let msg = [7u8; 33];
+            let (r0, r1) = (&r0, &r1);
+            run(
+                &format!("ring {payload}"),
+                reps,
+                || {
+                    r1.try_push(&msg).unwrap();
+                    r1.after_push();
+                    while c0.try_pop(|m| m.len()).is_none() {
+                        std::hint::spin_loop();
+                    }
+                },
+                || {
+                    while c1.try_pop(|m| m.len()).is_none() {
+                        std::hint::spin_loop();
+                    }
+                    r0.try_push(&msg).unwrap();
+                    r0.after_push();
+                },
+            );
+        }
     }
     // transport level: an 8-byte message (header only)
     {
@@ -123,12 +128,14 @@ fn main() {
             reps,
             || {
                 n += 1;
-                t0.send(1, Channel::Control, &n.to_le_bytes(), Payload::none()).unwrap();
+                t0.send(1, Channel::Control, &n.to_le_bytes(), Payload::none())
+                    .unwrap();
                 recv(t0);
             },
             || {
                 let m = recv(t1);
-                t1.send(0, Channel::Control, &m.header, Payload::none()).unwrap();
+                t1.send(0, Channel::Control, &m.header, Payload::none())
+                    .unwrap();
             },
         );
     }
@@ -147,14 +154,24 @@ fn main() {
             &format!("shm {fields:?}"),
             reps,
             || {
-                t0.send(1, Channel::Field, &[1], Payload::shared(Arc::new(buf.take().unwrap())))
-                    .unwrap();
+                t0.send(
+                    1,
+                    Channel::Field,
+                    &[1],
+                    Payload::shared(Arc::new(buf.take().unwrap())),
+                )
+                .unwrap();
                 buf = Some(recv(t0).payload);
             },
             || {
                 let m = recv(t1);
-                t1.send(0, Channel::Field, &m.header, Payload::shared(Arc::new(m.payload)))
-                    .unwrap();
+                t1.send(
+                    0,
+                    Channel::Field,
+                    &m.header,
+                    Payload::shared(Arc::new(m.payload)),
+                )
+                .unwrap();
             },
         );
     }
@@ -163,10 +180,7 @@ fn main() {
 /// The software cost alone: one thread plays both ends (no cache line
 /// travels between cores), so the time is what the code costs.
 fn solo(reps: usize) {
-    let len = Ring::layout(256, 4080).unwrap();
-    let (ra, rb) = (HeapRegion::new(len), HeapRegion::new(len));
-    let r0 = unsafe { Ring::init(ra.as_ptr(), len, 256, 4080, Mode::Poll) }.unwrap();
-    let r1 = unsafe { Ring::init(rb.as_ptr(), len, 256, 4080, Mode::Poll) }.unwrap();
+    let (_regions, r0, r1) = two_rings(4080);
     let mut c0 = r0.consumer().unwrap();
     let mut c1 = r1.consumer().unwrap();
     let msg = [7u8; 33];
@@ -192,14 +206,19 @@ fn solo(reps: usize) {
         for _ in 0..5 {
             let a = Instant::now();
             for n in 0..reps as u64 {
-                t0.send(1, Channel::Control, &n.to_le_bytes(), Payload::none()).unwrap();
+                t0.send(1, Channel::Control, &n.to_le_bytes(), Payload::none())
+                    .unwrap();
                 let m = t1.recv(Duration::ZERO).unwrap().unwrap();
-                t1.send(0, Channel::Control, &m.header, Payload::none()).unwrap();
+                t1.send(0, Channel::Control, &m.header, Payload::none())
+                    .unwrap();
                 t0.recv(Duration::ZERO).unwrap().unwrap();
             }
             best = best.min(a.elapsed().as_nanos() as u64 / reps as u64);
         }
-        println!("{:>12}: {best} ns per round trip (one thread)", "shm message");
+        println!(
+            "{:>12}: {best} ns per round trip (one thread)",
+            "shm message"
+        );
     }
     let fields: &[FieldMode] = if std::env::var_os("RINGPONG_MESSAGE_ONLY").is_some() {
         &[]
@@ -215,15 +234,28 @@ fn solo(reps: usize) {
         for _ in 0..5 {
             let a = Instant::now();
             for _ in 0..reps {
-                t0.send(1, Channel::Field, &[1], Payload::shared(Arc::new(buf.take().unwrap())))
-                    .unwrap();
+                t0.send(
+                    1,
+                    Channel::Field,
+                    &[1],
+                    Payload::shared(Arc::new(buf.take().unwrap())),
+                )
+                .unwrap();
                 let m = t1.recv(Duration::ZERO).unwrap().unwrap();
-                t1.send(0, Channel::Field, &m.header, Payload::shared(Arc::new(m.payload)))
-                    .unwrap();
+                t1.send(
+                    0,
+                    Channel::Field,
+                    &m.header,
+                    Payload::shared(Arc::new(m.payload)),
+                )
+                .unwrap();
                 buf = Some(t0.recv(Duration::ZERO).unwrap().unwrap().payload);
             }
             best = best.min(a.elapsed().as_nanos() as u64 / reps as u64);
         }
-        println!("{:>12}: {best} ns per round trip (one thread)", format!("shm {fields:?}"));
+        println!(
+            "{:>12}: {best} ns per round trip (one thread)",
+            format!("shm {fields:?}")
+        );
     }
 }

@@ -149,7 +149,7 @@ impl Cpu {
 /// benchmarks bind their ranks: a ping-pong of two spinning processes that
 /// the scheduler happens to start on one CPU would measure time slices,
 /// not the transport. Best effort: an error leaves the process unpinned.
-fn pin(k: u32) {
+pub fn pin(k: u32) {
     if std::env::var_os("SNET_PINGPONG_PIN").is_some_and(|v| v == "0") {
         return;
     }

@@ -195,7 +195,9 @@ pub(crate) fn wait(
     let look = || ready() || w.take_kick();
     match mode {
         Mode::Poll => {
-            let deadline = timeout.map(|t| Instant::now() + t);
+            // The clock is read after the first round of looks, not before:
+            // a message arriving at once is noticed sooner.
+            let mut deadline = None;
             loop {
                 for _ in 0..POLL_SPINS {
                     if look() {
@@ -203,8 +205,11 @@ pub(crate) fn wait(
                     }
                     sync::spin_hint();
                 }
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    return false;
+                if let Some(t) = timeout {
+                    let now = Instant::now();
+                    if now >= *deadline.get_or_insert(now + t) {
+                        return false;
+                    }
                 }
                 sync::yield_now();
             }
