@@ -136,7 +136,7 @@ impl Transport for Endpoint {
         lock(m).queues[ch as usize].push_back(Received {
             from: self.me,
             channel: ch,
-            header: header.to_vec(),
+            header: header.into(),
             payload: FieldBytes::copy_from(payload.bytes()),
         });
         cv.notify_one();
