@@ -90,10 +90,6 @@ const NO_ARENA: u64 = u64::MAX;
 /// "handling" state) and only a node with nothing coming sleeps.
 const SPARSE_SPINS: u32 = 2000;
 
-/// How many times `recv` looks at the ring before it reads the clock, when
-/// nothing was there at once (about a microsecond).
-const SOON_LOOKS: u32 = 64;
-
 /// The longest a receiver sleeps before it looks at its peers' states.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
 
@@ -676,23 +672,10 @@ impl Transport for ShmTransport {
         let mut out = None;
         // The clock is read only when there is nothing to take at once.
         let mut deadline = None;
-        let mut soon = !timeout.is_zero();
         loop {
             self.take_ready(&mut inbox, &mut out)?;
             if out.is_some() {
                 return Ok(out);
-            }
-            if soon {
-                // A reply often comes within a round trip: look for it a
-                // little before reading the clock and the peers' states,
-                // which would delay noticing it.
-                soon = false;
-                if (0..SOON_LOOKS).any(|_| {
-                    std::hint::spin_loop();
-                    inbox.consumer.is_ready()
-                }) {
-                    continue;
-                }
             }
             if self.closed.load(Ordering::Acquire) {
                 return Err(TransportError::Closed);
