@@ -105,7 +105,7 @@ pub fn filter_error(what: FilterError, node: NodeId, ctx: &Ctx) -> EngineError {
     }
 }
 
-/// The label and value an outspec item gives `rec` (as [`build`] computes them).
+/// The label and value an outspec item gives `rec`.
 #[inline]
 fn item_value(item: &OutItem, rec: &Record) -> Result<(snet_core::Label, Value), FilterError> {
     Ok(match item {
@@ -240,31 +240,8 @@ fn build(
 ) -> Result<Record, FilterError> {
     let mut out = Record::new();
     for item in &spec.items {
-        match item {
-            OutItem::Field { dst, src } => {
-                let v = rec.get(*src).ok_or_else(|| {
-                    FilterError::Type(RuntimeTypeError::FilterMissingField {
-                        field: *src,
-                        record: record_type(rec),
-                    })
-                })?;
-                out.set(*dst, v.clone());
-            }
-            OutItem::Tag {
-                dst,
-                value: TagValue::Copy,
-            } => {
-                let v = rec.int(*dst).unwrap_or(0);
-                out.set(*dst, Value::Int(v));
-            }
-            OutItem::Tag {
-                dst,
-                value: TagValue::Expr(e),
-            } => {
-                let v = e.eval(rec).map_err(FilterError::Eval)?;
-                out.set(*dst, Value::Int(v));
-            }
-        }
+        let (dst, v) = item_value(item, rec)?;
+        out.set(dst, v);
     }
     out.inherit(rec, pattern);
     Ok(out)
