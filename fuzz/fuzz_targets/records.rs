@@ -10,38 +10,28 @@
 use libfuzzer_sys::fuzz_target;
 use snet_io::{equivalent_multiset, read_all, Item, RecordReader, RecordWriter};
 
-fuzz_target!(|data: &[u8]| {
-    let codecs = c4snet::text_codecs();
-    let mut reader = RecordReader::new(data).with_codecs(codecs.clone());
+/// Every item the reader gives, and its error if it stops on one.
+fn drain(mut reader: RecordReader<&[u8]>) -> (Vec<Item>, Option<String>) {
     let mut items = Vec::new();
-    let mut fast_err = None;
     loop {
         match reader.next() {
             Ok(Some(item)) => items.push(item),
-            Ok(None) => break,
-            Err(e) => {
-                fast_err = Some(e.to_string());
-                break;
-            }
+            Ok(None) => return (items, None),
+            Err(e) => return (items, Some(e.to_string())),
         }
     }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let codecs = c4snet::text_codecs();
+    let (items, fast_err) = drain(RecordReader::new(data).with_codecs(codecs.clone()));
     // The reader's fast path and its quick-xml fallback must agree on
     // every input: the same records, the same error at the same place.
-    let mut slow = RecordReader::new(data)
-        .with_codecs(codecs.clone())
-        .without_fast_path();
-    let mut slow_items = Vec::new();
-    let mut slow_err = None;
-    loop {
-        match slow.next() {
-            Ok(Some(item)) => slow_items.push(item),
-            Ok(None) => break,
-            Err(e) => {
-                slow_err = Some(e.to_string());
-                break;
-            }
-        }
-    }
+    let (slow_items, slow_err) = drain(
+        RecordReader::new(data)
+            .with_codecs(codecs.clone())
+            .without_fast_path(),
+    );
     assert_eq!(fast_err, slow_err, "fast path and fallback disagree");
     if let Err(diff) = equivalent_multiset(&items, &slow_items, &codecs) {
         panic!("fast path and fallback read different records:\n{diff}");

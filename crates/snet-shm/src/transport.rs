@@ -65,18 +65,16 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-
-use parking_lot::Mutex;
-
-use crate::spin::SpinLock;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use snet_core::{FieldAllocator, FieldBytes};
 use snet_engine::dist::{Channel, Header, Payload, Received, Transport, TransportError};
 
 use crate::arena::Arena;
 use crate::ring::{Consumer, PushError};
 use crate::segment::{describe_status, state, FieldMode, Geometry, Segment};
+use crate::spin::SpinLock;
 
 const START: u8 = 1;
 const MORE: u8 = 2;
@@ -536,6 +534,16 @@ impl ShmTransport {
     }
 }
 
+/// Writes a START frame's fixed part (the first [`START_LEN`] bytes of `b`).
+fn write_start(b: &mut [u8], channel: Channel, from: [u8; 2], hlen: u32, plen: usize, off: u64) {
+    b[0] = START;
+    b[1] = channel as u8;
+    b[2..4].copy_from_slice(&from);
+    b[4..8].copy_from_slice(&hlen.to_le_bytes());
+    b[8..16].copy_from_slice(&(plen as u64).to_le_bytes());
+    b[16..24].copy_from_slice(&off.to_le_bytes());
+}
+
 /// Copies stream bytes `[at, at + dst.len())` of `header ++ payload` into `dst`.
 fn copy_stream(dst: &mut [u8], header: &[u8], payload: &[u8], at: usize) {
     let mut d = 0;
@@ -593,12 +601,7 @@ impl Transport for ShmTransport {
             // different threads are not ordered anyway).
             let frame = |b: &mut [u8]| {
                 let (head, body) = b.split_at_mut(START_LEN);
-                head[0] = START;
-                head[1] = channel as u8;
-                head[2..4].copy_from_slice(&from);
-                head[4..8].copy_from_slice(&header_len.to_le_bytes());
-                head[8..16].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
-                head[16..24].copy_from_slice(&NO_ARENA.to_le_bytes());
+                write_start(head, channel, from, header_len, bytes.len(), NO_ARENA);
                 let (h, p) = body.split_at_mut(header.len());
                 h.copy_from_slice(header);
                 p.copy_from_slice(bytes);
@@ -617,11 +620,8 @@ impl Transport for ShmTransport {
             return Ok(());
         }
         let _order = self.send_locks[to as usize].lock();
-        let arena = if START_LEN + header.len() + bytes.len() > room {
-            self.to_arena(bytes)
-        } else {
-            None
-        };
+        // (A message that fits in one frame took the path above.)
+        let arena = self.to_arena(bytes);
         let stream_payload: &[u8] = if arena.is_some() { &[] } else { bytes };
         let total = header.len() + stream_payload.len();
         if arena.is_none() && START_LEN + total > room && !bytes.is_empty() {
@@ -629,12 +629,8 @@ impl Transport for ShmTransport {
         }
         let first = total.min(room - START_LEN);
         let start = |b: &mut [u8]| {
-            b[0] = START;
-            b[1] = channel as u8;
-            b[2..4].copy_from_slice(&from);
-            b[4..8].copy_from_slice(&header_len.to_le_bytes());
-            b[8..16].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
-            b[16..24].copy_from_slice(&arena.unwrap_or(NO_ARENA).to_le_bytes());
+            let off = arena.unwrap_or(NO_ARENA);
+            write_start(b, channel, from, header_len, bytes.len(), off);
             copy_stream(&mut b[START_LEN..], header, stream_payload, 0);
         };
         if let Err(e) = self.push(to, START_LEN + first, &start) {
