@@ -161,8 +161,7 @@ pub fn pin(k: u32) {
         // SAFETY: a zeroed cpu_set_t is empty; the call fills it.
         unsafe {
             let mut allowed: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed)
-                != 0
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0
             {
                 return Vec::new();
             }

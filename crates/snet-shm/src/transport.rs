@@ -8,9 +8,16 @@
 //! ring `k` as one or more *frames* (a frame fills one slot):
 //!
 //! ```text
+//! ONE    kind=3 | channel | from: u16 | header length: u32 | header | payload
 //! START  kind=1 | channel | from: u16 | header length: u32 | payload length: u64 | arena offset: u64 | stream bytes...
 //! MORE   kind=2 | channel | from: u16 | stream bytes...
 //! ```
+//!
+//! A message whose header and payload fit in one slot behind ONE's 8 fixed
+//! bytes travels as one ONE frame (the payload's length is what is left of
+//! the slot's length): the common, small case, whose every instruction is
+//! on the latency path of a round trip. Anything else is a START frame and
+//! MORE frames.
 //!
 //! The *stream* is the header followed by the payload, unless the payload
 //! went through the arena (its offset is in the START frame; `u64::MAX`
@@ -20,11 +27,9 @@
 //! arena) under the node's lock for that destination, so its frames are
 //! consecutive among that node's frames of such messages; frames of
 //! different nodes interleave, and the receiver reassembles per sending
-//! node. A message whose whole stream fits in its START frame (the common,
-//! small case) is pushed without the lock, in one frame: it may fall
-//! between another thread's frames of a long message, and the receiver
-//! delivers it at once (sends from different threads have no order to
-//! keep). The ring keeps each sender's frames in order, which gives the
+//! node. A ONE frame is pushed without the lock: it may fall between
+//! another thread's frames of a long message, and the receiver delivers it
+//! at once (sends from different threads have no order to keep). The ring keeps each sender's frames in order, which gives the
 //! transport's per-channel (in fact per-thread) order.
 //!
 //! # Field bytes ([`FieldMode`])
@@ -78,8 +83,10 @@ use crate::spin::SpinLock;
 
 const START: u8 = 1;
 const MORE: u8 = 2;
+const ONE: u8 = 3;
 const START_LEN: usize = 24;
 const MORE_LEN: usize = 4;
+const ONE_LEN: usize = 8;
 const NO_ARENA: u64 = u64::MAX;
 
 /// How many looks a `sparse` receiver takes before it sleeps: some tens
@@ -239,6 +246,8 @@ pub struct ShmTransport {
     inbox: SpinLock<Inbox>,
     shared: Arc<Shared>,
     me: u32,
+    /// The segment's node count (read on every send).
+    nodes: u32,
     /// One lock per destination: a message's frames go out together.
     send_locks: Vec<Mutex<()>>,
     closed: AtomicBool,
@@ -271,6 +280,7 @@ impl ShmTransport {
             }),
             shared,
             me,
+            nodes,
             send_locks: (0..nodes).map(|_| Mutex::new(())).collect(),
             closed: AtomicBool::new(false),
             counters: AtomicCounters::default(),
@@ -463,6 +473,31 @@ impl ShmTransport {
             return bad("channel");
         };
         let from = u32::from(u16::from_le_bytes([f[2], f[3]]));
+        if f[0] == ONE {
+            // The whole message in this frame (the common case).
+            let hlen = match f.get(4..ONE_LEN) {
+                Some(h) => u32::from_le_bytes(h.try_into().expect("4")) as usize,
+                None => return bad("short one-frame message"),
+            };
+            let Some((header, payload)) = f[ONE_LEN..].split_at_checked(hlen) else {
+                return bad("header longer than its frame");
+            };
+            if from as usize >= partial.len() {
+                return bad("sender");
+            }
+            // (`out` is empty here: written without dropping a value.)
+            out.get_or_insert_with(|| Received {
+                from,
+                channel,
+                header: small_header(header),
+                payload: if payload.is_empty() {
+                    FieldBytes::empty()
+                } else {
+                    FieldBytes::copy_from(payload)
+                },
+            });
+            return Ok(());
+        }
         let Some(slot) = partial.get_mut(from as usize) else {
             return bad("sender");
         };
@@ -474,20 +509,9 @@ impl ShmTransport {
                 let hlen = u32::from_le_bytes(f[4..8].try_into().expect("4")) as usize;
                 let plen = u64::from_le_bytes(f[8..16].try_into().expect("8")) as usize;
                 let off = u64::from_le_bytes(f[16..24].try_into().expect("8"));
-                let body = &f[START_LEN..];
-                if off == NO_ARENA && hlen + plen == body.len() {
-                    // The whole message in this frame (the common case).
-                    *out = Some(Received {
-                        from,
-                        channel,
-                        header: Header::from_slice(&body[..hlen]),
-                        payload: FieldBytes::copy_from(&body[hlen..]),
-                    });
-                    return Ok(());
-                }
                 if slot.is_some() {
-                    // (Only a whole message in one frame, handled above,
-                    // may come between another thread's frames: see `send`.)
+                    // (Only a ONE frame, handled above, may come between
+                    // another thread's frames: see `send`.)
                     return bad("a new message before the last one ended");
                 }
                 let (payload, by_arena) = if off == NO_ARENA {
@@ -544,6 +568,22 @@ fn write_start(b: &mut [u8], channel: Channel, from: [u8; 2], hlen: u32, plen: u
     b[16..24].copy_from_slice(&off.to_le_bytes());
 }
 
+/// A received header: inline (no allocation, no `memcpy` call) when short.
+fn small_header(b: &[u8]) -> Header {
+    const INLINE: usize = 48;
+    if b.len() > INLINE {
+        return Header::from_slice(b);
+    }
+    let mut buf = std::mem::MaybeUninit::<[u8; INLINE]>::uninit();
+    // SAFETY: `b.len() <= INLINE`: the copy stays inside `buf`, and the
+    // header's length says that exactly its first `b.len()` bytes are
+    // initialised (a `SmallVec` never reads beyond its length).
+    unsafe {
+        crate::ring::copy_small(buf.as_mut_ptr().cast::<u8>(), b.as_ptr(), b.len());
+        Header::from_buf_and_len_unchecked(buf, b.len())
+    }
+}
+
 /// Copies stream bytes `[at, at + dst.len())` of `header ++ payload` into `dst`.
 fn copy_stream(dst: &mut [u8], header: &[u8], payload: &[u8], at: usize) {
     let mut d = 0;
@@ -565,7 +605,7 @@ impl Transport for ShmTransport {
     }
 
     fn nodes(&self) -> u32 {
-        self.geometry().nodes
+        self.nodes
     }
 
     fn send(
@@ -575,7 +615,7 @@ impl Transport for ShmTransport {
         header: &[u8],
         payload: Payload,
     ) -> Result<(), TransportError> {
-        if to >= self.nodes() || to == self.me {
+        if to >= self.nodes || to == self.me {
             return Err(TransportError::Failed(format!(
                 "shm: node {} cannot send to node {to}",
                 self.me
@@ -584,8 +624,8 @@ impl Transport for ShmTransport {
         if self.closed.load(Ordering::Acquire) {
             return Err(TransportError::Closed);
         }
-        if let Some(e) = self.gone(to) {
-            return Err(e);
+        if self.segment().state(to).0 == state::DEAD {
+            return Err(self.gone(to).unwrap_or(TransportError::Closed));
         }
         let header_len = u32::try_from(header.len())
             .map_err(|_| TransportError::Failed("shm: header over 4 GiB".into()))?;
@@ -593,28 +633,35 @@ impl Transport for ShmTransport {
         let room = ring.max_message();
         let bytes = payload.bytes();
         let from = (self.me as u16).to_le_bytes();
-        if START_LEN + header.len() + bytes.len() <= room {
-            // The common case, kept lean: one frame, written in place,
-            // without the destination's lock (a complete message in one
-            // frame may land between another thread's frames of a long
-            // message: the receiver delivers it at once; sends of
-            // different threads are not ordered anyway).
-            let frame = |b: &mut [u8]| {
-                let (head, body) = b.split_at_mut(START_LEN);
-                write_start(head, channel, from, header_len, bytes.len(), NO_ARENA);
-                let (h, p) = body.split_at_mut(header.len());
-                h.copy_from_slice(header);
-                p.copy_from_slice(bytes);
-            };
-            let len = START_LEN + header.len() + bytes.len();
-            if ring.try_push_with(len, frame).is_ok() {
-                // A plain load and store, not a read-modify-write: this is
-                // the path of every small message (a count may be lost if
-                // two threads send at the same instant; statistics only).
-                let c = &self.counters.frames;
-                c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            } else {
-                self.push(to, len, &frame)?;
+        if ONE_LEN + header.len() + bytes.len() <= room {
+            // The common case, kept lean: one ONE frame, written in place,
+            // without the destination's lock (it may land between another
+            // thread's frames of a long message: the receiver delivers it
+            // at once; sends of different threads are not ordered anyway).
+            let fixed = u64::from(ONE)
+                | (channel as u64) << 8
+                | u64::from(self.me as u16) << 16
+                | u64::from(header_len) << 32;
+            match ring.try_push_small(fixed, header, bytes) {
+                Ok(()) => {
+                    // A plain load and store, not a read-modify-write: this
+                    // is the path of every small message (a count may be
+                    // lost if two threads send at the same instant;
+                    // statistics only).
+                    let c = &self.counters.frames;
+                    c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    // Full (or a bug): wait for room as every frame does.
+                    let frame = |b: &mut [u8]| {
+                        let (head, body) = b.split_at_mut(ONE_LEN);
+                        head.copy_from_slice(&fixed.to_le_bytes());
+                        let (h, p) = body.split_at_mut(header.len());
+                        h.copy_from_slice(header);
+                        p.copy_from_slice(bytes);
+                    };
+                    self.push(to, ONE_LEN + header.len() + bytes.len(), &frame)?;
+                }
             }
             ring.after_push();
             return Ok(());
