@@ -29,8 +29,9 @@
 //! different nodes interleave, and the receiver reassembles per sending
 //! node. A ONE frame is pushed without the lock: it may fall between
 //! another thread's frames of a long message, and the receiver delivers it
-//! at once (sends from different threads have no order to keep). The ring keeps each sender's frames in order, which gives the
-//! transport's per-channel (in fact per-thread) order.
+//! at once (sends from different threads have no order to keep). The ring
+//! keeps each sender's frames in order, which gives the transport's
+//! per-channel (in fact per-thread) order.
 //!
 //! # Field bytes ([`FieldMode`])
 //!
@@ -77,7 +78,7 @@ use snet_core::{FieldAllocator, FieldBytes};
 use snet_engine::dist::{Channel, Header, Payload, Received, Transport, TransportError};
 
 use crate::arena::Arena;
-use crate::ring::{Consumer, PushError};
+use crate::ring::{Consumer, PushError, Ring};
 use crate::segment::{describe_status, state, FieldMode, Geometry, Segment};
 use crate::spin::SpinLock;
 
@@ -268,7 +269,7 @@ impl ShmTransport {
         // SAFETY: the consumer borrows a ring handle inside `shared`, which
         // this endpoint keeps (in `shared`, dropped after `inbox`) and which
         // never moves (it is behind the Arc).
-        let ring: &'static crate::ring::Ring = unsafe { &*(ring as *const crate::ring::Ring) };
+        let ring: &'static Ring = unsafe { &*(ring as *const Ring) };
         let mut consumer = ring.consumer().map_err(|_| {
             TransportError::Failed(format!("node {me}'s ring already has a receiver"))
         })?;
@@ -399,12 +400,17 @@ impl ShmTransport {
         Some(off)
     }
 
-    /// Pushes one frame of `len` bytes to node `to`, waiting for room.
-    fn push(&self, to: u32, len: usize, write: &dyn Fn(&mut [u8])) -> Result<(), TransportError> {
+    /// Pushes one frame to node `to` with `attempt` (one try at ring
+    /// `to`), waiting for room.
+    fn push(
+        &self,
+        to: u32,
+        attempt: &dyn Fn(&Ring) -> Result<(), PushError>,
+    ) -> Result<(), TransportError> {
         let ring = self.segment().ring(to);
         let mut naps = 0u32;
         loop {
-            match ring.try_push_with(len, |b| write(b)) {
+            match attempt(ring) {
                 Ok(()) => {
                     bump(&self.counters.frames);
                     return Ok(());
@@ -624,8 +630,8 @@ impl Transport for ShmTransport {
         if self.closed.load(Ordering::Acquire) {
             return Err(TransportError::Closed);
         }
-        if self.segment().state(to).0 == state::DEAD {
-            return Err(self.gone(to).unwrap_or(TransportError::Closed));
+        if let Some(e) = self.gone(to) {
+            return Err(e);
         }
         let header_len = u32::try_from(header.len())
             .map_err(|_| TransportError::Failed("shm: header over 4 GiB".into()))?;
@@ -651,17 +657,8 @@ impl Transport for ShmTransport {
                     let c = &self.counters.frames;
                     c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
                 }
-                Err(_) => {
-                    // Full (or a bug): wait for room as every frame does.
-                    let frame = |b: &mut [u8]| {
-                        let (head, body) = b.split_at_mut(ONE_LEN);
-                        head.copy_from_slice(&fixed.to_le_bytes());
-                        let (h, p) = body.split_at_mut(header.len());
-                        h.copy_from_slice(header);
-                        p.copy_from_slice(bytes);
-                    };
-                    self.push(to, ONE_LEN + header.len() + bytes.len(), &frame)?;
-                }
+                // Full: wait for room as every frame does.
+                Err(_) => self.push(to, &|r| r.try_push_small(fixed, header, bytes))?,
             }
             ring.after_push();
             return Ok(());
@@ -680,7 +677,7 @@ impl Transport for ShmTransport {
             write_start(b, channel, from, header_len, bytes.len(), off);
             copy_stream(&mut b[START_LEN..], header, stream_payload, 0);
         };
-        if let Err(e) = self.push(to, START_LEN + first, &start) {
+        if let Err(e) = self.push(to, &|r| r.try_push_with(START_LEN + first, |b| start(b))) {
             if let (Some(off), Some(a)) = (arena, self.segment().arena()) {
                 // SAFETY: the message owned this reference and was not sent.
                 unsafe { a.release(off) };
@@ -697,7 +694,7 @@ impl Transport for ShmTransport {
                 b[2..4].copy_from_slice(&from);
                 copy_stream(&mut b[MORE_LEN..], header, stream_payload, at);
             };
-            self.push(to, MORE_LEN + n, &more)?;
+            self.push(to, &|r| r.try_push_with(MORE_LEN + n, |b| more(b)))?;
             at += n;
             since_notify += 1;
             // Let the receiver start on a long message before it ends.
