@@ -204,6 +204,11 @@ const KEEP_MAX: usize = 256;
 pub struct Entity {
     inbox: Mutex<Inbox>,
     state: UnsafeCell<crate::runtime::Kind>,
+    /// The state is never changed after construction (filter chains): the
+    /// entity is a function of each item, run by whoever sends to it
+    /// ([`crate::runtime::Ctx::send`]) under the sender's licence, through
+    /// shared references only ([`Entity::shared_state`]).
+    stateless: bool,
 }
 
 // SAFETY: `state` is only accessed by the licence holder (see the module
@@ -214,7 +219,9 @@ unsafe impl Send for Entity {}
 
 impl Entity {
     pub fn new(kind: crate::runtime::Kind) -> Arc<Entity> {
+        let stateless = kind.is_stateless();
         Arc::new(Entity {
+            stateless,
             inbox: Mutex::new(Inbox {
                 items: VecDeque::new(),
                 scheduled: false,
@@ -257,6 +264,21 @@ impl Entity {
         next
     }
 
+    /// Items waiting in the inbox (a snapshot).
+    pub fn backlog(&self) -> usize {
+        lock(&self.inbox).items.len()
+    }
+
+    /// The state of a stateless entity, shared: it is never changed and no
+    /// mutable reference to it is ever made ([`Entity::state`] refuses
+    /// stateless entities), so any thread may read it at any time.
+    #[inline]
+    pub fn shared_state(&self) -> Option<&crate::runtime::Kind> {
+        // SAFETY: for a stateless entity no `&mut` to the state exists after
+        // construction (see `state`), so shared references may coexist.
+        self.stateless.then(|| unsafe { &*self.state.get() })
+    }
+
     /// The entity's state.
     ///
     /// # Safety
@@ -266,6 +288,7 @@ impl Entity {
     /// reference from `state` may be alive.
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn state(&self) -> &mut crate::runtime::Kind {
+        debug_assert!(!self.stateless, "a stateless entity's state is shared");
         // SAFETY: exclusive access is the caller's obligation (see above).
         unsafe { &mut *self.state.get() }
     }

@@ -34,7 +34,7 @@ impl FilterChain {
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub fn process(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         let rec = match item {
             Item::Rec(r) => r,
             other => {

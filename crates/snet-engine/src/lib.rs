@@ -60,6 +60,15 @@ pub trait Source: Send {
     /// The next record, `Ok(None)` at the end of the input; an error (the
     /// source's own, wrapped) is reported as [`EngineError::Input`].
     fn next_record(&mut self) -> Result<Option<Record>, SourceError>;
+
+    /// The next record if the source already holds it: `Some` only when
+    /// getting it did not wait for the input's producer (`Some(None)`: the
+    /// end). The reader thread gathers such records and hands them to the
+    /// workers together; a source that cannot tell returns `None` (the
+    /// default) and is read one [`Self::next_record`] at a time.
+    fn next_ready(&mut self) -> Option<Option<Record>> {
+        None
+    }
 }
 
 /// Where output records go. Called by one worker at a time, in stream order.
@@ -242,6 +251,9 @@ pub fn run_vec_with(
     impl Source for VecSource {
         fn next_record(&mut self) -> Result<Option<Record>, SourceError> {
             Ok(self.0.next())
+        }
+        fn next_ready(&mut self) -> Option<Option<Record>> {
+            Some(self.0.next())
         }
     }
     struct VecSink(Arc<std::sync::Mutex<Vec<Record>>>);

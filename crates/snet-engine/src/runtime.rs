@@ -32,7 +32,17 @@ pub struct Runtime {
     next_owner: AtomicU64,
     pub entities: AtomicU64,
     pub outputs: AtomicU64,
+    /// Items waiting in the inboxes of this node's entities, roughly: each
+    /// [`Ctx`] counts what it queues and takes and adds its count here in
+    /// steps of [`QUEUED_STEP`] (and when its worker finishes a task), so the
+    /// figure may be off by that much per thread. What a suspended
+    /// expansion looks at before it adds more ([`crate::star::FilterStar`]).
+    queued: std::sync::atomic::AtomicIsize,
 }
+
+/// How far a [`Ctx`]'s own count of queued items may drift before it is
+/// added to [`Runtime::queued`].
+const QUEUED_STEP: isize = 64;
 
 impl Runtime {
     pub(crate) fn new(
@@ -50,6 +60,7 @@ impl Runtime {
             box_concurrency,
             next_owner: AtomicU64::new(1),
             entities: AtomicU64::new(0),
+            queued: std::sync::atomic::AtomicIsize::new(0),
             outputs: AtomicU64::new(0),
         }
     }
@@ -88,6 +99,14 @@ pub enum Kind {
     Remote(crate::remote::RemoteEntity),
 }
 
+impl Kind {
+    /// Kinds whose state never changes after construction (see
+    /// [`Entity::shared_state`]).
+    pub fn is_stateless(&self) -> bool {
+        matches!(self, Kind::Chain(_))
+    }
+}
+
 /// A worker's view while it processes: where sends go.
 pub struct Ctx<'a> {
     pub rt: &'a Runtime,
@@ -98,6 +117,15 @@ pub struct Ctx<'a> {
     /// new instances, and the ordering markers that must follow their
     /// outputs (see [`crate::boxes`]). Sent by [`Ctx::start`].
     pub startup: std::cell::RefCell<Vec<(Arc<Entity>, Item)>>,
+    /// Set by an entity that suspended its work ([`Ctx::yield_entity`]).
+    yielded: bool,
+    /// The first error of a stateless entity run inside a send (reported
+    /// by [`process`] as the sending entity's error, or by whoever else
+    /// sends: [`Ctx::take_error`]).
+    error: Option<EngineError>,
+    /// Items this thread queued minus items it took, not yet added to
+    /// [`Runtime::queued`].
+    queued: isize,
 }
 
 impl<'a> Ctx<'a> {
@@ -106,14 +134,72 @@ impl<'a> Ctx<'a> {
             rt,
             ready: Vec::new(),
             startup: std::cell::RefCell::new(Vec::new()),
+            yielded: false,
+            error: None,
+            queued: 0,
         }
+    }
+
+    fn fail(&mut self, e: EngineError) {
+        self.error.get_or_insert(e);
+    }
+
+    /// The error of a stateless entity a send ran, if any (and clears it).
+    pub fn take_error(&mut self) -> Option<EngineError> {
+        self.error.take()
+    }
+
+    /// Counts `n` items queued (positive) or taken (negative).
+    #[inline]
+    pub fn count_queued(&mut self, n: isize) {
+        self.queued += n;
+        if self.queued.abs() >= QUEUED_STEP {
+            self.flush_queued();
+        }
+    }
+
+    /// Adds this thread's count to the node's.
+    pub fn flush_queued(&mut self) {
+        if self.queued != 0 {
+            self.rt.queued.fetch_add(self.queued, Ordering::Relaxed);
+            self.queued = 0;
+        }
+    }
+
+    /// Items waiting in this node's inboxes, roughly (see [`Runtime`]).
+    pub fn queued(&self) -> isize {
+        self.rt.queued.load(Ordering::Relaxed) + self.queued
+    }
+
+    /// Called by the entity being processed: it suspended its work and
+    /// must be handed [`Item::Wake`] to go on. The scheduler keeps the
+    /// entity's licence, queues it behind the entities it fed (which run
+    /// first, front first) and gives it `Wake` ahead of anything in its
+    /// inbox.
+    pub fn yield_entity(&mut self) {
+        self.yielded = true;
+    }
+
+    /// Whether the entity just processed yielded (and clears the flag).
+    pub fn take_yielded(&mut self) -> bool {
+        std::mem::take(&mut self.yielded)
     }
 
     /// Sends an item to an entity; collects the licence if it was idle.
     #[inline]
     pub fn send(&mut self, to: &Arc<Entity>, item: Item) {
-        if let crate::entity::Offer::Licensed(item) = to.offer(item) {
-            self.ready.push((to.clone(), item));
+        if let Some(kind) = to.shared_state() {
+            // A stateless entity runs here, under the sender's licence: the
+            // sender's outputs still reach it, and its outputs leave it, in
+            // order; no hop, no queue.
+            if let Err(e) = process_stateless(kind, item, self) {
+                self.fail(e);
+            }
+            return;
+        }
+        match to.offer(item) {
+            crate::entity::Offer::Licensed(item) => self.ready.push((to.clone(), item)),
+            crate::entity::Offer::Queued => self.count_queued(1),
         }
     }
 
@@ -138,13 +224,19 @@ impl<'a> Ctx<'a> {
 
 /// Processes one item at an entity whose licence the caller holds.
 pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-    // SAFETY: the scheduler calls `process` only while it holds `ent`'s licence.
+    if let Some(kind) = ent.shared_state() {
+        // Licensed like any entity when offered directly (the entry network).
+        process_stateless(kind, item, ctx)?;
+        return ctx.take_error().map_or(Ok(()), Err);
+    }
+    // SAFETY: the scheduler calls `process` only while it holds `ent`'s
+    // licence, and `ent` is not stateless.
     let state = unsafe { ent.state() };
     let r = match state {
-        Kind::Chain(e) => e.process(item, ctx),
+        Kind::Chain(_) => unreachable!("a filter chain is stateless"),
         Kind::Sync(e) => e.process(item, ctx),
         Kind::FusedSync(e) => e.process(item, ctx),
-        Kind::FilterStar(e) => e.process(item, ctx),
+        Kind::FilterStar(e) => e.process(item, ctx, ent),
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
         Kind::FilterParallel(e) => e.process(item, ctx),
@@ -160,7 +252,16 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
     // Dispatchers send the start-up of what they create at once; this
     // catches any instance created elsewhere.
     ctx.start();
-    r
+    r?;
+    ctx.take_error().map_or(Ok(()), Err)
+}
+
+/// Runs a stateless entity on one item (see [`Entity::shared_state`]).
+fn process_stateless(kind: &Kind, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    match kind {
+        Kind::Chain(e) => e.process(item, ctx),
+        _ => unreachable!("only filter chains are stateless"),
+    }
 }
 
 #[cfg(test)]

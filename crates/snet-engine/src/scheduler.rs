@@ -350,6 +350,10 @@ pub fn run(
             // The initialiser boxes of the static network fire first (boxes.rs):
             // their calls are the first tasks, ahead of any input.
             ctx.start();
+            ctx.flush_queued();
+            if let Some(e) = ctx.take_error() {
+                return Err(e);
+            }
             let initial: VecDeque<Task> = ctx
                 .ready
                 .drain(..)
@@ -548,39 +552,60 @@ impl Host for Shared {
     }
 }
 
+/// Records the reader hands over at once, at most (and at most half the
+/// read-ahead buffer).
+const READ_BATCH: usize = 64;
+
+/// Records an admitting worker takes from the read-ahead buffer at once, at
+/// most.
+const ADMIT_BATCH: usize = 16;
+
+/// The reader thread: parses records and hands them to the workers through
+/// the read-ahead buffer. Records that have already arrived (the source
+/// holds them: [`Source::next_ready`]) go over together, up to
+/// [`READ_BATCH`], under one lock; a record is never held back while the
+/// reader waits for the next one's bytes. The buffer may exceed its
+/// capacity by less than a batch.
 fn reader_loop(sh: &Shared, mut source: Box<dyn Source>) {
+    let batch_max = (sh.input.capacity / 2).clamp(1, READ_BATCH);
+    let mut batch: Vec<Record> = Vec::with_capacity(batch_max);
     loop {
         if sh.abort.load(Ordering::Relaxed) {
             return;
         }
-        let next = source.next_record();
-        let mut st = lock(&sh.input.state);
-        match next {
-            Ok(Some(rec)) => {
-                while st.records.len() >= sh.input.capacity && !st.closed {
-                    st = sh.input.space.wait(st).unwrap_or_else(|e| e.into_inner());
-                }
-                if st.closed {
-                    return;
-                }
-                st.records.push_back(rec);
-                drop(st);
-                sh.sleep.notify_one();
-            }
-            Ok(None) => {
-                st.closed = true;
-                drop(st);
-                sh.sleep.notify_one();
-                return;
-            }
-            Err(e) => {
-                st.closed = true;
-                st.error = Some(EngineError::Input(e));
-                drop(st);
-                sh.sleep.notify_one();
-                return;
+        // `Some`: the input ended (or failed) after the batch.
+        let mut end: Option<Option<EngineError>> = None;
+        match source.next_record() {
+            Ok(Some(rec)) => batch.push(rec),
+            Ok(None) => end = Some(None),
+            Err(e) => end = Some(Some(EngineError::Input(e))),
+        }
+        while end.is_none() && batch.len() < batch_max {
+            match source.next_ready() {
+                Some(Some(rec)) => batch.push(rec),
+                Some(None) => end = Some(None),
+                None => break,
             }
         }
+        let mut st = lock(&sh.input.state);
+        if !batch.is_empty() {
+            while st.records.len() >= sh.input.capacity && !st.closed {
+                st = sh.input.space.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            if st.closed {
+                return;
+            }
+            st.records.extend(batch.drain(..));
+        }
+        if let Some(error) = end {
+            st.closed = true;
+            st.error = error;
+            drop(st);
+            sh.sleep.notify_one();
+            return;
+        }
+        drop(st);
+        sh.sleep.notify_one();
     }
 }
 
@@ -623,8 +648,10 @@ impl Shared {
         }
     }
 
-    /// Takes one input record into the network; returns a task if the entry was idle.
-    fn admit(&self, force: bool) -> Option<Option<Task>> {
+    /// Takes input records into the network (up to [`ADMIT_BATCH`], as
+    /// many as the input bound allows; `force`: the first regardless);
+    /// `None` if there were none, else a task if the entry was idle.
+    fn admit(&self, ctx: &mut Ctx, force: bool) -> Option<Option<Task>> {
         // Check, pop and offer under the input lock: two workers admitting
         // at once must neither reorder the input stream nor both pass the
         // bound for the last admissible record.
@@ -632,25 +659,41 @@ impl Shared {
         if st.records.is_empty() || (!force && !self.admissible()) {
             return None;
         }
-        let rec = st.records.pop_front()?;
+        let before = st.records.len();
+        let entry = self.entry.as_ref().expect("only node 0 admits input");
+        let mut task = None;
+        let mut n = 0;
+        while n < ADMIT_BATCH && (n == 0 || self.admissible()) {
+            let Some(rec) = st.records.pop_front() else {
+                break;
+            };
+            n += 1;
+            self.admitted.fetch_add(1, Ordering::Relaxed);
+            // An offer may license the entry (the first, or a later one if
+            // the holder released it meanwhile); from then on this worker
+            // holds the licence and the others queue behind in its inbox, in
+            // input order: at most one licence per batch.
+            match entry.offer(Item::Rec(Rec::new(rec))) {
+                Offer::Licensed(item) => {
+                    debug_assert!(task.is_none(), "two licences for one entity");
+                    task = Some(Task {
+                        ent: entry.clone(),
+                        item,
+                    });
+                }
+                Offer::Queued => ctx.count_queued(1),
+            }
+        }
         // The reader sleeps only on a full buffer; wake it when the buffer
         // has drained to half (not as soon as one slot is free, which made
         // the reader and the workers take turns one record at a time, two
         // context switches a record, once the reader was ahead).
-        if st.records.len() == self.input.capacity / 2 {
+        let half = self.input.capacity / 2;
+        if before > half && st.records.len() <= half {
             self.input.space.notify_one();
         }
-        self.admitted.fetch_add(1, Ordering::Relaxed);
-        let entry = self.entry.as_ref().expect("only node 0 admits input");
-        let offer = entry.offer(Item::Rec(Rec::new(rec)));
         drop(st);
-        Some(match offer {
-            Offer::Licensed(item) => Some(Task {
-                ent: entry.clone(),
-                item,
-            }),
-            Offer::Queued => None,
-        })
+        Some(task)
     }
 
     fn steal(&self, me: usize) -> Option<Task> {
@@ -726,9 +769,38 @@ impl Shared {
                 return None;
             }
             done += 1;
+            if ctx.take_yielded() {
+                // The entity suspended its work: it keeps its licence and
+                // goes on (with `Wake`) after the entities it fed, which
+                // this worker runs next.
+                self.queue_ready(ctx, me);
+                let alone = self.queues[me].with(|q| {
+                    q.push_front(Task {
+                        ent,
+                        item: Item::Wake,
+                    });
+                    q.len() == 1
+                });
+                self.sleep.notify_one();
+                ctx.flush_queued();
+                // Nothing else here: rather than go straight back to the
+                // entity (which may be waiting for others to drain a
+                // backlog), take work from the other nodes or help another
+                // worker first.
+                if !alone {
+                    return None;
+                }
+                let injected = if self.distributed {
+                    lock(&self.injector).pop_front()
+                } else {
+                    None
+                };
+                return injected.or_else(|| self.steal(me));
+            }
             match ent.next_or_release() {
                 None => break,
                 Some(next) => {
+                    ctx.count_queued(-1);
                     item = next;
                     if done >= BATCH {
                         // Keep the licence, let others (and thieves) get a turn.
@@ -745,6 +817,7 @@ impl Shared {
         }
         let next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
         self.queue_ready(ctx, me);
+        ctx.flush_queued();
         next
     }
 
@@ -781,7 +854,7 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
             next = sh.run_task(&mut ctx, me, t);
             continue;
         }
-        match sh.admit(false) {
+        match sh.admit(&mut ctx, false) {
             Some(Some(t)) => {
                 next = Some(t);
                 continue;
@@ -811,7 +884,7 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
             Wake::Retry => {}
             Wake::Done => return,
             Wake::ForceAdmit => {
-                if let Some(Some(t)) = sh.admit(true) {
+                if let Some(Some(t)) = sh.admit(&mut ctx, true) {
                     next = Some(t);
                 }
             }

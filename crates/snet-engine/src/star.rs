@@ -318,11 +318,22 @@ pub struct FilterStar {
     def: Arc<StarDef>,
     filters: Vec<(snet_core::NodeId, Arc<snet_core::FilterDef>)>,
     next: Arc<Entity>,
-    /// Records still to check, the next on top.
+    /// Records still to check, the next on top (non-empty between calls
+    /// only while the input's expansion is suspended).
     work: Vec<Record>,
+    /// The stamps of the input being expanded.
+    det: Stamps,
     /// Outputs of the filter being applied.
     outs: Vec<Record>,
 }
+
+/// Outputs a fused star sends for one input before it yields its worker
+/// (see [`FilterStar::process`]).
+const YIELD_AFTER: usize = 64;
+
+/// A suspended fused star goes on only when fewer items than this wait in
+/// the inboxes of the other entities of its node.
+const BACKLOG_LIMIT: isize = 16 * YIELD_AFTER as isize;
 
 impl FilterStar {
     pub fn new(rt: &crate::runtime::Runtime, def: Arc<StarDef>, next: Arc<Entity>) -> FilterStar {
@@ -338,25 +349,54 @@ impl FilterStar {
             filters,
             next,
             work: Vec::new(),
+            det: Stamps::new(),
             outs: Vec::new(),
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det }) = item else {
-            if !matches!(item, Item::Wake) {
-                ctx.send(&self.next, item);
+    /// Expands one input depth first. An input that expands into many
+    /// outputs (a recursion's whole tree) is not expanded in one go: after
+    /// [`YIELD_AFTER`] outputs the star keeps the rest of its work stack,
+    /// yields its worker ([`Ctx::yield_entity`]) so that the entities
+    /// downstream consume what it sent (front first: memory stays bounded
+    /// by the depth of the expansion, not its breadth), and goes on when
+    /// the scheduler hands it [`Item::Wake`]. The licence is kept
+    /// meanwhile, so nothing overtakes the rest of the input's outputs.
+    pub fn process(&mut self, item: Item, ctx: &mut Ctx, me: &Entity) -> Result<(), EngineError> {
+        match item {
+            Item::Rec(Rec { rec, det }) => {
+                debug_assert!(self.work.is_empty(), "an input while another is suspended");
+                self.work.push(rec);
+                self.det = det;
             }
-            return Ok(());
-        };
-        let r = self.run(rec, &det, ctx);
-        self.work.clear();
-        self.outs.clear();
+            Item::Wake if self.work.is_empty() => return Ok(()),
+            Item::Wake => {
+                // Back-pressure: while the entities of this node have a
+                // backlog (another worker expanding faster than the rest
+                // drains), do not add to it. Items waiting for this star
+                // itself cannot drain before it goes on: they do not count.
+                if ctx.queued() - me.backlog() as isize >= BACKLOG_LIMIT {
+                    ctx.yield_entity();
+                    return Ok(());
+                }
+            }
+            other => {
+                debug_assert!(self.work.is_empty(), "an item while an input is suspended");
+                ctx.send(&self.next, other);
+                return Ok(());
+            }
+        }
+        let r = self.run(ctx);
+        if r.is_err() || self.work.is_empty() {
+            self.work.clear();
+            self.outs.clear();
+            self.det = Stamps::new();
+        }
         r
     }
 
-    fn run(&mut self, rec: Record, det: &Stamps, ctx: &mut Ctx) -> Result<(), EngineError> {
-        self.work.push(rec);
+    fn run(&mut self, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let mut sent = 0;
         while let Some(rec) = self.work.pop() {
             let leave = matches_any(&self.def.exits, &rec).map_err(|error| EngineError::Eval {
                 error,
@@ -368,9 +408,14 @@ impl FilterStar {
                     &self.next,
                     Item::Rec(Rec {
                         rec,
-                        det: det.clone(),
+                        det: self.det.clone(),
                     }),
                 );
+                sent += 1;
+                if sent >= YIELD_AFTER && !self.work.is_empty() {
+                    ctx.yield_entity();
+                    return Ok(());
+                }
                 continue;
             }
             // The body: each filter applied to every output of the one before.

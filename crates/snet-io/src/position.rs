@@ -38,6 +38,9 @@ pub struct LineCounter<R> {
     lines: u64,
     /// Offsets of the most recent newline bytes; `ring[(lines - 1) % RING]` is the latest.
     ring: [u64; RING],
+    /// Bytes of the inner reader's buffer not yet consumed, as of the last
+    /// `fill_buf` (0 when unknown): while non-zero, `fill_buf` does no I/O.
+    avail: usize,
 }
 
 impl<R: BufRead> LineCounter<R> {
@@ -47,7 +50,14 @@ impl<R: BufRead> LineCounter<R> {
             consumed: 0,
             lines: 0,
             ring: [0; RING],
+            avail: 0,
         }
+    }
+
+    /// Whether input is buffered: the next `fill_buf` returns it without
+    /// reading (and so without waiting for the input's producer).
+    pub fn has_buffered(&self) -> bool {
+        self.avail > 0
     }
 
     pub fn get_ref(&self) -> &R {
@@ -102,7 +112,9 @@ impl<R: BufRead> Read for LineCounter<R> {
 
 impl<R: BufRead> BufRead for LineCounter<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
+        let buf = self.inner.fill_buf()?;
+        self.avail = buf.len();
+        Ok(buf)
     }
 
     fn consume(&mut self, amt: usize) {
@@ -119,6 +131,7 @@ impl<R: BufRead> BufRead for LineCounter<R> {
             }
         }
         self.consumed += amt as u64;
+        self.avail = self.avail.saturating_sub(amt);
         self.inner.consume(amt);
     }
 }

@@ -220,11 +220,7 @@ impl<R: BufRead> RecordReader<R> {
             return Ok(None);
         }
         if self.fast && self.between {
-            if let Some(item) = self.read_fast() {
-                self.fast_items += 1;
-                if matches!(item, Item::Terminate) {
-                    self.done = true;
-                }
+            if let Some(item) = self.take_fast() {
                 return Ok(Some(item));
             }
         }
@@ -235,6 +231,30 @@ impl<R: BufRead> RecordReader<R> {
             self.done = true;
         }
         r
+    }
+
+    /// The next item if it can be had from input already buffered, without
+    /// reading (and so without waiting for the input's producer); `None`
+    /// when that is not known to be possible: then [`Self::next`] takes it.
+    ///
+    /// Lets a consumer gather the records that have already arrived and
+    /// hand them on together, without holding back one it has while the
+    /// next is still being written.
+    pub fn next_buffered(&mut self) -> Option<Item> {
+        if self.done || !self.fast || !self.between || !self.p.xml.get_ref().has_buffered() {
+            return None;
+        }
+        self.take_fast()
+    }
+
+    /// [`Self::read_fast`], counted, and the end noted.
+    fn take_fast(&mut self) -> Option<Item> {
+        let item = self.read_fast()?;
+        self.fast_items += 1;
+        if matches!(item, Item::Terminate) {
+            self.done = true;
+        }
+        Some(item)
     }
 
     /// The remaining items as an iterator of results (ends after the first error).
@@ -758,6 +778,78 @@ mod tests {
             out.push(item);
         }
         Ok(out)
+    }
+
+    /// Input that arrives in pieces: each `read` hands out the next piece,
+    /// and counts the calls (a call is what would wait for a producer).
+    struct Pieces {
+        pieces: std::collections::VecDeque<Vec<u8>>,
+        reads: std::rc::Rc<std::cell::Cell<usize>>,
+    }
+
+    impl std::io::Read for Pieces {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            self.reads.set(self.reads.get() + 1);
+            let Some(mut p) = self.pieces.pop_front() else {
+                return Ok(0);
+            };
+            let n = p.len().min(out.len());
+            out[..n].copy_from_slice(&p[..n]);
+            if n < p.len() {
+                self.pieces.push_front(p.split_off(n));
+            }
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn next_buffered_takes_only_what_has_arrived() {
+        let rec = |x: i64| {
+            format!(
+                "<record xmlns=\"snet-home.org\" type=\"data\" mode=\"textual\"><tag label=\"X\">{x}</tag></record>\n"
+            )
+        };
+        let head = "<?xml version=\"1.0\" ?>\n".to_string();
+        let fourth = rec(4);
+        let (fourth_a, fourth_b) = fourth.split_at(30);
+        // Piece 1 ends right after a record, piece 2 inside the fourth record.
+        let pieces = [
+            format!("{head}{}{}", rec(1), rec(2).trim_end()),
+            format!("\n{}{fourth_a}", rec(3)),
+            format!("{fourth_b}{}<record type=\"terminate\" />\n", rec(5)),
+        ];
+        let reads = std::rc::Rc::new(std::cell::Cell::new(0));
+        let input = std::io::BufReader::with_capacity(
+            1 << 16,
+            Pieces {
+                pieces: pieces.into_iter().map(String::into_bytes).collect(),
+                reads: reads.clone(),
+            },
+        );
+        let mut r = RecordReader::new(input);
+        let x = |item: Option<Item>| match item {
+            Some(Item::Data(rec)) => rec.int(Label::tag("X")),
+            other => panic!("expected a record, got {other:?}"),
+        };
+        // Nothing has been read yet: nothing is known to be buffered.
+        assert!(r.next_buffered().is_none());
+        assert_eq!(reads.get(), 0, "next_buffered must not read");
+        assert_eq!(x(r.next().expect("valid")), Some(1));
+        assert_eq!(x(r.next_buffered()), Some(2));
+        // The buffer is empty: the next record would need a read.
+        let reads_so_far = reads.get();
+        assert!(r.next_buffered().is_none());
+        assert_eq!(reads.get(), reads_so_far, "next_buffered must not read");
+        assert_eq!(x(r.next().expect("valid")), Some(3));
+        // The fourth record is incomplete: not taken, and no read attempted.
+        let reads_so_far = reads.get();
+        assert!(r.next_buffered().is_none());
+        assert_eq!(reads.get(), reads_so_far, "next_buffered must not read");
+        assert_eq!(x(r.next().expect("valid")), Some(4));
+        assert_eq!(x(r.next_buffered()), Some(5));
+        assert!(matches!(r.next_buffered(), Some(Item::Terminate)));
+        assert!(r.next_buffered().is_none());
+        assert!(r.next().expect("ended").is_none());
     }
 
     fn records(input: &str) -> Vec<Record> {

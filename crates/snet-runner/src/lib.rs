@@ -249,6 +249,13 @@ impl<R: io::BufRead + Send> Source for ReaderSource<R> {
             Err(e) => Err(SourceError::new(e)),
         }
     }
+
+    fn next_ready(&mut self) -> Option<Option<snet_core::Record>> {
+        match self.0.next_buffered()? {
+            Item::Data(r) => Some(Some(r)),
+            Item::Terminate => Some(None),
+        }
+    }
 }
 
 struct WriterSink<W: Write>(RecordWriter<W>);

@@ -278,7 +278,11 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
         };
         net.begin(&credit);
         let mut ctx = Ctx::new(rt);
-        let res = handle(host, &mut ctx, &mut dec, from, &mut r, payload);
+        let mut res = handle(host, &mut ctx, &mut dec, from, &mut r, payload);
+        if let (Ok(()), Some(e)) = (&res, ctx.take_error()) {
+            res = Err(Handled::Error(e));
+        }
+        ctx.flush_queued();
         let ready = std::mem::take(&mut ctx.ready);
         if !ready.is_empty() {
             host.deliver(ready);
