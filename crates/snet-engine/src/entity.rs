@@ -249,19 +249,52 @@ impl Entity {
         let mut inbox = lock(&self.inbox);
         let next = inbox.items.pop_front();
         if next.is_none() {
-            inbox.scheduled = false;
-            // Most entities (one per split value, per star stage) see a queue
-            // only briefly; do not keep its buffer alive for the whole run.
-            // Entities that went idle often are the network's long-lived
-            // ones, which queue again soon: they keep a small buffer (else
-            // every busy period would allocate and grow it anew).
-            let cap = inbox.items.capacity();
-            if cap > 0 && (inbox.releases < KEEP_AFTER || cap > KEEP_MAX) {
-                inbox.items = VecDeque::new();
-            }
-            inbox.releases = inbox.releases.saturating_add(1);
+            Self::release(&mut inbox);
         }
         next
+    }
+
+    /// Step 2 in bulk: moves up to `max` (at least one) of the next items to
+    /// the end of `out` and returns how many, or releases the licence and
+    /// returns 0 when there are none. The items are the holder's to
+    /// process, in order, before any still in the inbox (or to give back
+    /// with [`Entity::unread`]).
+    pub fn take_or_release(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
+        let mut inbox = lock(&self.inbox);
+        let n = inbox.items.len().min(max.max(1));
+        if n == 0 {
+            Self::release(&mut inbox);
+        } else {
+            out.extend(inbox.items.drain(..n));
+        }
+        n
+    }
+
+    /// Gives items taken with [`Entity::take_or_release`] and not processed
+    /// back to the front of the inbox, in their order (the licence is kept).
+    pub fn unread(&self, items: &mut VecDeque<Item>) {
+        if items.is_empty() {
+            return;
+        }
+        let mut inbox = lock(&self.inbox);
+        while let Some(item) = items.pop_back() {
+            inbox.items.push_front(item);
+        }
+    }
+
+    /// Clears `scheduled` (the inbox is empty).
+    fn release(inbox: &mut Inbox) {
+        inbox.scheduled = false;
+        // Most entities (one per split value, per star stage) see a queue
+        // only briefly; do not keep its buffer alive for the whole run.
+        // Entities that went idle often are the network's long-lived ones,
+        // which queue again soon: they keep a small buffer (else every busy
+        // period would allocate and grow it anew).
+        let cap = inbox.items.capacity();
+        if cap > 0 && (inbox.releases < KEEP_AFTER || cap > KEEP_MAX) {
+            inbox.items = VecDeque::new();
+        }
+        inbox.releases = inbox.releases.saturating_add(1);
     }
 
     /// Items waiting in the inbox (a snapshot).

@@ -760,19 +760,34 @@ impl Shared {
     }
 
     /// Runs a task; returns the task to walk into next.
-    fn run_task(&self, ctx: &mut Ctx, me: usize, task: Task) -> Option<Task> {
+    ///
+    /// Items are taken from the inbox in bulk, up to what is left of the
+    /// batch, into `taken` (empty between calls): one lock for many items,
+    /// which also keeps senders on other workers from contending with
+    /// this one item by item.
+    fn run_task(
+        &self,
+        ctx: &mut Ctx,
+        me: usize,
+        task: Task,
+        taken: &mut VecDeque<Item>,
+    ) -> Option<Task> {
+        debug_assert!(taken.is_empty());
         let Task { ent, mut item } = task;
         let mut done = 0;
         loop {
             if let Err(e) = process(&ent, item, ctx) {
+                taken.clear();
                 self.fail(e);
                 return None;
             }
             done += 1;
             if ctx.take_yielded() {
                 // The entity suspended its work: it keeps its licence and
-                // goes on (with `Wake`) after the entities it fed, which
-                // this worker runs next.
+                // goes on (with `Wake`, then what it had taken) after the
+                // entities it fed, which this worker runs next.
+                ctx.count_queued(taken.len() as isize);
+                ent.unread(taken);
                 self.queue_ready(ctx, me);
                 let alone = self.queues[me].with(|q| {
                     q.push_front(Task {
@@ -797,22 +812,33 @@ impl Shared {
                 };
                 return injected.or_else(|| self.steal(me));
             }
-            match ent.next_or_release() {
-                None => break,
-                Some(next) => {
-                    ctx.count_queued(-1);
-                    item = next;
-                    if done >= BATCH {
+            // `done + taken.len() <= BATCH`: the batch is used up only when
+            // nothing taken is left.
+            if let Some(next) = taken.pop_front() {
+                item = next;
+            } else if done >= BATCH {
+                match ent.next_or_release() {
+                    None => break,
+                    Some(next) => {
                         // Keep the licence, let others (and thieves) get a turn.
+                        ctx.count_queued(-1);
                         self.queue_ready(ctx, me);
-                        self.queues[me].with(|q| q.push_front(Task { ent, item }));
+                        self.queues[me].with(|q| q.push_front(Task { ent, item: next }));
                         self.sleep.notify_one();
+                        ctx.flush_queued();
                         return None;
                     }
-                    if ctx.ready.len() > 1 {
-                        self.queue_ready(ctx, me);
-                    }
                 }
+            } else {
+                let n = ent.take_or_release(taken, BATCH - done);
+                if n == 0 {
+                    break;
+                }
+                ctx.count_queued(-(n as isize));
+                item = taken.pop_front().expect("items were taken");
+            }
+            if ctx.ready.len() > 1 {
+                self.queue_ready(ctx, me);
             }
         }
         let next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
@@ -834,6 +860,7 @@ impl Shared {
 #[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))] // SPINS is 0 under loom
 pub(crate) fn worker_loop(sh: &Shared, me: usize) {
     let mut ctx = Ctx::new(&sh.rt);
+    let mut taken = VecDeque::new();
     let mut next: Option<Task> = None;
     let mut spins = 0u32;
     loop {
@@ -851,7 +878,7 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
             t => t,
         };
         if let Some(t) = task {
-            next = sh.run_task(&mut ctx, me, t);
+            next = sh.run_task(&mut ctx, me, t, &mut taken);
             continue;
         }
         match sh.admit(&mut ctx, false) {
