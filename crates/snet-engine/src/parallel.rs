@@ -112,10 +112,9 @@ pub fn broadcast<'a>(
 /// `Resume` follow everything ahead of them by passing straight on.
 pub struct FilterParallel {
     def: Arc<ParallelDef>,
-    branches: Vec<Vec<(snet_core::NodeId, Arc<snet_core::FilterDef>)>>,
+    /// Each branch's filters, run as a chain into the next entity.
+    branches: Vec<crate::filter::FilterChain>,
     next: Arc<Entity>,
-    cur: Vec<snet_core::Record>,
-    outs: Vec<snet_core::Record>,
 }
 
 impl FilterParallel {
@@ -129,80 +128,38 @@ impl FilterParallel {
             .as_ref()
             .expect("a parallel composition of filters")
             .iter()
-            .map(|b| b.iter().map(|&n| (n, rt.prog.filter(n).clone())).collect())
+            .map(|b| crate::filter::FilterChain::new(rt, b, next.clone()))
             .collect();
         FilterParallel {
             def,
             branches,
             next,
-            cur: Vec::new(),
-            outs: Vec::new(),
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let Item::Rec(crate::entity::Rec { rec, det }) = item else {
+    /// Stateless: runs inside its senders' sends (see
+    /// [`crate::entity::Entity::shared_state`]).
+    pub fn process(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let Item::Rec(rec) = item else {
             if !matches!(item, Item::Wake) {
                 ctx.send(&self.next, item);
             }
             return Ok(());
         };
         let routes = &self.def.routes;
-        let Some(i) = routes.iter().find(|(v, _)| rec.matches(v)).map(|(_, i)| *i) else {
+        let Some(i) = routes
+            .iter()
+            .find(|(v, _)| rec.rec.matches(v))
+            .map(|(_, i)| *i)
+        else {
             return Err(EngineError::Type {
                 error: RuntimeTypeError::NoBranch {
-                    record: record_type(&rec),
+                    record: record_type(&rec.rec),
                     accepted: routes.iter().map(|(v, _)| v.clone()).collect(),
                 },
                 loc: ctx.rt.loc(self.def.node),
             });
         };
-        let filters = &self.branches[i];
-        let last = filters.len() - 1;
-        let mut r = Ok(());
-        // A single filter (the common case) emits straight to the next entity.
-        if last == 0 {
-            let (node, def) = &filters[0];
-            let next = &self.next;
-            crate::filter::apply_each(def, &rec, |o| {
-                ctx.send(
-                    next,
-                    Item::Rec(crate::entity::Rec {
-                        rec: o,
-                        det: det.clone(),
-                    }),
-                )
-            })
-            .map_err(|what| crate::filter::filter_error(what, *node, ctx))?;
-            return Ok(());
-        }
-        self.cur.push(rec);
-        for (node, def) in filters {
-            let outs = &mut self.outs;
-            for x in self.cur.drain(..) {
-                if let Err(what) = crate::filter::apply_each(def, &x, |o| outs.push(o)) {
-                    r = Err(crate::filter::filter_error(what, *node, ctx));
-                    break;
-                }
-            }
-            if r.is_err() {
-                break;
-            }
-            std::mem::swap(&mut self.cur, &mut self.outs);
-        }
-        if r.is_ok() {
-            for o in self.cur.drain(..) {
-                ctx.send(
-                    &self.next,
-                    Item::Rec(crate::entity::Rec {
-                        rec: o,
-                        det: det.clone(),
-                    }),
-                );
-            }
-        }
-        self.cur.clear();
-        self.outs.clear();
-        r
+        self.branches[i].process(Item::Rec(rec), ctx)
     }
 }

@@ -103,7 +103,7 @@ impl Kind {
     /// Kinds whose state never changes after construction (see
     /// [`Entity::shared_state`]).
     pub fn is_stateless(&self) -> bool {
-        matches!(self, Kind::Chain(_))
+        matches!(self, Kind::Chain(_) | Kind::FilterParallel(_))
     }
 }
 
@@ -239,7 +239,7 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
         Kind::FilterStar(e) => e.process(item, ctx, ent),
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
-        Kind::FilterParallel(e) => e.process(item, ctx),
+        Kind::FilterParallel(_) => unreachable!("a parallel composition of filters is stateless"),
         Kind::Star(e) => e.process(item, ctx),
         Kind::Split(e) => e.process(item, ctx),
         Kind::SplitSync(e) => e.process(item, ctx),
@@ -260,7 +260,8 @@ pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engin
 fn process_stateless(kind: &Kind, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
     match kind {
         Kind::Chain(e) => e.process(item, ctx),
-        _ => unreachable!("only filter chains are stateless"),
+        Kind::FilterParallel(e) => e.process(item, ctx),
+        _ => unreachable!("only filter chains and their parallel compositions are stateless"),
     }
 }
 
