@@ -20,16 +20,27 @@ use crate::EngineError;
 pub struct FilterChain {
     /// The filters, each with its template node (for messages).
     filters: smallvec::SmallVec<[(NodeId, Arc<FilterDef>); 2]>,
+    /// Per filter: it has one arm, no guard and one outspec, so it turns
+    /// every record it accepts into exactly one output, in place.
+    one_to_one: smallvec::SmallVec<[bool; 2]>,
     next: Arc<Entity>,
 }
 
 impl FilterChain {
     pub fn new(rt: &crate::runtime::Runtime, nodes: &[NodeId], next: Arc<Entity>) -> FilterChain {
+        let filters: smallvec::SmallVec<[(NodeId, Arc<FilterDef>); 2]> = nodes
+            .iter()
+            .map(|&n| (n, rt.prog.filter(n).clone()))
+            .collect();
+        let one_to_one = filters
+            .iter()
+            .map(|(_, def)| {
+                matches!(def.arms.as_slice(), [arm] if arm.guard.is_none() && arm.outputs.len() == 1)
+            })
+            .collect();
         FilterChain {
-            filters: nodes
-                .iter()
-                .map(|&n| (n, rt.prog.filter(n).clone()))
-                .collect(),
+            filters,
+            one_to_one,
             next,
         }
     }
@@ -48,11 +59,33 @@ impl FilterChain {
 
     fn stage(
         &self,
-        i: usize,
+        mut i: usize,
         mut rec: Record,
         det: &crate::entity::Stamps,
         ctx: &mut Ctx,
     ) -> Result<(), EngineError> {
+        // One-to-one filters change the record in turn: a loop, not a
+        // recursion through the emitting closure.
+        while self.one_to_one.get(i) == Some(&true) {
+            let (node, def) = &self.filters[i];
+            match apply_in_place(def, &mut rec) {
+                Ok(InPlace::Done) => i += 1,
+                Ok(InPlace::Nothing | InPlace::Several) => {
+                    unreachable!("a one-to-one filter has one unguarded outspec")
+                }
+                Err(what) => return Err(filter_error(what, *node, ctx)),
+            }
+        }
+        if i == self.filters.len() {
+            ctx.send(
+                &self.next,
+                Item::Rec(Rec {
+                    rec,
+                    det: det.clone(),
+                }),
+            );
+            return Ok(());
+        }
         let (node, def) = &self.filters[i];
         let node = *node;
         let last = i + 1 == self.filters.len();
