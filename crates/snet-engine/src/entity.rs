@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 
 use snet_core::Record;
 
-use crate::sync::{lock, Arc, Mutex};
+use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
 
 /// Stamps of enclosing deterministic combinators, innermost last.
 ///
@@ -209,6 +209,10 @@ pub struct Entity {
     /// ([`crate::runtime::Ctx::send`]) under the sender's licence, through
     /// shared references only ([`Entity::shared_state`]).
     stateless: bool,
+    /// The inbox's length, mirrored after every change under the lock
+    /// (`Relaxed`: a hint for the scheduler's decisions, nothing is
+    /// published through it).
+    backlog: AtomicUsize,
 }
 
 // SAFETY: `state` is only accessed by the licence holder (see the module
@@ -222,6 +226,7 @@ impl Entity {
         let stateless = kind.is_stateless();
         Arc::new(Entity {
             stateless,
+            backlog: AtomicUsize::new(0),
             inbox: Mutex::new(Inbox {
                 items: VecDeque::new(),
                 scheduled: false,
@@ -240,6 +245,7 @@ impl Entity {
             Offer::Licensed(item)
         } else {
             inbox.items.push_back(item);
+            self.backlog.store(inbox.items.len(), Ordering::Relaxed);
             Offer::Queued
         }
     }
@@ -250,6 +256,8 @@ impl Entity {
         let next = inbox.items.pop_front();
         if next.is_none() {
             Self::release(&mut inbox);
+        } else {
+            self.backlog.store(inbox.items.len(), Ordering::Relaxed);
         }
         next
     }
@@ -266,6 +274,7 @@ impl Entity {
             Self::release(&mut inbox);
         } else {
             out.extend(inbox.items.drain(..n));
+            self.backlog.store(inbox.items.len(), Ordering::Relaxed);
         }
         n
     }
@@ -280,6 +289,7 @@ impl Entity {
         while let Some(item) = items.pop_back() {
             inbox.items.push_front(item);
         }
+        self.backlog.store(inbox.items.len(), Ordering::Relaxed);
     }
 
     /// Clears `scheduled` (the inbox is empty).
@@ -297,9 +307,10 @@ impl Entity {
         inbox.releases = inbox.releases.saturating_add(1);
     }
 
-    /// Items waiting in the inbox (a snapshot).
+    /// Items waiting in the inbox, as of a recent change (a hint: see the
+    /// field).
     pub fn backlog(&self) -> usize {
-        lock(&self.inbox).items.len()
+        self.backlog.load(Ordering::Relaxed)
     }
 
     /// The state of a stateless entity, shared: it is never changed and no

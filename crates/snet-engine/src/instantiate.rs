@@ -118,6 +118,14 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
                     par.set_branch(i, e);
                 }
             }
+            if def.eager {
+                // Every branch now: the composition is then stateless.
+                for (i, &b) in branches.iter().enumerate() {
+                    if !eager.contains(&i) {
+                        par.set_branch(i, instantiate(ctx, b, next.clone(), start));
+                    }
+                }
+            }
             par.det = det;
             ctx.entity(Kind::Parallel(par))
         }

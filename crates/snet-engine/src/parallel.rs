@@ -50,23 +50,53 @@ impl ParallelEntity {
         e
     }
 
+    /// Whether the composition is stateless: not deterministic and every
+    /// branch created (see [`crate::entity::Entity::shared_state`]).
+    pub fn is_stateless(&self) -> bool {
+        self.det.is_none() && self.branches.iter().all(Option::is_some)
+    }
+
+    /// The branch a record takes.
+    fn route(&self, r: &crate::entity::Rec, ctx: &Ctx) -> Result<usize, EngineError> {
+        let routes = &self.def.routes;
+        routes
+            .iter()
+            .find(|(v, _)| r.rec.matches(v))
+            .map(|(_, i)| *i)
+            .ok_or_else(|| EngineError::Type {
+                error: RuntimeTypeError::NoBranch {
+                    record: record_type(&r.rec),
+                    accepted: routes.iter().map(|(v, _)| v.clone()).collect(),
+                },
+                loc: ctx.rt.loc(self.def.node),
+            })
+    }
+
+    /// A stateless composition's processing (shared: see [`Self::is_stateless`]).
+    pub fn process_shared(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        match item {
+            Item::Rec(r) => {
+                let i = self.route(&r, ctx)?;
+                let target = self.branches[i].as_ref().expect("every branch is created");
+                crate::collector::send_in(target, r, None, ctx);
+            }
+            Item::Marker(m) => crate::collector::pass_marker(
+                None,
+                m,
+                self.branches.iter().flatten(),
+                &self.next,
+                ctx,
+            ),
+            Item::Resume => ctx.send(&self.next, Item::Resume),
+            Item::Wake => {}
+        }
+        Ok(())
+    }
+
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(mut r) => {
-                let routes = &self.def.routes;
-                let Some(i) = routes
-                    .iter()
-                    .find(|(v, _)| r.rec.matches(v))
-                    .map(|(_, i)| *i)
-                else {
-                    return Err(EngineError::Type {
-                        error: RuntimeTypeError::NoBranch {
-                            record: record_type(&r.rec),
-                            accepted: routes.iter().map(|(v, _)| v.clone()).collect(),
-                        },
-                        loc: ctx.rt.loc(self.def.node),
-                    });
-                };
+                let i = self.route(&r, ctx)?;
                 let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
                 let target = self.branch(i, &r.det, ctx);
                 crate::collector::send_in(&target, r, marker, ctx);

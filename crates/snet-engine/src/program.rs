@@ -68,6 +68,10 @@ pub struct ParallelDef {
     /// the branch's instance; they are instantiated with the parallel
     /// composition, not lazily.
     pub init_branches: Vec<usize>,
+    /// Not deterministic and no branch places anything on another node: the
+    /// branches can all be created with the composition, which then needs no
+    /// state and runs inside its senders' sends (`ParallelEntity`).
+    pub eager: bool,
     /// Every branch is filters only (see [`StarDef::filters`]): the
     /// composition runs as one entity ([`crate::parallel::FilterParallel`]).
     pub filters: Option<Vec<Vec<NodeId>>>,
@@ -162,6 +166,7 @@ impl Program {
                                 .filter(|(_, b)| starts[**b as usize])
                                 .map(|(i, _)| i)
                                 .collect(),
+                            eager: !*det && !branches.iter().any(|&b| places(&graph, b)),
                         }))
                     }
                     NodeKind::Star { body, exits, det } => {
@@ -240,6 +245,25 @@ impl Program {
     typed!(split, Split, SplitDef);
     typed!(parallel, Parallel, ParallelDef);
     typed!(feedback, Feedback, FeedbackDef);
+}
+
+/// Whether `root` or a component inside it places work on a node.
+fn places(graph: &Graph, root: NodeId) -> bool {
+    let mut seen = vec![false; graph.nodes.len()];
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if std::mem::replace(&mut seen[n as usize], true) {
+            continue;
+        }
+        if matches!(
+            graph.node(n).kind,
+            NodeKind::Place { .. } | NodeKind::DynPlace { .. }
+        ) {
+            return true;
+        }
+        stack.extend(graph.children(n));
+    }
+    false
 }
 
 /// For each node: does an instance of it hold an initialiser box that fires

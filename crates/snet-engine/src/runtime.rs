@@ -103,7 +103,11 @@ impl Kind {
     /// Kinds whose state never changes after construction (see
     /// [`Entity::shared_state`]).
     pub fn is_stateless(&self) -> bool {
-        matches!(self, Kind::Chain(_) | Kind::FilterParallel(_))
+        match self {
+            Kind::Chain(_) | Kind::FilterParallel(_) => true,
+            Kind::Parallel(p) => p.is_stateless(),
+            _ => false,
+        }
     }
 }
 
@@ -261,7 +265,8 @@ fn process_stateless(kind: &Kind, item: Item, ctx: &mut Ctx) -> Result<(), Engin
     match kind {
         Kind::Chain(e) => e.process(item, ctx),
         Kind::FilterParallel(e) => e.process(item, ctx),
-        _ => unreachable!("only filter chains and their parallel compositions are stateless"),
+        Kind::Parallel(e) => e.process_shared(item, ctx),
+        _ => unreachable!("only filters and non-deterministic compositions are stateless"),
     }
 }
 

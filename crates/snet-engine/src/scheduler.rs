@@ -655,12 +655,19 @@ impl Shared {
         // Check, pop and offer under the input lock: two workers admitting
         // at once must neither reorder the input stream nor both pass the
         // bound for the last admissible record.
+        // Only node 0 has the entry network (and input).
+        let entry = self.entry.as_ref()?;
+        // The entry still has a batch to work through: more input would
+        // only queue behind it (and another worker taking it would only
+        // contend with the entry's licence holder for its inbox).
+        if !force && entry.backlog() >= ADMIT_BATCH {
+            return None;
+        }
         let mut st = lock(&self.input.state);
         if st.records.is_empty() || (!force && !self.admissible()) {
             return None;
         }
         let before = st.records.len();
-        let entry = self.entry.as_ref().expect("only node 0 admits input");
         let mut task = None;
         let mut n = 0;
         while n < ADMIT_BATCH && (n == 0 || self.admissible()) {
