@@ -80,15 +80,7 @@ impl ParallelEntity {
                 let target = self.branches[i].as_ref().expect("every branch is created");
                 crate::collector::send_in(target, r, None, ctx);
             }
-            Item::Marker(m) => crate::collector::pass_marker(
-                None,
-                m,
-                self.branches.iter().flatten(),
-                &self.next,
-                ctx,
-            ),
-            Item::Resume => ctx.send(&self.next, Item::Resume),
-            Item::Wake => {}
+            other => pass_other(None, &self.branches, &self.next, other, ctx),
         }
         Ok(())
     }
@@ -101,17 +93,28 @@ impl ParallelEntity {
                 let target = self.branch(i, &r.det, ctx);
                 crate::collector::send_in(&target, r, marker, ctx);
             }
-            Item::Marker(m) => crate::collector::pass_marker(
-                self.det.as_mut(),
-                m,
-                self.branches.iter().flatten(),
-                &self.next,
-                ctx,
-            ),
-            Item::Resume => ctx.send(&self.next, Item::Resume),
-            Item::Wake => {}
+            other => pass_other(self.det.as_mut(), &self.branches, &self.next, other, ctx),
         }
         Ok(())
+    }
+}
+
+/// What a dispatcher does with an item other than a record: markers go to
+/// the collector or down every instantiated branch, `Resume` passes on.
+fn pass_other(
+    det: Option<&mut DetOwner>,
+    branches: &[Option<Arc<Entity>>],
+    next: &Arc<Entity>,
+    item: Item,
+    ctx: &mut Ctx,
+) {
+    match item {
+        Item::Marker(m) => {
+            crate::collector::pass_marker(det, m, branches.iter().flatten(), next, ctx)
+        }
+        Item::Resume => ctx.send(next, Item::Resume),
+        Item::Wake => {}
+        Item::Rec(_) => unreachable!("records are routed by the caller"),
     }
 }
 

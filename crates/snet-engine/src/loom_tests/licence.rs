@@ -19,8 +19,13 @@
 //! * nothing stranded: after all senders are done the inbox is empty and the
 //!   licence is free (the next offer is licensed).
 //!
+//! The bulk variant takes items with `Entity::take_or_release` (two at a
+//! time, as `run_task` takes what is left of its batch) and, once per
+//! licence, gives back what it took (`Entity::unread`, as when the entity
+//! yields), then goes on: the same three properties must hold.
+//!
 //! Sizes: two senders with three items each; three senders with two items
-//! each. Preemption bound 3.
+//! each; bulk: two senders with three items each. Preemption bound 3.
 //!
 //! Run: `LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
 //! cargo test --release -q -p snet-engine --lib loom_tests::licence` (add
@@ -83,7 +88,49 @@ fn offer_and_run(ent: &Entity, owned: &Owned, sender: u64, seq: u64) {
     }
 }
 
+/// As [`offer_and_run`], taking items in bulk and giving them back once.
+fn offer_and_run_bulk(ent: &Entity, owned: &Owned, sender: u64, seq: u64) {
+    let Offer::Licensed(mut it) = ent.offer(item(sender, seq)) else {
+        return;
+    };
+    let mut taken = std::collections::VecDeque::new();
+    let mut gave_back = false;
+    loop {
+        assert_eq!(
+            owned.inside.fetch_add(1, Ordering::SeqCst),
+            0,
+            "two licence holders at once"
+        );
+        let Item::Marker(m) = it else {
+            unreachable!("only markers are offered")
+        };
+        // SAFETY: we hold the licence (the property under test).
+        owned
+            .log
+            .with_mut(|log| unsafe { (*log).push((m.owner, m.seq)) });
+        owned.inside.fetch_sub(1, Ordering::SeqCst);
+        if !gave_back && !taken.is_empty() {
+            // A yield: what was taken goes back to the front of the inbox.
+            gave_back = true;
+            ent.unread(&mut taken);
+        }
+        it = match taken.pop_front() {
+            Some(next) => next,
+            None => {
+                if ent.take_or_release(&mut taken, 2) == 0 {
+                    return;
+                }
+                taken.pop_front().expect("items were taken")
+            }
+        };
+    }
+}
+
 fn licence_model(senders: u64, items: u64) {
+    licence_model_with(senders, items, offer_and_run)
+}
+
+fn licence_model_with(senders: u64, items: u64, run: fn(&Entity, &Owned, u64, u64)) {
     super::check(3, move || {
         let ent = entity();
         let owned = Arc::new(Owned {
@@ -95,7 +142,7 @@ fn licence_model(senders: u64, items: u64) {
                 let (ent, owned) = (ent.clone(), owned.clone());
                 thread::spawn(move || {
                     for i in 0..items {
-                        offer_and_run(&ent, &owned, s, i);
+                        run(&ent, &owned, s, i);
                     }
                 })
             })
@@ -132,4 +179,9 @@ fn licence_two_senders_three_items() {
 #[test]
 fn licence_three_senders_two_items() {
     licence_model(3, 2);
+}
+
+#[test]
+fn licence_bulk_two_senders_three_items() {
+    licence_model_with(2, 3, offer_and_run_bulk);
 }
