@@ -10,7 +10,7 @@
 use std::fmt;
 
 use crate::label::Label;
-use crate::record::Record;
+use crate::record::{Record, Value};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum UnOp {
@@ -129,6 +129,14 @@ impl Operand {
     }
 
     #[inline]
+    fn get_fast(self, rec: &Record) -> Option<i64> {
+        match self {
+            Operand::Int(v) => Some(v),
+            Operand::Label(l) => rec.int(l),
+        }
+    }
+
+    #[inline]
     fn get(self, rec: &Record) -> Result<i64, EvalError> {
         match self {
             Operand::Int(v) => Ok(v),
@@ -164,6 +172,54 @@ fn fast_shape(tree: &ExprTree) -> Fast {
             }
         }
         _ => Fast::General,
+    }
+}
+
+/// An operand of a [`Slots`] expression.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum SlotOperand {
+    Int(i64),
+    /// The tag at this position of the record.
+    Slot(u8),
+}
+
+impl SlotOperand {
+    #[inline]
+    fn get(self, entries: &[(Label, Value)]) -> Option<i64> {
+        match self {
+            SlotOperand::Int(v) => Some(v),
+            SlotOperand::Slot(i) => match entries.get(i as usize)?.1 {
+                Value::Int(v) => Some(v),
+                Value::Field(_) => None,
+            },
+        }
+    }
+}
+
+/// An expression of one of the fast shapes with its labels bound to
+/// positions: for records whose labels are known in advance (a filter's
+/// input that carries exactly the pattern's labels), so that evaluating
+/// it looks nothing up. Built by [`Expr::bind`].
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Slots {
+    a: SlotOperand,
+    op1: BinOp,
+    b: SlotOperand,
+    /// A second operator on top: `(a op1 b) op2 c`.
+    then: Option<(BinOp, SlotOperand)>,
+}
+
+impl Slots {
+    /// The value on a record whose entries are `entries` (the labels it
+    /// was bound to, in that order), or `None` where [`Expr::eval`]
+    /// reports an error.
+    #[inline]
+    pub fn eval(&self, entries: &[(Label, Value)]) -> Option<i64> {
+        let ab = binary_fast(self.op1, self.a.get(entries)?, self.b.get(entries)?)?;
+        match self.then {
+            None => Some(ab),
+            Some((op2, c)) => binary_fast(op2, ab, c.get(entries)?),
+        }
     }
 }
 
@@ -230,6 +286,60 @@ impl Expr {
         } else {
             let mut stack = vec![0i64; self.stack];
             run(&self.code, rec, &mut stack)
+        }
+    }
+
+    /// The expression with its labels bound to their positions in
+    /// `labels` (sorted, as a record keeps them): `None` unless it has one
+    /// of the fast shapes and reads only labels of `labels`.
+    pub fn bind(&self, labels: &[Label]) -> Option<Slots> {
+        let slot = |l: Label| {
+            let i = labels.iter().position(|x| *x == l)?;
+            u8::try_from(i).ok().map(SlotOperand::Slot)
+        };
+        let operand = |o: Operand| match o {
+            Operand::Int(v) => Some(SlotOperand::Int(v)),
+            Operand::Label(l) => slot(l),
+        };
+        // `x` alone is `x + 0` (wrapping addition of zero is the identity).
+        let zero = SlotOperand::Int(0);
+        let (a, op1, b, then) = match self.fast {
+            Fast::Const(v) => (SlotOperand::Int(v), BinOp::Add, zero, None),
+            Fast::Load(l) => (slot(l)?, BinOp::Add, zero, None),
+            Fast::LoadOpConst(l, op, v) => (slot(l)?, op, SlotOperand::Int(v), None),
+            Fast::Bin(a, op, b) => (operand(a)?, op, operand(b)?, None),
+            Fast::Bin2(a, op1, b, op2, c) => {
+                (operand(a)?, op1, operand(b)?, Some((op2, operand(c)?)))
+            }
+            Fast::General => return None,
+        };
+        Some(Slots { a, op1, b, then })
+    }
+
+    /// `Some((l, op, c))` when the expression is `l op c` for a label `l`
+    /// and a constant `c` (`n - 1`, `x + 1`): callers may then update a
+    /// tag in place.
+    pub fn label_op_const(&self) -> Option<(Label, BinOp, i64)> {
+        match self.fast {
+            Fast::LoadOpConst(l, op, c) => Some((l, op, c)),
+            _ => None,
+        }
+    }
+
+    /// The value, or `None` where [`Expr::eval`] reports an error (for
+    /// hot paths that fall back to `eval` to say which).
+    #[inline]
+    pub fn eval_fast(&self, rec: &Record) -> Option<i64> {
+        match self.fast {
+            Fast::Const(v) => Some(v),
+            Fast::Load(l) => rec.int(l),
+            Fast::LoadOpConst(l, op, v) => binary_fast(op, rec.int(l)?, v),
+            Fast::Bin(a, op, b) => binary_fast(op, a.get_fast(rec)?, b.get_fast(rec)?),
+            Fast::Bin2(a, op1, b, op2, c) => {
+                let ab = binary_fast(op1, a.get_fast(rec)?, b.get_fast(rec)?)?;
+                binary_fast(op2, ab, c.get_fast(rec)?)
+            }
+            Fast::General => self.eval(rec).ok(),
         }
     }
 
@@ -375,20 +485,31 @@ fn run(code: &[Op], rec: &Record, stack: &mut [i64]) -> Result<i64, EvalError> {
     Ok(stack[0])
 }
 
-fn binary(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
-    Ok(match op {
+impl BinOp {
+    /// `a op b`, or `None` for a division by zero (what [`Expr::eval`]
+    /// reports as an error).
+    #[inline]
+    pub fn apply(self, a: i64, b: i64) -> Option<i64> {
+        binary_fast(self, a, b)
+    }
+}
+
+/// [`binary`] without the error: `None` for a division by zero.
+#[inline]
+fn binary_fast(op: BinOp, a: i64, b: i64) -> Option<i64> {
+    Some(match op {
         BinOp::Add => a.wrapping_add(b),
         BinOp::Sub => a.wrapping_sub(b),
         BinOp::Mul => a.wrapping_mul(b),
         BinOp::Div => {
             if b == 0 {
-                return Err(EvalError::DivisionByZero);
+                return None;
             }
             a.wrapping_div(b)
         }
         BinOp::Mod => {
             if b == 0 {
-                return Err(EvalError::DivisionByZero);
+                return None;
             }
             a.wrapping_rem(b)
         }
@@ -401,6 +522,12 @@ fn binary(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
         BinOp::And => (a != 0 && b != 0) as i64,
         BinOp::Or => (a != 0 || b != 0) as i64,
     })
+}
+
+/// `a op b`; division and remainder by zero are errors.
+#[inline]
+fn binary(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
+    binary_fast(op, a, b).ok_or(EvalError::DivisionByZero)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ pub mod label;
 pub mod record;
 
 pub use bytes::{set_field_allocator, FieldAllocator, FieldBytes};
-pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, UnOp};
+pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, Slots, UnOp};
 pub use field::{
     Codecs, Field, FieldCodec, FieldData, ReleaseRemote, RemoteField, TextField, TEXT_CODEC,
 };

@@ -65,6 +65,7 @@ impl Record {
         self.entries.iter().map(|(l, _)| *l)
     }
 
+    #[inline]
     fn find(&self, label: Label) -> Result<usize, usize> {
         // Records are small: a linear scan beats binary search up to a dozen entries.
         if self.entries.len() <= 8 {
@@ -98,6 +99,29 @@ impl Record {
         }
     }
 
+    /// Whether every binding tag of the record is `allowed` (binding tags
+    /// sort last: only the tail is looked at).
+    #[inline]
+    pub fn btags_within(&self, allowed: Label) -> bool {
+        self.entries
+            .iter()
+            .rev()
+            .take_while(|(l, _)| l.kind() == LabelKind::BTag)
+            .all(|(l, _)| *l == allowed)
+    }
+
+    /// The integer of a tag or binding tag, to change in place.
+    #[inline]
+    pub fn int_mut(&mut self, label: Label) -> Option<&mut i64> {
+        match self.find(label) {
+            Ok(i) => match &mut self.entries[i].1 {
+                Value::Int(v) => Some(v),
+                Value::Field(_) => None,
+            },
+            Err(_) => None,
+        }
+    }
+
     pub fn field(&self, label: Label) -> Option<&Field> {
         match self.get(label) {
             Some(Value::Field(f)) => Some(f),
@@ -126,6 +150,13 @@ impl Record {
 
     pub fn remove(&mut self, label: Label) -> Option<Value> {
         self.find(label).ok().map(|i| self.entries.remove(i).1)
+    }
+
+    /// Gives the entry at position `i` (of [`Record::entries`]) a new
+    /// value; its label stays.
+    #[inline]
+    pub fn set_value_at(&mut self, i: usize, value: Value) {
+        self.entries[i].1 = value;
     }
 
     /// Appends an entry known to sort after every present label (builders that go in order).

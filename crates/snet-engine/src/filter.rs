@@ -5,7 +5,11 @@
 //! adds to each output the input's labels that the pattern does not name
 //! (flow inheritance; labels the outspec sets win).
 
-use snet_core::{FilterArm, FilterDef, NodeId, OutItem, OutSpec, Record, TagValue, Value};
+use smallvec::SmallVec;
+use snet_core::{
+    Expr, FilterArm, FilterDef, Label, NodeId, OutItem, OutSpec, Record, Slots, TagValue, Value,
+    Variant,
+};
 
 use crate::entity::{Entity, Item, Rec};
 use crate::error::{record_type, EvalContext, RuntimeTypeError};
@@ -19,7 +23,7 @@ use crate::EngineError;
 /// entities would produce.
 pub struct FilterChain {
     /// The filters, each with its template node (for messages).
-    filters: smallvec::SmallVec<[(NodeId, Arc<FilterDef>); 2]>,
+    filters: smallvec::SmallVec<[(NodeId, Arc<Filter>); 2]>,
     /// Per filter: it has one arm, no guard and one outspec, so it turns
     /// every record it accepts into exactly one output, in place.
     one_to_one: smallvec::SmallVec<[bool; 2]>,
@@ -28,16 +32,11 @@ pub struct FilterChain {
 
 impl FilterChain {
     pub fn new(rt: &crate::runtime::Runtime, nodes: &[NodeId], next: Arc<Entity>) -> FilterChain {
-        let filters: smallvec::SmallVec<[(NodeId, Arc<FilterDef>); 2]> = nodes
+        let filters: smallvec::SmallVec<[(NodeId, Arc<Filter>); 2]> = nodes
             .iter()
             .map(|&n| (n, rt.prog.filter(n).clone()))
             .collect();
-        let one_to_one = filters
-            .iter()
-            .map(|(_, def)| {
-                matches!(def.arms.as_slice(), [arm] if arm.guard.is_none() && arm.outputs.len() == 1)
-            })
-            .collect();
+        let one_to_one = filters.iter().map(|(_, f)| f.one_to_one).collect();
         FilterChain {
             filters,
             one_to_one,
@@ -67,8 +66,12 @@ impl FilterChain {
         // One-to-one filters change the record in turn: a loop, not a
         // recursion through the emitting closure.
         while self.one_to_one.get(i) == Some(&true) {
-            let (node, def) = &self.filters[i];
-            match apply_in_place(def, &mut rec) {
+            let (node, filter) = &self.filters[i];
+            if filter.bump_fast(&mut rec).is_some() {
+                i += 1;
+                continue;
+            }
+            match filter.apply_in_place(&mut rec) {
                 Ok(InPlace::Done) => i += 1,
                 Ok(InPlace::Nothing | InPlace::Several) => {
                     unreachable!("a one-to-one filter has one unguarded outspec")
@@ -86,7 +89,7 @@ impl FilterChain {
             );
             return Ok(());
         }
-        let (node, def) = &self.filters[i];
+        let (node, filter) = &self.filters[i];
         let node = *node;
         let last = i + 1 == self.filters.len();
         let mut failed = None;
@@ -108,7 +111,7 @@ impl FilterChain {
         };
         // One output: the record itself is turned into it (no new record,
         // no copy of the inherited labels, nothing to drop).
-        match apply_in_place(def, &mut rec) {
+        match filter.apply_in_place(&mut rec) {
             Ok(InPlace::Done) => {
                 emit(rec, ctx);
                 return failed.map_or(Ok(()), Err);
@@ -117,9 +120,387 @@ impl FilterChain {
             Ok(InPlace::Several) => {}
             Err(what) => return Err(filter_error(what, node, ctx)),
         }
-        apply_each(def, &rec, |out| emit(out, ctx))
+        filter
+            .apply_each(&rec, |out| emit(out, ctx))
             .map_err(|what| filter_error(what, node, ctx))?;
         failed.map_or(Ok(()), Err)
+    }
+}
+
+/// A filter compiled for the hot paths: per outspec, the order its items
+/// take in a record, the pattern labels it drops, and whether it only
+/// gives the input's own tags new values; its expressions bound to the
+/// positions of the pattern's labels, for inputs that carry exactly the
+/// pattern's labels (then every label's position is known: nothing is
+/// looked up).
+///
+/// The fast paths compute exactly what [`apply_each_general`] and
+/// [`apply_in_place_general`] compute, but report no errors: where anything
+/// fails (a record that does not match the pattern, a missing label, a
+/// division by zero) they give up before changing anything, and the general
+/// path runs again to report the error as it always did, in the same
+/// order. So the hot path carries no error values, and errors keep one
+/// definition.
+pub struct Filter {
+    pub def: FilterDef,
+    /// Per arm, per outspec.
+    outs: Vec<Vec<Out>>,
+    /// Per arm: its guard bound to the pattern's positions (`None`: no
+    /// guard, or one that cannot be bound).
+    guards: Vec<Option<Slots>>,
+    /// One arm, no guard and one outspec: every record it accepts becomes
+    /// exactly one output, in place.
+    pub one_to_one: bool,
+    /// `[{<t>} -> {<t = t op c>}]`: `t`, `op`, `c`.
+    bump: Option<(Label, snet_core::BinOp, i64)>,
+}
+
+/// How one outspec is built.
+struct Out {
+    /// Item indices in label order (`None`: the outspec names a label
+    /// twice, and the general path, where the last wins, builds it).
+    order: Option<SmallVec<[u8; 4]>>,
+    /// The outspec names exactly the pattern's labels, all of them tags:
+    /// the output is the input with some tags given new values.
+    retag: bool,
+    /// Pattern labels the outspec does not set (an output made in place
+    /// loses them).
+    drop: SmallVec<[Label; 2]>,
+    /// A retag of one tag by `<t = t op c>`: `t`, `op`, `c`.
+    bump: Option<(Label, snet_core::BinOp, i64)>,
+    /// How many values [`Filter::values_fast`] computes for it.
+    values: usize,
+    /// Per item: its expression bound to the pattern's positions, if it
+    /// has one that can be bound.
+    bound: SmallVec<[Option<Slots>; 4]>,
+    /// Per item: the position of its label in the pattern (meaningful for
+    /// a retag, whose labels are the pattern's).
+    slot: SmallVec<[u8; 4]>,
+}
+
+/// The item's label.
+fn item_dst(item: &OutItem) -> Label {
+    match item {
+        OutItem::Field { dst, .. } | OutItem::Tag { dst, .. } => *dst,
+    }
+}
+
+/// The item's expression, if it computes one.
+fn item_expr(item: &OutItem) -> Option<&Expr> {
+    match item {
+        OutItem::Tag {
+            value: TagValue::Expr(e),
+            ..
+        } => Some(e),
+        _ => None,
+    }
+}
+
+impl Out {
+    fn new(spec: &OutSpec, pattern: &Variant) -> Out {
+        let mut labels: SmallVec<[Label; 4]> = spec.items.iter().map(item_dst).collect();
+        let mut order: SmallVec<[u8; 4]> = (0..spec.items.len() as u8).collect();
+        order.sort_by_key(|&k| labels[k as usize]);
+        labels.sort_unstable();
+        let distinct = labels.windows(2).all(|w| w[0] != w[1]) && spec.items.len() <= 255;
+        let retag = distinct
+            && labels.as_slice() == pattern.labels()
+            && spec.items.iter().all(|i| matches!(i, OutItem::Tag { .. }));
+        let bump = match spec.items.as_slice() {
+            [OutItem::Tag {
+                dst,
+                value: TagValue::Expr(e),
+            }] if retag => e.label_op_const().filter(|(l, ..)| l == dst),
+            _ => None,
+        };
+        let values = if retag {
+            spec.items.iter().filter_map(item_expr).count()
+        } else {
+            spec.items.len()
+        };
+        Out {
+            values,
+            bump,
+            order: distinct.then_some(order),
+            retag,
+            drop: pattern
+                .labels()
+                .iter()
+                .copied()
+                .filter(|l| !labels.contains(l))
+                .collect(),
+            bound: spec
+                .items
+                .iter()
+                .map(|i| item_expr(i).and_then(|e| e.bind(pattern.labels())))
+                .collect(),
+            slot: spec
+                .items
+                .iter()
+                .map(|i| {
+                    let d = item_dst(i);
+                    pattern.labels().iter().position(|l| *l == d).unwrap_or(0) as u8
+                })
+                .collect(),
+        }
+    }
+}
+
+/// An expression's value, through its bound form when the record carries
+/// exactly the pattern's labels (`exact`); `None` if it cannot be computed.
+#[inline]
+fn eval(e: &Expr, bound: Option<&Slots>, rec: &Record, exact: bool) -> Option<i64> {
+    match bound {
+        Some(b) if exact => b.eval(rec.entries()),
+        _ => e.eval_fast(rec),
+    }
+}
+
+/// An item's value, `None` if it cannot be computed (the general path
+/// says why).
+#[inline]
+fn item_value_fast(
+    item: &OutItem,
+    bound: Option<&Slots>,
+    rec: &Record,
+    exact: bool,
+) -> Option<Value> {
+    match item {
+        OutItem::Field { src, .. } => rec.get(*src).cloned(),
+        OutItem::Tag {
+            dst,
+            value: TagValue::Copy,
+        } => Some(Value::Int(rec.int(*dst).unwrap_or(0))),
+        OutItem::Tag {
+            value: TagValue::Expr(e),
+            ..
+        } => eval(e, bound, rec, exact).map(Value::Int),
+    }
+}
+
+impl Filter {
+    pub fn new(def: FilterDef) -> Filter {
+        let outs: Vec<Vec<Out>> = def
+            .arms
+            .iter()
+            .map(|arm| {
+                arm.outputs
+                    .iter()
+                    .map(|spec| Out::new(spec, &def.pattern))
+                    .collect()
+            })
+            .collect();
+        let guards = def
+            .arms
+            .iter()
+            .map(|a| a.guard.as_ref().and_then(|g| g.bind(def.pattern.labels())))
+            .collect();
+        let one_to_one = matches!(def.arms.as_slice(),
+            [arm] if arm.guard.is_none() && arm.outputs.len() == 1);
+        let bump = if one_to_one { outs[0][0].bump } else { None };
+        Filter {
+            def,
+            outs,
+            guards,
+            one_to_one,
+            bump,
+        }
+    }
+
+    /// A one-to-one filter `[{<t>} -> {<t = t op c>}]` applied to `rec`
+    /// in place: `None`, with `rec` untouched, if the filter is not of
+    /// that form, or the record does not match or the value cannot be
+    /// computed (then [`Filter::apply_in_place`] says why).
+    #[inline]
+    pub fn bump_fast(&self, rec: &mut Record) -> Option<()> {
+        let (t, op, c) = self.bump?;
+        // The pattern is `{<t>}`: the record matches if it has `t` and no
+        // other binding tag.
+        if !rec.btags_within(t) {
+            return None;
+        }
+        let v = rec.int_mut(t)?;
+        *v = op.apply(*v, c)?;
+        Some(())
+    }
+
+    /// The arm `rec` takes (`None` inside: no guard holds) and whether
+    /// `rec` carries exactly the pattern's labels; `None` if the record
+    /// does not match or a guard cannot be evaluated.
+    #[inline]
+    fn arm_fast(&self, rec: &Record) -> Option<(Option<usize>, bool)> {
+        if !rec.matches(&self.def.pattern) {
+            return None;
+        }
+        // It carries every pattern label: exactly those if no more.
+        let exact = rec.len() == self.def.pattern.len();
+        for (i, a) in self.def.arms.iter().enumerate() {
+            match &a.guard {
+                None => return Some((Some(i), exact)),
+                Some(g) => {
+                    if eval(g, self.guards[i].as_ref(), rec, exact)? != 0 {
+                        return Some((Some(i), exact));
+                    }
+                }
+            }
+        }
+        Some((None, exact))
+    }
+
+    /// Turns `rec` (which matches the pattern) into the one output of
+    /// `spec`; `None`, with `rec` untouched, if a value cannot be computed.
+    #[inline]
+    fn in_place_fast(out: &Out, spec: &OutSpec, rec: &mut Record, exact: bool) -> Option<()> {
+        if let Some((t, op, c)) = out.bump {
+            let v = rec.int_mut(t)?;
+            *v = op.apply(*v, c)?;
+            return Some(());
+        }
+        if out.retag {
+            // Same labels: only the computed tags change (a copied tag
+            // keeps its value).
+            let mut values: SmallVec<[(usize, i64); 4]> = SmallVec::new();
+            for (k, item) in spec.items.iter().enumerate() {
+                if let Some(e) = item_expr(item) {
+                    values.push((k, eval(e, out.bound[k].as_ref(), rec, exact)?));
+                }
+            }
+            for (k, v) in values {
+                if exact {
+                    rec.set_value_at(out.slot[k] as usize, Value::Int(v));
+                } else {
+                    rec.set_int(item_dst(&spec.items[k]), v);
+                }
+            }
+            return Some(());
+        }
+        let mut values: SmallVec<[(Label, Value); 4]> = SmallVec::new();
+        for (k, item) in spec.items.iter().enumerate() {
+            let v = item_value_fast(item, out.bound[k].as_ref(), rec, exact)?;
+            values.push((item_dst(item), v));
+        }
+        for &l in &out.drop {
+            rec.remove(l);
+        }
+        for (dst, v) in values {
+            rec.set(dst, v);
+        }
+        Some(())
+    }
+
+    /// Computes the values `spec` needs (for a retag, those of its
+    /// expressions; else every item's), in item order, onto `vals`;
+    /// `None` if one cannot be computed or the general path must build
+    /// this outspec.
+    #[inline]
+    fn values_fast(
+        out: &Out,
+        spec: &OutSpec,
+        rec: &Record,
+        exact: bool,
+        vals: &mut SmallVec<[Value; 8]>,
+    ) -> Option<()> {
+        if out.retag {
+            for (k, item) in spec.items.iter().enumerate() {
+                if let Some(e) = item_expr(item) {
+                    vals.push(Value::Int(eval(e, out.bound[k].as_ref(), rec, exact)?));
+                }
+            }
+        } else {
+            out.order.as_ref()?;
+            for (k, item) in spec.items.iter().enumerate() {
+                vals.push(item_value_fast(item, out.bound[k].as_ref(), rec, exact)?);
+            }
+        }
+        Some(())
+    }
+
+    /// The output of `spec` for `rec` (which matches the pattern), from
+    /// the values [`Filter::values_fast`] computed (taken out of `vals`).
+    #[inline]
+    fn assemble(
+        &self,
+        out: &Out,
+        spec: &OutSpec,
+        rec: &Record,
+        exact: bool,
+        vals: &mut [Value],
+    ) -> Record {
+        let take = |v: &mut Value| std::mem::replace(v, Value::Int(0));
+        if out.retag {
+            let mut r = rec.clone();
+            let exprs = spec
+                .items
+                .iter()
+                .enumerate()
+                .filter(|(_, item)| item_expr(item).is_some());
+            for ((k, item), v) in exprs.zip(vals.iter_mut()) {
+                if exact {
+                    r.set_value_at(out.slot[k] as usize, take(v));
+                } else {
+                    r.set(item_dst(item), take(v));
+                }
+            }
+            return r;
+        }
+        let mut r = Record::new();
+        if let Some(order) = &out.order {
+            for &k in order {
+                let k = k as usize;
+                r.push_sorted(item_dst(&spec.items[k]), take(&mut vals[k]));
+            }
+        }
+        if !exact {
+            r.inherit(rec, &self.def.pattern);
+        }
+        r
+    }
+
+    /// Applies the filter in place when the chosen arm has one outspec
+    /// (see [`apply_in_place_general`]).
+    #[inline]
+    pub fn apply_in_place(&self, rec: &mut Record) -> Result<InPlace, FilterError> {
+        if let Some((arm, exact)) = self.arm_fast(rec) {
+            let Some(a) = arm else {
+                return Ok(InPlace::Nothing);
+            };
+            let [spec] = self.def.arms[a].outputs.as_slice() else {
+                return Ok(InPlace::Several);
+            };
+            if Self::in_place_fast(&self.outs[a][0], spec, rec, exact).is_some() {
+                return Ok(InPlace::Done);
+            }
+        }
+        apply_in_place_general(&self.def, rec)
+    }
+
+    /// Applies the filter to one record, handing each output to `emit` in
+    /// order; an error emits nothing.
+    pub fn apply_each(
+        &self,
+        rec: &Record,
+        mut emit: impl FnMut(Record),
+    ) -> Result<(), FilterError> {
+        if let Some((arm, exact)) = self.arm_fast(rec) {
+            let Some(a) = arm else { return Ok(()) };
+            let specs = &self.def.arms[a].outputs;
+            let outs = &self.outs[a];
+            // Every value first, so that an error emits nothing.
+            let mut vals = SmallVec::new();
+            if outs
+                .iter()
+                .zip(specs)
+                .all(|(o, s)| Self::values_fast(o, s, rec, exact, &mut vals).is_some())
+            {
+                let mut at = 0;
+                for (o, s) in outs.iter().zip(specs) {
+                    emit(self.assemble(o, s, rec, exact, &mut vals[at..at + o.values]));
+                    at += o.values;
+                }
+                return Ok(());
+            }
+        }
+        apply_each_general(&self.def, rec, emit)
     }
 }
 
@@ -162,13 +543,13 @@ fn item_value(item: &OutItem, rec: &Record) -> Result<(snet_core::Label, Value),
     })
 }
 
-/// What [`apply_in_place`] did.
-enum InPlace {
+/// What [`Filter::apply_in_place`] did.
+pub enum InPlace {
     /// The record is now the filter's one output.
     Done,
     /// No arm's guard holds: no output.
     Nothing,
-    /// The arm has several outspecs (the record is unchanged): use [`apply_each`].
+    /// The arm has several outspecs (the record is unchanged): use [`Filter::apply_each`].
     Several,
 }
 
@@ -177,8 +558,8 @@ enum InPlace {
 /// computed from the input first, then the pattern's labels that the
 /// outspec does not set are removed and the outspec's values set (the
 /// other labels stay: flow inheritance; set labels win). Errors as
-/// [`apply_each`] reports them, in the same order, the record untouched.
-fn apply_in_place(def: &FilterDef, rec: &mut Record) -> Result<InPlace, FilterError> {
+/// [`apply_each_general`] reports them, in the same order, the record untouched.
+fn apply_in_place_general(def: &FilterDef, rec: &mut Record) -> Result<InPlace, FilterError> {
     let arm = choose_arm(def, rec)?;
     let Some(arm) = arm else {
         return Ok(InPlace::Nothing);
@@ -242,8 +623,8 @@ pub enum FilterError {
 }
 
 /// Applies a filter to one record, handing each output to `emit` in order
-/// (no intermediate allocation on the hot path).
-pub fn apply_each(
+/// (the reference path: [`Filter::apply_each`] falls back to it).
+fn apply_each_general(
     def: &FilterDef,
     rec: &Record,
     mut emit: impl FnMut(Record),

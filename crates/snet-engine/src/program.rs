@@ -6,7 +6,7 @@
 //! definition when it is created and never looks its node up again while
 //! it processes records.
 
-use snet_core::{BoxDef, FilterDef, Graph, Label, NodeId, NodeKind, Pattern, SyncDef, Variant};
+use snet_core::{BoxDef, Graph, Label, NodeId, NodeKind, Pattern, SyncDef, Variant};
 
 use crate::sync::Arc;
 
@@ -93,7 +93,7 @@ pub struct BoxTemplate {
 /// What an entity of a template node needs, typed by kind.
 pub enum Template {
     Box(Arc<BoxTemplate>),
-    Filter(Arc<FilterDef>),
+    Filter(Arc<crate::filter::Filter>),
     Sync(Arc<SyncDef>),
     Star(Arc<StarDef>),
     Split(Arc<SplitDef>),
@@ -140,7 +140,9 @@ impl Program {
                         node: id,
                         def: Arc::new(graph.box_def(*b).clone()),
                     })),
-                    NodeKind::Filter(f) => Template::Filter(Arc::new(f.clone())),
+                    NodeKind::Filter(f) => {
+                        Template::Filter(Arc::new(crate::filter::Filter::new(f.clone())))
+                    }
                     NodeKind::Sync(s) => Template::Sync(Arc::new(s.clone())),
                     NodeKind::Parallel { branches, det } => {
                         let mut routes: Vec<(Variant, usize)> = branches
@@ -239,7 +241,7 @@ impl Program {
     }
 
     typed!(box_template, Box, BoxTemplate);
-    typed!(filter, Filter, FilterDef);
+    typed!(filter, Filter, crate::filter::Filter);
     typed!(sync, Sync, SyncDef);
     typed!(star, Star, StarDef);
     typed!(split, Split, SplitDef);

@@ -316,7 +316,7 @@ impl FusedSync {
 /// either way.
 pub struct FilterStar {
     def: Arc<StarDef>,
-    filters: Vec<(snet_core::NodeId, Arc<snet_core::FilterDef>)>,
+    filters: Vec<(snet_core::NodeId, Arc<crate::filter::Filter>)>,
     next: Arc<Entity>,
     /// Records still to check, the next on top (non-empty between calls
     /// only while the input's expansion is suspended).
@@ -421,10 +421,11 @@ impl FilterStar {
             // The body: each filter applied to every output of the one before.
             let base = self.work.len();
             self.work.push(rec);
-            for (node, def) in &self.filters {
+            for (node, filter) in &self.filters {
                 let outs = &mut self.outs;
                 for r in self.work.drain(base..) {
-                    crate::filter::apply_each(def, &r, |o| outs.push(o))
+                    filter
+                        .apply_each(&r, |o| outs.push(o))
                         .map_err(|what| crate::filter::filter_error(what, *node, ctx))?;
                 }
                 self.work.append(&mut self.outs);
