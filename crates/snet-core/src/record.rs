@@ -36,6 +36,7 @@ pub struct Record {
 }
 
 impl Record {
+    #[inline]
     pub fn new() -> Record {
         Record {
             entries: SmallVec::new(),
@@ -48,15 +49,18 @@ impl Record {
         }
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// Entries in label order.
+    #[inline]
     pub fn entries(&self) -> &[(Label, Value)] {
         &self.entries
     }
@@ -83,15 +87,18 @@ impl Record {
         }
     }
 
+    #[inline]
     pub fn has(&self, label: Label) -> bool {
         self.find(label).is_ok()
     }
 
+    #[inline]
     pub fn get(&self, label: Label) -> Option<&Value> {
         self.find(label).ok().map(|i| &self.entries[i].1)
     }
 
     /// The integer value of a tag or binding tag.
+    #[inline]
     pub fn int(&self, label: Label) -> Option<i64> {
         match self.get(label) {
             Some(Value::Int(v)) => Some(*v),
@@ -130,6 +137,7 @@ impl Record {
     }
 
     /// Sets (or replaces) the value of `label`.
+    #[inline]
     pub fn set(&mut self, label: Label, value: Value) {
         match self.find(label) {
             Ok(i) => self.entries[i].1 = value,
@@ -137,17 +145,20 @@ impl Record {
         }
     }
 
+    #[inline]
     pub fn set_int(&mut self, label: Label, v: i64) {
         self.set(label, Value::Int(v))
     }
 
     /// Inserts `label` only if absent (the flow-inheritance rule: emitted labels win).
+    #[inline]
     pub fn set_if_absent(&mut self, label: Label, value: &Value) {
         if let Err(i) = self.find(label) {
             self.entries.insert(i, (label, value.clone()));
         }
     }
 
+    #[inline]
     pub fn remove(&mut self, label: Label) -> Option<Value> {
         self.find(label).ok().map(|i| self.entries.remove(i).1)
     }
@@ -160,6 +171,7 @@ impl Record {
     }
 
     /// Appends an entry known to sort after every present label (builders that go in order).
+    #[inline]
     pub fn push_sorted(&mut self, label: Label, value: Value) {
         debug_assert!(self.entries.last().is_none_or(|(l, _)| *l < label));
         self.entries.push((label, value));
@@ -177,6 +189,7 @@ impl Record {
 
     /// Does this record match `v` (language.md §1): it carries every label of
     /// `v`, and exactly the binding tags `v` names.
+    #[inline]
     pub fn matches(&self, v: &Variant) -> bool {
         let want = v.labels();
         let mut j = 0;

@@ -121,7 +121,7 @@ impl FilterChain {
             Err(what) => return Err(filter_error(what, node, ctx)),
         }
         filter
-            .apply_each(&rec, |out| emit(out, ctx))
+            .apply_owned(rec, |out| emit(out, ctx))
             .map_err(|what| filter_error(what, node, ctx))?;
         failed.map_or(Ok(()), Err)
     }
@@ -374,6 +374,24 @@ impl Filter {
             }
             return Some(());
         }
+        if exact {
+            if let Some(order) = &out.order {
+                // Nothing is inherited: the output is the outspec's items
+                // alone, built in label order.
+                let mut values: SmallVec<[Value; 4]> = SmallVec::new();
+                for (k, item) in spec.items.iter().enumerate() {
+                    values.push(item_value_fast(item, out.bound[k].as_ref(), rec, exact)?);
+                }
+                let mut r = Record::new();
+                for &k in order {
+                    let k = k as usize;
+                    let v = std::mem::replace(&mut values[k], Value::Int(0));
+                    r.push_sorted(item_dst(&spec.items[k]), v);
+                }
+                *rec = r;
+                return Some(());
+            }
+        }
         let mut values: SmallVec<[(Label, Value); 4]> = SmallVec::new();
         for (k, item) in spec.items.iter().enumerate() {
             let v = item_value_fast(item, out.bound[k].as_ref(), rec, exact)?;
@@ -416,19 +434,23 @@ impl Filter {
     }
 
     /// The output of `spec` for `rec` (which matches the pattern), from
-    /// the values [`Filter::values_fast`] computed (taken out of `vals`).
+    /// the values [`Filter::values_fast`] computed (taken out of `vals`);
+    /// a retag changes `own` if given (the input, no longer in `rec`)
+    /// instead of a copy of `rec`.
     #[inline]
     fn assemble(
         &self,
         out: &Out,
         spec: &OutSpec,
         rec: &Record,
+        own: Option<Record>,
         exact: bool,
         vals: &mut [Value],
     ) -> Record {
         let take = |v: &mut Value| std::mem::replace(v, Value::Int(0));
         if out.retag {
-            let mut r = rec.clone();
+            // `own`: the input itself, taken out of `rec`.
+            let mut r = own.unwrap_or_else(|| rec.clone());
             let exprs = spec
                 .items
                 .iter()
@@ -475,13 +497,22 @@ impl Filter {
     }
 
     /// Applies the filter to one record, handing each output to `emit` in
-    /// order; an error emits nothing.
-    pub fn apply_each(
+    /// order; an error emits nothing (the borrowing form, for tests).
+    #[cfg(test)]
+    pub fn apply_each(&self, rec: &Record, emit: impl FnMut(Record)) -> Result<(), FilterError> {
+        self.apply_owned(rec.clone(), emit)
+    }
+
+    /// Applies the filter to one record, which the caller gives up,
+    /// handing each output to `emit` in order; an error emits nothing. A
+    /// last output that only retags the input is the input itself,
+    /// changed.
+    pub fn apply_owned(
         &self,
-        rec: &Record,
+        mut rec: Record,
         mut emit: impl FnMut(Record),
     ) -> Result<(), FilterError> {
-        if let Some((arm, exact)) = self.arm_fast(rec) {
+        if let Some((arm, exact)) = self.arm_fast(&rec) {
             let Some(a) = arm else { return Ok(()) };
             let specs = &self.def.arms[a].outputs;
             let outs = &self.outs[a];
@@ -490,17 +521,19 @@ impl Filter {
             if outs
                 .iter()
                 .zip(specs)
-                .all(|(o, s)| Self::values_fast(o, s, rec, exact, &mut vals).is_some())
+                .all(|(o, s)| Self::values_fast(o, s, &rec, exact, &mut vals).is_some())
             {
                 let mut at = 0;
-                for (o, s) in outs.iter().zip(specs) {
-                    emit(self.assemble(o, s, rec, exact, &mut vals[at..at + o.values]));
+                let n = outs.len();
+                for (j, (o, s)) in outs.iter().zip(specs).enumerate() {
+                    let own = (o.retag && j + 1 == n).then(|| std::mem::take(&mut rec));
+                    emit(self.assemble(o, s, &rec, own, exact, &mut vals[at..at + o.values]));
                     at += o.values;
                 }
                 return Ok(());
             }
         }
-        apply_each_general(&self.def, rec, emit)
+        apply_each_general(&self.def, &rec, emit)
     }
 }
 
@@ -549,7 +582,7 @@ pub enum InPlace {
     Done,
     /// No arm's guard holds: no output.
     Nothing,
-    /// The arm has several outspecs (the record is unchanged): use [`Filter::apply_each`].
+    /// The arm has several outspecs (the record is unchanged): use [`Filter::apply_owned`].
     Several,
 }
 
@@ -623,7 +656,7 @@ pub enum FilterError {
 }
 
 /// Applies a filter to one record, handing each output to `emit` in order
-/// (the reference path: [`Filter::apply_each`] falls back to it).
+/// (the reference path: [`Filter::apply_owned`] falls back to it).
 fn apply_each_general(
     def: &FilterDef,
     rec: &Record,
@@ -660,3 +693,7 @@ fn build(
     out.inherit(rec, pattern);
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "filter_tests.rs"]
+mod tests;

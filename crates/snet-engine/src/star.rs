@@ -425,7 +425,7 @@ impl FilterStar {
                 let outs = &mut self.outs;
                 for r in self.work.drain(base..) {
                     filter
-                        .apply_each(&r, |o| outs.push(o))
+                        .apply_owned(r, |o| outs.push(o))
                         .map_err(|what| crate::filter::filter_error(what, *node, ctx))?;
                 }
                 self.work.append(&mut self.outs);
