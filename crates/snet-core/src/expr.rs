@@ -185,6 +185,14 @@ enum SlotOperand {
 
 impl SlotOperand {
     #[inline]
+    fn int(self, ints: &[i64]) -> Option<i64> {
+        match self {
+            SlotOperand::Int(v) => Some(v),
+            SlotOperand::Slot(i) => ints.get(i as usize).copied(),
+        }
+    }
+
+    #[inline]
     fn get(self, entries: &[(Label, Value)]) -> Option<i64> {
         match self {
             SlotOperand::Int(v) => Some(v),
@@ -219,6 +227,18 @@ impl Slots {
         match self.then {
             None => Some(ab),
             Some((op2, c)) => binary_fast(op2, ab, c.get(entries)?),
+        }
+    }
+
+    /// The value when the bound labels' values are `ints`, in order (a
+    /// record of tags only), or `None` where [`Expr::eval`] reports an
+    /// error.
+    #[inline]
+    pub fn eval_ints(&self, ints: &[i64]) -> Option<i64> {
+        let ab = binary_fast(self.op1, self.a.int(ints)?, self.b.int(ints)?)?;
+        match self.then {
+            None => Some(ab),
+            Some((op2, c)) => binary_fast(op2, ab, c.int(ints)?),
         }
     }
 }

@@ -153,6 +153,143 @@ pub struct Filter {
     pub one_to_one: bool,
     /// `[{<t>} -> {<t = t op c>}]`: `t`, `op`, `c`.
     bump: Option<(Label, snet_core::BinOp, i64)>,
+    /// The filter on records of tags only that carry exactly the
+    /// pattern's labels, as integer arithmetic (see [`Tags`]).
+    tags: Option<Tags>,
+}
+
+/// Most filters of control networks (recursions, counters, routing keys)
+/// see records of tags only, exactly the pattern's labels: then the input
+/// is a few integers at known positions, every guard and value is
+/// integer arithmetic on them, and each output's labels are known in
+/// advance. Used when every guard and value binds to the pattern's
+/// positions and every outspec item is a tag.
+struct Tags {
+    /// Per arm: its guard (`None`: none).
+    guards: Vec<Option<Slots>>,
+    /// Per arm, per outspec: its labels in order, each with its value.
+    outs: Vec<Vec<TagOut>>,
+}
+
+/// One outspec of [`Tags`]: its labels in order, each with its value.
+type TagOut = SmallVec<[(Label, TagSrc); 4]>;
+
+/// Where an output tag's value comes from.
+#[derive(Copy, Clone)]
+enum TagSrc {
+    /// The input's tag at this position (`<t>` of a pattern label).
+    Slot(u8),
+    /// `<t>` of a tag the input lacks.
+    Zero,
+    Expr(Slots),
+}
+
+/// Pattern labels at most, for [`Tags`].
+const TAGS_MAX: usize = 8;
+
+impl Tags {
+    fn new(def: &FilterDef) -> Option<Tags> {
+        let labels = def.pattern.labels();
+        if labels.len() > TAGS_MAX
+            || labels
+                .iter()
+                .any(|l| l.kind() == snet_core::LabelKind::Field)
+        {
+            return None;
+        }
+        let mut guards = Vec::new();
+        let mut outs = Vec::new();
+        for arm in &def.arms {
+            guards.push(match &arm.guard {
+                None => None,
+                Some(g) => Some(g.bind(labels)?),
+            });
+            let mut specs = Vec::new();
+            for spec in &arm.outputs {
+                let mut items: TagOut = SmallVec::new();
+                for item in &spec.items {
+                    let OutItem::Tag { dst, value } = item else {
+                        return None;
+                    };
+                    let src = match value {
+                        TagValue::Copy => match labels.iter().position(|l| l == dst) {
+                            Some(i) => TagSrc::Slot(i as u8),
+                            None => TagSrc::Zero,
+                        },
+                        TagValue::Expr(e) => TagSrc::Expr(e.bind(labels)?),
+                    };
+                    items.push((*dst, src));
+                }
+                items.sort_by_key(|(l, _)| *l);
+                if items.windows(2).any(|w| w[0].0 == w[1].0) {
+                    return None;
+                }
+                specs.push(items);
+            }
+            outs.push(specs);
+        }
+        Some(Tags { guards, outs })
+    }
+
+    /// The input's integers if `rec` carries exactly `labels`, all tags.
+    #[inline]
+    fn ints(rec: &Record, labels: &[Label]) -> Option<[i64; TAGS_MAX]> {
+        let entries = rec.entries();
+        if entries.len() != labels.len() {
+            return None;
+        }
+        let mut ints = [0i64; TAGS_MAX];
+        for ((i, (l, v)), want) in entries.iter().enumerate().zip(labels) {
+            match v {
+                Value::Int(x) if l == want => ints[i] = *x,
+                _ => return None,
+            }
+        }
+        Some(ints)
+    }
+
+    /// The arm the input takes (`None` inside: no guard holds), or `None`
+    /// if a guard cannot be evaluated.
+    #[inline]
+    fn arm(&self, ints: &[i64]) -> Option<Option<usize>> {
+        for (i, g) in self.guards.iter().enumerate() {
+            match g {
+                None => return Some(Some(i)),
+                Some(g) => {
+                    if g.eval_ints(ints)? != 0 {
+                        return Some(Some(i));
+                    }
+                }
+            }
+        }
+        Some(None)
+    }
+
+    /// Every output value of `arm`, in order, onto `out`; `None` if one
+    /// cannot be computed.
+    #[inline]
+    fn values(&self, arm: usize, ints: &[i64], out: &mut SmallVec<[i64; 8]>) -> Option<()> {
+        for spec in &self.outs[arm] {
+            for (_, src) in spec {
+                out.push(match src {
+                    TagSrc::Slot(i) => ints[*i as usize],
+                    TagSrc::Zero => 0,
+                    TagSrc::Expr(e) => e.eval_ints(ints)?,
+                });
+            }
+        }
+        Some(())
+    }
+
+    /// Output `k` of `arm` from its values.
+    #[inline]
+    fn build(&self, arm: usize, k: usize, vals: &[i64]) -> Record {
+        let mut r = Record::new();
+        for ((l, _), v) in self.outs[arm][k].iter().zip(vals) {
+            r.push_sorted(*l, Value::Int(*v));
+        }
+        r
+    }
 }
 
 /// How one outspec is built.
@@ -298,7 +435,9 @@ impl Filter {
         let one_to_one = matches!(def.arms.as_slice(),
             [arm] if arm.guard.is_none() && arm.outputs.len() == 1);
         let bump = if one_to_one { outs[0][0].bump } else { None };
+        let tags = Tags::new(&def);
         Filter {
+            tags,
             def,
             outs,
             guards,
@@ -482,6 +621,26 @@ impl Filter {
     /// (see [`apply_in_place_general`]).
     #[inline]
     pub fn apply_in_place(&self, rec: &mut Record) -> Result<InPlace, FilterError> {
+        if let Some(tags) = &self.tags {
+            if let Some(ints) = Tags::ints(rec, self.def.pattern.labels()) {
+                let n = self.def.pattern.len();
+                match tags.arm(&ints[..n]) {
+                    Some(None) => return Ok(InPlace::Nothing),
+                    Some(Some(a)) => {
+                        if tags.outs[a].len() != 1 {
+                            return Ok(InPlace::Several);
+                        }
+                        let mut vals = SmallVec::new();
+                        if tags.values(a, &ints[..n], &mut vals).is_some() {
+                            *rec = tags.build(a, 0, &vals);
+                            return Ok(InPlace::Done);
+                        }
+                    }
+                    None => {}
+                }
+                return apply_in_place_general(&self.def, rec);
+            }
+        }
         if let Some((arm, exact)) = self.arm_fast(rec) {
             let Some(a) = arm else {
                 return Ok(InPlace::Nothing);
@@ -512,6 +671,25 @@ impl Filter {
         mut rec: Record,
         mut emit: impl FnMut(Record),
     ) -> Result<(), FilterError> {
+        if let Some(tags) = &self.tags {
+            if let Some(ints) = Tags::ints(&rec, self.def.pattern.labels()) {
+                let n = self.def.pattern.len();
+                if let Some(arm) = tags.arm(&ints[..n]) {
+                    let Some(a) = arm else { return Ok(()) };
+                    // Every value first, so that an error emits nothing.
+                    let mut vals = SmallVec::new();
+                    if tags.values(a, &ints[..n], &mut vals).is_some() {
+                        let mut at = 0;
+                        for (k, spec) in tags.outs[a].iter().enumerate() {
+                            emit(tags.build(a, k, &vals[at..at + spec.len()]));
+                            at += spec.len();
+                        }
+                        return Ok(());
+                    }
+                }
+                return apply_each_general(&self.def, &rec, emit);
+            }
+        }
         if let Some((arm, exact)) = self.arm_fast(&rec) {
             let Some(a) = arm else { return Ok(()) };
             let specs = &self.def.arms[a].outputs;

@@ -24,7 +24,9 @@ pub struct SyncEntity {
 
 /// The state of one synchrocell, shared by the plain and the fused entity.
 pub struct Cell {
-    slots: Vec<Option<Record>>,
+    /// Inline for the usual two or three patterns: a cell costs no
+    /// allocation.
+    slots: smallvec::SmallVec<[Option<Record>; 2]>,
     filled: usize,
     fired: bool,
 }
@@ -93,18 +95,17 @@ impl Cell {
             return None;
         }
         self.fired = true;
-        let mut pairs = std::mem::take(&mut self.slots)
-            .into_iter()
-            .zip(patterns.iter());
-        let mut merged = pairs.next().and_then(|(r, _)| r).unwrap_or_default();
-        for (r, p) in pairs {
-            let Some(r) = r else { continue };
+        let mut merged = self.slots[0].take().unwrap_or_default();
+        for (slot, p) in self.slots[1..].iter_mut().zip(&patterns[1..]) {
+            let Some(r) = slot.take() else { continue };
             for l in p.variant.labels() {
                 if let Some(v) = r.get(*l) {
                     merged.set(*l, v.clone());
                 }
             }
         }
+        // A fired cell stores nothing again: no need to keep its slots.
+        self.slots = smallvec::SmallVec::new();
         Some(merged)
     }
 }
