@@ -184,7 +184,7 @@ enum SlotOperand {
 }
 
 impl SlotOperand {
-    #[inline]
+    #[inline(always)]
     fn int(self, ints: &[i64]) -> Option<i64> {
         match self {
             SlotOperand::Int(v) => Some(v),
@@ -233,7 +233,7 @@ impl Slots {
     /// The value when the bound labels' values are `ints`, in order (a
     /// record of tags only), or `None` where [`Expr::eval`] reports an
     /// error.
-    #[inline]
+    #[inline(always)]
     pub fn eval_ints(&self, ints: &[i64]) -> Option<i64> {
         let ab = binary_fast(self.op1, self.a.int(ints)?, self.b.int(ints)?)?;
         match self.then {

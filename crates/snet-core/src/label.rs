@@ -66,6 +66,10 @@ fn intern(name: &str) -> u32 {
 }
 
 impl Label {
+    /// A placeholder that names nothing (padding in fixed-size buffers;
+    /// never in a record).
+    pub const PAD: Label = Label(u32::MAX);
+
     /// Interns `name` and returns the label of the given kind.
     pub fn new(kind: LabelKind, name: &str) -> Label {
         Label((kind as u32) << KIND_SHIFT | intern(name))

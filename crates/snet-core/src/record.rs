@@ -170,6 +170,24 @@ impl Record {
         self.entries[i].1 = value;
     }
 
+    /// A record of `entries`, which are sorted by label, each label once.
+    #[inline]
+    pub fn from_sorted(entries: impl ExactSizeIterator<Item = (Label, Value)>) -> Record {
+        let n = entries.len();
+        let entries: SmallVec<[(Label, Value); 4]> = if n <= 4 {
+            // Built in place: the padding beyond `n` is never read, and
+            // integers need no drop.
+            let mut it = entries;
+            let buf: [(Label, Value); 4] =
+                std::array::from_fn(|_| it.next().unwrap_or((Label::PAD, Value::Int(0))));
+            SmallVec::from_buf_and_len(buf, n)
+        } else {
+            entries.collect()
+        };
+        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
+        Record { entries }
+    }
+
     /// Appends an entry known to sort after every present label (builders that go in order).
     #[inline]
     pub fn push_sorted(&mut self, label: Label, value: Value) {

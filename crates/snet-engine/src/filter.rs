@@ -284,11 +284,12 @@ impl Tags {
     /// Output `k` of `arm` from its values.
     #[inline]
     fn build(&self, arm: usize, k: usize, vals: &[i64]) -> Record {
-        let mut r = Record::new();
-        for ((l, _), v) in self.outs[arm][k].iter().zip(vals) {
-            r.push_sorted(*l, Value::Int(*v));
-        }
-        r
+        Record::from_sorted(
+            self.outs[arm][k]
+                .iter()
+                .zip(vals)
+                .map(|((l, _), v)| (*l, Value::Int(*v))),
+        )
     }
 }
 
