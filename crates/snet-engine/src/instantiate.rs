@@ -159,17 +159,24 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             let body = def.body;
             let router = ctx.entity(Kind::FeedbackRouter(FeedbackRouter::new(def, owner, next)));
             let entry_of_body = instantiate(ctx, body, router.clone(), start);
-            let entry = ctx.entity(Kind::FeedbackEntry(FeedbackEntry::new(
-                entry_of_body.clone(),
-                router.clone(),
-            )));
+            // Where no marker can reach the loop from outside, nothing is
+            // ever held back at its entry: records from outside enter the
+            // body directly, and the router never resumes an entry.
+            let entry = rt.prog.markers[node as usize].then(|| {
+                ctx.entity(Kind::FeedbackEntry(FeedbackEntry::new(
+                    entry_of_body.clone(),
+                    router.clone(),
+                )))
+            });
             // SAFETY: `router` was created just above and is reachable only from
             // the body instance and `entry`, which no worker can reach yet.
             if let Kind::FeedbackRouter(r) = unsafe { router.state() } {
                 r.body = Arc::downgrade(&entry_of_body);
-                r.entry = Arc::downgrade(&entry);
+                if let Some(entry) = &entry {
+                    r.entry = Arc::downgrade(entry);
+                }
             }
-            entry
+            entry.unwrap_or(entry_of_body)
         }
     }
 }

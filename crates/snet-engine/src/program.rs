@@ -108,6 +108,9 @@ pub enum Template {
 pub struct Program {
     pub graph: Arc<Graph>,
     pub templates: Vec<Template>,
+    /// Per node: an instance may receive ordering markers of an enclosing
+    /// owner (see [`may_see_markers`]).
+    pub markers: Vec<bool>,
 }
 
 macro_rules! typed {
@@ -237,7 +240,12 @@ impl Program {
                 }
             })
             .collect();
-        Program { graph, templates }
+        let markers = may_see_markers(&graph);
+        Program {
+            graph,
+            templates,
+            markers,
+        }
     }
 
     typed!(box_template, Box, BoxTemplate);
@@ -247,6 +255,37 @@ impl Program {
     typed!(split, Split, SplitDef);
     typed!(parallel, Parallel, ParallelDef);
     typed!(feedback, Feedback, FeedbackDef);
+}
+
+/// Per node: may an instance of it receive an ordering marker (or a
+/// feedback round marker) of an owner around it? Markers travel only from
+/// a deterministic dispatcher (`||`, `**`, `!!`, `!!@`) to its collector,
+/// and from a feedback router through its loop's body: so exactly the
+/// nodes inside the body of a deterministic combinator or of a feedback
+/// loop, anywhere the entry network reaches them (a template shared by
+/// several uses counts if any use does).
+fn may_see_markers(graph: &Graph) -> Vec<bool> {
+    let n = graph.nodes.len();
+    // Visited without and with markers around.
+    let mut seen = [vec![false; n], vec![false; n]];
+    let mut stack = vec![(graph.entry, false)];
+    while let Some((node, marked)) = stack.pop() {
+        if std::mem::replace(&mut seen[marked as usize][node as usize], true) {
+            continue;
+        }
+        let inner = marked
+            || match &graph.node(node).kind {
+                NodeKind::Parallel { det, .. }
+                | NodeKind::Star { det, .. }
+                | NodeKind::Split { det, .. }
+                | NodeKind::DynPlace { det, .. } => *det,
+                NodeKind::Feedback { .. } => true,
+                _ => false,
+            };
+        stack.extend(graph.children(node).into_iter().map(|c| (c, inner)));
+    }
+    let [_, marked] = seen;
+    marked
 }
 
 /// Whether `root` or a component inside it places work on a node.
@@ -338,6 +377,96 @@ mod tests {
             input: Type::default(),
             output: Type::default(),
         })
+    }
+
+    /// Markers reach exactly what lies inside a deterministic combinator
+    /// or a feedback loop; a template shared by a marked and an unmarked
+    /// use counts as marked.
+    #[test]
+    fn markers_reach_bodies_of_deterministic_combinators_and_loops() {
+        let mut g = Graph {
+            nodes: vec![],
+            boxes: vec![],
+            entry: 0,
+        };
+        let filter = |g: &mut Graph| {
+            node(
+                g,
+                NodeKind::Filter(snet_core::FilterDef {
+                    pattern: snet_core::Variant::empty(),
+                    arms: vec![snet_core::FilterArm {
+                        guard: None,
+                        outputs: vec![Default::default()],
+                    }],
+                }),
+            )
+        };
+        let (a, b, c, d, shared) = (
+            filter(&mut g),
+            filter(&mut g),
+            filter(&mut g),
+            filter(&mut g),
+            filter(&mut g),
+        );
+        let inner = node(
+            &mut g,
+            NodeKind::Feedback {
+                body: c,
+                back: vec![],
+            },
+        );
+        let outer = node(
+            &mut g,
+            NodeKind::Feedback {
+                body: inner,
+                back: vec![],
+            },
+        );
+        let ndpar = node(
+            &mut g,
+            NodeKind::Parallel {
+                branches: vec![a, shared],
+                det: false,
+            },
+        );
+        let dpar = node(
+            &mut g,
+            NodeKind::Parallel {
+                branches: vec![b, shared],
+                det: true,
+            },
+        );
+        let dstar = node(
+            &mut g,
+            NodeKind::Star {
+                body: d,
+                exits: vec![],
+                det: true,
+            },
+        );
+        let s1 = node(&mut g, NodeKind::Serial(ndpar, dpar));
+        let s2 = node(&mut g, NodeKind::Serial(outer, dstar));
+        let entry = node(&mut g, NodeKind::Serial(s1, s2));
+        g.entry = entry;
+        let m = may_see_markers(&g);
+        let want = [
+            (entry, false),
+            (s1, false),
+            (s2, false),
+            (ndpar, false),
+            (a, false),
+            (dpar, false),
+            (b, true),
+            (shared, true),
+            (outer, false),
+            (inner, true),
+            (c, true),
+            (dstar, false),
+            (d, true),
+        ];
+        for (id, marked) in want {
+            assert_eq!(m[id as usize], marked, "node {id}: {:?}", g.node(id).kind);
+        }
     }
 
     #[test]
