@@ -18,7 +18,9 @@ use crate::EngineError;
 pub struct SyncEntity {
     node: NodeId,
     def: Arc<SyncDef>,
-    cell: Cell,
+    /// Boxed: a cell keeps its slots inline, and entity states stay small
+    /// (see `runtime::size_tests`).
+    cell: Box<Cell>,
     next: Arc<Entity>,
 }
 
@@ -114,7 +116,7 @@ impl SyncEntity {
     pub fn new(node: NodeId, def: Arc<SyncDef>, next: Arc<Entity>) -> SyncEntity {
         SyncEntity {
             node,
-            cell: Cell::new(def.patterns.len()),
+            cell: Box::new(Cell::new(def.patterns.len())),
             def,
             next,
         }
