@@ -268,6 +268,10 @@ fn may_see_markers(graph: &Graph) -> Vec<bool> {
     let n = graph.nodes.len();
     // Visited without and with markers around.
     let mut seen = [vec![false; n], vec![false; n]];
+    if graph.entry as usize >= n {
+        // No network (the model checks' scheduler-only nodes).
+        return vec![false; n];
+    }
     let mut stack = vec![(graph.entry, false)];
     while let Some((node, marked)) = stack.pop() {
         if std::mem::replace(&mut seen[marked as usize][node as usize], true) {
