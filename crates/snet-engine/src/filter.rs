@@ -314,6 +314,10 @@ struct Out {
     /// Per item: the position of its label in the pattern (meaningful for
     /// a retag, whose labels are the pattern's).
     slot: SmallVec<[u8; 4]>,
+    /// Per item: it names a pattern label and keeps its value (`<t>`, `f`
+    /// of a pattern label, named once in the outspec): a record changed in
+    /// place keeps that entry as it is.
+    same: SmallVec<[bool; 4]>,
 }
 
 /// The item's label.
@@ -356,7 +360,22 @@ impl Out {
         } else {
             spec.items.len()
         };
+        let same = spec
+            .items
+            .iter()
+            .map(|i| match i {
+                OutItem::Tag {
+                    dst,
+                    value: TagValue::Copy,
+                } => pattern.contains(*dst),
+                OutItem::Field { dst, src } => dst == src && pattern.contains(*dst),
+                OutItem::Tag { .. } => false,
+            })
+            // A label named twice: the last item wins (the general path).
+            .map(|same| same && distinct)
+            .collect();
         Out {
+            same,
             values,
             bump,
             order: distinct.then_some(order),
@@ -534,6 +553,10 @@ impl Filter {
         }
         let mut values: SmallVec<[(Label, Value); 4]> = SmallVec::new();
         for (k, item) in spec.items.iter().enumerate() {
+            if out.same[k] {
+                // The record already has this entry with this value.
+                continue;
+            }
             let v = item_value_fast(item, out.bound[k].as_ref(), rec, exact)?;
             values.push((item_dst(item), v));
         }
