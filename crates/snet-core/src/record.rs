@@ -188,6 +188,30 @@ impl Record {
         Record { entries }
     }
 
+    /// Replaces every entry with `entries`, sorted by label, each label
+    /// once (built where the record is: no second record moved in).
+    #[inline]
+    pub fn refill_sorted(&mut self, entries: impl Iterator<Item = (Label, Value)>) {
+        self.entries.clear();
+        for e in entries {
+            self.entries.push(e);
+        }
+        debug_assert!(self.entries.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    /// Removes `label`'s entry, if any, without handing its value back
+    /// (the entries behind it move down one place).
+    #[inline]
+    pub fn discard(&mut self, label: Label) {
+        if let Ok(i) = self.find(label) {
+            let n = self.entries.len();
+            for j in i..n - 1 {
+                self.entries.swap(j, j + 1);
+            }
+            self.entries.truncate(n - 1);
+        }
+    }
+
     /// Appends an entry known to sort after every present label (builders that go in order).
     #[inline]
     pub fn push_sorted(&mut self, label: Label, value: Value) {

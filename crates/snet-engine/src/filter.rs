@@ -541,27 +541,54 @@ impl Filter {
                 for (k, item) in spec.items.iter().enumerate() {
                     values.push(item_value_fast(item, out.bound[k].as_ref(), rec, exact)?);
                 }
-                let mut r = Record::new();
-                for &k in order {
+                rec.refill_sorted(order.iter().map(|&k| {
                     let k = k as usize;
                     let v = std::mem::replace(&mut values[k], Value::Int(0));
-                    r.push_sorted(item_dst(&spec.items[k]), v);
-                }
-                *rec = r;
+                    (item_dst(&spec.items[k]), v)
+                }));
                 return Some(());
             }
         }
+        if out.order.is_some() {
+            // Each label named once, so the sets may go in any order: tag
+            // values stay integers until they are set, fields are values.
+            let mut ints: SmallVec<[(Label, i64); 4]> = SmallVec::new();
+            let mut fields: SmallVec<[(Label, Value); 2]> = SmallVec::new();
+            for (k, item) in spec.items.iter().enumerate() {
+                if out.same[k] {
+                    // The record already has this entry with this value.
+                    continue;
+                }
+                match item {
+                    OutItem::Tag {
+                        dst,
+                        value: TagValue::Copy,
+                    } => ints.push((*dst, rec.int(*dst).unwrap_or(0))),
+                    OutItem::Tag {
+                        dst,
+                        value: TagValue::Expr(e),
+                    } => ints.push((*dst, eval(e, out.bound[k].as_ref(), rec, exact)?)),
+                    OutItem::Field { dst, src } => fields.push((*dst, rec.get(*src)?.clone())),
+                }
+            }
+            for &l in &out.drop {
+                rec.discard(l);
+            }
+            for (dst, v) in ints {
+                rec.set_int(dst, v);
+            }
+            for (dst, v) in fields {
+                rec.set(dst, v);
+            }
+            return Some(());
+        }
         let mut values: SmallVec<[(Label, Value); 4]> = SmallVec::new();
         for (k, item) in spec.items.iter().enumerate() {
-            if out.same[k] {
-                // The record already has this entry with this value.
-                continue;
-            }
             let v = item_value_fast(item, out.bound[k].as_ref(), rec, exact)?;
             values.push((item_dst(item), v));
         }
         for &l in &out.drop {
-            rec.remove(l);
+            rec.discard(l);
         }
         for (dst, v) in values {
             rec.set(dst, v);
@@ -656,7 +683,8 @@ impl Filter {
                         }
                         let mut vals = SmallVec::new();
                         if tags.values(a, &ints[..n], &mut vals).is_some() {
-                            *rec = tags.build(a, 0, &vals);
+                            let labels = tags.outs[a][0].iter().map(|(l, _)| *l);
+                            rec.refill_sorted(labels.zip(&vals).map(|(l, v)| (l, Value::Int(*v))));
                             return Ok(InPlace::Done);
                         }
                     }
