@@ -316,18 +316,54 @@ net big {
 
 /// `mpirun` with what a test run needs and a user's never does: CI runs as
 /// root, on fewer cores than ranks (`--oversubscribe`), and tests run side
-/// by side (`--bind-to none`, or every run's rank 0 would share core 0).
+/// by side (`--bind-to none`, or every run's rank 0 would share core 0;
+/// and a session directory of its own, see [`ompi_session_base`]).
 /// `tcp`: only the TCP network path (`--mca btl self,tcp`), as on a cluster.
 pub fn mpirun(np: u32, tcp: bool) -> Command {
     let mut c = Command::new("mpirun");
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_orte_tmpdir_base", ompi_session_base())
         .args(["--oversubscribe", "--bind-to", "none", "-np"])
         .arg(np.to_string());
     if tcp {
         c.args(["--mca", "btl", "self,tcp"]);
     }
     c
+}
+
+/// A fresh directory for one `mpirun`'s session files. Open MPI 4 creates
+/// `<base>/ompi.<host>.<uid>` with a check-then-`mkdir` that is not atomic:
+/// two `mpirun`s starting together under the same base can both see it
+/// missing, and the loser fails in `orte_init` (`mkdir ...: File exists`)
+/// before any snet code runs. One base per `mpirun` takes the race away.
+/// The bases live in `snet-ompi-<test pid>/` under the temporary directory;
+/// Open MPI empties each when its job ends, and the first call removes the
+/// trees left by test processes that are gone.
+fn ompi_session_base() -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    let tmp = std::env::temp_dir();
+    SWEEP.call_once(|| {
+        let Ok(dir) = std::fs::read_dir(&tmp) else {
+            return;
+        };
+        for e in dir.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("snet-ompi-")) else {
+                continue;
+            };
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+    let d = tmp
+        .join(format!("snet-ompi-{}", std::process::id()))
+        .join(NEXT.fetch_add(1, Ordering::Relaxed).to_string());
+    std::fs::create_dir_all(&d).expect("session directory for mpirun");
+    d
 }
 
 /// Whether `mpirun` is on the PATH (scripts/setup.sh installs Open MPI).
