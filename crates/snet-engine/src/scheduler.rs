@@ -259,6 +259,58 @@ pub(crate) struct Shared {
     managers_stop: AtomicBool,
 }
 
+/// How a node's input is set up: what [`Shared::new`] needs besides the
+/// runtime and the first tasks.
+struct InputConfig {
+    /// No input comes (nodes other than 0, model checks).
+    closed: bool,
+    /// Records read ahead at the most (at least 1).
+    capacity: usize,
+    limit: Option<crate::InputLimit>,
+    codecs: snet_core::Codecs,
+}
+
+impl Shared {
+    /// One node's scheduler state: `workers` local queues, `initial` in
+    /// worker 0's, nobody asleep, nothing admitted.
+    fn new(
+        rt: Runtime,
+        workers: usize,
+        initial: VecDeque<Task>,
+        entry: Option<Arc<Entity>>,
+        input: InputConfig,
+    ) -> Shared {
+        let distributed = rt.net.distributed();
+        Shared {
+            rt,
+            queues: std::iter::once(initial)
+                .chain((1..workers).map(|_| VecDeque::new()))
+                .map(LocalQueue::new)
+                .collect(),
+            injector: Mutex::new(VecDeque::new()),
+            distributed,
+            sleep: Sleep::new(workers),
+            input: Input {
+                state: Mutex::new(InputState {
+                    records: VecDeque::new(),
+                    closed: input.closed,
+                    error: None,
+                }),
+                space: Condvar::new(),
+                capacity: input.capacity.max(1),
+            },
+            entry,
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+            admitted: AtomicU64::new(0),
+            limit: input.limit,
+            steals: AtomicU64::new(0),
+            codecs: input.codecs,
+            managers_stop: AtomicBool::new(false),
+        }
+    }
+}
+
 /// Boxes reachable from `root`.
 fn used_boxes(graph: &Graph, root: NodeId, seen: &mut [bool], out: &mut Vec<u32>) {
     let mut stack = vec![root];
@@ -331,7 +383,6 @@ pub fn run(
     check_placements(&graph, transport.nodes())?;
 
     let net = Net::new(transport.node(), transport.nodes(), config.inline_fields);
-    let distributed = net.distributed();
     let rt = Runtime::new(
         Program::new(graph.clone()),
         boxes,
@@ -363,33 +414,18 @@ pub fn run(
         }
         None => (None, None, VecDeque::new()),
     };
-    let shared = Shared {
+    let shared = Shared::new(
         rt,
-        queues: std::iter::once(initial)
-            .chain((1..workers).map(|_| VecDeque::new()))
-            .map(LocalQueue::new)
-            .collect(),
-        injector: Mutex::new(VecDeque::new()),
-        distributed,
-        sleep: Sleep::new(workers),
-        input: Input {
-            state: Mutex::new(InputState {
-                records: VecDeque::new(),
-                closed: source.is_none(),
-                error: None,
-            }),
-            space: Condvar::new(),
-            capacity: config.read_ahead.max(1),
-        },
+        workers,
+        initial,
         entry,
-        abort: AtomicBool::new(false),
-        error: Mutex::new(None),
-        admitted: AtomicU64::new(0),
-        limit: config.input_limit.clone(),
-        steals: AtomicU64::new(0),
-        codecs: config.codecs.clone(),
-        managers_stop: AtomicBool::new(false),
-    };
+        InputConfig {
+            closed: source.is_none(),
+            capacity: config.read_ahead,
+            limit: config.input_limit.clone(),
+            codecs: config.codecs.clone(),
+        },
+    );
 
     thread::scope(|s| {
         let sh = &shared;
@@ -401,7 +437,7 @@ pub fn run(
                 .spawn_scoped(s, move || reader_loop(sh, source))
                 .expect("spawn reader thread")
         });
-        let managers = distributed.then(|| {
+        let managers = sh.distributed.then(|| {
             let output = thread::Builder::new()
                 .name(format!("snet-out-{}", sh.rt.node))
                 .spawn_scoped(s, move || guarded(sh, || output_manager(sh, transport)))
@@ -936,38 +972,17 @@ impl Shared {
         workers: usize,
         initial: Vec<(Arc<Entity>, Item)>,
     ) -> Shared {
-        let distributed = rt.net.distributed();
-        let initial: VecDeque<Task> = initial
+        let initial = initial
             .into_iter()
             .map(|(ent, item)| Task { ent, item })
             .collect();
-        Shared {
-            rt,
-            queues: std::iter::once(initial)
-                .chain((1..workers).map(|_| VecDeque::new()))
-                .map(LocalQueue::new)
-                .collect(),
-            injector: Mutex::new(VecDeque::new()),
-            distributed,
-            sleep: Sleep::new(workers),
-            input: Input {
-                state: Mutex::new(InputState {
-                    records: VecDeque::new(),
-                    closed: true,
-                    error: None,
-                }),
-                space: Condvar::new(),
-                capacity: 1,
-            },
-            entry: None,
-            abort: AtomicBool::new(false),
-            error: Mutex::new(None),
-            admitted: AtomicU64::new(0),
+        let input = InputConfig {
+            closed: true,
+            capacity: 1,
             limit: None,
-            steals: AtomicU64::new(0),
             codecs: snet_core::Codecs::default(),
-            managers_stop: AtomicBool::new(false),
-        }
+        };
+        Shared::new(rt, workers, initial, None, input)
     }
 
     /// What `run` does once the workers are done: the output manager stops
