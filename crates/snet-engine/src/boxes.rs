@@ -65,9 +65,11 @@
 //!    and completes `s` with the list of outputs.
 //! 3. Completing `s` locks the reorder buffer, stores the list under `s`,
 //!    and while the list of `next_seq` is present sends its items to the
-//!    box's successor and advances `next_seq` — all under the lock, so the
-//!    successor's inbox receives the outputs of `0, 1, 2, ...` in order and
-//!    a marker stays behind the outputs of every earlier record.
+//!    box's successor and advances `next_seq` — all under the lock (sends
+//!    the worker held back, see `Ctx::hold_sends`, are flushed before it is
+//!    released), so the successor's inbox receives the outputs of `0, 1,
+//!    2, ...` in order and a marker stays behind the outputs of every
+//!    earlier record.
 //!
 //! Lock order: reorder lock, then (inside `Ctx::send`) an inbox lock; an
 //! inbox lock is never held while taking another lock, so this cannot
@@ -149,6 +151,9 @@ impl Reorder {
             }
             st.next_seq += 1;
         }
+        // The successor's stream has several senders (the lanes' workers):
+        // what this one held back must reach the inbox before the lock goes.
+        ctx.flush_sends();
     }
 }
 

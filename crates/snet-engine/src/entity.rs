@@ -250,6 +250,26 @@ impl Entity {
         }
     }
 
+    /// Step 1 for several items from one sender, in order, under one lock
+    /// (`items` is left empty). Returns the first item when the caller now
+    /// holds the licence, and how many items were queued.
+    pub fn offer_many(&self, items: &mut Vec<Item>) -> (Option<Item>, usize) {
+        let mut inbox = lock(&self.inbox);
+        let mut items = items.drain(..);
+        let first = if inbox.scheduled {
+            None
+        } else {
+            debug_assert!(inbox.items.is_empty());
+            inbox.scheduled = true;
+            items.next()
+        };
+        let before = inbox.items.len();
+        inbox.items.extend(items);
+        let len = inbox.items.len();
+        self.backlog.store(len, Ordering::Relaxed);
+        (first, len - before)
+    }
+
     /// Step 2: the next item, or `None` after releasing the licence.
     pub fn next_or_release(&self) -> Option<Item> {
         let mut inbox = lock(&self.inbox);

@@ -130,6 +130,15 @@ pub struct Ctx<'a> {
     /// Items this thread queued minus items it took, not yet added to
     /// [`Runtime::queued`].
     queued: isize,
+    /// Sends are held back and coalesced (see [`Ctx::hold_sends`]).
+    holding: bool,
+    /// While holding: the destination of the held items.
+    held_to: Option<Arc<Entity>>,
+    /// While holding: items for `held_to`, in the order they were sent.
+    held: Vec<Item>,
+    /// While holding: the address of the entity the last item was offered
+    /// to directly (compared, never dereferenced; 0: none).
+    last_to: usize,
 }
 
 impl<'a> Ctx<'a> {
@@ -141,6 +150,10 @@ impl<'a> Ctx<'a> {
             yielded: false,
             error: None,
             queued: 0,
+            holding: false,
+            held_to: None,
+            held: Vec::new(),
+            last_to: 0,
         }
     }
 
@@ -201,10 +214,70 @@ impl<'a> Ctx<'a> {
             }
             return;
         }
+        if self.holding {
+            let addr = Arc::as_ptr(to) as usize;
+            match &self.held_to {
+                Some(held) if Arc::ptr_eq(held, to) => {
+                    self.held.push(item);
+                    return;
+                }
+                Some(_) => self.flush_sends(),
+                None if addr == self.last_to => {
+                    // The second item in a row for one entity: hold it and
+                    // what follows, and offer them together.
+                    self.held_to = Some(to.clone());
+                    self.held.push(item);
+                    return;
+                }
+                None => {}
+            }
+            self.last_to = addr;
+        }
         match to.offer(item) {
             crate::entity::Offer::Licensed(item) => self.ready.push((to.clone(), item)),
             crate::entity::Offer::Queued => self.count_queued(1),
         }
+    }
+
+    /// From now on, runs of sends to one entity are coalesced: the first
+    /// item of a run is offered at once, the rest are held and offered
+    /// together (one lock) by [`Ctx::flush_sends`], or before the next
+    /// send to another entity. Every item is still offered in the order it
+    /// was sent, only some later: a legal schedule of a slower sender.
+    ///
+    /// The licence holder that holds sends must flush them before it gives
+    /// up (or may give up) its licence, or another worker could run its
+    /// entity and send newer items ahead of the held ones.
+    pub fn hold_sends(&mut self) {
+        debug_assert!(self.held.is_empty());
+        self.holding = true;
+        self.last_to = 0;
+    }
+
+    /// Offers the held items, and stops holding.
+    pub fn release_sends(&mut self) {
+        self.flush_sends();
+        self.holding = false;
+    }
+
+    /// Offers the held items now (a no-op when none are held).
+    pub fn flush_sends(&mut self) {
+        self.last_to = 0;
+        let Some(to) = self.held_to.take() else {
+            return;
+        };
+        let (first, queued) = to.offer_many(&mut self.held);
+        self.count_queued(queued as isize);
+        if let Some(item) = first {
+            self.ready.push((to, item));
+        }
+    }
+
+    /// Drops the held items (the run is failing) and stops holding.
+    pub fn drop_held_sends(&mut self) {
+        self.held_to = None;
+        self.held.clear();
+        self.holding = false;
     }
 
     /// Sends the start-up items of the instances `instantiate` created.

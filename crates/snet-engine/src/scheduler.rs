@@ -818,14 +818,21 @@ impl Shared {
         debug_assert!(taken.is_empty());
         let Task { ent, mut item } = task;
         let mut done = 0;
+        // Runs of sends to one entity go out together (one lock for many
+        // items: the star's leaves to the next synchrocell, a batch of
+        // records to the output). Held sends are flushed before every step
+        // that may give up `ent`'s licence, so `ent`'s outputs stay in order.
+        ctx.hold_sends();
         loop {
             if let Err(e) = process(&ent, item, ctx) {
+                ctx.drop_held_sends();
                 taken.clear();
                 self.fail(e);
                 return None;
             }
             done += 1;
             if ctx.take_yielded() {
+                ctx.release_sends();
                 // The entity suspended its work: it keeps its licence and
                 // goes on (with `Wake`, then what it had taken) after the
                 // entities it fed, which this worker runs next.
@@ -860,6 +867,7 @@ impl Shared {
             if let Some(next) = taken.pop_front() {
                 item = next;
             } else if done >= BATCH {
+                ctx.release_sends();
                 match ent.next_or_release() {
                     None => break,
                     Some(next) => {
@@ -873,6 +881,7 @@ impl Shared {
                     }
                 }
             } else {
+                ctx.flush_sends();
                 let n = ent.take_or_release(taken, BATCH - done);
                 if n == 0 {
                     break;
@@ -884,6 +893,8 @@ impl Shared {
                 self.queue_ready(ctx, me);
             }
         }
+        // Flushed before `take_or_release` gave the licence up.
+        ctx.release_sends();
         let next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
         self.queue_ready(ctx, me);
         ctx.flush_queued();

@@ -24,8 +24,12 @@
 //! licence, gives back what it took (`Entity::unread`, as when the entity
 //! yields), then goes on: the same three properties must hold.
 //!
+//! The pairs variant offers two items at a time with `Entity::offer_many`
+//! (as a worker flushes the sends it held back, `Ctx::flush_sends`).
+//!
 //! Sizes: two senders with three items each; three senders with two items
-//! each; bulk: two senders with three items each. Preemption bound 3.
+//! each; bulk: two senders with three items each; pairs: two senders with
+//! four items each. Preemption bound 3.
 //!
 //! Run: `LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
 //! cargo test --release -q -p snet-engine --lib loom_tests::licence` (add
@@ -64,9 +68,29 @@ fn item(sender: u64, seq: u64) -> Item {
 
 /// Offers one item; if that yields the licence, processes until release.
 fn offer_and_run(ent: &Entity, owned: &Owned, sender: u64, seq: u64) {
-    let Offer::Licensed(mut it) = ent.offer(item(sender, seq)) else {
+    if let Offer::Licensed(it) = ent.offer(item(sender, seq)) {
+        run_licensed(ent, owned, it);
+    }
+}
+
+/// Offers items in pairs with `Entity::offer_many` (as `Ctx::flush_sends`
+/// offers a run of held sends): the even item and the next one together;
+/// if that yields the licence, processes until release.
+fn offer_pairs_and_run(ent: &Entity, owned: &Owned, sender: u64, seq: u64) {
+    if seq % 2 == 1 {
         return;
-    };
+    }
+    let mut pair = vec![item(sender, seq), item(sender, seq + 1)];
+    let (first, queued) = ent.offer_many(&mut pair);
+    assert!(pair.is_empty(), "offer_many leaves nothing behind");
+    assert_eq!(queued, 2 - usize::from(first.is_some()));
+    if let Some(it) = first {
+        run_licensed(ent, owned, it);
+    }
+}
+
+/// Processes `it`, then what `next_or_release` hands over, until release.
+fn run_licensed(ent: &Entity, owned: &Owned, mut it: Item) {
     loop {
         assert_eq!(
             owned.inside.fetch_add(1, Ordering::SeqCst),
@@ -184,4 +208,9 @@ fn licence_three_senders_two_items() {
 #[test]
 fn licence_bulk_two_senders_three_items() {
     licence_model_with(2, 3, offer_and_run_bulk);
+}
+
+#[test]
+fn licence_pairs_two_senders_four_items() {
+    licence_model_with(2, 4, offer_pairs_and_run);
 }
