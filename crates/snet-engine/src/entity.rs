@@ -292,6 +292,11 @@ impl Entity {
         let n = inbox.items.len().min(max.max(1));
         if n == 0 {
             Self::release(&mut inbox);
+        } else if n == inbox.items.len() && out.is_empty() {
+            // All of it: trade buffers instead of moving every item (the
+            // inbox gets `out`'s empty one).
+            std::mem::swap(&mut inbox.items, out);
+            self.backlog.store(0, Ordering::Relaxed);
         } else {
             out.extend(inbox.items.drain(..n));
             self.backlog.store(inbox.items.len(), Ordering::Relaxed);
