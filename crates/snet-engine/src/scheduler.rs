@@ -23,7 +23,12 @@
 //! *Running a task.* The worker processes the entity's items until its inbox
 //! is empty (then the licence is released), at most [`BATCH`] items before it
 //! requeues the entity. Entities it obtained licences for while processing
-//! are queued locally, except the last, which it runs next.
+//! are queued locally, except the last, which it runs next. Meanwhile its
+//! runs of sends to one entity are held and offered together
+//! ([`Ctx::hold_sends`]); they are flushed before every step that may give
+//! up the licence (taking from the inbox, requeueing, yielding), so the
+//! entity's outputs keep their order, and a worker never leaves a task
+//! (let alone sleeps) with items held.
 //!
 //! *Sleeping* ([`Sleep`]). A worker about to sleep takes the sleep lock,
 //! increments `sleeping`, and re-checks for work under the lock. Anyone who
