@@ -25,6 +25,7 @@
 //! over the buffered bytes first (`fast.rs`, ~7x fewer instructions); it
 //! leaves anything unusual, and every error, to quick-xml.
 
+pub mod background;
 pub mod codec;
 pub mod compare;
 pub mod error;
@@ -33,6 +34,7 @@ pub mod position;
 pub mod reader;
 pub mod writer;
 
+pub use background::BackgroundWriter;
 pub use codec::{FieldTextError, TextCodec, TextCodecs};
 pub use compare::{canonical, equivalent_multiset, field_string, read_all, read_all_verbatim};
 pub use error::{ReadError, ReadErrorKind};

@@ -11,7 +11,7 @@
 
 use std::ffi::{c_char, c_int, CStr};
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{self, BufReader, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +22,7 @@ use c4snet::{BoxEntry, C4SNet};
 use snet_engine::{
     Config, EngineError, InputLimit, LanguageInterface, SingleNode, Sink, Source, SourceError,
 };
-use snet_io::{Item, RecordReader, RecordWriter};
+use snet_io::{BackgroundWriter, Item, RecordReader, RecordWriter};
 
 pub mod iobench;
 pub mod pingpong;
@@ -454,13 +454,17 @@ fn open_streams(opts: &RunOptions) -> Result<Streams, OpenError> {
             Err(e) => return Err(OpenError(format!("cannot open input {}: {e}", p.display()))),
         },
     };
-    let sink: Box<dyn Sink> = match &opts.output {
-        None => Box::new(WriterSink(writer(BufWriter::with_capacity(
-            1 << 16,
-            io::stdout(),
-        )))),
+    // The output's `write` calls run on a thread of their own (beside the
+    // workers, which only format records into its chunks).
+    let background = |out: Box<dyn Write + Send>| {
+        BackgroundWriter::new(out, "snet-writer")
+            .map(|w| Box::new(WriterSink(writer(w))) as Box<dyn Sink>)
+            .map_err(|e| OpenError(format!("cannot start the output thread: {e}")))
+    };
+    let sink = match &opts.output {
+        None => background(Box::new(io::stdout()))?,
         Some(p) => match File::create(p) {
-            Ok(f) => Box::new(WriterSink(writer(BufWriter::with_capacity(1 << 16, f)))),
+            Ok(f) => background(Box::new(f))?,
             Err(e) => {
                 return Err(OpenError(format!(
                     "cannot create output {}: {e}",
