@@ -14,7 +14,9 @@
 //!    which are downstream of it, i.e. nearer the network's output — FRONT's
 //!    front-first preference);
 //! 3. a new input record, if admission allows (only an idle worker admits,
-//!    so input enters no faster than the network drains it);
+//!    and only while the entry's inbox holds less than a batch and the
+//!    node's inboxes fewer than [`ADMIT_QUEUED_MAX`] items, so input enters
+//!    no faster than the network drains it);
 //! 4. the newer half of another worker's queue (stealing from the victim's
 //!    front, as FRONT does; thieves serialise on the victim's queue lock, so
 //!    at most one thief per victim at a time);
@@ -600,6 +602,10 @@ const READ_BATCH: usize = 64;
 /// Records an admitting worker takes from the read-ahead buffer at once, at
 /// most.
 const ADMIT_BATCH: usize = 16;
+/// Idle workers admit input only while fewer items than this wait in the
+/// node's inboxes (roughly: see [`Ctx::queued`]); when every worker is
+/// idle no item waits, so input is always admitted then.
+const ADMIT_QUEUED_MAX: isize = 1024;
 
 /// The reader thread: parses records and hands them to the workers through
 /// the read-ahead buffer. Records that have already arrived (the source
@@ -701,7 +707,10 @@ impl Shared {
         // The entry still has a batch to work through: more input would
         // only queue behind it (and another worker taking it would only
         // contend with the entry's licence holder for its inbox).
-        if !force && entry.backlog() >= ADMIT_BATCH {
+        // The node's inboxes hold enough already: the input waits until
+        // the network drains (this bounds the records in flight, so a slow
+        // output stage does not let the whole input pile up in front of it).
+        if !force && (entry.backlog() >= ADMIT_BATCH || ctx.queued() >= ADMIT_QUEUED_MAX) {
             return None;
         }
         let mut st = lock(&self.input.state);
