@@ -75,12 +75,11 @@ impl BackgroundWriter {
     }
 
     fn send(&self, msg: Msg) -> io::Result<()> {
-        let gone = || io::Error::other("the output thread has stopped");
         self.to_thread
             .as_ref()
-            .ok_or_else(gone)?
+            .ok_or_else(stopped)?
             .send(msg)
-            .map_err(|_| self.error().unwrap_or_else(gone))
+            .map_err(|_| self.error().unwrap_or_else(stopped))
     }
 
     /// Hands the buffered bytes to the thread (if any).
@@ -126,7 +125,7 @@ impl Write for BackgroundWriter {
         match self.error() {
             Some(e) => Err(e),
             None if answered => Ok(()),
-            None => Err(io::Error::other("the output thread has stopped")),
+            None => Err(stopped()),
         }
     }
 }
@@ -141,6 +140,12 @@ impl Drop for BackgroundWriter {
             let _ = t.join();
         }
     }
+}
+
+/// The error of a call made after the thread ended without an error of
+/// the inner writer (it panicked).
+fn stopped() -> io::Error {
+    io::Error::other("the output thread has stopped")
 }
 
 fn write_loop<W: Write>(
