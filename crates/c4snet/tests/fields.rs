@@ -46,6 +46,7 @@ fn resolve(name: &str, call: BoxFn) -> Arc<dyn BoxImpl> {
     lang.resolve(&BoxDef {
         name: name.into(),
         inputs: vec![Label::field("x")],
+        init: false,
         outputs: vec![vec![Label::field("y")]],
         interface: "C4SNet".into(),
         code: None,

@@ -174,6 +174,10 @@ pub struct BoxDef {
     pub name: String,
     /// Input labels in signature (argument) order.
     pub inputs: Vec<Label>,
+    /// No input list at all (`box init(-> (A));`): an initialiser. A box
+    /// with an empty input list (`box t(() -> (A));`) is not one: it takes
+    /// every record, and all its labels flow past it.
+    pub init: bool,
     /// Output variants in signature order (variant k is `outputs[k-1]`), labels in argument order.
     pub outputs: Vec<Vec<Label>>,
     /// Box-language interface from metadata (`C4SNet` by default).
@@ -201,7 +205,7 @@ pub struct BoxCode {
 impl BoxDef {
     /// An initialiser: `box init(-> (A));`, called once at network start.
     pub fn is_init(&self) -> bool {
-        self.inputs.is_empty()
+        self.init
     }
 
     pub fn input_variant(&self) -> Variant {

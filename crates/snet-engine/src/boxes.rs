@@ -8,7 +8,10 @@
 //!
 //! # Initialiser boxes
 //!
-//! A box with no input labels (`box init(-> (A));`) is an *initialiser*. Its
+//! A box with no input list at all (`box init(-> (A));`,
+//! [`snet_core::BoxDef::is_init`]) is an *initialiser*. (A box with an empty
+//! input list, `box t(() -> (A));`, is not: it is called once per record it
+//! receives, and every label of that record flows past it.) Its
 //! entity is called once with the empty record when the instance holding it
 //! starts ([`crate::instantiate::instantiate`] queues that call in
 //! `Ctx::startup`, and whoever created the instance sends it at once):

@@ -699,6 +699,7 @@ mod tests {
         let def = BoxDef {
             name: "f".into(),
             inputs: vec![],
+            init: false,
             outputs: vec![],
             interface: "SAC".into(),
             loc: loc().unwrap(),

@@ -488,6 +488,7 @@ mod tests {
         for (name, inputs) in [("init", vec![]), ("work", vec![snet_core::Label::tag("x")])] {
             let def = BoxDef {
                 name: name.into(),
+                init: inputs.is_empty(),
                 inputs,
                 outputs: vec![vec![]],
                 interface: "C4SNet".into(),

@@ -729,6 +729,7 @@ impl B {
         self.g.boxes.push(BoxDef {
             name: name.into(),
             inputs: vec![],
+            init: true,
             outputs: vec![vec![label]],
             interface: "Rust".into(),
             loc: loc(),

@@ -169,6 +169,7 @@ fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
         boxes: vec![BoxDef {
             name: "look".into(),
             inputs: vec![x],
+            init: false,
             outputs: vec![vec![x]],
             interface: "Blob".into(),
             code: None,

@@ -133,6 +133,7 @@ impl Lower<'_, '_> {
         self.graph.boxes.push(BoxDef {
             name: info.name.clone(),
             inputs: info.inputs.clone(),
+            init: info.init,
             outputs: info.outputs.clone(),
             interface: info.interface.clone(),
             code,
