@@ -12,8 +12,15 @@
 //! case and shown in the trial's name), once with every field sent by
 //! reference (`--inline-fields 0`):
 //! placement must change no output, order included where it is
-//! deterministic. A `nodes` file restricts the node counts (e.g. `1 2` for a
-//! case about a missing node, `4` for a case that places on node 3).
+//! deterministic. A `nodes` file restricts the node counts of the
+//! distributed runs (e.g. `2` for a case about a missing node, `4` for a
+//! case that places on node 3); one-node runs always happen, since one node
+//! runs every placement (on node 0, as if the program had none). There a
+//! case's `expected-1node.xml`, if present, replaces `expected-error.txt`
+//! (a placement on a node that does not exist is an error only with two or
+//! more nodes), and `warning-1node.txt` holds a substring that the one-node
+//! run's standard error must contain exactly once (one warning per run,
+//! not per record) and that distributed runs must not print.
 //! `SNET_SEEDS=N` adds N-1 more random placements per case (the property
 //! test over more seeds). `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
@@ -259,8 +266,17 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
         None
     };
     let input = dir.join("input.xml");
-    let expected_err = std::fs::read_to_string(dir.join("expected-error.txt")).ok();
-    let expected = std::fs::read(dir.join("expected.xml")).ok();
+    let one_node = setup.nodes == 1;
+    let expected_1node = std::fs::read(dir.join("expected-1node.xml"))
+        .ok()
+        .filter(|_| one_node);
+    let expected_err = std::fs::read_to_string(dir.join("expected-error.txt"))
+        .ok()
+        .filter(|_| expected_1node.is_none());
+    let expected = expected_1node.or_else(|| std::fs::read(dir.join("expected.xml")).ok());
+    let warning = std::fs::read_to_string(dir.join("warning-1node.txt"))
+        .ok()
+        .map(|w| w.trim().to_string());
     let ordered = dir.join("ordered").exists();
     // One argument per line (see the module docs).
     let extra_args: Vec<String> = std::fs::read_to_string(dir.join("args"))
@@ -316,6 +332,24 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
         }
         if !out.status.success() {
             return Err(format!("run failed ({}):\n{stderr}", out.status).into());
+        }
+        if let Some(w) = &warning {
+            let times = stderr.matches(w.as_str()).count();
+            match (one_node, times) {
+                (true, 1) | (false, 0) => {}
+                (true, n) => {
+                    return Err(format!(
+                        "the one-node warning {w:?} should appear once, not {n} times:\n{stderr}"
+                    )
+                    .into())
+                }
+                (false, _) => {
+                    return Err(format!(
+                        "a distributed run printed the one-node warning:\n{stderr}"
+                    )
+                    .into())
+                }
+            }
         }
         let got = read_items(&out.stdout, "output")?;
         if !matches!(got.last(), Some(snet_io::Item::Terminate)) {
@@ -540,7 +574,7 @@ fn main() {
             let allowed = allowed_nodes(&case);
             for setup in setups
                 .into_iter()
-                .filter(|s| allowed.as_ref().is_none_or(|a| a.contains(&s.nodes)))
+                .filter(|s| s.nodes == 1 || allowed.as_ref().is_none_or(|a| a.contains(&s.nodes)))
                 .filter(|s| !only_mpi || s.mpi.is_some())
                 .filter(|s| !only_shm || s.shm.is_some())
             {

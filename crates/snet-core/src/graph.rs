@@ -306,6 +306,14 @@ pub struct Graph {
     pub entry: NodeId,
 }
 
+/// A placement combinator as written, and where: see [`Graph::on_one_node`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// `@ 1`, `!@ <node>` or `!!@ <node>`.
+    pub what: String,
+    pub loc: Loc,
+}
+
 impl Graph {
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id as usize]
@@ -375,6 +383,49 @@ impl Graph {
         }
         map(&mut g.entry);
         g
+    }
+
+    /// The graph a one-node run executes, as the original non-distributed
+    /// runtime runs a program written for several nodes: every static
+    /// placement `A @ k` runs on node 0, and every dynamic placement
+    /// `A !@ <t>` / `A !!@ <t>` becomes the split `A ! <t>` / `A !! <t>`
+    /// (one replica per tag value, all on node 0; no value is out of range).
+    /// `None` if nothing reachable from the entry is placed; otherwise the
+    /// new graph and the placement that comes first in the program text
+    /// (for the run's one warning).
+    pub fn on_one_node(&self) -> Option<(Graph, Placement)> {
+        let mut g = self.clone();
+        let mut first: Option<Placement> = None;
+        let mut seen = vec![false; self.nodes.len()];
+        let mut stack = vec![self.entry];
+        while let Some(id) = stack.pop() {
+            if std::mem::replace(&mut seen[id as usize], true) {
+                continue;
+            }
+            stack.extend(self.children(id));
+            let node = &mut g.nodes[id as usize];
+            let what = match &node.kind {
+                NodeKind::Place { node: at, .. } => format!("@ {at}"),
+                NodeKind::DynPlace { tag, det, .. } => {
+                    format!("{}@ {tag}", if *det { "!!" } else { "!" })
+                }
+                _ => continue,
+            };
+            node.kind = match node.kind.clone() {
+                NodeKind::Place { body, .. } => NodeKind::Place { body, node: 0 },
+                NodeKind::DynPlace { body, tag, det } => NodeKind::Split { body, tag, det },
+                k => k,
+            };
+            let key = |p: &Placement| (p.loc.file.clone(), p.loc.line, p.loc.col);
+            let here = Placement {
+                what,
+                loc: node.loc.clone(),
+            };
+            if first.as_ref().is_none_or(|f| key(&here) < key(f)) {
+                first = Some(here);
+            }
+        }
+        first.map(|f| (g, f))
     }
 
     /// Direct children of a node, in order.

@@ -103,6 +103,14 @@ pub struct Config {
     /// Fields of at most this many encoded bytes travel inline with their
     /// record to another node; larger ones by reference (fetched on demand).
     pub inline_fields: usize,
+    /// Where the run's warnings go (one line each, without `warning: `);
+    /// by default to standard error.
+    pub warn: fn(&str),
+}
+
+/// The default of [`Config::warn`]: `warning: MESSAGE` on standard error.
+pub fn warn_to_stderr(message: &str) {
+    eprintln!("warning: {message}");
 }
 
 impl Default for Config {
@@ -117,6 +125,7 @@ impl Default for Config {
             fast_exit: false,
             codecs: snet_core::Codecs::default(),
             inline_fields: DEFAULT_INLINE_FIELDS,
+            warn: warn_to_stderr,
         }
     }
 }

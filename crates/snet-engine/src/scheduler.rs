@@ -387,6 +387,20 @@ pub fn run(
     if !missing.is_empty() {
         return Err(EngineError::Setup(missing));
     }
+    // One node runs every placement, as the original non-distributed
+    // runtime does (distributed.md): the program is run as if unplaced.
+    let graph = match graph.on_one_node().filter(|_| transport.nodes() == 1) {
+        Some((g, first)) => {
+            if transport.node() == 0 {
+                (config.warn)(&format!(
+                    "{}: placement `{}` ignored: this run has one node, so every placement runs on node 0",
+                    first.loc, first.what
+                ));
+            }
+            Arc::new(g)
+        }
+        None => graph,
+    };
     check_placements(&graph, transport.nodes())?;
 
     let net = Net::new(transport.node(), transport.nodes(), config.inline_fields);

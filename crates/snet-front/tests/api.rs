@@ -212,3 +212,50 @@ fn graph_command_draws_clusters_and_filters() {
     let (_, _, code) = graph_command(&temp("gb.snet", "net n connect nope;"), None, false);
     assert_eq!(code, 1);
 }
+
+/// One node runs every placement (`Graph::on_one_node`): `@ k` on node 0,
+/// `!@` / `!!@` as the splits `!` / `!!`; the first placement in the text
+/// is the one the warning names; only a box without an input list is an
+/// initialiser.
+#[test]
+fn one_node_runs_every_placement_and_empty_input_lists_are_not_initialisers() {
+    let src = "net p {
+  box i( -> (<s>));
+  box t(() -> (<time>));
+}
+connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -> {<w>}] !@ <m>);";
+    let c = compile("p.snet", src, None);
+    assert!(
+        c.diagnostics.iter().all(|d| !d.is_error()),
+        "{:?}",
+        c.diagnostics
+    );
+    let g = c.graph.expect("graph");
+    let (one, first) = g.on_one_node().expect("the program has placements");
+    assert_eq!(first.what, "!!@ <n>");
+    assert_eq!((first.loc.line, first.loc.col), (5, 35), "the `!!@`");
+    for n in &one.nodes {
+        match &n.kind {
+            NodeKind::Place { node, .. } => assert_eq!(*node, 0),
+            NodeKind::DynPlace { .. } => panic!("a dynamic placement is left"),
+            _ => {}
+        }
+    }
+    let splits: Vec<bool> = one
+        .nodes
+        .iter()
+        .filter_map(|n| match n.kind {
+            NodeKind::Split { det, .. } => Some(det),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(splits.len(), 2);
+    assert!(splits.contains(&true) && splits.contains(&false));
+    // Nothing placed: nothing to do.
+    let plain = compile("q.snet", "net q connect [{<x>} -> {<y=x>}];", None);
+    assert!(plain.graph.expect("graph").on_one_node().is_none());
+    // `box i( -> ...)` is an initialiser, `box t(() -> ...)` is not.
+    let by_name = |name: &str| g.boxes.iter().find(|b| b.name == name).expect("box");
+    assert!(by_name("i").is_init());
+    assert!(!by_name("t").is_init());
+}

@@ -135,13 +135,18 @@ def output_xml(recs):
 
 
 def case(name, prog, inp, expected=None, ordered=False, error=None, nodes=None, notes=None,
-         readme=None):
+         readme=None, one_node=None, warning=None):
     """inp: list of records or raw XML text; expected: list of records;
-    nodes: the node counts the case may run with (the `nodes` file);
+    nodes: the node counts the distributed runs may use (the `nodes` file;
+    one-node runs always happen: one node ignores placements);
+    one_node: for an error case, the records of a one-node run
+    (`expected-1node.xml`); warning: the one-node run's warning
+    (`warning-1node.txt`);
     readme: (check, covers) for the suite README table."""
     assert (expected is None) != (error is None)
     CASES.append(dict(name=name, prog=prog.strip('\n') + '\n', inp=inp, expected=expected,
-                      ordered=ordered, error=error, nodes=nodes, notes=notes, readme=readme))
+                      ordered=ordered, error=error, nodes=nodes, notes=notes, readme=readme,
+                      one_node=one_node, warning=warning))
 
 
 def chars(s):
@@ -1005,10 +1010,13 @@ case('err-static-node9', '''
 // Static placement to node 9: no run of this corpus has it (1, 2 or 4
 // nodes).  The error must come before any record is read.
 net far connect [{<x>} -> {<x>, <y=1>}] .. ([{<x>} -> {<x=x+1>}] @ 9);
-''', IN_OK, error='@ 9', nodes=[1, 2, 4],
-     notes='`@ 9` with 1, 2 or 4 nodes is a placement error reported before any record is read, naming the '
-           'placement (and its source location, not checked here: the message format is the engine\'s).',
-     readme=('error `@ 9`', 'static placement to a node the run lacks (1, 2, 4 nodes)'))
+''', IN_OK, error='@ 9', nodes=[2, 4],
+     one_node=[R(x=r[('t', 'x')] + 1, y=1) for r in IN_OK],
+     warning='prog.snet:3:66: placement `@ 9` ignored: this run has one node',
+     notes='`@ 9` with 2 or 4 nodes is a placement error reported before any record is read, naming the '
+           'placement (and its source location, not checked here: the message format is the engine\'s). '
+           'One node runs every placement on node 0: there the program runs as if unplaced, with one warning.',
+     readme=('error `@ 9`', 'static placement to a node the run lacks (2, 4 nodes; one node: ignored)'))
 
 raw = (PROLOG + '\n<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet">'
        '<tag label="x">1</tag>\n<record type="terminate" />\n')
@@ -1017,10 +1025,11 @@ case('err-static-before-input', '''
 // with malformed input: the placement error comes first, before any
 // record is read (distributed.md section 1).
 net farbranch connect [{<x>} -> {<x>}] | ([{<never>} -> {<never>}] @ 5);
-''', raw, error='prog.snet:4:68', nodes=[1, 2, 4],
+''', raw, error='prog.snet:4:68', nodes=[2, 4],
      notes='The input is malformed (unclosed record), but the placement is checked before reading any '
            'record, and also where no record goes: the error is the placement\'s and names its source '
-           'location, prog.snet line 4, column 68 (the `@` of `@ 5`), not a position in the input.',
+           'location, prog.snet line 4, column 68 (the `@` of `@ 5`), not a position in the input. (On one '
+           'node the placement is ignored with a warning naming the same place; the input error follows.)',
      readme=('error `prog.snet:4:68`', '`@ 5` in an unreached branch, malformed input: placement error first'))
 
 ins = [R(node=0, x=1), R(node=0, x=2), R(node=7, x=3), R(node=0, x=4)]
@@ -1028,7 +1037,9 @@ case('err-dyn-node7', '''
 // Dynamic placement to node 7: a runtime error naming the combinator, the
 // tag and the value.
 net dynfar connect [{<x>} -> {<y=x>}] !@ <node>;
-''', ins, error='placement to node 7 (tag <node>)', nodes=[1, 2, 4],
+''', ins, error='placement to node 7 (tag <node>)', nodes=[2, 4],
+     one_node=[R(node=r[('t', 'node')], y=r[('t', 'x')]) for r in ins],
+     warning='placement `!@ <node>` ignored: this run has one node',
      notes='The third record names node 7, which no run has (1, 2 or 4 nodes). The records before it go to '
            'node 0. The message names the dynamic placement, node 7 and the tag <node>.',
      readme=('error `placement to node 7 (tag <node>)`', '`!@ <node>` with node 7'))
@@ -1037,7 +1048,9 @@ ins = [R(node=0, x=1), R(node=-1, x=2), R(node=0, x=4)]
 case('err-dyn-negative', '''
 // Dynamic placement with a negative tag value: no node -1 exists.
 net dynneg connect [{<x>} -> {<y=x>}] !@ <node>;
-''', ins, error='placement to node -1', nodes=[1, 2, 4],
+''', ins, error='placement to node -1', nodes=[2, 4],
+     one_node=[R(node=r[('t', 'node')], y=r[('t', 'x')]) for r in ins],
+     warning='placement `!@ <node>` ignored: this run has one node',
      notes='A node is a non-negative integer; <node> = -1 names no node: a runtime error, not a crash or a '
            'wrap-around to a large unsigned node number.',
      readme=('error `placement to node -1`', '`!@ <node>` with a negative value'))
@@ -1047,7 +1060,9 @@ case('err-dyn-wrap', '''
 // Dynamic placement to node 2^32: a node number must not be truncated to
 // 32 bits (it would wrap round to node 0, which exists).
 net dynwrap connect [{<x>} -> {<y=x>}] !@ <node>;
-''', ins, error='placement to node 4294967296', nodes=[1, 2, 4],
+''', ins, error='placement to node 4294967296', nodes=[2, 4],
+     one_node=[R(node=r[('t', 'node')], y=r[('t', 'x')]) for r in ins],
+     warning='placement `!@ <node>` ignored: this run has one node',
      notes='Tags are 64-bit; <node> = 4294967296 names no node of any run: a runtime error naming the full '
            'value, not a silent run on node 0.',
      readme=('error `placement to node 4294967296`', '`!@ <node>` with node 2^32 (no wrap-around to node 0)'))
@@ -1058,7 +1073,9 @@ case('err-dyn-det-node7', '''
 // Deterministic dynamic placement to node 7, after 50 good records, inside
 // a star: the error is raised where the placement happens, however deep.
 net dyndetfar connect ([{<x>} -> {<x=x-1>}] !!@ <node>) ** {<x>} if <x <= 0>;
-''', ins, error='placement to node 7', nodes=[1, 2, 4],
+''', ins, error='placement to node 7', nodes=[2, 4],
+     one_node=[R(id=r[('t', 'id')], node=r[('t', 'node')], x=0) for r in ins],
+     warning='placement `!!@ <node>` ignored: this run has one node',
      notes='Record 50 (x = 50) reaches the !!@ with node 7 on its first iteration: runtime error; the '
            'earlier records only use node 0.',
      readme=('error `placement to node 7`', '`!!@` to node 7 inside a `**`'))
@@ -1086,6 +1103,12 @@ def write_all():
         else:
             with open(os.path.join(d, 'expected.xml'), 'w') as fh:
                 fh.write(output_xml(c['expected']))
+        if c['one_node'] is not None:
+            with open(os.path.join(d, 'expected-1node.xml'), 'w') as fh:
+                fh.write(output_xml(c['one_node']))
+        if c['warning'] is not None:
+            with open(os.path.join(d, 'warning-1node.txt'), 'w') as fh:
+                fh.write(c['warning'] + '\n')
         if c['ordered']:
             open(os.path.join(d, 'ordered'), 'w').close()
         if c['nodes']:
