@@ -220,7 +220,6 @@ fn graph_command_draws_clusters_and_filters() {
 #[test]
 fn one_node_runs_every_placement_and_empty_input_lists_are_not_initialisers() {
     let src = "net p {
-  box i( -> (<s>));
   box t(() -> (<time>));
 }
 connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -> {<w>}] !@ <m>);";
@@ -233,7 +232,7 @@ connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -
     let g = c.graph.expect("graph");
     let (one, first) = g.on_one_node().expect("the program has placements");
     assert_eq!(first.what, "!!@ <n>");
-    assert_eq!((first.loc.line, first.loc.col), (5, 35), "the `!!@`");
+    assert_eq!((first.loc.line, first.loc.col), (4, 35), "the `!!@`");
     for n in &one.nodes {
         match &n.kind {
             NodeKind::Place { node, .. } => assert_eq!(*node, 0),
@@ -255,7 +254,13 @@ connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -
     let plain = compile("q.snet", "net q connect [{<x>} -> {<y=x>}];", None);
     assert!(plain.graph.expect("graph").on_one_node().is_none());
     // `box i( -> ...)` is an initialiser, `box t(() -> ...)` is not.
-    let by_name = |name: &str| g.boxes.iter().find(|b| b.name == name).expect("box");
-    assert!(by_name("i").is_init());
-    assert!(!by_name("t").is_init());
+    let init = compile(
+        "r.snet",
+        "net r { box i( -> (<x>)); } connect i .. [{<x>} -> {<y=x>}];",
+        None,
+    );
+    let init = init.graph.expect("graph");
+    assert!(init.boxes.iter().all(|b| b.is_init()) && !init.boxes.is_empty());
+    assert!(g.boxes.iter().all(|b| b.name != "t" || !b.is_init()));
+    assert!(g.boxes.iter().any(|b| b.name == "t"));
 }
