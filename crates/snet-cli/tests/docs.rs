@@ -273,7 +273,7 @@ fn script(doc: &str, steps: &[Step]) -> String {
                 let want = if *fails { "a failure" } else { "exit status 0" };
                 let _ = writeln!(
                     s,
-                    "__rc=$?; if [ $__rc {bad} 0 ]; then printf '%s\\n' {} \"$__rc\" >&2; exit 101; fi",
+                    "__rc=$?; if [ $__rc {bad} 0 ]; then printf '%s %s\\n' {} \"$__rc\" >&2; exit 101; fi",
                     quote(&format!("docs-test: FAILED at {at} (wanted {want}): $ {cmd}\ndocs-test: exit status"))
                 );
             }
