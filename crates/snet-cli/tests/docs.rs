@@ -4,9 +4,10 @@
 //! `examples/*/README.md`, this test takes the shell blocks in order and
 //! runs them, one document at a time, in one `bash` in a scratch copy of the
 //! repository's files (`git ls-files`: tracked files and new, not ignored
-//! ones). Every command must exit 0. A second test checks that no Markdown
+//! ones). Every command must exit 0. Another test checks that no Markdown
 //! file outside `tests/` links to `shared/`, a directory a user's clone does
-//! not have.
+//! not have, and that every relative Markdown link names a file. The
+//! conventions for writers are in `docs/writing-docs.md`.
 //!
 //! # Markers
 //!
@@ -71,7 +72,13 @@ fn repo_root() -> PathBuf {
 /// that are not ignored); `None` outside a git checkout.
 fn repo_files(root: &Path) -> Option<Vec<String>> {
     let out = Command::new("git")
-        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
         .current_dir(root)
         .output()
         .ok()?;
@@ -127,9 +134,7 @@ fn parse_marker(line: &str) -> Result<Option<Mark>, String> {
         "skip" => Ok(Some(Mark::Skip)),
         "fails" => Ok(Some(Mark::Fails)),
         "file" if !arg.trim().is_empty() => Ok(Some(Mark::File(arg.trim().to_string()))),
-        _ => Err(format!(
-            "unknown marker `{t}` (skip, fails, or file PATH)"
-        )),
+        _ => Err(format!("unknown marker `{t}` (skip, fails, or file PATH)")),
     }
 }
 
@@ -140,9 +145,11 @@ fn looks_like_command(line: &str) -> bool {
         return false;
     };
     let rest = rest.trim_start();
-    ["snet ", "./", "../", "mpirun ", "cc ", "cd ", "cargo ", "scripts/"]
-        .iter()
-        .any(|p| rest.starts_with(p))
+    [
+        "snet ", "./", "../", "mpirun ", "cc ", "cd ", "cargo ", "scripts/",
+    ]
+    .iter()
+    .any(|p| rest.starts_with(p))
 }
 
 /// The steps of one Markdown document, or the problems with its markers.
@@ -177,7 +184,11 @@ fn steps(doc: &str) -> Result<Vec<Step>, Vec<String>> {
                         text.push_str(l);
                         text.push('\n');
                     }
-                    out.push(Step::File { line: n, path, text });
+                    out.push(Step::File {
+                        line: n,
+                        path,
+                        text,
+                    });
                 }
                 Some((_, Mark::Skip)) if info == "sh" => {}
                 Some((ml, m)) if info != "sh" => errors.push(format!(
@@ -214,7 +225,9 @@ fn steps(doc: &str) -> Result<Vec<Step>, Vec<String>> {
                         }
                     }
                     if let Some((s, _)) = pending {
-                        errors.push(format!("line {s}: the block ends inside a `\\` continuation"));
+                        errors.push(format!(
+                            "line {s}: the block ends inside a `\\` continuation"
+                        ));
                     }
                 }
             }
@@ -267,7 +280,11 @@ fn script(doc: &str, steps: &[Step]) -> String {
         match step {
             Step::Run { line, cmd, fails } => {
                 let at = format!("{doc}:{line}");
-                let _ = writeln!(s, "printf '%s\\n' {} >&2", quote(&format!("docs-test: {at}: $ {cmd}")));
+                let _ = writeln!(
+                    s,
+                    "printf '%s\\n' {} >&2",
+                    quote(&format!("docs-test: {at}: $ {cmd}"))
+                );
                 let _ = writeln!(s, "{cmd}");
                 let bad = if *fails { "-eq" } else { "-ne" };
                 let want = if *fails { "a failure" } else { "exit status 0" };
@@ -282,7 +299,11 @@ fn script(doc: &str, steps: &[Step]) -> String {
                 while text.contains(&eof) {
                     eof.push('_');
                 }
-                let _ = writeln!(s, "printf '%s\\n' {} >&2", quote(&format!("docs-test: {doc}:{line}: writing {path}")));
+                let _ = writeln!(
+                    s,
+                    "printf '%s\\n' {} >&2",
+                    quote(&format!("docs-test: {doc}:{line}: writing {path}"))
+                );
                 let _ = writeln!(
                     s,
                     "mkdir -p \"$(dirname {p})\" && cat > {p} <<'{eof}' || exit 102\n{text}{eof}",
@@ -420,7 +441,10 @@ fn run_document(doc: &str) {
     };
     let out = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
     let err = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
-    let ran = err.lines().filter(|l| l.starts_with("docs-test: ") && l.contains(": $ ")).count();
+    let ran = err
+        .lines()
+        .filter(|l| l.starts_with("docs-test: ") && l.contains(": $ "))
+        .count();
     match status {
         Some(s) if s.success() => {
             eprintln!("{doc}: {ran} commands ran");
@@ -475,10 +499,19 @@ fn example_readmes_run_as_written() {
 #[test]
 fn markers_are_well_formed() {
     let root = repo_root();
-    let mut docs = vec!["README.md".to_string(), "docs/tutorial-c-boxes.md".to_string()];
-    for e in std::fs::read_dir(root.join("examples")).expect("examples/").flatten() {
+    let mut docs = vec![
+        "README.md".to_string(),
+        "docs/tutorial-c-boxes.md".to_string(),
+    ];
+    for e in std::fs::read_dir(root.join("examples"))
+        .expect("examples/")
+        .flatten()
+    {
         if e.path().join("README.md").is_file() {
-            docs.push(format!("examples/{}/README.md", e.file_name().to_string_lossy()));
+            docs.push(format!(
+                "examples/{}/README.md",
+                e.file_name().to_string_lossy()
+            ));
         }
     }
     let mut problems = BTreeMap::new();
@@ -498,16 +531,19 @@ fn markers_are_well_formed() {
 }
 
 /// No Markdown file outside `tests/` points into `shared/`, which a clone of
-/// the repository does not have.
+/// the repository does not have, and every relative link names a file.
 #[test]
-fn no_markdown_links_to_shared() {
+fn markdown_links_stay_in_the_repository() {
     let root = repo_root();
     let Some(files) = repo_files(&root) else {
         eprintln!("skipped: not a git checkout");
         return;
     };
     let mut bad = Vec::new();
-    for f in files.iter().filter(|f| f.ends_with(".md") && !f.starts_with("tests/")) {
+    for f in files
+        .iter()
+        .filter(|f| f.ends_with(".md") && !f.starts_with("tests/"))
+    {
         let Ok(text) = std::fs::read_to_string(root.join(f)) else {
             continue;
         };
@@ -521,11 +557,24 @@ fn no_markdown_links_to_shared() {
             if hit {
                 bad.push(format!("{f}:{}: {}", n + 1, line.trim()));
             }
+            // Relative Markdown links `[text](path#anchor)` must name a file.
+            for (i, _) in line.match_indices("](") {
+                let rest = &line[i + 2..];
+                let Some(end) = rest.find(')') else { continue };
+                let target = rest[..end].split('#').next().unwrap_or("");
+                if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                let dir = Path::new(f).parent().unwrap_or(Path::new(""));
+                if !root.join(dir).join(target).exists() {
+                    bad.push(format!("{f}:{}: no such file: {target}", n + 1));
+                }
+            }
         }
     }
     assert!(
         bad.is_empty(),
-        "links that leave the repository (use docs/ instead):\n{}",
+        "links that leave the repository (use docs/ instead) or name no file:\n{}",
         bad.join("\n")
     );
 }
@@ -538,7 +587,9 @@ fn markers_parse() {
                <!-- docs-test: fails -->\n```sh\nfalse\n```\n";
     let s = steps(doc).expect("well-formed");
     assert_eq!(s.len(), 4, "{s:?}");
-    assert!(matches!(&s[0], Step::File { path, text, .. } if path == "a b.snet" && text == "net n connect [];\n"));
+    assert!(
+        matches!(&s[0], Step::File { path, text, .. } if path == "a b.snet" && text == "net n connect [];\n")
+    );
     assert!(
         matches!(&s[1], Step::Run { line: 13, cmd, fails: false } if cmd == "snet check 'a b.snet' \\\n  --json   # a comment")
     );
