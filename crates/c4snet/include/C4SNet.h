@@ -1,5 +1,5 @@
 /*
- * C4SNet.h -- the C box interface of snet (shared/spec/c4snet.md).
+ * C4SNet.h -- the C box interface of snet (docs/c-interface.md).
  *
  * Hand-written and checked against the Rust side by crates/c4snet/tests/header.rs
  * (enum values, function types). Box code written against this header compiles

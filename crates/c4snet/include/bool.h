@@ -1,6 +1,6 @@
 /*
  * bool.h -- the boolean header of the original S-Net C toolchain, which box
- * code written for it includes (`#include <bool.h>`; shared/spec/c4snet.md).
+ * code written for it includes (`#include <bool.h>`; docs/c-interface.md).
  * `snet build` writes it next to C4SNet.h.
  *
  * Before C23: `bool` is `int`, `true` 1 and `false` 0 -- unless <stdbool.h>
