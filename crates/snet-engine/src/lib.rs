@@ -78,7 +78,20 @@ pub trait Sink: Send {
     fn finish(&mut self) -> std::io::Result<()>;
     /// After a failed run: flush what was written, no terminate record.
     fn abort(&mut self) -> std::io::Result<()>;
+    /// A way to ask the sink, from any thread and without waiting, to push
+    /// what it buffers to its destination now. The engine calls it whenever
+    /// the node has nothing left to do (every worker idle: the input is not
+    /// ready, or other nodes are still working), so that a slow or
+    /// interactive stream sees each output record as soon as the network
+    /// is done with it. `None` (the default): the sink holds nothing back,
+    /// or bounds its own delay.
+    fn idle_flush(&self) -> Option<IdleFlush> {
+        None
+    }
 }
+
+/// See [`Sink::idle_flush`].
+pub type IdleFlush = std::sync::Arc<dyn Fn() + Send + Sync>;
 
 /// The default of [`Config::inline_fields`].
 pub const DEFAULT_INLINE_FIELDS: usize = 1024;

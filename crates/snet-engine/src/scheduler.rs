@@ -264,6 +264,8 @@ pub(crate) struct Shared {
     codecs: snet_core::Codecs,
     /// Set by `run` when the managers must stop.
     managers_stop: AtomicBool,
+    /// The output's [`crate::Sink::idle_flush`], called when every worker is idle.
+    idle_flush: Option<crate::IdleFlush>,
 }
 
 /// How a node's input is set up: what [`Shared::new`] needs besides the
@@ -314,6 +316,7 @@ impl Shared {
             steals: AtomicU64::new(0),
             codecs: input.codecs,
             managers_stop: AtomicBool::new(false),
+            idle_flush: None,
         }
     }
 }
@@ -414,6 +417,7 @@ pub fn run(
         (0, Some((source, sink))) => (Some(source), Some(sink)),
         _ => (None, None),
     };
+    let idle_flush = sink.as_ref().and_then(|s| s.idle_flush());
     let (entry, output, initial) = match sink {
         Some(sink) => {
             let mut ctx = Ctx::new(&rt);
@@ -435,7 +439,7 @@ pub fn run(
         }
         None => (None, None, VecDeque::new()),
     };
-    let shared = Shared::new(
+    let mut shared = Shared::new(
         rt,
         workers,
         initial,
@@ -447,6 +451,7 @@ pub fn run(
             codecs: config.codecs.clone(),
         },
     );
+    shared.idle_flush = idle_flush;
 
     thread::scope(|s| {
         let sh = &shared;
@@ -825,6 +830,11 @@ impl Shared {
             }
             if !st.records.is_empty() {
                 return Look::ForceAdmit;
+            }
+            // Nothing to do until input or a message comes: what the
+            // output holds goes out now (a slow stream sees every record).
+            if let Some(flush) = &self.idle_flush {
+                flush();
             }
         }
         Look::Wait

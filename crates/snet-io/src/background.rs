@@ -1,101 +1,186 @@
-//! An output that writes on a thread of its own.
+//! An output that writes on a thread of its own, soon after bytes arrive.
 //!
 //! The engine formats output records on a worker; the `write` system calls
 //! (for a file, copying every byte into the page cache, which costs about
 //! as much as formatting it) then run beside the workers instead of on
-//! them. [`BackgroundWriter`] collects bytes into chunks and hands each full
-//! chunk to its thread; emptied chunks come back for reuse, so a run
-//! allocates only the few chunks in flight.
+//! them. A fast stream is written in large chunks; a slow one (a record a
+//! second through a pipe) still reaches its reader within [`MAX_DELAY`].
 //!
-//! * Order: chunks are written in the order they were filled, each whole.
-//! * Memory: at most [`IN_FLIGHT`] chunks wait for the thread; a writer
-//!   that gets ahead of its output blocks (the output's back-pressure).
-//! * `flush` hands over what is buffered and waits until the thread has
-//!   written and flushed everything before it: after `Ok`, all bytes so far
-//!   reached the inner writer.
-//! * Errors: the inner writer's first error is kept; every later `write`
-//!   and `flush` returns it (same kind and message), and nothing more is
-//!   written.
+//! # Protocol
+//!
+//! * **The ring.** Bytes pass through a single-producer single-consumer
+//!   byte ring ([`rtrb`]) of [`RING`] bytes: the producer is whoever holds
+//!   the [`BackgroundWriter`] (`&mut`; in the engine, the worker holding the
+//!   output entity's licence, whose hand-over orders successive holders),
+//!   the consumer is the writer thread. Appending costs a copy and two
+//!   plain atomic accesses: no lock, no fence.
+//! * **When the thread writes.** It writes everything the ring holds, in
+//!   order, once (a) [`CHUNK`] bytes or more wait, (b) [`MAX_DELAY`]`/2`
+//!   has passed since it first saw bytes waiting, (c) a flush was asked for
+//!   ([`Write::flush`], or [`FlushSoon::flush_soon`], which the engine calls
+//!   when the node has nothing left to do), or (d) the writer is dropped.
+//!   After (b)-(d) it also flushes the inner writer, so a pipe or a
+//!   terminal sees the bytes at once.
+//! * **Wake-ups.** The producer unparks the thread when its append found
+//!   the ring empty or made the waiting bytes cross [`CHUNK`]. The
+//!   producer's view of the ring can be stale (it may think bytes still
+//!   wait that the thread just took), so such a wake-up can be missed; the
+//!   thread therefore never sleeps longer than [`MAX_DELAY`]`/2`. Bytes are
+//!   seen at most `MAX_DELAY/2` after they were appended and written at
+//!   most `MAX_DELAY/2` after that: the bound holds without a fence per
+//!   write. (An idle run's thread wakes 40 times a second to look; it does
+//!   nothing else.)
+//! * **Back-pressure.** A producer that finds the ring full waits (on a
+//!   condition variable, rechecking every millisecond) until the thread
+//!   has written some: memory stays bounded by [`RING`].
+//! * **`flush`** waits until the thread has written and flushed everything
+//!   appended before it: after `Ok`, all bytes so far reached the inner
+//!   writer.
+//! * **Errors.** The inner writer's first error is kept; every later
+//!   `write` and `flush` returns it (same kind and message). The thread
+//!   keeps emptying the ring (discarding) so that no producer waits for
+//!   ever.
 
 use std::io::{self, Write};
-use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
 
-/// Bytes per chunk.
+/// Waiting bytes that make the thread write at once.
 pub const CHUNK: usize = 1 << 16;
-/// Full chunks that may wait for the thread.
-pub const IN_FLIGHT: usize = 4;
-
-enum Msg {
-    Data(Vec<u8>),
-    /// Flush the inner writer, then answer.
-    Flush(SyncSender<()>),
-}
+/// Bytes the ring holds: the most that waits for the thread.
+pub const RING: usize = 4 * CHUNK;
+/// The longest a byte waits between being appended and being written
+/// (give or take the scheduler's latency).
+pub const MAX_DELAY: Duration = Duration::from_millis(50);
 
 /// The first error of the inner writer (kind and message).
-type Failed = Arc<Mutex<Option<(io::ErrorKind, String)>>>;
+type Failed = Mutex<Option<(io::ErrorKind, String)>>;
+
+/// What the producer side, the writer thread and [`FlushSoon`] handles share.
+struct Shared {
+    /// Set once the inner writer failed (pairs with the `failed` lock's data:
+    /// set after it is stored).
+    has_failed: AtomicBool,
+    failed: Failed,
+    /// Flushes asked for (`flush` tickets) and answered.
+    flush_asked: AtomicU64,
+    flush_done: Mutex<u64>,
+    flushed: Condvar,
+    /// A flush asked for by [`FlushSoon`] (no answer).
+    soon: AtomicBool,
+    /// The writer is gone: write the rest and stop.
+    closed: AtomicBool,
+    /// A producer waits for room.
+    producer_waiting: AtomicBool,
+    room_lock: Mutex<()>,
+    room: Condvar,
+    /// The writer thread, to unpark.
+    thread: Mutex<Option<Thread>>,
+}
+
+impl Shared {
+    fn wake_thread(&self) {
+        if let Some(t) = lock(&self.thread).as_ref() {
+            t.unpark();
+        }
+    }
+
+    fn error(&self) -> Option<io::Error> {
+        if !self.has_failed.load(Ordering::Acquire) {
+            return None;
+        }
+        lock(&self.failed)
+            .as_ref()
+            .map(|(kind, msg)| io::Error::new(*kind, msg.clone()))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Asks a [`BackgroundWriter`]'s thread, from any thread, to write and
+/// flush what waits without delay (and without waiting for it).
+#[derive(Clone)]
+pub struct FlushSoon(Arc<Shared>);
+
+impl FlushSoon {
+    pub fn flush_soon(&self) {
+        // Release: the thread's Acquire swap then sees the ring's tail as of now.
+        self.0.soon.store(true, Ordering::Release);
+        self.0.wake_thread();
+    }
+}
 
 /// Writes to `W` on a background thread (see the module docs).
 pub struct BackgroundWriter {
-    buf: Vec<u8>,
-    to_thread: Option<SyncSender<Msg>>,
-    spare: Receiver<Vec<u8>>,
-    failed: Failed,
+    ring: rtrb::Producer<u8>,
+    shared: Arc<Shared>,
+    /// The waiting bytes crossed [`CHUNK`] and the thread was told.
+    chunk_told: bool,
     thread: Option<JoinHandle<()>>,
 }
 
 impl BackgroundWriter {
     /// Starts the thread (named `name`) that writes to `out`.
     pub fn new<W: Write + Send + 'static>(out: W, name: &str) -> io::Result<BackgroundWriter> {
-        let (to_thread, from_writer) = mpsc::sync_channel::<Msg>(IN_FLIGHT);
-        // Spare chunks travel back without bound: there are never more than
-        // IN_FLIGHT + 2 of them.
-        let (give_back, spare) = mpsc::channel::<Vec<u8>>();
-        let failed: Failed = Arc::default();
-        let thread_failed = failed.clone();
+        let (producer, consumer) = rtrb::RingBuffer::new(RING);
+        let shared = Arc::new(Shared {
+            has_failed: AtomicBool::new(false),
+            failed: Mutex::new(None),
+            flush_asked: AtomicU64::new(0),
+            flush_done: Mutex::new(0),
+            flushed: Condvar::new(),
+            soon: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            producer_waiting: AtomicBool::new(false),
+            room_lock: Mutex::new(()),
+            room: Condvar::new(),
+            thread: Mutex::new(None),
+        });
+        let for_thread = shared.clone();
         let thread = std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || write_loop(out, from_writer, give_back, thread_failed))?;
+            .spawn(move || write_loop(out, consumer, &for_thread))?;
+        *lock(&shared.thread) = Some(thread.thread().clone());
         Ok(BackgroundWriter {
-            buf: Vec::with_capacity(CHUNK),
-            to_thread: Some(to_thread),
-            spare,
-            failed,
+            ring: producer,
+            shared,
+            chunk_told: false,
             thread: Some(thread),
         })
     }
 
-    /// The inner writer's error, if it failed.
-    fn error(&self) -> Option<io::Error> {
-        let failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
-        failed
-            .as_ref()
-            .map(|(kind, msg)| io::Error::new(*kind, msg.clone()))
+    /// A handle that asks the thread to write what waits now.
+    pub fn flush_soon_handle(&self) -> FlushSoon {
+        FlushSoon(self.shared.clone())
     }
 
-    fn send(&self, msg: Msg) -> io::Result<()> {
-        self.to_thread
-            .as_ref()
-            .ok_or_else(stopped)?
-            .send(msg)
-            .map_err(|_| self.error().unwrap_or_else(stopped))
-    }
-
-    /// Hands the buffered bytes to the thread (if any).
-    fn hand_over(&mut self) -> io::Result<()> {
-        if let Some(e) = self.error() {
-            return Err(e);
+    /// Waits until the ring has room (or the thread failed or stopped).
+    fn wait_for_room(&mut self) -> io::Result<()> {
+        self.shared.wake_thread();
+        let mut g = lock(&self.shared.room_lock);
+        self.shared.producer_waiting.store(true, Ordering::SeqCst);
+        while self.ring.slots() == 0 {
+            if let Some(e) = self.shared.error() {
+                self.shared.producer_waiting.store(false, Ordering::SeqCst);
+                return Err(e);
+            }
+            if self.ring.is_abandoned() {
+                self.shared.producer_waiting.store(false, Ordering::SeqCst);
+                return Err(stopped());
+            }
+            g = self
+                .shared
+                .room
+                .wait_timeout(g, Duration::from_millis(1))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let next = self
-            .spare
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
-        let full = std::mem::replace(&mut self.buf, next);
-        self.send(Msg::Data(full))
+        self.shared.producer_waiting.store(false, Ordering::SeqCst);
+        Ok(())
     }
 }
 
@@ -106,23 +191,57 @@ impl Write for BackgroundWriter {
         Ok(bytes.len())
     }
 
-    #[inline]
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.buf.extend_from_slice(bytes);
-        if self.buf.len() >= CHUNK {
-            self.hand_over()?;
+    fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        if let Some(e) = self.shared.error() {
+            return Err(e);
+        }
+        if self.ring.is_abandoned() {
+            return Err(stopped());
+        }
+        while !bytes.is_empty() {
+            let was_empty = self.ring.slots() == RING;
+            let (_, rest) = self.ring.push_partial_slice(bytes);
+            let pushed = bytes.len() - rest.len();
+            bytes = rest;
+            let waiting = RING - self.ring.slots();
+            if was_empty && pushed > 0 {
+                self.shared.wake_thread();
+            }
+            if waiting >= CHUNK {
+                if !self.chunk_told {
+                    self.chunk_told = true;
+                    self.shared.wake_thread();
+                }
+            } else {
+                self.chunk_told = false;
+            }
+            if !bytes.is_empty() {
+                self.wait_for_room()?;
+            }
         }
         Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.hand_over()?;
-        let (ack, done) = mpsc::sync_channel(1);
-        self.send(Msg::Flush(ack))?;
-        // The thread answers after writing everything sent before; it
-        // drops `ack` unanswered only if it has stopped.
-        let answered = done.recv().is_ok();
-        match self.error() {
+        // AcqRel: the thread's Acquire load of `flush_asked` then sees every
+        // byte appended before this ticket.
+        let ticket = self.shared.flush_asked.fetch_add(1, Ordering::AcqRel) + 1;
+        self.shared.wake_thread();
+        let mut done = lock(&self.shared.flush_done);
+        while *done < ticket {
+            if self.ring.is_abandoned() {
+                break;
+            }
+            done = self
+                .shared
+                .flushed
+                .wait_timeout(done, MAX_DELAY)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        let answered = *done >= ticket;
+        drop(done);
+        match self.shared.error() {
             Some(e) => Err(e),
             None if answered => Ok(()),
             None => Err(stopped()),
@@ -131,11 +250,12 @@ impl Write for BackgroundWriter {
 }
 
 impl Drop for BackgroundWriter {
-    /// Writes what is buffered (errors are lost: flush first to see them)
-    /// and waits for the thread.
+    /// Writes what waits (errors are lost: flush first to see them) and
+    /// waits for the thread.
     fn drop(&mut self) {
-        let _ = self.hand_over();
-        self.to_thread = None;
+        // Release: the thread's Acquire load sees every byte appended before.
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.wake_thread();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -148,41 +268,72 @@ fn stopped() -> io::Error {
     io::Error::other("the output thread has stopped")
 }
 
-fn write_loop<W: Write>(
-    mut out: W,
-    chunks: Receiver<Msg>,
-    give_back: mpsc::Sender<Vec<u8>>,
-    failed: Failed,
-) {
+fn write_loop<W: Write>(mut out: W, mut ring: rtrb::Consumer<u8>, shared: &Shared) {
+    let half = MAX_DELAY / 2;
     let mut ok = true;
-    let fail = |e: io::Error| {
-        *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some((e.kind(), e.to_string()));
-        false
-    };
-    for msg in chunks {
-        match msg {
-            Msg::Data(mut chunk) => {
+    let mut answered = 0u64;
+    // When the thread first saw the bytes that wait now.
+    let mut since: Option<Instant> = None;
+    loop {
+        let closed = shared.closed.load(Ordering::Acquire);
+        let asked = shared.flush_asked.load(Ordering::Acquire);
+        let soon = shared.soon.swap(false, Ordering::Acquire);
+        let waiting = ring.slots();
+        let due = since.is_some_and(|t| t.elapsed() >= half);
+        let flush = closed || asked > answered || soon || due;
+        if waiting >= CHUNK || (flush && waiting > 0) {
+            if let Ok(chunk) = ring.read_chunk(waiting) {
+                let (a, b) = chunk.as_slices();
                 if ok {
-                    if let Err(e) = out.write_all(&chunk) {
-                        ok = fail(e);
+                    if let Err(e) = out.write_all(a).and_then(|_| out.write_all(b)) {
+                        ok = fail(shared, e);
                     }
                 }
-                chunk.clear();
-                let _ = give_back.send(chunk);
+                chunk.commit_all();
             }
-            Msg::Flush(ack) => {
-                if ok {
-                    if let Err(e) = out.flush() {
-                        ok = fail(e);
-                    }
+            since = None;
+            if shared.producer_waiting.load(Ordering::SeqCst) {
+                let _g = lock(&shared.room_lock);
+                shared.room.notify_all();
+            }
+        }
+        if flush {
+            if ok {
+                if let Err(e) = out.flush() {
+                    ok = fail(shared, e);
                 }
-                let _ = ack.send(());
+            }
+            if asked > answered {
+                answered = asked;
+                *lock(&shared.flush_done) = answered;
+                shared.flushed.notify_all();
+            }
+            if closed && ring.is_empty() {
+                return;
+            }
+            if waiting > 0 || !ring.is_empty() {
+                continue;
+            }
+        }
+        if ring.is_empty() {
+            since = None;
+            std::thread::park_timeout(half);
+        } else {
+            let t = *since.get_or_insert_with(Instant::now);
+            let left = half.saturating_sub(t.elapsed());
+            if !left.is_zero() {
+                std::thread::park_timeout(left);
             }
         }
     }
-    if ok {
-        let _ = out.flush();
-    }
+}
+
+/// Records the inner writer's first error; returns `false` (not ok).
+fn fail(shared: &Shared, e: io::Error) -> bool {
+    *lock(&shared.failed) = Some((e.kind(), e.to_string()));
+    // Release: pairs with the Acquire load in `Shared::error`.
+    shared.has_failed.store(true, Ordering::Release);
+    false
 }
 
 #[cfg(test)]
@@ -231,9 +382,9 @@ mod tests {
         let out = Shared::new(usize::MAX);
         let mut w = BackgroundWriter::new(out.clone(), "test-out").unwrap();
         let data = pattern(CHUNK * 9 + 1234);
-        // Writes of many sizes, some larger than a chunk.
+        // Writes of many sizes, some larger than the ring.
         let mut at = 0;
-        for size in [1, 17, CHUNK - 3, 5, 3 * CHUNK, 999].iter().cycle() {
+        for size in [1, 17, CHUNK - 3, 5, 5 * CHUNK, 999].iter().cycle() {
             let end = (at + size).min(data.len());
             w.write_all(&data[at..end]).unwrap();
             at = end;
@@ -243,7 +394,7 @@ mod tests {
         }
         w.flush().unwrap();
         assert_eq!(*out.bytes.lock().unwrap(), data);
-        assert_eq!(*out.flushes.lock().unwrap(), 1);
+        assert!(*out.flushes.lock().unwrap() >= 1);
         // More after a flush, then drop: drop writes the rest.
         w.write_all(b"tail").unwrap();
         drop(w);
@@ -258,15 +409,42 @@ mod tests {
         w.flush().unwrap();
         w.flush().unwrap();
         assert!(out.bytes.lock().unwrap().is_empty());
-        assert_eq!(*out.flushes.lock().unwrap(), 2);
+        assert!(*out.flushes.lock().unwrap() >= 2);
+    }
+
+    /// A few bytes are written and flushed without a flush call, by the
+    /// thread's own timer and by a `FlushSoon` request (bounds of seconds,
+    /// not of the delay: this catches "only at the end", not slowness).
+    #[test]
+    fn a_few_bytes_reach_the_output_without_a_flush() {
+        let out = Shared::new(usize::MAX);
+        let mut w = BackgroundWriter::new(out.clone(), "test-out").unwrap();
+        let arrived = |n: usize| {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(10) {
+                if out.bytes.lock().unwrap().len() == n && *out.flushes.lock().unwrap() > 0 {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            false
+        };
+        w.write_all(b"one record\n").unwrap();
+        assert!(arrived(11), "the timer writes and flushes a lone record");
+        let soon = w.flush_soon_handle();
+        w.write_all(b"two\n").unwrap();
+        soon.flush_soon();
+        assert!(arrived(15));
+        assert_eq!(&out.bytes.lock().unwrap()[..], b"one record\ntwo\n");
     }
 
     #[test]
     fn the_first_error_is_reported_by_every_later_call() {
         let out = Shared::new(CHUNK + 10);
         let mut w = BackgroundWriter::new(out.clone(), "test-out").unwrap();
-        w.write_all(&pattern(CHUNK)).unwrap(); // the first chunk fits
-        w.write_all(&pattern(CHUNK)).unwrap(); // handed over; fails on the thread
+        w.write_all(&pattern(CHUNK)).unwrap(); // fits
+        w.flush().unwrap();
+        w.write_all(&pattern(CHUNK)).unwrap(); // fails on the thread
         let e = w.flush().unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::StorageFull);
         assert_eq!(e.to_string(), "full up");
@@ -274,5 +452,31 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::StorageFull);
         assert_eq!(w.flush().unwrap_err().kind(), io::ErrorKind::StorageFull);
         assert_eq!(out.bytes.lock().unwrap().len(), CHUNK);
+    }
+
+    /// A writer far slower than its producer: the producer waits for room
+    /// (memory bounded by the ring) and every byte arrives in order.
+    #[test]
+    fn a_slow_output_holds_the_producer_back() {
+        struct Slow(Arc<Mutex<Vec<u8>>>);
+        impl Write for Slow {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                let n = b.len().min(4096);
+                self.0.lock().unwrap().extend_from_slice(&b[..n]);
+                std::thread::yield_now();
+                Ok(n)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let mut w = BackgroundWriter::new(Slow(bytes.clone()), "test-out").unwrap();
+        let data = pattern(RING * 5 + 77);
+        for piece in data.chunks(1000) {
+            w.write_all(piece).unwrap();
+        }
+        w.flush().unwrap();
+        assert_eq!(*bytes.lock().unwrap(), data);
     }
 }

@@ -34,7 +34,7 @@ pub mod position;
 pub mod reader;
 pub mod writer;
 
-pub use background::BackgroundWriter;
+pub use background::{BackgroundWriter, FlushSoon};
 pub use codec::{FieldTextError, TextCodec, TextCodecs};
 pub use compare::{canonical, equivalent_multiset, field_string, read_all, read_all_verbatim};
 pub use error::{ReadError, ReadErrorKind};

@@ -45,6 +45,8 @@ pub struct RecordWriter<W: Write> {
     scratch: Vec<u8>,
     binary: bool,
     codecs: TextCodecs,
+    /// Bytes buffered before they go to `out` (0: every record at once).
+    flush_at: usize,
 }
 
 impl<W: Write> RecordWriter<W> {
@@ -56,7 +58,16 @@ impl<W: Write> RecordWriter<W> {
             scratch: Vec::new(),
             binary: false,
             codecs: TextCodecs::default(),
+            flush_at: FLUSH_AT,
         }
+    }
+
+    /// Hands every record to `out` as soon as it is written (one
+    /// `write_all` per record), for an `out` that buffers and writes on its
+    /// own schedule, such as [`crate::BackgroundWriter`].
+    pub fn unbuffered(mut self) -> RecordWriter<W> {
+        self.flush_at = 0;
+        self
     }
 
     /// A writer of `mode="binary"` records.
@@ -180,7 +191,7 @@ impl<W: Write> RecordWriter<W> {
     }
 
     fn maybe_flush(&mut self) -> io::Result<()> {
-        if self.buf.len() >= FLUSH_AT {
+        if self.buf.len() >= self.flush_at {
             self.drain()?;
         }
         Ok(())

@@ -282,18 +282,30 @@ impl<R: io::BufRead + Send> Source for ReaderSource<R> {
     }
 }
 
-struct WriterSink<W: Write>(RecordWriter<W>);
+/// Writes records to a [`RecordWriter`]; `flush` is the output thread's
+/// handle for [`Sink::idle_flush`] (records then leave the writer one by
+/// one, and the thread bounds their delay).
+struct WriterSink<W: Write> {
+    writer: RecordWriter<W>,
+    flush: Option<snet_io::FlushSoon>,
+}
 
 impl<W: Write + Send> Sink for WriterSink<W> {
+    fn idle_flush(&self) -> Option<snet_engine::IdleFlush> {
+        self.flush.clone().map(|f| {
+            let f: snet_engine::IdleFlush = Arc::new(move || f.flush_soon());
+            f
+        })
+    }
     fn write(&mut self, rec: &snet_core::Record) -> io::Result<()> {
-        self.0.write(rec)
+        self.writer.write(rec)
     }
     fn finish(&mut self) -> io::Result<()> {
-        self.0.write_terminate()?;
-        self.0.flush()
+        self.writer.write_terminate()?;
+        self.writer.flush()
     }
     fn abort(&mut self) -> io::Result<()> {
-        self.0.flush()
+        self.writer.flush()
     }
 }
 
@@ -458,7 +470,13 @@ fn open_streams(opts: &RunOptions) -> Result<Streams, OpenError> {
     // workers, which only format records into its chunks).
     let background = |out: Box<dyn Write + Send>| {
         BackgroundWriter::new(out, "snet-writer")
-            .map(|w| Box::new(WriterSink(writer(w))) as Box<dyn Sink>)
+            .map(|w| {
+                let flush = Some(w.flush_soon_handle());
+                Box::new(WriterSink {
+                    writer: writer(w).unbuffered(),
+                    flush,
+                }) as Box<dyn Sink>
+            })
             .map_err(|e| OpenError(format!("cannot start the output thread: {e}")))
     };
     let sink = match &opts.output {
@@ -1049,7 +1067,10 @@ mod tests {
             workers: 1,
             ..Config::default()
         };
-        let sink = WriterSink(writer(Vec::new()));
+        let sink = WriterSink {
+            writer: writer(Vec::new()),
+            flush: None,
+        };
         let err = snet_engine::run(
             graph,
             &config,
