@@ -5,16 +5,9 @@
 # Rust and nightly with Miri.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-command -v cargo >/dev/null 2>&1 || . "$HOME/.cargo/env"
-
 # valgrind: the leak check of the C-box programs (.ci/leakcheck.sh).
-if ! dpkg -s valgrind >/dev/null 2>&1; then
-  echo "setup-test: installing valgrind"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq valgrind >/dev/null
-fi
+scripts/setup.sh valgrind
+command -v cargo >/dev/null 2>&1 || . "$HOME/.cargo/env"
 
 # rustfmt and clippy: the test command's hygiene gates.
 for comp in rustfmt clippy; do

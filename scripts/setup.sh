@@ -3,7 +3,10 @@
 # machine of this kind, idempotently and silently when nothing is missing:
 # a C compiler, Open MPI, Graphviz and Rust. The test command's extra tools
 # (valgrind, rustfmt, clippy, the minimum supported Rust, nightly with Miri)
-# are scripts/setup-test.sh's job.
+# are scripts/setup-test.sh's job; it names its Debian packages as this
+# script's arguments, so that one apt-get run installs everything missing.
+#
+# usage: scripts/setup.sh [MORE-DEBIAN-PACKAGES...]
 set -euo pipefail
 
 need_apt=()
@@ -20,12 +23,21 @@ want_pkg libopenmpi-dev
 want_pkg graphviz
 # rustup's installer is fetched with curl (only when Rust is missing).
 command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || want_pkg curl
+for pkg in "$@"; do want_pkg "$pkg"; done
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  # apt's chatter is shown only if it fails.
+  log=$(mktemp)
+  if ! { $SUDO apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "setup: installing ${need_apt[*]} failed" >&2
+    exit 1
+  fi
+  rm -f "$log"
 fi
 
 # Rust (stable) through rustup, unless cargo is already there. Scripts that
