@@ -36,10 +36,7 @@ fn main() {
     let rev = git(&["rev-parse", "--short", "HEAD"]);
     if rev.is_some() {
         let branch = git(&["symbolic-ref", "-q", "HEAD"]);
-        for name in ["HEAD", "logs/HEAD"]
-            .into_iter()
-            .chain(branch.as_deref())
-        {
+        for name in ["HEAD", "logs/HEAD"].into_iter().chain(branch.as_deref()) {
             if let Some(p) = git_path(name) {
                 println!("cargo:rerun-if-changed={}", p.display());
             }

@@ -137,7 +137,8 @@ fn installed_snet_builds_and_runs_a_c_box_program_from_anywhere() {
     check_run(&work.join("prog"), &work);
 
     // A box object compiled by the user against the installed headers.
-    let mut cc = clean(Path::new(&std::env::var("CC").unwrap_or("cc".into())), &work);
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let mut cc = clean(Path::new(&compiler), &work);
     cc.arg("-c")
         .arg("-I")
         .arg(prefix.join("include/snet"))
