@@ -1,6 +1,7 @@
 //! Records the git revision this `snet` is built from, for `snet --version`
 //! (`snet 0.1.0 (git 60fab58)`): `SNET_GIT_REV` is the short hash of `HEAD`,
-//! or `unknown` outside a git checkout (a source archive, a registry).
+//! or `unknown` outside snet's own git checkout (a source archive, a
+//! registry).
 //!
 //! The script reruns when `HEAD` moves: it watches `HEAD` (a branch switch),
 //! the branch's ref file and `HEAD`'s reflog (a commit, also on a branch
@@ -32,8 +33,19 @@ fn git_path(name: &str) -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// Whether the git checkout around this crate is snet's own (a source
+/// archive unpacked inside some other repository is not).
+fn in_own_checkout() -> Option<bool> {
+    let top = PathBuf::from(git(&["rev-parse", "--show-toplevel"])?);
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?).join("../..");
+    Some(top.canonicalize().ok()? == root.canonicalize().ok()?)
+}
+
 fn main() {
-    let rev = git(&["rev-parse", "--short", "HEAD"]);
+    let rev = match in_own_checkout() {
+        Some(true) => git(&["rev-parse", "--short", "HEAD"]),
+        _ => None,
+    };
     if rev.is_some() {
         let branch = git(&["symbolic-ref", "-q", "HEAD"]);
         for name in ["HEAD", "logs/HEAD"].into_iter().chain(branch.as_deref()) {
