@@ -1,43 +1,48 @@
 #!/usr/bin/env bash
-# Installs what a fresh machine of this kind lacks, idempotently.
-# Rust comes from rustup; Debian packages from apt. Safe to run repeatedly.
+# Installs what the demo (scripts/demo) and a user's `snet` need on a fresh
+# machine of this kind, idempotently and silently when nothing is missing:
+# a C compiler, Open MPI, Graphviz and Rust. The test command's extra tools
+# (valgrind, rustfmt, clippy, the minimum supported Rust, nightly with Miri)
+# are scripts/setup-test.sh's job; it names its Debian packages as this
+# script's arguments, so that one apt-get run installs everything missing.
+#
+# usage: scripts/setup.sh [MORE-DEBIAN-PACKAGES...]
 set -euo pipefail
 
 need_apt=()
 want_pkg() { dpkg -s "$1" >/dev/null 2>&1 || need_apt+=("$1"); }
 
-# C toolchain for C boxes and the long double helper; valgrind for leak checks.
+# C compiler: `snet build` compiles C boxes with it; c4snet's helpers and the
+# MPI shim are C too.
 want_pkg gcc
-want_pkg valgrind
-# MPI (Distributed S-Net across processes and machines): Open MPI's mpirun,
-# library and mpicc (the MPI transport is built against it).
+# Open MPI: mpirun for distributed runs, and mpicc and mpi.h, which building
+# the workspace needs (the MPI transport's shim is compiled against them).
 want_pkg openmpi-bin
 want_pkg libopenmpi-dev
+# Graphviz: `snet graph --svg` lays the network out with its `dot`.
+want_pkg graphviz
+# rustup's installer is fetched with curl (only when Rust is missing).
+command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || want_pkg curl
+for pkg in "$@"; do want_pkg "$pkg"; done
 
 if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+  # apt's chatter is shown only if it fails.
+  log=$(mktemp)
+  if ! { $SUDO apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "setup: installing ${need_apt[*]} failed" >&2
+    exit 1
+  fi
+  rm -f "$log"
 fi
 
-if ! command -v cargo >/dev/null 2>&1; then
-  curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
-  # shellcheck disable=SC1091
-  . "$HOME/.cargo/env"
-fi
-
-# rustfmt and clippy: the test command's hygiene gates.
-for comp in rustfmt clippy; do
-  rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp"
-done
-
-# The minimum supported Rust (rust-version in Cargo.toml), checked by the test command.
-MSRV=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$(dirname "$0")/../Cargo.toml")
-if ! rustup toolchain list | grep -q "^$MSRV"; then
-  rustup toolchain install "$MSRV" --profile minimal
-fi
-
-# Nightly with Miri: the engine's unsafe code is checked under Miri in CI.
-if ! cargo +nightly miri --version >/dev/null 2>&1; then
-  rustup toolchain install nightly --profile minimal --component miri
+# Rust (stable) through rustup, unless cargo is already there. Scripts that
+# build afterwards put ~/.cargo/bin on PATH themselves.
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  echo "setup: installing Rust (stable) with rustup"
+  curl -sSf https://sh.rustup.rs | sh -s -- -y -q --profile minimal
 fi

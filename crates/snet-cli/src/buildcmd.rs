@@ -337,6 +337,8 @@ fn find_runner_lib() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     let exe = std::env::current_exe().ok()?;
+    // Through a symlink (`~/bin/snet -> PREFIX/bin/snet`), look beside the real file.
+    let exe = exe.canonicalize().unwrap_or(exe);
     let dir = exe.parent()?;
     let direct = [
         dir.join("libsnet_runner.a"),
@@ -461,7 +463,10 @@ pub fn build(a: BuildArgs) -> u8 {
     }
     let Some(runner) = find_runner_lib() else {
         eprintln!(
-            "error: cannot find the runtime library libsnet_runner.a next to the snet executable; build the workspace with `cargo build --release` or set SNET_RUNNER_LIB"
+            "error: cannot find the runtime library libsnet_runner.a (looked next to the snet executable and in ../lib/snet/ beside it)\n\
+             help: install snet with `scripts/install.sh PREFIX` from the source tree, which puts the library in PREFIX/lib/snet \
+             (`cargo install` copies only the executable); in the source tree, `cargo build --release` builds it next to target/release/snet; \
+             or set SNET_RUNNER_LIB to the library's path"
         );
         return 2;
     };

@@ -15,10 +15,19 @@ use clap::{Parser, Subcommand};
 
 mod buildcmd;
 
+/// `snet --version`: the package version and the git revision it was built
+/// from (`build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (git ",
+    env!("SNET_GIT_REV"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "snet",
-    version,
+    version = VERSION,
     about = "S-Net: declarative coordination of streaming networks, run on the FRONT engine"
 )]
 struct Cli {

@@ -41,7 +41,7 @@ pub fn to_svg(dot_text: &str) -> Result<String, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run Graphviz `dot` ({e}); install Graphviz for SVG output, or leave out --svg to get DOT text"))?;
+        .map_err(|e| format!("cannot run Graphviz `dot` ({e}); install Graphviz for SVG output (Debian: `apt-get install graphviz`; scripts/setup.sh does it), or leave out --svg to get DOT text"))?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin
             .write_all(dot_text.as_bytes())

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what the test command (scripts/test) needs beyond the demo's
+# set-up (scripts/setup.sh, run first), idempotently and silently when
+# nothing is missing: valgrind, rustfmt and clippy, the minimum supported
+# Rust and nightly with Miri.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# valgrind: the leak check of the C-box programs (.ci/leakcheck.sh).
+scripts/setup.sh valgrind
+command -v cargo >/dev/null 2>&1 || . "$HOME/.cargo/env"
+
+# rustfmt and clippy: the test command's hygiene gates.
+for comp in rustfmt clippy; do
+  rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp"
+done
+
+# The minimum supported Rust (rust-version in Cargo.toml), checked by the test command.
+MSRV=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+if ! rustup toolchain list | grep -q "^$MSRV"; then
+  rustup toolchain install "$MSRV" --profile minimal
+fi
+
+# Nightly with Miri: the engine's unsafe code is checked under Miri in CI.
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+  rustup toolchain install nightly --profile minimal --component miri
+fi
