@@ -1,0 +1,117 @@
+//! Output that streams: a record that leaves the network reaches the output
+//! pipe soon after, however slowly the input comes. Each test feeds one
+//! record, waits until its output line has arrived, and only then sends the
+//! next; a run that writes its output only at the end never answers the
+//! first record. The bound is generous (seconds, not the 50 ms the writer
+//! promises): it catches "only at the end", not slowness.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Far above the writer's 50 ms, far below "the end of the run".
+const ARRIVAL: Duration = Duration::from_secs(20);
+
+fn program(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("snet-streaming-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Runs `snet run prog ARGS`, feeding records one at a time.
+fn answers_each_record_before_the_next(prog: &str, args: &[&str]) {
+    let prog = program(&format!("p{}.snet", args.len()), prog);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snet"))
+        .arg("run")
+        .arg(&prog)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start snet");
+    let mut input = child.stdin.take().unwrap();
+    let output = child.stdout.take().unwrap();
+    let (lines_tx, lines) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(output).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    writeln!(input, "<?xml version=\"1.0\" ?>").unwrap();
+    for x in 1..=4 {
+        writeln!(
+            input,
+            "<record type=\"data\" mode=\"textual\"><tag label=\"x\">{x}</tag></record>"
+        )
+        .unwrap();
+        input.flush().unwrap();
+        let want = format!("<tag label=\"y\">{}</tag>", x * 10);
+        loop {
+            match lines.recv_timeout(ARRIVAL) {
+                Ok(l) if l.contains(&want) => break,
+                Ok(_) => continue,
+                Err(_) => {
+                    let _ = child.kill();
+                    let out = child.wait_with_output().unwrap();
+                    panic!(
+                        "record {x}'s output did not arrive while the input stayed open (args {args:?})\nstderr: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            }
+        }
+    }
+    writeln!(input, "<record type=\"terminate\" />").unwrap();
+    drop(input);
+    let rest: Vec<String> = lines.iter().collect();
+    assert!(
+        rest.iter().any(|l| l.contains("terminate")),
+        "the stream ends with the terminate record: {rest:?}"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    reader.join().unwrap();
+}
+
+#[test]
+fn one_node_streams_its_output() {
+    answers_each_record_before_the_next("net s connect [{<x>} -> {<y=x*10>}];", &["-w", "2"]);
+}
+
+#[test]
+fn one_worker_streams_its_output() {
+    answers_each_record_before_the_next(
+        "net s connect [{<x>} -> {<x>}] .. [{<x>} -> {<y=x*10>}];",
+        &["-w", "1"],
+    );
+}
+
+/// Node 0 writes what node 1 computed: it is idle (waiting for node 1's
+/// messages) when the record comes back, and must still write it out.
+#[test]
+fn shared_memory_nodes_stream_node_0s_output() {
+    answers_each_record_before_the_next(
+        "net s connect ([{<x>} -> {<y=x*10>}] @ 1) .. [{<y>} -> {<y>}];",
+        &["--nodes", "2", "--transport", "shm", "-w", "1"],
+    );
+}
+
+#[test]
+fn loopback_nodes_stream_node_0s_output() {
+    answers_each_record_before_the_next(
+        "net s connect [{<x>} -> {<y=x*10>}] @ 1;",
+        &["--nodes", "2", "--transport", "loopback"],
+    );
+}
