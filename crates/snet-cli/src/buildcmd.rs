@@ -337,12 +337,13 @@ enum MismatchKind {
     NotFunction,
 }
 
-/// A box source declaring box `name`'s function differently from the box,
-/// at `at` (`FILE:LINE`), as the C compiler reported it.
+/// A declaration of box `name`'s function of another type than the box's,
+/// at `file`:`line`, as the C compiler reported it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Mismatch {
     name: String,
-    at: String,
+    file: String,
+    line: u32,
     kind: MismatchKind,
 }
 
@@ -388,12 +389,10 @@ fn signature_mismatches(err: &str, names: &[&str]) -> Vec<Mismatch> {
         // FILE:LINE[:COL]
         let mut parts = place.rsplitn(3, ':');
         let (last, mid, first) = (parts.next(), parts.next(), parts.next());
-        let numeric = |s: Option<&str>| {
-            s.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-        };
-        let at = match (numeric(last), numeric(mid), first) {
-            (true, true, Some(file)) => format!("{file}:{}", mid.unwrap_or_default()),
-            (true, false, _) => place.to_string(),
+        let number = |s: Option<&str>| s.and_then(|s| s.parse::<u32>().ok());
+        let (file, line) = match (number(last), number(mid), first, mid) {
+            (Some(_), Some(line), Some(file), _) => (file, line),
+            (Some(line), None, _, Some(file)) => (file, line),
             _ => continue,
         };
         let found = names.iter().find_map(|&name| {
@@ -417,12 +416,16 @@ fn signature_mismatches(err: &str, names: &[&str]) -> Vec<Mismatch> {
             };
             Some(Mismatch {
                 name: name.to_string(),
-                at: at.clone(),
+                file: file.to_string(),
+                line,
                 kind,
             })
         });
         if let Some(m) = found {
-            if !out.iter().any(|o| o.name == m.name && o.at == m.at) {
+            if !out
+                .iter()
+                .any(|o| o.name == m.name && o.file == m.file && o.line == m.line)
+            {
                 out.push(m);
             }
         }
@@ -447,20 +450,40 @@ fn with_name(ty: &str, name: &str) -> String {
     }
 }
 
-/// The error for a box whose C function does not match it.
-fn mismatch_message(b: &BoxDef, m: &Mismatch) -> String {
+/// Whether `file` (as the compiler named it) lies outside `dirs` (the
+/// program's, the sources' and the `-I` directories): a system header, whose
+/// declaration of a box's name is not the box's function but, say, the C
+/// library's.
+fn outside(file: &str, dirs: &[PathBuf]) -> bool {
+    let Ok(f) = Path::new(file).canonicalize() else {
+        return false;
+    };
+    !dirs
+        .iter()
+        .filter_map(|d| d.canonicalize().ok())
+        .any(|d| f.starts_with(d))
+}
+
+/// The error for a box whose C function does not match it; `foreign` if
+/// the declaration is outside the program's sources (see [`outside`]).
+fn mismatch_message(b: &BoxDef, m: &Mismatch, foreign: bool) -> String {
+    let at = format!("{}:{}", m.file, m.line);
     let mut s = match &m.kind {
+        _ if foreign => format!(
+            "error: box `{}` ({}) has the name of a C function declared with another type at {at}, outside the program's sources (the C library's?): rename the box\n",
+            b.name, b.loc
+        ),
         MismatchKind::Type(_) => format!(
-            "error: box `{}` ({}) does not match its C function at {}\n",
-            b.name, b.loc, m.at
+            "error: box `{}` ({}) does not match its C function at {at}\n",
+            b.name, b.loc
         ),
         MismatchKind::Static => format!(
-            "error: box `{}` ({}): its C function at {} is `static`, which the runtime cannot call\n",
-            b.name, b.loc, m.at
+            "error: box `{}` ({}): its C function at {at} is `static`, which the runtime cannot call\n",
+            b.name, b.loc
         ),
         MismatchKind::NotFunction => format!(
-            "error: box `{}` ({}): `{}` at {} is not a function\n",
-            b.name, b.loc, b.name, m.at
+            "error: box `{}` ({}): `{}` at {at} is not a function\n",
+            b.name, b.loc, b.name
         ),
     };
     let _ = writeln!(s, "  expected: {}", expected_prototype(b));
@@ -805,9 +828,15 @@ pub fn build(a: BuildArgs) -> u8 {
                 })
                 .collect();
             if !mismatches.is_empty() {
+                let dirs: Vec<PathBuf> = a
+                    .include
+                    .iter()
+                    .cloned()
+                    .chain(source_dirs(&a.file, &a.inputs))
+                    .collect();
                 for m in &mismatches {
                     if let Some(b) = boxes.iter().find(|b| b.name == m.name) {
-                        eprint!("{}", mismatch_message(b, m));
+                        eprint!("{}", mismatch_message(b, m, outside(&m.file, &dirs)));
                     }
                 }
                 eprintln!("{PROTOTYPE_RULE}");
@@ -1016,7 +1045,8 @@ mod tests {
             m,
             [Mismatch {
                 name: "greet".into(),
-                at: "greet.c:3".into(),
+                file: "greet.c".into(),
+                line: 3,
                 kind: MismatchKind::Type(Some("void *(void *, int, c4snet_data_t *)".into())),
             }]
         );
@@ -1026,7 +1056,8 @@ mod tests {
             signature_mismatches(plain, &names),
             [Mismatch {
                 name: "other".into(),
-                at: "src/g.c:12".into(),
+                file: "src/g.c".into(),
+                line: 12,
                 kind: MismatchKind::Type(Some("void(void *)".into())),
             }]
         );
@@ -1034,7 +1065,10 @@ mod tests {
         let m = signature_mismatches(clang, &names);
         assert_eq!(m.len(), 2, "{m:?}");
         assert_eq!(m[0].kind, MismatchKind::Type(None));
-        assert_eq!((m[1].name.as_str(), m[1].at.as_str()), ("other", "lib.c:1"));
+        assert_eq!(
+            (m[1].name.as_str(), m[1].file.as_str(), m[1].line),
+            ("other", "lib.c", 1)
+        );
         assert_eq!(m[1].kind, MismatchKind::Static);
         // gcc on a K&R definition: the function is named on the line before.
         let knr = "knr.c: In function \u{2018}greet\u{2019}:\nknr.c:2:1: error: number of arguments doesn\u{2019}t match prototype\nhello.snet:1:5: error: prototype declaration\n";
@@ -1042,7 +1076,8 @@ mod tests {
             signature_mismatches(knr, &names),
             [Mismatch {
                 name: "greet".into(),
-                at: "knr.c:2".into(),
+                file: "knr.c".into(),
+                line: 2,
                 kind: MismatchKind::Type(None),
             }]
         );
@@ -1061,18 +1096,36 @@ mod tests {
         let g = c.graph.expect("compiles");
         let m = Mismatch {
             name: "greet".into(),
-            at: "greet.c:3".into(),
+            file: "greet.c".into(),
+            line: 3,
             kind: MismatchKind::Type(Some("void *(void *, c4snet_data_t *)".into())),
         };
         assert_eq!(
-            mismatch_message(g.box_def(0), &m),
+            mismatch_message(g.box_def(0), &m, false),
             "error: box `greet` (hello.snet:1:1) does not match its C function at greet.c:3\n  expected: void *greet(void *hnd, c4snet_data_t *name, int times);\n     found: void *greet(void *, c4snet_data_t *)\n"
         );
+        assert!(mismatch_message(g.box_def(0), &m, true)
+            .starts_with("error: box `greet` (hello.snet:1:1) has the name of a C function declared with another type at greet.c:3, outside the program's sources"));
         assert_eq!(with_name("void(int)", "f"), "void f(int)");
         assert_eq!(
             with_name("int (*(void *))(int)", "f"),
             "int (*(void *))(int)"
         );
+    }
+
+    #[test]
+    fn declarations_outside_the_sources_are_foreign() {
+        // `cargo test` runs in the package's directory; the test executable is in target/.
+        let here = [PathBuf::from(".")];
+        assert!(!outside("src/buildcmd.rs", &here));
+        let exe = std::env::current_exe().unwrap();
+        assert!(outside(&exe.display().to_string(), &here));
+        assert!(!outside(
+            &exe.display().to_string(),
+            &[exe.parent().unwrap().to_path_buf()]
+        ));
+        // A place the compiler made up (or that is gone) is taken for the sources'.
+        assert!(!outside("<built-in>", &here));
     }
 
     #[test]
