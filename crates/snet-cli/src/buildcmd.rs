@@ -382,6 +382,10 @@ fn signature_mismatches(err: &str, names: &[&str]) -> Vec<Mismatch> {
             function = rest.strip_suffix("':");
             continue;
         }
+        if line.ends_with(": At top level:") {
+            function = None;
+            continue;
+        }
         let Some(i) = line.find(": error: ") else {
             continue;
         };
@@ -409,7 +413,7 @@ fn signature_mismatches(err: &str, names: &[&str]) -> Vec<Mismatch> {
                 || msg.starts_with(&format!("redefinition of {q} as different kind of symbol"))
             {
                 MismatchKind::NotFunction
-            } else if function == Some(name) && (msg.ends_with("doesn't match prototype")) {
+            } else if function == Some(name) && msg.ends_with("doesn't match prototype") {
                 MismatchKind::Type(None)
             } else {
                 return None;
@@ -1071,7 +1075,7 @@ mod tests {
         );
         assert_eq!(m[1].kind, MismatchKind::Static);
         // gcc on a K&R definition: the function is named on the line before.
-        let knr = "knr.c: In function \u{2018}greet\u{2019}:\nknr.c:2:1: error: number of arguments doesn\u{2019}t match prototype\nhello.snet:1:5: error: prototype declaration\n";
+        let knr = "knr.c: In function \u{2018}greet\u{2019}:\nknr.c:2:1: error: number of arguments doesn\u{2019}t match prototype\nhello.snet:1:5: error: prototype declaration\nknr.c: At top level:\nknr.c:9:1: error: argument \u{2018}x\u{2019} doesn\u{2019}t match prototype\n";
         assert_eq!(
             signature_mismatches(knr, &names),
             [Mismatch {
