@@ -283,7 +283,11 @@ fn compile(file: &Path, entry: Option<&str>, color: bool) -> Result<Arc<snet_cor
     let source = match std::fs::read_to_string(file) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", file.display());
+            eprintln!(
+                "error: cannot read {}: {}",
+                file.display(),
+                snet_front::os_reason(&e)
+            );
             return Err(2);
         }
     };

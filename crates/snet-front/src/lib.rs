@@ -134,6 +134,17 @@ fn compile_here(file_name: &str, source: &str, entry: Option<&str>) -> Compiled 
     }
 }
 
+/// The OS's reason for an I/O error as people read it (`No such file or
+/// directory`), without the `(os error 2)` that Rust's text appends: every
+/// `cannot read FILE: REASON` message of the tools uses it.
+pub fn os_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match (e.raw_os_error(), text.rfind(" (os error ")) {
+        (Some(_), Some(i)) => text[..i].to_string(),
+        _ => text,
+    }
+}
+
 fn read(path: &Path) -> Result<String, (String, String, i32)> {
     match std::fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
@@ -150,7 +161,7 @@ fn read(path: &Path) -> Result<String, (String, String, i32)> {
         },
         Err(e) => Err((
             String::new(),
-            format!("error: cannot read {}: {e}\n", path.display()),
+            format!("error: cannot read {}: {}\n", path.display(), os_reason(&e)),
             2,
         )),
     }

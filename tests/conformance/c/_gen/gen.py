@@ -644,6 +644,159 @@ net e connect present .. absent;
 void *present(void *hnd, int x) { C4SNetOut(hnd, 1, x); return hnd; }
 '''}, [[tag('x', 1)]], build_error='box `absent`', notes='an undefined box symbol is reported by name at build time')
 
+# --- box functions checked against their signatures --------------------------
+# `snet build` compiles every box source with a generated header declaring each
+# box's C function (-include), so a definition of another type fails to build.
+case('err-sig-missing', '''
+box greet((name, <times>) -> (msg));
+net e connect greet;
+''', {'greet.c': r'''
+#include "C4SNet.h"
+
+/* `times` is missing: the runtime would pass it anyway. */
+void *greet(void *hnd, c4snet_data_t *name)
+{
+    C4SNetOut(hnd, 1, name);
+    return hnd;
+}
+'''}, [[field('name', '(char[3])B,o,b'), tag('times', 2)]],
+    build_error='expected: void *greet(void *hnd, c4snet_data_t *name, int times);',
+    notes='a box function missing a parameter of its signature is a build error with the expected prototype')
+
+case('err-sig-swapped', '''
+box pair((v, <k>) -> (v));
+box keep((v) -> (v));
+net e connect pair .. keep;
+''', {'pair.c': r'''
+#include "C4SNet.h"
+
+/* Field and tag swapped: the tag would be read from the field's pointer. */
+void *pair(void *hnd, int k, c4snet_data_t *v)
+{
+    (void)k;
+    C4SNetOut(hnd, 1, v);
+    return hnd;
+}
+
+void *keep(void *hnd, c4snet_data_t *v)
+{
+    C4SNetOut(hnd, 1, v);
+    return hnd;
+}
+'''}, [[field('v', '(int)1'), tag('k', 2)]],
+    build_error='expected: void *pair(void *hnd, c4snet_data_t *v, int k);',
+    notes='field and tag parameters in the wrong order; the other box of the same file is fine')
+
+case('err-sig-extra', '''
+box count((<n>) -> (<n>));
+net e connect count;
+''', {'count.c': r'''
+#include "C4SNet.h"
+
+/* One parameter too many: it would hold garbage. */
+void *count(void *hnd, int n, int step)
+{
+    C4SNetOut(hnd, 1, n + step);
+    return hnd;
+}
+'''}, [[tag('n', 1)]],
+    build_error='expected: void *count(void *hnd, int n);',
+    notes='a box function with a parameter its signature does not have')
+
+case('err-sig-type', '''
+box size((text) -> (<len>));
+net e connect size;
+''', {'size.c': r'''
+#include <string.h>
+#include "C4SNet.h"
+
+/* A field arrives as c4snet_data_t *, not as the characters. */
+void *size(void *hnd, char *text)
+{
+    C4SNetOut(hnd, 1, (int)strlen(text));
+    return hnd;
+}
+'''}, [[field('text', '(char[2])h,i')]],
+    build_error='expected: void *size(void *hnd, c4snet_data_t *text);',
+    notes='a field parameter of the wrong C type')
+
+case('err-sig-return', '''
+box done((<x>) -> (<x>));
+net e connect done;
+''', {'done.c': r'''
+#include "C4SNet.h"
+
+/* A box function returns void *. */
+void done(void *hnd, int x)
+{
+    C4SNetOut(hnd, 1, x);
+}
+'''}, [[tag('x', 1)]],
+    build_error='expected: void *done(void *hnd, int x);',
+    notes='a box function with the wrong return type')
+
+case('err-sig-header', '''
+box half((<x>) -> (<x>));
+net e connect half;
+''', {'half.h': r'''
+#ifndef HALF_H
+#define HALF_H
+#include "C4SNet.h"
+void *half(void *hnd, double x);   /* a tag is an int */
+#endif
+''', 'half.c': r'''
+#include "half.h"
+
+void *half(void *hnd, double x)
+{
+    C4SNetOut(hnd, 1, (int)(x / 2));
+    return hnd;
+}
+'''}, [[tag('x', 4)]],
+    build_error='half.h:4',
+    notes="the box sources' own header declares the box function with the wrong type: "
+          "the error points at the header's declaration")
+
+sig_in = [(3, 2), (-5, 4), (0, 7), (12, -1)]
+case('sig-own-header', '''
+// Box functions declared in the sources' own header, with parameter names
+// of their own, `struct cdata *` for `c4snet_data_t *` and a `const`
+// parameter: the types are the box's, so they build.
+box scale((v, <k>) -> (v));
+box negate((v) -> (v));
+net e connect scale .. negate;
+''', {'ops.h': r'''
+#ifndef OPS_H
+#define OPS_H
+#include <C4SNet.h>
+void *scale(void *handle, c4snet_data_t *value, int factor);
+void *negate(void *, struct cdata *);
+#endif
+''', 'scale.c': r'''
+#include "ops.h"
+
+void *scale(void *h, c4snet_data_t *field, const int by)
+{
+    int x = *(int *)C4SNetGetData(field) * by;
+    C4SNetFree(field);
+    C4SNetOut(h, 1, C4SNetCreate(CTYPE_int, 1, &x));
+    return h;
+}
+''', 'negate.c': r'''
+#include <ops.h>
+
+void *negate(void *hnd, struct cdata *v)
+{
+    int x = -*(int *)C4SNetGetData(v);
+    C4SNetFree(v);
+    C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_int, 1, &x));
+    return hnd;
+}
+'''}, [[field('v', f'(int){v}'), tag('k', k), tag('id', i)] for i, (v, k) in enumerate(sig_in)],
+    [[field('v', f'(int){-v * k}'), tag('id', i)] for i, (v, k) in enumerate(sig_in)],
+    notes="box functions declared in the sources' header (other parameter names, struct cdata *, const int) "
+          "match the prototypes snet build checks them against")
+
 # --- box code as the original toolchain built it ---------------------------
 orig_in = [(n, k) for n, k in [(3, 4), (0, 7), (5, 10), (1, -3), (-2, 0), (8, 9)]]
 case('original-style', '''
