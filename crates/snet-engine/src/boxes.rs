@@ -236,6 +236,7 @@ impl BoxEntity {
         &self,
         rec: &Record,
         det: &crate::entity::Stamps,
+        origin: crate::entity::Origin,
         ctx: &Ctx,
     ) -> Result<Vec<Item>, EngineError> {
         let def = &*self.t.def;
@@ -263,6 +264,7 @@ impl BoxEntity {
                 Item::Rec(Rec {
                     rec: out,
                     det: det.clone(),
+                    origin,
                 })
             })
             .collect())
@@ -287,7 +289,13 @@ impl BoxEntity {
             crate::dist::fields::ensure_local(rec, fields, me, ctx)
         };
         for it in self.parked.admit(item, ready) {
-            self.step(it, ctx)?;
+            // Parked records are stepped later, for another item: each
+            // names its own input record.
+            let origin = match &it {
+                Item::Rec(r) => r.origin,
+                _ => crate::Origin::NONE,
+            };
+            self.step(it, ctx).map_err(|e| e.caused_by(origin))?;
         }
         Ok(())
     }
@@ -295,22 +303,27 @@ impl BoxEntity {
     fn step(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match &mut self.mode {
             Mode::Inline => {
-                let Item::Rec(Rec { rec, det }) = item else {
+                let Item::Rec(Rec { rec, det, origin }) = item else {
                     ctx.send(&self.next, item);
                     return Ok(());
                 };
-                for out in self.call(&rec, &det, ctx)? {
+                for out in self.call(&rec, &det, origin, ctx)? {
                     ctx.send(&self.next, out);
                 }
                 Ok(())
             }
             Mode::Lane { order } => {
                 let order = order.clone();
-                let Item::Rec(Rec { rec, mut det }) = item else {
+                let Item::Rec(Rec {
+                    rec,
+                    mut det,
+                    origin,
+                }) = item
+                else {
                     unreachable!("a box lane receives only records from its dispatcher")
                 };
                 let s = det.pop().expect("the dispatcher stamps every record");
-                let outs = self.call(&rec, &det, ctx)?;
+                let outs = self.call(&rec, &det, origin, ctx)?;
                 order.complete(s, outs, ctx);
                 Ok(())
             }
@@ -335,7 +348,11 @@ impl BoxEntity {
                 let s = *seq;
                 *seq += 1;
                 match item {
-                    Item::Rec(Rec { rec, mut det }) => {
+                    Item::Rec(Rec {
+                        rec,
+                        mut det,
+                        origin,
+                    }) => {
                         let def = &*self.t.def;
                         let input = def.input_variant();
                         if !rec.matches(&input) {
@@ -365,7 +382,7 @@ impl BoxEntity {
                         }
                         det.push(s);
                         let lane = lanes[k].clone();
-                        ctx.send(&lane, Item::Rec(Rec { rec, det }));
+                        ctx.send(&lane, Item::Rec(Rec { rec, det, origin }));
                     }
                     other => order.complete(s, vec![other], ctx),
                 }

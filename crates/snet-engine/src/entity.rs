@@ -71,18 +71,79 @@ impl Stamps {
     }
 }
 
-/// A record in flight, with its deterministic-order stamps.
+/// A record in flight, with its deterministic-order stamps and the input
+/// record it came from.
 #[derive(Clone, Debug)]
 pub struct Rec {
     pub rec: Record,
     pub det: Stamps,
+    pub origin: Origin,
 }
 
 impl Rec {
+    /// A record of no input record (for the model checks).
+    #[cfg(all(test, loom))]
     pub fn new(rec: Record) -> Rec {
         Rec {
             rec,
             det: Stamps::new(),
+            origin: Origin::NONE,
+        }
+    }
+}
+
+/// The input record a record in flight came from: its number in the input
+/// (1-based) and the line of the input it ended on. Every record a
+/// component emits has the origin of the record that caused it (a
+/// synchrocell's merged record: the one that completed the cell), so a
+/// runtime error can name the input record behind it. Both halves
+/// saturate at `u32::MAX` ("beyond"); zero means unknown.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Origin(u64);
+
+impl Origin {
+    /// Not from the input (or not known).
+    pub const NONE: Origin = Origin(0);
+
+    pub fn input(number: u64, line: Option<u64>) -> Origin {
+        let sat = |v: u64| v.min(u64::from(u32::MAX));
+        Origin(sat(number) << 32 | sat(line.unwrap_or(0)))
+    }
+
+    /// Rebuilds an origin from [`Origin::to_bits`] (the wire).
+    pub fn from_bits(bits: u64) -> Origin {
+        Origin(bits)
+    }
+
+    pub fn to_bits(self) -> u64 {
+        self.0
+    }
+
+    /// The input record's number, if known.
+    pub fn number(self) -> Option<u64> {
+        Some(self.0 >> 32).filter(|&n| n != 0)
+    }
+
+    /// The line of the input the record ended on, if known.
+    pub fn line(self) -> Option<u64> {
+        Some(self.0 & u64::from(u32::MAX)).filter(|&l| l != 0)
+    }
+}
+
+impl std::fmt::Display for Origin {
+    /// `input record N (line L)`; `...` for a number or line beyond `u32::MAX`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: u64| {
+            if v >= u64::from(u32::MAX) {
+                "beyond 4294967294".to_string()
+            } else {
+                v.to_string()
+            }
+        };
+        match (self.number(), self.line()) {
+            (Some(n), Some(l)) => write!(f, "input record {} (line {})", show(n), show(l)),
+            (Some(n), None) => write!(f, "input record {}", show(n)),
+            _ => f.write_str("no input record"),
         }
     }
 }

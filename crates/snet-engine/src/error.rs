@@ -63,6 +63,32 @@ pub enum EngineError {
     Distribution(DistributionError),
     /// An engine bug stopped the run.
     Internal(InternalError),
+    /// A component's error ([`EngineError::Type`], [`EngineError::Eval`]
+    /// or [`EngineError::Box`]) on a record that came from an input record
+    /// (see [`EngineError::caused_by`]).
+    FromInput {
+        error: Box<EngineError>,
+        origin: crate::Origin,
+    },
+}
+
+impl EngineError {
+    /// Names the input record behind a component's error: `origin` is the
+    /// origin of the record the component was working on. Other errors,
+    /// and records of no input record (an initialiser's), stay as they are.
+    pub fn caused_by(self, origin: crate::Origin) -> EngineError {
+        match self {
+            EngineError::Type { .. } | EngineError::Eval { .. } | EngineError::Box { .. }
+                if origin.number().is_some() =>
+            {
+                EngineError::FromInput {
+                    error: Box::new(self),
+                    origin,
+                }
+            }
+            other => other,
+        }
+    }
 }
 
 impl fmt::Display for EngineError {
@@ -110,6 +136,9 @@ impl fmt::Display for EngineError {
             EngineError::Node { node, message } => write!(f, "node {node}: {message}"),
             EngineError::Distribution(e) => write!(f, "distribution: {e}"),
             EngineError::Internal(e) => write!(f, "internal error: {e}"),
+            EngineError::FromInput { error, origin } => {
+                write!(f, "{error}, caused by {origin}")
+            }
         }
     }
 }

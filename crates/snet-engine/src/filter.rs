@@ -44,8 +44,8 @@ impl FilterChain {
                 return Ok(());
             }
         };
-        let Rec { rec, det } = rec;
-        self.stage(0, rec, &det, ctx)
+        let Rec { rec, det, origin } = rec;
+        self.stage(0, rec, &det, origin, ctx)
     }
 
     fn stage(
@@ -53,6 +53,7 @@ impl FilterChain {
         mut i: usize,
         mut rec: Record,
         det: &crate::entity::Stamps,
+        origin: crate::entity::Origin,
         ctx: &mut Ctx,
     ) -> Result<(), EngineError> {
         // One-to-one filters change the record in turn: a loop, not a
@@ -79,6 +80,7 @@ impl FilterChain {
                 Item::Rec(Rec {
                     rec,
                     det: det.clone(),
+                    origin,
                 }),
             );
             return Ok(());
@@ -97,9 +99,10 @@ impl FilterChain {
                     Item::Rec(Rec {
                         rec: out,
                         det: det.clone(),
+                        origin,
                     }),
                 );
-            } else if let Err(e) = self.stage(i + 1, out, det, ctx) {
+            } else if let Err(e) = self.stage(i + 1, out, det, origin, ctx) {
                 failed = Some(e);
             }
         };

@@ -50,6 +50,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
                 let call = Item::Rec(Rec {
                     rec: Record::new(),
                     det: start.clone(),
+                    origin: crate::entity::Origin::NONE,
                 });
                 ctx.startup.borrow_mut().push((e.clone(), call));
             }

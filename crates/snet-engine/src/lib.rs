@@ -53,6 +53,7 @@ pub use error::{
     BoxError, DistributionError, EngineError, EvalContext, InternalError, ResolveError,
     ResolveReason, RuntimeTypeError, SourceError,
 };
+pub use entity::Origin;
 pub use limit::InputLimit;
 
 /// Where input records come from (the record reader, a test vector, ...).
@@ -67,6 +68,13 @@ pub trait Source: Send {
     /// workers together; a source that cannot tell returns `None` (the
     /// default) and is read one [`Self::next_record`] at a time.
     fn next_ready(&mut self) -> Option<Option<Record>> {
+        None
+    }
+
+    /// The line of the input on which the record last returned ended, if
+    /// the source knows (runtime errors name the input record behind them
+    /// by its number and this line).
+    fn line(&self) -> Option<u64> {
         None
     }
 }

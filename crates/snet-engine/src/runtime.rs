@@ -301,6 +301,14 @@ impl<'a> Ctx<'a> {
 
 /// Processes one item at an entity whose licence the caller holds.
 pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    let origin = match &item {
+        Item::Rec(r) => r.origin,
+        _ => crate::Origin::NONE,
+    };
+    process_item(ent, item, ctx).map_err(|e| e.caused_by(origin))
+}
+
+fn process_item(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
     if let Some(kind) = ent.shared_state() {
         // Licensed like any entity when offered directly (the entry network).
         process_stateless(kind, item, ctx)?;

@@ -194,7 +194,8 @@ impl Sleep {
 }
 
 struct InputState {
-    records: VecDeque<Record>,
+    /// Records read ahead, with the input line each ended on.
+    records: VecDeque<(Record, Option<u64>)>,
     closed: bool,
     error: Option<EngineError>,
 }
@@ -634,7 +635,7 @@ const ADMIT_QUEUED_MAX: isize = 1024;
 /// capacity by less than a batch.
 fn reader_loop(sh: &Shared, mut source: Box<dyn Source>) {
     let batch_max = (sh.input.capacity / 2).clamp(1, READ_BATCH);
-    let mut batch: Vec<Record> = Vec::with_capacity(batch_max);
+    let mut batch: Vec<(Record, Option<u64>)> = Vec::with_capacity(batch_max);
     loop {
         if sh.abort.load(Ordering::Relaxed) {
             return;
@@ -642,13 +643,13 @@ fn reader_loop(sh: &Shared, mut source: Box<dyn Source>) {
         // `Some`: the input ended (or failed) after the batch.
         let mut end: Option<Option<EngineError>> = None;
         match source.next_record() {
-            Ok(Some(rec)) => batch.push(rec),
+            Ok(Some(rec)) => batch.push((rec, source.line())),
             Ok(None) => end = Some(None),
             Err(e) => end = Some(Some(EngineError::Input(e))),
         }
         while end.is_none() && batch.len() < batch_max {
             match source.next_ready() {
-                Some(Some(rec)) => batch.push(rec),
+                Some(Some(rec)) => batch.push((rec, source.line())),
                 Some(None) => end = Some(None),
                 None => break,
             }
@@ -740,16 +741,22 @@ impl Shared {
         let mut task = None;
         let mut n = 0;
         while n < ADMIT_BATCH && (n == 0 || self.admissible()) {
-            let Some(rec) = st.records.pop_front() else {
+            let Some((rec, line)) = st.records.pop_front() else {
                 break;
             };
             n += 1;
-            self.admitted.fetch_add(1, Ordering::Relaxed);
+            // Admission happens in input order, under the input lock.
+            let number = self.admitted.fetch_add(1, Ordering::Relaxed) + 1;
             // An offer may license the entry (the first, or a later one if
             // the holder released it meanwhile); from then on this worker
             // holds the licence and the others queue behind in its inbox, in
             // input order: at most one licence per batch.
-            match entry.offer(Item::Rec(Rec::new(rec))) {
+            let origin = crate::entity::Origin::input(number, line);
+            match entry.offer(Item::Rec(Rec {
+                rec,
+                det: Stamps::new(),
+                origin,
+            })) {
                 Offer::Licensed(item) => {
                     debug_assert!(task.is_none(), "two licences for one entity");
                     task = Some(Task {

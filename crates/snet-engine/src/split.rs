@@ -133,7 +133,7 @@ impl SplitSync {
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det }) = item else {
+        let Item::Rec(Rec { rec, det, origin }) = item else {
             if !matches!(item, Item::Wake) {
                 ctx.send(&self.next, item);
             }
@@ -177,9 +177,9 @@ impl SplitSync {
                 if self.open.remove(&v).is_some() {
                     self.fired.insert(v);
                 }
-                ctx.send(&self.next, Item::Rec(Rec { rec, det }));
+                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }));
             }
-            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det })),
+            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
         }
         Ok(())
     }

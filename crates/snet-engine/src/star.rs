@@ -228,7 +228,7 @@ impl FusedSync {
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det }) = item else {
+        let Item::Rec(Rec { rec, det, origin }) = item else {
             ctx.send(&self.next, item);
             return Ok(());
         };
@@ -244,7 +244,7 @@ impl FusedSync {
         let mut from = 0u64; // the first position the record may still reach
         loop {
             if matches_any(exits, &rec).map_err(eval_err)? {
-                ctx.send(&self.next, Item::Rec(Rec { rec, det }));
+                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }));
                 return Ok(());
             }
             // Patterns that accept the record (guards evaluated on the record alone).
@@ -323,6 +323,8 @@ pub struct FilterStar {
     work: Vec<Record>,
     /// The stamps of the input being expanded.
     det: Stamps,
+    /// The origin of the input being expanded.
+    origin: crate::entity::Origin,
     /// Outputs of the filter being applied.
     outs: Vec<Record>,
 }
@@ -350,6 +352,7 @@ impl FilterStar {
             next,
             work: Vec::new(),
             det: Stamps::new(),
+            origin: crate::entity::Origin::NONE,
             outs: Vec::new(),
         }
     }
@@ -364,10 +367,11 @@ impl FilterStar {
     /// meanwhile, so nothing overtakes the rest of the input's outputs.
     pub fn process(&mut self, item: Item, ctx: &mut Ctx, me: &Entity) -> Result<(), EngineError> {
         match item {
-            Item::Rec(Rec { rec, det }) => {
+            Item::Rec(Rec { rec, det, origin }) => {
                 debug_assert!(self.work.is_empty(), "an input while another is suspended");
                 self.work.push(rec);
                 self.det = det;
+                self.origin = origin;
             }
             Item::Wake if self.work.is_empty() => return Ok(()),
             Item::Wake => {
@@ -409,6 +413,7 @@ impl FilterStar {
                     Item::Rec(Rec {
                         rec,
                         det: self.det.clone(),
+                        origin: self.origin,
                     }),
                 );
                 sent += 1;

@@ -123,7 +123,7 @@ impl SyncEntity {
     }
 
     pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det }) = item else {
+        let Item::Rec(Rec { rec, det, origin }) = item else {
             ctx.send(&self.next, item);
             return Ok(());
         };
@@ -138,7 +138,7 @@ impl SyncEntity {
         match stored {
             Stored::Kept => {}
             Stored::Fired(rec) | Stored::Passed(rec) => {
-                ctx.send(&self.next, Item::Rec(Rec { rec, det }))
+                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
         }
         Ok(())

@@ -262,6 +262,14 @@ impl<R: BufRead> RecordReader<R> {
         std::iter::from_fn(move || self.next().transpose())
     }
 
+    /// The line of the last byte read so far: for a record just returned,
+    /// the line it ended on (a line break read after it belongs to the
+    /// same line). 1 before anything was read.
+    pub fn line(&self) -> u64 {
+        let end = self.p.xml.buffer_position();
+        self.p.pos(end.saturating_sub(1)).line
+    }
+
     /// Position just after what has been read so far.
     pub fn position(&self) -> Position {
         self.p.pos(self.p.xml.buffer_position())

@@ -280,6 +280,10 @@ impl<R: io::BufRead + Send> Source for ReaderSource<R> {
             Item::Terminate => Some(None),
         }
     }
+
+    fn line(&self) -> Option<u64> {
+        Some(self.0.line())
+    }
 }
 
 /// Writes records to a [`RecordWriter`]; `flush` is the output thread's
@@ -862,6 +866,12 @@ fn selftest_mpi(_: &[&str], _: usize) -> u8 {
 #[cfg(feature = "mpi")]
 fn selftest_mpi(cases: &[&str], window: usize) -> u8 {
     use snet_engine::dist::{conformance, Transport};
+    if !mpi_launched() {
+        say!(
+            "error: `snet selftest --transport mpi` runs one process per node: start it with mpirun, e.g. `mpirun -np 2 snet selftest` (as root, or with more processes than cores, Open MPI also needs `--allow-run-as-root` / `--oversubscribe`)"
+        );
+        return 2;
+    }
     let t = match snet_mpi::MpiTransport::with_window(window) {
         Ok(t) => t,
         Err(e) => {

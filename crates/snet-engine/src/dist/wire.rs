@@ -43,7 +43,7 @@ use snet_core::{Codecs, Field, FieldBytes, Label, LabelKind, Record, Value};
 
 use super::fields::FieldStore;
 use super::ConnId;
-use crate::entity::{Item, Marker, Rec, Stamps};
+use crate::entity::{Item, Marker, Origin, Rec, Stamps};
 use crate::weight::Dyadic;
 
 /// A malformed message (a protocol bug or a corrupted transport).
@@ -293,6 +293,9 @@ impl Encoder {
             Item::Rec(r) => {
                 out.push(0);
                 put_stamps(out, &r.det);
+                // The origin as two small numbers (most are short varints).
+                put_u(out, r.origin.to_bits() >> 32);
+                put_u(out, r.origin.to_bits() & u64::from(u32::MAX));
                 put_u(out, r.rec.len() as u64);
                 for (l, v) in r.rec.entries() {
                     self.label(to, *l, out);
@@ -384,6 +387,11 @@ impl Decoder {
         match r.byte()? {
             0 => {
                 let det = r.stamps()?;
+                let (number, line) = (r.u()?, r.u()?);
+                if number > u64::from(u32::MAX) || line > u64::from(u32::MAX) {
+                    return r.err("bad record origin");
+                }
+                let origin = Origin::from_bits(number << 32 | line);
                 let n = r.u()? as usize;
                 let mut rec = Record::with_capacity(n.min(64));
                 for _ in 0..n {
@@ -415,7 +423,7 @@ impl Decoder {
                     };
                     rec.set(l, v);
                 }
-                Ok(Item::Rec(Rec { rec, det }))
+                Ok(Item::Rec(Rec { rec, det, origin }))
             }
             1 => Ok(Item::Marker(Decoder::marker(r)?)),
             2 => Ok(Item::Resume),
@@ -453,7 +461,11 @@ mod tests {
         det.push(3);
         det.push(u64::MAX);
         let items = [
-            Item::Rec(Rec { rec, det }),
+            Item::Rec(Rec {
+                rec,
+                det,
+                origin: Origin::input(7, Some(9)),
+            }),
             Item::Marker(Marker {
                 owner: 1 << 48,
                 seq: 9,
