@@ -27,8 +27,8 @@
 //! | synchrocell `[| p1..pn |]` | `p1 .. pn` (never rejects) | `v` (passed on); plus `p1 ∪ .. ∪ pn ∪ r` for each incoming `r ⊑ p1` once every pattern is matched by some incoming variant |
 //! | `A .. B` | A's, extended so that A's outputs fit B's | B(A(S)); each variant A emits that B does not accept is an error at the `..` naming both |
 //! | `A | B` | union of the branches' | each v goes to the eligible branch(es) with the best score (largest matched input variant; ties go to all tied) |
-//! | `A * pats` | A's, extended until A's outputs fit an exit or A's (fixpoint); never extended into an unguarded exit | fixpoint: v matching an exit leaves (if guarded, it may also go on); the others must be accepted by A and go round |
-//! | `A \ pats` | A's, extended until A's fed-back outputs fit A's (fixpoint) | fixpoint: A's outputs matching a pattern go back (must be accepted by A; if guarded, may also leave), the others leave |
+//! | `A * pats` | A's, extended until A's outputs fit an exit or A's (fixpoint); never extended into an unguarded exit | fixpoint: v matching an exit leaves (if guarded, it may also go on); the others must be accepted by A (from outside: an error; re-entering: a warning if anything leaves) and go round |
+//! | `A \ pats` | A's, extended until A's fed-back outputs fit A's (fixpoint) | fixpoint: A's outputs matching a pattern go back (must be accepted by A: a warning if anything leaves, else an error; if guarded, may also leave), the others leave |
 //! | `A ! <t>`, `A !@ <t>` | A's, each plus `<t>` | A(S); every v must carry `<t>` |
 //! | `A @ n` | A's | A(S) |
 //! | net with signature | declared inputs, extended by what the body needs beyond them (a warning), never by a binding tag | the body's flow for the actual S (the declaration is checked separately) |
@@ -48,13 +48,20 @@
 //! checker says so in a warning and stops exploring.
 //!
 //! Errors: a variant some component cannot accept (serial composition,
-//! parallel with no eligible branch, star or feedback re-entry, split tag
-//! missing), a declared net input the body rejects, a body output the
-//! declaration does not cover (unless `...`). Warnings (likely mistakes,
-//! the program still runs): a parallel branch no reaching variant is routed
-//! to, a star exit or feedback pattern nothing ever matches, a synchrocell
-//! pattern no reaching variant matches (the cell never fires). Warnings are
-//! only given for constructs that something reaches at all.
+//! parallel with no eligible branch, a record entering a star from outside,
+//! split tag missing), a declared net input the body rejects. Errors only
+//! when no input can make the program work, warnings naming the failing
+//! variant otherwise ([`Checker::report_reentry`],
+//! [`Checker::check_declared_outputs`]): star or feedback re-entry (an
+//! error only if nothing ever leaves the loop), body outputs the
+//! declaration does not cover (unless `...`; an error only if none is
+//! covered). Warnings (likely mistakes, the program still runs): a parallel
+//! branch no reaching variant is routed to, a star exit or feedback pattern
+//! nothing ever matches, a synchrocell pattern no reaching variant matches
+//! (the cell never fires). Warnings are only given for constructs that
+//! something reaches at all, and a "can never" warning only if no input
+//! record carrying the labels in question makes it happen
+//! ([`Checker::witnessed`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
