@@ -17,6 +17,20 @@ pub struct ReadError {
     source_name: Arc<str>,
 }
 
+/// An element that is not closed where it must be: the input ends inside
+/// it (`found` is `None`), or another element starts or ends where its end
+/// tag belongs (`found` is that tag, e.g. `</record>`).
+#[derive(Debug)]
+pub struct Unclosed {
+    /// The element's name (`tag`, `record`, ...).
+    pub name: String,
+    /// Its start tag as it is shown, without `<` `>` (`tag label="x"`).
+    pub opening: String,
+    /// Where its start tag is.
+    pub opened: Position,
+    pub found: Option<String>,
+}
+
 /// What went wrong.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -25,18 +39,9 @@ pub enum ReadErrorKind {
     Io(Arc<io::Error>),
     /// The input is not well-formed XML (the parser's message).
     Syntax { message: String },
-    /// An element that is not closed where it must be: the input ends
-    /// inside it (`found` is `None`), or another element starts or ends
-    /// where its end tag belongs (`found` is that tag, e.g. `</record>`).
-    UnclosedElement {
-        /// The element's name (`tag`, `record`, ...).
-        name: String,
-        /// Its start tag as it is shown, without `<` `>` (`tag label="x"`).
-        opening: String,
-        /// Where its start tag is.
-        opened: Position,
-        found: Option<String>,
-    },
+    /// An element that is not closed where it must be (boxed: errors
+    /// stay small for the `Result`s of the reading path).
+    UnclosedElement(Box<Unclosed>),
     /// An element other than `record` (top level) or `tag`, `btag`,
     /// `field` (inside a record), or any element inside those.
     UnknownElement { name: String },
@@ -100,12 +105,13 @@ impl fmt::Display for ReadErrorKind {
         match self {
             ReadErrorKind::Io(e) => write!(f, "read error: {e}"),
             ReadErrorKind::Syntax { message } => write!(f, "malformed XML: {message}"),
-            ReadErrorKind::UnclosedElement {
-                name,
-                opening,
-                opened,
-                found,
-            } => {
+            ReadErrorKind::UnclosedElement(u) => {
+                let Unclosed {
+                    name,
+                    opening,
+                    opened,
+                    found,
+                } = &**u;
                 write!(
                     f,
                     "expected </{name}> to close <{opening}> opened at line {}, column {}",

@@ -449,12 +449,12 @@ impl<R: BufRead> Parser<R> {
                 found,
                 ..
             }) => self.err(
-                ReadErrorKind::UnclosedElement {
+                ReadErrorKind::UnclosedElement(Box::new(crate::error::Unclosed {
                     name: name.into(),
                     opening: opening(),
                     opened,
                     found: Some(format!("</{}>", crate::error::shown(&found))),
-                },
+                })),
                 self.pos(self.xml.error_position()),
             ),
             other => self.xml_error(other),
@@ -471,12 +471,12 @@ impl<R: BufRead> Parser<R> {
         found: Option<String>,
         at: u64,
     ) -> ReadError {
-        let kind = ReadErrorKind::UnclosedElement {
+        let kind = ReadErrorKind::UnclosedElement(Box::new(crate::error::Unclosed {
             name: name.into(),
             opening,
             opened,
             found,
-        };
+        }));
         self.err(kind, self.pos(at))
     }
 
