@@ -33,10 +33,10 @@ fn records(input: &str) -> Vec<Record> {
 fn error(input: &str) -> String {
     match read(input) {
         Ok(items) => panic!("expected an error, read {items:?}"),
-        // Without the "(line L, column C, byte B)" suffix.
+        // Without the "(byte B)" suffix.
         Err(e) => e
             .to_string()
-            .split(" (line ")
+            .split(" (byte ")
             .next()
             .unwrap_or_default()
             .to_string(),

@@ -27,8 +27,8 @@
 //! | synchrocell `[| p1..pn |]` | `p1 .. pn` (never rejects) | `v` (passed on); plus `p1 ∪ .. ∪ pn ∪ r` for each incoming `r ⊑ p1` once every pattern is matched by some incoming variant |
 //! | `A .. B` | A's, extended so that A's outputs fit B's | B(A(S)); each variant A emits that B does not accept is an error at the `..` naming both |
 //! | `A | B` | union of the branches' | each v goes to the eligible branch(es) with the best score (largest matched input variant; ties go to all tied) |
-//! | `A * pats` | A's, extended until A's outputs fit an exit or A's (fixpoint); never extended into an unguarded exit | fixpoint: v matching an exit leaves (if guarded, it may also go on); the others must be accepted by A and go round |
-//! | `A \ pats` | A's, extended until A's fed-back outputs fit A's (fixpoint) | fixpoint: A's outputs matching a pattern go back (must be accepted by A; if guarded, may also leave), the others leave |
+//! | `A * pats` | A's, extended until A's outputs fit an exit or A's (fixpoint); never extended into an unguarded exit | fixpoint: v matching an exit leaves (if guarded, it may also go on); the others must be accepted by A (from outside: an error; re-entering: a warning if anything leaves) and go round |
+//! | `A \ pats` | A's, extended until A's fed-back outputs fit A's (fixpoint) | fixpoint: A's outputs matching a pattern go back (must be accepted by A: a warning if anything leaves, else an error; if guarded, may also leave), the others leave |
 //! | `A ! <t>`, `A !@ <t>` | A's, each plus `<t>` | A(S); every v must carry `<t>` |
 //! | `A @ n` | A's | A(S) |
 //! | net with signature | declared inputs, extended by what the body needs beyond them (a warning), never by a binding tag | the body's flow for the actual S (the declaration is checked separately) |
@@ -48,13 +48,20 @@
 //! checker says so in a warning and stops exploring.
 //!
 //! Errors: a variant some component cannot accept (serial composition,
-//! parallel with no eligible branch, star or feedback re-entry, split tag
-//! missing), a declared net input the body rejects, a body output the
-//! declaration does not cover (unless `...`). Warnings (likely mistakes,
-//! the program still runs): a parallel branch no reaching variant is routed
-//! to, a star exit or feedback pattern nothing ever matches, a synchrocell
-//! pattern no reaching variant matches (the cell never fires). Warnings are
-//! only given for constructs that something reaches at all.
+//! parallel with no eligible branch, a record entering a star from outside,
+//! split tag missing), a declared net input the body rejects. Errors only
+//! when no input can make the program work, warnings naming the failing
+//! variant otherwise ([`Checker::report_reentry`],
+//! [`Checker::check_declared_outputs`]): star or feedback re-entry (an
+//! error only if nothing ever leaves the loop), body outputs the
+//! declaration does not cover (unless `...`; an error only if none is
+//! covered). Warnings (likely mistakes, the program still runs): a parallel
+//! branch no reaching variant is routed to, a star exit or feedback pattern
+//! nothing ever matches, a synchrocell pattern no reaching variant matches
+//! (the cell never fires). Warnings are only given for constructs that
+//! something reaches at all, and a "can never" warning only if no input
+//! record carrying the labels in question makes it happen
+//! ([`Checker::witnessed`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -110,6 +117,7 @@ pub fn check(hir: &Hir, src: &str, diags: &mut Diagnostics) -> Checked {
         nesting_reported: false,
         quiet: 0,
         quiet_memo: HashMap::new(),
+        witness: false,
     };
     let mut nets = vec![(Vec::new(), Vec::new()); hir.nets.len()];
     for idx in c.net_order() {
@@ -153,6 +161,10 @@ struct Checker<'h, 'd> {
     /// to `quiet_memo` only (a later real use must report its errors).
     quiet: usize,
     quiet_memo: HashMap<(NetIdx, Vec<Variant>), VSet>,
+    /// Inside [`Checker::witnessed`]: a parallel routes a record to the
+    /// first best-matching branch only, as the engine does, and the memo of
+    /// the real flows (which routes ties to every tied branch) is not read.
+    witness: bool,
     nesting: usize,
     nesting_reported: bool,
 }
@@ -485,7 +497,11 @@ impl Checker<'_, '_> {
         let mark = self.diags.mark();
         self.probing += 1;
         self.quiet += 1;
+        // Probes are cached for the inference: they route as the checker
+        // does, also when asked for inside a witness flow.
+        let witness = std::mem::replace(&mut self.witness, false);
         let out = self.flow(h, &VSet::from([v.clone()]));
+        self.witness = witness;
         self.quiet -= 1;
         self.probing -= 1;
         self.diags.rollback(mark);
@@ -666,7 +682,25 @@ impl Checker<'_, '_> {
         why: Why<'_>,
         upstream: Option<HId>,
     ) -> VSet {
+        let (kept, rejected) = self.admit_deferred(target, set, at, why, upstream);
+        for d in rejected {
+            self.diags.push(d);
+        }
+        kept
+    }
+
+    /// [`Self::admit`], returning the errors instead of reporting them (a
+    /// loop decides at the end whether its re-entry failures are errors).
+    fn admit_deferred(
+        &mut self,
+        target: HId,
+        set: VSet,
+        at: Span,
+        why: Why<'_>,
+        upstream: Option<HId>,
+    ) -> (VSet, Vec<Diagnostic>) {
         let mut kept = VSet::new();
+        let mut rejected = Vec::new();
         for v in set {
             if self.accepts(target, &v) {
                 kept.insert(v);
@@ -692,9 +726,32 @@ impl Checker<'_, '_> {
             if let Some(note) = upstream.and_then(|u| self.consumed_note(u, target, &v)) {
                 d = d.with_note(note);
             }
+            rejected.push(d);
+        }
+        (kept, rejected)
+    }
+
+    /// Reports the re-entry failures of a loop (star or feedback): errors if
+    /// nothing ever leaves the loop (no input can make it work), otherwise
+    /// warnings naming the variants that fail, since records for which the
+    /// body emits only what leaves (or what it accepts again) come out.
+    fn report_reentry(&mut self, rejected: Vec<Diagnostic>, out: &VSet, what: &str) {
+        for mut d in rejected {
+            if !out.is_empty() {
+                d.severity = crate::diag::Severity::Warning;
+                let leaving: Vec<Variant> = out.iter().take(4).cloned().collect();
+                d = d.with_note(format!(
+                    "the {what} works for records whose path leaves it (as {}{}); a record that takes this path stops the run with a runtime type error",
+                    fmt_type(&leaving),
+                    if out.len() > 4 { " | ..." } else { "" }
+                ));
+            } else {
+                d = d.with_note(format!(
+                    "no record ever leaves this {what}, so no input can make it work"
+                ));
+            }
             self.diags.push(d);
         }
-        kept
     }
 
     // ---- flow ----
@@ -812,6 +869,9 @@ impl Checker<'_, '_> {
                         for (i, s) in scores.iter().enumerate() {
                             if *s == Some(best) {
                                 routed[i].insert(v.clone());
+                                if self.witness {
+                                    break;
+                                }
                             }
                         }
                     }
@@ -849,7 +909,7 @@ impl Checker<'_, '_> {
 
     fn flow_net(&mut self, n: NetIdx, input: &VSet) -> VSet {
         let key = (n, input.iter().cloned().collect::<Vec<_>>());
-        if let Some(out) = self.memo.get(&key) {
+        if let Some(out) = self.memo.get(&key).filter(|_| !self.witness) {
             return out.clone();
         }
         if self.quiet > 0 {
@@ -918,6 +978,7 @@ impl Checker<'_, '_> {
         let mut out = VSet::new();
         let mut frontier = input.clone();
         let mut first = true;
+        let mut rejected = Vec::new();
         loop {
             let mut to_body = VSet::new();
             let mut guarded_only = VSet::new();
@@ -949,7 +1010,16 @@ impl Checker<'_, '_> {
                 };
                 (msg, None)
             };
-            let mut admitted = self.admit(body, to_body, op.clone(), &why, Some(body));
+            // A record from outside that the body rejects is a composition
+            // error, as in `A .. B`; a re-entering one fails only on the
+            // paths that go round again (see `report_reentry`).
+            let mut admitted = if from_outside {
+                self.admit(body, to_body, op.clone(), &why, Some(body))
+            } else {
+                let (kept, bad) = self.admit_deferred(body, to_body, op.clone(), &why, Some(body));
+                rejected.extend(bad);
+                kept
+            };
             // A variant only some guarded exit matches may go on too, if the body takes it.
             for v in guarded_only {
                 if self.accepts(body, &v) {
@@ -972,6 +1042,7 @@ impl Checker<'_, '_> {
                 break;
             }
         }
+        self.report_reentry(rejected, &out, "star");
         out
     }
 
@@ -980,6 +1051,7 @@ impl Checker<'_, '_> {
         let body_desc = self.describe(body);
         let mut entered = input.clone();
         let mut out = VSet::new();
+        let mut rejected = Vec::new();
         loop {
             let produced = self.flow(body, &entered);
             let mut again = VSet::new();
@@ -1003,7 +1075,8 @@ impl Checker<'_, '_> {
                     None,
                 )
             };
-            let again = self.admit(body, again, op.clone(), &why, Some(body));
+            let (again, bad) = self.admit_deferred(body, again, op.clone(), &why, Some(body));
+            rejected.extend(bad);
             if again.is_empty() {
                 break;
             }
@@ -1013,6 +1086,7 @@ impl Checker<'_, '_> {
                 break;
             }
         }
+        self.report_reentry(rejected, &out, "feedback loop");
         out
     }
 
@@ -1203,6 +1277,12 @@ impl Checker<'_, '_> {
         }
     }
 
+    /// The body's outputs `inferred` must be covered by the declared ones.
+    /// If none is, no input can make the net behave as declared: an error per
+    /// variant. If only some are, the records of the others still leave the
+    /// net at run time (net signatures are not enforced there, and what
+    /// follows the net is checked against what the body really emits): one
+    /// warning naming the undeclared variants.
     fn check_declared_outputs(
         &mut self,
         n: NetIdx,
@@ -1211,29 +1291,56 @@ impl Checker<'_, '_> {
         decl: Span,
     ) {
         let net = &self.hir.nets[n];
-        for o in inferred {
-            if !declared.iter().any(|d| o.is_subtype_of(d)) {
-                let mut d = Diagnostic::error(
-                    net.name_span.clone(),
-                    format!(
-                        "net `{}` can emit {}, which its signature does not declare",
-                        net.name,
-                        fmt_variant(o)
-                    ),
-                )
-                .with_label(format!("emits {}", fmt_variant(o)))
-                .with_secondary(
-                    decl.clone(),
-                    format!("declared output: {}", fmt_type(declared)),
-                );
-                if let Some(b) = net.body {
-                    d = d.with_secondary(
-                        self.hir.node(b).span.clone(),
-                        "inferred from this expression",
-                    );
-                }
-                self.diags.push(d);
+        let undeclared: Vec<Variant> = inferred
+            .iter()
+            .filter(|o| !declared.iter().any(|d| o.is_subtype_of(d)))
+            .cloned()
+            .collect();
+        if undeclared.is_empty() {
+            return;
+        }
+        let body = net.body.map(|b| self.hir.node(b).span.clone());
+        if undeclared.len() < inferred.len() {
+            let mut d = Diagnostic::warning(
+                net.name_span.clone(),
+                format!(
+                    "net `{}` can also emit {}, which its signature does not declare",
+                    net.name,
+                    fmt_type(&undeclared)
+                ),
+            )
+            .with_label(format!("also emits {}", fmt_type(&undeclared)))
+            .with_secondary(
+                decl.clone(),
+                format!("declared output: {}", fmt_type(declared)),
+            );
+            if let Some(b) = body {
+                d = d.with_secondary(b, "inferred from this expression");
             }
+            d = d.with_note(
+                "records of these types leave the net at run time; what follows the net is checked with them",
+            );
+            self.diags.push(d);
+            return;
+        }
+        for o in &undeclared {
+            let mut d = Diagnostic::error(
+                net.name_span.clone(),
+                format!(
+                    "net `{}` can emit {}, which its signature does not declare",
+                    net.name,
+                    fmt_variant(o)
+                ),
+            )
+            .with_label(format!("emits {}", fmt_variant(o)))
+            .with_secondary(
+                decl.clone(),
+                format!("declared output: {}", fmt_type(declared)),
+            );
+            if let Some(b) = &body {
+                d = d.with_secondary(b.clone(), "inferred from this expression");
+            }
+            self.diags.push(d);
         }
     }
 
@@ -1257,8 +1364,8 @@ impl Checker<'_, '_> {
             match &node.kind {
                 HKind::Parallel { branches, .. } => {
                     for &b in branches {
-                        if !self.reached[b] {
-                            let t = self.input_type(b);
+                        let t = self.input_type(b);
+                        if !self.reached[b] && !self.witnessed(&t, &|c| c.reached[b]) {
                             self.diags.push(
                                 Diagnostic::warning(
                                     hir.node(b).span.clone(),
@@ -1288,9 +1395,58 @@ impl Checker<'_, '_> {
         }
     }
 
+    /// Whether some run contradicts a "can never" warning: the forward check
+    /// flows only the variants of the input types, but a record may carry
+    /// more labels, and those flow around every component that does not
+    /// name them. So each input variant of the entry net (and of each net
+    /// with a declared signature) is flowed again with the labels of each of
+    /// `extra` added (what the construct in question would need), routing
+    /// as the engine does, and `happened` says whether the construct was
+    /// then reached. Nothing of these flows is kept.
+    fn witnessed(&mut self, extra: &[Variant], happened: &dyn Fn(&Self) -> bool) -> bool {
+        let roots: Vec<NetIdx> = (0..self.hir.nets.len())
+            .filter(|&i| {
+                let net = &self.hir.nets[i];
+                net.body.is_some() && (self.hir.entry == Some(i) || net.sig.is_some())
+            })
+            .collect();
+        let (reached, hits) = (self.reached.clone(), self.hits.clone());
+        let outputs = self.outputs.clone();
+        let quiet_memo = std::mem::take(&mut self.quiet_memo);
+        let mark = self.diags.mark();
+        self.quiet += 1;
+        self.witness = true;
+        let mut found = false;
+        'roots: for n in roots {
+            for e in self.net_input(n) {
+                for x in extra {
+                    let cand = e.union(x);
+                    if cand == e {
+                        continue;
+                    }
+                    self.flow_net(n, &VSet::from([cand]));
+                    if happened(self) {
+                        found = true;
+                        break 'roots;
+                    }
+                }
+            }
+        }
+        self.witness = false;
+        self.quiet -= 1;
+        self.diags.rollback(mark);
+        self.quiet_memo = quiet_memo;
+        (self.reached, self.hits, self.outputs) = (reached, hits, outputs);
+        found
+    }
+
     fn pattern_warnings(&mut self, h: HId, pats: &[Pattern], spans: &[Span], what: &str) {
         for (i, p) in pats.iter().enumerate() {
-            if !self.hits.contains(&(h, i)) {
+            if !self.hits.contains(&(h, i))
+                && !self.witnessed(std::slice::from_ref(&p.variant), &|c| {
+                    c.hits.contains(&(h, i))
+                })
+            {
                 let consequence = if what.contains("synchrocell") {
                     " (the cell never fires)"
                 } else {
@@ -1365,10 +1521,13 @@ mod tests {
             sig("net n connect [{a} -> {a, <t=1>}; {b=a}] .. [| {a}, {b} |];"),
             "{a} -> {a, <t>} | {a, b, <t>} | {b}"
         );
+        // No record reaching the cell can carry b: the filter consumes it.
         assert_eq!(
-            warnings("net n connect [{a} -> {a}] .. [| {a}, {b} |];").len(),
+            warnings("net n connect [{a, b} -> {a}] .. [| {a}, {b} |];").len(),
             1
         );
+        // Records that carry b from the input fill the second slot: no warning.
+        assert!(warnings("net n connect [{a} -> {a}] .. [| {a}, {b} |];").is_empty());
     }
 
     #[test]
@@ -1381,9 +1540,12 @@ mod tests {
             sig("box f((a) -> (a, <n>) | (b)); net n connect f \\ {a, <n>};"),
             "{a} -> {b, <n>} | {b}"
         );
-        // An ever-growing type is cut off with a warning, not a hang.
-        let w = warnings("net n connect [{a} -> {a, <x>}] * {never};");
+        // An exit pattern no record can match (the filter consumes `never`).
+        let w = warnings("net n connect [{a, never} -> {a}] .. ([{a} -> {a, <x>}] * {never});");
         assert!(w.iter().any(|m| m.contains("can never match")), "{w:?}");
+        // A record carrying `never` from the input leaves at once: no warning.
+        let w = warnings("net n connect [{a} -> {a, <x>}] * {never};");
+        assert!(w.is_empty(), "{w:?}");
     }
 
     #[test]
@@ -1422,8 +1584,15 @@ mod tests {
             sig("box f((a) -> (b)); box g((b, <#k>) -> (c)); net n connect f .. g;")
                 .starts_with("error:")
         );
-        // A star never extends its entry into an unguarded exit.
-        assert!(sig("box f((a) -> (b) | (stuck)); net n connect f * {b};").starts_with("error:"));
+        // A star never extends its entry into an unguarded exit; {stuck}
+        // fails only on the path that goes round again, {b} leaves: a warning.
+        let src = "box f((a) -> (b) | (stuck)); net n connect f * {b};";
+        assert_eq!(sig(src), "{a} -> {b}");
+        assert!(warnings(src)
+            .iter()
+            .any(|w| w.contains("enters the next replica, which cannot accept it")));
+        // Nothing ever leaves: no input can make it work, an error.
+        assert!(sig("box f((a) -> (stuck)); net n connect f * {b};").starts_with("error:"));
         // Requirements only some outputs need: accepted, with a warning.
         let src = "box s((raw) -> (c) | (bad)); box c((c) -> (d)); net n connect s .. c;";
         assert_eq!(sig(src), "{c, raw} -> {bad, d} | {d}");

@@ -25,6 +25,7 @@ pub mod lower;
 pub mod metadata;
 pub mod parser;
 pub mod resolve;
+pub mod suggest;
 
 use std::path::Path;
 

@@ -25,6 +25,7 @@ use crate::ast::*;
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use crate::hir::*;
 use crate::metadata::{Metadata, ScopedBlock};
+use crate::suggest::did_you_mean;
 
 #[derive(Copy, Clone, Debug)]
 enum Entity {
@@ -271,6 +272,30 @@ impl<'a> Resolver<'a, '_> {
         }
     }
 
+    /// The box and net names visible from `scope` (for "did you mean").
+    fn visible_entities(&self, mut scope: usize) -> Vec<&'a str> {
+        let mut names = Vec::new();
+        loop {
+            names.extend(self.scopes[scope].entities.keys().copied());
+            match self.scopes[scope].parent {
+                Some(p) => scope = p,
+                None => return names,
+            }
+        }
+    }
+
+    /// The type and typesig names visible from `scope` (for "did you mean").
+    fn visible_types(&self, mut scope: usize) -> Vec<&'a str> {
+        let mut names = Vec::new();
+        loop {
+            names.extend(self.scopes[scope].types.keys().copied());
+            match self.scopes[scope].parent {
+                Some(p) => scope = p,
+                None => return names,
+            }
+        }
+    }
+
     fn lookup_type(&self, mut scope: usize, name: &str) -> Option<usize> {
         loop {
             if let Some((t, _)) = self.scopes[scope].types.get(name) {
@@ -319,10 +344,17 @@ impl<'a> Resolver<'a, '_> {
                             .with_label("expected a type here"),
                         ),
                     },
-                    None => self.diags.push(
-                        Diagnostic::error(id.span.clone(), format!("unknown type `{}`", id.name))
-                            .with_label("no type of this name is in scope"),
-                    ),
+                    None => {
+                        let mut d = Diagnostic::error(
+                            id.span.clone(),
+                            format!("unknown type `{}`", id.name),
+                        )
+                        .with_label("no type of this name is in scope");
+                        if let Some(help) = did_you_mean(&id.name, self.visible_types(scope)) {
+                            d = d.with_note(help);
+                        }
+                        self.diags.push(d);
+                    }
                 },
             }
         }
@@ -361,13 +393,17 @@ impl<'a> Resolver<'a, '_> {
                             ),
                         ),
                     },
-                    None => self.diags.push(
-                        Diagnostic::error(
+                    None => {
+                        let mut d = Diagnostic::error(
                             id.span.clone(),
                             format!("unknown type signature `{}`", id.name),
                         )
-                        .with_label("no typesig of this name is in scope"),
-                    ),
+                        .with_label("no typesig of this name is in scope");
+                        if let Some(help) = did_you_mean(&id.name, self.visible_types(scope)) {
+                            d = d.with_note(help);
+                        }
+                        self.diags.push(d);
+                    }
                 },
             }
         }
@@ -418,6 +454,9 @@ impl<'a> Resolver<'a, '_> {
                             "`{}` is a type, which cannot be used in a connect expression",
                             id.name
                         ));
+                    } else if let Some(help) = did_you_mean(&id.name, self.visible_entities(scope))
+                    {
+                        d = d.with_note(help);
                     }
                     self.diags.push(d);
                     HKind::Error
@@ -556,14 +595,18 @@ impl<'a> Resolver<'a, '_> {
                     let s_id = src.as_ref().unwrap_or(dst);
                     let s = Label::field(&s_id.name);
                     if !pattern.contains(s) {
-                        self.diags.push(
-                            Diagnostic::error(
-                                s_id.span.clone(),
-                                format!("field `{s}` is not in the filter's pattern"),
-                            )
-                            .with_label("the filter can only copy fields its pattern names")
-                            .with_secondary(pat_span.clone(), "the pattern"),
-                        );
+                        let fields = pattern.labels().iter().filter(|l| l.is_field());
+                        let help = did_you_mean(&s_id.name, fields.map(|l| l.name()));
+                        let mut d = Diagnostic::error(
+                            s_id.span.clone(),
+                            format!("field `{s}` is not in the filter's pattern"),
+                        )
+                        .with_label("the filter can only copy fields its pattern names")
+                        .with_secondary(pat_span.clone(), "the pattern");
+                        if let Some(help) = help {
+                            d = d.with_note(help);
+                        }
+                        self.diags.push(d);
                     }
                     (d, dst.span.clone(), OutItem::Field { dst: d, src: s })
                 }
@@ -616,6 +659,11 @@ impl<'a> Resolver<'a, '_> {
                             d = d.with_note(format!(
                                 "`{n}` is a field here; fields are opaque to S-Net"
                             ));
+                        } else {
+                            let tags = pattern.labels().iter().filter(|l| !l.is_field());
+                            if let Some(help) = did_you_mean(n, tags.map(|l| l.name())) {
+                                d = d.with_note(help);
+                            }
                         }
                         self.diags.push(d);
                     }
@@ -775,14 +823,16 @@ impl<'a> Resolver<'a, '_> {
                     .or_else(|| self.hir.nets.iter().position(|i| i.qual == name));
                 if found.is_none() {
                     let names: Vec<&str> = self.hir.nets.iter().map(|n| n.qual.as_str()).collect();
-                    self.diags.push(
-                        Diagnostic::new(
-                            crate::diag::Severity::Error,
-                            None,
-                            format!("no net named `{name}`"),
-                        )
-                        .with_note(format!("the nets are: {}", names.join(", "))),
+                    let mut d = Diagnostic::new(
+                        crate::diag::Severity::Error,
+                        None,
+                        format!("no net named `{name}`"),
                     );
+                    if let Some(help) = did_you_mean(name, names.iter().copied()) {
+                        d = d.with_note(help);
+                    }
+                    self.diags
+                        .push(d.with_note(format!("the nets are: {}", names.join(", "))));
                 }
                 found
             }

@@ -17,6 +17,20 @@ pub struct ReadError {
     source_name: Arc<str>,
 }
 
+/// An element that is not closed where it must be: the input ends inside
+/// it (`found` is `None`), or another element starts or ends where its end
+/// tag belongs (`found` is that tag, e.g. `</record>`).
+#[derive(Debug)]
+pub struct Unclosed {
+    /// The element's name (`tag`, `record`, ...).
+    pub name: String,
+    /// Its start tag as it is shown, without `<` `>` (`tag label="x"`).
+    pub opening: String,
+    /// Where its start tag is.
+    pub opened: Position,
+    pub found: Option<String>,
+}
+
 /// What went wrong.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -25,8 +39,9 @@ pub enum ReadErrorKind {
     Io(Arc<io::Error>),
     /// The input is not well-formed XML (the parser's message).
     Syntax { message: String },
-    /// The input ends inside an element.
-    UnclosedElement { name: String },
+    /// An element that is not closed where it must be (boxed: errors
+    /// stay small for the `Result`s of the reading path).
+    UnclosedElement(Box<Unclosed>),
     /// An element other than `record` (top level) or `tag`, `btag`,
     /// `field` (inside a record), or any element inside those.
     UnknownElement { name: String },
@@ -90,7 +105,23 @@ impl fmt::Display for ReadErrorKind {
         match self {
             ReadErrorKind::Io(e) => write!(f, "read error: {e}"),
             ReadErrorKind::Syntax { message } => write!(f, "malformed XML: {message}"),
-            ReadErrorKind::UnclosedElement { name } => write!(f, "<{name}> element is not closed"),
+            ReadErrorKind::UnclosedElement(u) => {
+                let Unclosed {
+                    name,
+                    opening,
+                    opened,
+                    found,
+                } = &**u;
+                write!(
+                    f,
+                    "expected </{name}> to close <{opening}> opened at line {}, column {}",
+                    opened.line, opened.column
+                )?;
+                match found {
+                    Some(tag) => write!(f, ", found {tag}"),
+                    None => f.write_str(", but the input ends"),
+                }
+            }
             ReadErrorKind::UnknownElement { name } => write!(f, "unknown element <{name}>"),
             ReadErrorKind::Misplaced { what } => write!(f, "{what} inside a record"),
             ReadErrorKind::UnexpectedText { text } => write!(f, "unexpected text \"{text}\""),
@@ -133,13 +164,14 @@ impl fmt::Display for ReadErrorKind {
 }
 
 impl fmt::Display for ReadError {
-    /// `input:LINE:COL: message (line L, column C, byte B)`.
+    /// `input:LINE:COL: message (byte B)`: the position once, as a
+    /// compiler gives it, and the byte offset for tools that seek.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = &self.position;
         write!(
             f,
-            "{}:{}: {} (line {}, column {}, byte {})",
-            self.source_name, p, self.kind, p.line, p.column, p.offset
+            "{}:{}: {} (byte {})",
+            self.source_name, p, self.kind, p.offset
         )
     }
 }

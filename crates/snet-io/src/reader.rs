@@ -442,6 +442,52 @@ impl<R: BufRead> Parser<R> {
         ReadError::new(kind, pos, self.source_name.clone())
     }
 
+    /// [`Self::xml_error`] inside element `name` (start tag shown as
+    /// `opening`, at `opened`): an end tag of another name means this one
+    /// was not closed.
+    fn xml_error_in(
+        &self,
+        e: quick_xml::Error,
+        name: &str,
+        opening: &dyn Fn() -> String,
+        opened: Position,
+    ) -> ReadError {
+        match e {
+            quick_xml::Error::IllFormed(quick_xml::errors::IllFormedError::MismatchedEndTag {
+                found,
+                ..
+            }) => self.err(
+                ReadErrorKind::UnclosedElement(Box::new(crate::error::Unclosed {
+                    name: name.into(),
+                    opening: opening(),
+                    opened,
+                    found: Some(format!("</{}>", crate::error::shown(&found))),
+                })),
+                self.pos(self.xml.error_position()),
+            ),
+            other => self.xml_error(other),
+        }
+    }
+
+    /// Element `name` (start tag shown as `opening`, at `opened`) is not
+    /// closed: `found` came instead (`None`: the end of the input), at `at`.
+    fn unclosed(
+        &self,
+        name: &str,
+        opening: String,
+        opened: Position,
+        found: Option<String>,
+        at: u64,
+    ) -> ReadError {
+        let kind = ReadErrorKind::UnclosedElement(Box::new(crate::error::Unclosed {
+            name: name.into(),
+            opening,
+            opened,
+            found,
+        }));
+        self.err(kind, self.pos(at))
+    }
+
     fn xml_error(&self, e: quick_xml::Error) -> ReadError {
         let pos = self.pos(self.xml.error_position());
         let kind = match e {
@@ -549,13 +595,14 @@ impl<R: BufRead> Parser<R> {
         rec_pos: Position,
     ) -> Result<Record, ReadError> {
         let mut rec = Record::new();
+        let opening = || "record".to_string();
         loop {
             let start = self.xml.buffer_position();
             buf.clear();
             let ev = self
                 .xml
                 .read_event_into(buf)
-                .map_err(|e| self.xml_error(e))?;
+                .map_err(|e| self.xml_error_in(e, "record", &opening, rec_pos))?;
             match ev {
                 Event::Comment(_) | Event::PI(_) => {}
                 Event::Decl(_) => {
@@ -580,6 +627,10 @@ impl<R: BufRead> Parser<R> {
                 Event::Start(ref s) | Event::Empty(ref s) => {
                     let empty = matches!(ev, Event::Empty(_));
                     let pos = self.pos(start);
+                    if s.name().as_ref() == b"record" {
+                        let found = Some("<record>".to_string());
+                        return Err(self.unclosed("record", opening(), rec_pos, found, start));
+                    }
                     let Some(child) = Child::from_name(s.name().as_ref()) else {
                         return Err(self.err(
                             ReadErrorKind::UnknownElement {
@@ -591,7 +642,7 @@ impl<R: BufRead> Parser<R> {
                     let (label, has_interface) = self.child_head(s, child, pos)?;
                     self.text.clear();
                     if !empty {
-                        self.child_text(buf, child, pos)?;
+                        self.child_text(buf, child, label, pos)?;
                     }
                     let value = self.child_value(child, label, has_interface, head.binary, pos)?;
                     if rec.has(label) {
@@ -600,14 +651,7 @@ impl<R: BufRead> Parser<R> {
                     rec.set(label, value);
                 }
                 Event::End(_) => return Ok(rec), // quick-xml checked it is </record>
-                Event::Eof => {
-                    return Err(self.err(
-                        ReadErrorKind::UnclosedElement {
-                            name: "record".into(),
-                        },
-                        rec_pos,
-                    ));
-                }
+                Event::Eof => return Err(self.unclosed("record", opening(), rec_pos, None, start)),
             }
         }
     }
@@ -657,15 +701,24 @@ impl<R: BufRead> Parser<R> {
         &mut self,
         buf: &mut Vec<u8>,
         child: Child,
+        label: Label,
         child_pos: Position,
     ) -> Result<(), ReadError> {
+        // Only for error messages: the start tag, rebuilt from what was read.
+        let opening = || {
+            format!(
+                "{} label=\"{}\"",
+                child.name(),
+                lossy(label.name().as_bytes())
+            )
+        };
         loop {
             let start = self.xml.buffer_position();
             buf.clear();
             let ev = self
                 .xml
                 .read_event_into(buf)
-                .map_err(|e| self.xml_error(e))?;
+                .map_err(|e| self.xml_error_in(e, child.name(), &opening, child_pos))?;
             match ev {
                 Event::Text(t) => {
                     if let Err(name) = unescape_into(&t, &mut self.text) {
@@ -703,16 +756,25 @@ impl<R: BufRead> Parser<R> {
                 }
                 Event::Start(s) | Event::Empty(s) => {
                     let name = lossy(s.name().as_ref());
+                    // A record or another child starting here means this
+                    // one was left open; anything else is out of place.
+                    if s.name().as_ref() == b"record"
+                        || Child::from_name(s.name().as_ref()).is_some()
+                    {
+                        let found = Some(format!("<{name}>"));
+                        return Err(self.unclosed(
+                            child.name(),
+                            opening(),
+                            child_pos,
+                            found,
+                            start,
+                        ));
+                    }
                     return Err(self.err(ReadErrorKind::UnknownElement { name }, self.pos(start)));
                 }
                 Event::End(_) => return Ok(()),
                 Event::Eof => {
-                    return Err(self.err(
-                        ReadErrorKind::UnclosedElement {
-                            name: child.name().into(),
-                        },
-                        child_pos,
-                    ));
+                    return Err(self.unclosed(child.name(), opening(), child_pos, None, start));
                 }
             }
         }
@@ -878,10 +940,10 @@ mod tests {
     fn error_with(input: &str, codecs: TextCodecs) -> String {
         match read_with(input, codecs) {
             Ok(items) => panic!("expected an error, read {items:?}"),
-            // Without the "(line L, column C, byte B)" suffix, checked separately.
+            // Without the "(byte B)" suffix, checked separately.
             Err(e) => e
                 .to_string()
-                .split(" (line ")
+                .split(" (byte ")
                 .next()
                 .unwrap_or_default()
                 .to_string(),
@@ -1028,6 +1090,45 @@ mod tests {
     }
 
     #[test]
+    fn unclosed_elements_name_the_missing_end_tag() {
+        // Another end tag where the child's belongs.
+        assert_eq!(
+            error("<record type='data'>\n    <tag label=\"x\">1</record>"),
+            "input:2:21: expected </tag> to close <tag label=\"x\"> opened at line 2, column 5, found </record>"
+        );
+        // The next child starts inside an unclosed one.
+        assert_eq!(
+            error("<record type='data'><field label='f'>(int)1<tag label='t'>2</tag></record>"),
+            "input:1:44: expected </field> to close <field label=\"f\"> opened at line 1, column 21, found <tag>"
+        );
+        // The next record starts inside an unclosed one.
+        assert_eq!(
+            error("<record type='data'><tag label='t'>2</tag>\n<record type='data'/>"),
+            "input:2:1: expected </record> to close <record> opened at line 1, column 1, found <record>"
+        );
+        // A stray end tag inside a record.
+        assert_eq!(
+            error("<record type='data'><tag label='t'>2</tag></tag>"),
+            "input:1:43: expected </record> to close <record> opened at line 1, column 1, found </tag>"
+        );
+        // The position is given once, then the byte offset.
+        let e = read("<record type='data'>\n <tag label='N'>1").expect_err("unclosed");
+        assert_eq!(
+            e.to_string(),
+            "input:2:18: expected </tag> to close <tag label=\"N\"> opened at line 2, column 2, but the input ends (byte 38)"
+        );
+        // The same through the fast path's reader (it leaves errors to quick-xml's).
+        let input = "<record type='data'><tag label='a'>1</tag></record>\n<record type='data'>\n    <tag label=\"x\">1</record>";
+        let mut r = RecordReader::new(input.as_bytes());
+        assert!(matches!(r.next(), Ok(Some(Item::Data(_)))));
+        let e = r.next().expect_err("second record unclosed");
+        assert!(
+            e.to_string().starts_with("input:3:21: expected </tag> to close <tag label=\"x\"> opened at line 3, column 5, found </record>"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn errors_name_line_and_column() {
         assert_eq!(
             error("<record type=\"data\">\n  <tag label=\"N\">x</tag>\n</record>"),
@@ -1039,11 +1140,11 @@ mod tests {
         );
         assert_eq!(
             error("\n\n  <record type='data'>\n<tag label='N'>1</tag>"),
-            "input:3:3: <record> element is not closed"
+            "input:4:23: expected </record> to close <record> opened at line 3, column 3, but the input ends"
         );
         assert_eq!(
             error("<record type='data'>\n <tag label='N'>1"),
-            "input:2:2: <tag> element is not closed"
+            "input:2:18: expected </tag> to close <tag label=\"N\"> opened at line 2, column 2, but the input ends"
         );
         assert_eq!(
             error("<record type='data'><foo/></record>"),
@@ -1098,9 +1199,8 @@ mod tests {
         assert_eq!(first.int(Label::tag("a")), Some(1));
         let e = r.next().expect_err("second record is bad");
         assert!(
-            e.to_string().starts_with(
-                "input:7:11: tag \"N\" has a non-integer value \"x\" (line 7, column 11, byte "
-            ),
+            e.to_string()
+                .starts_with("input:7:11: tag \"N\" has a non-integer value \"x\" (byte "),
             "{e}"
         );
     }

@@ -1262,21 +1262,21 @@ raw = (PROLOG + '\n'
        '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">1</tag></record>\n'
        '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">2</record>\n'
        '<record type="terminate" />\n')
-case('err-malformed-unclosed', IDF, raw, error='line',
+case('err-malformed-unclosed', IDF, raw, error=':3:93: expected </tag> to close <tag label="a"> opened at line 3, column 77, found </record>',
      notes='The <tag> element of the second record is never closed: malformed input, reported with its position.')
 
 raw = (PROLOG + '\n'
        '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">1</tag></record>\n'
        '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">12x</tag></record>\n'
        '<record type="terminate" />\n')
-case('err-malformed-nonint', IDF, raw, error='line',
+case('err-malformed-nonint', IDF, raw, error=':3:77: tag "a" has a non-integer value',
      notes='A tag value that is not an integer is malformed input.')
 
 raw = (PROLOG + '\n'
        '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">1</tag></record>\n'
        '<record xmlns="snet-home.org" type="bogus" mode="textual" interface="C4SNet"><tag label="a">2</tag></record>\n'
        '<record type="terminate" />\n')
-case('err-unknown-record-type', IDF, raw, error='line',
+case('err-unknown-record-type', IDF, raw, error=':3:1: unknown record type "bogus"',
      notes='type="bogus" is not a record type this project documents: malformed input, reported with its position.')
 
 # Malformed C4SNet values are input errors reported with their position
@@ -1291,7 +1291,7 @@ for name, value, what in [
            '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">1</tag></record>\n'
            + bad + '\n<record type="terminate" />\n')
     col = bad.index('<field') + 1
-    case(name, IDF, raw, error='field "f": %s (line 3, column %d' % (what, col),
+    case(name, IDF, raw, error=':3:%d: field "f": %s' % (col, what),
          notes='A malformed C4SNet value (%s) is malformed input: the message names the field and its line and column.' % value)
 
 
