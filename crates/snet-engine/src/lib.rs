@@ -49,11 +49,11 @@ use snet_core::{Graph, Record};
 
 pub use boxes::{BoxImpl, Emit, LanguageInterface, NoBoxes};
 pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
+pub use entity::Origin;
 pub use error::{
     BoxError, DistributionError, EngineError, EvalContext, InternalError, ResolveError,
     ResolveReason, RuntimeTypeError, SourceError,
 };
-pub use entity::Origin;
 pub use limit::InputLimit;
 
 /// Where input records come from (the record reader, a test vector, ...).

@@ -37,9 +37,11 @@ def xml(recs, terminate=True):
 
 CASES = {}
 
-def case(name, prog, sources, inp, expected=None, error=None, build_error=None, ordered=False, args=None, notes=''):
+def case(name, prog, sources, inp, expected=None, error=None, build_error=None, ordered=False, args=None, notes='',
+         nodes=None):
+    # nodes: the node counts of the distributed runs (the `nodes` file)
     CASES[name] = dict(prog=prog, sources=sources, inp=inp, expected=expected, error=error,
-                       build_error=build_error, ordered=ordered, args=args, notes=notes)
+                       build_error=build_error, ordered=ordered, args=args, notes=notes, nodes=nodes)
 
 def cint(v):  # C int wrap
     v &= 0xffffffff
@@ -214,7 +216,8 @@ void *make(void *hnd, int n)
       field('fl', '(float[2])' + flt(__import__('struct').unpack('f', __import__('struct').pack('f', 0.1))[0]) + ',' + flt(3.75)),
       field('db', '(double[2])' + dbl(0.1) + ',' + dbl(-2.5e-10)), field('ld', '(long double[2])' + dbl(0.75) + ',' + dbl(-1024.5)),
       field('pt', '(pointer)0')]],
-    notes='fields of every type created in C are printed in C printf formats (%.32f, %.32le, %.32Le), chars raw and XML-escaped')
+    notes='fields of every type created in C are printed in C printf formats (%.32f, %.32le, %.32Le), chars raw and XML-escaped',
+     nodes=[1])
 
 case('strings', '''
 box shout((s) -> (s, <len>));
@@ -946,6 +949,8 @@ def write():
             open(os.path.join(d, 'expected.xml'), 'w').write(exp)
         if c['ordered']:
             open(os.path.join(d, 'ordered'), 'w').write('')
+        if c['nodes']:
+            open(os.path.join(d, 'nodes'), 'w').write(' '.join(map(str, c['nodes'])) + '\n')
         if c['args']:
             open(os.path.join(d, 'args'), 'w').write(''.join(a + '\n' for a in c['args']))
         open(os.path.join(d, 'notes.txt'), 'w').write(c['notes'] + '\n')

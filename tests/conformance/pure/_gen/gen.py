@@ -89,11 +89,16 @@ def output_xml(recs):
     return '\n'.join(lines) + '\n'
 
 
-def case(name, prog, inp, expected=None, ordered=False, error=None, notes=None, heavy=False):
-    """inp: list of records or raw XML text.  expected: list of records."""
+def case(name, prog, inp, expected=None, ordered=False, error=None, notes=None, heavy=False,
+         nodes=None, one_node=None, warning=None):
+    """inp: list of records or raw XML text.  expected: list of records.
+    nodes: the node counts of the distributed runs (the `nodes` file);
+    one_node: an error case's records on one node (`expected-1node.xml`);
+    warning: the one-node run's one warning (`warning-1node.txt`)."""
     assert (expected is None) != (error is None)
     CASES.append(dict(name=name, prog=prog.strip('\n') + '\n', inp=inp, expected=expected,
-                      ordered=ordered, error=error, notes=notes, heavy=heavy))
+                      ordered=ordered, error=error, notes=notes, heavy=heavy, nodes=nodes,
+                      one_node=one_node, warning=warning))
 
 
 META = '<metadata> <default> <interface value="C4SNet" /> </default> </metadata>\n'
@@ -1065,11 +1070,14 @@ connect [{<id>} -> {<id>, <node=0>}] .. ((count | square) !!@ <node>) .. [{<node
      notes='!!@ on one node is !! over the single value 0: outputs in input order although the star and | inside reorder.')
 
 case('err-place-node', '''
-// Dynamic placement to a node that does not exist: a run on one node has
-// only node 0.
+// Dynamic placement to a node that does not exist: a run on two nodes has
+// only nodes 0 and 1. One node runs every placement on node 0.
 net pl connect [{<x>} -> {<y=x>}] !!@ <node>;
-''', [R(x=1, node=0), R(x=2, node=3)], error='placement to node 3',
-     notes='The second record names node 3; a single-process run has only node 0.')
+''', [R(x=1, node=0), R(x=2, node=3)], error='placement to node 3', nodes=[2],
+     one_node=[R(y=1, node=0), R(y=2, node=3)],
+     warning='placement `!!@ <node>` ignored: this run has one node',
+     notes='The second record names node 3; a run on two nodes has only nodes 0 and 1. On one node every '
+           'placement runs on node 0 (one warning): `!!@ <node>` is `!! <node>`.')
 
 ins = [R(v=1), R(v=2)]
 exp = [R(v=31), R(v=31)]
@@ -1319,6 +1327,15 @@ def write_all():
                 f.write(output_xml(c['expected']))
         if c['ordered']:
             open(os.path.join(d, 'ordered'), 'w').close()
+        if c['nodes']:
+            with open(os.path.join(d, 'nodes'), 'w') as f:
+                f.write(' '.join(map(str, c['nodes'])) + '\n')
+        if c['one_node'] is not None:
+            with open(os.path.join(d, 'expected-1node.xml'), 'w') as f:
+                f.write(output_xml(c['one_node']))
+        if c['warning'] is not None:
+            with open(os.path.join(d, 'warning-1node.txt'), 'w') as f:
+                f.write(c['warning'] + '\n')
         if c['notes']:
             with open(os.path.join(d, 'notes.txt'), 'w') as f:
                 f.write(c['notes'] + '\n')
