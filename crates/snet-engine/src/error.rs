@@ -89,6 +89,15 @@ impl EngineError {
             other => other,
         }
     }
+
+    /// The error itself, without the input record behind it
+    /// ([`EngineError::FromInput`]'s inner error; any other as it is).
+    pub fn component_error(&self) -> &EngineError {
+        match self {
+            EngineError::FromInput { error, .. } => error,
+            other => other,
+        }
+    }
 }
 
 impl fmt::Display for EngineError {

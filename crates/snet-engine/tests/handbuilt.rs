@@ -563,9 +563,18 @@ fn runtime_errors_are_reported() {
     let g = b.finish(f);
     let err = run_vec(g, &cfg(2), vec![rec(&[("X", 1)]), rec(&[("X", 0)])]).unwrap_err();
     assert!(err.to_string().contains("division by zero"), "{err}");
+    // The second input record (no line: the test's source does not know it).
+    assert!(
+        matches!(&err, EngineError::FromInput { origin, .. } if origin.number() == Some(2) && origin.line().is_none()),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().ends_with("caused by input record 2"),
+        "{err}"
+    );
     assert!(
         matches!(
-            err,
+            err.component_error(),
             EngineError::Eval {
                 error: EvalError::DivisionByZero,
                 context: EvalContext::Filter,
@@ -590,7 +599,7 @@ fn runtime_errors_are_reported() {
     let EngineError::Type {
         error: RuntimeTypeError::NoBranch { record, accepted },
         ..
-    } = &err
+    } = err.component_error()
     else {
         panic!("not a no-branch error: {err:?}")
     };
@@ -598,7 +607,7 @@ fn runtime_errors_are_reported() {
     assert_eq!(accepted.len(), 2);
     assert_eq!(
         err.to_string(),
-        "test.snet:1:1: runtime type error: record {<C>} matches no branch of the parallel composition (branches accept {<A>}, {<B>})"
+        "test.snet:1:1: runtime type error: record {<C>} matches no branch of the parallel composition (branches accept {<A>}, {<B>}), caused by input record 1"
     );
 }
 
