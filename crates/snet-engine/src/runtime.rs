@@ -300,14 +300,24 @@ impl<'a> Ctx<'a> {
 }
 
 /// Processes one item at an entity whose licence the caller holds.
+#[inline]
 pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
     let origin = match &item {
         Item::Rec(r) => r.origin,
         _ => crate::Origin::NONE,
     };
-    process_item(ent, item, ctx).map_err(|e| e.caused_by(origin))
+    match process_item(ent, item, ctx) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(named_origin(e, origin)),
+    }
 }
 
+#[cold]
+fn named_origin(e: EngineError, origin: crate::Origin) -> EngineError {
+    e.caused_by(origin)
+}
+
+#[inline(always)]
 fn process_item(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
     if let Some(kind) = ent.shared_state() {
         // Licensed like any entity when offered directly (the entry network).

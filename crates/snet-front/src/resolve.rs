@@ -167,6 +167,16 @@ impl<'a> Resolver<'a, '_> {
         scope
     }
 
+    /// An unknown type or typesig name, with the nearest visible one.
+    fn unknown_type(&mut self, id: &Ident, scope: usize, what: &str, label: &str) {
+        let mut d = Diagnostic::error(id.span.clone(), format!("unknown {what} `{}`", id.name))
+            .with_label(label);
+        if let Some(help) = did_you_mean(&id.name, self.visible_types(scope)) {
+            d = d.with_note(help);
+        }
+        self.diags.push(d);
+    }
+
     fn bind_entity(&mut self, scope: usize, name: &'a Ident, e: Entity) {
         if let Some((_, prev)) = self.scopes[scope].entities.get(name.name.as_str()) {
             let prev = prev.clone();
@@ -345,15 +355,7 @@ impl<'a> Resolver<'a, '_> {
                         ),
                     },
                     None => {
-                        let mut d = Diagnostic::error(
-                            id.span.clone(),
-                            format!("unknown type `{}`", id.name),
-                        )
-                        .with_label("no type of this name is in scope");
-                        if let Some(help) = did_you_mean(&id.name, self.visible_types(scope)) {
-                            d = d.with_note(help);
-                        }
-                        self.diags.push(d);
+                        self.unknown_type(id, scope, "type", "no type of this name is in scope")
                     }
                 },
             }
@@ -393,17 +395,12 @@ impl<'a> Resolver<'a, '_> {
                             ),
                         ),
                     },
-                    None => {
-                        let mut d = Diagnostic::error(
-                            id.span.clone(),
-                            format!("unknown type signature `{}`", id.name),
-                        )
-                        .with_label("no typesig of this name is in scope");
-                        if let Some(help) = did_you_mean(&id.name, self.visible_types(scope)) {
-                            d = d.with_note(help);
-                        }
-                        self.diags.push(d);
-                    }
+                    None => self.unknown_type(
+                        id,
+                        scope,
+                        "type signature",
+                        "no typesig of this name is in scope",
+                    ),
                 },
             }
         }

@@ -43,7 +43,7 @@
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -77,12 +77,12 @@ struct Shared {
     room_lock: Mutex<()>,
     room: Condvar,
     /// The writer thread, to unpark.
-    thread: Mutex<Option<Thread>>,
+    thread: OnceLock<Thread>,
 }
 
 impl Shared {
     fn wake_thread(&self) {
-        if let Some(t) = lock(&self.thread).as_ref() {
+        if let Some(t) = self.thread.get() {
             t.unpark();
         }
     }
@@ -138,13 +138,13 @@ impl BackgroundWriter {
             producer_waiting: AtomicBool::new(false),
             room_lock: Mutex::new(()),
             room: Condvar::new(),
-            thread: Mutex::new(None),
+            thread: OnceLock::new(),
         });
         let for_thread = shared.clone();
         let thread = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || write_loop(out, consumer, &for_thread))?;
-        *lock(&shared.thread) = Some(thread.thread().clone());
+        let _ = shared.thread.set(thread.thread().clone());
         Ok(BackgroundWriter {
             ring: producer,
             shared,
@@ -156,6 +156,44 @@ impl BackgroundWriter {
     /// A handle that asks the thread to write what waits now.
     pub fn flush_soon_handle(&self) -> FlushSoon {
         FlushSoon(self.shared.clone())
+    }
+
+    /// After appending `pushed` bytes, `waiting` wait in all (as the
+    /// producer sees it: perhaps more than really wait).
+    #[inline]
+    fn appended(&mut self, waiting: usize, pushed: usize) {
+        if waiting == pushed && pushed > 0 {
+            // The ring was empty: the thread may sleep without a deadline.
+            self.shared.wake_thread();
+        }
+        if waiting >= CHUNK {
+            if !self.chunk_told {
+                self.chunk_told = true;
+                self.shared.wake_thread();
+            }
+        } else {
+            self.chunk_told = false;
+        }
+    }
+
+    /// Appends what fits, waits for room, and so on (a full ring, or a
+    /// write larger than it).
+    #[cold]
+    fn write_in_pieces(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        if self.ring.is_abandoned() {
+            return Err(stopped());
+        }
+        while !bytes.is_empty() {
+            let free = self.ring.slots();
+            let (_, rest) = self.ring.push_partial_slice(bytes);
+            let pushed = bytes.len() - rest.len();
+            bytes = rest;
+            self.appended(RING - free + pushed, pushed);
+            if !bytes.is_empty() {
+                self.wait_for_room()?;
+            }
+        }
+        Ok(())
     }
 
     /// Waits until the ring has room (or the thread failed or stopped).
@@ -191,34 +229,23 @@ impl Write for BackgroundWriter {
         Ok(bytes.len())
     }
 
-    fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
-        if let Some(e) = self.shared.error() {
-            return Err(e);
+    /// Appends `bytes` (a record, typically): one look at the thread's
+    /// progress, a copy, one release store; a wake-up only when the ring
+    /// was empty or the waiting bytes crossed [`CHUNK`].
+    #[inline]
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.shared.has_failed.load(Ordering::Relaxed) {
+            return Err(self.shared.error().unwrap_or_else(stopped));
         }
-        if self.ring.is_abandoned() {
-            return Err(stopped());
+        let free = self.ring.slots();
+        if bytes.len() > free {
+            return self.write_in_pieces(bytes);
         }
-        while !bytes.is_empty() {
-            let was_empty = self.ring.slots() == RING;
-            let (_, rest) = self.ring.push_partial_slice(bytes);
-            let pushed = bytes.len() - rest.len();
-            bytes = rest;
-            let waiting = RING - self.ring.slots();
-            if was_empty && pushed > 0 {
-                self.shared.wake_thread();
-            }
-            if waiting >= CHUNK {
-                if !self.chunk_told {
-                    self.chunk_told = true;
-                    self.shared.wake_thread();
-                }
-            } else {
-                self.chunk_told = false;
-            }
-            if !bytes.is_empty() {
-                self.wait_for_room()?;
-            }
+        // `slots` refreshed the producer's view: this cannot fail.
+        if self.ring.push_entire_slice(bytes).is_err() {
+            return self.write_in_pieces(bytes);
         }
+        self.appended(RING - free + bytes.len(), bytes.len());
         Ok(())
     }
 

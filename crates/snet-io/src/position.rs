@@ -68,6 +68,19 @@ impl<R: BufRead> LineCounter<R> {
         self.inner
     }
 
+    /// The line of the last byte consumed (a line break belongs to the
+    /// line it ends); 1 before anything was consumed. Constant time.
+    #[inline]
+    pub fn last_line(&self) -> u64 {
+        let ends_line = self.lines > 0
+            && self.ring[((self.lines - 1) % RING as u64) as usize] + 1 == self.consumed;
+        if ends_line {
+            self.lines
+        } else {
+            self.lines + 1
+        }
+    }
+
     /// Line and column of `offset`, which must not lie beyond the consumed end.
     pub fn position(&self, offset: u64) -> Position {
         let offset = offset.min(self.consumed);
@@ -170,6 +183,18 @@ mod tests {
         bytewise.read_to_end(&mut all).expect("in-memory read");
         for o in (text.len() - 2 * RING)..=text.len() {
             assert_eq!(whole.position(o as u64), bytewise.position(o as u64), "{o}");
+        }
+    }
+
+    #[test]
+    fn last_line_is_the_line_of_the_last_byte() {
+        let text = b"ab\ncde\n\nf";
+        let mut c = LineCounter::new(&text[..]);
+        assert_eq!(c.last_line(), 1);
+        for (n, line) in [(1, 1), (2, 1), (3, 1), (6, 2), (7, 2), (8, 3), (9, 4)] {
+            c.consume(n - c.consumed as usize);
+            assert_eq!(c.last_line(), line, "after {n} bytes");
+            assert_eq!(c.last_line(), c.position(n as u64 - 1).line);
         }
     }
 

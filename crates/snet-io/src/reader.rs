@@ -265,9 +265,9 @@ impl<R: BufRead> RecordReader<R> {
     /// The line of the last byte read so far: for a record just returned,
     /// the line it ended on (a line break read after it belongs to the
     /// same line). 1 before anything was read.
+    #[inline]
     pub fn line(&self) -> u64 {
-        let end = self.p.xml.buffer_position();
-        self.p.pos(end.saturating_sub(1)).line
+        self.p.xml.get_ref().last_line()
     }
 
     /// Position just after what has been read so far.
