@@ -115,3 +115,84 @@ fn loopback_nodes_stream_node_0s_output() {
         &["--nodes", "2", "--transport", "loopback"],
     );
 }
+
+/// Starts `snet run prog ARGS` with its input left open after `head`
+/// (nothing more is written until the run has ended or `ARRIVAL` passed).
+fn run_with_open_input(prog: &str, args: &[&str], head: &str) -> std::process::Child {
+    let prog = program(&format!("open{}.snet", args.len()), prog);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snet"))
+        .arg("run")
+        .arg(&prog)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start snet");
+    let input = child.stdin.as_mut().unwrap();
+    input.write_all(head.as_bytes()).unwrap();
+    input.flush().unwrap();
+    child
+}
+
+/// Waits for `child` to end while its input stays open; fails after `ARRIVAL`.
+fn ends_while_input_open(mut child: std::process::Child, what: &str) -> std::process::Output {
+    let start = std::time::Instant::now();
+    while start.elapsed() < ARRIVAL {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!(
+        "{what}: the run did not end while its input stayed open\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A runtime error ends the run at once, even though the input is still
+/// open and idle (the reader is blocked in a read): nothing waits for it.
+#[test]
+fn an_error_ends_the_run_while_the_input_stays_open() {
+    let child = run_with_open_input(
+        "net s connect [{<x>} -> {<y=x>}];",
+        &["-w", "2"],
+        "<?xml version=\"1.0\" ?>\n<record type=\"data\"><tag label=\"x\">1</tag></record>\n<record type=\"data\"><tag label=\"z\">2</tag></record>\n",
+    );
+    let out = ends_while_input_open(child, "a type error");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("received record {<z>}, caused by input record 2 (line 3)"),
+        "{err}"
+    );
+}
+
+/// A node killed while node 0 waits for input ends the run, naming it.
+#[test]
+fn a_killed_node_ends_the_run_while_the_input_stays_open() {
+    let child = run_with_open_input(
+        "net s connect [{<x>} -> {<y=x>}] @ 1;",
+        &["--nodes", "2", "--transport", "shm", "-w", "1"],
+        "<?xml version=\"1.0\" ?>\n",
+    );
+    // Node 1 is node 0's child process.
+    let children = format!("/proc/{}/task/{}/children", child.id(), child.id());
+    let start = std::time::Instant::now();
+    let node1 = loop {
+        let pids = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(pid) = pids.split_whitespace().next() {
+            break pid.to_string();
+        }
+        assert!(start.elapsed() < ARRIVAL, "node 1 never started");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let killed = Command::new("kill").args(["-9", &node1]).status().unwrap();
+    assert!(killed.success());
+    let out = ends_while_input_open(child, "a killed node");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("node 1"), "{err}");
+}

@@ -201,10 +201,19 @@ struct InputState {
 }
 
 /// The read-ahead buffer between the reader thread and the workers.
+///
+/// The reader thread holds it (and the [`Sleep`] it notifies) through an
+/// `Arc`, not a borrow of the run: a reader blocked in a read of an open
+/// but idle input (a pipe or a terminal nobody types into) is not waited
+/// for when the run ends early (a box error, a node gone). The run
+/// returns at once; the reader stops at its next record, or with the
+/// process.
 struct Input {
     state: Mutex<InputState>,
     space: Condvar,
     capacity: usize,
+    /// The run failed: the reader stops.
+    stop: AtomicBool,
 }
 
 /// A worker's local queue, with its length mirrored in an atomic so that
@@ -253,8 +262,8 @@ pub(crate) struct Shared {
     /// Licences the input manager obtained (distributed runs).
     injector: Mutex<VecDeque<Task>>,
     distributed: bool,
-    sleep: Sleep,
-    input: Input,
+    sleep: Arc<Sleep>,
+    input: Arc<Input>,
     /// The entry network's instance (node 0 only).
     entry: Option<Arc<Entity>>,
     abort: AtomicBool,
@@ -299,8 +308,8 @@ impl Shared {
                 .collect(),
             injector: Mutex::new(VecDeque::new()),
             distributed,
-            sleep: Sleep::new(workers),
-            input: Input {
+            sleep: Arc::new(Sleep::new(workers)),
+            input: Arc::new(Input {
                 state: Mutex::new(InputState {
                     records: VecDeque::new(),
                     closed: input.closed,
@@ -308,7 +317,8 @@ impl Shared {
                 }),
                 space: Condvar::new(),
                 capacity: input.capacity.max(1),
-            },
+                stop: AtomicBool::new(false),
+            }),
             entry,
             abort: AtomicBool::new(false),
             error: Mutex::new(None),
@@ -454,16 +464,16 @@ pub fn run(
     );
     shared.idle_flush = idle_flush;
 
+    // Not a scoped thread: see `Input`.
+    let reader = source.map(|source| {
+        let (input, sleep) = (shared.input.clone(), shared.sleep.clone());
+        thread::Builder::new()
+            .name("snet-reader".into())
+            .spawn(move || reader_loop(&input, &sleep, source))
+            .expect("spawn reader thread")
+    });
     thread::scope(|s| {
         let sh = &shared;
-        // The reader is detached from the scope's fate only in that it may
-        // block in a read; it stops at the next record once the run aborts.
-        let reader = source.map(|source| {
-            thread::Builder::new()
-                .name("snet-reader".into())
-                .spawn_scoped(s, move || reader_loop(sh, source))
-                .expect("spawn reader thread")
-        });
         let managers = sh.distributed.then(|| {
             let output = thread::Builder::new()
                 .name(format!("snet-out-{}", sh.rt.node))
@@ -507,10 +517,16 @@ pub fn run(
             st.closed = true;
             sh.input.space.notify_all();
         }
-        if let Some(reader) = reader {
+    });
+    // A run that ended without an error read its input to the end: the
+    // reader has stopped or is about to. After an error it may be blocked
+    // in a read for as long as the input stays open: it is left to end on
+    // its own (see `Input`).
+    if let Some(reader) = reader {
+        if lock(&shared.error).is_none() {
             let _ = reader.join();
         }
-    });
+    }
 
     let error = lock(&shared.error)
         .take()
@@ -633,11 +649,11 @@ const ADMIT_QUEUED_MAX: isize = 1024;
 /// [`READ_BATCH`], under one lock; a record is never held back while the
 /// reader waits for the next one's bytes. The buffer may exceed its
 /// capacity by less than a batch.
-fn reader_loop(sh: &Shared, mut source: Box<dyn Source>) {
-    let batch_max = (sh.input.capacity / 2).clamp(1, READ_BATCH);
+fn reader_loop(input: &Input, sleep: &Sleep, mut source: Box<dyn Source>) {
+    let batch_max = (input.capacity / 2).clamp(1, READ_BATCH);
     let mut batch: Vec<(Record, Option<u64>)> = Vec::with_capacity(batch_max);
     loop {
-        if sh.abort.load(Ordering::Relaxed) {
+        if input.stop.load(Ordering::Relaxed) {
             return;
         }
         // `Some`: the input ended (or failed) after the batch.
@@ -654,10 +670,10 @@ fn reader_loop(sh: &Shared, mut source: Box<dyn Source>) {
                 None => break,
             }
         }
-        let mut st = lock(&sh.input.state);
+        let mut st = lock(&input.state);
         if !batch.is_empty() {
-            while st.records.len() >= sh.input.capacity && !st.closed {
-                st = sh.input.space.wait(st).unwrap_or_else(|e| e.into_inner());
+            while st.records.len() >= input.capacity && !st.closed {
+                st = input.space.wait(st).unwrap_or_else(|e| e.into_inner());
             }
             if st.closed {
                 return;
@@ -668,11 +684,11 @@ fn reader_loop(sh: &Shared, mut source: Box<dyn Source>) {
             st.closed = true;
             st.error = error;
             drop(st);
-            sh.sleep.notify_one();
+            sleep.notify_one();
             return;
         }
         drop(st);
-        sh.sleep.notify_one();
+        sleep.notify_one();
     }
 }
 
@@ -699,6 +715,7 @@ impl Shared {
             self.rt.net.fail_notice(e.to_string());
         }
         self.abort.store(true, Ordering::Release);
+        self.input.stop.store(true, Ordering::Release);
         self.sleep.finish();
         let _st = lock(&self.input.state);
         self.input.space.notify_all();
