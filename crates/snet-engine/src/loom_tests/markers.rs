@@ -98,6 +98,7 @@ fn record_stamped(seq: u64) -> Item {
     Item::Rec(Rec {
         rec: Record::new(),
         det,
+        origin: crate::Origin::NONE,
     })
 }
 
