@@ -291,10 +291,7 @@ impl BoxEntity {
         for it in self.parked.admit(item, ready) {
             // Parked records are stepped later, for another item: each
             // names its own input record.
-            let origin = match &it {
-                Item::Rec(r) => r.origin,
-                _ => crate::Origin::NONE,
-            };
+            let origin = it.origin();
             self.step(it, ctx).map_err(|e| e.caused_by(origin))?;
         }
         Ok(())

@@ -240,6 +240,17 @@ pub enum Item {
     Wake,
 }
 
+impl Item {
+    /// The input record a record came from ([`Origin::NONE`] for the rest).
+    #[inline]
+    pub fn origin(&self) -> Origin {
+        match self {
+            Item::Rec(r) => r.origin,
+            _ => Origin::NONE,
+        }
+    }
+}
+
 /// The result of offering an item to an entity.
 pub enum Offer {
     /// The entity was idle: the caller now holds its licence and gets the item back.

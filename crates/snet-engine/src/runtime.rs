@@ -209,8 +209,9 @@ impl<'a> Ctx<'a> {
             // A stateless entity runs here, under the sender's licence: the
             // sender's outputs still reach it, and its outputs leave it, in
             // order; no hop, no queue.
+            let origin = item.origin();
             if let Err(e) = process_stateless(kind, item, self) {
-                self.fail(e);
+                self.fail(named_origin(e, origin));
             }
             return;
         }
@@ -302,10 +303,7 @@ impl<'a> Ctx<'a> {
 /// Processes one item at an entity whose licence the caller holds.
 #[inline]
 pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-    let origin = match &item {
-        Item::Rec(r) => r.origin,
-        _ => crate::Origin::NONE,
-    };
+    let origin = item.origin();
     match process_item(ent, item, ctx) {
         Ok(()) => Ok(()),
         Err(e) => Err(named_origin(e, origin)),
