@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod common;
+
 /// Far above the writer's 50 ms, far below "the end of the run".
 const ARRIVAL: Duration = Duration::from_secs(20);
 
@@ -24,8 +26,13 @@ fn program(name: &str, text: &str) -> PathBuf {
 
 /// Runs `snet run prog ARGS`, feeding records one at a time.
 fn answers_each_record_before_the_next(prog: &str, args: &[&str]) {
+    answers_under(Command::new(env!("CARGO_BIN_EXE_snet")), prog, args)
+}
+
+/// The same, with `snet` started by `launcher` (a plain `snet`, or `mpirun ... snet`).
+fn answers_under(mut launcher: Command, prog: &str, args: &[&str]) {
     let prog = program(&format!("p{}.snet", args.len()), prog);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_snet"))
+    let mut child = launcher
         .arg("run")
         .arg(&prog)
         .args(args)
@@ -105,6 +112,23 @@ fn shared_memory_nodes_stream_node_0s_output() {
     answers_each_record_before_the_next(
         "net s connect ([{<x>} -> {<y=x*10>}] @ 1) .. [{<y>} -> {<y>}];",
         &["--nodes", "2", "--transport", "shm", "-w", "1"],
+    );
+}
+
+/// Under `mpirun -np 2`: rank 0 gets the input (Open MPI forwards it) and
+/// writes what rank 1 computed as it comes.
+#[test]
+fn mpi_ranks_stream_rank_0s_output() {
+    if !common::have_mpirun() {
+        eprintln!("skipped: no mpirun");
+        return;
+    }
+    let mut launcher = common::mpirun(2, false);
+    launcher.arg(env!("CARGO_BIN_EXE_snet"));
+    answers_under(
+        launcher,
+        "net s connect ([{<x>} -> {<y=x*10>}] @ 1) .. [{<y>} -> {<y>}];",
+        &["-w", "1"],
     );
 }
 
