@@ -240,16 +240,16 @@ impl BoxEntity {
         ctx: &Ctx,
     ) -> Result<Vec<Item>, EngineError> {
         let def = &*self.t.def;
-        let input = def.input_variant();
+        let input = &self.t.input;
         let err = |error: BoxError| EngineError::Box {
             name: def.name.clone(),
             error,
             loc: ctx.rt.loc(self.t.node),
         };
-        if !rec.matches(&input) {
+        if !rec.matches(input) {
             return Err(err(BoxError::WrongInput {
                 record: record_type(rec),
-                takes: input,
+                takes: input.clone(),
             }));
         }
         let mut c = Collect {
@@ -260,7 +260,7 @@ impl BoxEntity {
         Ok(c.outs
             .into_iter()
             .map(|mut out| {
-                out.inherit(rec, &input);
+                out.inherit(rec, input);
                 Item::Rec(Rec {
                     rec: out,
                     det: det.clone(),
@@ -351,13 +351,13 @@ impl BoxEntity {
                         origin,
                     }) => {
                         let def = &*self.t.def;
-                        let input = def.input_variant();
-                        if !rec.matches(&input) {
+                        let input = &self.t.input;
+                        if !rec.matches(input) {
                             return Err(EngineError::Box {
                                 name: def.name.clone(),
                                 error: BoxError::WrongInput {
                                     record: record_type(&rec),
-                                    takes: input,
+                                    takes: input.clone(),
                                 },
                                 loc: ctx.rt.loc(self.t.node),
                             });

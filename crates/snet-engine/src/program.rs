@@ -88,6 +88,9 @@ pub struct FeedbackDef {
 pub struct BoxTemplate {
     pub node: NodeId,
     pub def: Arc<BoxDef>,
+    /// `def`'s input labels as a variant, built once (matching and flow
+    /// inheritance need it on every call).
+    pub input: snet_core::Variant,
 }
 
 /// What an entity of a template node needs, typed by kind.
@@ -142,6 +145,7 @@ impl Program {
                     NodeKind::Box(b) => Template::Box(Arc::new(BoxTemplate {
                         node: id,
                         def: Arc::new(graph.box_def(*b).clone()),
+                        input: graph.box_def(*b).input_variant(),
                     })),
                     NodeKind::Filter(f) => {
                         Template::Filter(Arc::new(crate::filter::Filter::new(f.clone())))
