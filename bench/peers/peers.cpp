@@ -33,6 +33,19 @@ static void report(long count, std::uint64_t sum)
     std::printf("%ld %llu\n", count, (unsigned long long)sum);
 }
 
+/// The pipelines' first stage: x = 1..n, in order (`next` is its counter).
+static tbb::filter<void, long> generator(long &next, long n)
+{
+    return tbb::make_filter<void, long>(tbb::filter_mode::serial_in_order,
+                                        [&next, n](tbb::flow_control &fc) -> long {
+                                            if (next > n) {
+                                                fc.stop();
+                                                return 0;
+                                            }
+                                            return next++;
+                                        });
+}
+
 static void pipe10_pipeline(long n, int workers)
 {
     long next = 1, count = 0;
@@ -44,14 +57,7 @@ static void pipe10_pipeline(long n, int workers)
                                               [](long x) { return x + 1; });
     tbb::parallel_pipeline(
         4 * workers,
-        tbb::make_filter<void, long>(tbb::filter_mode::serial_in_order,
-                                     [&](tbb::flow_control &fc) -> long {
-                                         if (next > n) {
-                                             fc.stop();
-                                             return 0;
-                                         }
-                                         return next++;
-                                     }) &
+        generator(next, n) &
             stage & stage & stage & stage & stage & stage & stage & stage & stage & stage &
             tbb::make_filter<long, void>(tbb::filter_mode::serial_out_of_order, [&](long x) {
                 count++;
@@ -102,14 +108,7 @@ static void farm_pipeline(long n, int workers, long rounds)
     std::uint64_t sum = 0;
     tbb::parallel_pipeline(
         4 * workers,
-        tbb::make_filter<void, long>(tbb::filter_mode::serial_in_order,
-                                     [&](tbb::flow_control &fc) -> long {
-                                         if (next > n) {
-                                             fc.stop();
-                                             return 0;
-                                         }
-                                         return next++;
-                                     }) &
+        generator(next, n) &
             tbb::make_filter<long, std::uint64_t>(
                 tbb::filter_mode::parallel,
                 [rounds](long x) { return xorshift_rounds((std::uint64_t)x, rounds); }) &

@@ -29,10 +29,11 @@ fn answers_each_record_before_the_next(prog: &str, args: &[&str]) {
     answers_under(Command::new(env!("CARGO_BIN_EXE_snet")), prog, args)
 }
 
-/// The same, with `snet` started by `launcher` (a plain `snet`, or `mpirun ... snet`).
-fn answers_under(mut launcher: Command, prog: &str, args: &[&str]) {
-    let prog = program(&format!("p{}.snet", args.len()), prog);
-    let mut child = launcher
+/// Starts `launcher run PROG ARGS` (the program written to a file named
+/// `name`) with every stream piped.
+fn start(mut launcher: Command, name: &str, prog: &str, args: &[&str]) -> std::process::Child {
+    let prog = program(name, prog);
+    launcher
         .arg("run")
         .arg(&prog)
         .args(args)
@@ -40,7 +41,12 @@ fn answers_under(mut launcher: Command, prog: &str, args: &[&str]) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start snet");
+        .expect("start snet")
+}
+
+/// The same, with `snet` started by `launcher` (a plain `snet`, or `mpirun ... snet`).
+fn answers_under(launcher: Command, prog: &str, args: &[&str]) {
+    let mut child = start(launcher, &format!("p{}.snet", args.len()), prog, args);
     let mut input = child.stdin.take().unwrap();
     let output = child.stdout.take().unwrap();
     let (lines_tx, lines) = mpsc::channel::<String>();
@@ -143,16 +149,12 @@ fn loopback_nodes_stream_node_0s_output() {
 /// Starts `snet run prog ARGS` with its input left open after `head`
 /// (nothing more is written until the run has ended or `ARRIVAL` passed).
 fn run_with_open_input(prog: &str, args: &[&str], head: &str) -> std::process::Child {
-    let prog = program(&format!("open{}.snet", args.len()), prog);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_snet"))
-        .arg("run")
-        .arg(&prog)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start snet");
+    let mut child = start(
+        Command::new(env!("CARGO_BIN_EXE_snet")),
+        &format!("open{}.snet", args.len()),
+        prog,
+        args,
+    );
     let input = child.stdin.as_mut().unwrap();
     input.write_all(head.as_bytes()).unwrap();
     input.flush().unwrap();
