@@ -186,7 +186,7 @@ pub struct BoxEntity {
 
 struct Collect<'a> {
     def: &'a BoxDef,
-    outs: Vec<Record>,
+    outs: &'a mut Vec<Record>,
 }
 
 impl Emit for Collect<'_> {
@@ -231,14 +231,10 @@ impl BoxEntity {
         }
     }
 
-    /// Checks `rec` and runs the box on it; the outputs, inheritance added, stamped `det`.
-    fn call(
-        &self,
-        rec: &Record,
-        det: &crate::entity::Stamps,
-        origin: crate::entity::Origin,
-        ctx: &Ctx,
-    ) -> Result<Vec<Item>, EngineError> {
+    /// Checks `rec` and runs the box on it; its outputs, inheritance
+    /// added, are appended to `outs` (the worker's reused buffer, so a call
+    /// allocates nothing for them).
+    fn call(&self, rec: &Record, outs: &mut Vec<Record>, ctx: &Ctx) -> Result<(), EngineError> {
         let def = &*self.t.def;
         let input = &self.t.input;
         let err = |error: BoxError| EngineError::Box {
@@ -252,22 +248,13 @@ impl BoxEntity {
                 takes: input.clone(),
             }));
         }
-        let mut c = Collect {
-            def,
-            outs: Vec::new(),
-        };
+        let first = outs.len();
+        let mut c = Collect { def, outs };
         self.imp.invoke(rec, &mut c).map_err(err)?;
-        Ok(c.outs
-            .into_iter()
-            .map(|mut out| {
-                out.inherit(rec, input);
-                Item::Rec(Rec {
-                    rec: out,
-                    det: det.clone(),
-                    origin,
-                })
-            })
-            .collect())
+        for out in &mut outs[first..] {
+            out.inherit(rec, input);
+        }
+        Ok(())
     }
 
     /// Processes one item. In a distributed run a record whose field
@@ -304,10 +291,23 @@ impl BoxEntity {
                     ctx.send(&self.next, item);
                     return Ok(());
                 };
-                for out in self.call(&rec, &det, origin, ctx)? {
-                    ctx.send(&self.next, out);
+                // Taken out of the context while the sends below borrow it
+                // (a send never runs a box, so nothing else needs it).
+                let mut outs = std::mem::take(&mut ctx.box_outs);
+                let r = self.call(&rec, &mut outs, ctx);
+                if r.is_ok() {
+                    for out in outs.drain(..) {
+                        let item = Item::Rec(Rec {
+                            rec: out,
+                            det: det.clone(),
+                            origin,
+                        });
+                        ctx.send(&self.next, item);
+                    }
                 }
-                Ok(())
+                outs.clear();
+                ctx.box_outs = outs;
+                r
             }
             Mode::Lane { order } => {
                 let order = order.clone();
@@ -320,7 +320,18 @@ impl BoxEntity {
                     unreachable!("a box lane receives only records from its dispatcher")
                 };
                 let s = det.pop().expect("the dispatcher stamps every record");
-                let outs = self.call(&rec, &det, origin, ctx)?;
+                let mut outs = Vec::new();
+                self.call(&rec, &mut outs, ctx)?;
+                let outs = outs
+                    .into_iter()
+                    .map(|out| {
+                        Item::Rec(Rec {
+                            rec: out,
+                            det: det.clone(),
+                            origin,
+                        })
+                    })
+                    .collect();
                 order.complete(s, outs, ctx);
                 Ok(())
             }

@@ -139,6 +139,9 @@ pub struct Ctx<'a> {
     /// While holding: the address of the entity the last item was offered
     /// to directly (compared, never dereferenced; 0: none).
     last_to: usize,
+    /// A box call's outputs before they are sent: one buffer per worker,
+    /// reused by every call (empty between calls).
+    pub box_outs: Vec<snet_core::Record>,
 }
 
 impl<'a> Ctx<'a> {
@@ -154,6 +157,7 @@ impl<'a> Ctx<'a> {
             held_to: None,
             held: Vec::new(),
             last_to: 0,
+            box_outs: Vec::new(),
         }
     }
 
