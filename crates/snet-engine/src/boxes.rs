@@ -184,6 +184,10 @@ pub struct BoxEntity {
     parked: crate::dist::fields::Parked,
 }
 
+/// The most outputs a worker's reused box-output buffer keeps room for
+/// between calls ([`Ctx::box_outs`]).
+const KEEP_OUTS: usize = 64;
+
 struct Collect<'a> {
     def: &'a BoxDef,
     outs: &'a mut Vec<Record>,
@@ -306,7 +310,11 @@ impl BoxEntity {
                     }
                 }
                 outs.clear();
-                ctx.box_outs = outs;
+                // A call that emitted many records (a generator) does not
+                // leave its buffer's memory behind.
+                if outs.capacity() <= KEEP_OUTS {
+                    ctx.box_outs = outs;
+                }
                 r
             }
             Mode::Lane { order } => {
