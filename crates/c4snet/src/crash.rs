@@ -52,6 +52,12 @@ pub fn enter(name: &str) -> (*const u8, usize) {
     BOX_NAME.with(|c| c.replace((name.as_ptr(), name.len())))
 }
 
+/// Marks no box as running on this thread (a suspended call); returns
+/// the previous slot for [`leave`].
+pub fn clear() -> (*const u8, usize) {
+    BOX_NAME.with(|c| c.replace((std::ptr::null(), 0)))
+}
+
 /// Restores the slot saved by [`enter`].
 pub fn leave(prev: (*const u8, usize)) {
     BOX_NAME.with(|c| c.set(prev));
@@ -69,7 +75,7 @@ fn write_all(bytes: &[u8]) {
     }
 }
 
-extern "C" fn on_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
+extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_void) {
     let (p, n) = BOX_NAME.with(|c| c.get());
     let idx = SIGNALS.iter().position(|(s, _)| *s == sig).unwrap_or(0);
     if p.is_null() {
@@ -101,9 +107,15 @@ extern "C" fn on_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_vo
     write_all(b"box `");
     // SAFETY: the slot points at the running box's name, alive during the invocation.
     write_all(unsafe { std::slice::from_raw_parts(p, n) });
-    write_all(b"` crashed (signal ");
-    write_all(SIGNALS[idx].1.as_bytes());
-    write_all(b")\n");
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    if sig == libc::SIGSEGV && snet_engine::callstack::in_guard(addr) {
+        write_all(b"` overflowed its stack (run with a larger --box-stack)\n");
+    } else {
+        write_all(b"` crashed (signal ");
+        write_all(SIGNALS[idx].1.as_bytes());
+        write_all(b")\n");
+    }
     // SAFETY: _exit is async-signal-safe.
     unsafe { libc::_exit(1) };
 }

@@ -217,7 +217,15 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     }
     // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
     let emit = unsafe { &mut *inv.emit };
-    if let Err(e) = emit.emit(variant as usize, rec) {
+    // `emit` may suspend this invocation (the engine then runs other boxes
+    // on this thread before it goes on): the thread's slots name no box
+    // meanwhile, and name this one again afterwards.
+    let current = CURRENT.with(|c| c.replace((0, std::ptr::null_mut())));
+    let name = crate::crash::clear();
+    let r = emit.emit(variant as usize, rec);
+    crate::crash::leave(name);
+    CURRENT.with(|c| c.set(current));
+    if let Err(e) = r {
         inv.error = Some(e);
     }
 }

@@ -6,6 +6,19 @@
 //! (variant number in range), adds the flow-inherited labels, and passes the
 //! outputs on in the order the box emitted them.
 //!
+//! # Calls that emit many records
+//!
+//! Each call runs on a call stack of its own ([`crate::callstack`]). After
+//! every [`YIELD_AFTER`] outputs the call is suspended: the entity sends
+//! that batch on and yields *pinned* ([`Ctx::yield_pinned`]): it keeps its
+//! licence (nothing overtakes the rest of the call's outputs), and the
+//! worker that ran it resumes it with [`Item::Wake`] — at once while the
+//! node's backlog is small, otherwise once it has nothing else to do — and
+//! then only if [`Ctx::backlog_elsewhere`] is below [`BACKLOG_LIMIT`]. A
+//! call whose entity was suspended is listed in the node's suspended
+//! entities until it returns. `ARCHITECTURE.md` gives the argument that
+//! this cannot deadlock.
+//!
 //! # Initialiser boxes
 //!
 //! A box with no input list at all (`box init(-> (A));`,
@@ -65,14 +78,17 @@
 //! 2. A lane is an ordinary entity: its licence holder pops `s`, invokes the
 //!    box (lanes run on different workers, so up to N invocations of the box
 //!    run at once), adds flow inheritance and the record's original stamps,
-//!    and completes `s` with the list of outputs.
-//! 3. Completing `s` locks the reorder buffer, stores the list under `s`,
-//!    and while the list of `next_seq` is present sends its items to the
-//!    box's successor and advances `next_seq` — all under the lock (sends
-//!    the worker held back, see `Ctx::hold_sends`, are flushed before it is
-//!    released), so the successor's inbox receives the outputs of `0, 1,
-//!    2, ...` in order and a marker stays behind the outputs of every
-//!    earlier record.
+//!    and delivers the outputs under `s`: each batch when the call is
+//!    suspended, the rest with "finished" when it returns.
+//! 3. Delivering for `s` locks the reorder buffer. If `s` is `next_seq`, the
+//!    items go to the box's successor at once; otherwise they are appended
+//!    to the list stored under `s`. When `next_seq` finishes, `next_seq`
+//!    advances, and the stored list of each following number is sent, as
+//!    far as the first one that is not finished (its later batches then go
+//!    out directly) — all under the lock (sends the worker held back, see
+//!    `Ctx::hold_sends`, are flushed before it is released), so the
+//!    successor's inbox receives the outputs of `0, 1, 2, ...` in order and
+//!    a marker stays behind the outputs of every earlier record.
 //!
 //! Lock order: reorder lock, then (inside `Ctx::send`) an inbox lock; an
 //! inbox lock is never held while taking another lock, so this cannot
@@ -82,20 +98,27 @@
 //! looking quiescent until they finish. With N = 1 the entity invokes the
 //! box inline (no lanes, no buffer).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use snet_core::{BoxDef, NodeKind, Record};
 
-use crate::entity::{Entity, Item, Rec};
+use crate::callstack::{CallIo, CallStack, Event};
+use crate::entity::{Entity, Item, Origin, Rec, Stamps};
 use crate::error::{record_type, BoxError, ResolveError, ResolveReason};
 use crate::program::BoxTemplate;
-use crate::runtime::{Ctx, Kind, Runtime};
-use crate::sync::{lock, Arc, Mutex};
+use crate::runtime::{Ctx, Kind, Runtime, BACKLOG_LIMIT, YIELD_AFTER};
+use crate::sync::{lock, Arc, Mutex, Ordering};
 use crate::EngineError;
 
 /// Receives a box's outputs.
 pub trait Emit {
     /// `variant` is 1-based, as in `C4SNetOut`; `rec` holds exactly that variant's labels.
+    ///
+    /// This call may suspend the box call (see [`crate::callstack`]): the
+    /// worker's thread runs other boxes before it returns. The call goes on
+    /// on the same thread, but a language interface that keeps per-thread
+    /// state about the running call must not let the other calls see it,
+    /// and must restore it when `emit` returns.
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError>;
 }
 
@@ -129,30 +152,43 @@ pub struct Reorder {
 
 struct ReorderState {
     next_seq: u64,
-    done: BTreeMap<u64, Vec<Item>>,
+    /// Outputs of numbers above `next_seq` (and of `next_seq` itself while
+    /// they wait to be sent), with whether their call has returned.
+    done: BTreeMap<u64, (Vec<Item>, bool)>,
 }
 
 impl Reorder {
-    /// Step 3 of the protocol: `s` produced `items`.
-    fn complete(&self, s: u64, items: Vec<Item>, ctx: &mut Ctx) {
+    /// Step 3 of the protocol, also for part of a call's outputs: `s`
+    /// produced `items`, and `finished` says its call returned. The outputs
+    /// of the oldest unfinished number are sent as they come (a suspended
+    /// call's batches flow on); those of later numbers wait for it.
+    fn deliver(&self, s: u64, items: Vec<Item>, finished: bool, ctx: &mut Ctx) {
         let mut st = lock(&self.state);
         if s != st.next_seq {
-            st.done.insert(s, items);
+            let e = st.done.entry(s).or_default();
+            e.0.extend(items);
+            e.1 |= finished;
             return;
         }
         for it in items {
             ctx.send(&self.next, it);
         }
-        st.next_seq += 1;
-        loop {
-            let n = st.next_seq;
-            let Some(items) = st.done.remove(&n) else {
-                break;
-            };
-            for it in items {
-                ctx.send(&self.next, it);
-            }
+        if finished {
             st.next_seq += 1;
+            loop {
+                let n = st.next_seq;
+                let Some((items, finished)) = st.done.get_mut(&n) else {
+                    break;
+                };
+                for it in items.drain(..) {
+                    ctx.send(&self.next, it);
+                }
+                if !*finished {
+                    break;
+                }
+                st.done.remove(&n);
+                st.next_seq += 1;
+            }
         }
         // The successor's stream has several senders (the lanes' workers):
         // what this one held back must reach the inbox before the lock goes.
@@ -177,34 +213,26 @@ enum Mode {
 
 pub struct BoxEntity {
     t: Arc<BoxTemplate>,
-    imp: Arc<dyn BoxImpl>,
     next: Arc<Entity>,
     mode: Mode,
     /// Input parked while a field argument is fetched from another node.
     parked: crate::dist::fields::Parked,
-}
-
-/// The most outputs a worker's reused box-output buffer keeps room for
-/// between calls ([`Ctx::box_outs`]).
-const KEEP_OUTS: usize = 64;
-
-struct Collect<'a> {
-    def: &'a BoxDef,
-    outs: &'a mut Vec<Record>,
-}
-
-impl Emit for Collect<'_> {
-    fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
-        if variant == 0 || variant > self.def.outputs.len() {
-            return Err(BoxError::VariantOutOfRange {
-                variant: i64::try_from(variant).unwrap_or(i64::MAX),
-                declared: self.def.outputs.len(),
-                call: None,
-            });
-        }
-        self.outs.push(rec);
-        Ok(())
-    }
+    /// The call in progress: the box, its input record and the outputs not
+    /// sent yet (see [`crate::callstack`]).
+    io: CallIo,
+    /// The stamps and origin of the call's input, for its outputs; in a
+    /// lane, the call's sequence number.
+    det: Stamps,
+    origin: Origin,
+    seq: u64,
+    /// The stack of the call in progress while it is suspended.
+    suspended: Option<CallStack>,
+    /// Whether the call in progress was ever suspended (it is then in the
+    /// node's list of suspended entities until it returns).
+    listed: bool,
+    /// Distributed runs: items ready to be processed that came after the
+    /// record whose call is suspended (they go on once it returns).
+    deferred: VecDeque<Item>,
 }
 
 impl BoxEntity {
@@ -226,39 +254,165 @@ impl BoxEntity {
         } else {
             Mode::Inline
         };
+        BoxEntity::with_mode(t, imp, next, mode)
+    }
+
+    fn with_mode(
+        t: Arc<BoxTemplate>,
+        imp: Arc<dyn BoxImpl>,
+        next: Arc<Entity>,
+        mode: Mode,
+    ) -> BoxEntity {
         BoxEntity {
+            io: CallIo {
+                imp,
+                def: t.def.clone(),
+                input: Record::new(),
+                outs: Vec::new(),
+            },
             t,
-            imp,
             next,
             mode,
             parked: Default::default(),
+            det: Stamps::new(),
+            origin: Origin::NONE,
+            seq: 0,
+            suspended: None,
+            listed: false,
+            deferred: VecDeque::new(),
         }
     }
 
-    /// Checks `rec` and runs the box on it; its outputs, inheritance
-    /// added, are appended to `outs` (the worker's reused buffer, so a call
-    /// allocates nothing for them).
-    fn call(&self, rec: &Record, outs: &mut Vec<Record>, ctx: &Ctx) -> Result<(), EngineError> {
-        let def = &*self.t.def;
-        let input = &self.t.input;
-        let err = |error: BoxError| EngineError::Box {
-            name: def.name.clone(),
+    fn error(&self, error: BoxError, ctx: &Ctx) -> EngineError {
+        EngineError::Box {
+            name: self.t.def.name.clone(),
             error,
             loc: ctx.rt.loc(self.t.node),
-        };
-        if !rec.matches(input) {
-            return Err(err(BoxError::WrongInput {
+        }
+    }
+
+    /// Refuses a record that lacks one of the box's input labels.
+    fn check_input(&self, rec: &Record, ctx: &Ctx) -> Result<(), EngineError> {
+        if rec.matches(&self.t.input) {
+            return Ok(());
+        }
+        Err(self.error(
+            BoxError::WrongInput {
                 record: record_type(rec),
-                takes: input.clone(),
-            }));
+                takes: self.t.input.clone(),
+            },
+            ctx,
+        ))
+    }
+
+    /// Starts a call on `rec` (checked already).
+    fn start(&mut self, rec: Rec, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
+        debug_assert!(self.suspended.is_none(), "a call while another is suspended");
+        self.io.input = rec.rec;
+        self.det = rec.det;
+        self.origin = rec.origin;
+        let stack = match ctx.stacks.take() {
+            Ok(s) => s,
+            Err(e) => {
+                self.io.input = Record::new();
+                let what = format!("cannot allocate its call stack: {e}");
+                return Err(self.error(BoxError::Failed(what), ctx));
+            }
+        };
+        self.run(stack, ctx, me)
+    }
+
+    /// A suspended call goes on, if the node's backlog allows.
+    fn wake(&mut self, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
+        let Some(stack) = self.suspended.take() else {
+            return Ok(());
+        };
+        // Back-pressure: while entities of this node that can run have a
+        // backlog (another worker producing faster than the rest drains),
+        // do not add to it. Items waiting at suspended entities (this one's
+        // included) do not count: they cannot drain before those go on.
+        if ctx.backlog_elsewhere() >= BACKLOG_LIMIT {
+            self.suspended = Some(stack);
+            ctx.yield_pinned();
+            return Ok(());
         }
-        let first = outs.len();
-        let mut c = Collect { def, outs };
-        self.imp.invoke(rec, &mut c).map_err(err)?;
-        for out in &mut outs[first..] {
-            out.inherit(rec, input);
+        self.run(stack, ctx, me)
+    }
+
+    /// Runs the call on `stack` until it is suspended (after a batch of
+    /// outputs, which are sent) or returns.
+    fn run(
+        &mut self,
+        mut stack: CallStack,
+        ctx: &mut Ctx,
+        me: &Arc<Entity>,
+    ) -> Result<(), EngineError> {
+        // SAFETY: `self.io` stays in place (the entity's state) and is only
+        // touched between resumes, until the call returns.
+        let ev = unsafe { stack.resume(&mut self.io, ctx.stacks.worker()) };
+        match ev {
+            Event::Batch => {
+                self.send_outs(false, ctx);
+                self.suspended = Some(stack);
+                if !self.listed {
+                    self.listed = true;
+                    ctx.rt.suspended_add(me);
+                }
+                ctx.rt.suspensions.fetch_add(1, Ordering::Relaxed);
+                // Downstream runs first, front first; the call goes on with `Wake`.
+                ctx.yield_pinned();
+                Ok(())
+            }
+            Event::Done(r) => {
+                ctx.stacks.give(stack);
+                if self.listed {
+                    self.listed = false;
+                    ctx.rt.suspended_remove(me);
+                }
+                let r = match r {
+                    Ok(()) => {
+                        self.send_outs(true, ctx);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        self.io.outs.clear();
+                        Err(self.error(e, ctx).caused_by(self.origin))
+                    }
+                };
+                // The input's fields are released when the call returns.
+                self.io.input = Record::new();
+                if self.io.outs.capacity() > YIELD_AFTER {
+                    self.io.outs = Vec::new();
+                }
+                r
+            }
         }
-        Ok(())
+    }
+
+    /// Sends the outputs the call emitted so far, inheritance added;
+    /// `finished`: the call returned.
+    fn send_outs(&mut self, finished: bool, ctx: &mut Ctx) {
+        let CallIo { input, outs, .. } = &mut self.io;
+        let (det, origin) = (&self.det, self.origin);
+        let items = outs.drain(..).map(|mut rec| {
+            rec.inherit(input, &self.t.input);
+            Item::Rec(Rec {
+                rec,
+                det: det.clone(),
+                origin,
+            })
+        });
+        match &self.mode {
+            Mode::Lane { order } => {
+                let items = items.collect();
+                order.deliver(self.seq, items, finished, ctx);
+            }
+            _ => {
+                for item in items {
+                    ctx.send(&self.next, item);
+                }
+            }
+        }
     }
 
     /// Processes one item. In a distributed run a record whose field
@@ -272,138 +426,112 @@ impl BoxEntity {
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
         if !ctx.rt.net.distributed() || matches!(self.mode, Mode::Lane { .. }) {
-            return self.step(item, ctx);
+            return self.step(item, ctx, me);
         }
-        let inputs = &self.t.def.inputs;
-        let ready = |rec: &Record| {
-            let fields = inputs.iter().copied().filter(|l| l.is_field());
-            crate::dist::fields::ensure_local(rec, fields, me, ctx)
-        };
-        for it in self.parked.admit(item, ready) {
+        if self.suspended.is_some() {
+            // Only the scheduler's `Wake` reaches an entity whose call is
+            // suspended (it keeps its licence meanwhile).
+            debug_assert!(matches!(item, Item::Wake));
+            self.step(item, ctx, me)?;
+        } else {
+            let inputs = &self.t.def.inputs;
+            let ready = |rec: &Record| {
+                let fields = inputs.iter().copied().filter(|l| l.is_field());
+                crate::dist::fields::ensure_local(rec, fields, me, ctx)
+            };
+            let now = self.parked.admit(item, ready);
+            self.deferred.extend(now);
+        }
+        while self.suspended.is_none() {
+            let Some(it) = self.deferred.pop_front() else {
+                break;
+            };
             // Parked records are stepped later, for another item: each
             // names its own input record.
             let origin = it.origin();
-            self.step(it, ctx).map_err(|e| e.caused_by(origin))?;
+            self.step(it, ctx, me).map_err(|e| e.caused_by(origin))?;
         }
         Ok(())
     }
 
-    fn step(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    fn step(&mut self, item: Item, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
         match &mut self.mode {
-            Mode::Inline => {
-                let Item::Rec(Rec { rec, det, origin }) = item else {
-                    ctx.send(&self.next, item);
-                    return Ok(());
-                };
-                // Taken out of the context while the sends below borrow it
-                // (a send never runs a box, so nothing else needs it).
-                let mut outs = std::mem::take(&mut ctx.box_outs);
-                let r = self.call(&rec, &mut outs, ctx);
-                if r.is_ok() {
-                    for out in outs.drain(..) {
-                        let item = Item::Rec(Rec {
-                            rec: out,
-                            det: det.clone(),
-                            origin,
-                        });
-                        ctx.send(&self.next, item);
-                    }
+            Mode::Inline => match item {
+                Item::Rec(r) => {
+                    self.check_input(&r.rec, ctx)?;
+                    self.start(r, ctx, me)
                 }
-                outs.clear();
-                // A call that emitted many records (a generator) does not
-                // leave its buffer's memory behind.
-                if outs.capacity() <= KEEP_OUTS {
-                    ctx.box_outs = outs;
+                Item::Wake => self.wake(ctx, me),
+                other => {
+                    ctx.send(&self.next, other);
+                    Ok(())
                 }
-                r
-            }
-            Mode::Lane { order } => {
-                let order = order.clone();
-                let Item::Rec(Rec {
-                    rec,
-                    mut det,
-                    origin,
-                }) = item
-                else {
-                    unreachable!("a box lane receives only records from its dispatcher")
-                };
-                let s = det.pop().expect("the dispatcher stamps every record");
-                let mut outs = Vec::new();
-                self.call(&rec, &mut outs, ctx)?;
-                let outs = outs
-                    .into_iter()
-                    .map(|out| {
-                        Item::Rec(Rec {
-                            rec: out,
-                            det: det.clone(),
-                            origin,
-                        })
-                    })
-                    .collect();
-                order.complete(s, outs, ctx);
-                Ok(())
-            }
-            Mode::Dispatch {
-                lanes,
-                width,
-                rr,
-                seq,
-                order,
-            } => {
-                let order = order
-                    .get_or_insert_with(|| {
-                        Arc::new(Reorder {
-                            next: self.next.clone(),
-                            state: Mutex::new(ReorderState {
-                                next_seq: 0,
-                                done: BTreeMap::new(),
-                            }),
-                        })
-                    })
-                    .clone();
-                let s = *seq;
-                *seq += 1;
-                match item {
-                    Item::Rec(Rec {
-                        rec,
-                        mut det,
-                        origin,
-                    }) => {
-                        let def = &*self.t.def;
-                        let input = &self.t.input;
-                        if !rec.matches(input) {
-                            return Err(EngineError::Box {
-                                name: def.name.clone(),
-                                error: BoxError::WrongInput {
-                                    record: record_type(&rec),
-                                    takes: input.clone(),
-                                },
-                                loc: ctx.rt.loc(self.t.node),
-                            });
-                        }
-                        // Round robin over the lanes, counting records only.
-                        let k = *rr % *width;
-                        *rr += 1;
-                        if k == lanes.len() {
-                            let lane = BoxEntity {
-                                t: self.t.clone(),
-                                imp: self.imp.clone(),
-                                next: self.next.clone(),
-                                mode: Mode::Lane {
-                                    order: order.clone(),
-                                },
-                                parked: Default::default(),
-                            };
-                            lanes.push(ctx.entity(Kind::Box(lane)));
-                        }
-                        det.push(s);
-                        let lane = lanes[k].clone();
-                        ctx.send(&lane, Item::Rec(Rec { rec, det, origin }));
-                    }
-                    other => order.complete(s, vec![other], ctx),
+            },
+            Mode::Lane { .. } => match item {
+                Item::Rec(mut r) => {
+                    self.seq = r.det.pop().expect("the dispatcher stamps every record");
+                    self.start(r, ctx, me)
                 }
-                Ok(())
-            }
+                Item::Wake => self.wake(ctx, me),
+                _ => unreachable!("a box lane receives only records from its dispatcher"),
+            },
+            Mode::Dispatch { .. } => self.dispatch(item, ctx),
         }
+    }
+
+    /// Concurrency above 1: numbers the item and hands a record to the
+    /// next lane (step 1 of the protocol in the module docs).
+    fn dispatch(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+        if let Item::Rec(r) = &item {
+            self.check_input(&r.rec, ctx)?;
+        }
+        let Mode::Dispatch {
+            lanes,
+            width,
+            rr,
+            seq,
+            order,
+        } = &mut self.mode
+        else {
+            unreachable!("only the dispatcher dispatches")
+        };
+        let order = order
+            .get_or_insert_with(|| {
+                Arc::new(Reorder {
+                    next: self.next.clone(),
+                    state: Mutex::new(ReorderState {
+                        next_seq: 0,
+                        done: BTreeMap::new(),
+                    }),
+                })
+            })
+            .clone();
+        let s = *seq;
+        *seq += 1;
+        let Item::Rec(Rec {
+            rec,
+            mut det,
+            origin,
+        }) = item
+        else {
+            order.deliver(s, vec![item], true, ctx);
+            return Ok(());
+        };
+        // Round robin over the lanes, counting records only.
+        let k = *rr % *width;
+        *rr += 1;
+        if k == lanes.len() {
+            let lane = BoxEntity::with_mode(
+                self.t.clone(),
+                self.io.imp.clone(),
+                self.next.clone(),
+                Mode::Lane { order },
+            );
+            lanes.push(ctx.entity(Kind::Box(lane)));
+        }
+        det.push(s);
+        let lane = lanes[k].clone();
+        ctx.send(&lane, Item::Rec(Rec { rec, det, origin }));
+        Ok(())
     }
 }

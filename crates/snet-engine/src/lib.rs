@@ -22,6 +22,7 @@
 //! - [`weight`]: dyadic weights (marker copies, termination credit).
 
 mod boxes;
+pub mod callstack;
 mod collector;
 pub mod dist;
 mod entity;
@@ -127,6 +128,11 @@ pub struct Config {
     /// Where the run's warnings go (one line each, without `warning: `);
     /// by default to standard error.
     pub warn: fn(&str),
+    /// The size in bytes of the stack each box call runs on (C boxes put
+    /// their arrays there); a call that overflows it is reported, naming
+    /// the box. Default [`callstack::DEFAULT_STACK`] (8 MiB, of address
+    /// space: only the pages a call touches take memory).
+    pub box_stack: usize,
 }
 
 /// The default of [`Config::warn`]: `warning: MESSAGE` on standard error.
@@ -147,6 +153,7 @@ impl Default for Config {
             codecs: snet_core::Codecs::default(),
             inline_fields: DEFAULT_INLINE_FIELDS,
             warn: warn_to_stderr,
+            box_stack: callstack::DEFAULT_STACK,
         }
     }
 }
@@ -159,6 +166,9 @@ pub struct Stats {
     pub output_records: u64,
     pub entities_created: u64,
     pub steals: u64,
+    /// Box calls suspended because they emitted a batch of records
+    /// (each goes on once the records downstream have been consumed).
+    pub suspensions: u64,
     pub messages_sent: u64,
     pub messages_received: u64,
     pub bytes_sent: u64,
@@ -178,12 +188,13 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "node {}: {} input, {} output records, {} entities, {} steals, {} msgs / {} B sent, {} msgs / {} B received, {} fields fetched ({} B), {} exported, store {} exports / {} proxies",
+            "node {}: {} input, {} output records, {} entities, {} steals, {} suspensions, {} msgs / {} B sent, {} msgs / {} B received, {} fields fetched ({} B), {} exported, store {} exports / {} proxies",
             self.node,
             self.input_records,
             self.output_records,
             self.entities_created,
             self.steals,
+            self.suspensions,
             self.messages_sent,
             self.bytes_sent,
             self.messages_received,

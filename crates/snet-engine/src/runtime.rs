@@ -2,6 +2,8 @@
 //! ([`Kind`]), the small context an entity works in ([`Ctx`]), and the
 //! dispatch of one item to its entity ([`process`]).
 
+use std::collections::VecDeque;
+
 use snet_core::{Graph, NodeId};
 
 use crate::boxes::{BoxEntity, BoxImpl};
@@ -38,7 +40,25 @@ pub struct Runtime {
     /// figure may be off by that much per thread. What a suspended
     /// expansion looks at before it adds more ([`crate::star::FilterStar`]).
     queued: std::sync::atomic::AtomicIsize,
+    /// The size of the stack each box call runs on ([`crate::callstack`]).
+    pub box_stack: usize,
+    /// Box calls suspended so far (`--stats`).
+    pub suspensions: AtomicU64,
+    /// Entities whose work is suspended right now (box calls, fused star
+    /// expansions): what waits in their inboxes cannot drain before they
+    /// go on, so [`Ctx::backlog_elsewhere`] leaves it out.
+    suspended: crate::sync::Mutex<Vec<Arc<Entity>>>,
 }
+
+/// Outputs suspendable work (a box call, a fused star's expansion) sends
+/// before it yields its worker, so that the entities downstream consume
+/// them first (fewer in the model checks, so that they see suspensions).
+pub const YIELD_AFTER: usize = if cfg!(loom) { 2 } else { 64 };
+
+/// Suspended work goes on only when fewer items than this wait in the
+/// inboxes of the node's entities that are not suspended themselves
+/// ([`Ctx::backlog_elsewhere`]).
+pub const BACKLOG_LIMIT: isize = 16 * YIELD_AFTER as isize;
 
 /// How far a [`Ctx`]'s own count of queued items may drift before it is
 /// added to [`Runtime::queued`].
@@ -62,6 +82,22 @@ impl Runtime {
             entities: AtomicU64::new(0),
             queued: std::sync::atomic::AtomicIsize::new(0),
             outputs: AtomicU64::new(0),
+            box_stack: crate::callstack::DEFAULT_STACK,
+            suspensions: AtomicU64::new(0),
+            suspended: crate::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// `e` suspended its work (see [`Runtime::suspended`]).
+    pub fn suspended_add(&self, e: &Arc<Entity>) {
+        crate::sync::lock(&self.suspended).push(e.clone());
+    }
+
+    /// `e`'s suspended work is done.
+    pub fn suspended_remove(&self, e: &Arc<Entity>) {
+        let mut l = crate::sync::lock(&self.suspended);
+        if let Some(i) = l.iter().position(|x| Arc::ptr_eq(x, e)) {
+            l.swap_remove(i);
         }
     }
 
@@ -139,9 +175,15 @@ pub struct Ctx<'a> {
     /// While holding: the address of the entity the last item was offered
     /// to directly (compared, never dereferenced; 0: none).
     last_to: usize,
-    /// A box call's outputs before they are sent: one buffer per worker,
-    /// reused by every call (empty between calls).
-    pub box_outs: Vec<snet_core::Record>,
+    /// Set with `yielded` when the entity must go on on this worker
+    /// ([`Ctx::yield_pinned`]).
+    pinned: bool,
+    /// Entities that yielded pinned to this worker, each waiting for its
+    /// `Wake`, oldest first (run by the scheduler when it has nothing
+    /// else; never taken by another worker).
+    pub(crate) pinned_tasks: VecDeque<Arc<Entity>>,
+    /// This worker's free box call stacks (and its number).
+    pub stacks: crate::callstack::Stacks,
 }
 
 impl<'a> Ctx<'a> {
@@ -157,8 +199,17 @@ impl<'a> Ctx<'a> {
             held_to: None,
             held: Vec::new(),
             last_to: 0,
-            box_outs: Vec::new(),
+            pinned: false,
+            pinned_tasks: VecDeque::new(),
+            stacks: crate::callstack::Stacks::new(rt.box_stack, 0),
         }
+    }
+
+    /// The context of worker `worker` (its number pins suspended box calls to it).
+    pub fn for_worker(rt: &'a Runtime, worker: usize) -> Ctx<'a> {
+        let mut ctx = Ctx::new(rt);
+        ctx.stacks = crate::callstack::Stacks::new(rt.box_stack, worker);
+        ctx
     }
 
     fn fail(&mut self, e: EngineError) {
@@ -201,9 +252,35 @@ impl<'a> Ctx<'a> {
         self.yielded = true;
     }
 
+    /// Like [`Ctx::yield_entity`], but the entity goes on only on this
+    /// worker: it waits in this worker's pinned tasks, which no other
+    /// worker takes (a suspended box call, see [`crate::callstack`]).
+    pub fn yield_pinned(&mut self) {
+        self.yielded = true;
+        self.pinned = true;
+    }
+
     /// Whether the entity just processed yielded (and clears the flag).
     pub fn take_yielded(&mut self) -> bool {
         std::mem::take(&mut self.yielded)
+    }
+
+    /// After [`Ctx::take_yielded`]: whether the yield was pinned (and clears the flag).
+    pub fn take_pinned(&mut self) -> bool {
+        std::mem::take(&mut self.pinned)
+    }
+
+    /// Items waiting in the inboxes of this node's entities that are not
+    /// suspended, roughly: the backlog that drains without any suspended
+    /// work going on. Suspended work may add to the node's backlog only
+    /// while this is small; since the figure leaves out every suspended
+    /// entity's inbox, suspended entities never wait for each other.
+    pub fn backlog_elsewhere(&self) -> isize {
+        let parked: usize = crate::sync::lock(&self.rt.suspended)
+            .iter()
+            .map(|e| e.backlog())
+            .sum();
+        self.queued() - parked as isize
     }
 
     /// Sends an item to an entity; collects the licence if it was idle.

@@ -63,7 +63,7 @@ use crate::dist::{Net, Out, Settle, Transport};
 use crate::entity::{Entity, Item, Offer, Rec, Stamps};
 use crate::instantiate::{instantiate, output_entity};
 use crate::program::Program;
-use crate::runtime::{process, Ctx, Kind, Runtime};
+use crate::runtime::{process, Ctx, Kind, Runtime, BACKLOG_LIMIT};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{Config, EngineError, InternalError, LanguageInterface, Sink, Source, Stats};
 
@@ -418,12 +418,13 @@ pub fn run(
     check_placements(&graph, transport.nodes())?;
 
     let net = Net::new(transport.node(), transport.nodes(), config.inline_fields);
-    let rt = Runtime::new(
+    let mut rt = Runtime::new(
         Program::new(graph.clone()),
         boxes,
         net,
         config.box_concurrency.max(1),
     );
+    rt.box_stack = config.box_stack;
     let (source, sink) = match (rt.node, io) {
         (0, Some((source, sink))) => (Some(source), Some(sink)),
         _ => (None, None),
@@ -540,6 +541,7 @@ pub fn run(
         output_records: shared.rt.outputs.load(Ordering::Relaxed),
         entities_created: shared.rt.entities.load(Ordering::Relaxed),
         steals: shared.steals.load(Ordering::Relaxed),
+        suspensions: shared.rt.suspensions.load(Ordering::Relaxed),
         messages_sent: traffic.messages_sent.load(Ordering::Relaxed),
         messages_received: traffic.messages_received.load(Ordering::Relaxed),
         bytes_sent: traffic.bytes_sent.load(Ordering::Relaxed),
@@ -901,6 +903,23 @@ impl Shared {
                 ctx.count_queued(taken.len() as isize);
                 ent.unread(taken);
                 self.queue_ready(ctx, me);
+                if ctx.take_pinned() {
+                    // Only this worker may go on with it (a suspended box
+                    // call). While the node's backlog is small it goes on
+                    // at once: what it fed waits in this worker's queue,
+                    // for thieves (a pipeline across workers) or for this
+                    // worker once the backlog is full. Otherwise it waits
+                    // until this worker has nothing else to do.
+                    ctx.flush_queued();
+                    if ctx.backlog_elsewhere() < BACKLOG_LIMIT {
+                        return Some(Task {
+                            ent,
+                            item: Item::Wake,
+                        });
+                    }
+                    ctx.pinned_tasks.push_back(ent);
+                    return None;
+                }
                 let alone = self.queues[me].with(|q| {
                     q.push_front(Task {
                         ent,
@@ -975,7 +994,7 @@ impl Shared {
 
 #[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))] // SPINS is 0 under loom
 pub(crate) fn worker_loop(sh: &Shared, me: usize) {
-    let mut ctx = Ctx::new(&sh.rt);
+    let mut ctx = Ctx::for_worker(&sh.rt, me);
     let mut taken = VecDeque::new();
     let mut next: Option<Task> = None;
     let mut spins = 0u32;
@@ -1008,6 +1027,21 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
         if let Some(t) = sh.steal(me) {
             next = Some(t);
             spins = 0;
+            continue;
+        }
+        // Suspended box calls of this worker, oldest first, once nothing
+        // else is left here: what they sent has been consumed as far as
+        // this worker could take it. One that finds the node's backlog
+        // still high yields again; the worker then looks for other work
+        // before it tries the next one (it never sleeps while it has any:
+        // the run is not quiescent).
+        if let Some(ent) = ctx.pinned_tasks.pop_front() {
+            let before = ctx.pinned_tasks.len();
+            next = sh.run_task(&mut ctx, me, Task { ent, item: Item::Wake }, &mut taken);
+            if next.is_none() && ctx.pinned_tasks.len() > before && sh.queues[me].maybe_empty() {
+                // It yielded again at once: let the others drain.
+                thread::yield_now();
+            }
             continue;
         }
         // Spin a little before sleeping: work often appears within

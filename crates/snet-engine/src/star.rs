@@ -29,7 +29,7 @@ use crate::entity::{Entity, Item, Marker, Rec, Stamps};
 use crate::error::{record_type, EvalContext, RuntimeTypeError};
 use crate::instantiate::instantiate;
 use crate::program::StarDef;
-use crate::runtime::{Ctx, Kind};
+use crate::runtime::{Ctx, Kind, BACKLOG_LIMIT, YIELD_AFTER};
 use crate::sync::Arc;
 use crate::synchro::Cell;
 use crate::EngineError;
@@ -327,15 +327,9 @@ pub struct FilterStar {
     origin: crate::entity::Origin,
     /// Outputs of the filter being applied.
     outs: Vec<Record>,
+    /// In the node's list of suspended entities (an expansion is suspended).
+    listed: bool,
 }
-
-/// Outputs a fused star sends for one input before it yields its worker
-/// (see [`FilterStar::process`]).
-const YIELD_AFTER: usize = 64;
-
-/// A suspended fused star goes on only when fewer items than this wait in
-/// the inboxes of the other entities of its node.
-const BACKLOG_LIMIT: isize = 16 * YIELD_AFTER as isize;
 
 impl FilterStar {
     pub fn new(rt: &crate::runtime::Runtime, def: Arc<StarDef>, next: Arc<Entity>) -> FilterStar {
@@ -354,6 +348,7 @@ impl FilterStar {
             det: Stamps::new(),
             origin: crate::entity::Origin::NONE,
             outs: Vec::new(),
+            listed: false,
         }
     }
 
@@ -365,7 +360,12 @@ impl FilterStar {
     /// by the depth of the expansion, not its breadth), and goes on when
     /// the scheduler hands it [`Item::Wake`]. The licence is kept
     /// meanwhile, so nothing overtakes the rest of the input's outputs.
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx, me: &Entity) -> Result<(), EngineError> {
+    pub fn process(
+        &mut self,
+        item: Item,
+        ctx: &mut Ctx,
+        me: &Arc<Entity>,
+    ) -> Result<(), EngineError> {
         match item {
             Item::Rec(Rec { rec, det, origin }) => {
                 debug_assert!(self.work.is_empty(), "an input while another is suspended");
@@ -378,8 +378,9 @@ impl FilterStar {
                 // Back-pressure: while the entities of this node have a
                 // backlog (another worker expanding faster than the rest
                 // drains), do not add to it. Items waiting for this star
-                // itself cannot drain before it goes on: they do not count.
-                if ctx.queued() - me.backlog() as isize >= BACKLOG_LIMIT {
+                // itself, or any other suspended entity, cannot drain
+                // before it goes on: they do not count.
+                if ctx.backlog_elsewhere() >= BACKLOG_LIMIT {
                     ctx.yield_entity();
                     return Ok(());
                 }
@@ -391,6 +392,15 @@ impl FilterStar {
             }
         }
         let r = self.run(ctx);
+        let suspended = r.is_ok() && !self.work.is_empty();
+        if suspended != self.listed {
+            self.listed = suspended;
+            if suspended {
+                ctx.rt.suspended_add(me);
+            } else {
+                ctx.rt.suspended_remove(me);
+            }
+        }
         if r.is_err() || self.work.is_empty() {
             self.work.clear();
             self.outs.clear();

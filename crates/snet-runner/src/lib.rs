@@ -215,6 +215,10 @@ pub struct RunOptions {
     /// Concurrent invocations allowed per box entity.
     #[arg(long, default_value_t = 1)]
     pub box_concurrency: usize,
+    /// Stack size of each box call, e.g. 512K, 8M, 1G (default 8M; only
+    /// the pages a call uses take memory).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub box_stack: Option<usize>,
     /// Print run statistics to standard error (one line per node).
     #[arg(long)]
     pub stats: bool,
@@ -336,6 +340,9 @@ pub fn run(
         }
         config.workers = w;
     }
+    if let Some(b) = opts.box_stack {
+        config.box_stack = b;
+    }
     if let Some(l) = &opts.input_limit {
         match InputLimit::parse(l) {
             Ok(l) => config.input_limit = Some(l),
@@ -385,11 +392,12 @@ pub fn run(
                 if stats.len() == 1 {
                     let s = &stats[0];
                     say!(
-                        "snet: {} input, {} output records, {} entities, {} steals, {} workers, {:.3} s",
+                        "snet: {} input, {} output records, {} entities, {} steals, {} suspensions, {} workers, {:.3} s",
                         s.input_records,
                         s.output_records,
                         s.entities_created,
                         s.steals,
+                        s.suspensions,
                         config.workers,
                         start.elapsed().as_secs_f64()
                     );
@@ -1100,4 +1108,25 @@ mod tests {
             "{err}"
         );
     }
+}
+
+/// `--box-stack`: bytes, with an optional K, M or G suffix (powers of 1024).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.as_bytes().last().map(u8::to_ascii_uppercase) {
+        Some(b'K') => (&t[..t.len() - 1], 10),
+        Some(b'M') => (&t[..t.len() - 1], 20),
+        Some(b'G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (bytes, or a number with K, M or G)"))?;
+    let n = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{s}` is too large"))?;
+    if n < 64 << 10 {
+        return Err(format!("`{s}` is too small: a box's stack needs at least 64K"));
+    }
+    Ok(n)
 }

@@ -256,12 +256,13 @@ pub fn run_with(mut cmd: Command, exe: &Path, input: &str, args: &[&str]) -> Run
 /// Per node: the numbers of its `--stats` line, by name (the line lists
 /// them in this order; see `Stats`'s `Display`).
 pub fn node_stats(stderr: &str) -> Vec<std::collections::HashMap<String, u64>> {
-    const KEYS: [&str; 14] = [
+    const KEYS: [&str; 15] = [
         "node",
         "input",
         "output",
         "entities",
         "steals",
+        "suspensions",
         "msgs sent",
         "bytes sent",
         "msgs received",

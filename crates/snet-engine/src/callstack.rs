@@ -1,0 +1,239 @@
+//! Box calls on stacks of their own, so that a call can be suspended.
+//!
+//! A box may emit any number of records in one call. Rather than hold them
+//! all until it returns, the engine runs every box call on a *call stack*
+//! (a stackful coroutine, `corosensei`, on an `mmap`ed stack with a guard
+//! page): the box's emits are collected in the call's [`CallIo`], and after
+//! [`YIELD_AFTER`] of them the call is suspended — control comes back to
+//! the worker, which sends that batch downstream and lets the network
+//! consume it before it resumes the call (the protocol is in
+//! [`crate::boxes`]). A call that emits fewer records costs one switch onto
+//! its stack and one back.
+//!
+//! Each worker keeps a few free stacks ([`Stacks`]); a call that is
+//! suspended keeps its stack until it returns, and the worker takes
+//! another one for its next call.
+//!
+//! **A suspended call is resumed on the worker that started it.** Box code
+//! (C in particular) may keep the address of thread-local data (`errno`,
+//! `__thread` variables, the C4SNet interface's own slot) across a call to
+//! `C4SNetOut`; moving the call to another thread would make it use that
+//! thread's copy. [`CallStack`] records its worker and is only resumed there
+//! (the scheduler keeps such a box's `Wake` in the worker's own list of
+//! pinned tasks, which other workers never take).
+//!
+//! **Stack overflow.** The stack's guard page turns an overflow into
+//! `SIGSEGV` at an address just below the stack. [`in_guard`] tells a
+//! signal handler (the C4SNet crash report) that the fault was an
+//! overflow of the running call's stack: while a call runs, the worker's
+//! thread-local [`GUARD`] slot holds its guard page's range.
+
+use std::cell::Cell;
+
+#[cfg(not(miri))]
+use corosensei::stack::{DefaultStack, Stack};
+#[cfg(not(miri))]
+use corosensei::{Coroutine, CoroutineResult};
+use corosensei::Yielder;
+use snet_core::{BoxDef, Record};
+
+use crate::boxes::{BoxImpl, Emit};
+use crate::error::BoxError;
+
+pub use crate::runtime::YIELD_AFTER;
+
+/// The default size of a box's call stack ([`crate::Config::box_stack`]).
+pub const DEFAULT_STACK: usize = 8 << 20;
+
+/// Free stacks a worker keeps for its next calls.
+const KEEP_FREE: usize = 2;
+
+/// What one box call reads and writes. Owned by the box entity, whose
+/// state has a stable address while a call is in progress; the call sees it
+/// only through the raw pointer each resume passes in.
+pub struct CallIo {
+    pub imp: std::sync::Arc<dyn BoxImpl>,
+    pub def: std::sync::Arc<BoxDef>,
+    /// The input record (the box reads it during the whole call).
+    pub input: Record,
+    /// Outputs emitted since the worker last took them (at most [`YIELD_AFTER`]).
+    pub outs: Vec<Record>,
+}
+
+/// Why a call came back to the worker.
+pub enum Event {
+    /// [`YIELD_AFTER`] outputs are waiting in [`CallIo::outs`]; the call is suspended.
+    Batch,
+    /// The call returned (its last outputs are in [`CallIo::outs`]).
+    Done(Result<(), BoxError>),
+}
+
+#[cfg(not(miri))]
+type Co = Coroutine<*mut CallIo, Event, (), DefaultStack>;
+
+/// A stack with a coroutine on it that runs box calls one after another.
+pub struct CallStack {
+    #[cfg(not(miri))]
+    co: Co,
+    /// The worker that may resume it (see the module docs).
+    worker: usize,
+    /// The guard page below the stack: `[lo, hi)`.
+    guard: (usize, usize),
+}
+
+// SAFETY: a `CallStack` is moved between threads only while it is not
+// running, and a suspended one is resumed only on the thread of its worker
+// (`resume` checks the worker). The coroutine's frames (box code, the
+// `Yielder`) therefore only ever run on the thread that created them.
+unsafe impl Send for CallStack {}
+
+thread_local! {
+    /// The guard page of the call running on this thread (0, 0: none).
+    static GUARD: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// Whether `addr` is in the guard page of the call stack that runs on this
+/// thread: a fault there is that call overflowing its stack. Async-signal
+/// safe (a plain thread-local load).
+pub fn in_guard(addr: usize) -> bool {
+    let (lo, hi) = GUARD.with(Cell::get);
+    lo <= addr && addr < hi
+}
+
+/// Collects a call's outputs; suspends the call when a batch is full
+/// (never under Miri, which cannot switch stacks: calls run to the end).
+struct Emitter<'y> {
+    y: Option<&'y Yielder<*mut CallIo, Event>>,
+    io: *mut CallIo,
+}
+
+impl Emit for Emitter<'_> {
+    fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
+        // SAFETY: `io` is the pointer the last resume passed in; the worker
+        // does not touch the `CallIo` while the call runs.
+        let io = unsafe { &mut *self.io };
+        if variant == 0 || variant > io.def.outputs.len() {
+            return Err(BoxError::VariantOutOfRange {
+                variant: i64::try_from(variant).unwrap_or(i64::MAX),
+                declared: io.def.outputs.len(),
+                call: None,
+            });
+        }
+        io.outs.push(rec);
+        if io.outs.len() >= YIELD_AFTER {
+            if let Some(y) = self.y {
+                self.io = y.suspend(Event::Batch);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs one call of the box in `io` to its end (or to its suspensions).
+fn call(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> Result<(), BoxError> {
+    // SAFETY: the box and the input stay put while the call runs (the
+    // worker only takes `outs` between resumes, which the box never sees).
+    let (imp, input) = unsafe { (&*(*io).imp as *const dyn BoxImpl, &(*io).input as *const Record) };
+    let mut out = Emitter { y, io };
+    // SAFETY: see above.
+    unsafe { (*imp).invoke(&*input, &mut out) }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(p).unwrap_or(4096)
+}
+
+impl CallStack {
+    #[cfg(not(miri))]
+    fn new(size: usize, worker: usize) -> std::io::Result<CallStack> {
+        let stack = DefaultStack::new(size)?;
+        // The stack is mapped as [guard page][usable], growing down to `limit`.
+        let limit = stack.limit().get();
+        let guard = (limit - page_size(), limit);
+        let co = Coroutine::with_stack(stack, |y: &Yielder<*mut CallIo, Event>, mut io| loop {
+            let r = call(Some(y), io);
+            io = y.suspend(Event::Done(r));
+        });
+        Ok(CallStack { co, worker, guard })
+    }
+
+    #[cfg(miri)]
+    fn new(_size: usize, worker: usize) -> std::io::Result<CallStack> {
+        Ok(CallStack { worker, guard: (0, 0) })
+    }
+
+    /// Runs (or goes on with) the call described by `io` until it
+    /// suspends or returns.
+    ///
+    /// # Safety
+    /// `io` stays valid, and is not touched by anyone else, until the next
+    /// `resume` of this stack or until it returns [`Event::Done`].
+    pub unsafe fn resume(&mut self, io: *mut CallIo, worker: usize) -> Event {
+        assert_eq!(
+            self.worker, worker,
+            "a suspended box call is resumed on the worker that started it"
+        );
+        let prev = GUARD.with(|g| g.replace(self.guard));
+        #[cfg(not(miri))]
+        let r = match self.co.resume(io) {
+            CoroutineResult::Yield(e) => e,
+            CoroutineResult::Return(()) => unreachable!("a call stack's loop never returns"),
+        };
+        #[cfg(miri)]
+        let r = Event::Done(call(None, io));
+        GUARD.with(|g| g.set(prev));
+        r
+    }
+}
+
+impl Drop for CallStack {
+    fn drop(&mut self) {
+        #[cfg(not(miri))]
+        if self.co.started() && !self.co.done() {
+            // A call still suspended when the run is torn down (it failed).
+            // Its frames include box code that cannot be unwound: the stack
+            // is freed without running them (whatever they hold is leaked).
+            // SAFETY: nothing on the stack is used again.
+            unsafe { self.co.force_reset() };
+        }
+    }
+}
+
+/// A worker's free call stacks.
+pub struct Stacks {
+    free: Vec<CallStack>,
+    size: usize,
+    worker: usize,
+}
+
+impl Stacks {
+    pub fn new(size: usize, worker: usize) -> Stacks {
+        Stacks {
+            free: Vec::new(),
+            size,
+            worker,
+        }
+    }
+
+    pub fn worker(&self) -> usize {
+        self.worker
+    }
+
+    /// A free stack (a new one if none is kept).
+    pub fn take(&mut self) -> std::io::Result<CallStack> {
+        match self.free.pop() {
+            Some(s) => Ok(s),
+            None => CallStack::new(self.size, self.worker),
+        }
+    }
+
+    /// Gives back a stack whose call returned.
+    pub fn give(&mut self, s: CallStack) {
+        debug_assert_eq!(s.worker, self.worker);
+        if self.free.len() < KEEP_FREE {
+            self.free.push(s);
+        }
+    }
+}
