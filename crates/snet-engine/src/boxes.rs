@@ -215,6 +215,13 @@ pub struct BoxEntity {
     t: Arc<BoxTemplate>,
     next: Arc<Entity>,
     mode: Mode,
+    /// The state of calls, behind one pointer (entities move by value
+    /// through `Kind`, which stays small) and at a stable address.
+    c: Box<Calls>,
+}
+
+/// A box entity's calls.
+struct Calls {
     /// Input parked while a field argument is fetched from another node.
     parked: crate::dist::fields::Parked,
     /// The call in progress: the box, its input record and the outputs not
@@ -264,22 +271,24 @@ impl BoxEntity {
         mode: Mode,
     ) -> BoxEntity {
         BoxEntity {
-            io: CallIo {
-                imp,
-                def: t.def.clone(),
-                input: Record::new(),
-                outs: Vec::new(),
-            },
+            c: Box::new(Calls {
+                io: CallIo {
+                    imp,
+                    def: t.def.clone(),
+                    input: Record::new(),
+                    outs: Vec::new(),
+                },
+                parked: Default::default(),
+                det: Stamps::new(),
+                origin: Origin::NONE,
+                seq: 0,
+                suspended: None,
+                listed: false,
+                deferred: VecDeque::new(),
+            }),
             t,
             next,
             mode,
-            parked: Default::default(),
-            det: Stamps::new(),
-            origin: Origin::NONE,
-            seq: 0,
-            suspended: None,
-            listed: false,
-            deferred: VecDeque::new(),
         }
     }
 
@@ -307,14 +316,14 @@ impl BoxEntity {
 
     /// Starts a call on `rec` (checked already).
     fn start(&mut self, rec: Rec, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
-        debug_assert!(self.suspended.is_none(), "a call while another is suspended");
-        self.io.input = rec.rec;
-        self.det = rec.det;
-        self.origin = rec.origin;
+        debug_assert!(self.c.suspended.is_none(), "a call while another is suspended");
+        self.c.io.input = rec.rec;
+        self.c.det = rec.det;
+        self.c.origin = rec.origin;
         let stack = match ctx.stacks.take() {
             Ok(s) => s,
             Err(e) => {
-                self.io.input = Record::new();
+                self.c.io.input = Record::new();
                 let what = format!("cannot allocate its call stack: {e}");
                 return Err(self.error(BoxError::Failed(what), ctx));
             }
@@ -324,7 +333,7 @@ impl BoxEntity {
 
     /// A suspended call goes on, if the node's backlog allows.
     fn wake(&mut self, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
-        let Some(stack) = self.suspended.take() else {
+        let Some(stack) = self.c.suspended.take() else {
             return Ok(());
         };
         // Back-pressure: while entities of this node that can run have a
@@ -332,7 +341,7 @@ impl BoxEntity {
         // do not add to it. Items waiting at suspended entities (this one's
         // included) do not count: they cannot drain before those go on.
         if ctx.backlog_elsewhere() >= BACKLOG_LIMIT {
-            self.suspended = Some(stack);
+            self.c.suspended = Some(stack);
             ctx.yield_pinned();
             return Ok(());
         }
@@ -347,15 +356,15 @@ impl BoxEntity {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        // SAFETY: `self.io` stays in place (the entity's state) and is only
+        // SAFETY: `self.c.io` stays in place (the entity's state) and is only
         // touched between resumes, until the call returns.
-        let ev = unsafe { stack.resume(&mut self.io, ctx.stacks.worker()) };
+        let ev = unsafe { stack.resume(&mut self.c.io, ctx.stacks.worker()) };
         match ev {
             Event::Batch => {
                 self.send_outs(false, ctx);
-                self.suspended = Some(stack);
-                if !self.listed {
-                    self.listed = true;
+                self.c.suspended = Some(stack);
+                if !self.c.listed {
+                    self.c.listed = true;
                     ctx.rt.suspended_add(me);
                 }
                 ctx.rt.suspensions.fetch_add(1, Ordering::Relaxed);
@@ -365,8 +374,8 @@ impl BoxEntity {
             }
             Event::Done(r) => {
                 ctx.stacks.give(stack);
-                if self.listed {
-                    self.listed = false;
+                if self.c.listed {
+                    self.c.listed = false;
                     ctx.rt.suspended_remove(me);
                 }
                 let r = match r {
@@ -375,14 +384,14 @@ impl BoxEntity {
                         Ok(())
                     }
                     Err(e) => {
-                        self.io.outs.clear();
-                        Err(self.error(e, ctx).caused_by(self.origin))
+                        self.c.io.outs.clear();
+                        Err(self.error(e, ctx).caused_by(self.c.origin))
                     }
                 };
                 // The input's fields are released when the call returns.
-                self.io.input = Record::new();
-                if self.io.outs.capacity() > YIELD_AFTER {
-                    self.io.outs = Vec::new();
+                self.c.io.input = Record::new();
+                if self.c.io.outs.capacity() > YIELD_AFTER {
+                    self.c.io.outs = Vec::new();
                 }
                 r
             }
@@ -392,8 +401,8 @@ impl BoxEntity {
     /// Sends the outputs the call emitted so far, inheritance added;
     /// `finished`: the call returned.
     fn send_outs(&mut self, finished: bool, ctx: &mut Ctx) {
-        let CallIo { input, outs, .. } = &mut self.io;
-        let (det, origin) = (&self.det, self.origin);
+        let CallIo { input, outs, .. } = &mut self.c.io;
+        let (det, origin) = (&self.c.det, self.c.origin);
         let items = outs.drain(..).map(|mut rec| {
             rec.inherit(input, &self.t.input);
             Item::Rec(Rec {
@@ -405,7 +414,7 @@ impl BoxEntity {
         match &self.mode {
             Mode::Lane { order } => {
                 let items = items.collect();
-                order.deliver(self.seq, items, finished, ctx);
+                order.deliver(self.c.seq, items, finished, ctx);
             }
             _ => {
                 for item in items {
@@ -428,7 +437,7 @@ impl BoxEntity {
         if !ctx.rt.net.distributed() || matches!(self.mode, Mode::Lane { .. }) {
             return self.step(item, ctx, me);
         }
-        if self.suspended.is_some() {
+        if self.c.suspended.is_some() {
             // Only the scheduler's `Wake` reaches an entity whose call is
             // suspended (it keeps its licence meanwhile).
             debug_assert!(matches!(item, Item::Wake));
@@ -439,11 +448,11 @@ impl BoxEntity {
                 let fields = inputs.iter().copied().filter(|l| l.is_field());
                 crate::dist::fields::ensure_local(rec, fields, me, ctx)
             };
-            let now = self.parked.admit(item, ready);
-            self.deferred.extend(now);
+            let now = self.c.parked.admit(item, ready);
+            self.c.deferred.extend(now);
         }
-        while self.suspended.is_none() {
-            let Some(it) = self.deferred.pop_front() else {
+        while self.c.suspended.is_none() {
+            let Some(it) = self.c.deferred.pop_front() else {
                 break;
             };
             // Parked records are stepped later, for another item: each
@@ -469,7 +478,7 @@ impl BoxEntity {
             },
             Mode::Lane { .. } => match item {
                 Item::Rec(mut r) => {
-                    self.seq = r.det.pop().expect("the dispatcher stamps every record");
+                    self.c.seq = r.det.pop().expect("the dispatcher stamps every record");
                     self.start(r, ctx, me)
                 }
                 Item::Wake => self.wake(ctx, me),
@@ -523,7 +532,7 @@ impl BoxEntity {
         if k == lanes.len() {
             let lane = BoxEntity::with_mode(
                 self.t.clone(),
-                self.io.imp.clone(),
+                self.c.io.imp.clone(),
                 self.next.clone(),
                 Mode::Lane { order },
             );
