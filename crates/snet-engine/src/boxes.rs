@@ -316,7 +316,10 @@ impl BoxEntity {
 
     /// Starts a call on `rec` (checked already).
     fn start(&mut self, rec: Rec, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
-        debug_assert!(self.c.suspended.is_none(), "a call while another is suspended");
+        debug_assert!(
+            self.c.suspended.is_none(),
+            "a call while another is suspended"
+        );
         self.c.io.input = rec.rec;
         self.c.det = rec.det;
         self.c.origin = rec.origin;

@@ -32,9 +32,9 @@ use std::cell::Cell;
 
 #[cfg(not(miri))]
 use corosensei::stack::{DefaultStack, Stack};
+use corosensei::Yielder;
 #[cfg(not(miri))]
 use corosensei::{Coroutine, CoroutineResult};
-use corosensei::Yielder;
 use snet_core::{BoxDef, Record};
 
 use crate::boxes::{BoxImpl, Emit};
@@ -133,7 +133,12 @@ impl Emit for Emitter<'_> {
 fn call(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> Result<(), BoxError> {
     // SAFETY: the box and the input stay put while the call runs (the
     // worker only takes `outs` between resumes, which the box never sees).
-    let (imp, input) = unsafe { (&*(*io).imp as *const dyn BoxImpl, &(*io).input as *const Record) };
+    let (imp, input) = unsafe {
+        (
+            &*(*io).imp as *const dyn BoxImpl,
+            &(*io).input as *const Record,
+        )
+    };
     let mut out = Emitter { y, io };
     // SAFETY: see above.
     unsafe { (*imp).invoke(&*input, &mut out) }
@@ -149,9 +154,10 @@ impl CallStack {
     #[cfg(not(miri))]
     fn new(size: usize, worker: usize) -> std::io::Result<CallStack> {
         let stack = DefaultStack::new(size)?;
-        // The stack is mapped as [guard page][usable], growing down to `limit`.
+        // The mapping is [guard page][usable]; `limit` is its lowest
+        // address (the guard page's), the stack grows down towards it.
         let limit = stack.limit().get();
-        let guard = (limit - page_size(), limit);
+        let guard = (limit, limit + page_size());
         let co = Coroutine::with_stack(stack, |y: &Yielder<*mut CallIo, Event>, mut io| loop {
             let r = call(Some(y), io);
             io = y.suspend(Event::Done(r));
@@ -161,7 +167,10 @@ impl CallStack {
 
     #[cfg(miri)]
     fn new(_size: usize, worker: usize) -> std::io::Result<CallStack> {
-        Ok(CallStack { worker, guard: (0, 0) })
+        Ok(CallStack {
+            worker,
+            guard: (0, 0),
+        })
     }
 
     /// Runs (or goes on with) the call described by `io` until it
@@ -206,14 +215,99 @@ pub struct Stacks {
     free: Vec<CallStack>,
     size: usize,
     worker: usize,
+    /// The worker thread's alternate signal stack, if this set installed it.
+    _alt: Option<AltStack>,
+}
+
+/// An alternate signal stack for a worker thread. A signal handler runs on
+/// the faulting thread's stack unless one is set, and a call that
+/// overflowed its stack has none left: without this, the crash report of
+/// an overflow could not run and the process would die silently.
+struct AltStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl AltStack {
+    const LEN: usize = 64 << 10;
+
+    /// Installs one on this thread unless the thread has one already.
+    #[cfg(not(miri))]
+    fn ensure() -> Option<AltStack> {
+        // SAFETY: sigaltstack with a null new stack only reads the current one.
+        unsafe {
+            let mut old: libc::stack_t = std::mem::zeroed();
+            if libc::sigaltstack(std::ptr::null(), &mut old) != 0
+                || old.ss_flags & libc::SS_DISABLE == 0
+            {
+                return None;
+            }
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                Self::LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return None;
+            }
+            let st = libc::stack_t {
+                ss_sp: base,
+                ss_flags: 0,
+                ss_size: Self::LEN,
+            };
+            if libc::sigaltstack(&st, std::ptr::null_mut()) != 0 {
+                libc::munmap(base, Self::LEN);
+                return None;
+            }
+            Some(AltStack {
+                base,
+                len: Self::LEN,
+            })
+        }
+    }
+
+    #[cfg(miri)]
+    fn ensure() -> Option<AltStack> {
+        None
+    }
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        // SAFETY: dropped on the thread that installed it (the worker's
+        // `Ctx` ends with its thread); disabled before it is unmapped.
+        unsafe {
+            let off = libc::stack_t {
+                ss_sp: std::ptr::null_mut(),
+                ss_flags: libc::SS_DISABLE,
+                ss_size: 0,
+            };
+            libc::sigaltstack(&off, std::ptr::null_mut());
+            libc::munmap(self.base, self.len);
+        }
+    }
 }
 
 impl Stacks {
+    /// A set of stacks for code that runs no box (no worker thread).
     pub fn new(size: usize, worker: usize) -> Stacks {
         Stacks {
             free: Vec::new(),
             size,
             worker,
+            _alt: None,
+        }
+    }
+
+    /// The set of worker `worker`, on its own thread (it also gives the
+    /// thread an alternate signal stack, see [`AltStack`]).
+    pub fn for_worker_thread(size: usize, worker: usize) -> Stacks {
+        Stacks {
+            _alt: AltStack::ensure(),
+            ..Stacks::new(size, worker)
         }
     }
 

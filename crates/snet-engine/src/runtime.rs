@@ -58,7 +58,8 @@ pub const YIELD_AFTER: usize = if cfg!(loom) { 2 } else { 64 };
 /// Suspended work goes on only when fewer items than this wait in the
 /// inboxes of the node's entities that are not suspended themselves
 /// ([`Ctx::backlog_elsewhere`]).
-pub const BACKLOG_LIMIT: isize = 16 * YIELD_AFTER as isize;
+/// (1 in the model checks, so that they see full backlogs.)
+pub const BACKLOG_LIMIT: isize = if cfg!(loom) { 1 } else { 1024 };
 
 /// How far a [`Ctx`]'s own count of queued items may drift before it is
 /// added to [`Runtime::queued`].
@@ -91,6 +92,12 @@ impl Runtime {
     /// `e` suspended its work (see [`Runtime::suspended`]).
     pub fn suspended_add(&self, e: &Arc<Entity>) {
         crate::sync::lock(&self.suspended).push(e.clone());
+    }
+
+    /// How many entities are suspended right now.
+    #[cfg(all(test, loom))]
+    pub fn suspended_count(&self) -> usize {
+        crate::sync::lock(&self.suspended).len()
     }
 
     /// `e`'s suspended work is done.
@@ -208,7 +215,7 @@ impl<'a> Ctx<'a> {
     /// The context of worker `worker` (its number pins suspended box calls to it).
     pub fn for_worker(rt: &'a Runtime, worker: usize) -> Ctx<'a> {
         let mut ctx = Ctx::new(rt);
-        ctx.stacks = crate::callstack::Stacks::new(rt.box_stack, worker);
+        ctx.stacks = crate::callstack::Stacks::for_worker_thread(rt.box_stack, worker);
         ctx
     }
 

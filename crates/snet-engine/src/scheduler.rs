@@ -1037,10 +1037,18 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
         // the run is not quiescent).
         if let Some(ent) = ctx.pinned_tasks.pop_front() {
             let before = ctx.pinned_tasks.len();
-            next = sh.run_task(&mut ctx, me, Task { ent, item: Item::Wake }, &mut taken);
+            next = sh.run_task(
+                &mut ctx,
+                me,
+                Task {
+                    ent,
+                    item: Item::Wake,
+                },
+                &mut taken,
+            );
             if next.is_none() && ctx.pinned_tasks.len() > before && sh.queues[me].maybe_empty() {
                 // It yielded again at once: let the others drain.
-                thread::yield_now();
+                crate::sync::yield_now();
             }
             continue;
         }
@@ -1097,6 +1105,11 @@ impl Shared {
     pub(crate) fn model_stop(&self) {
         self.rt.net.stop();
         self.managers_stop.store(true, Ordering::Release);
+    }
+
+    /// Whether no entity is listed as suspended.
+    pub(crate) fn model_suspended_is_empty(&self) -> bool {
+        self.rt.suspended_count() == 0
     }
 
     /// Panics unless the node ended cleanly: no error, no task left, done.

@@ -22,3 +22,13 @@ pub use loom::sync::{Condvar, Mutex, MutexGuard};
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Lets other threads run (a worker waiting for others to drain a
+/// backlog; under loom, a point where the model may switch threads, so
+/// that a wait on another thread's progress is not taken for a livelock).
+pub fn yield_now() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+}

@@ -1126,7 +1126,9 @@ fn parse_size(s: &str) -> Result<usize, String> {
         .checked_mul(1 << shift)
         .ok_or_else(|| format!("`{s}` is too large"))?;
     if n < 64 << 10 {
-        return Err(format!("`{s}` is too small: a box's stack needs at least 64K"));
+        return Err(format!(
+            "`{s}` is too small: a box's stack needs at least 64K"
+        ));
     }
     Ok(n)
 }

@@ -16,7 +16,8 @@
 //!   deterministic collector;
 //! - [`licence`]: the read-licence hand-off (`Entity::offer`,
 //!   `next_or_release`);
-//! - [`sleep`]: the scheduler's sleep/wake and quiescence protocol (`Sleep`).
+//! - [`sleep`]: the scheduler's sleep/wake and quiescence protocol (`Sleep`);
+//! - [`suspend`]: suspended box calls (pinned tasks, the backlog rule).
 //!
 //! `README.md` next to this file lists the mutations each model was shown
 //! to catch. A model's preemption bound is `LOOM_MAX_PREEMPTIONS`, capped
@@ -25,6 +26,7 @@
 mod licence;
 mod markers;
 mod sleep;
+mod suspend;
 mod termination;
 
 use std::sync::Arc;

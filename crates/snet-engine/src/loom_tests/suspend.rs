@@ -1,0 +1,139 @@
+//! Suspended box calls ([`crate::callstack`], [`crate::boxes`], the
+//! scheduler's pinned tasks): a generator box whose calls emit more than
+//! a batch (under loom a batch is [`crate::runtime::YIELD_AFTER`] = 2
+//! records and the backlog limit is 1, so every call is suspended and
+//! most resumptions first find the backlog full).
+//!
+//! The real scheduler (`worker_loop` on two workers, `run_task`'s pinned
+//! yield, the pinned list, `Ctx::backlog_elsewhere`), the real box entity
+//! (its call stacks, `Wake`, the suspended list) and the real output
+//! entity; the box is a Rust [`BoxImpl`] emitting 3 records per input.
+//! Two input records are queued for the box before the workers start.
+//!
+//! Checked, in every interleaving:
+//! * every record reaches the output, in the order the box emitted them
+//!   (the second input's outputs after all of the first's: the box keeps
+//!   its licence while a call is suspended);
+//! * a suspended call is resumed only by the worker that started it
+//!   (`CallStack::resume` asserts it);
+//! * both workers end (a worker that slept with a suspended call, or a
+//!   lost `Wake`, leaves the other waiting: loom reports the deadlock), no
+//!   task is left, and no entity is left in the node's suspended list.
+
+use std::sync::{Arc, Mutex as StdMutex};
+
+use loom::thread;
+use snet_core::{BoxDef, Graph, Label, Loc, Node, NodeKind, Record, Type, Value};
+
+use crate::boxes::{BoxImpl, Emit};
+use crate::dist::Net;
+use crate::entity::{Item, Offer, Rec, Stamps};
+use crate::error::BoxError;
+use crate::instantiate::{instantiate, output_entity};
+use crate::program::Program;
+use crate::runtime::{Ctx, Runtime};
+use crate::scheduler::{worker_loop, Shared};
+
+/// Emits `10 n`, `10 n + 1`, `10 n + 2` for input `<n>`.
+struct Gen(Label, Label);
+
+impl BoxImpl for Gen {
+    fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let n = input.int(self.0).expect("<n>");
+        for k in 0..3 {
+            let mut r = Record::new();
+            r.set(self.1, Value::Int(10 * n + k));
+            out.emit(1, r)?;
+        }
+        Ok(())
+    }
+}
+
+struct Collect(Arc<StdMutex<Vec<i64>>>, Label);
+
+impl crate::Sink for Collect {
+    fn write(&mut self, r: &Record) -> std::io::Result<()> {
+        self.0.lock().unwrap().push(r.int(self.1).expect("<i>"));
+        Ok(())
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn abort(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn runtime(n: Label, i: Label) -> Runtime {
+    let loc = Loc {
+        file: "t.snet".into(),
+        line: 1,
+        col: 1,
+    };
+    let mut g = Graph {
+        nodes: Vec::new(),
+        boxes: vec![BoxDef {
+            name: "gen".into(),
+            inputs: vec![n],
+            init: false,
+            outputs: vec![vec![i]],
+            interface: "Rust".into(),
+            code: None,
+            loc: loc.clone(),
+        }],
+        entry: 0,
+    };
+    g.entry = g.add(Node {
+        kind: NodeKind::Box(0),
+        loc,
+        input: Type::default(),
+        output: Type::default(),
+    });
+    let imp: Arc<dyn BoxImpl> = Arc::new(Gen(n, i));
+    let mut rt = Runtime::new(
+        Program::new(Arc::new(g)),
+        vec![Some(imp)],
+        Net::new(0, 1, crate::DEFAULT_INLINE_FIELDS),
+        1,
+    );
+    rt.box_stack = 64 << 10;
+    rt
+}
+
+#[test]
+fn suspend_generator_two_workers() {
+    super::check(3, || {
+        let (n, i) = (Label::tag("n"), Label::tag("i"));
+        let rt = runtime(n, i);
+        let seen = Arc::new(StdMutex::new(Vec::new()));
+        let (gen, first) = {
+            let ctx = Ctx::new(&rt);
+            let output = output_entity(&ctx, Box::new(Collect(seen.clone(), i)));
+            let gen = instantiate(&ctx, rt.graph().entry, output, &Stamps::new());
+            let input = |v| {
+                let mut r = Record::new();
+                r.set(n, Value::Int(v));
+                Item::Rec(Rec::new(r))
+            };
+            let Offer::Licensed(first) = gen.offer(input(1)) else {
+                unreachable!("an idle entity")
+            };
+            // Queued and counted as a worker's send is: it is in the box's
+            // own backlog while the first call is suspended.
+            let mut ctx = ctx;
+            ctx.send(&gen, input(2));
+            assert!(ctx.ready.is_empty());
+            ctx.flush_queued();
+            (gen, first)
+        };
+        let node = Arc::new(Shared::for_model(rt, 2, vec![(gen.clone(), first)]));
+        let other = node.clone();
+        let t = thread::spawn(move || worker_loop(&other, 1));
+        worker_loop(&node, 0);
+        t.join().unwrap();
+        node.model_assert_drained();
+        assert!(node.model_suspended_is_empty(), "an entity left suspended");
+        assert_eq!(*seen.lock().unwrap(), [10, 11, 12, 20, 21, 22]);
+        drop(gen);
+    });
+}
