@@ -1044,6 +1044,29 @@ pub unsafe extern "C" fn snet_runner_main(
     c_int::from(run(graph, &opts, &language))
 }
 
+/// `--box-stack`: bytes, with an optional K, M or G suffix (powers of 1024).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.as_bytes().last().map(u8::to_ascii_uppercase) {
+        Some(b'K') => (&t[..t.len() - 1], 10),
+        Some(b'M') => (&t[..t.len() - 1], 20),
+        Some(b'G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (bytes, or a number with K, M or G)"))?;
+    let n = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{s}` is too large"))?;
+    if n < 64 << 10 {
+        return Err(format!(
+            "`{s}` is too small: a box's stack needs at least 64K"
+        ));
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1108,27 +1131,15 @@ mod tests {
             "{err}"
         );
     }
-}
 
-/// `--box-stack`: bytes, with an optional K, M or G suffix (powers of 1024).
-fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let (digits, shift) = match t.as_bytes().last().map(u8::to_ascii_uppercase) {
-        Some(b'K') => (&t[..t.len() - 1], 10),
-        Some(b'M') => (&t[..t.len() - 1], 20),
-        Some(b'G') => (&t[..t.len() - 1], 30),
-        _ => (t, 0),
-    };
-    let n: usize = digits
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size (bytes, or a number with K, M or G)"))?;
-    let n = n
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{s}` is too large"))?;
-    if n < 64 << 10 {
-        return Err(format!(
-            "`{s}` is too small: a box's stack needs at least 64K"
-        ));
+    #[test]
+    fn box_stack_sizes() {
+        assert_eq!(super::parse_size("64K"), Ok(64 << 10));
+        assert_eq!(super::parse_size("8m"), Ok(8 << 20));
+        assert_eq!(super::parse_size("1G"), Ok(1 << 30));
+        assert_eq!(super::parse_size("1048576"), Ok(1 << 20));
+        assert!(super::parse_size("12K").unwrap_err().contains("too small"));
+        assert!(super::parse_size("lots").unwrap_err().contains("not a size"));
+        assert!(super::parse_size("99999999999999999999G").is_err());
     }
-    Ok(n)
 }
