@@ -233,7 +233,7 @@ struct Calls {
     origin: Origin,
     seq: u64,
     /// The stack of the call in progress while it is suspended.
-    suspended: Option<CallStack>,
+    suspended: Option<Box<CallStack>>,
     /// Whether the call in progress was ever suspended (it is then in the
     /// node's list of suspended entities until it returns).
     listed: bool,
@@ -277,6 +277,7 @@ impl BoxEntity {
                     def: t.def.clone(),
                     input: Record::new(),
                     outs: Vec::new(),
+                    error: None,
                 },
                 parked: Default::default(),
                 det: Stamps::new(),
@@ -355,7 +356,7 @@ impl BoxEntity {
     /// outputs, which are sent) or returns.
     fn run(
         &mut self,
-        mut stack: CallStack,
+        mut stack: Box<CallStack>,
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
@@ -375,18 +376,18 @@ impl BoxEntity {
                 ctx.yield_pinned();
                 Ok(())
             }
-            Event::Done(r) => {
+            Event::Done => {
                 ctx.stacks.give(stack);
                 if self.c.listed {
                     self.c.listed = false;
                     ctx.rt.suspended_remove(me);
                 }
-                let r = match r {
-                    Ok(()) => {
+                let r = match self.c.io.error.take() {
+                    None => {
                         self.send_outs(true, ctx);
                         Ok(())
                     }
-                    Err(e) => {
+                    Some(e) => {
                         self.c.io.outs.clear();
                         Err(self.error(e, ctx).caused_by(self.c.origin))
                     }

@@ -58,14 +58,17 @@ pub struct CallIo {
     pub input: Record,
     /// Outputs emitted since the worker last took them (at most [`YIELD_AFTER`]).
     pub outs: Vec<Record>,
+    /// The error the call returned, set with [`Event::Done`].
+    pub error: Option<BoxError>,
 }
 
 /// Why a call came back to the worker.
 pub enum Event {
     /// [`YIELD_AFTER`] outputs are waiting in [`CallIo::outs`]; the call is suspended.
     Batch,
-    /// The call returned (its last outputs are in [`CallIo::outs`]).
-    Done(Result<(), BoxError>),
+    /// The call returned (its last outputs are in [`CallIo::outs`], its
+    /// error, if any, in [`CallIo::error`]).
+    Done,
 }
 
 #[cfg(not(miri))]
@@ -159,8 +162,11 @@ impl CallStack {
         let limit = stack.limit().get();
         let guard = (limit, limit + page_size());
         let co = Coroutine::with_stack(stack, |y: &Yielder<*mut CallIo, Event>, mut io| loop {
-            let r = call(Some(y), io);
-            io = y.suspend(Event::Done(r));
+            if let Err(e) = call(Some(y), io) {
+                // SAFETY: as in `call`; the worker reads it after `Done`.
+                unsafe { (*io).error = Some(e) };
+            }
+            io = y.suspend(Event::Done);
         });
         Ok(CallStack { co, worker, guard })
     }
@@ -191,7 +197,13 @@ impl CallStack {
             CoroutineResult::Return(()) => unreachable!("a call stack's loop never returns"),
         };
         #[cfg(miri)]
-        let r = Event::Done(call(None, io));
+        let r = {
+            if let Err(e) = call(None, io) {
+                // SAFETY: as in `call`.
+                unsafe { (*io).error = Some(e) };
+            }
+            Event::Done
+        };
         GUARD.with(|g| g.set(prev));
         r
     }
@@ -212,7 +224,7 @@ impl Drop for CallStack {
 
 /// A worker's free call stacks.
 pub struct Stacks {
-    free: Vec<CallStack>,
+    free: Vec<Box<CallStack>>,
     size: usize,
     worker: usize,
     /// The worker thread's alternate signal stack, if this set installed it.
@@ -316,15 +328,15 @@ impl Stacks {
     }
 
     /// A free stack (a new one if none is kept).
-    pub fn take(&mut self) -> std::io::Result<CallStack> {
+    pub fn take(&mut self) -> std::io::Result<Box<CallStack>> {
         match self.free.pop() {
             Some(s) => Ok(s),
-            None => CallStack::new(self.size, self.worker),
+            None => CallStack::new(self.size, self.worker).map(Box::new),
         }
     }
 
     /// Gives back a stack whose call returned.
-    pub fn give(&mut self, s: CallStack) {
+    pub fn give(&mut self, s: Box<CallStack>) {
         debug_assert_eq!(s.worker, self.worker);
         if self.free.len() < KEEP_FREE {
             self.free.push(s);
