@@ -32,6 +32,17 @@ for dir in tests/conformance/c/*/; do
             [[ -n "$line" ]] && args+=("$line")
         done < "$dir/args"
     fi
+    # Extra valgrind options (same format), e.g. `--max-stackframe=N` for a
+    # box with a frame of more than 2 MB, which valgrind would otherwise
+    # take for a stack switch (and report its accesses as invalid).
+    vgargs=()
+    if [[ -f "$dir/valgrind-args" ]]; then
+        while IFS= read -r line || [[ -n "$line" ]]; do
+            line="${line#"${line%%[![:space:]]*}"}"
+            line="${line%"${line##*[![:space:]]}"}"
+            [[ -n "$line" ]] && vgargs+=("$line")
+        done < "$dir/valgrind-args"
+    fi
     # One node at 1 and 4 workers, and two loopback nodes with random
     # placements and every field by reference (the distribution layer's
     # field store, proxies and managers; cases with pointer fields stay on
@@ -44,7 +55,7 @@ for dir in tests/conformance/c/*/; do
         extra=("${s[0]}" "${s[1]}")
         [[ "${s[2]:-}" == dist ]] && extra+=("${dist[@]}")
         n=$((n + 1))
-        if ! SNET_SYSTEM_ALLOC=1 valgrind -q --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
+        if ! SNET_SYSTEM_ALLOC=1 valgrind -q "${vgargs[@]}" --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
                 --error-exitcode=99 "$tmp/$case" -i "$dir/input.xml" -o "$tmp/out.xml" "${extra[@]}" "${args[@]}" \
                 2> "$tmp/log"; then
             echo "LEAK/ERROR: $case ($setup)"
