@@ -6,7 +6,8 @@
 # Usage: .ci/leakcheck.sh [case-substring]
 # Needs: valgrind, a C compiler, and `cargo build --release` (done here).
 # Error cases (expected-error.txt / expected-build-error.txt) are skipped:
-# they exit early on purpose (crash, misuse) and are not about leaks.
+# they exit early on purpose (crash, misuse) and are not about leaks; so
+# are cases with a `leakcheck-skip` file (it says why).
 set -euo pipefail
 shopt -s nullglob   # a case whose boxes are all inline C has no .c file
 cd "$(dirname "$0")/.."
@@ -22,6 +23,9 @@ for dir in tests/conformance/c/*/; do
     [[ -f "$dir/prog.snet" ]] || continue
     [[ -n "${1:-}" && "$case" != *"$1"* ]] && continue
     [[ -f "$dir/expected-error.txt" || -f "$dir/expected-build-error.txt" ]] && continue
+    # A case whose `leakcheck-skip` file says why (e.g. hundreds of
+    # thousands of records through code the other cases cover already).
+    [[ -f "$dir/leakcheck-skip" ]] && continue
     "$SNET" build "$dir/prog.snet" "$dir"/*.c -o "$tmp/$case"
     # Extra arguments: one per line (as the conformance runner reads them).
     args=()
