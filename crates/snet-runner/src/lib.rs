@@ -1139,7 +1139,9 @@ mod tests {
         assert_eq!(super::parse_size("1G"), Ok(1 << 30));
         assert_eq!(super::parse_size("1048576"), Ok(1 << 20));
         assert!(super::parse_size("12K").unwrap_err().contains("too small"));
-        assert!(super::parse_size("lots").unwrap_err().contains("not a size"));
+        assert!(super::parse_size("lots")
+            .unwrap_err()
+            .contains("not a size"));
         assert!(super::parse_size("99999999999999999999G").is_err());
     }
 }
