@@ -224,6 +224,9 @@ impl Drop for CallStack {
 
 /// A worker's free call stacks.
 pub struct Stacks {
+    // Boxed: a stack moves between this list and a box entity as one
+    // pointer (the coroutine is several words).
+    #[allow(clippy::vec_box)]
     free: Vec<Box<CallStack>>,
     size: usize,
     worker: usize,
