@@ -113,17 +113,24 @@ struct Emitter<'y> {
 impl Emit for Emitter<'_> {
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
         // SAFETY: `io` is the pointer the last resume passed in; the worker
-        // does not touch the `CallIo` while the call runs.
-        let io = unsafe { &mut *self.io };
-        if variant == 0 || variant > io.def.outputs.len() {
+        // does not touch the `CallIo` while the call runs. Only the fields
+        // used are borrowed: the box holds a reference to `input`.
+        let (def, outs) = unsafe {
+            (
+                &*std::ptr::addr_of!((*self.io).def),
+                &mut *std::ptr::addr_of_mut!((*self.io).outs),
+            )
+        };
+        let declared = def.outputs.len();
+        if variant == 0 || variant > declared {
             return Err(BoxError::VariantOutOfRange {
                 variant: i64::try_from(variant).unwrap_or(i64::MAX),
-                declared: io.def.outputs.len(),
+                declared,
                 call: None,
             });
         }
-        io.outs.push(rec);
-        if io.outs.len() >= YIELD_AFTER {
+        outs.push(rec);
+        if outs.len() >= YIELD_AFTER {
             if let Some(y) = self.y {
                 self.io = y.suspend(Event::Batch);
             }
@@ -147,6 +154,7 @@ fn call(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> Result<(), 
     unsafe { (*imp).invoke(&*input, &mut out) }
 }
 
+#[cfg(not(miri))]
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -244,6 +252,7 @@ struct AltStack {
 }
 
 impl AltStack {
+    #[cfg(not(miri))]
     const LEN: usize = 64 << 10;
 
     /// Installs one on this thread unless the thread has one already.
