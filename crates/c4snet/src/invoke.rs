@@ -220,11 +220,16 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     // `emit` may suspend this invocation (the engine then runs other boxes
     // on this thread before it goes on): the thread's slots name no box
     // meanwhile, and name this one again afterwards.
-    let current = CURRENT.with(|c| c.replace((0, std::ptr::null_mut())));
-    let name = crate::crash::clear();
-    let r = emit.emit(variant as usize, rec);
-    crate::crash::leave(name);
-    CURRENT.with(|c| c.set(current));
+    let r = if emit.may_suspend() {
+        let current = CURRENT.with(|c| c.replace((0, std::ptr::null_mut())));
+        let name = crate::crash::clear();
+        let r = emit.emit(variant as usize, rec);
+        crate::crash::leave(name);
+        CURRENT.with(|c| c.set(current));
+        r
+    } else {
+        emit.emit(variant as usize, rec)
+    };
     if let Err(e) = r {
         inv.error = Some(e);
     }

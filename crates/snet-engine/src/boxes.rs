@@ -120,6 +120,12 @@ pub trait Emit {
     /// state about the running call must not let the other calls see it,
     /// and must restore it when `emit` returns.
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError>;
+
+    /// Whether the next [`Emit::emit`] may suspend the call (a language
+    /// interface need only save and restore its per-thread state then).
+    fn may_suspend(&self) -> bool {
+        true
+    }
 }
 
 /// One box's implementation. May be called from any worker, concurrently.
@@ -302,6 +308,7 @@ impl BoxEntity {
     }
 
     /// Refuses a record that lacks one of the box's input labels.
+    #[inline]
     fn check_input(&self, rec: &Record, ctx: &Ctx) -> Result<(), EngineError> {
         if rec.matches(&self.t.input) {
             return Ok(());
@@ -316,6 +323,7 @@ impl BoxEntity {
     }
 
     /// Starts a call on `rec` (checked already).
+    #[inline(always)]
     fn start(&mut self, rec: Rec, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
         debug_assert!(
             self.c.suspended.is_none(),
@@ -326,13 +334,16 @@ impl BoxEntity {
         self.c.origin = rec.origin;
         let stack = match ctx.stacks.take() {
             Ok(s) => s,
-            Err(e) => {
-                self.c.io.input = Record::new();
-                let what = format!("cannot allocate its call stack: {e}");
-                return Err(self.error(BoxError::Failed(what), ctx));
-            }
+            Err(e) => return Err(self.no_stack(e, ctx)),
         };
         self.run(stack, ctx, me)
+    }
+
+    #[cold]
+    fn no_stack(&mut self, e: std::io::Error, ctx: &Ctx) -> EngineError {
+        self.c.io.input = Record::new();
+        let what = format!("cannot allocate its call stack: {e}");
+        self.error(BoxError::Failed(what), ctx)
     }
 
     /// A suspended call goes on, if the node's backlog allows.
@@ -354,6 +365,7 @@ impl BoxEntity {
 
     /// Runs the call on `stack` until it is suspended (after a batch of
     /// outputs, which are sent) or returns.
+    #[inline(always)]
     fn run(
         &mut self,
         mut stack: Box<CallStack>,
@@ -404,27 +416,33 @@ impl BoxEntity {
 
     /// Sends the outputs the call emitted so far, inheritance added;
     /// `finished`: the call returned.
+    #[inline(always)]
     fn send_outs(&mut self, finished: bool, ctx: &mut Ctx) {
         let CallIo { input, outs, .. } = &mut self.c.io;
         let (det, origin) = (&self.c.det, self.c.origin);
-        let items = outs.drain(..).map(|mut rec| {
+        if let Mode::Lane { order } = &self.mode {
+            let items = outs
+                .drain(..)
+                .map(|mut rec| {
+                    rec.inherit(input, &self.t.input);
+                    Item::Rec(Rec {
+                        rec,
+                        det: det.clone(),
+                        origin,
+                    })
+                })
+                .collect();
+            order.deliver(self.c.seq, items, finished, ctx);
+            return;
+        }
+        for mut rec in outs.drain(..) {
             rec.inherit(input, &self.t.input);
-            Item::Rec(Rec {
+            let item = Item::Rec(Rec {
                 rec,
                 det: det.clone(),
                 origin,
-            })
-        });
-        match &self.mode {
-            Mode::Lane { order } => {
-                let items = items.collect();
-                order.deliver(self.c.seq, items, finished, ctx);
-            }
-            _ => {
-                for item in items {
-                    ctx.send(&self.next, item);
-                }
-            }
+            });
+            ctx.send(&self.next, item);
         }
     }
 

@@ -111,6 +111,13 @@ struct Emitter<'y> {
 }
 
 impl Emit for Emitter<'_> {
+    #[inline]
+    fn may_suspend(&self) -> bool {
+        // SAFETY: as in `emit`.
+        let outs = unsafe { &*std::ptr::addr_of!((*self.io).outs) };
+        self.y.is_some() && outs.len() + 1 >= YIELD_AFTER
+    }
+
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
         // SAFETY: `io` is the pointer the last resume passed in; the worker
         // does not touch the `CallIo` while the call runs. Only the fields
@@ -340,6 +347,7 @@ impl Stacks {
     }
 
     /// A free stack (a new one if none is kept).
+    #[inline]
     pub fn take(&mut self) -> std::io::Result<Box<CallStack>> {
         match self.free.pop() {
             Some(s) => Ok(s),
@@ -348,6 +356,7 @@ impl Stacks {
     }
 
     /// Gives back a stack whose call returned.
+    #[inline]
     pub fn give(&mut self, s: Box<CallStack>) {
         debug_assert_eq!(s.worker, self.worker);
         if self.free.len() < KEEP_FREE {
