@@ -18,6 +18,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 n=0
+# read_lines FILE ARRAY: appends FILE's non-empty lines, trimmed, to ARRAY
+# (nothing if FILE does not exist).
+read_lines() {
+    local -n into=$2
+    [[ -f "$1" ]] || return 0
+    local line
+    while IFS= read -r line || [[ -n "$line" ]]; do
+        line="${line#"${line%%[![:space:]]*}"}"
+        line="${line%"${line##*[![:space:]]}"}"
+        [[ -n "$line" ]] && into+=("$line")
+    done < "$1"
+}
 for dir in tests/conformance/c/*/; do
     case=$(basename "$dir")
     [[ -f "$dir/prog.snet" ]] || continue
@@ -29,24 +41,12 @@ for dir in tests/conformance/c/*/; do
     "$SNET" build "$dir/prog.snet" "$dir"/*.c -o "$tmp/$case"
     # Extra arguments: one per line (as the conformance runner reads them).
     args=()
-    if [[ -f "$dir/args" ]]; then
-        while IFS= read -r line || [[ -n "$line" ]]; do
-            line="${line#"${line%%[![:space:]]*}"}"
-            line="${line%"${line##*[![:space:]]}"}"
-            [[ -n "$line" ]] && args+=("$line")
-        done < "$dir/args"
-    fi
+    read_lines "$dir/args" args
     # Extra valgrind options (same format), e.g. `--max-stackframe=N` for a
     # box with a frame of more than 2 MB, which valgrind would otherwise
     # take for a stack switch (and report its accesses as invalid).
     vgargs=()
-    if [[ -f "$dir/valgrind-args" ]]; then
-        while IFS= read -r line || [[ -n "$line" ]]; do
-            line="${line#"${line%%[![:space:]]*}"}"
-            line="${line%"${line##*[![:space:]]}"}"
-            [[ -n "$line" ]] && vgargs+=("$line")
-        done < "$dir/valgrind-args"
-    fi
+    read_lines "$dir/valgrind-args" vgargs
     # One node at 1 and 4 workers, and two loopback nodes with random
     # placements and every field by reference (the distribution layer's
     # field store, proxies and managers; cases with pointer fields stay on
