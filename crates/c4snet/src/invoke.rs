@@ -46,6 +46,9 @@ pub union SnetArg {
     pub tag: c_int,
 }
 
+/// A call's arguments.
+type Args = smallvec::SmallVec<[SnetArg; 8]>;
+
 /// A box trampoline: `void call(void *hnd, const snet_arg_t *args)`.
 pub type BoxFn = unsafe extern "C" fn(hnd: *mut c_void, args: *const SnetArg);
 
@@ -248,7 +251,7 @@ pub struct CBox {
 impl CBox {
     /// The box's arguments, in signature order: field values as owned C
     /// references, tags as ints.
-    fn arguments(&self, input: &Record, args: &mut Vec<SnetArg>) -> Result<(), BoxError> {
+    fn arguments(&self, input: &Record, args: &mut Args) -> Result<(), BoxError> {
         for l in &self.inputs {
             if l.is_field() {
                 let f = input
@@ -282,7 +285,8 @@ impl CBox {
 
 impl BoxImpl for CBox {
     fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
-        let mut args: Vec<SnetArg> = Vec::with_capacity(self.inputs.len());
+        // On the stack for up to 8 arguments (no allocation per call).
+        let mut args = Args::new();
         if let Err(e) = self.arguments(input, &mut args) {
             for (l, a) in self.inputs.iter().zip(&args) {
                 if l.is_field() {
