@@ -379,10 +379,7 @@ impl BoxEntity {
             Event::Batch => {
                 self.send_outs(false, ctx);
                 self.c.suspended = Some(stack);
-                if !self.c.listed {
-                    self.c.listed = true;
-                    ctx.rt.suspended_add(me);
-                }
+                ctx.rt.set_suspended(me, &mut self.c.listed, true);
                 ctx.rt.suspensions.fetch_add(1, Ordering::Relaxed);
                 // Downstream runs first, front first; the call goes on with `Wake`.
                 ctx.yield_pinned();
@@ -390,10 +387,7 @@ impl BoxEntity {
             }
             Event::Done => {
                 ctx.stacks.give(stack);
-                if self.c.listed {
-                    self.c.listed = false;
-                    ctx.rt.suspended_remove(me);
-                }
+                ctx.rt.set_suspended(me, &mut self.c.listed, false);
                 let r = match self.c.io.error.take() {
                     None => {
                         self.send_outs(true, ctx);

@@ -89,23 +89,26 @@ impl Runtime {
         }
     }
 
-    /// `e` suspended its work (see [`Runtime::suspended`]).
-    pub fn suspended_add(&self, e: &Arc<Entity>) {
-        crate::sync::lock(&self.suspended).push(e.clone());
+    /// Keeps `e` in the node's list of suspended entities exactly while
+    /// `now` (its work is suspended; see [`Runtime::suspended`]); `listed`
+    /// is the entity's own record of whether it is in the list.
+    pub fn set_suspended(&self, e: &Arc<Entity>, listed: &mut bool, now: bool) {
+        if *listed == now {
+            return;
+        }
+        *listed = now;
+        let mut l = crate::sync::lock(&self.suspended);
+        if now {
+            l.push(e.clone());
+        } else if let Some(i) = l.iter().position(|x| Arc::ptr_eq(x, e)) {
+            l.swap_remove(i);
+        }
     }
 
     /// How many entities are suspended right now.
     #[cfg(all(test, loom))]
     pub fn suspended_count(&self) -> usize {
         crate::sync::lock(&self.suspended).len()
-    }
-
-    /// `e`'s suspended work is done.
-    pub fn suspended_remove(&self, e: &Arc<Entity>) {
-        let mut l = crate::sync::lock(&self.suspended);
-        if let Some(i) = l.iter().position(|x| Arc::ptr_eq(x, e)) {
-            l.swap_remove(i);
-        }
     }
 
     pub fn graph(&self) -> &Graph {

@@ -393,14 +393,7 @@ impl FilterStar {
         }
         let r = self.run(ctx);
         let suspended = r.is_ok() && !self.work.is_empty();
-        if suspended != self.listed {
-            self.listed = suspended;
-            if suspended {
-                ctx.rt.suspended_add(me);
-            } else {
-                ctx.rt.suspended_remove(me);
-            }
-        }
+        ctx.rt.set_suspended(me, &mut self.listed, suspended);
         if r.is_err() || self.work.is_empty() {
             self.work.clear();
             self.outs.clear();
