@@ -70,7 +70,7 @@ struct Invocation {
     /// The box's name (in the `CBox`, which outlives the invocation).
     name: *const Arc<str>,
     kinds: *const Vec<Vec<c_int>>,
-    outputs: *const Vec<Vec<Label>>,
+    outputs: *const Vec<OutVariant>,
     emit: *mut (dyn Emit + 'static),
     error: Option<BoxError>,
 }
@@ -136,22 +136,47 @@ fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
     None
 }
 
+/// One output variant of a C box.
+struct OutVariant {
+    /// Its labels in signature (argument) order.
+    labels: Vec<Label>,
+    /// The argument positions in label order (records keep their entries
+    /// sorted: the record is built front to back); `None` when a label
+    /// repeats (each value then replaces the one before, as written).
+    sorted: Option<Vec<usize>>,
+}
+
+impl OutVariant {
+    fn new(labels: &[Label]) -> OutVariant {
+        let mut order: Vec<usize> = (0..labels.len()).collect();
+        order.sort_by_key(|&i| labels[i]);
+        let repeats = order.windows(2).any(|w| labels[w[0]] == labels[w[1]]);
+        OutVariant {
+            labels: labels.to_vec(),
+            sorted: (!repeats).then_some(order),
+        }
+    }
+}
+
 /// First half of `C4SNetOut`: the argument kinds of variant `variant`
-/// (1 = int, 0 = field) in `*kinds`; returns their count, or -1 after an error.
+/// (1 = int, 0 = field) in `*kinds`, and the invocation to hand to
+/// [`snet_c4snet_out_end`] in `*inv`; returns their count, or -1 after an
+/// error.
 ///
 /// # Safety
-/// `kinds` is valid for writing one pointer.
+/// `kinds` and `inv` are valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn snet_c4snet_out_begin(
     hnd: *mut c_void,
     variant: c_int,
     kinds: *mut *const c_int,
+    inv_out: *mut *mut c_void,
 ) -> c_int {
-    let Some(inv) = check_handle(hnd) else {
+    let Some(inv_ptr) = check_handle(hnd) else {
         return -1;
     };
     // SAFETY: `check_handle` returns only this thread's live invocation.
-    let inv = unsafe { &mut *inv };
+    let inv = unsafe { &mut *inv_ptr };
     // SAFETY: `kinds` points into the box implementation, alive during the invocation.
     let all = unsafe { &*inv.kinds };
     if variant < 1 || variant as usize > all.len() {
@@ -164,8 +189,11 @@ pub unsafe extern "C" fn snet_c4snet_out_begin(
         return -1;
     }
     let k = &all[variant as usize - 1];
-    // SAFETY: `kinds` is writable (contract).
-    unsafe { *kinds = k.as_ptr() };
+    // SAFETY: `kinds` and `inv_out` are writable (contract).
+    unsafe {
+        *kinds = k.as_ptr();
+        *inv_out = inv_ptr.cast();
+    }
     k.len() as c_int
 }
 
@@ -173,38 +201,57 @@ pub unsafe extern "C" fn snet_c4snet_out_begin(
 /// ownership of the field references in `values`.
 ///
 /// # Safety
-/// `values` holds `n` values read according to the kinds `begin` returned
-/// for the same handle and variant; field values are owned references or null.
+/// `inv` is what `begin` returned for this variant just before, on this
+/// thread (nothing ran in between but reading the values: the invocation
+/// is still this thread's live one); `values` holds `n` values read
+/// according to the kinds `begin` returned; field values are owned
+/// references or null.
 #[no_mangle]
 pub unsafe extern "C" fn snet_c4snet_out_end(
-    hnd: *mut c_void,
+    inv: *mut c_void,
     variant: c_int,
     values: *const SnetArg,
     n: c_int,
 ) {
-    let Some(inv) = check_handle(hnd) else { return };
-    // SAFETY: as in `begin`.
-    let inv = unsafe { &mut *inv };
+    // SAFETY: see the contract; `begin` checked the handle and the variant.
+    let inv = unsafe { &mut *inv.cast::<Invocation>() };
     // SAFETY: the box implementation outlives the invocation.
-    let labels = unsafe { &(&*inv.outputs)[variant as usize - 1] };
+    let out = unsafe { &(&*inv.outputs)[variant as usize - 1] };
     // SAFETY: `values` holds `n` initialised values (contract).
     let values = unsafe { std::slice::from_raw_parts(values, n as usize) };
-    let mut rec = Record::with_capacity(labels.len());
+    let mut rec = Record::with_capacity(out.labels.len());
     let mut null = None;
-    for (l, v) in labels.iter().zip(values) {
+    let value = |l: Label, v: &SnetArg, null: &mut Option<Label>| {
         if l.is_field() {
             // SAFETY: kind 0 values were read as field pointers.
             let p = unsafe { v.field };
             if p.is_null() {
-                null.get_or_insert(*l);
-                continue;
+                null.get_or_insert(l);
+                return None;
             }
             // SAFETY: an owned reference from `Arc::into_raw`; ownership moves into the record.
             let arc = unsafe { Arc::from_raw(p as *const C4Data) };
-            rec.set(*l, Value::Field(Field::new(arc)));
+            Some(Value::Field(Field::new(arc)))
         } else {
             // SAFETY: kind 1 values were read as ints.
-            rec.set(*l, Value::Int(i64::from(unsafe { v.tag })));
+            Some(Value::Int(i64::from(unsafe { v.tag })))
+        }
+    };
+    match &out.sorted {
+        Some(order) => {
+            for &i in order {
+                let l = out.labels[i];
+                if let Some(v) = value(l, &values[i], &mut null) {
+                    rec.push_sorted(l, v);
+                }
+            }
+        }
+        None => {
+            for (l, v) in out.labels.iter().zip(values) {
+                if let Some(v) = value(*l, v, &mut null) {
+                    rec.set(*l, v);
+                }
+            }
         }
     }
     if inv.error.is_some() {
@@ -244,7 +291,7 @@ pub struct CBox {
     index: usize,
     call: BoxFn,
     inputs: Vec<Label>,
-    outputs: Vec<Vec<Label>>,
+    outputs: Vec<OutVariant>,
     kinds: Vec<Vec<c_int>>,
 }
 
@@ -395,7 +442,7 @@ impl LanguageInterface for C4SNet {
             index,
             call,
             inputs: def.inputs.clone(),
-            outputs: def.outputs.clone(),
+            outputs: def.outputs.iter().map(|v| OutVariant::new(v)).collect(),
             kinds,
         }))
     }

@@ -100,7 +100,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use snet_core::{BoxDef, NodeKind, Record};
+use smallvec::SmallVec;
+use snet_core::{BoxDef, Label, NodeKind, Record, Variant};
 
 use crate::callstack::{CallIo, CallStack, Event};
 use crate::entity::{Entity, Item, Origin, Rec, Stamps};
@@ -202,6 +203,51 @@ impl Reorder {
     }
 }
 
+/// Flow inheritance planned for one input label set: per output variant,
+/// the positions of the input entries its outputs inherit (the labels the
+/// box's input pattern does not name and the variant does not carry).
+#[derive(Default)]
+pub struct Inherit {
+    /// The label set planned for; empty with `take` empty: none yet.
+    labels: SmallVec<[Label; 6]>,
+    take: Vec<SmallVec<[u32; 4]>>,
+}
+
+impl Inherit {
+    /// Whether the plan is for `rec`'s label set.
+    #[inline]
+    pub fn fits(&self, rec: &Record) -> bool {
+        !self.take.is_empty() && rec.has_labels(&self.labels)
+    }
+
+    /// Plans for `rec`'s label set: `pattern` is the box's input labels,
+    /// `outputs` its variants.
+    pub fn plan(&mut self, rec: &Record, pattern: &Variant, outputs: &[Vec<Label>]) {
+        self.labels = rec.labels().collect();
+        self.take = outputs
+            .iter()
+            .map(|out| {
+                (0u32..)
+                    .zip(rec.labels())
+                    .filter(|(_, l)| !pattern.contains(*l) && !out.contains(l))
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .collect();
+        if self.take.is_empty() {
+            // A box with no output variant: nothing is inherited, but the
+            // plan must still tell itself from none.
+            self.take.push(SmallVec::new());
+        }
+    }
+
+    /// The positions variant `variant` (1-based, in range) inherits.
+    #[inline]
+    pub fn take(&self, variant: usize) -> &[u32] {
+        &self.take[variant - 1]
+    }
+}
+
 enum Mode {
     /// Concurrency 1: invoke while holding the entity's licence.
     Inline,
@@ -282,6 +328,7 @@ impl BoxEntity {
                     imp,
                     def: t.def.clone(),
                     input: Record::new(),
+                    inherit: Inherit::default(),
                     outs: Vec::new(),
                     error: None,
                 },
@@ -322,13 +369,18 @@ impl BoxEntity {
         ))
     }
 
-    /// Starts a call on `rec` (checked already).
+    /// Starts a call on `rec`, after checking it against the box's input
+    /// labels (once per label set: consecutive records of one set, the
+    /// common case, reuse the inheritance plan and its check).
     #[inline(always)]
     fn start(&mut self, rec: Rec, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
         debug_assert!(
             self.c.suspended.is_none(),
             "a call while another is suspended"
         );
+        if !self.c.io.inherit.fits(&rec.rec) {
+            self.replan(&rec.rec, ctx)?;
+        }
         self.c.io.input = rec.rec;
         self.c.det = rec.det;
         self.c.origin = rec.origin;
@@ -337,6 +389,14 @@ impl BoxEntity {
             Err(e) => return Err(self.no_stack(e, ctx)),
         };
         self.run(stack, ctx, me)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn replan(&mut self, rec: &Record, ctx: &Ctx) -> Result<(), EngineError> {
+        self.check_input(rec, ctx)?;
+        self.c.io.inherit.plan(rec, &self.t.input, &self.t.def.outputs);
+        Ok(())
     }
 
     #[cold]
@@ -408,17 +468,17 @@ impl BoxEntity {
         }
     }
 
-    /// Sends the outputs the call emitted so far, inheritance added;
+    /// Sends the outputs the call emitted so far (inheritance was added
+    /// as they were emitted);
     /// `finished`: the call returned.
     #[inline(always)]
     fn send_outs(&mut self, finished: bool, ctx: &mut Ctx) {
-        let CallIo { input, outs, .. } = &mut self.c.io;
+        let outs = &mut self.c.io.outs;
         let (det, origin) = (&self.c.det, self.c.origin);
         if let Mode::Lane { order } = &self.mode {
             let items = outs
                 .drain(..)
-                .map(|mut rec| {
-                    rec.inherit(input, &self.t.input);
+                .map(|rec| {
                     Item::Rec(Rec {
                         rec,
                         det: det.clone(),
@@ -429,8 +489,7 @@ impl BoxEntity {
             order.deliver(self.c.seq, items, finished, ctx);
             return;
         }
-        for mut rec in outs.drain(..) {
-            rec.inherit(input, &self.t.input);
+        for rec in outs.drain(..) {
             let item = Item::Rec(Rec {
                 rec,
                 det: det.clone(),
@@ -482,10 +541,7 @@ impl BoxEntity {
     fn step(&mut self, item: Item, ctx: &mut Ctx, me: &Arc<Entity>) -> Result<(), EngineError> {
         match &mut self.mode {
             Mode::Inline => match item {
-                Item::Rec(r) => {
-                    self.check_input(&r.rec, ctx)?;
-                    self.start(r, ctx, me)
-                }
+                Item::Rec(r) => self.start(r, ctx, me),
                 Item::Wake => self.wake(ctx, me),
                 other => {
                     ctx.send(&self.next, other);

@@ -56,6 +56,8 @@ pub struct CallIo {
     pub def: std::sync::Arc<BoxDef>,
     /// The input record (the box reads it during the whole call).
     pub input: Record,
+    /// What the outputs inherit from `input` (planned for its label set).
+    pub inherit: crate::boxes::Inherit,
     /// Outputs emitted since the worker last took them (at most [`YIELD_AFTER`]).
     pub outs: Vec<Record>,
     /// The error the call returned, set with [`Event::Done`].
@@ -122,9 +124,11 @@ impl Emit for Emitter<'_> {
         // SAFETY: `io` is the pointer the last resume passed in; the worker
         // does not touch the `CallIo` while the call runs. Only the fields
         // used are borrowed: the box holds a reference to `input`.
-        let (def, outs) = unsafe {
+        let (def, input, inherit, outs) = unsafe {
             (
                 &*std::ptr::addr_of!((*self.io).def),
+                &*std::ptr::addr_of!((*self.io).input),
+                &*std::ptr::addr_of!((*self.io).inherit),
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
@@ -136,6 +140,8 @@ impl Emit for Emitter<'_> {
                 call: None,
             });
         }
+        let mut rec = rec;
+        rec.inherit_at(input, inherit.take(variant));
         outs.push(rec);
         if outs.len() >= YIELD_AFTER {
             if let Some(y) = self.y {
