@@ -360,7 +360,10 @@ mod tests {
             Label::tag("if"),
         ];
         let pick = |bits: u32| -> Vec<Label> {
-            let mut v: Vec<Label> = (0..6).filter(|i| bits >> i & 1 == 1).map(|i| all[i]).collect();
+            let mut v: Vec<Label> = (0..6)
+                .filter(|i| bits >> i & 1 == 1)
+                .map(|i| all[i])
+                .collect();
             v.sort();
             v
         };
@@ -390,7 +393,11 @@ mod tests {
                 .collect();
             let mut got = emitted.clone();
             got.inherit_at(&input, &take);
-            assert_eq!(format!("{got:?}"), format!("{want:?}"), "{inp:?} {pat:?} {out:?}");
+            assert_eq!(
+                format!("{got:?}"),
+                format!("{want:?}"),
+                "{inp:?} {pat:?} {out:?}"
+            );
         }
     }
 

@@ -13,7 +13,8 @@
 //! that batch on and yields *pinned* ([`Ctx::yield_pinned`]): it keeps its
 //! licence (nothing overtakes the rest of the call's outputs), and the
 //! worker that ran it resumes it with [`Item::Wake`] — at once while the
-//! node's backlog is small, otherwise once it has nothing else to do — and
+//! node's backlog is small and other workers could take what it fed,
+//! otherwise once it has nothing else to do — and
 //! then only if [`Ctx::backlog_elsewhere`] is below [`BACKLOG_LIMIT`]. A
 //! call whose entity was suspended is listed in the node's suspended
 //! entities until it returns. `ARCHITECTURE.md` gives the argument that
@@ -395,7 +396,10 @@ impl BoxEntity {
     #[inline(never)]
     fn replan(&mut self, rec: &Record, ctx: &Ctx) -> Result<(), EngineError> {
         self.check_input(rec, ctx)?;
-        self.c.io.inherit.plan(rec, &self.t.input, &self.t.def.outputs);
+        self.c
+            .io
+            .inherit
+            .plan(rec, &self.t.input, &self.t.def.outputs);
         Ok(())
     }
 

@@ -140,9 +140,10 @@ impl Emit for Emitter<'_> {
                 call: None,
             });
         }
-        let mut rec = rec;
-        rec.inherit_at(input, inherit.take(variant));
         outs.push(rec);
+        if let Some(rec) = outs.last_mut() {
+            rec.inherit_at(input, inherit.take(variant));
+        }
         if outs.len() >= YIELD_AFTER {
             if let Some(y) = self.y {
                 self.io = y.suspend(Event::Batch);

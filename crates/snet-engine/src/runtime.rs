@@ -92,11 +92,16 @@ impl Runtime {
     /// Keeps `e` in the node's list of suspended entities exactly while
     /// `now` (its work is suspended; see [`Runtime::suspended`]); `listed`
     /// is the entity's own record of whether it is in the list.
+    #[inline]
     pub fn set_suspended(&self, e: &Arc<Entity>, listed: &mut bool, now: bool) {
-        if *listed == now {
-            return;
+        if *listed != now {
+            *listed = now;
+            self.list_suspended(e, now);
         }
-        *listed = now;
+    }
+
+    #[inline(never)]
+    fn list_suspended(&self, e: &Arc<Entity>, now: bool) {
         let mut l = crate::sync::lock(&self.suspended);
         if now {
             l.push(e.clone());
@@ -375,10 +380,16 @@ impl<'a> Ctx<'a> {
     /// Sends the start-up items of the instances `instantiate` created.
     /// Dispatchers call it right after creating an instance, before they
     /// send it the record that caused its creation.
+    #[inline]
     pub fn start(&mut self) {
-        if self.startup.get_mut().is_empty() {
-            return;
+        if !self.startup.get_mut().is_empty() {
+            self.send_startup();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn send_startup(&mut self) {
         let items = std::mem::take(self.startup.get_mut());
         for (e, item) in items {
             self.send(&e, item);

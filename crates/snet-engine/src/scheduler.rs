@@ -905,13 +905,16 @@ impl Shared {
                 self.queue_ready(ctx, me);
                 if ctx.take_pinned() {
                     // Only this worker may go on with it (a suspended box
-                    // call). While the node's backlog is small it goes on
-                    // at once: what it fed waits in this worker's queue,
-                    // for thieves (a pipeline across workers) or for this
-                    // worker once the backlog is full. Otherwise it waits
-                    // until this worker has nothing else to do.
+                    // call). With other workers, while the node's backlog
+                    // is small, it goes on at once: what it fed waits in
+                    // this worker's queue, for thieves (a pipeline across
+                    // workers) or for this worker once the backlog is
+                    // full. Otherwise (alone, the batch it fed runs
+                    // through the network while it is small and in cache,
+                    // as a pipeline's token would) it waits until this
+                    // worker has nothing else to do.
                     ctx.flush_queued();
-                    if ctx.backlog_elsewhere() < BACKLOG_LIMIT {
+                    if self.queues.len() > 1 && ctx.backlog_elsewhere() < BACKLOG_LIMIT {
                         return Some(Task {
                             ent,
                             item: Item::Wake,
