@@ -347,6 +347,11 @@ impl BoxEntity {
         }
     }
 
+    /// The box's name.
+    pub fn name(&self) -> &str {
+        &self.t.def.name
+    }
+
     fn error(&self, error: BoxError, ctx: &Ctx) -> EngineError {
         EngineError::Box {
             name: self.t.def.name.clone(),

@@ -518,6 +518,14 @@ pub enum InternalError {
     /// Another thread of node `node` (the reader, a manager, a worker's
     /// loop) panicked.
     ThreadPanicked { node: u32 },
+    /// The run of node `node` ended while `count` entities still had
+    /// suspended work (their remaining outputs would be lost); `what`
+    /// names the first (a box's name, or the kind of entity).
+    StillSuspended {
+        node: u32,
+        count: usize,
+        what: String,
+    },
 }
 
 impl fmt::Display for InternalError {
@@ -528,6 +536,10 @@ impl fmt::Display for InternalError {
             InternalError::ThreadPanicked { node } => {
                 write!(f, "a thread of node {node} panicked")
             }
+            InternalError::StillSuspended { node, count, what } => write!(
+                f,
+                "node {node} stopped with {count} suspended entities (the first: {what}); their remaining outputs were not produced"
+            ),
         }
     }
 }

@@ -110,6 +110,24 @@ impl Runtime {
         }
     }
 
+    /// After the run (every worker joined): the work still suspended, as
+    /// the number of entities and what the first one is.
+    ///
+    /// # Safety
+    /// No thread runs entities of this node any more.
+    pub unsafe fn left_suspended(&self) -> Option<(usize, String)> {
+        let l = crate::sync::lock(&self.suspended);
+        let first = l.first()?;
+        // SAFETY: nothing runs the entity (contract); suspended entities
+        // are stateful (boxes, fused stars).
+        let what = match unsafe { first.state() } {
+            Kind::Box(b) => format!("box `{}`", b.name()),
+            Kind::FilterStar(_) => "a star of filters".to_string(),
+            _ => "an entity".to_string(),
+        };
+        Some((l.len(), what))
+    }
+
     /// How many entities are suspended right now.
     #[cfg(all(test, loom))]
     pub fn suspended_count(&self) -> usize {

@@ -531,7 +531,19 @@ pub fn run(
 
     let error = lock(&shared.error)
         .take()
-        .or_else(|| lock(&shared.input.state).error.take());
+        .or_else(|| lock(&shared.input.state).error.take())
+        .or_else(|| {
+            // A run that ended cleanly has no suspended work left (the
+            // scheduler resumes it before it goes quiet); if some is, its
+            // remaining outputs are lost: never end as if nothing was.
+            // SAFETY: all workers have been joined.
+            let (count, what) = unsafe { shared.rt.left_suspended() }?;
+            Some(EngineError::Internal(InternalError::StillSuspended {
+                node: shared.rt.node,
+                count,
+                what,
+            }))
+        });
     let (exports_live, proxies_live, fetched, fetched_bytes, exported) =
         shared.rt.net.store.counts();
     let traffic = &shared.rt.net.traffic;
