@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use snet_core::{BoxDef, Field, Label, Record, Value};
-use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface, ResolveError, ResolveReason};
+use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface, ResolveError, ResolveReason, Src};
 
 use crate::abi::{into_c_value, CField};
 use crate::data::C4Data;
@@ -237,8 +237,28 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
             Some(Value::Int(i64::from(unsafe { v.tag })))
         }
     };
-    match &out.sorted {
-        Some(order) => {
+    // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
+    let emit = unsafe { &mut *inv.emit };
+    let assembly = emit.assembly(variant as usize);
+    match (&assembly, &out.sorted) {
+        (Some(a), _) => {
+            // The output with its inherited labels, in one pass.
+            for step in a.steps {
+                match *step {
+                    Src::Arg(j) => {
+                        let (l, v) = (out.labels[j as usize], &values[j as usize]);
+                        if let Some(v) = value(l, v, &mut null) {
+                            rec.push_sorted(l, v);
+                        }
+                    }
+                    Src::Input(i) => {
+                        let (l, v) = &a.input.entries()[i as usize];
+                        rec.push_sorted(*l, v.clone());
+                    }
+                }
+            }
+        }
+        (None, Some(order)) => {
             for &i in order {
                 let l = out.labels[i];
                 if let Some(v) = value(l, &values[i], &mut null) {
@@ -246,7 +266,7 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
                 }
             }
         }
-        None => {
+        (None, None) => {
             for (l, v) in out.labels.iter().zip(values) {
                 if let Some(v) = value(*l, v, &mut null) {
                     rec.set(*l, v);
@@ -265,23 +285,36 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
         });
         return;
     }
-    // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
-    let emit = unsafe { &mut *inv.emit };
+    let assembled = assembly.is_some();
     // `emit` may suspend this invocation (the engine then runs other boxes
     // on this thread before it goes on): the thread's slots name no box
     // meanwhile, and name this one again afterwards.
     let r = if emit.may_suspend() {
         let current = CURRENT.with(|c| c.replace((0, std::ptr::null_mut())));
         let name = crate::crash::clear();
-        let r = emit.emit(variant as usize, rec);
+        let r = emit_one(emit, assembled, variant as usize, rec);
         crate::crash::leave(name);
         CURRENT.with(|c| c.set(current));
         r
     } else {
-        emit.emit(variant as usize, rec)
+        emit_one(emit, assembled, variant as usize, rec)
     };
     if let Err(e) = r {
         inv.error = Some(e);
+    }
+}
+
+#[inline(always)]
+fn emit_one(
+    emit: &mut dyn Emit,
+    assembled: bool,
+    variant: usize,
+    rec: Record,
+) -> Result<(), BoxError> {
+    if assembled {
+        emit.emit_assembled(variant, rec)
+    } else {
+        emit.emit(variant, rec)
     }
 }
 

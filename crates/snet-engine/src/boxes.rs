@@ -128,6 +128,39 @@ pub trait Emit {
     fn may_suspend(&self) -> bool {
         true
     }
+
+    /// A fast path for interfaces that build records themselves: how to
+    /// build variant `variant`'s output record *with* its flow-inherited
+    /// labels, entry by entry in label order ([`Record::push_sorted`]).
+    /// Such a record goes to [`Emit::emit_assembled`]. `None`: build the
+    /// variant's labels only and call [`Emit::emit`].
+    fn assembly(&self, variant: usize) -> Option<Assembly<'_>> {
+        let _ = variant;
+        None
+    }
+
+    /// Emits a record built by an [`Emit::assembly`] of `variant`.
+    fn emit_assembled(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
+        self.emit(variant, rec)
+    }
+}
+
+/// How to build one output record, inheritance included ([`Emit::assembly`]).
+pub struct Assembly<'a> {
+    /// The entries in label order.
+    pub steps: &'a [Src],
+    /// The call's input record (for [`Src::Input`]).
+    pub input: &'a Record,
+}
+
+/// Where one entry of an output record comes from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Src {
+    /// The box's value for the variant's label at this position (in
+    /// signature order).
+    Arg(u32),
+    /// The input record's entry at this position (inherited).
+    Input(u32),
 }
 
 /// One box's implementation. May be called from any worker, concurrently.
@@ -212,6 +245,9 @@ pub struct Inherit {
     /// The label set planned for; empty with `take` empty: none yet.
     labels: SmallVec<[Label; 6]>,
     take: Vec<SmallVec<[u32; 4]>>,
+    /// Per variant, its [`Assembly`] steps; `None` for a variant that
+    /// names a label twice.
+    steps: Vec<Option<Vec<Src>>>,
 }
 
 impl Inherit {
@@ -235,11 +271,34 @@ impl Inherit {
                     .collect()
             })
             .collect();
+        self.steps = outputs
+            .iter()
+            .zip(&self.take)
+            .map(|(out, take)| {
+                let mut steps: Vec<(Label, Src)> = (0u32..)
+                    .zip(out)
+                    .map(|(j, l)| (*l, Src::Arg(j)))
+                    .chain(
+                        take.iter()
+                            .map(|&i| (self.labels[i as usize], Src::Input(i))),
+                    )
+                    .collect();
+                steps.sort_by_key(|(l, _)| *l);
+                let repeats = steps.windows(2).any(|w| w[0].0 == w[1].0);
+                (!repeats).then(|| steps.into_iter().map(|(_, s)| s).collect())
+            })
+            .collect();
         if self.take.is_empty() {
             // A box with no output variant: nothing is inherited, but the
             // plan must still tell itself from none.
             self.take.push(SmallVec::new());
         }
+    }
+
+    /// The assembly steps of variant `variant` (1-based, in range).
+    #[inline]
+    pub fn steps(&self, variant: usize) -> Option<&[Src]> {
+        self.steps[variant - 1].as_deref()
     }
 
     /// The positions variant `variant` (1-based, in range) inherits.
@@ -280,10 +339,7 @@ struct Calls {
     /// The call in progress: the box, its input record and the outputs not
     /// sent yet (see [`crate::callstack`]).
     io: CallIo,
-    /// The stamps and origin of the call's input, for its outputs; in a
-    /// lane, the call's sequence number.
-    det: Stamps,
-    origin: Origin,
+    /// In a lane, the call's sequence number.
     seq: u64,
     /// The stack of the call in progress while it is suspended.
     suspended: Option<Box<CallStack>>,
@@ -330,12 +386,12 @@ impl BoxEntity {
                     def: t.def.clone(),
                     input: Record::new(),
                     inherit: Inherit::default(),
+                    det: Stamps::new(),
+                    origin: Origin::NONE,
                     outs: Vec::new(),
                     error: None,
                 },
                 parked: Default::default(),
-                det: Stamps::new(),
-                origin: Origin::NONE,
                 seq: 0,
                 suspended: None,
                 listed: false,
@@ -388,8 +444,8 @@ impl BoxEntity {
             self.replan(&rec.rec, ctx)?;
         }
         self.c.io.input = rec.rec;
-        self.c.det = rec.det;
-        self.c.origin = rec.origin;
+        self.c.io.det = rec.det;
+        self.c.io.origin = rec.origin;
         let stack = match ctx.stacks.take() {
             Ok(s) => s,
             Err(e) => return Err(self.no_stack(e, ctx)),
@@ -464,7 +520,7 @@ impl BoxEntity {
                     }
                     Some(e) => {
                         self.c.io.outs.clear();
-                        Err(self.error(e, ctx).caused_by(self.c.origin))
+                        Err(self.error(e, ctx).caused_by(self.c.io.origin))
                     }
                 };
                 // The input's fields are released when the call returns.
@@ -483,29 +539,11 @@ impl BoxEntity {
     #[inline(always)]
     fn send_outs(&mut self, finished: bool, ctx: &mut Ctx) {
         let outs = &mut self.c.io.outs;
-        let (det, origin) = (&self.c.det, self.c.origin);
         if let Mode::Lane { order } = &self.mode {
-            let items = outs
-                .drain(..)
-                .map(|rec| {
-                    Item::Rec(Rec {
-                        rec,
-                        det: det.clone(),
-                        origin,
-                    })
-                })
-                .collect();
-            order.deliver(self.c.seq, items, finished, ctx);
+            order.deliver(self.c.seq, std::mem::take(outs), finished, ctx);
             return;
         }
-        for rec in outs.drain(..) {
-            let item = Item::Rec(Rec {
-                rec,
-                det: det.clone(),
-                origin,
-            });
-            ctx.send(&self.next, item);
-        }
+        ctx.send_all(&self.next, outs);
     }
 
     /// Processes one item. In a distributed run a record whose field

@@ -37,7 +37,8 @@ use corosensei::Yielder;
 use corosensei::{Coroutine, CoroutineResult};
 use snet_core::{BoxDef, Record};
 
-use crate::boxes::{BoxImpl, Emit};
+use crate::boxes::{Assembly, BoxImpl, Emit};
+use crate::entity::{Item, Origin, Rec, Stamps};
 use crate::error::BoxError;
 
 pub use crate::runtime::YIELD_AFTER;
@@ -58,8 +59,12 @@ pub struct CallIo {
     pub input: Record,
     /// What the outputs inherit from `input` (planned for its label set).
     pub inherit: crate::boxes::Inherit,
-    /// Outputs emitted since the worker last took them (at most [`YIELD_AFTER`]).
-    pub outs: Vec<Record>,
+    /// The stamps and origin of the input, which every output carries.
+    pub det: Stamps,
+    pub origin: Origin,
+    /// Outputs emitted since the worker last took them (at most
+    /// [`YIELD_AFTER`]), inheritance added, ready to send.
+    pub outs: Vec<Item>,
     /// The error the call returned, set with [`Event::Done`].
     pub error: Option<BoxError>,
 }
@@ -121,17 +126,52 @@ impl Emit for Emitter<'_> {
     }
 
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
-        // SAFETY: `io` is the pointer the last resume passed in; the worker
-        // does not touch the `CallIo` while the call runs. Only the fields
-        // used are borrowed: the box holds a reference to `input`.
-        let (def, input, inherit, outs) = unsafe {
+        self.check(variant)?;
+        let mut rec = rec;
+        // SAFETY: as in `push`.
+        let (input, inherit) = unsafe {
+            (
+                &*std::ptr::addr_of!((*self.io).input),
+                &*std::ptr::addr_of!((*self.io).inherit),
+            )
+        };
+        rec.inherit_at(input, inherit.take(variant));
+        self.push(rec);
+        Ok(())
+    }
+
+    #[inline]
+    fn assembly(&self, variant: usize) -> Option<Assembly<'_>> {
+        // SAFETY: as in `push`.
+        let (def, input, inherit) = unsafe {
             (
                 &*std::ptr::addr_of!((*self.io).def),
                 &*std::ptr::addr_of!((*self.io).input),
                 &*std::ptr::addr_of!((*self.io).inherit),
-                &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
+        if variant == 0 || variant > def.outputs.len() {
+            return None;
+        }
+        Some(Assembly {
+            steps: inherit.steps(variant)?,
+            input,
+        })
+    }
+
+    #[inline]
+    fn emit_assembled(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
+        self.check(variant)?;
+        self.push(rec);
+        Ok(())
+    }
+}
+
+impl Emitter<'_> {
+    #[inline]
+    fn check(&self, variant: usize) -> Result<(), BoxError> {
+        // SAFETY: as in `push`.
+        let def = unsafe { &*std::ptr::addr_of!((*self.io).def) };
         let declared = def.outputs.len();
         if variant == 0 || variant > declared {
             return Err(BoxError::VariantOutOfRange {
@@ -140,16 +180,32 @@ impl Emit for Emitter<'_> {
                 call: None,
             });
         }
-        outs.push(rec);
-        if let Some(rec) = outs.last_mut() {
-            rec.inherit_at(input, inherit.take(variant));
-        }
+        Ok(())
+    }
+
+    /// Adds an output (inheritance added); suspends the call when a batch is full.
+    #[inline]
+    fn push(&mut self, rec: Record) {
+        // SAFETY: `io` is the pointer the last resume passed in; the worker
+        // does not touch the `CallIo` while the call runs. Only the fields
+        // used are borrowed: the box holds a reference to `input`.
+        let (det, origin, outs) = unsafe {
+            (
+                &*std::ptr::addr_of!((*self.io).det),
+                *std::ptr::addr_of!((*self.io).origin),
+                &mut *std::ptr::addr_of_mut!((*self.io).outs),
+            )
+        };
+        outs.push(Item::Rec(Rec {
+            rec,
+            det: det.clone(),
+            origin,
+        }));
         if outs.len() >= YIELD_AFTER {
             if let Some(y) = self.y {
                 self.io = y.suspend(Event::Batch);
             }
         }
-        Ok(())
     }
 }
 

@@ -48,7 +48,7 @@ use std::sync::Arc;
 
 use snet_core::{Graph, Record};
 
-pub use boxes::{BoxImpl, Emit, LanguageInterface, NoBoxes};
+pub use boxes::{Assembly, BoxImpl, Emit, LanguageInterface, NoBoxes, Src};
 pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
 pub use entity::Origin;
 pub use error::{

@@ -354,6 +354,25 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Sends `items` (left empty) to `to`, in order: one offer for them
+    /// all (a box call's batch of outputs).
+    #[inline]
+    pub fn send_all(&mut self, to: &Arc<Entity>, items: &mut Vec<Item>) {
+        if items.len() <= 1 || to.shared_state().is_some() {
+            for item in items.drain(..) {
+                self.send(to, item);
+            }
+            return;
+        }
+        // Whatever was held goes first: the items stay behind it.
+        self.flush_sends();
+        let (first, queued) = to.offer_many(items);
+        self.count_queued(queued as isize);
+        if let Some(item) = first {
+            self.ready.push((to.clone(), item));
+        }
+    }
+
     /// From now on, runs of sends to one entity are coalesced: the first
     /// item of a run is offered at once, the rest are held and offered
     /// together (one lock) by [`Ctx::flush_sends`], or before the next
