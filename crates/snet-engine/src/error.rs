@@ -812,8 +812,8 @@ mod tests {
             "distribution: node 0 cannot send to node 2: the transport was closed"
         );
         assert_eq!(
-            d(DistributionError::Transport(TransportError::Failed(
-                "x".into()
+            d(DistributionError::Transport(TransportError::backend(
+                std::io::Error::other("x")
             ))),
             "distribution: x"
         );
