@@ -16,9 +16,10 @@
 //! - [`error`]: the error types ([`EngineError`] and its typed payloads;
 //!   `Display` gives the messages users see);
 //! - [`dist`]: the distribution layer: nodes, connections, managers,
-//!   termination, fields by reference, the transport trait and the loopback
-//!   transport (single node = the trivial layer); [`remote`]: the entity at
-//!   a connection's local end;
+//!   termination, fields by reference, the wire format (single node = the
+//!   trivial layer; the transport trait, the loopback transport and their
+//!   conformance suite are `snet-transport`'s, re-exported there);
+//!   [`remote`]: the entity at a connection's local end;
 //! - [`weight`]: dyadic weights (marker copies, termination credit).
 
 mod boxes;
@@ -52,8 +53,8 @@ pub use boxes::{Assembly, BoxImpl, Emit, LanguageInterface, NoBoxes, Src};
 pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
 pub use entity::Origin;
 pub use error::{
-    BoxError, DistributionError, EngineError, EvalContext, InternalError, ResolveError,
-    ResolveReason, RuntimeTypeError, SourceError,
+    BoxError, DistributionError, EngineError, EvalContext, InternalError, ProtocolError,
+    ResolveError, ResolveReason, RuntimeTypeError, SourceError,
 };
 pub use limit::InputLimit;
 

@@ -76,7 +76,7 @@ impl Transport for Recording {
     fn nodes(&self) -> u32 {
         self.inner.nodes()
     }
-    fn send(
+    fn send_to_peer(
         &self,
         to: u32,
         channel: Channel,

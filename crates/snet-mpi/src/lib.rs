@@ -55,8 +55,8 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use snet_engine::dist::{
-    Channel, FieldBytes, Header, Payload, Received, Transport, TransportError,
+use snet_transport::{
+    BackendError, Channel, FieldBytes, Gone, Header, Payload, Received, Transport, TransportError,
 };
 
 mod ffi {
@@ -123,14 +123,79 @@ pub fn launched() -> bool {
         .any(|v| std::env::var_os(v).is_some())
 }
 
-fn error_string(code: c_int) -> String {
+/// What MPI says about error `code` (`MPI_Error_string`; on the
+/// communication thread only).
+fn mpi_error(code: c_int) -> MpiCallError {
     let mut buf = [0 as c_char; 512];
     // SAFETY: the shim writes at most buf.len() bytes, NUL-terminated.
     unsafe { ffi::snet_mpi_error_string(code, buf.as_mut_ptr(), buf.len()) };
     // SAFETY: NUL-terminated by the shim.
     let s = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
-    format!("MPI error {code}: {}", s.to_string_lossy())
+    MpiCallError {
+        code,
+        text: s.to_string_lossy().into_owned(),
+    }
 }
+
+/// A failed MPI call: its error code and MPI's own text for it (taken
+/// when the call failed: only the communication thread may ask MPI).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MpiCallError {
+    pub code: c_int,
+    pub text: String,
+}
+
+impl std::fmt::Display for MpiCallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MPI error {}: {}", self.code, self.text)
+    }
+}
+
+impl std::error::Error for MpiCallError {}
+
+/// The MPI transport's own failures ([`TransportError::Failed`]).
+#[derive(Debug)]
+pub enum MpiError {
+    /// [`MpiTransport::start`] was called before in this process.
+    StartedTwice,
+    /// The communication thread could not be started.
+    Thread(std::io::Error),
+    /// The communication thread ended before it said whether MPI started.
+    ThreadDied,
+    /// Something else in this process initialised MPI.
+    InitialisedElsewhere,
+    /// `MPI_Init_thread` failed.
+    Init(MpiCallError),
+    /// The library does not provide `MPI_THREAD_FUNNELED`.
+    NotFunneled,
+    /// An MPI call failed.
+    Call(MpiCallError),
+    /// Node `from` sent a message this node cannot read (`what`).
+    Malformed { from: u32, what: &'static str },
+}
+
+impl std::fmt::Display for MpiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MpiError::StartedTwice => f.write_str("MPI can be started only once in a process"),
+            MpiError::Thread(e) => write!(f, "cannot start the MPI thread: {e}"),
+            MpiError::ThreadDied => f.write_str("the MPI thread died"),
+            MpiError::InitialisedElsewhere => {
+                f.write_str("MPI was initialised by someone else in this process")
+            }
+            MpiError::Init(e) => write!(f, "MPI_Init_thread failed: {e}"),
+            MpiError::NotFunneled => {
+                f.write_str("this MPI library does not support MPI_THREAD_FUNNELED")
+            }
+            MpiError::Call(e) => write!(f, "{e}"),
+            MpiError::Malformed { from, what } => {
+                write!(f, "node {from} sent a malformed message: {what}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MpiError {}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -214,9 +279,7 @@ impl MpiTransport {
     /// up to a multiple of 4; tests use small ones).
     pub fn with_window(window: usize) -> Result<MpiTransport, TransportError> {
         if STARTED.swap(true, Ordering::SeqCst) {
-            return Err(TransportError::Failed(
-                "MPI can be started only once in a process".into(),
-            ));
+            return Err(TransportError::backend(MpiError::StartedTwice));
         }
         let window = window.max(4).div_ceil(4) * 4;
         let shared = Arc::new(Shared {
@@ -236,7 +299,7 @@ impl MpiTransport {
                 comm_thread(sh, tx);
                 let _ = done_tx.send(());
             })
-            .map_err(|e| TransportError::Failed(format!("cannot start the MPI thread: {e}")))?;
+            .map_err(|e| TransportError::backend(MpiError::Thread(e)))?;
         let (rank, size) = match rx.recv() {
             Ok(Ok(x)) => x,
             Ok(Err(e)) => {
@@ -245,7 +308,7 @@ impl MpiTransport {
             }
             Err(_) => {
                 let _ = handle.join();
-                return Err(TransportError::Failed("the MPI thread died".into()));
+                return Err(TransportError::backend(MpiError::ThreadDied));
             }
         };
         *lock(&shared.comm) = Some(handle.thread().clone());
@@ -271,19 +334,13 @@ impl Transport for MpiTransport {
         self.size
     }
 
-    fn send(
+    fn send_to_peer(
         &self,
         to: u32,
         channel: Channel,
         header: &[u8],
         payload: Payload,
     ) -> Result<(), TransportError> {
-        if to >= self.size || to == self.rank {
-            return Err(TransportError::Failed(format!(
-                "node {} cannot send to node {to}",
-                self.rank
-            )));
-        }
         let mut head = Vec::with_capacity(8 + header.len());
         head.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         head.extend_from_slice(header);
@@ -462,9 +519,9 @@ fn check(rc: c_int, peer: Option<u32>) -> Result<(), TransportError> {
     Err(match peer {
         Some(node) => TransportError::PeerGone {
             node,
-            why: error_string(rc),
+            why: Gone::Backend(BackendError::new(MpiError::Call(mpi_error(rc)))),
         },
-        None => TransportError::Failed(error_string(rc)),
+        None => TransportError::backend(MpiError::Call(mpi_error(rc))),
     })
 }
 
@@ -500,25 +557,18 @@ fn comm_thread(shared: Arc<Shared>, started: mpsc::Sender<Result<(u32, u32), Tra
     // SAFETY: plain out-parameters; this thread is MPI's only caller.
     let rc = unsafe {
         if ffi::snet_mpi_initialized() != 0 {
-            let _ = started.send(Err(TransportError::Failed(
-                "MPI was initialised by someone else in this process".into(),
-            )));
+            let _ = started.send(Err(TransportError::backend(MpiError::InitialisedElsewhere)));
             return;
         }
         ffi::snet_mpi_init(&mut rank, &mut size, &mut provided)
     };
     if rc != 0 {
-        let _ = started.send(Err(TransportError::Failed(format!(
-            "MPI_Init_thread failed: {}",
-            error_string(rc)
-        ))));
+        let _ = started.send(Err(TransportError::backend(MpiError::Init(mpi_error(rc)))));
         return;
     }
     // SAFETY: a constant.
     if provided < unsafe { ffi::snet_mpi_thread_funneled() } {
-        let _ = started.send(Err(TransportError::Failed(
-            "this MPI library does not support MPI_THREAD_FUNNELED".into(),
-        )));
+        let _ = started.send(Err(TransportError::backend(MpiError::NotFunneled)));
         return;
     }
     let _ = started.send(Ok((rank as u32, size as u32)));
@@ -695,9 +745,7 @@ impl Comm {
             return Ok(false);
         }
         let from = source as u32;
-        let bad = |what: &str| {
-            TransportError::Failed(format!("node {from} sent a malformed message: {what}"))
-        };
+        let bad = |what: &'static str| TransportError::backend(MpiError::Malformed { from, what });
         if tag == TAG_PAYLOAD {
             let a = self.arriving[from as usize]
                 .back_mut()

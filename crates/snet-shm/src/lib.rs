@@ -82,7 +82,7 @@ pub use ring::{Claimed, Consumer, Head, HeapRegion, PushError, Ring, RingError};
 #[cfg(feature = "transport")]
 pub use segment::{FieldMode, Geometry, Segment};
 #[cfg(feature = "transport")]
-pub use transport::{Counters, ShmTransport};
+pub use transport::{Counters, ShmError, ShmTransport};
 
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -75,7 +75,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use snet_core::{FieldAllocator, FieldBytes};
-use snet_engine::dist::{Channel, Header, Payload, Received, Transport, TransportError};
+use snet_transport::{Channel, Gone, Header, Payload, Received, Transport, TransportError};
 
 use crate::arena::Arena;
 use crate::ring::{Consumer, PushError, Ring};
@@ -89,6 +89,48 @@ const START_LEN: usize = 24;
 const MORE_LEN: usize = 4;
 const ONE_LEN: usize = 8;
 const NO_ARENA: u64 = u64::MAX;
+
+/// The shared-memory transport's own failures
+/// ([`TransportError::Failed`], or why a peer is gone).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShmError {
+    /// An endpoint for a node the segment does not have.
+    NoSuchNode { me: u32, nodes: u32 },
+    /// A second endpoint for one node.
+    RingTaken { me: u32 },
+    /// A frame could not be pushed.
+    Push(PushError),
+    /// A malformed frame (`what` is wrong with it).
+    BadFrame(&'static str),
+    /// A header of 4 GiB or more.
+    HeaderTooLong,
+    /// A node process ended (`status` as in the segment's node word:
+    /// an exit status, or minus a signal).
+    Died { status: i32 },
+}
+
+impl fmt::Display for ShmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShmError::NoSuchNode { me, nodes } => write!(f, "node {me} of a {nodes}-node segment"),
+            ShmError::RingTaken { me } => write!(f, "node {me}'s ring already has a receiver"),
+            ShmError::Push(e) => write!(f, "{e}"),
+            ShmError::BadFrame(what) => write!(f, "shm: bad frame: {what}"),
+            ShmError::HeaderTooLong => f.write_str("shm: header over 4 GiB"),
+            ShmError::Died { status } => f.write_str(&describe_status(*status)),
+        }
+    }
+}
+
+impl std::error::Error for ShmError {}
+
+/// Node `node`'s process ended with `status` (the segment's node word).
+fn peer_died(node: u32, status: i32) -> TransportError {
+    TransportError::PeerGone {
+        node,
+        why: Gone::Backend(snet_transport::BackendError::new(ShmError::Died { status })),
+    }
+}
 
 /// How many looks a `sparse` receiver takes before it sleeps: some tens
 /// of microseconds, about a message's round trip between two busy nodes,
@@ -260,9 +302,7 @@ impl ShmTransport {
     pub fn new(segment: Segment, me: u32) -> Result<ShmTransport, TransportError> {
         let nodes = segment.geometry().nodes;
         if me >= nodes {
-            return Err(TransportError::Failed(format!(
-                "node {me} of a {nodes}-node segment"
-            )));
+            return Err(TransportError::backend(ShmError::NoSuchNode { me, nodes }));
         }
         let shared = Arc::new(Shared { segment });
         let ring = shared.segment.ring(me);
@@ -270,9 +310,9 @@ impl ShmTransport {
         // this endpoint keeps (in `shared`, dropped after `inbox`) and which
         // never moves (it is behind the Arc).
         let ring: &'static Ring = unsafe { &*(ring as *const Ring) };
-        let mut consumer = ring.consumer().map_err(|_| {
-            TransportError::Failed(format!("node {me}'s ring already has a receiver"))
-        })?;
+        let mut consumer = ring
+            .consumer()
+            .map_err(|_| TransportError::backend(ShmError::RingTaken { me }))?;
         consumer.set_spins(SPARSE_SPINS);
         Ok(ShmTransport {
             inbox: SpinLock::new(Inbox {
@@ -358,22 +398,19 @@ impl ShmTransport {
     }
 
     /// The first dead peer, if any.
-    fn dead_peer(&self) -> Option<(u32, String)> {
+    fn dead_peer(&self) -> Option<(u32, i32)> {
         let seg = self.segment();
         (0..seg.geometry().nodes)
             .filter(|&k| k != self.me)
             .find_map(|k| match seg.state(k) {
-                (state::DEAD, status) => Some((k, describe_status(status))),
+                (state::DEAD, status) => Some((k, status)),
                 _ => None,
             })
     }
 
     fn gone(&self, node: u32) -> Option<TransportError> {
         match self.segment().state(node) {
-            (state::DEAD, status) => Some(TransportError::PeerGone {
-                node,
-                why: describe_status(status),
-            }),
+            (state::DEAD, status) => Some(peer_died(node, status)),
             _ => None,
         }
     }
@@ -417,7 +454,7 @@ impl ShmTransport {
                 }
                 Err(PushError::Full) if naps == 0 => bump(&self.counters.full),
                 Err(PushError::Full) => {}
-                Err(e) => return Err(TransportError::Failed(e.to_string())),
+                Err(e) => return Err(TransportError::backend(ShmError::Push(e))),
             }
             // Whatever we pushed must be looked at before we wait.
             ring.after_push();
@@ -427,7 +464,7 @@ impl ShmTransport {
             if self.segment().state(to).0 == state::EXITED {
                 return Err(TransportError::PeerGone {
                     node: to,
-                    why: "exited; it no longer reads".into(),
+                    why: Gone::Exited,
                 });
             }
             if self.closed.load(Ordering::Acquire) {
@@ -471,7 +508,7 @@ impl ShmTransport {
         partial: &mut [Option<Partial>],
         out: &mut Option<Received>,
     ) -> Result<(), TransportError> {
-        let bad = |what: &str| Err(TransportError::Failed(format!("shm: bad frame: {what}")));
+        let bad = |what: &'static str| Err(TransportError::backend(ShmError::BadFrame(what)));
         if f.len() < MORE_LEN {
             return bad("too short");
         }
@@ -614,19 +651,13 @@ impl Transport for ShmTransport {
         self.nodes
     }
 
-    fn send(
+    fn send_to_peer(
         &self,
         to: u32,
         channel: Channel,
         header: &[u8],
         payload: Payload,
     ) -> Result<(), TransportError> {
-        if to >= self.nodes || to == self.me {
-            return Err(TransportError::Failed(format!(
-                "shm: node {} cannot send to node {to}",
-                self.me
-            )));
-        }
         if self.closed.load(Ordering::Acquire) {
             return Err(TransportError::Closed);
         }
@@ -634,7 +665,7 @@ impl Transport for ShmTransport {
             return Err(e);
         }
         let header_len = u32::try_from(header.len())
-            .map_err(|_| TransportError::Failed("shm: header over 4 GiB".into()))?;
+            .map_err(|_| TransportError::backend(ShmError::HeaderTooLong))?;
         let ring = self.segment().ring(to);
         let room = ring.max_message();
         let bytes = payload.bytes();
@@ -720,8 +751,8 @@ impl Transport for ShmTransport {
             if self.closed.load(Ordering::Acquire) {
                 return Err(TransportError::Closed);
             }
-            if let Some((node, why)) = self.dead_peer() {
-                return Err(TransportError::PeerGone { node, why });
+            if let Some((node, status)) = self.dead_peer() {
+                return Err(peer_died(node, status));
             }
             let now = Instant::now();
             let end = *deadline.get_or_insert(now + timeout);
@@ -757,7 +788,7 @@ impl Transport for ShmTransport {
 mod tests {
     use super::*;
     use crate::notify::Mode;
-    use snet_engine::dist::conformance;
+    use snet_transport::conformance;
 
     fn geometry(nodes: u32, notify: Mode, fields: FieldMode) -> Geometry {
         Geometry {

@@ -61,12 +61,13 @@
 //!
 //! By reference, fetched on demand: [`fields`].
 
-pub mod conformance;
 pub(crate) mod fields;
-pub mod loopback;
 pub(crate) mod managers;
-pub mod transport;
 pub mod wire;
+
+// The transport contract lives in `snet-transport` (the backends depend on
+// it, not on the engine); these names stay reachable from here.
+pub use snet_transport::{conformance, loopback};
 
 use std::collections::VecDeque;
 use std::sync::Weak;
@@ -78,8 +79,9 @@ use crate::entity::{Entity, Item, Stamps};
 use crate::sync::{lock, Arc, AtomicU64, Condvar, Mutex, Ordering};
 use crate::weight::Dyadic;
 
-pub use transport::{
-    Channel, FieldBytes, Header, Payload, PayloadBytes, Received, Transport, TransportError,
+pub use snet_transport::{
+    BackendError, Channel, FieldBytes, Gone, Header, Payload, PayloadBytes, Received, Transport,
+    TransportError,
 };
 
 /// The name of a connection: the node that created it and its counter there.
@@ -100,10 +102,15 @@ impl Transport for SingleNode {
     fn nodes(&self) -> u32 {
         1
     }
-    fn send(&self, to: u32, _: Channel, _: &[u8], _: Payload) -> Result<(), TransportError> {
-        Err(TransportError::Failed(format!(
-            "a single-node run cannot send to node {to}"
-        )))
+    fn send_to_peer(
+        &self,
+        to: u32,
+        _: Channel,
+        _: &[u8],
+        _: Payload,
+    ) -> Result<(), TransportError> {
+        // Never called: `send` finds no other node.
+        Err(TransportError::NoRoute { from: 0, to })
     }
     fn recv(&self, _: std::time::Duration) -> Result<Option<Received>, TransportError> {
         Err(TransportError::Closed)

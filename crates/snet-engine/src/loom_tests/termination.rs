@@ -125,7 +125,7 @@ impl Transport for Endpoint {
         self.wire.boxes.len() as u32
     }
 
-    fn send(
+    fn send_to_peer(
         &self,
         to: u32,
         ch: Channel,

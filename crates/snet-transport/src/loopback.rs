@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use super::transport::{Channel, FieldBytes, Payload, Received, Transport, TransportError};
+use crate::{Channel, FieldBytes, Gone, Payload, Received, Transport, TransportError};
 
 /// Messages one node may have in flight to another.
 pub const WINDOW: usize = 64;
@@ -121,18 +121,14 @@ impl Transport for Loopback {
         self.hub.boxes.len() as u32
     }
 
-    fn send(
+    fn send_to_peer(
         &self,
         to: u32,
         channel: Channel,
         header: &[u8],
         payload: Payload,
     ) -> Result<(), TransportError> {
-        let (m, cv) = self
-            .hub
-            .boxes
-            .get(to as usize)
-            .ok_or_else(|| TransportError::Failed(format!("no node {to}")))?;
+        let (m, cv) = &self.hub.boxes[to as usize];
         let mut mb = lock(m);
         loop {
             match self.peer_state(to) {
@@ -141,7 +137,7 @@ impl Transport for Loopback {
                 _ => {
                     return Err(TransportError::PeerGone {
                         node: to,
-                        why: "its endpoint was dropped".into(),
+                        why: Gone::EndpointDropped,
                     })
                 }
             }
@@ -173,7 +169,7 @@ impl Transport for Loopback {
             if let Some(node) = mb.unreported.pop() {
                 return Err(TransportError::PeerGone {
                     node,
-                    why: "its endpoint was dropped".into(),
+                    why: Gone::EndpointDropped,
                 });
             }
             if let Some(r) = mb.queue.pop_front() {
@@ -222,11 +218,26 @@ mod tests {
     #[test]
     fn loopback_passes_the_transport_conformance_suite() {
         for nodes in [2, 3, 4] {
-            super::super::conformance::run_in_threads(
+            crate::conformance::run_in_threads(
                 &|| Loopback::with_window(nodes, 8),
                 &|t: &Loopback| t.kill(),
             )
             .unwrap_or_else(|e| panic!("{nodes} nodes: {e}"));
         }
+    }
+
+    #[test]
+    fn send_refuses_this_node_and_nodes_the_run_lacks() {
+        let ts = Loopback::create(2);
+        for to in [1, 2, 7] {
+            let e = ts[1]
+                .send(to, Channel::Records, b"h", Payload::none())
+                .unwrap_err();
+            assert_eq!(e, TransportError::NoRoute { from: 1, to });
+            assert_eq!(e.to_string(), format!("node 1 cannot send to node {to}"));
+        }
+        ts[1]
+            .send(0, Channel::Records, b"h", Payload::none())
+            .unwrap();
     }
 }

@@ -1,5 +1,5 @@
 //! The transport conformance suite: what every backend must do
-//! ([`super::transport`]'s contract).
+//! (the contract at the top of [`crate`]).
 //!
 //! The suite is SPMD, like a run: every node of a test run calls
 //! [`run_case`] with its own endpoint, so the same cases run on backends
@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::transport::{Channel, Payload, Transport, TransportError};
+use crate::{Channel, Payload, Received, Transport, TransportError};
 
 /// The names of the cases, in the order they should run.
 pub const CASES: [&str; 5] = [
@@ -34,7 +34,7 @@ pub const CASES: [&str; 5] = [
 /// Longest a case waits for a message before it calls the backend hung.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-fn recv(t: &dyn Transport) -> Result<super::Received, String> {
+fn recv(t: &dyn Transport) -> Result<Received, String> {
     let start = Instant::now();
     loop {
         match t.recv(Duration::from_millis(100)) {
@@ -384,7 +384,7 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
 type Seen = HashMap<(u32, u8), u32>;
 
 fn check_ordering(
-    m: &super::Received,
+    m: &Received,
     seen: &mut Seen,
     conns: &mut HashMap<(u32, u8, u32), u32>,
 ) -> Result<(), String> {

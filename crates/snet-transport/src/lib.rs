@@ -1,13 +1,16 @@
-//! The transport trait: how nodes of a distributed run talk.
+//! The transport contract: how the nodes of a distributed run talk.
 //!
 //! A transport moves opaque messages between the nodes of one run. The
-//! distribution layer (one input manager and one output manager per node,
-//! [`super`]) is its only user: the output manager is the only caller of
-//! [`Transport::send`], the input manager the only caller of
-//! [`Transport::recv`]. Backends: [`super::loopback`] (every node in one
-//! process, for tests and debugging), MPI and shared memory (later crates).
+//! distribution layer of `snet-engine` (one input manager and one output
+//! manager per node) is its only user: the output manager is the only
+//! caller of [`Transport::send`], the input manager the only caller of
+//! [`Transport::recv`]. Backends: [`loopback`] (every node in one process,
+//! for tests and debugging, here), `snet_mpi::MpiTransport` (processes and
+//! machines under `mpirun`) and `snet_shm::ShmTransport` (processes of one
+//! machine over shared memory). This crate depends on `snet-core` only, so
+//! a backend depends on the contract, not on the engine.
 //!
-//! Contract (the conformance suite, [`super::conformance`], checks it):
+//! Contract (the conformance suite, [`conformance`], checks it):
 //! * Messages from one node to another on one [`Channel`] arrive in the
 //!   order they were sent, each exactly once, header and payload intact
 //!   (empty and very large payloads included).
@@ -18,11 +21,20 @@
 //!   `close`) makes `send` to it and, soon, `recv` anywhere return
 //!   [`TransportError::PeerGone`] naming it: never a hang.
 //! * `close` is the orderly end: after every node closed, nothing is lost.
+//! * `send` to this node or to a node the run does not have fails with
+//!   [`TransportError::NoRoute`]: [`Transport::send`] checks that, once for
+//!   every backend, before it calls the backend's
+//!   [`Transport::send_to_peer`].
 //!
 //! A message is a small *header* (the layer's encoding of records and
 //! control messages) and an optional *payload* (field bytes), kept apart so
 //! that a backend can move the payload straight from and into the field's
 //! memory (no extra copy) while headers go through small buffers.
+
+pub mod conformance;
+pub mod loopback;
+
+pub use loopback::Loopback;
 
 use std::fmt;
 use std::sync::Arc;
@@ -146,11 +158,21 @@ pub struct Received {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TransportError {
     /// Node `node` is gone (crashed, killed, or left without closing).
-    PeerGone { node: u32, why: String },
+    PeerGone { node: u32, why: Gone },
     /// This endpoint (or the whole run) was closed.
     Closed,
-    /// A backend failure.
-    Failed(String),
+    /// Node `from` was asked to send to node `to`, which is itself or not
+    /// a node of the run (a bug of the caller; [`Transport::send`]).
+    NoRoute { from: u32, to: u32 },
+    /// A backend's own failure (its error type, [`BackendError`]).
+    Failed(BackendError),
+}
+
+impl TransportError {
+    /// A backend failure, `e` being the backend's own error.
+    pub fn backend(e: impl std::error::Error + Send + Sync + 'static) -> TransportError {
+        TransportError::Failed(BackendError::new(e))
+    }
 }
 
 impl fmt::Display for TransportError {
@@ -158,12 +180,86 @@ impl fmt::Display for TransportError {
         match self {
             TransportError::PeerGone { node, why } => write!(f, "node {node} is gone: {why}"),
             TransportError::Closed => f.write_str("the transport was closed"),
-            TransportError::Failed(m) => f.write_str(m),
+            TransportError::NoRoute { from, to } => {
+                write!(f, "node {from} cannot send to node {to}")
+            }
+            TransportError::Failed(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl std::error::Error for TransportError {}
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TransportError::Failed(e) => Some(&*e.0),
+            TransportError::PeerGone {
+                why: Gone::Backend(e),
+                ..
+            } => Some(&*e.0),
+            _ => None,
+        }
+    }
+}
+
+/// Why a peer is gone ([`TransportError::PeerGone`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// Its endpoint was dropped without `close` (loopback: a node thread
+    /// that panicked or was killed).
+    EndpointDropped,
+    /// It exited (closed and went away) and no longer reads its messages.
+    Exited,
+    /// What the backend saw (an exit status, a signal, a library error).
+    Backend(BackendError),
+}
+
+impl fmt::Display for Gone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Gone::EndpointDropped => f.write_str("its endpoint was dropped"),
+            Gone::Exited => f.write_str("exited; it no longer reads"),
+            Gone::Backend(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// A backend's own error, kept typed (the backend's error enum, which
+/// [`BackendError::downcast_ref`] gives back) and rendered only by
+/// `Display`. Shared, so that a backend can report one failure to every
+/// caller; two are equal when they are clones of one error.
+#[derive(Clone)]
+pub struct BackendError(Arc<dyn std::error::Error + Send + Sync>);
+
+impl BackendError {
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> BackendError {
+        BackendError(Arc::new(e))
+    }
+
+    /// The backend's error, if it is a `T`.
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl PartialEq for BackendError {
+    fn eq(&self, other: &BackendError) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for BackendError {}
+
+impl fmt::Debug for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
 
 /// One node's endpoint.
 pub trait Transport: Send + Sync {
@@ -174,7 +270,27 @@ pub trait Transport: Send + Sync {
     /// Sends a message to node `to` (not this node). May block for flow
     /// control. The backend may keep `payload` (a shared reference) until
     /// the bytes are sent; the header is copied before `send` returns.
+    ///
+    /// Checks the destination (another node of the run, or
+    /// [`TransportError::NoRoute`]) and hands the message to
+    /// [`Transport::send_to_peer`]. Backends do not override it.
+    #[inline]
     fn send(
+        &self,
+        to: u32,
+        channel: Channel,
+        header: &[u8],
+        payload: Payload,
+    ) -> Result<(), TransportError> {
+        let me = self.node();
+        if to >= self.nodes() || to == me {
+            return Err(TransportError::NoRoute { from: me, to });
+        }
+        self.send_to_peer(to, channel, header, payload)
+    }
+    /// The backend's [`Transport::send`], called by it only: `to` is
+    /// another node of the run (`to < nodes()`, `to != node()`).
+    fn send_to_peer(
         &self,
         to: u32,
         channel: Channel,
