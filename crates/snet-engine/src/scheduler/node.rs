@@ -1,0 +1,366 @@
+//! A node's run: resolving the boxes, starting the threads (workers, the
+//! reader thread, the managers of a distributed run), ending the run, and
+//! the run's errors and statistics. The managers reach the scheduler
+//! through [`Host`], implemented here.
+//!
+//! *Errors.* The first error is stored, `abort` is set and every sleeper is
+//! woken; workers stop at their next task boundary.
+
+use std::collections::VecDeque;
+use std::thread;
+
+use snet_core::{Graph, NodeId, NodeKind};
+
+use super::admission::{reader_loop, InputConfig};
+use super::work::{worker_loop, LocalQueue, Shared, Task};
+use crate::dist::managers::{input_manager, output_manager, Host};
+use crate::dist::{Net, Settle, Transport};
+use crate::entity::{Entity, Item, Stamps};
+use crate::instantiate::{instantiate, output_entity};
+use crate::program::Program;
+use crate::runtime::{Ctx, Kind, Runtime};
+use crate::sync::{lock, Arc, Ordering};
+use crate::{Config, EngineError, InternalError, LanguageInterface, Sink, Source, Stats};
+
+/// Boxes reachable from `root`.
+fn used_boxes(graph: &Graph, root: NodeId, seen: &mut [bool], out: &mut Vec<u32>) {
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if std::mem::replace(&mut seen[n as usize], true) {
+            continue;
+        }
+        if let NodeKind::Box(b) = graph.node(n).kind {
+            out.push(b);
+        }
+        stack.extend(graph.children(n));
+    }
+}
+
+/// Placements `A @ n` reachable from the entry whose node the run lacks.
+fn check_placements(graph: &Graph, nodes: u32) -> Result<(), EngineError> {
+    let mut seen = vec![false; graph.nodes.len()];
+    let mut stack = vec![graph.entry];
+    while let Some(n) = stack.pop() {
+        if std::mem::replace(&mut seen[n as usize], true) {
+            continue;
+        }
+        if let NodeKind::Place { node, .. } = graph.node(n).kind {
+            if node >= nodes {
+                return Err(EngineError::Placement {
+                    node,
+                    nodes,
+                    loc: Some(graph.node(n).loc.clone()),
+                });
+            }
+        }
+        stack.extend(graph.children(n));
+    }
+    Ok(())
+}
+
+/// Runs `graph` on this node of `transport`'s run and returns when the
+/// whole run is over. Node 0 gets the input and output (`io`); the other
+/// nodes get `None` and serve what node 0 and the others send them. A
+/// single-process run is node 0 of [`crate::SingleNode`].
+pub fn run(
+    graph: Arc<Graph>,
+    config: &Config,
+    io: Option<(Box<dyn Source>, Box<dyn Sink>)>,
+    language: &dyn LanguageInterface,
+    transport: &dyn Transport,
+) -> Result<Stats, EngineError> {
+    let workers = config.workers.max(1);
+    // Resolve every box the entry network uses, reporting all unresolved ones.
+    let mut used = Vec::new();
+    used_boxes(
+        &graph,
+        graph.entry,
+        &mut vec![false; graph.nodes.len()],
+        &mut used,
+    );
+    used.sort_unstable();
+    used.dedup();
+    let mut boxes = vec![None; graph.boxes.len()];
+    let mut missing = Vec::new();
+    for b in used {
+        match language.resolve(graph.box_def(b)) {
+            Ok(imp) => boxes[b as usize] = Some(imp),
+            Err(e) => missing.push(e),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(EngineError::Setup(missing));
+    }
+    // One node runs every placement, as the original non-distributed
+    // runtime does (distributed.md): the program is run as if unplaced.
+    let graph = match graph.on_one_node().filter(|_| transport.nodes() == 1) {
+        Some((g, first)) => {
+            if transport.node() == 0 {
+                (config.warn)(&format!(
+                    "{}: placement `{}` ignored: this run has one node, so every placement runs on node 0",
+                    first.loc, first.what
+                ));
+            }
+            Arc::new(g)
+        }
+        None => graph,
+    };
+    check_placements(&graph, transport.nodes())?;
+
+    let net = Net::new(transport.node(), transport.nodes(), config.inline_fields);
+    let mut rt = Runtime::new(
+        Program::new(graph.clone()),
+        boxes,
+        net,
+        config.box_concurrency.max(1),
+    );
+    rt.box_stack = config.box_stack;
+    let (source, sink) = match (rt.node, io) {
+        (0, Some((source, sink))) => (Some(source), Some(sink)),
+        _ => (None, None),
+    };
+    let idle_flush = sink.as_ref().and_then(|s| s.idle_flush());
+    let (entry, output, initial) = match sink {
+        Some(sink) => {
+            let mut ctx = Ctx::new(&rt);
+            let output = output_entity(&ctx, sink);
+            let entry = instantiate(&ctx, graph.entry, output.clone(), &Stamps::new());
+            // The initialiser boxes of the static network fire first (boxes.rs):
+            // their calls are the first tasks, ahead of any input.
+            ctx.start();
+            ctx.flush_queued();
+            if let Some(e) = ctx.take_error() {
+                return Err(e);
+            }
+            let initial: VecDeque<Task> = ctx
+                .ready
+                .drain(..)
+                .map(|(ent, item)| Task { ent, item })
+                .collect();
+            (Some(entry), Some(output), initial)
+        }
+        None => (None, None, VecDeque::new()),
+    };
+    let mut shared = Shared::new(
+        rt,
+        workers,
+        initial,
+        entry,
+        InputConfig {
+            closed: source.is_none(),
+            capacity: config.read_ahead,
+            limit: config.input_limit.clone(),
+            codecs: config.codecs.clone(),
+        },
+    );
+    shared.idle_flush = idle_flush;
+
+    // Not a scoped thread: see `Input`.
+    let reader = source.map(|source| {
+        let (input, sleep) = (shared.input.clone(), shared.sleep.clone());
+        thread::Builder::new()
+            .name("snet-reader".into())
+            .spawn(move || reader_loop(&input, &sleep, source))
+            .expect("spawn reader thread")
+    });
+    thread::scope(|s| {
+        let sh = &shared;
+        let managers = sh.distributed.then(|| {
+            let output = thread::Builder::new()
+                .name(format!("snet-out-{}", sh.rt.node))
+                .spawn_scoped(s, move || guarded(sh, || output_manager(sh, transport)))
+                .expect("spawn output manager");
+            let input = thread::Builder::new()
+                .name(format!("snet-in-{}", sh.rt.node))
+                .spawn_scoped(s, move || guarded(sh, || input_manager(sh, transport)))
+                .expect("spawn input manager");
+            (output, input)
+        });
+        let handles: Vec<_> = (0..workers)
+            .map(|me| {
+                thread::Builder::new()
+                    .name(format!("snet-worker-{me}"))
+                    .spawn_scoped(s, move || guarded(sh, || worker_loop(sh, me)))
+                    .expect("spawn worker thread")
+            })
+            .collect();
+        for h in handles {
+            if h.join().is_err() {
+                sh.fail(EngineError::Internal(InternalError::WorkerPanicked));
+            }
+        }
+        if let Some((output, input)) = managers {
+            // The output manager sends what is left (the shutdown or the
+            // failure notice), then stops.
+            if matches!(*lock(&sh.error), Some(EngineError::Distribution(_))) {
+                // A peer may have failed first: give its notice time to arrive.
+                thread::sleep(std::time::Duration::from_millis(100));
+            }
+            sh.rt.net.stop();
+            let _ = output.join();
+            sh.managers_stop.store(true, Ordering::Release);
+            let _ = input.join();
+            transport.close();
+        }
+        // Unblock a reader waiting for buffer space.
+        {
+            let mut st = lock(&sh.input.state);
+            st.closed = true;
+            sh.input.space.notify_all();
+        }
+    });
+    // A run that ended without an error read its input to the end: the
+    // reader has stopped or is about to. After an error it may be blocked
+    // in a read for as long as the input stays open: it is left to end on
+    // its own (see `Input`).
+    if let Some(reader) = reader {
+        if lock(&shared.error).is_none() {
+            let _ = reader.join();
+        }
+    }
+
+    let error = lock(&shared.error)
+        .take()
+        .or_else(|| lock(&shared.input.state).error.take())
+        .or_else(|| {
+            // A run that ended cleanly has no suspended work left (the
+            // scheduler resumes it before it goes quiet); if some is, its
+            // remaining outputs are lost: never end as if nothing was.
+            // SAFETY: all workers have been joined.
+            let (count, what) = unsafe { shared.rt.left_suspended() }?;
+            Some(EngineError::Internal(InternalError::StillSuspended {
+                node: shared.rt.node,
+                count,
+                what,
+            }))
+        });
+    let (exports_live, proxies_live, fetched, fetched_bytes, exported) =
+        shared.rt.net.store.counts();
+    let traffic = &shared.rt.net.traffic;
+    let stats = Stats {
+        node: shared.rt.node,
+        input_records: shared.admitted.load(Ordering::Relaxed),
+        output_records: shared.rt.outputs.load(Ordering::Relaxed),
+        entities_created: shared.rt.entities.load(Ordering::Relaxed),
+        steals: shared.steals.load(Ordering::Relaxed),
+        suspensions: shared.rt.suspensions.load(Ordering::Relaxed),
+        messages_sent: traffic.messages_sent.load(Ordering::Relaxed),
+        messages_received: traffic.messages_received.load(Ordering::Relaxed),
+        bytes_sent: traffic.bytes_sent.load(Ordering::Relaxed),
+        bytes_received: traffic.bytes_received.load(Ordering::Relaxed),
+        fields_fetched: fetched,
+        field_bytes_fetched: fetched_bytes,
+        fields_exported: exported,
+        exports_live,
+        proxies_live,
+    };
+    // SAFETY: all workers have been joined; nothing else can hold the output's licence.
+    let out = output.as_ref().map(|o| match unsafe { o.state() } {
+        Kind::Output(out) => out,
+        _ => unreachable!("output entity"),
+    });
+    match error {
+        Some(e) => {
+            if let Some(out) = out {
+                let _ = out.sink.abort();
+            }
+            Err(e)
+        }
+        None => {
+            if let Some(out) = out {
+                out.sink
+                    .finish()
+                    .map_err(|e| EngineError::Output(std::sync::Arc::new(e)))?;
+            }
+            if config.fast_exit {
+                // The entity graph is reachable only from `shared.entry`.
+                std::mem::forget(shared);
+                std::mem::forget(output);
+            }
+            Ok(stats)
+        }
+    }
+}
+
+/// Runs a thread's loop; a panic (an engine bug) must not leave the other
+/// threads waiting for this one: it stops the run.
+fn guarded(sh: &Shared, f: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        sh.fail(EngineError::Internal(InternalError::ThreadPanicked {
+            node: sh.rt.node,
+        }));
+    }
+}
+
+impl Host for Shared {
+    fn rt(&self) -> &Runtime {
+        &self.rt
+    }
+
+    fn codecs(&self) -> &snet_core::Codecs {
+        &self.codecs
+    }
+
+    fn deliver(&self, ready: Vec<(Arc<Entity>, Item)>) {
+        let n = ready.len();
+        lock(&self.injector).extend(ready.into_iter().map(|(ent, item)| Task { ent, item }));
+        for _ in 0..n.min(self.queues.len()) {
+            self.sleep.notify_one();
+        }
+    }
+
+    fn fail(&self, e: EngineError, remote: bool) {
+        self.fail_with(e, remote)
+    }
+
+    fn shutdown(&self) {
+        self.sleep.finish()
+    }
+
+    fn over(&self) -> bool {
+        self.managers_stop.load(Ordering::Acquire)
+    }
+
+    fn settle(&self) -> Settle {
+        let mut result = Settle::Busy;
+        self.sleep.probe(|sleeping, workers| {
+            let quiet = sleeping == workers
+                && self.queues.iter().all(LocalQueue::is_empty)
+                && lock(&self.injector).is_empty();
+            result = self.rt.net.settle(quiet);
+            // Node 0 quiescent: wake a worker to end the run (or admit held input).
+            result == Settle::Quiescent
+        });
+        result
+    }
+}
+
+impl Shared {
+    pub(super) fn fail(&self, e: EngineError) {
+        self.fail_with(e, false)
+    }
+
+    /// Stores the run's error (the first, except that a failure another
+    /// node reports beats a transport error it caused here), stops the
+    /// workers, and tells the other nodes unless they told us (`remote`).
+    fn fail_with(&self, e: EngineError, remote: bool) {
+        let mut g = lock(&self.error);
+        let first = g.is_none();
+        match &*g {
+            None => *g = Some(e.clone()),
+            Some(EngineError::Distribution(_)) if matches!(e, EngineError::Node { .. }) => {
+                *g = Some(e.clone())
+            }
+            _ => {}
+        }
+        drop(g);
+        if self.distributed && first && !remote {
+            self.rt.net.fail_notice(e.to_string());
+        }
+        self.abort.store(true, Ordering::Release);
+        self.input.stop.store(true, Ordering::Release);
+        self.sleep.finish();
+        let _st = lock(&self.input.state);
+        self.input.space.notify_all();
+    }
+}

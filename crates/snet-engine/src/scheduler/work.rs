@@ -1,0 +1,496 @@
+//! Tasks, the workers' local queues and the work loop.
+//!
+//! *Tasks.* A task is an entity whose licence a worker holds (see
+//! [`crate::entity`]) together with the first item to process. Tasks live
+//! in per-worker local queues (a `VecDeque` behind a mutex that only the
+//! owner and thieves touch).
+//!
+//! *Worker loop.* A worker takes, in order of preference:
+//! 1. the task it walked into (the last entity its previous task sent to
+//!    while that entity was idle — "walk the record");
+//! 2. the newest task of its own queue (LIFO: the entities its last work fed,
+//!    which are downstream of it, i.e. nearer the network's output — FRONT's
+//!    front-first preference);
+//! 3. a new input record, if admission allows (only an idle worker admits,
+//!    and only while the entry's inbox holds less than a batch and the
+//!    node's inboxes fewer than
+//!    [`ADMIT_QUEUED_MAX`](super::admission::ADMIT_QUEUED_MAX) items, so
+//!    input enters no faster than the network drains it);
+//! 4. the newer half of another worker's queue (stealing from the victim's
+//!    front, as FRONT does; thieves serialise on the victim's queue lock, so
+//!    at most one thief per victim at a time);
+//! 5. sleep.
+//!
+//! *Running a task.* The worker processes the entity's items until its inbox
+//! is empty (then the licence is released), at most [`BATCH`] items before it
+//! requeues the entity. Entities it obtained licences for while processing
+//! are queued locally, except the last, which it runs next. Meanwhile its
+//! runs of sends to one entity are held and offered together
+//! ([`Ctx::hold_sends`]); they are flushed before every step that may give
+//! up the licence (taking from the inbox, requeueing, yielding), so the
+//! entity's outputs keep their order, and a worker never leaves a task
+//! (let alone sleeps) with items held.
+
+use std::collections::VecDeque;
+use std::thread;
+
+use super::admission::{Input, InputConfig, InputState};
+use super::sleep::{Look, Sleep, Wake};
+use crate::dist::{Out, Settle};
+use crate::entity::{Entity, Item};
+use crate::runtime::{process, Ctx, Runtime, BACKLOG_LIMIT};
+use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::EngineError;
+
+/// Rounds an idle worker looks for work before it goes to sleep (none
+/// under loom: spinning only multiplies the interleavings to explore).
+const SPINS: u32 = if cfg!(loom) { 0 } else { 64 };
+
+/// Items an entity may process before its licence is requeued.
+pub const BATCH: usize = 64;
+
+/// A licence with the first item to process.
+pub struct Task {
+    pub(super) ent: Arc<Entity>,
+    pub(super) item: Item,
+}
+
+/// A worker's local queue, with its length mirrored in an atomic so that
+/// spinning thieves skip empty victims without taking (and bouncing) the
+/// victim's lock.
+///
+/// The mirror is only a hint: it is written under the lock after every
+/// change (`Relaxed`: nothing is published through it), so a thief may read
+/// a stale value, and then either takes the lock for nothing or skips a
+/// victim that just got work, which its next round or its look before
+/// sleeping (which locks every queue) finds. Only the owner adds tasks, so
+/// the owner's own reading of zero is exact.
+pub(super) struct LocalQueue {
+    q: Mutex<VecDeque<Task>>,
+    len: AtomicUsize,
+}
+
+impl LocalQueue {
+    fn new(q: VecDeque<Task>) -> LocalQueue {
+        LocalQueue {
+            len: AtomicUsize::new(q.len()),
+            q: Mutex::new(q),
+        }
+    }
+
+    /// Runs `f` on the locked queue and updates the length hint.
+    fn with<R>(&self, f: impl FnOnce(&mut VecDeque<Task>) -> R) -> R {
+        let mut q = lock(&self.q);
+        let r = f(&mut q);
+        self.len.store(q.len(), Ordering::Relaxed);
+        r
+    }
+
+    fn maybe_empty(&self) -> bool {
+        self.len.load(Ordering::Relaxed) == 0
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        lock(&self.q).is_empty()
+    }
+}
+
+pub(crate) struct Shared {
+    pub(super) rt: Runtime,
+    pub(super) queues: Vec<LocalQueue>,
+    /// Licences the input manager obtained (distributed runs).
+    pub(super) injector: Mutex<VecDeque<Task>>,
+    pub(super) distributed: bool,
+    pub(super) sleep: Arc<Sleep>,
+    pub(super) input: Arc<Input>,
+    /// The entry network's instance (node 0 only).
+    pub(super) entry: Option<Arc<Entity>>,
+    pub(super) abort: AtomicBool,
+    pub(super) error: Mutex<Option<EngineError>>,
+    pub(super) admitted: AtomicU64,
+    pub(super) limit: Option<crate::InputLimit>,
+    pub(super) steals: AtomicU64,
+    pub(super) codecs: snet_core::Codecs,
+    /// Set by `run` when the managers must stop.
+    pub(super) managers_stop: AtomicBool,
+    /// The output's [`crate::Sink::idle_flush`], called when every worker is idle.
+    pub(super) idle_flush: Option<crate::IdleFlush>,
+}
+
+impl Shared {
+    /// One node's scheduler state: `workers` local queues, `initial` in
+    /// worker 0's, nobody asleep, nothing admitted.
+    pub(super) fn new(
+        rt: Runtime,
+        workers: usize,
+        initial: VecDeque<Task>,
+        entry: Option<Arc<Entity>>,
+        input: InputConfig,
+    ) -> Shared {
+        let distributed = rt.net.distributed();
+        Shared {
+            rt,
+            queues: std::iter::once(initial)
+                .chain((1..workers).map(|_| VecDeque::new()))
+                .map(LocalQueue::new)
+                .collect(),
+            injector: Mutex::new(VecDeque::new()),
+            distributed,
+            sleep: Arc::new(Sleep::new(workers)),
+            input: Arc::new(Input {
+                state: Mutex::new(InputState {
+                    records: VecDeque::new(),
+                    closed: input.closed,
+                    error: None,
+                }),
+                space: Condvar::new(),
+                capacity: input.capacity.max(1),
+                stop: AtomicBool::new(false),
+            }),
+            entry,
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+            admitted: AtomicU64::new(0),
+            limit: input.limit,
+            steals: AtomicU64::new(0),
+            codecs: input.codecs,
+            managers_stop: AtomicBool::new(false),
+            idle_flush: None,
+        }
+    }
+}
+
+impl Shared {
+    fn steal(&self, me: usize) -> Option<Task> {
+        let n = self.queues.len();
+        for k in 1..n {
+            let victim = (me + k) % n;
+            if self.queues[victim].maybe_empty() {
+                continue;
+            }
+            let stolen = self.queues[victim].with(|q| {
+                // The newer half: nearest the network's output (front-first),
+                // which keeps the working set small, as FRONT does.
+                let take = q.len().div_ceil(2);
+                let keep = q.len() - take;
+                q.drain(keep..).collect::<VecDeque<Task>>()
+            });
+            let mut stolen = stolen;
+            if stolen.is_empty() {
+                continue;
+            }
+            self.steals.fetch_add(1, Ordering::Relaxed);
+            let first = stolen.pop_back();
+            if !stolen.is_empty() {
+                self.queues[me].with(|q| q.extend(stolen));
+                self.sleep.notify_one();
+            }
+            return first;
+        }
+        None
+    }
+
+    fn look(&self, last: bool) -> Look {
+        if self.abort.load(Ordering::Acquire) {
+            return Look::Finished;
+        }
+        if !self.queues.iter().all(LocalQueue::is_empty) {
+            return Look::Work;
+        }
+        if self.distributed && !lock(&self.injector).is_empty() {
+            return Look::Work;
+        }
+        let st = lock(&self.input.state);
+        if !st.records.is_empty() && self.admissible() {
+            return Look::Work;
+        }
+        if last {
+            // Everyone here is idle. With other nodes, that is the end (or
+            // a reason to admit held-back input) only when no node is
+            // active and no message is in flight: the credit rule.
+            if self.distributed && self.rt.net.settle(true) != Settle::Quiescent {
+                return Look::Wait;
+            }
+            if st.closed && st.records.is_empty() {
+                if self.distributed {
+                    self.rt.net.push(Out::Shutdown);
+                }
+                return Look::Finished;
+            }
+            if !st.records.is_empty() {
+                return Look::ForceAdmit;
+            }
+            // Nothing to do until input or a message comes: what the
+            // output holds goes out now (a slow stream sees every record).
+            if let Some(flush) = &self.idle_flush {
+                flush();
+            }
+        }
+        Look::Wait
+    }
+
+    /// Runs a task; returns the task to walk into next.
+    ///
+    /// Items are taken from the inbox in bulk, up to what is left of the
+    /// batch, into `taken` (empty between calls): one lock for many items,
+    /// which also keeps senders on other workers from contending with
+    /// this one item by item.
+    fn run_task(
+        &self,
+        ctx: &mut Ctx,
+        me: usize,
+        task: Task,
+        taken: &mut VecDeque<Item>,
+    ) -> Option<Task> {
+        debug_assert!(taken.is_empty());
+        let Task { ent, mut item } = task;
+        let mut done = 0;
+        // Runs of sends to one entity go out together (one lock for many
+        // items: the star's leaves to the next synchrocell, a batch of
+        // records to the output). Held sends are flushed before every step
+        // that may give up `ent`'s licence, so `ent`'s outputs stay in order.
+        ctx.hold_sends();
+        loop {
+            if let Err(e) = process(&ent, item, ctx) {
+                ctx.drop_held_sends();
+                taken.clear();
+                self.fail(e);
+                return None;
+            }
+            done += 1;
+            if ctx.take_yielded() {
+                ctx.release_sends();
+                // The entity suspended its work: it keeps its licence and
+                // goes on (with `Wake`, then what it had taken) after the
+                // entities it fed, which this worker runs next.
+                ctx.count_queued(taken.len() as isize);
+                ent.unread(taken);
+                self.queue_ready(ctx, me);
+                if ctx.take_pinned() {
+                    // Only this worker may go on with it (a suspended box
+                    // call). With other workers, while the node's backlog
+                    // is small, it goes on at once: what it fed waits in
+                    // this worker's queue, for thieves (a pipeline across
+                    // workers) or for this worker once the backlog is
+                    // full. Otherwise (alone, the batch it fed runs
+                    // through the network while it is small and in cache,
+                    // as a pipeline's token would) it waits until this
+                    // worker has nothing else to do.
+                    ctx.flush_queued();
+                    if self.queues.len() > 1 && ctx.backlog_elsewhere() < BACKLOG_LIMIT {
+                        return Some(Task {
+                            ent,
+                            item: Item::Wake,
+                        });
+                    }
+                    ctx.pinned_tasks.push_back(ent);
+                    return None;
+                }
+                let alone = self.queues[me].with(|q| {
+                    q.push_front(Task {
+                        ent,
+                        item: Item::Wake,
+                    });
+                    q.len() == 1
+                });
+                self.sleep.notify_one();
+                ctx.flush_queued();
+                // Nothing else here: rather than go straight back to the
+                // entity (which may be waiting for others to drain a
+                // backlog), take work from the other nodes or help another
+                // worker first.
+                if !alone {
+                    return None;
+                }
+                let injected = if self.distributed {
+                    lock(&self.injector).pop_front()
+                } else {
+                    None
+                };
+                return injected.or_else(|| self.steal(me));
+            }
+            // `done + taken.len() <= BATCH`: the batch is used up only when
+            // nothing taken is left.
+            if let Some(next) = taken.pop_front() {
+                item = next;
+            } else if done >= BATCH {
+                ctx.release_sends();
+                match ent.next_or_release() {
+                    None => break,
+                    Some(next) => {
+                        // Keep the licence, let others (and thieves) get a turn.
+                        ctx.count_queued(-1);
+                        self.queue_ready(ctx, me);
+                        self.queues[me].with(|q| q.push_front(Task { ent, item: next }));
+                        self.sleep.notify_one();
+                        ctx.flush_queued();
+                        return None;
+                    }
+                }
+            } else {
+                ctx.flush_sends();
+                let n = ent.take_or_release(taken, BATCH - done);
+                if n == 0 {
+                    break;
+                }
+                ctx.count_queued(-(n as isize));
+                item = taken.pop_front().expect("items were taken");
+            }
+            if ctx.ready.len() > 1 {
+                self.queue_ready(ctx, me);
+            }
+        }
+        // Flushed before `take_or_release` gave the licence up.
+        ctx.release_sends();
+        let next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
+        self.queue_ready(ctx, me);
+        ctx.flush_queued();
+        next
+    }
+
+    fn queue_ready(&self, ctx: &mut Ctx, me: usize) {
+        if ctx.ready.is_empty() {
+            return;
+        }
+        self.queues[me]
+            .with(|q| q.extend(ctx.ready.drain(..).map(|(ent, item)| Task { ent, item })));
+        self.sleep.notify_one();
+    }
+}
+
+#[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))] // SPINS is 0 under loom
+pub(crate) fn worker_loop(sh: &Shared, me: usize) {
+    let mut ctx = Ctx::for_worker(&sh.rt, me);
+    let mut taken = VecDeque::new();
+    let mut next: Option<Task> = None;
+    let mut spins = 0u32;
+    loop {
+        if sh.abort.load(Ordering::Relaxed) {
+            return;
+        }
+        let task = match next.take() {
+            Some(t) => Some(t),
+            // Only this worker adds to its queue: a zero hint is exact.
+            None if sh.queues[me].maybe_empty() => None,
+            None => sh.queues[me].with(VecDeque::pop_back),
+        };
+        let task = match task {
+            None if sh.distributed => lock(&sh.injector).pop_front(),
+            t => t,
+        };
+        if let Some(t) = task {
+            next = sh.run_task(&mut ctx, me, t, &mut taken);
+            continue;
+        }
+        match sh.admit(&mut ctx, false) {
+            Some(Some(t)) => {
+                next = Some(t);
+                continue;
+            }
+            Some(None) => continue,
+            None => {}
+        }
+        if let Some(t) = sh.steal(me) {
+            next = Some(t);
+            spins = 0;
+            continue;
+        }
+        // Suspended box calls of this worker, oldest first, once nothing
+        // else is left here: what they sent has been consumed as far as
+        // this worker could take it. One that finds the node's backlog
+        // still high yields again; the worker then looks for other work
+        // before it tries the next one (it never sleeps while it has any:
+        // the run is not quiescent).
+        if let Some(ent) = ctx.pinned_tasks.pop_front() {
+            let before = ctx.pinned_tasks.len();
+            next = sh.run_task(
+                &mut ctx,
+                me,
+                Task {
+                    ent,
+                    item: Item::Wake,
+                },
+                &mut taken,
+            );
+            if next.is_none() && ctx.pinned_tasks.len() > before && sh.queues[me].maybe_empty() {
+                // It yielded again at once: let the others drain.
+                crate::sync::yield_now();
+            }
+            continue;
+        }
+        // Spin a little before sleeping: work often appears within
+        // microseconds (the reader's next record, a peer's surplus), and a
+        // futex sleep/wake pair costs more than that.
+        if spins < SPINS {
+            spins += 1;
+            if spins.is_multiple_of(16) {
+                thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        spins = 0;
+        match sh.sleep.idle(|last| sh.look(last)) {
+            Wake::Retry => {}
+            Wake::Done => return,
+            Wake::ForceAdmit => {
+                if let Some(Some(t)) = sh.admit(&mut ctx, true) {
+                    next = Some(t);
+                }
+            }
+        }
+    }
+}
+
+/// Hooks for the model checks ([`crate::loom_tests`]): one node's scheduler
+/// without `run` (no reader thread, no entry network, input closed).
+#[cfg(all(test, loom))]
+impl Shared {
+    /// A node with `workers` workers and `initial` tasks in worker 0's queue.
+    pub(crate) fn for_model(
+        rt: Runtime,
+        workers: usize,
+        initial: Vec<(Arc<Entity>, Item)>,
+    ) -> Shared {
+        let initial = initial
+            .into_iter()
+            .map(|(ent, item)| Task { ent, item })
+            .collect();
+        let input = InputConfig {
+            closed: true,
+            capacity: 1,
+            limit: None,
+            codecs: snet_core::Codecs::default(),
+        };
+        Shared::new(rt, workers, initial, None, input)
+    }
+
+    /// What `run` does once the workers are done: the output manager stops
+    /// when its queue is empty, the input manager at its next look.
+    pub(crate) fn model_stop(&self) {
+        self.rt.net.stop();
+        self.managers_stop.store(true, Ordering::Release);
+    }
+
+    /// Whether no entity is listed as suspended.
+    pub(crate) fn model_suspended_is_empty(&self) -> bool {
+        self.rt.suspended_count() == 0
+    }
+
+    /// Panics unless the node ended cleanly: no error, no task left, done.
+    pub(crate) fn model_assert_drained(&self) {
+        assert!(lock(&self.error).is_none(), "node {} failed", self.rt.node);
+        assert!(
+            self.queues.iter().all(LocalQueue::is_empty),
+            "node {}: tasks left in a queue",
+            self.rt.node
+        );
+        assert!(
+            lock(&self.injector).is_empty(),
+            "node {}: licences left in the injector",
+            self.rt.node
+        );
+        assert!(self.sleep.is_done(), "node {}: not done", self.rt.node);
+    }
+}
