@@ -930,5 +930,5 @@ fn build(
 }
 
 #[cfg(test)]
-#[path = "filter_tests.rs"]
+#[path = "compile_tests.rs"]
 mod tests;
