@@ -10,6 +10,12 @@
 //! at the instance's start (see [`crate::boxes`], "Initialiser boxes"). A
 //! component placed on another node becomes a remote entity here and an
 //! instance there ([`remote_instance`], [`crate::dist`]).
+//!
+//! This module imports every entity module (it builds each kind), and the
+//! dispatchers (`parallel`, `star`, `split`) import [`instantiate`] back:
+//! they create their branches, stages and replicas lazily, at run time,
+//! with the same function that wires the static network. One function
+//! for both keeps eager and lazy instances identical.
 
 use snet_core::{Graph, NodeId, NodeKind, Record};
 

@@ -1,6 +1,19 @@
 //! What every entity of a run shares ([`Runtime`]), the entity kinds
 //! ([`Kind`]), the small context an entity works in ([`Ctx`]), and the
 //! dispatch of one item to its entity ([`process`]).
+//!
+//! # Why this module and the entity modules import each other
+//!
+//! [`Kind`] names every entity type (the filter chain, the synchrocell, the
+//! box, the dispatchers, the collector, the output, the remote entity), so
+//! this module imports each entity module; and each entity module imports
+//! [`Ctx`] (and through it [`Runtime`]) from here, because processing an
+//! item means sending through the worker's context. The cycle is the
+//! design: the dispatch is a closed enum matched in [`process`] (an
+//! [`Entity`]'s state is a `Kind`), so every kind is named here, and every
+//! kind works through the one context type defined here. A new entity kind
+//! goes into its own module and into [`Kind`] and [`process`]; nothing
+//! outside the engine sees either side.
 
 use std::collections::VecDeque;
 
