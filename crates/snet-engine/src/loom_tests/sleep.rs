@@ -1,5 +1,5 @@
 //! The scheduler's sleep/wake and quiescence protocol ([`crate::scheduler`],
-//! `Sleep`), used the way the scheduler uses it.
+//! `Sleep`, in `scheduler/sleep.rs`), used the way the scheduler uses it.
 //!
 //! Workers loop as `worker_loop` does: take an item from a queue (a loom
 //! mutex standing for the local queues, the injector and the input buffer);
