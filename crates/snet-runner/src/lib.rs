@@ -56,7 +56,9 @@ pub use alloc::{tune_allocator, SnetAlloc};
 pub use entry::snet_runner_main;
 pub use iobench::iobench_command;
 pub use mpi::{mpi_launched, MPI_LINK_ARGS};
-pub use options::RunOptions;
-pub use pingpong::pingpong_command;
+pub use options::{fields_parser, notify_parser, RunOptions, TransportKind};
+pub use pingpong::{pingpong_command, PingpongTarget};
 pub use run::run;
 pub use selftest::selftest;
+/// The shared-memory modes that `--notify` and `--fields` name.
+pub use snet_shm::{FieldMode, Notify};

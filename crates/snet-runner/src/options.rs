@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Parser, ValueEnum};
+use snet_shm::{FieldMode, Notify};
 
 /// Options of a built program (the `snet run` options that do not name the program).
 #[derive(Parser, Debug)]
@@ -43,19 +45,19 @@ pub struct RunOptions {
     /// rank), or `loopback`, which runs every node inside this process
     /// (each with its own engine, workers and field store), for testing
     /// and debugging distributed programs.
-    #[arg(long, value_name = "KIND", value_parser = ["shm", "loopback", "mpi"])]
-    pub transport: Option<String>,
+    #[arg(long, value_name = "KIND", value_enum)]
+    pub transport: Option<TransportKind>,
     /// Shared memory: how a node notices a message. `poll` spins (lowest
     /// latency, a busy core per node), `interrupt` sleeps in the kernel
     /// until a sender wakes it, `sparse` polls while busy and sleeps when
     /// idle (senders wake only a sleeper).
-    #[arg(long, value_name = "MODE", default_value = "sparse", value_parser = ["poll", "interrupt", "sparse"])]
-    pub notify: String,
+    #[arg(long, value_name = "MODE", default_value = "sparse", value_parser = notify_parser())]
+    pub notify: Notify,
     /// Shared memory: how field bytes move. `chunked` through the message
     /// rings (two copies), `single-copy` copied once into a shared arena,
     /// `zero-copy` fields live in the arena and only an offset moves.
-    #[arg(long, value_name = "MODE", default_value = "zero-copy", value_parser = ["chunked", "single-copy", "zero-copy"])]
-    pub fields: String,
+    #[arg(long, value_name = "MODE", default_value = "zero-copy", value_parser = fields_parser())]
+    pub fields: FieldMode,
     /// Fields of at most this many bytes travel inline with their records
     /// between nodes; larger ones travel by reference and are fetched only
     /// where a box needs them.
@@ -65,6 +67,29 @@ pub struct RunOptions {
     /// nodes (chosen from SEED), which must change no output.
     #[arg(long, value_name = "SEED", hide = true)]
     pub scatter: Option<u64>,
+}
+
+/// How the nodes of a run talk (`--transport`; `snet selftest` takes the
+/// same values).
+#[derive(ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TransportKind {
+    // No doc comments on the variants: clap would print them as a list in
+    // `--help` instead of the one line of possible values.
+    Shm,
+    Loopback,
+    Mpi,
+}
+
+/// The parser of `--notify` ([`Notify`]'s names, in `--help` and in the
+/// error for a bad value, as a plain list of possible values).
+pub fn notify_parser() -> impl TypedValueParser<Value = Notify> {
+    PossibleValuesParser::new(Notify::ALL.map(Notify::name)).try_map(|s| s.parse::<Notify>())
+}
+
+/// The parser of `--fields` ([`FieldMode`]'s names, as [`notify_parser`]).
+pub fn fields_parser() -> impl TypedValueParser<Value = FieldMode> {
+    PossibleValuesParser::new(FieldMode::ALL.map(FieldMode::name))
+        .try_map(|s| s.parse::<FieldMode>())
 }
 
 /// `--box-stack`: bytes, with an optional K, M or G suffix (powers of 1024).
@@ -92,6 +117,45 @@ fn parse_size(s: &str) -> Result<usize, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// The three named options parse into their enums once, here; the
+    /// defaults and the spellings are those of the command line.
+    #[test]
+    fn transport_notify_fields() {
+        let o = RunOptions::try_parse_from(["prog"]).expect("no options");
+        assert_eq!(
+            (o.transport, o.notify, o.fields),
+            (None, Notify::Sparse, FieldMode::ZeroCopy)
+        );
+        let o = RunOptions::try_parse_from([
+            "prog",
+            "--transport",
+            "loopback",
+            "--notify",
+            "interrupt",
+            "--fields",
+            "single-copy",
+        ])
+        .expect("valid options");
+        assert_eq!(
+            (o.transport, o.notify, o.fields),
+            (
+                Some(TransportKind::Loopback),
+                Notify::Interrupt,
+                FieldMode::SingleCopy
+            )
+        );
+        for (opt, bad) in [
+            ("--transport", "tcp"),
+            ("--notify", "busy"),
+            ("--fields", "copy"),
+        ] {
+            let e = RunOptions::try_parse_from(["prog", opt, bad]).expect_err(bad);
+            assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue, "{e}");
+        }
+    }
+
     #[test]
     fn box_stack_sizes() {
         assert_eq!(super::parse_size("64K"), Ok(64 << 10));

@@ -44,6 +44,8 @@ use std::time::{Duration, Instant};
 use snet_core::FieldBytes;
 use snet_engine::dist::{Channel, Payload, Transport};
 
+use snet_shm::{FieldMode, Notify};
+
 use crate::shm::shm_endpoint;
 
 /// CPU time (user + system) of this whole process so far.
@@ -476,14 +478,32 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// What `snet pingpong` measures (`--transport`): a transport between
+/// nodes, or a hand-written ping-pong over a shared page.
+#[derive(clap::ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PingpongTarget {
+    // No doc comments on the variants (see `TransportKind`).
+    Shm,
+    Mpi,
+    RawSpin,
+    RawFutex,
+}
+
 /// The communication benchmark's ping-pong (`snet pingpong`, see
 /// the module doc): over `transport` (`shm`, `mpi` under mpirun, or the
 /// hand-written `raw-spin` / `raw-futex`), for each of `sizes`.
-pub fn pingpong_command(transport: &str, notify: &str, fields: &str, sizes: &[usize]) -> u8 {
+pub fn pingpong_command(
+    target: PingpongTarget,
+    notify: Notify,
+    fields: FieldMode,
+    sizes: &[usize],
+) -> u8 {
     use snet_engine::dist::Transport;
-    let result = match transport {
-        "raw-spin" | "raw-futex" => raw(transport == "raw-futex", 20000),
-        "shm" => {
+    let result = match target {
+        PingpongTarget::RawSpin | PingpongTarget::RawFutex => {
+            raw(target == PingpongTarget::RawFutex, 20000)
+        }
+        PingpongTarget::Shm => {
             let (t, started) = match shm_endpoint(2, notify, fields) {
                 Ok(e) => e,
                 Err(e) => {
@@ -509,8 +529,7 @@ pub fn pingpong_command(transport: &str, notify: &str, fields: &str, sizes: &[us
             }
             r
         }
-        "mpi" => pingpong_mpi(sizes),
-        other => Err(format!("no transport `{other}`")),
+        PingpongTarget::Mpi => pingpong_mpi(sizes),
     };
     match result {
         Ok(()) => 0,

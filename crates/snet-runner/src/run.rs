@@ -10,7 +10,7 @@ use crate::alloc::GLOBAL;
 use crate::io::{open_io, OpenError};
 use crate::mpi::{mpi_launched, run_mpi};
 use crate::shm::run_shm;
-use crate::RunOptions;
+use crate::{RunOptions, TransportKind};
 
 /// Runs `graph` with `opts`; returns the exit status (0 ok, 1 run error, 2 usage/I-O).
 pub fn run(
@@ -53,11 +53,11 @@ pub fn run(
         return 2;
     }
     let start = std::time::Instant::now();
-    let result = match opts.transport.as_deref() {
-        Some("shm") => return run_shm(graph, &config, opts, language),
-        Some("mpi") => return run_mpi(graph, &config, opts, language),
+    let result = match opts.transport {
+        Some(TransportKind::Shm) => return run_shm(graph, &config, opts, language),
+        Some(TransportKind::Mpi) => return run_mpi(graph, &config, opts, language),
         None if mpi_launched() => return run_mpi(graph, &config, opts, language),
-        Some("loopback") => {
+        Some(TransportKind::Loopback) => {
             let nodes = opts.nodes.unwrap_or(1);
             let io = match open_io(opts) {
                 Ok(io) => io,
@@ -66,7 +66,7 @@ pub fn run(
             let graph = scatter(graph, opts, nodes);
             snet_engine::run_loopback(graph, &config, Some(io), language, nodes)
         }
-        _ => {
+        None => {
             if let Some(n) = opts.nodes.filter(|&n| n > 1) {
                 say!(
                     "error: --nodes {n} needs a transport: --transport shm (processes on this machine), --transport loopback, or start the program with mpirun"

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 #[cfg(feature = "mpi")]
 use crate::mpi::mpi_launched;
+use snet_shm::{FieldMode, Notify};
+
 use crate::shm::shm_endpoint;
+use crate::TransportKind;
 
 /// Runs the transport conformance suite (`snet selftest`): with
 /// `transport` `loopback`, every case on `nodes` in-process nodes; with
@@ -14,18 +17,18 @@ use crate::shm::shm_endpoint;
 /// last rank outright, so under MPI it must be run alone, and `mpirun`
 /// (not this process) reports the death.
 pub fn selftest(
-    transport: &str,
+    transport: TransportKind,
     nodes: u32,
     cases: &[String],
     window: usize,
-    shm: (&str, &str),
+    shm: (Notify, FieldMode),
 ) -> u8 {
     use snet_engine::dist::{conformance, loopback::Loopback};
     let cases: Vec<&str> = if cases.is_empty() {
         conformance::CASES
             .iter()
             .copied()
-            .filter(|c| transport == "loopback" || *c != "peer-dies")
+            .filter(|c| transport == TransportKind::Loopback || *c != "peer-dies")
             .collect()
     } else {
         cases.iter().map(String::as_str).collect()
@@ -38,7 +41,7 @@ pub fn selftest(
         return 2;
     }
     match transport {
-        "loopback" => {
+        TransportKind::Loopback => {
             for case in cases {
                 let r = conformance::run_in_threads_cases(
                     &[case],
@@ -55,12 +58,8 @@ pub fn selftest(
             }
             0
         }
-        "mpi" => selftest_mpi(&cases, window),
-        "shm" => selftest_shm(&cases, nodes.max(2), window, shm.0, shm.1),
-        other => {
-            say!("error: no transport `{other}`");
-            2
-        }
+        TransportKind::Mpi => selftest_mpi(&cases, window),
+        TransportKind::Shm => selftest_shm(&cases, nodes.max(2), window, shm.0, shm.1),
     }
 }
 
@@ -68,7 +67,13 @@ pub fn selftest(
 /// (as a run does); every node runs the cases in order. `peer-dies` kills
 /// the last node with SIGKILL, and node 0's watcher reports it to all.
 /// `window` is the ring's slot count (rounded up to a power of two).
-fn selftest_shm(cases: &[&str], nodes: u32, window: usize, notify: &str, fields: &str) -> u8 {
+fn selftest_shm(
+    cases: &[&str],
+    nodes: u32,
+    window: usize,
+    notify: Notify,
+    fields: FieldMode,
+) -> u8 {
     use snet_engine::dist::{conformance, Transport};
     if snet_shm::launch::started_as_node().is_none() {
         // SAFETY: before any other thread of ours exists (node processes

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use snet_engine::{Config, LanguageInterface};
+use snet_shm::{FieldMode, Notify};
 
 use crate::io::node_streams;
 use crate::run::{other_node_status, report_error, scatter};
@@ -16,17 +17,17 @@ pub(crate) type ShmEndpoint = (Arc<snet_shm::ShmTransport>, Option<snet_shm::lau
 
 /// Joins the shared-memory run this process was started for, or (node 0)
 /// creates one of `nodes` nodes and starts the other node processes.
-pub(crate) fn shm_endpoint(nodes: u32, notify: &str, fields: &str) -> Result<ShmEndpoint, String> {
+pub(crate) fn shm_endpoint(
+    nodes: u32,
+    notify: Notify,
+    fields: FieldMode,
+) -> Result<ShmEndpoint, String> {
     use snet_shm::launch;
     if let Some(started) = launch::started_as_node() {
         let (k, fd) = started?;
         let t = launch::attach_as_node(k, fd)?;
         return Ok((Arc::new(t), None));
     }
-    let notify =
-        snet_shm::Mode::parse(notify).ok_or_else(|| format!("no notify mode `{notify}`"))?;
-    let fields =
-        snet_shm::FieldMode::parse(fields).ok_or_else(|| format!("no field mode `{fields}`"))?;
     let g = snet_shm::Geometry::new(nodes, notify, fields);
     let seg = snet_shm::Segment::create(g)
         .map_err(|e| format!("cannot create the shared-memory segment: {e}"))?;
@@ -53,7 +54,7 @@ pub(crate) fn run_shm(
 ) -> u8 {
     use snet_engine::dist::Transport;
     let start = std::time::Instant::now();
-    let (t, started) = match shm_endpoint(opts.nodes.unwrap_or(1), &opts.notify, &opts.fields) {
+    let (t, started) = match shm_endpoint(opts.nodes.unwrap_or(1), opts.notify, opts.fields) {
         Ok(e) => e,
         Err(e) => {
             say!("error: shm: {e}");
