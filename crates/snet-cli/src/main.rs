@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use snet_runner::{FieldMode, Notify, PingpongTarget, TransportKind};
 
 mod buildcmd;
 
@@ -107,12 +108,12 @@ enum Cmd {
     Pingpong {
         /// `shm`, `mpi` (under `mpirun -np 2`), `raw-spin` or `raw-futex`
         /// (hand-written 8-byte ping-pongs over a shared page).
-        #[arg(long, default_value = "shm", value_parser = ["shm", "mpi", "raw-spin", "raw-futex"])]
-        transport: String,
-        #[arg(long, default_value = "poll", value_parser = ["poll", "interrupt", "sparse"])]
-        notify: String,
-        #[arg(long, default_value = "zero-copy", value_parser = ["chunked", "single-copy", "zero-copy"])]
-        fields: String,
+        #[arg(long, default_value = "shm", value_enum)]
+        transport: PingpongTarget,
+        #[arg(long, default_value = "poll", value_parser = snet_runner::notify_parser())]
+        notify: Notify,
+        #[arg(long, default_value = "zero-copy", value_parser = snet_runner::fields_parser())]
+        fields: FieldMode,
         /// Field sizes in bytes, comma separated (default: 8 B to 256 MiB,
         /// doubling); 0: an 8-byte message without a field.
         #[arg(long, value_delimiter = ',')]
@@ -140,14 +141,14 @@ enum Cmd {
     Selftest {
         /// `mpi` (the default under mpirun), `shm` (node processes on this
         /// machine, started by this one) or `loopback`.
-        #[arg(long, value_parser = ["loopback", "mpi", "shm"])]
-        transport: Option<String>,
+        #[arg(long, value_enum)]
+        transport: Option<TransportKind>,
         /// Shared memory: the notification mode.
-        #[arg(long, default_value = "sparse", value_parser = ["poll", "interrupt", "sparse"])]
-        notify: String,
+        #[arg(long, default_value = "sparse", value_parser = snet_runner::notify_parser())]
+        notify: Notify,
         /// Shared memory: the field transfer mode.
-        #[arg(long, default_value = "zero-copy", value_parser = ["chunked", "single-copy", "zero-copy"])]
-        fields: String,
+        #[arg(long, default_value = "zero-copy", value_parser = snet_runner::fields_parser())]
+        fields: FieldMode,
         /// Nodes of a loopback or shm run (MPI: the number of processes).
         #[arg(long, default_value_t = 4)]
         nodes: u32,
@@ -202,7 +203,7 @@ fn main() -> ExitCode {
                 sizes
             };
             ExitCode::from(snet_runner::pingpong_command(
-                &transport, &notify, &fields, &sizes,
+                transport, notify, fields, &sizes,
             ))
         }
         Cmd::Iobench {
@@ -226,17 +227,17 @@ fn main() -> ExitCode {
         } => {
             let transport = transport.unwrap_or_else(|| {
                 if snet_runner::mpi_launched() {
-                    "mpi".into()
+                    TransportKind::Mpi
                 } else {
-                    "loopback".into()
+                    TransportKind::Loopback
                 }
             });
             ExitCode::from(snet_runner::selftest(
-                &transport,
+                transport,
                 nodes,
                 &cases,
                 window,
-                (&notify, &fields),
+                (notify, fields),
             ))
         }
         Cmd::Build {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use snet_core::FieldBytes;
 use snet_engine::dist::{Channel, Payload, Transport};
-use snet_shm::{FieldMode, Geometry, HeapRegion, Mode, Ring, ShmTransport};
+use snet_shm::{FieldMode, Geometry, HeapRegion, Notify, Ring, ShmTransport};
 
 // (Linking snet_runner also brings snet's global allocator.)
 
@@ -16,9 +16,9 @@ fn two_rings(payload: usize) -> ([HeapRegion; 2], Ring, Ring) {
     let len = Ring::layout(256, payload).unwrap();
     let regions = [HeapRegion::new(len), HeapRegion::new(len)];
     // SAFETY: each region is returned with its ring and outlives it.
-    let r0 = unsafe { Ring::init(regions[0].as_ptr(), len, 256, payload, Mode::Poll) }.unwrap();
+    let r0 = unsafe { Ring::init(regions[0].as_ptr(), len, 256, payload, Notify::Poll) }.unwrap();
     // SAFETY: as above.
-    let r1 = unsafe { Ring::init(regions[1].as_ptr(), len, 256, payload, Mode::Poll) }.unwrap();
+    let r1 = unsafe { Ring::init(regions[1].as_ptr(), len, 256, payload, Notify::Poll) }.unwrap();
     (regions, r0, r1)
 }
 
@@ -114,7 +114,7 @@ fn main() {
     }
     // transport level: an 8-byte message (header only)
     {
-        let g = Geometry::new(2, Mode::Poll, FieldMode::ZeroCopy);
+        let g = Geometry::new(2, Notify::Poll, FieldMode::ZeroCopy);
         let t = ShmTransport::in_process(g).unwrap();
         let (t0, t1) = (&t[0], &t[1]);
         let recv = |t: &ShmTransport| loop {
@@ -141,7 +141,7 @@ fn main() {
     }
     // transport level: an 8-byte field
     for fields in [FieldMode::Chunked, FieldMode::ZeroCopy] {
-        let g = Geometry::new(2, Mode::Poll, fields);
+        let g = Geometry::new(2, Notify::Poll, fields);
         let t = ShmTransport::in_process(g).unwrap();
         let (t0, t1) = (&t[0], &t[1]);
         let recv = |t: &ShmTransport| loop {
@@ -199,7 +199,7 @@ fn solo(reps: usize) {
     }
     println!("{:>12}: {best} ns per round trip (one thread)", "ring");
     {
-        let g = Geometry::new(2, Mode::Poll, FieldMode::ZeroCopy);
+        let g = Geometry::new(2, Notify::Poll, FieldMode::ZeroCopy);
         let t = ShmTransport::in_process(g).unwrap();
         let (t0, t1) = (&t[0], &t[1]);
         let mut best = u64::MAX;
@@ -226,7 +226,7 @@ fn solo(reps: usize) {
         &[FieldMode::Chunked, FieldMode::ZeroCopy]
     };
     for &fields in fields {
-        let g = Geometry::new(2, Mode::Poll, fields);
+        let g = Geometry::new(2, Notify::Poll, fields);
         let t = ShmTransport::in_process(g).unwrap();
         let (t0, t1) = (&t[0], &t[1]);
         let mut buf = Some(FieldBytes::copy_from(&[1u8; 8]));

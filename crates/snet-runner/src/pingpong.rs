@@ -44,6 +44,10 @@ use std::time::{Duration, Instant};
 use snet_core::FieldBytes;
 use snet_engine::dist::{Channel, Payload, Transport};
 
+use snet_shm::{FieldMode, Notify};
+
+use crate::shm::shm_endpoint;
+
 /// CPU time (user + system) of this whole process so far.
 fn proc_cpu_now() -> u64 {
     // SAFETY: an all-zero rusage is valid; getrusage fills it.
@@ -472,6 +476,86 @@ pub fn raw(futex: bool, reps: usize) -> Result<(), String> {
     };
     println!("{}", line((name, "-", "-"), 8, &mut times, cpu));
     Ok(())
+}
+
+/// What `snet pingpong` measures (`--transport`): a transport between
+/// nodes, or a hand-written ping-pong over a shared page.
+#[derive(clap::ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PingpongTarget {
+    // No doc comments on the variants (see `TransportKind`).
+    Shm,
+    Mpi,
+    RawSpin,
+    RawFutex,
+}
+
+/// The communication benchmark's ping-pong (`snet pingpong`, see
+/// the module doc): over `transport` (`shm`, `mpi` under mpirun, or the
+/// hand-written `raw-spin` / `raw-futex`), for each of `sizes`.
+pub fn pingpong_command(
+    target: PingpongTarget,
+    notify: Notify,
+    fields: FieldMode,
+    sizes: &[usize],
+) -> u8 {
+    use snet_engine::dist::Transport;
+    let result = match target {
+        PingpongTarget::RawSpin | PingpongTarget::RawFutex => {
+            raw(target == PingpongTarget::RawFutex, 20000)
+        }
+        PingpongTarget::Shm => {
+            let (t, started) = match shm_endpoint(2, notify, fields) {
+                Ok(e) => e,
+                Err(e) => {
+                    say!("error: shm: {e}");
+                    return 2;
+                }
+            };
+            t.install_field_allocator();
+            let g = t.geometry();
+            let r = over_transport(&*t, sizes, ("shm", g.notify.name(), g.fields.name()));
+            t.close();
+            if let Some(n) = started {
+                for e in n.wait(Duration::from_secs(10)) {
+                    if e.status != 0 {
+                        say!(
+                            "error: node {} {}",
+                            e.node,
+                            snet_shm::segment::describe_status(e.status)
+                        );
+                        return 1;
+                    }
+                }
+            }
+            r
+        }
+        PingpongTarget::Mpi => pingpong_mpi(sizes),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            say!("error: pingpong: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(feature = "mpi")]
+fn pingpong_mpi(sizes: &[usize]) -> Result<(), String> {
+    use snet_engine::dist::Transport;
+    let t = snet_mpi::MpiTransport::start().map_err(|e| format!("cannot start MPI: {e}"))?;
+    let r = if t.nodes() == 2 {
+        over_transport(&t, sizes, ("mpi", "-", "-"))
+    } else {
+        Err("the MPI ping-pong needs exactly 2 ranks (mpirun -np 2)".into())
+    };
+    t.finish();
+    r
+}
+
+#[cfg(not(feature = "mpi"))]
+fn pingpong_mpi(_: &[usize]) -> Result<(), String> {
+    Err("this snet was built without MPI (cargo feature `mpi`)".into())
 }
 
 #[cfg(test)]

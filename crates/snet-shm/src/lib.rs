@@ -14,8 +14,8 @@
 //!   (message frames, chunking, the three field modes, faults);
 //! - [`launch`]: node 0 starts and watches the other node processes;
 //! - [`ring`]: the bounded MPSC ring of fixed-size slots (protocol at the top);
-//! - [`notify`]: how the consumer waits and producers wake it: [`Mode::Poll`],
-//!   [`Mode::Interrupt`], [`Mode::Sparse`] (protocol and no-lost-wake-up
+//! - [`notify`]: how the consumer waits and producers wake it: [`Notify::Poll`],
+//!   [`Notify::Interrupt`], [`Notify::Sparse`] (protocol and no-lost-wake-up
 //!   argument at the top);
 //! - [`arena`]: the field arena, a buddy allocator of reference-counted
 //!   blocks that any process may allocate and free (fields pass between
@@ -23,11 +23,11 @@
 //! - `sync`: the atomics, fences and futex, swappable by loom.
 //!
 //! ```
-//! use snet_shm::{HeapRegion, Mode, Ring};
+//! use snet_shm::{HeapRegion, Notify, Ring};
 //! let len = Ring::layout(8, 240).unwrap();
 //! let region = HeapRegion::new(len); // a shared mapping in the transport
 //! // SAFETY: the region outlives the ring.
-//! let ring = unsafe { Ring::init(region.as_ptr(), len, 8, 240, Mode::Sparse) }.unwrap();
+//! let ring = unsafe { Ring::init(region.as_ptr(), len, 8, 240, Notify::Sparse) }.unwrap();
 //! ring.try_push_parts(&[b"head", b"body"]).unwrap();
 //! ring.after_push();
 //! let mut rx = ring.consumer().unwrap();
@@ -77,7 +77,7 @@ pub mod segment;
 pub mod transport;
 
 pub use arena::{Arena, ArenaError, ArenaStats};
-pub use notify::Mode;
+pub use notify::{Notify, UnknownMode};
 pub use ring::{Claimed, Consumer, Head, HeapRegion, PushError, Ring, RingError};
 #[cfg(feature = "transport")]
 pub use segment::{FieldMode, Geometry, Segment};

@@ -2,14 +2,14 @@
 //! three notification modes (thesis ch. 5.1.3 and 6.2.1, `runtime.md` §4)
 //! on futexes in the shared segment.
 //!
-//! * [`Mode::Poll`]: the consumer spins on the ring (then yields between
+//! * [`Notify::Poll`]: the consumer spins on the ring (then yields between
 //!   looks); producers never make a system call. Lowest latency, a core
 //!   busy while idle.
-//! * [`Mode::Interrupt`]: the consumer sleeps on a futex word, `event`;
+//! * [`Notify::Interrupt`]: the consumer sleeps on a futex word, `event`;
 //!   every push is followed by `event += 1` and a `FUTEX_WAKE` (the SCC's
 //!   inter-core interrupt after every message). No CPU while idle; a system
 //!   call per push.
-//! * [`Mode::Sparse`] (sparse polling): the consumer polls while there is
+//! * [`Notify::Sparse`] (sparse polling): the consumer polls while there is
 //!   work and sleeps only when it runs out; it publishes a `sleeping` flag
 //!   (the thesis's inverted "handling" flag), and a producer makes the
 //!   `FUTEX_WAKE` call only when the flag says the consumer sleeps. No CPU
@@ -95,7 +95,7 @@ use crate::sync::{self, fence, AtomicU32, Futex, Ordering};
 
 /// How a ring's consumer is notified; fixed when the ring is initialised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Mode {
+pub enum Notify {
     /// The consumer busy-polls; producers never call the kernel.
     Poll,
     /// The consumer sleeps on a futex; producers wake it after every push.
@@ -105,20 +105,20 @@ pub enum Mode {
     Sparse,
 }
 
-impl Mode {
+impl Notify {
     pub(crate) fn to_word(self) -> u32 {
         match self {
-            Mode::Poll => 1,
-            Mode::Interrupt => 2,
-            Mode::Sparse => 3,
+            Notify::Poll => 1,
+            Notify::Interrupt => 2,
+            Notify::Sparse => 3,
         }
     }
 
-    pub(crate) fn from_word(w: u32) -> Option<Mode> {
+    pub(crate) fn from_word(w: u32) -> Option<Notify> {
         match w {
-            1 => Some(Mode::Poll),
-            2 => Some(Mode::Interrupt),
-            3 => Some(Mode::Sparse),
+            1 => Some(Notify::Poll),
+            2 => Some(Notify::Interrupt),
+            3 => Some(Notify::Sparse),
             _ => None,
         }
     }
@@ -127,19 +127,59 @@ impl Mode {
     /// `sparse`).
     pub fn name(self) -> &'static str {
         match self {
-            Mode::Poll => "poll",
-            Mode::Interrupt => "interrupt",
-            Mode::Sparse => "sparse",
+            Notify::Poll => "poll",
+            Notify::Interrupt => "interrupt",
+            Notify::Sparse => "sparse",
         }
     }
 
-    /// The mode named `s` (see [`Mode::name`]).
-    pub fn parse(s: &str) -> Option<Mode> {
-        [Mode::Poll, Mode::Interrupt, Mode::Sparse]
+    /// The modes, in the order the command line lists them.
+    pub const ALL: [Notify; 3] = [Notify::Poll, Notify::Interrupt, Notify::Sparse];
+}
+
+/// The mode named `s` (see [`Notify::name`]): `--notify`'s parser.
+impl std::str::FromStr for Notify {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Notify, UnknownMode> {
+        Notify::ALL
             .into_iter()
             .find(|m| m.name() == s)
+            .ok_or_else(|| UnknownMode::new("notify", s))
     }
 }
+
+impl std::fmt::Display for Notify {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is none of the modes of its kind ([`Notify`] or
+/// [`FieldMode`](crate::FieldMode)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMode {
+    /// `notify` or `field`.
+    pub kind: &'static str,
+    /// The name given.
+    pub name: String,
+}
+
+impl UnknownMode {
+    pub(crate) fn new(kind: &'static str, name: &str) -> UnknownMode {
+        UnknownMode {
+            kind,
+            name: name.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for UnknownMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no {} mode `{}`", self.kind, self.name)
+    }
+}
+
+impl std::error::Error for UnknownMode {}
 
 /// How many looks a sparse-mode consumer takes before it sleeps (a few
 /// hundred nanoseconds of spinning), unless set per consumer.
@@ -185,7 +225,7 @@ impl NotifyWords {
 /// The consumer's wait (see the module docs); `ready` looks at the ring.
 /// Returns whether a message (or a kick) is there.
 pub(crate) fn wait(
-    mode: Mode,
+    mode: Notify,
     w: &NotifyWords,
     futex: &Futex,
     spins: u32,
@@ -194,7 +234,7 @@ pub(crate) fn wait(
 ) -> bool {
     let look = || ready() || w.take_kick();
     match mode {
-        Mode::Poll => {
+        Notify::Poll => {
             // The clock is read after the first round of looks, not before:
             // a message arriving at once is noticed sooner.
             let mut deadline = None;
@@ -214,7 +254,7 @@ pub(crate) fn wait(
                 sync::yield_now();
             }
         }
-        Mode::Interrupt => {
+        Notify::Interrupt => {
             // IA: pairs with the producers' IR.
             let v = w.event.load(Ordering::Acquire);
             if look() {
@@ -223,7 +263,7 @@ pub(crate) fn wait(
             futex.wait(&w.event, v, timeout);
             look()
         }
-        Mode::Sparse => {
+        Notify::Sparse => {
             for _ in 0..spins {
                 if look() {
                     return true;
@@ -245,15 +285,15 @@ pub(crate) fn wait(
 }
 
 /// A producer's notification after one or more publications.
-pub(crate) fn after_push(mode: Mode, w: &NotifyWords, futex: &Futex) {
+pub(crate) fn after_push(mode: Notify, w: &NotifyWords, futex: &Futex) {
     match mode {
-        Mode::Poll => {}
-        Mode::Interrupt => {
+        Notify::Poll => {}
+        Notify::Interrupt => {
             // IR: pairs with the consumer's IA.
             w.event.fetch_add(1, Ordering::Release);
             futex.wake(&w.event);
         }
-        Mode::Sparse => {
+        Notify::Sparse => {
             // F2: orders the publication before the flag load (pairs with F1).
             fence(Ordering::SeqCst);
             if w.sleeping.load(Ordering::Relaxed) != 0 && w.sleeping.swap(0, Ordering::Relaxed) != 0
@@ -265,7 +305,7 @@ pub(crate) fn after_push(mode: Mode, w: &NotifyWords, futex: &Futex) {
 }
 
 /// Wakes the consumer without a message (see the module docs).
-pub(crate) fn kick(mode: Mode, w: &NotifyWords, futex: &Futex) {
+pub(crate) fn kick(mode: Notify, w: &NotifyWords, futex: &Futex) {
     // Release: pairs with the Acquire in `take_kick`.
     w.kicked.store(1, Ordering::Release);
     after_push(mode, w, futex);
@@ -280,15 +320,19 @@ mod tests {
 
     #[test]
     fn names() {
-        for m in [Mode::Poll, Mode::Interrupt, Mode::Sparse] {
-            assert_eq!(Mode::parse(m.name()), Some(m));
-            assert_eq!(Mode::from_word(m.to_word()), Some(m));
+        for m in Notify::ALL {
+            assert_eq!(m.name().parse(), Ok(m));
+            assert_eq!(m.to_string(), m.name());
+            assert_eq!(Notify::from_word(m.to_word()), Some(m));
         }
-        assert_eq!(Mode::parse("busy"), None);
-        assert_eq!(Mode::from_word(0), None);
+        assert_eq!(
+            "busy".parse::<Notify>().unwrap_err().to_string(),
+            "no notify mode `busy`"
+        );
+        assert_eq!(Notify::from_word(0), None);
     }
 
-    fn ring(mode: Mode) -> (HeapRegion, Ring) {
+    fn ring(mode: Notify) -> (HeapRegion, Ring) {
         let len = Ring::layout(2, 8).unwrap();
         let region = HeapRegion::new(len);
         // SAFETY: the region is returned with the ring and outlives it.
@@ -298,7 +342,7 @@ mod tests {
 
     #[test]
     fn wait_times_out_when_idle() {
-        for mode in [Mode::Poll, Mode::Interrupt, Mode::Sparse] {
+        for mode in [Notify::Poll, Notify::Interrupt, Notify::Sparse] {
             let (_region, r) = ring(mode);
             let mut c = r.consumer().unwrap();
             assert!(!c.wait(Some(Duration::from_millis(1))), "{mode:?}");
@@ -311,7 +355,7 @@ mod tests {
 
     #[test]
     fn kick_is_sticky_until_a_wait_takes_it() {
-        for mode in [Mode::Poll, Mode::Interrupt, Mode::Sparse] {
+        for mode in [Notify::Poll, Notify::Interrupt, Notify::Sparse] {
             let (_region, r) = ring(mode);
             let mut c = r.consumer().unwrap();
             r.kick();
@@ -324,7 +368,7 @@ mod tests {
     /// thread, which set a stop flag first.
     #[test]
     fn kick_wakes_a_sleeper() {
-        for mode in [Mode::Poll, Mode::Interrupt, Mode::Sparse] {
+        for mode in [Notify::Poll, Notify::Interrupt, Notify::Sparse] {
             let (region, r) = ring(mode);
             let stop = Arc::new(AtomicBool::new(false));
             let r = Arc::new(r);

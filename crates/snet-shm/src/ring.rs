@@ -128,7 +128,7 @@ use std::mem::{align_of, size_of};
 use std::ptr::NonNull;
 use std::time::Duration;
 
-use crate::notify::{self, Mode, NotifyWords};
+use crate::notify::{self, Notify, NotifyWords};
 use crate::sync::{self, AtomicU32, AtomicU64, Futex, Ordering, Shadow};
 
 /// `"snetshm"` and the layout version in the low byte.
@@ -158,7 +158,7 @@ struct Meta {
     slots: AtomicU64,
     payload: AtomicU64,
     stride: AtomicU64,
-    /// The [`Mode`], so that every process agrees.
+    /// The [`Notify`], so that every process agrees.
     mode: AtomicU32,
     /// 1 while a [`Consumer`] handle exists.
     consumer: AtomicU32,
@@ -277,7 +277,7 @@ pub struct Ring {
     slots: u64,
     payload: usize,
     stride: usize,
-    mode: Mode,
+    mode: Notify,
     futex: Futex,
     shadow: Shadow,
     /// The last consumer `head` this handle's producers read (step 1).
@@ -341,7 +341,7 @@ impl Ring {
         len: usize,
         slots: usize,
         payload: usize,
-        mode: Mode,
+        mode: Notify,
     ) -> Result<Ring, RingError> {
         let needed = Self::layout(slots, payload).ok_or(RingError::Geometry { slots, payload })?;
         let base = NonNull::new(base).ok_or(RingError::Misaligned)?;
@@ -409,7 +409,8 @@ impl Ring {
         let payload = usize::try_from(meta.payload.load(Ordering::Relaxed))
             .map_err(|_| RingError::Corrupt)?;
         let stride = meta.stride.load(Ordering::Relaxed);
-        let mode = Mode::from_word(meta.mode.load(Ordering::Relaxed)).ok_or(RingError::Corrupt)?;
+        let mode =
+            Notify::from_word(meta.mode.load(Ordering::Relaxed)).ok_or(RingError::Corrupt)?;
         let needed = Self::layout(slots, payload).ok_or(RingError::Corrupt)?;
         if stride != Self::stride(payload) as u64 {
             return Err(RingError::Corrupt);
@@ -420,7 +421,13 @@ impl Ring {
         Ok(Ring::handle(base, slots, payload, stride as usize, mode))
     }
 
-    fn handle(base: NonNull<u8>, slots: usize, payload: usize, stride: usize, mode: Mode) -> Ring {
+    fn handle(
+        base: NonNull<u8>,
+        slots: usize,
+        payload: usize,
+        stride: usize,
+        mode: Notify,
+    ) -> Ring {
         Ring {
             base,
             slots: slots as u64,
@@ -445,7 +452,7 @@ impl Ring {
 
     /// How the consumer is notified (fixed by `init`, the same for every
     /// handle).
-    pub fn mode(&self) -> Mode {
+    pub fn mode(&self) -> Notify {
         self.mode
     }
 
@@ -624,7 +631,7 @@ impl Ring {
     }
 
     /// Notifies the consumer after one or more pushes, as the ring's
-    /// [`Mode`] says (see `notify.rs`): nothing when polling, a futex wake
+    /// [`Notify`] says (see `notify.rs`): nothing when polling, a futex wake
     /// when interrupt-driven, a wake only if the consumer sleeps when sparse.
     ///
     /// Every successful push must be followed by an `after_push` of the same
@@ -935,7 +942,7 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    fn ring(slots: usize, payload: usize, mode: Mode) -> (Arc<HeapRegion>, Ring) {
+    fn ring(slots: usize, payload: usize, mode: Notify) -> (Arc<HeapRegion>, Ring) {
         let len = Ring::layout(slots, payload).unwrap();
         let region = Arc::new(HeapRegion::new(len));
         // SAFETY: the region outlives the ring in every test (held alongside).
@@ -958,25 +965,25 @@ mod tests {
         // SAFETY: the region outlives the (failed) attempts.
         unsafe {
             assert_eq!(
-                Ring::init(region.as_ptr(), 511, 4, 48, Mode::Poll).unwrap_err(),
+                Ring::init(region.as_ptr(), 511, 4, 48, Notify::Poll).unwrap_err(),
                 RingError::TooSmall {
                     needed: 512,
                     len: 511
                 }
             );
             assert_eq!(
-                Ring::init(region.as_ptr().add(8), 504, 4, 48, Mode::Poll).unwrap_err(),
+                Ring::init(region.as_ptr().add(8), 504, 4, 48, Notify::Poll).unwrap_err(),
                 RingError::Misaligned
             );
             assert_eq!(
                 Ring::attach(region.as_ptr(), 512).unwrap_err(),
                 RingError::NotInitialised
             );
-            Ring::init(region.as_ptr(), 512, 4, 48, Mode::Sparse).unwrap();
+            Ring::init(region.as_ptr(), 512, 4, 48, Notify::Sparse).unwrap();
             let a = Ring::attach(region.as_ptr(), 512).unwrap();
             assert_eq!(
                 (a.capacity(), a.max_message(), a.mode()),
-                (4, 48, Mode::Sparse)
+                (4, 48, Notify::Sparse)
             );
             assert_eq!(
                 Ring::attach(region.as_ptr(), 300).unwrap_err(),
@@ -990,7 +997,7 @@ mod tests {
 
     #[test]
     fn push_pop_wraps_and_fills() {
-        let (_region, r) = ring(4, 20, Mode::Poll);
+        let (_region, r) = ring(4, 20, Notify::Poll);
         let mut c = r.consumer().unwrap();
         assert_eq!(c.head(), Head::Empty);
         assert!(c.try_pop(|_| ()).is_none());
@@ -1023,7 +1030,7 @@ mod tests {
 
     #[test]
     fn small_pushes_and_short_copies() {
-        let (_region, r) = ring(4, 80, Mode::Poll);
+        let (_region, r) = ring(4, 80, Notify::Poll);
         let mut c = r.consumer().unwrap();
         let src: Vec<u8> = (1..=72).collect();
         // Every split of up to 72 bytes into two parts behind the word.
@@ -1056,7 +1063,7 @@ mod tests {
 
     #[test]
     fn parts_and_in_place() {
-        let (_region, r) = ring(2, 16, Mode::Interrupt);
+        let (_region, r) = ring(2, 16, Notify::Interrupt);
         let mut c = r.consumer().unwrap();
         r.try_push_parts(&[b"head", b"", b"body!"]).unwrap();
         r.try_push_with(3, |b| b.copy_from_slice(b"abc")).unwrap();
@@ -1071,7 +1078,7 @@ mod tests {
 
     #[test]
     fn one_consumer_at_a_time() {
-        let (region, r) = ring(2, 8, Mode::Poll);
+        let (region, r) = ring(2, 8, Notify::Poll);
         // SAFETY: the region outlives `other`.
         let other = unsafe { Ring::attach(region.as_ptr(), region.len()) }.unwrap();
         let mut c = r.consumer().unwrap();
@@ -1088,7 +1095,7 @@ mod tests {
 
     #[test]
     fn panicking_writer_abandons_its_slot() {
-        let (_region, r) = ring(2, 8, Mode::Sparse);
+        let (_region, r) = ring(2, 8, Notify::Sparse);
         let mut c = r.consumer().unwrap();
         let r = std::panic::AssertUnwindSafe(&r);
         let res = std::panic::catch_unwind(|| {
@@ -1111,7 +1118,7 @@ mod tests {
 
     #[test]
     fn reserved_slot_is_pending() {
-        let (_region, r) = ring(2, 8, Mode::Poll);
+        let (_region, r) = ring(2, 8, Notify::Poll);
         let mut c = r.consumer().unwrap();
         // A producer that reserved and never published (a dead process):
         // simulated by reserving by hand.
@@ -1127,7 +1134,7 @@ mod tests {
 
     /// Producer threads and a consumer thread: every message once, in order
     /// per producer. Small counts under Miri.
-    fn threads(mode: Mode, producers: u32, per: u32, slots: usize) {
+    fn threads(mode: Notify, producers: u32, per: u32, slots: usize) {
         let (_region, r) = ring(slots, 8, mode);
         let r = Arc::new(r);
         let handles: Vec<_> = (0..producers)
@@ -1174,16 +1181,16 @@ mod tests {
 
     #[test]
     fn threads_poll() {
-        threads(Mode::Poll, 3, PER, 4);
+        threads(Notify::Poll, 3, PER, 4);
     }
 
     #[test]
     fn threads_interrupt() {
-        threads(Mode::Interrupt, 3, PER, 2);
+        threads(Notify::Interrupt, 3, PER, 2);
     }
 
     #[test]
     fn threads_sparse() {
-        threads(Mode::Sparse, 3, PER, 8);
+        threads(Notify::Sparse, 3, PER, 8);
     }
 }

@@ -37,7 +37,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use crate::arena::Arena;
-use crate::notify::Mode;
+use crate::notify::{Notify, UnknownMode};
 use crate::ring::Ring;
 
 /// The most nodes a segment has words for.
@@ -86,16 +86,29 @@ impl FieldMode {
         }
     }
 
-    pub fn parse(s: &str) -> Option<FieldMode> {
-        FieldMode::ALL.into_iter().find(|m| m.name() == s)
-    }
-
     fn word(self) -> u32 {
         self as u32
     }
 
     fn from_word(w: u32) -> Option<FieldMode> {
         FieldMode::ALL.get(w as usize).copied()
+    }
+}
+
+/// The mode named `s` (see [`FieldMode::name`]): `--fields`'s parser.
+impl std::str::FromStr for FieldMode {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<FieldMode, UnknownMode> {
+        FieldMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| UnknownMode::new("field", s))
+    }
+}
+
+impl std::fmt::Display for FieldMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -107,7 +120,7 @@ pub struct Geometry {
     pub slots: usize,
     /// Bytes a slot holds.
     pub slot_bytes: usize,
-    pub notify: Mode,
+    pub notify: Notify,
     pub fields: FieldMode,
     /// Bytes of field arena (single-copy and zero-copy; 0 for chunked).
     pub arena: usize,
@@ -124,7 +137,7 @@ impl Geometry {
     /// The default geometry for `nodes` nodes, with the tuning variables
     /// `SNET_SHM_SLOTS`, `SNET_SHM_SLOT_BYTES` and `SNET_SHM_ARENA` (bytes)
     /// applied when set.
-    pub fn new(nodes: u32, notify: Mode, fields: FieldMode) -> Geometry {
+    pub fn new(nodes: u32, notify: Notify, fields: FieldMode) -> Geometry {
         let var = |name: &str, default: usize| {
             std::env::var(name)
                 .ok()
@@ -317,7 +330,7 @@ impl Segment {
             nodes: header.nodes.load(Ordering::Relaxed),
             slots: header.slots.load(Ordering::Relaxed) as usize,
             slot_bytes: header.slot_bytes.load(Ordering::Relaxed) as usize,
-            notify: Mode::from_word(header.notify.load(Ordering::Relaxed))
+            notify: Notify::from_word(header.notify.load(Ordering::Relaxed))
                 .ok_or_else(|| bad("bad notify mode"))?,
             fields: FieldMode::from_word(header.fields.load(Ordering::Relaxed))
                 .ok_or_else(|| bad("bad field mode"))?,
@@ -479,5 +492,23 @@ pub fn describe_status(status: i32) -> String {
         format!("killed by signal {sig} ({})", name.to_string_lossy())
     } else {
         format!("exited with status {status}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FieldMode;
+
+    #[test]
+    fn field_mode_names() {
+        for m in FieldMode::ALL {
+            assert_eq!(m.name().parse(), Ok(m));
+            assert_eq!(m.to_string(), m.name());
+            assert_eq!(FieldMode::from_word(m.word()), Some(m));
+        }
+        assert_eq!(
+            "copy".parse::<FieldMode>().unwrap_err().to_string(),
+            "no field mode `copy`"
+        );
     }
 }

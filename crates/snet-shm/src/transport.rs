@@ -787,10 +787,10 @@ impl Transport for ShmTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::notify::Mode;
+    use crate::notify::Notify;
     use snet_transport::conformance;
 
-    fn geometry(nodes: u32, notify: Mode, fields: FieldMode) -> Geometry {
+    fn geometry(nodes: u32, notify: Notify, fields: FieldMode) -> Geometry {
         Geometry {
             nodes,
             slots: 16,
@@ -827,7 +827,7 @@ mod tests {
     /// goes by the arena, and senders often find the ring full.
     #[test]
     fn the_transport_suite_passes_in_every_mode() {
-        for notify in [Mode::Poll, Mode::Interrupt, Mode::Sparse] {
+        for notify in [Notify::Poll, Notify::Interrupt, Notify::Sparse] {
             for fields in FieldMode::ALL {
                 for nodes in [2, 3] {
                     let g = geometry(nodes, notify, fields);

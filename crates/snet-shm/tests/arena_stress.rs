@@ -19,7 +19,7 @@
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use snet_shm::{Arena, Mode, PushError, Ring};
+use snet_shm::{Arena, Notify, PushError, Ring};
 
 const CHILDREN: usize = 4;
 const SLOTS: usize = 16;
@@ -401,7 +401,7 @@ fn processes_pass_blocks_and_free_everything() {
                     plan.ring_len,
                     SLOTS,
                     PAYLOAD,
-                    Mode::Sparse,
+                    Notify::Sparse,
                 )
             }
             .unwrap();

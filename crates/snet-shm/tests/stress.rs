@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snet_shm::{HeapRegion, Mode, PushError, Ring};
+use snet_shm::{HeapRegion, Notify, PushError, Ring};
 
 /// Slot payload: one slot is a 64-byte cache line.
 const PAYLOAD: usize = 48;
@@ -121,7 +121,7 @@ fn consume(ring: &Ring, producers: usize, per: u64) -> Duration {
 
 /// `producers` threads push `per` messages each into one ring of `slots`
 /// slots; the test thread consumes.
-fn threads(mode: Mode, producers: u32, per: u64, slots: usize) {
+fn threads(mode: Notify, producers: u32, per: u64, slots: usize) {
     let len = Ring::layout(slots, PAYLOAD).unwrap();
     let region = HeapRegion::new(len);
     // SAFETY: the region outlives the ring (dropped after it, below).
@@ -147,23 +147,23 @@ fn threads(mode: Mode, producers: u32, per: u64, slots: usize) {
 
 #[test]
 fn threads_sparse_ten_million() {
-    threads(Mode::Sparse, 4, scale(2_500_000), 256);
+    threads(Notify::Sparse, 4, scale(2_500_000), 256);
 }
 
 #[test]
 fn threads_poll() {
-    threads(Mode::Poll, 4, scale(250_000), 64);
+    threads(Notify::Poll, 4, scale(250_000), 64);
 }
 
 #[test]
 fn threads_interrupt() {
-    threads(Mode::Interrupt, 4, scale(100_000), 64);
+    threads(Notify::Interrupt, 4, scale(100_000), 64);
 }
 
 /// Tiny rings: producers constantly meet a full ring and race for slots.
 #[test]
 fn threads_two_slots() {
-    for mode in [Mode::Sparse, Mode::Interrupt, Mode::Poll] {
+    for mode in [Notify::Sparse, Notify::Interrupt, Notify::Poll] {
         threads(mode, 4, scale(20_000), 2);
     }
 }
@@ -306,7 +306,7 @@ fn spawn_producer(seg: &Segment, p: u32, count: u64) -> Child {
 
 /// `producers` processes push `per` messages each into a ring in a shared
 /// segment (mapped at their own addresses); this process consumes.
-fn processes(mode: Mode, producers: u32, per: u64, slots: usize) {
+fn processes(mode: Notify, producers: u32, per: u64, slots: usize) {
     let len = Ring::layout(slots, PAYLOAD).unwrap();
     let seg = Segment::create(len);
     let name = seg.name.clone();
@@ -335,17 +335,17 @@ fn processes(mode: Mode, producers: u32, per: u64, slots: usize) {
 
 #[test]
 fn processes_sparse() {
-    processes(Mode::Sparse, 4, scale(250_000), 256);
+    processes(Notify::Sparse, 4, scale(250_000), 256);
 }
 
 #[test]
 fn processes_poll() {
-    processes(Mode::Poll, 3, scale(100_000), 64);
+    processes(Notify::Poll, 3, scale(100_000), 64);
 }
 
 #[test]
 fn processes_interrupt() {
-    processes(Mode::Interrupt, 3, scale(50_000), 64);
+    processes(Notify::Interrupt, 3, scale(50_000), 64);
 }
 
 // ----- idle consumers use no CPU -------------------------------------------
@@ -365,7 +365,7 @@ fn thread_cpu() -> Duration {
 /// A consumer thread waits on an empty ring for about a second (`timeout`:
 /// in slices of that, or one untimed wait ended by a kick); returns the CPU
 /// time it used.
-fn idle_cpu(mode: Mode, timeout: Option<Duration>) -> Duration {
+fn idle_cpu(mode: Notify, timeout: Option<Duration>) -> Duration {
     let len = Ring::layout(64, PAYLOAD).unwrap();
     let region = HeapRegion::new(len);
     // SAFETY: the region outlives the ring (the thread is joined first).
@@ -395,7 +395,7 @@ fn idle_cpu(mode: Mode, timeout: Option<Duration>) -> Duration {
 #[test]
 fn idle_consumer_uses_no_cpu() {
     let limit = Duration::from_millis(50);
-    for mode in [Mode::Interrupt, Mode::Sparse] {
+    for mode in [Notify::Interrupt, Notify::Sparse] {
         for timeout in [Some(Duration::from_millis(100)), None] {
             let cpu = idle_cpu(mode, timeout);
             eprintln!("{mode:?}, idle for 1 s, waits of {timeout:?}: {cpu:?} CPU");
@@ -406,6 +406,6 @@ fn idle_consumer_uses_no_cpu() {
         }
     }
     // For contrast (not a requirement): polling keeps a core busy.
-    let cpu = idle_cpu(Mode::Poll, Some(Duration::from_millis(100)));
+    let cpu = idle_cpu(Notify::Poll, Some(Duration::from_millis(100)));
     eprintln!("Poll, idle for 1 s: {cpu:?} CPU");
 }

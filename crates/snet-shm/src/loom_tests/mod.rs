@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use loom::sync::{Condvar, Mutex};
 
-use crate::{HeapRegion, Mode, Ring};
+use crate::{HeapRegion, Notify, Ring};
 
 /// Runs `f` under loom with at most `max_preemptions` preemptions (fewer if
 /// `LOOM_MAX_PREEMPTIONS` says so). `SNET_LOOM_FULL=1`: the variable alone
@@ -76,7 +76,7 @@ pub(crate) struct Shared {
     room: Condvar,
 }
 
-pub(crate) fn shared(slots: usize, mode: Mode) -> Arc<Shared> {
+pub(crate) fn shared(slots: usize, mode: Notify) -> Arc<Shared> {
     let len = Ring::layout(slots, 8).unwrap();
     let region = HeapRegion::new(len);
     // SAFETY: the region lives in `Shared` as long as the ring.

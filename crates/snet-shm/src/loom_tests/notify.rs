@@ -26,9 +26,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{check, consume, produce, shared};
-use crate::Mode;
+use crate::Notify;
 
-fn two_producers(mode: Mode, spins: u32) {
+fn two_producers(mode: Notify, spins: u32) {
     check(3, move || {
         let s = shared(4, mode);
         let producers: Vec<_> = (0..2)
@@ -44,7 +44,7 @@ fn two_producers(mode: Mode, spins: u32) {
     });
 }
 
-fn one_producer_fills(mode: Mode) {
+fn one_producer_fills(mode: Notify) {
     check(3, move || {
         let s = shared(2, mode);
         let p = {
@@ -56,7 +56,7 @@ fn one_producer_fills(mode: Mode) {
     });
 }
 
-fn kick(mode: Mode) {
+fn kick(mode: Notify) {
     check(3, move || {
         let s = shared(2, mode);
         let stop = Arc::new(AtomicBool::new(false));
@@ -79,35 +79,35 @@ fn kick(mode: Mode) {
 
 #[test]
 fn sparse_two_producers() {
-    two_producers(Mode::Sparse, 0);
+    two_producers(Notify::Sparse, 0);
 }
 
 #[test]
 fn sparse_spin_then_sleep() {
-    two_producers(Mode::Sparse, 1);
+    two_producers(Notify::Sparse, 1);
 }
 
 #[test]
 fn interrupt_two_producers() {
-    two_producers(Mode::Interrupt, 0);
+    two_producers(Notify::Interrupt, 0);
 }
 
 #[test]
 fn sparse_one_producer_fills() {
-    one_producer_fills(Mode::Sparse);
+    one_producer_fills(Notify::Sparse);
 }
 
 #[test]
 fn interrupt_one_producer_fills() {
-    one_producer_fills(Mode::Interrupt);
+    one_producer_fills(Notify::Interrupt);
 }
 
 #[test]
 fn kick_sparse() {
-    kick(Mode::Sparse);
+    kick(Notify::Sparse);
 }
 
 #[test]
 fn kick_interrupt() {
-    kick(Mode::Interrupt);
+    kick(Notify::Interrupt);
 }

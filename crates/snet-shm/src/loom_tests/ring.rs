@@ -26,13 +26,13 @@
 use loom::thread;
 
 use super::{check, consume, produce, shared};
-use crate::Mode;
+use crate::Notify;
 
 /// Producer `p` pushes `counts[p]` messages into a ring of `slots` slots;
 /// the model's main thread consumes.
 fn model(bound: usize, slots: usize, counts: &'static [u8]) {
     check(bound, move || {
-        let s = shared(slots, Mode::Sparse);
+        let s = shared(slots, Notify::Sparse);
         let producers: Vec<_> = counts
             .iter()
             .enumerate()
@@ -62,7 +62,7 @@ fn ring_two_producers_two_each() {
 #[test]
 fn ring_consumer_hand_over() {
     check(3, || {
-        let s = shared(2, Mode::Sparse);
+        let s = shared(2, Notify::Sparse);
         produce(&s, 0, 2);
         let mut c = s.ring.consumer().unwrap();
         // Spawned after the claim: it can only get the ring once the

@@ -1,0 +1,97 @@
+//! MPI set-up: whether this process was started by `mpirun`, one node of
+//! an MPI run (node = rank), and the MPI library's linker flags.
+
+#[cfg(feature = "mpi")]
+use crate::io::node_streams;
+#[cfg(feature = "mpi")]
+use crate::run::{other_node_status, report_error, scatter};
+use crate::RunOptions;
+use snet_engine::{Config, LanguageInterface};
+use std::sync::Arc;
+
+#[cfg(feature = "mpi")]
+pub fn mpi_launched() -> bool {
+    snet_mpi::launched()
+}
+
+#[cfg(not(feature = "mpi"))]
+pub fn mpi_launched() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
+#[cfg(not(feature = "mpi"))]
+pub(crate) fn run_mpi(
+    _: Arc<snet_core::Graph>,
+    _: &Config,
+    _: &RunOptions,
+    _: &(dyn LanguageInterface + Sync),
+) -> u8 {
+    say!("error: this snet was built without MPI (cargo feature `mpi`); rebuild with it to run under mpirun");
+    2
+}
+
+/// One node of an MPI run: node = rank. Node 0 reads and writes the
+/// records; every node prints its own `--stats` line, and only node 0
+/// prints errors (the others' failures reach it), except a transport
+/// failure, which a node reports itself.
+#[cfg(feature = "mpi")]
+pub(crate) fn run_mpi(
+    graph: Arc<snet_core::Graph>,
+    config: &Config,
+    opts: &RunOptions,
+    language: &(dyn LanguageInterface + Sync),
+) -> u8 {
+    use snet_engine::dist::Transport;
+    let start = std::time::Instant::now();
+    let t = match snet_mpi::MpiTransport::start() {
+        Ok(t) => t,
+        Err(e) => {
+            say!("error: cannot start MPI: {e}");
+            return 2;
+        }
+    };
+    let (me, nodes) = (t.node(), t.nodes());
+    if nodes > 1 {
+        c4snet::crash::set_node(me);
+    }
+    if let Some(n) = opts.nodes.filter(|&n| n != nodes) {
+        if me == 0 {
+            say!("error: --nodes {n}, but mpirun started {nodes} processes (leave out --nodes under mpirun)");
+        }
+        t.finish();
+        return 2;
+    }
+    let graph = scatter(graph, opts, nodes);
+    let io = node_streams(me, opts);
+    let result = snet_engine::run(graph, config, io, language, &t);
+    // Report first, then finalize with the other ranks: a rank that ends
+    // with a nonzero status makes mpirun stop the job, and node 0's report
+    // must be out by then.
+    let code = match result {
+        Ok(s) => {
+            if opts.stats {
+                say!("snet: {s}");
+                if me == 0 {
+                    say!(
+                        "snet: {nodes} nodes (mpi), {} workers each, {:.3} s",
+                        config.workers,
+                        start.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            0
+        }
+        Err(e) if me == 0 => report_error(&e),
+        Err(_) => other_node_status(me, &result),
+    };
+    t.finish();
+    code
+}
+/// Linker flags for the MPI library this runner was built with (`snet
+/// build` adds them; empty without the `mpi` feature).
+#[cfg(feature = "mpi")]
+pub const MPI_LINK_ARGS: &str = snet_mpi::LINK_ARGS;
+#[cfg(not(feature = "mpi"))]
+pub const MPI_LINK_ARGS: &str = "";

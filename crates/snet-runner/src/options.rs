@@ -1,0 +1,171 @@
+//! The options of `snet run` and of a built program ([`RunOptions`]).
+
+use std::path::PathBuf;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Parser, ValueEnum};
+use snet_shm::{FieldMode, Notify};
+
+/// Options of a built program (the `snet run` options that do not name the program).
+#[derive(Parser, Debug)]
+#[command(
+    about = "An S-Net program built by `snet build`: reads records, runs the network, writes records"
+)]
+pub struct RunOptions {
+    /// Input record stream (default: standard input).
+    #[arg(short, long)]
+    pub input: Option<PathBuf>,
+    /// Output record stream (default: standard output).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(short, long)]
+    pub workers: Option<usize>,
+    /// Bound admitted input by a formula in `output`, e.g. "8 + 2*output".
+    #[arg(long, value_name = "FORMULA")]
+    pub input_limit: Option<String>,
+    /// Concurrent invocations allowed per box entity.
+    #[arg(long, default_value_t = 1)]
+    pub box_concurrency: usize,
+    /// Stack size of each box call, e.g. 512K, 8M, 1G (default 8M; only
+    /// the pages a call uses take memory).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub box_stack: Option<usize>,
+    /// Print run statistics to standard error (one line per node).
+    #[arg(long)]
+    pub stats: bool,
+    /// Run as this many nodes (Distributed S-Net; node 0 reads the input and
+    /// writes the output). Needs `--transport shm` or `loopback`; under
+    /// `mpirun` the node count is the number of processes.
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<u32>,
+    /// How the nodes talk: `shm` (one process per node on this machine,
+    /// started by this one, talking through shared memory), `mpi` (the
+    /// default when started by `mpirun`: one node per MPI process, node =
+    /// rank), or `loopback`, which runs every node inside this process
+    /// (each with its own engine, workers and field store), for testing
+    /// and debugging distributed programs.
+    #[arg(long, value_name = "KIND", value_enum)]
+    pub transport: Option<TransportKind>,
+    /// Shared memory: how a node notices a message. `poll` spins (lowest
+    /// latency, a busy core per node), `interrupt` sleeps in the kernel
+    /// until a sender wakes it, `sparse` polls while busy and sleeps when
+    /// idle (senders wake only a sleeper).
+    #[arg(long, value_name = "MODE", default_value = "sparse", value_parser = notify_parser())]
+    pub notify: Notify,
+    /// Shared memory: how field bytes move. `chunked` through the message
+    /// rings (two copies), `single-copy` copied once into a shared arena,
+    /// `zero-copy` fields live in the arena and only an offset moves.
+    #[arg(long, value_name = "MODE", default_value = "zero-copy", value_parser = fields_parser())]
+    pub fields: FieldMode,
+    /// Fields of at most this many bytes travel inline with their records
+    /// between nodes; larger ones travel by reference and are fetched only
+    /// where a box needs them.
+    #[arg(long, value_name = "BYTES", default_value_t = snet_engine::DEFAULT_INLINE_FIELDS)]
+    pub inline_fields: usize,
+    /// Testing aid: place random components of the program on random
+    /// nodes (chosen from SEED), which must change no output.
+    #[arg(long, value_name = "SEED", hide = true)]
+    pub scatter: Option<u64>,
+}
+
+/// How the nodes of a run talk (`--transport`; `snet selftest` takes the
+/// same values).
+#[derive(ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TransportKind {
+    // No doc comments on the variants: clap would print them as a list in
+    // `--help` instead of the one line of possible values.
+    Shm,
+    Loopback,
+    Mpi,
+}
+
+/// The parser of `--notify` ([`Notify`]'s names, in `--help` and in the
+/// error for a bad value, as a plain list of possible values).
+pub fn notify_parser() -> impl TypedValueParser<Value = Notify> {
+    PossibleValuesParser::new(Notify::ALL.map(Notify::name)).try_map(|s| s.parse::<Notify>())
+}
+
+/// The parser of `--fields` ([`FieldMode`]'s names, as [`notify_parser`]).
+pub fn fields_parser() -> impl TypedValueParser<Value = FieldMode> {
+    PossibleValuesParser::new(FieldMode::ALL.map(FieldMode::name))
+        .try_map(|s| s.parse::<FieldMode>())
+}
+
+/// `--box-stack`: bytes, with an optional K, M or G suffix (powers of 1024).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.as_bytes().last().map(u8::to_ascii_uppercase) {
+        Some(b'K') => (&t[..t.len() - 1], 10),
+        Some(b'M') => (&t[..t.len() - 1], 20),
+        Some(b'G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (bytes, or a number with K, M or G)"))?;
+    let n = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{s}` is too large"))?;
+    if n < 64 << 10 {
+        return Err(format!(
+            "`{s}` is too small: a box's stack needs at least 64K"
+        ));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The three named options parse into their enums once, here; the
+    /// defaults and the spellings are those of the command line.
+    #[test]
+    fn transport_notify_fields() {
+        let o = RunOptions::try_parse_from(["prog"]).expect("no options");
+        assert_eq!(
+            (o.transport, o.notify, o.fields),
+            (None, Notify::Sparse, FieldMode::ZeroCopy)
+        );
+        let o = RunOptions::try_parse_from([
+            "prog",
+            "--transport",
+            "loopback",
+            "--notify",
+            "interrupt",
+            "--fields",
+            "single-copy",
+        ])
+        .expect("valid options");
+        assert_eq!(
+            (o.transport, o.notify, o.fields),
+            (
+                Some(TransportKind::Loopback),
+                Notify::Interrupt,
+                FieldMode::SingleCopy
+            )
+        );
+        for (opt, bad) in [
+            ("--transport", "tcp"),
+            ("--notify", "busy"),
+            ("--fields", "copy"),
+        ] {
+            let e = RunOptions::try_parse_from(["prog", opt, bad]).expect_err(bad);
+            assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue, "{e}");
+        }
+    }
+
+    #[test]
+    fn box_stack_sizes() {
+        assert_eq!(super::parse_size("64K"), Ok(64 << 10));
+        assert_eq!(super::parse_size("8m"), Ok(8 << 20));
+        assert_eq!(super::parse_size("1G"), Ok(1 << 30));
+        assert_eq!(super::parse_size("1048576"), Ok(1 << 20));
+        assert!(super::parse_size("12K").unwrap_err().contains("too small"));
+        assert!(super::parse_size("lots")
+            .unwrap_err()
+            .contains("not a size"));
+        assert!(super::parse_size("99999999999999999999G").is_err());
+    }
+}
