@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use snet_core::{BoxDef, EvalError, Label, Loc, Variant};
 
-use crate::dist::TransportError;
+use crate::dist::wire::{ItemError, WireError};
+use crate::dist::{ConnId, TransportError};
 
 /// What went wrong during a run. The message names the component and its source location.
 #[derive(Clone, Debug)]
@@ -485,8 +486,8 @@ pub enum DistributionError {
     },
     /// Receiving failed.
     Transport(TransportError),
-    /// A message this node cannot make sense of (as the decoder describes it).
-    Protocol(String),
+    /// A message this node cannot make sense of.
+    Protocol(ProtocolError),
     /// A field that cannot leave node `node` (`what` names the field, its
     /// destination and the reason).
     Field { node: u32, what: String },
@@ -499,13 +500,60 @@ impl fmt::Display for DistributionError {
                 write!(f, "node {from} cannot send to node {to}: {error}")
             }
             DistributionError::Transport(e) => write!(f, "{e}"),
-            DistributionError::Protocol(m) => f.write_str(m),
+            DistributionError::Protocol(e) => write!(f, "{e}"),
             DistributionError::Field { node, what } => write!(f, "node {node}: {what}"),
         }
     }
 }
 
 impl Error for DistributionError {}
+
+/// A message this node cannot make sense of
+/// ([`DistributionError::Protocol`]): a protocol bug or a corrupted
+/// transport.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// Node `from`'s message is malformed (the wire decoder's error).
+    Malformed { from: u32, error: WireError },
+    /// An item from node `from` is well-formed but makes no sense here.
+    Item { from: u32, error: ItemError },
+    /// Node `from` opened a template the program does not have.
+    UnknownTemplate { from: u32, template: u32 },
+    /// Node `from` sent items for a connection this node does not have.
+    UnknownConnection { from: u32, conn: ConnId },
+    /// Node `from` sent a message with two `Bytes` frames.
+    TwoFieldValues { from: u32 },
+    /// The field store refused a request or an answer (its message).
+    FieldStore(String),
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::Malformed { error, .. } => write!(f, "{error}"),
+            ProtocolError::Item { error, .. } => write!(f, "{error}"),
+            ProtocolError::UnknownTemplate { from, template } => {
+                write!(f, "node {from} opened unknown template {template}")
+            }
+            ProtocolError::UnknownConnection { from, conn } => {
+                write!(f, "items for unknown connection {conn:?} from node {from}")
+            }
+            ProtocolError::TwoFieldValues { from } => {
+                write!(f, "two field values in one message from node {from}")
+            }
+            ProtocolError::FieldStore(m) => f.write_str(m),
+        }
+    }
+}
+
+impl Error for ProtocolError {}
+
+impl From<ProtocolError> for DistributionError {
+    fn from(e: ProtocolError) -> DistributionError {
+        DistributionError::Protocol(e)
+    }
+}
 
 /// An engine bug that stopped the run ([`EngineError::Internal`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -830,10 +878,14 @@ mod tests {
             "distribution: x"
         );
         assert_eq!(
-            d(DistributionError::Protocol(
-                "unknown frame kind 9 from node 1".into()
-            )),
-            "distribution: unknown frame kind 9 from node 1"
+            d(DistributionError::Protocol(ProtocolError::Malformed {
+                from: 1,
+                error: WireError {
+                    at: 3,
+                    what: crate::dist::wire::Malformed::UnknownFrame(9)
+                }
+            })),
+            "distribution: malformed message at byte 3: unknown frame kind 9"
         );
         assert_eq!(
             d(DistributionError::Field {

@@ -53,8 +53,8 @@ pub use boxes::{Assembly, BoxImpl, Emit, LanguageInterface, NoBoxes, Src};
 pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
 pub use entity::Origin;
 pub use error::{
-    BoxError, DistributionError, EngineError, EvalContext, InternalError, ResolveError,
-    ResolveReason, RuntimeTypeError, SourceError,
+    BoxError, DistributionError, EngineError, EvalContext, InternalError, ProtocolError,
+    ResolveError, ResolveReason, RuntimeTypeError, SourceError,
 };
 pub use limit::InputLimit;
 

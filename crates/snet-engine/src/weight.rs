@@ -81,6 +81,15 @@ impl Dyadic {
         self.0.iter().copied()
     }
 
+    /// The sum of the pieces `2^-e` for `exps` if they are in the form
+    /// [`Dyadic::pieces`] gives (strictly increasing, `0` only alone, so
+    /// the sum is at most one), else `None`.
+    pub fn from_canonical(exps: &[u64]) -> Option<Dyadic> {
+        let increasing = exps.windows(2).all(|w| w[0] < w[1]);
+        let whole_alone = exps.len() < 2 || exps[0] != 0;
+        (increasing && whole_alone).then(|| Dyadic(exps.iter().copied().collect()))
+    }
+
     #[cfg(test)]
     pub fn from_pieces(pieces: impl IntoIterator<Item = u64>) -> Dyadic {
         let mut d = Dyadic::zero();

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use snet_core::Codecs;
 
-use super::wire::{self, Decoder, Encoder, Reader, WireError};
+use std::borrow::Cow;
+
+use super::wire::{Decoder, Encoder, Frame, FrameRef, Frames, MessageReader};
 use super::{Channel, FieldBytes, Out, Payload, Received, Settle, Transport, TransportError};
 use crate::entity::{Entity, Item};
 use crate::instantiate::instantiate;
@@ -13,7 +15,7 @@ use crate::remote::RemoteEntity;
 use crate::runtime::{Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, Ordering};
 use crate::weight::Dyadic;
-use crate::{DistributionError, EngineError};
+use crate::{DistributionError, EngineError, ProtocolError};
 
 /// What the managers need from the node's scheduler.
 pub(crate) trait Host: Sync {
@@ -62,12 +64,10 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
 /// A message being built for one node and channel.
 #[derive(Default)]
 struct Building {
-    frames: Vec<u8>,
+    frames: Frames,
     credit: Dyadic,
     /// Holds a frame other than credit being returned (needs a share of credit).
     needs_credit: bool,
-    /// Open items frame: (connection, count position, count).
-    items: Option<(super::ConnId, usize, u64)>,
 }
 
 fn send_batch(
@@ -87,18 +87,18 @@ fn send_batch(
             Out::Bytes { to, id, value } => payloads.push((to, id, value)),
             Out::Fail(m) => {
                 for p in peers.clone() {
-                    let b = msgs.entry((p, ch)).or_default();
-                    b.items = None;
-                    b.frames.push(wire::FAIL);
-                    wire::put_s(&mut b.frames, &m);
+                    msgs.entry((p, ch)).or_default().frames.push(&Frame::Fail {
+                        message: Cow::Borrowed(&m),
+                    });
                 }
             }
             Out::Shutdown => {
                 for p in peers.clone() {
                     // No credit: the run is over, nothing may answer.
-                    let b = msgs.entry((p, ch)).or_default();
-                    b.items = None;
-                    b.frames.push(wire::SHUTDOWN);
+                    msgs.entry((p, ch))
+                        .or_default()
+                        .frames
+                        .push(&Frame::Shutdown);
                 }
             }
             Out::Credit(c) => msgs.entry((0, ch)).or_default().credit.add_all(&c),
@@ -110,81 +110,61 @@ fn send_batch(
                 start,
             } => {
                 let b = msgs.entry((to, ch)).or_default();
-                b.items = None;
                 b.needs_credit = true;
-                b.frames.push(wire::OPEN);
-                wire::put_conn(&mut b.frames, conn);
-                wire::put_u(&mut b.frames, u64::from(template));
-                wire::put_conn(&mut b.frames, back);
-                wire::put_stamps(&mut b.frames, &start);
+                b.frames.push(&Frame::Open {
+                    conn,
+                    template,
+                    back,
+                    start: Cow::Borrowed(&start),
+                });
             }
             Out::Item { to, conn, item } => {
                 let b = msgs.entry((to, ch)).or_default();
                 b.needs_credit = true;
-                // Consecutive items of one connection share a frame; the
-                // count is patched in place (a fixed-width varint).
-                let same = matches!(b.items, Some((c, _, _)) if c == conn);
-                if !same {
-                    b.frames.push(wire::ITEMS);
-                    wire::put_conn(&mut b.frames, conn);
-                    let at = b.frames.len();
-                    b.frames.extend_from_slice(&[0x80, 0x80, 0x80, 0x00]);
-                    b.items = Some((conn, at, 0));
-                }
-                enc.item(to, &item, &net.store, &mut b.frames)
+                b.frames
+                    .item(conn, enc, to, &item, &net.store)
                     .map_err(|what| {
                         EngineError::Distribution(DistributionError::Field { node: me, what })
                     })?;
-                if let Some((c, at, n)) = b.items {
-                    let v = n + 1;
-                    b.frames[at] = 0x80 | (v & 0x7f) as u8;
-                    b.frames[at + 1] = 0x80 | ((v >> 7) & 0x7f) as u8;
-                    b.frames[at + 2] = 0x80 | ((v >> 14) & 0x7f) as u8;
-                    b.frames[at + 3] = ((v >> 21) & 0x7f) as u8;
-                    // Four varint bytes hold 28 bits; start a new frame long before.
-                    b.items = (v < 1 << 27).then_some((c, at, v));
-                }
             }
             Out::Fetch { to, id } => {
                 let b = msgs.entry((to, ch)).or_default();
-                b.items = None;
                 b.needs_credit = true;
-                b.frames.push(wire::FETCH);
-                wire::put_u(&mut b.frames, id);
+                b.frames.push(&Frame::Fetch { id });
             }
             Out::Release { to, id, weight } => {
                 let b = msgs.entry((to, ch)).or_default();
-                b.items = None;
                 b.needs_credit = true;
-                b.frames.push(wire::RELEASE);
-                wire::put_u(&mut b.frames, id);
-                wire::put_u(&mut b.frames, weight);
+                b.frames.push(&Frame::Release { id, weight });
             }
         }
     }
     let mut header = Vec::new();
-    let mut send =
-        |to: u32, ch: Channel, mut credit: Dyadic, share: bool, frames: &[u8], payload: Payload| {
-            if share {
-                if let Some(e) = lock(&net.state.0).pool.split_off() {
-                    credit.add(e);
-                }
+    let mut send = |to: u32,
+                    ch: Channel,
+                    mut credit: Dyadic,
+                    share: bool,
+                    frames: &Frames,
+                    payload: Payload| {
+        if share {
+            if let Some(e) = lock(&net.state.0).pool.split_off() {
+                credit.add(e);
             }
-            header.clear();
-            wire::put_credit(&mut header, &credit);
-            header.extend_from_slice(frames);
-            net.traffic.messages_sent.fetch_add(1, Ordering::Relaxed);
-            net.traffic
-                .bytes_sent
-                .fetch_add((header.len() + payload.len()) as u64, Ordering::Relaxed);
-            t.send(to, ch, &header, payload).map_err(|error| {
-                EngineError::Distribution(DistributionError::Send {
-                    from: me,
-                    to,
-                    error,
-                })
+        }
+        header.clear();
+        frames.message(&credit, &mut header);
+        net.traffic.messages_sent.fetch_add(1, Ordering::Relaxed);
+        net.traffic
+            .bytes_sent
+            .fetch_add((header.len() + payload.len()) as u64, Ordering::Relaxed);
+        t.send(to, ch, &header, payload).map_err(|error| {
+            EngineError::Distribution(DistributionError::Send {
+                from: me,
+                to,
+                error,
             })
-        };
+        })
+    };
     // Every message is attempted even if one fails (a failure notice must
     // reach the nodes still running when another has gone); the first
     // error is reported.
@@ -200,12 +180,14 @@ fn send_batch(
     for (to, id, value) in payloads {
         // The meta part goes in the header; the body is sent from the
         // value's own memory (the payload keeps the value until sent).
-        let mut frames = vec![wire::BYTES];
-        wire::put_u(&mut frames, id);
-        wire::put_s(&mut frames, value.codec());
         let mut meta = Vec::new();
         value.encode_meta(&mut meta);
-        wire::put_bytes(&mut frames, &meta);
+        let mut frames = Frames::default();
+        frames.push(&Frame::Bytes {
+            id,
+            codec: Cow::Borrowed(value.codec()),
+            meta: Cow::Owned(meta),
+        });
         let r = send(
             to,
             Channel::Field,
@@ -265,12 +247,13 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
             payload,
             ..
         } = msg;
-        let mut r = Reader::new(&header);
-        let credit = match r.credit() {
-            Ok(c) => c,
-            Err(e) => {
+        let (credit, mut r) = match MessageReader::new(&header) {
+            Ok(m) => m,
+            Err(error) => {
                 host.fail(
-                    EngineError::Distribution(DistributionError::Protocol(e.0)),
+                    EngineError::Distribution(DistributionError::Protocol(
+                        ProtocolError::Malformed { from, error },
+                    )),
                     false,
                 );
                 return;
@@ -302,78 +285,68 @@ enum Handled {
     Remote(EngineError),
 }
 
-impl From<WireError> for Handled {
-    fn from(e: WireError) -> Handled {
-        Handled::Error(EngineError::Distribution(DistributionError::Protocol(e.0)))
-    }
-}
-
 fn handle(
     host: &dyn Host,
     ctx: &mut Ctx,
     dec: &mut Decoder,
     from: u32,
-    r: &mut Reader,
+    r: &mut MessageReader,
     payload: FieldBytes,
 ) -> Result<(), Handled> {
     // The payload belongs to the message's one Bytes frame (if any).
     let mut payload = Some(payload);
     let rt = host.rt();
     let net = &rt.net;
-    let proto =
-        |what: String| Handled::Error(EngineError::Distribution(DistributionError::Protocol(what)));
-    while !r.done() {
-        match r.byte()? {
-            wire::OPEN => {
-                let conn = r.conn()?;
-                let template = r.u()? as u32;
-                let back = r.conn()?;
-                let start = r.stamps()?;
+    let proto = |e: ProtocolError| Handled::Error(EngineError::Distribution(e.into()));
+    while let Some(frame) = r
+        .next_frame()
+        .map_err(|error| proto(ProtocolError::Malformed { from, error }))?
+    {
+        match frame {
+            FrameRef::Open {
+                conn,
+                template,
+                back,
+                start,
+            } => {
                 if template as usize >= rt.graph().nodes.len() {
-                    return Err(proto(format!(
-                        "node {from} opened unknown template {template}"
-                    )));
+                    return Err(proto(ProtocolError::UnknownTemplate { from, template }));
                 }
                 let next = ctx.entity(Kind::Remote(RemoteEntity::new(from, back)));
                 let entry = instantiate(ctx, template, next, &start);
                 ctx.start();
                 lock(&net.inbound).insert(conn, entry);
             }
-            wire::ITEMS => {
-                let conn = r.conn()?;
-                let n = r.u()?;
-                let to = lock(&net.inbound).get(&conn).cloned().ok_or_else(|| {
-                    proto(format!(
-                        "items for unknown connection {conn:?} from node {from}"
-                    ))
-                })?;
-                for _ in 0..n {
-                    let item = dec.item(from, r, &net.store, host.codecs())?;
+            FrameRef::Items { conn, .. } => {
+                let to = lock(&net.inbound)
+                    .get(&conn)
+                    .cloned()
+                    .ok_or_else(|| proto(ProtocolError::UnknownConnection { from, conn }))?;
+                while let Some(item) = r
+                    .next_item(dec, from, &net.store, host.codecs())
+                    .map_err(|error| proto(ProtocolError::Item { from, error }))?
+                {
                     ctx.send(&to, item);
                 }
             }
-            wire::FETCH => {
-                let id = r.u()?;
-                if let Some(s) = net.store.fetch(from, id).map_err(proto)? {
+            FrameRef::Fetch { id } => {
+                if let Some(s) = net
+                    .store
+                    .fetch(from, id)
+                    .map_err(|e| proto(ProtocolError::FieldStore(e)))?
+                {
                     net.push_store(s);
                 }
             }
-            wire::RELEASE => {
-                let id = r.u()?;
-                let w = r.u()?;
-                net.store.released(id, w);
-            }
-            wire::BYTES => {
-                let id = r.u()?;
-                let codec = r.s()?;
-                let meta = r.bytes()?;
-                let body = payload.take().ok_or_else(|| {
-                    proto(format!("two field values in one message from node {from}"))
-                })?;
+            FrameRef::Release { id, weight } => net.store.released(id, weight),
+            FrameRef::Bytes { id, codec, meta } => {
+                let body = payload
+                    .take()
+                    .ok_or_else(|| proto(ProtocolError::TwoFieldValues { from }))?;
                 let (wake, sends) = net
                     .store
                     .arrived(from, id, codec, meta, body, host.codecs())
-                    .map_err(proto)?;
+                    .map_err(|e| proto(ProtocolError::FieldStore(e)))?;
                 for e in wake {
                     ctx.send(&e, Item::Wake);
                 }
@@ -381,15 +354,13 @@ fn handle(
                     net.push_store(s);
                 }
             }
-            wire::FAIL => {
-                let message = r.s()?.to_string();
+            FrameRef::Fail { message } => {
                 return Err(Handled::Remote(EngineError::Node {
                     node: from,
-                    message,
+                    message: message.to_string(),
                 }));
             }
-            wire::SHUTDOWN => host.shutdown(),
-            k => return Err(proto(format!("unknown frame kind {k} from node {from}"))),
+            FrameRef::Shutdown => host.shutdown(),
         }
     }
     Ok(())

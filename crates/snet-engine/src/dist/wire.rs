@@ -1,4 +1,21 @@
-//! The encoding of messages between nodes.
+//! The encoding of messages between nodes: every frame, written and read
+//! here only.
+//!
+//! Two layers. The *syntax* is the bytes as values ([`Message`],
+//! [`Frame`], [`WireItem`]; [`FrameRef`] while reading) and the one parser
+//! of them ([`MessageReader`]): any malformed input is a [`WireError`]
+//! (where, and what: [`Malformed`]), never a panic (the `frames` fuzz
+//! target and property tests check it). The *meaning* ([`Encoder`],
+//! [`Decoder`]) turns the engine's items into bytes and back: labels
+//! through the per-pair dictionaries, fields inline or as references into
+//! the field store.
+//!
+//! Items, the bulk of the traffic, are streamed both ways: the output
+//! manager's [`Frames`] writes each engine item straight into the message
+//! ([`Frames::item`]), and the input manager reads an `Items` frame one
+//! item at a time straight into the engine's records
+//! ([`MessageReader::next_item`]); the owned [`Frame::Items`] (a
+//! `Vec<WireItem>`) is for tests and fuzzing only.
 //!
 //! A transport message's header is
 //!
@@ -8,7 +25,8 @@
 //! ```
 //!
 //! and a frame is a kind byte and its fields. Integers are LEB128 varints
-//! (signed ones zigzagged), strings a length and UTF-8 bytes.
+//! (signed ones zigzagged), strings a length and UTF-8 bytes. The credit's
+//! exponents are strictly increasing, and 0 (the whole) comes alone.
 //!
 //! | kind | frame | fields |
 //! |---|---|---|
@@ -20,11 +38,23 @@
 //! | 6 | Shutdown | |
 //! | 7 | Bytes | field id (at the sender), codec name, meta bytes; the body is the payload |
 //!
-//! An item is a record (stamps, entries), a marker (owner, sequence,
-//! weight, optional payload marker) or `Resume`. A record entry is a
-//! label and a value: an integer, an inline field (codec name, meta bytes
-//! and body bytes, copied into the frame) or a field reference (home node,
-//! id, weight, interface, size).
+//! A connection is its creator node and counter; stamps are a count and
+//! the numbers. The Items count is written as a four-byte varint (padded
+//! with `0x80` continuation bytes) so it can be patched in place as items
+//! are appended; a reader takes any varint. An item is a kind byte and
+//!
+//! | kind | item | fields |
+//! |---|---|---|
+//! | 0 | record | stamps, origin (input number, input line), entry count, entries |
+//! | 1 | marker | owner, sequence, weight, 0 or 1 and the payload marker |
+//! | 2 | `Resume` | |
+//!
+//! A record entry is a label and a value. A label is `n << 1` (the
+//! dictionary's `n`th label) or `n << 1 | 1`, its kind byte and name (it
+//! defines the `n`th). A value is a kind byte and: 0, an integer; 1, an
+//! inline field (codec name, meta bytes and body bytes, copied into the
+//! frame); 2, a field reference (home node, id, weight, interface, size).
+//! Markers nest at most [`MAX_MARKER_DEPTH`] deep.
 //!
 //! A field's value travels in two parts ([`snet_core::FieldData`]): its
 //! small meta part in the `Bytes` frame, its body as the message's payload,
@@ -38,19 +68,147 @@
 //! name along with the number later uses refer to. Labels that appear only
 //! in the input (no program mentions them) travel the same way.
 
+use std::borrow::Cow;
+use std::fmt;
+
 use rustc_hash::FxHashMap;
-use snet_core::{Codecs, Field, FieldBytes, Label, LabelKind, Record, Value};
+use smallvec::SmallVec;
+use snet_core::{Codecs, Field, FieldBytes, Label, LabelKind, NodeId, Record, Value};
 
 use super::fields::FieldStore;
 use super::ConnId;
 use crate::entity::{Item, Marker, Origin, Rec, Stamps};
 use crate::weight::Dyadic;
 
-/// A malformed message (a protocol bug or a corrupted transport).
-#[derive(Debug)]
-pub struct WireError(pub String);
+/// Markers nest (a marker's payload marker) at most this deep: one level
+/// per enclosing deterministic combinator, so a real program stays far
+/// below; deeper is a malformed message (and would exhaust the stack).
+pub const MAX_MARKER_DEPTH: usize = 1024;
 
-pub(crate) fn put_u(out: &mut Vec<u8>, mut v: u64) {
+// ---------------------------------------------------------------- errors
+
+/// A malformed message (a protocol bug or a corrupted transport): where
+/// the reader stopped and why.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WireError {
+    /// Byte offset in the header.
+    pub at: usize,
+    pub what: Malformed,
+}
+
+/// What is wrong with a malformed message ([`WireError`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Malformed {
+    /// It ends in the middle of a number or a kind byte.
+    Truncated,
+    /// A string or byte string runs past its end.
+    TruncatedBytes,
+    /// A varint of more than 64 bits.
+    VarintTooLong,
+    /// A number too large for what it counts (`u32` node, template, label).
+    TooLarge(&'static str),
+    /// A string that is not UTF-8.
+    NotUtf8,
+    /// Credit whose exponents are not strictly increasing, or more than one.
+    BadCredit,
+    /// A frame kind byte no frame has.
+    UnknownFrame(u8),
+    /// An item kind byte no item has.
+    BadItemKind(u8),
+    /// A value kind byte no value has.
+    BadValueKind(u8),
+    /// A label kind byte no label kind has.
+    BadLabelKind(u8),
+    /// A record origin whose number or line does not fit 32 bits.
+    BadOrigin,
+    /// Markers nested deeper than [`MAX_MARKER_DEPTH`].
+    MarkerTooDeep,
+    /// A label defined with a number other than its dictionary's next.
+    LabelOutOfOrder,
+    /// A label number its dictionary does not have.
+    UnknownLabel,
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Malformed::Truncated => f.write_str("truncated"),
+            Malformed::TruncatedBytes => f.write_str("truncated bytes"),
+            Malformed::VarintTooLong => f.write_str("varint too long"),
+            Malformed::TooLarge(what) => write!(f, "{what} too large"),
+            Malformed::NotUtf8 => f.write_str("string is not UTF-8"),
+            Malformed::BadCredit => f.write_str("bad credit"),
+            Malformed::UnknownFrame(k) => write!(f, "unknown frame kind {k}"),
+            Malformed::BadItemKind(_) => f.write_str("bad item kind"),
+            Malformed::BadValueKind(_) => f.write_str("bad value kind"),
+            Malformed::BadLabelKind(_) => f.write_str("bad label kind"),
+            Malformed::BadOrigin => f.write_str("bad record origin"),
+            Malformed::MarkerTooDeep => f.write_str("markers nested too deep"),
+            Malformed::LabelOutOfOrder => f.write_str("label defined out of order"),
+            Malformed::UnknownLabel => f.write_str("unknown label"),
+        }
+    }
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed message at byte {}: {}", self.at, self.what)
+    }
+}
+
+impl std::error::Error for WireError {}
+
+/// An item this node cannot turn into an engine item
+/// ([`MessageReader::next_item`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ItemError {
+    /// The bytes are malformed (or a label does not fit the dictionary).
+    Malformed(WireError),
+    /// The codec could not decode the inline field `label` (its message).
+    Codec { label: Label, error: String },
+    /// A reference to one of this node's exports that the field store
+    /// does not know (its message).
+    Returned(String),
+}
+
+impl From<WireError> for ItemError {
+    fn from(e: WireError) -> ItemError {
+        ItemError::Malformed(e)
+    }
+}
+
+impl fmt::Display for ItemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ItemError::Malformed(e) => write!(f, "{e}"),
+            ItemError::Codec { label, error } => write!(f, "field `{label}`: {error}"),
+            ItemError::Returned(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for ItemError {}
+
+// ---------------------------------------------------------------- writing
+
+const OPEN: u8 = 0;
+const ITEMS: u8 = 1;
+const FETCH: u8 = 2;
+const RELEASE: u8 = 3;
+const FAIL: u8 = 5;
+const SHUTDOWN: u8 = 6;
+const BYTES: u8 = 7;
+
+/// Items counts below this fit the four-byte form patched in place.
+const COUNT4_LIMIT: u64 = 1 << 28;
+
+#[inline(always)]
+fn put_u(out: &mut Vec<u8>, mut v: u64) {
+    if v < 0x80 {
+        out.push(v as u8);
+        return;
+    }
     loop {
         let b = (v & 0x7f) as u8;
         v >>= 7;
@@ -66,54 +224,583 @@ fn put_i(out: &mut Vec<u8>, v: i64) {
     put_u(out, ((v << 1) ^ (v >> 63)) as u64)
 }
 
-pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_u(out, b.len() as u64);
     out.extend_from_slice(b);
 }
 
-pub(crate) fn put_s(out: &mut Vec<u8>, s: &str) {
+fn put_s(out: &mut Vec<u8>, s: &str) {
     put_bytes(out, s.as_bytes());
 }
 
-/// Reads a header.
-pub(crate) struct Reader<'a> {
+fn put_conn(out: &mut Vec<u8>, c: ConnId) {
+    put_u(out, u64::from(c.origin));
+    put_u(out, c.seq);
+}
+
+fn put_stamps(out: &mut Vec<u8>, s: &Stamps) {
+    let v = s.as_slice();
+    put_u(out, v.len() as u64);
+    for &x in v {
+        put_u(out, x);
+    }
+}
+
+fn put_credit(out: &mut Vec<u8>, d: &Dyadic) {
+    put_u(out, d.pieces().count() as u64);
+    for e in d.pieces() {
+        put_u(out, e);
+    }
+}
+
+/// An Items count (below [`COUNT4_LIMIT`]) as four varint bytes.
+fn count4(v: u64) -> [u8; 4] {
+    [
+        0x80 | (v & 0x7f) as u8,
+        0x80 | ((v >> 7) & 0x7f) as u8,
+        0x80 | ((v >> 14) & 0x7f) as u8,
+        ((v >> 21) & 0x7f) as u8,
+    ]
+}
+
+#[inline(always)]
+fn put_record_head(out: &mut Vec<u8>, det: &Stamps, origin: Origin, entries: usize) {
+    out.push(0);
+    put_stamps(out, det);
+    // The origin as two small numbers (most are short varints).
+    put_u(out, origin.to_bits() >> 32);
+    put_u(out, origin.to_bits() & u64::from(u32::MAX));
+    put_u(out, entries as u64);
+}
+
+fn put_label_new(out: &mut Vec<u8>, index: u32, kind: LabelKind, name: &str) {
+    put_u(out, (u64::from(index) << 1) | 1);
+    out.push(kind as u8);
+    put_s(out, name);
+}
+
+fn put_inline(out: &mut Vec<u8>, codec: &str, meta: &[u8], body: &[u8]) {
+    out.push(1);
+    put_s(out, codec);
+    put_bytes(out, meta);
+    put_bytes(out, body);
+}
+
+fn put_ref(out: &mut Vec<u8>, home: u32, id: u64, weight: u64, interface: &str, len: u64) {
+    out.push(2);
+    put_u(out, u64::from(home));
+    put_u(out, id);
+    put_u(out, weight);
+    put_s(out, interface);
+    put_u(out, len);
+}
+
+fn put_marker(out: &mut Vec<u8>, mut m: &Marker) {
+    out.push(1);
+    loop {
+        put_u(out, m.owner);
+        put_u(out, m.seq);
+        put_u(out, m.weight);
+        match &m.payload {
+            None => {
+                out.push(0);
+                return;
+            }
+            Some(p) => {
+                out.push(1);
+                m = p;
+            }
+        }
+    }
+}
+
+/// The frames of one message being built (the output manager keeps one
+/// per destination and channel). Consecutive items of one connection
+/// share an `Items` frame, its count patched in place.
+#[derive(Default)]
+pub(crate) struct Frames {
+    bytes: Vec<u8>,
+    /// The open Items frame: connection, count position, count.
+    items: Option<(ConnId, usize, u64)>,
+}
+
+impl Frames {
+    /// Appends a frame.
+    pub fn push(&mut self, f: &Frame) {
+        self.items = None;
+        f.encode(&mut self.bytes);
+    }
+
+    /// Appends engine item `item` for connection `conn` at node `to`,
+    /// written straight into the frames (see [`Encoder::item`]).
+    pub fn item(
+        &mut self,
+        conn: ConnId,
+        enc: &mut Encoder,
+        to: u32,
+        item: &Item,
+        store: &FieldStore,
+    ) -> Result<(), String> {
+        let (at, n) = match self.items {
+            Some((c, at, n)) if c == conn => (at, n),
+            _ => {
+                self.bytes.push(ITEMS);
+                put_conn(&mut self.bytes, conn);
+                let at = self.bytes.len();
+                self.bytes.extend_from_slice(&count4(0));
+                (at, 0)
+            }
+        };
+        enc.item(to, item, store, &mut self.bytes)?;
+        let n = n + 1;
+        self.bytes[at..at + 4].copy_from_slice(&count4(n));
+        // Start a new frame long before the four bytes are full.
+        self.items = (n + 1 < COUNT4_LIMIT).then_some((conn, at, n));
+        Ok(())
+    }
+
+    /// Writes the message's header: `credit`, then the frames.
+    pub fn message(&self, credit: &Dyadic, out: &mut Vec<u8>) {
+        put_credit(out, credit);
+        out.extend_from_slice(&self.bytes);
+    }
+}
+
+// ---------------------------------------------------------------- the syntax
+
+/// One message's header: the credit it carries and its frames.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message<'a> {
+    pub credit: Dyadic,
+    pub frames: Vec<Frame<'a>>,
+}
+
+/// A frame (the table at the top).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// Instantiate `template` here, bind connection `conn` to its entry,
+    /// and send its output back on `back`.
+    Open {
+        conn: ConnId,
+        template: NodeId,
+        back: ConnId,
+        start: Cow<'a, Stamps>,
+    },
+    /// Items for connection `conn`, in order (owned: tests and fuzzing;
+    /// the managers stream items, [`Frames::item`], [`FrameRef::Items`]).
+    Items {
+        conn: ConnId,
+        items: Vec<WireItem<'a>>,
+    },
+    /// Asks for the value of this node's export `id` (field store).
+    Fetch { id: u64 },
+    /// Gives `weight` back to this node's export `id`.
+    Release { id: u64, weight: u64 },
+    /// The sender failed with `message`.
+    Fail { message: Cow<'a, str> },
+    /// The run is over.
+    Shutdown,
+    /// The value of the sender's export `id` (its meta part; the body is
+    /// the message's payload).
+    Bytes {
+        id: u64,
+        codec: Cow<'a, str>,
+        meta: Cow<'a, [u8]>,
+    },
+}
+
+/// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
+/// its connection and count, its items read next
+/// ([`MessageReader::next_item`] or [`MessageReader::next_wire_item`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameRef<'a> {
+    Open {
+        conn: ConnId,
+        template: NodeId,
+        back: ConnId,
+        start: Stamps,
+    },
+    Items {
+        conn: ConnId,
+        count: u64,
+    },
+    Fetch {
+        id: u64,
+    },
+    Release {
+        id: u64,
+        weight: u64,
+    },
+    Fail {
+        message: &'a str,
+    },
+    Shutdown,
+    Bytes {
+        id: u64,
+        codec: &'a str,
+        meta: &'a [u8],
+    },
+}
+
+/// An item as it travels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireItem<'a> {
+    Rec {
+        det: Stamps,
+        origin: Origin,
+        entries: Vec<(WireLabel<'a>, WireValue<'a>)>,
+    },
+    Marker(Marker),
+    Resume,
+}
+
+/// A label as it travels: a dictionary number, or a definition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireLabel<'a> {
+    /// The dictionary's `n`th label.
+    Known(u32),
+    /// Defines the dictionary's `index`th label.
+    New {
+        index: u32,
+        kind: LabelKind,
+        name: Cow<'a, str>,
+    },
+}
+
+/// A record entry's value as it travels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireValue<'a> {
+    Int(i64),
+    /// A field value copied into the frame.
+    Inline {
+        codec: Cow<'a, str>,
+        meta: Cow<'a, [u8]>,
+        body: Cow<'a, [u8]>,
+    },
+    /// A weighted reference to the value of export `id` at node `home`.
+    Ref {
+        home: u32,
+        id: u64,
+        weight: u64,
+        interface: Cow<'a, str>,
+        len: u64,
+    },
+}
+
+fn owned<T: ToOwned + ?Sized>(c: Cow<'_, T>) -> Cow<'static, T> {
+    Cow::Owned(c.into_owned())
+}
+
+impl<'a> Message<'a> {
+    /// Appends the header's bytes to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        put_credit(out, &self.credit);
+        for f in &self.frames {
+            f.encode(out);
+        }
+    }
+
+    /// Reads a whole header (through [`MessageReader`]).
+    pub fn decode(b: &'a [u8]) -> Result<Message<'a>, WireError> {
+        let (credit, mut r) = MessageReader::new(b)?;
+        let mut frames = Vec::new();
+        while let Some(f) = r.next_frame()? {
+            frames.push(match f {
+                FrameRef::Open {
+                    conn,
+                    template,
+                    back,
+                    start,
+                } => Frame::Open {
+                    conn,
+                    template,
+                    back,
+                    start: Cow::Owned(start),
+                },
+                FrameRef::Items { conn, count } => {
+                    // Every item takes a byte at least: no more room than that.
+                    let mut items = Vec::with_capacity((count as usize).min(r.r.left()));
+                    while let Some(it) = r.next_wire_item()? {
+                        items.push(it);
+                    }
+                    Frame::Items { conn, items }
+                }
+                FrameRef::Fetch { id } => Frame::Fetch { id },
+                FrameRef::Release { id, weight } => Frame::Release { id, weight },
+                FrameRef::Fail { message } => Frame::Fail {
+                    message: Cow::Borrowed(message),
+                },
+                FrameRef::Shutdown => Frame::Shutdown,
+                FrameRef::Bytes { id, codec, meta } => Frame::Bytes {
+                    id,
+                    codec: Cow::Borrowed(codec),
+                    meta: Cow::Borrowed(meta),
+                },
+            });
+        }
+        Ok(Message { credit, frames })
+    }
+
+    /// The message with everything it borrows from its bytes copied
+    /// (compare messages decoded from different buffers through this).
+    pub fn into_owned(self) -> Message<'static> {
+        Message {
+            credit: self.credit,
+            frames: self.frames.into_iter().map(Frame::into_owned).collect(),
+        }
+    }
+}
+
+impl Frame<'_> {
+    /// Appends the frame's bytes to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Frame::Open {
+                conn,
+                template,
+                back,
+                start,
+            } => {
+                out.push(OPEN);
+                put_conn(out, *conn);
+                put_u(out, u64::from(*template));
+                put_conn(out, *back);
+                put_stamps(out, start);
+            }
+            Frame::Items { conn, items } => {
+                out.push(ITEMS);
+                put_conn(out, *conn);
+                let n = items.len() as u64;
+                if n < COUNT4_LIMIT {
+                    out.extend_from_slice(&count4(n));
+                } else {
+                    put_u(out, n);
+                }
+                for it in items {
+                    it.encode(out);
+                }
+            }
+            Frame::Fetch { id } => {
+                out.push(FETCH);
+                put_u(out, *id);
+            }
+            Frame::Release { id, weight } => {
+                out.push(RELEASE);
+                put_u(out, *id);
+                put_u(out, *weight);
+            }
+            Frame::Fail { message } => {
+                out.push(FAIL);
+                put_s(out, message);
+            }
+            Frame::Shutdown => out.push(SHUTDOWN),
+            Frame::Bytes { id, codec, meta } => {
+                out.push(BYTES);
+                put_u(out, *id);
+                put_s(out, codec);
+                put_bytes(out, meta);
+            }
+        }
+    }
+
+    /// As [`Message::into_owned`].
+    pub fn into_owned(self) -> Frame<'static> {
+        match self {
+            Frame::Open {
+                conn,
+                template,
+                back,
+                start,
+            } => Frame::Open {
+                conn,
+                template,
+                back,
+                start: owned(start),
+            },
+            Frame::Items { conn, items } => Frame::Items {
+                conn,
+                items: items.into_iter().map(WireItem::into_owned).collect(),
+            },
+            Frame::Fetch { id } => Frame::Fetch { id },
+            Frame::Release { id, weight } => Frame::Release { id, weight },
+            Frame::Fail { message } => Frame::Fail {
+                message: owned(message),
+            },
+            Frame::Shutdown => Frame::Shutdown,
+            Frame::Bytes { id, codec, meta } => Frame::Bytes {
+                id,
+                codec: owned(codec),
+                meta: owned(meta),
+            },
+        }
+    }
+}
+
+impl WireItem<'_> {
+    /// Appends the item's bytes to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            WireItem::Rec {
+                det,
+                origin,
+                entries,
+            } => {
+                put_record_head(out, det, *origin, entries.len());
+                for (l, v) in entries {
+                    match l {
+                        WireLabel::Known(i) => put_u(out, u64::from(*i) << 1),
+                        WireLabel::New { index, kind, name } => {
+                            put_label_new(out, *index, *kind, name)
+                        }
+                    }
+                    match v {
+                        WireValue::Int(i) => {
+                            out.push(0);
+                            put_i(out, *i);
+                        }
+                        WireValue::Inline { codec, meta, body } => {
+                            put_inline(out, codec, meta, body)
+                        }
+                        WireValue::Ref {
+                            home,
+                            id,
+                            weight,
+                            interface,
+                            len,
+                        } => put_ref(out, *home, *id, *weight, interface, *len),
+                    }
+                }
+            }
+            WireItem::Marker(m) => put_marker(out, m),
+            WireItem::Resume => out.push(2),
+        }
+    }
+
+    /// As [`Message::into_owned`].
+    pub fn into_owned(self) -> WireItem<'static> {
+        match self {
+            WireItem::Rec {
+                det,
+                origin,
+                entries,
+            } => WireItem::Rec {
+                det,
+                origin,
+                entries: entries
+                    .into_iter()
+                    .map(|(l, v)| (l.into_owned(), v.into_owned()))
+                    .collect(),
+            },
+            WireItem::Marker(m) => WireItem::Marker(m),
+            WireItem::Resume => WireItem::Resume,
+        }
+    }
+}
+
+impl WireLabel<'_> {
+    /// As [`Message::into_owned`].
+    pub fn into_owned(self) -> WireLabel<'static> {
+        match self {
+            WireLabel::Known(i) => WireLabel::Known(i),
+            WireLabel::New { index, kind, name } => WireLabel::New {
+                index,
+                kind,
+                name: owned(name),
+            },
+        }
+    }
+}
+
+impl WireValue<'_> {
+    /// As [`Message::into_owned`].
+    pub fn into_owned(self) -> WireValue<'static> {
+        match self {
+            WireValue::Int(i) => WireValue::Int(i),
+            WireValue::Inline { codec, meta, body } => WireValue::Inline {
+                codec: owned(codec),
+                meta: owned(meta),
+                body: owned(body),
+            },
+            WireValue::Ref {
+                home,
+                id,
+                weight,
+                interface,
+                len,
+            } => WireValue::Ref {
+                home,
+                id,
+                weight,
+                interface: owned(interface),
+                len,
+            },
+        }
+    }
+}
+
+// ---------------------------------------------------------------- reading
+
+/// Reads a header; every read checks its bounds.
+struct Reader<'a> {
     b: &'a [u8],
     at: usize,
 }
 
-impl<'a> Reader<'a> {
-    pub fn new(b: &'a [u8]) -> Reader<'a> {
-        Reader { b, at: 0 }
-    }
+/// An item's kind and, for a record, everything before its entries.
+enum ItemHead {
+    Rec {
+        det: Stamps,
+        origin: Origin,
+        entries: u64,
+    },
+    Marker(Marker),
+    Resume,
+}
 
-    pub fn done(&self) -> bool {
+impl<'a> Reader<'a> {
+    fn done(&self) -> bool {
         self.at >= self.b.len()
     }
 
-    fn err<T>(&self, what: &str) -> Result<T, WireError> {
-        Err(WireError(format!(
-            "malformed message at byte {}: {what}",
-            self.at
-        )))
+    fn left(&self) -> usize {
+        self.b.len().saturating_sub(self.at)
     }
 
-    pub fn byte(&mut self) -> Result<u8, WireError> {
+    fn err<T>(&self, what: Malformed) -> Result<T, WireError> {
+        Err(WireError { at: self.at, what })
+    }
+
+    #[inline(always)]
+    fn byte(&mut self) -> Result<u8, WireError> {
         match self.b.get(self.at) {
             Some(&v) => {
                 self.at += 1;
                 Ok(v)
             }
-            None => self.err("truncated"),
+            None => self.err(Malformed::Truncated),
         }
     }
 
-    pub fn u(&mut self) -> Result<u64, WireError> {
+    /// A varint: one byte (most) inline, longer ones out of line.
+    #[inline(always)]
+    fn u(&mut self) -> Result<u64, WireError> {
+        match self.b.get(self.at) {
+            Some(&b) if b & 0x80 == 0 => {
+                self.at += 1;
+                Ok(u64::from(b))
+            }
+            _ => self.u_long(),
+        }
+    }
+
+    #[inline(never)]
+    fn u_long(&mut self) -> Result<u64, WireError> {
         let mut v = 0u64;
         let mut shift = 0;
         loop {
             let b = self.byte()?;
             if shift >= 64 {
-                return self.err("varint too long");
+                return self.err(Malformed::VarintTooLong);
             }
             v |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
@@ -123,35 +810,45 @@ impl<'a> Reader<'a> {
         }
     }
 
+    fn u32(&mut self, what: &'static str) -> Result<u32, WireError> {
+        let v = self.u()?;
+        u32::try_from(v).or_else(|_| self.err(Malformed::TooLarge(what)))
+    }
+
     fn i(&mut self) -> Result<i64, WireError> {
         let u = self.u()?;
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
     }
 
-    pub fn bytes(&mut self) -> Result<&'a [u8], WireError> {
-        let n = self.u()? as usize;
-        match self.b.get(self.at..self.at.saturating_add(n)) {
-            Some(s) => {
-                self.at += n;
+    fn bytes(&mut self) -> Result<&'a [u8], WireError> {
+        let n = self.u()?;
+        let end = usize::try_from(n)
+            .ok()
+            .and_then(|n| self.at.checked_add(n))
+            .filter(|&end| end <= self.b.len());
+        match end {
+            Some(end) => {
+                let s = &self.b[self.at..end];
+                self.at = end;
                 Ok(s)
             }
-            None => self.err("truncated bytes"),
+            None => self.err(Malformed::TruncatedBytes),
         }
     }
 
-    pub fn s(&mut self) -> Result<&'a str, WireError> {
+    fn s(&mut self) -> Result<&'a str, WireError> {
         let b = self.bytes()?;
-        std::str::from_utf8(b).or_else(|_| self.err("string is not UTF-8"))
+        std::str::from_utf8(b).or_else(|_| self.err(Malformed::NotUtf8))
     }
 
-    pub fn conn(&mut self) -> Result<ConnId, WireError> {
+    fn conn(&mut self) -> Result<ConnId, WireError> {
         Ok(ConnId {
-            origin: self.u()? as u32,
+            origin: self.u32("node")?,
             seq: self.u()?,
         })
     }
 
-    pub fn stamps(&mut self) -> Result<Stamps, WireError> {
+    fn stamps(&mut self) -> Result<Stamps, WireError> {
         let n = self.u()?;
         let mut s = Stamps::new();
         for _ in 0..n {
@@ -160,43 +857,229 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    pub fn credit(&mut self) -> Result<Dyadic, WireError> {
+    fn credit(&mut self) -> Result<Dyadic, WireError> {
         let n = self.u()?;
-        let mut d = Dyadic::zero();
+        let mut pieces: SmallVec<[u64; 8]> = SmallVec::with_capacity((n as usize).min(self.left()));
         for _ in 0..n {
-            d.add(self.u()?);
+            pieces.push(self.u()?);
         }
-        Ok(d)
+        Dyadic::from_canonical(&pieces).map_or_else(|| self.err(Malformed::BadCredit), Ok)
+    }
+
+    fn marker(&mut self) -> Result<Marker, WireError> {
+        // Iteratively (a malformed message may nest without end): the
+        // chain outermost first, then built from the innermost.
+        let mut chain: SmallVec<[(u64, u64, u64); 2]> = SmallVec::new();
+        loop {
+            if chain.len() == MAX_MARKER_DEPTH {
+                return self.err(Malformed::MarkerTooDeep);
+            }
+            let (owner, seq, weight) = (self.u()?, self.u()?, self.u()?);
+            chain.push((owner, seq, weight));
+            if self.byte()? == 0 {
+                break;
+            }
+        }
+        let mut m: Option<Marker> = None;
+        for (owner, seq, weight) in chain.into_iter().rev() {
+            m = Some(Marker {
+                owner,
+                seq,
+                weight,
+                payload: m.map(Box::new),
+            });
+        }
+        Ok(m.expect("a chain of at least one marker"))
+    }
+
+    fn frame(&mut self) -> Result<FrameRef<'a>, WireError> {
+        Ok(match self.byte()? {
+            OPEN => FrameRef::Open {
+                conn: self.conn()?,
+                template: self.u32("template")?,
+                back: self.conn()?,
+                start: self.stamps()?,
+            },
+            ITEMS => FrameRef::Items {
+                conn: self.conn()?,
+                count: self.u()?,
+            },
+            FETCH => FrameRef::Fetch { id: self.u()? },
+            RELEASE => FrameRef::Release {
+                id: self.u()?,
+                weight: self.u()?,
+            },
+            FAIL => FrameRef::Fail { message: self.s()? },
+            SHUTDOWN => FrameRef::Shutdown,
+            BYTES => FrameRef::Bytes {
+                id: self.u()?,
+                codec: self.s()?,
+                meta: self.bytes()?,
+            },
+            k => {
+                self.at -= 1;
+                return self.err(Malformed::UnknownFrame(k));
+            }
+        })
+    }
+
+    #[inline(always)]
+    fn item_head(&mut self) -> Result<ItemHead, WireError> {
+        match self.byte()? {
+            0 => {
+                let det = self.stamps()?;
+                let (number, line) = (self.u()?, self.u()?);
+                if number > u64::from(u32::MAX) || line > u64::from(u32::MAX) {
+                    return self.err(Malformed::BadOrigin);
+                }
+                let origin = Origin::from_bits(number << 32 | line);
+                let entries = self.u()?;
+                Ok(ItemHead::Rec {
+                    det,
+                    origin,
+                    entries,
+                })
+            }
+            1 => Ok(ItemHead::Marker(self.marker()?)),
+            2 => Ok(ItemHead::Resume),
+            k => {
+                self.at -= 1;
+                self.err(Malformed::BadItemKind(k))
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn label(&mut self) -> Result<WireLabel<'a>, WireError> {
+        let v = self.u()?;
+        let index = u32::try_from(v >> 1).or_else(|_| self.err(Malformed::TooLarge("label")))?;
+        if v & 1 == 0 {
+            return Ok(WireLabel::Known(index));
+        }
+        let kind = match self.byte()? {
+            0 => LabelKind::Field,
+            1 => LabelKind::Tag,
+            2 => LabelKind::BTag,
+            k => {
+                self.at -= 1;
+                return self.err(Malformed::BadLabelKind(k));
+            }
+        };
+        Ok(WireLabel::New {
+            index,
+            kind,
+            name: Cow::Borrowed(self.s()?),
+        })
+    }
+
+    #[inline(always)]
+    fn value(&mut self) -> Result<WireValue<'a>, WireError> {
+        match self.byte()? {
+            0 => Ok(WireValue::Int(self.i()?)),
+            1 => Ok(WireValue::Inline {
+                codec: Cow::Borrowed(self.s()?),
+                meta: Cow::Borrowed(self.bytes()?),
+                body: Cow::Borrowed(self.bytes()?),
+            }),
+            2 => Ok(WireValue::Ref {
+                home: self.u32("node")?,
+                id: self.u()?,
+                weight: self.u()?,
+                interface: Cow::Borrowed(self.s()?),
+                len: self.u()?,
+            }),
+            k => {
+                self.at -= 1;
+                self.err(Malformed::BadValueKind(k))
+            }
+        }
+    }
+
+    fn wire_item(&mut self) -> Result<WireItem<'a>, WireError> {
+        Ok(match self.item_head()? {
+            ItemHead::Rec {
+                det,
+                origin,
+                entries: n,
+            } => {
+                let mut entries = Vec::with_capacity((n as usize).min(self.left()));
+                for _ in 0..n {
+                    let l = self.label()?;
+                    entries.push((l, self.value()?));
+                }
+                WireItem::Rec {
+                    det,
+                    origin,
+                    entries,
+                }
+            }
+            ItemHead::Marker(m) => WireItem::Marker(m),
+            ItemHead::Resume => WireItem::Resume,
+        })
     }
 }
 
-pub(crate) const OPEN: u8 = 0;
-pub(crate) const ITEMS: u8 = 1;
-pub(crate) const FETCH: u8 = 2;
-pub(crate) const RELEASE: u8 = 3;
-pub(crate) const FAIL: u8 = 5;
-pub(crate) const SHUTDOWN: u8 = 6;
-pub(crate) const BYTES: u8 = 7;
-
-pub(crate) fn put_conn(out: &mut Vec<u8>, c: ConnId) {
-    put_u(out, u64::from(c.origin));
-    put_u(out, c.seq);
+/// Reads one message's header frame by frame, and an `Items` frame item
+/// by item: the one parser of the format.
+pub struct MessageReader<'a> {
+    r: Reader<'a>,
+    /// Items of the current `Items` frame not read yet.
+    items: u64,
 }
 
-pub(crate) fn put_stamps(out: &mut Vec<u8>, s: &Stamps) {
-    let v = s.as_slice();
-    put_u(out, v.len() as u64);
-    for &x in v {
-        put_u(out, x);
+impl<'a> MessageReader<'a> {
+    /// Starts reading header `b`: the credit it carries, and the reader
+    /// positioned at its first frame.
+    pub fn new(b: &'a [u8]) -> Result<(Dyadic, MessageReader<'a>), WireError> {
+        let mut r = Reader { b, at: 0 };
+        let credit = r.credit()?;
+        Ok((credit, MessageReader { r, items: 0 }))
+    }
+
+    /// The next frame, `None` at the end. The items of an `Items` frame
+    /// not read when this is called are read and dropped.
+    pub fn next_frame(&mut self) -> Result<Option<FrameRef<'a>>, WireError> {
+        while self.next_wire_item()?.is_some() {}
+        if self.r.done() {
+            return Ok(None);
+        }
+        let f = self.r.frame()?;
+        if let FrameRef::Items { count, .. } = f {
+            self.items = count;
+        }
+        Ok(Some(f))
+    }
+
+    /// The next item of the current `Items` frame as it travels, `None`
+    /// after its last.
+    pub fn next_wire_item(&mut self) -> Result<Option<WireItem<'a>>, WireError> {
+        if self.items == 0 {
+            return Ok(None);
+        }
+        self.items -= 1;
+        self.r.wire_item().map(Some)
+    }
+
+    /// The next item of the current `Items` frame, sent by node `from`,
+    /// as the engine's item (straight from the bytes, see
+    /// [`Decoder::item`]); `None` after its last.
+    #[inline(always)]
+    pub(crate) fn next_item(
+        &mut self,
+        dec: &mut Decoder,
+        from: u32,
+        store: &FieldStore,
+        codecs: &Codecs,
+    ) -> Result<Option<Item>, ItemError> {
+        if self.items == 0 {
+            return Ok(None);
+        }
+        self.items -= 1;
+        dec.item(from, &mut self.r, store, codecs).map(Some)
     }
 }
 
-pub(crate) fn put_credit(out: &mut Vec<u8>, d: &Dyadic) {
-    put_u(out, d.pieces().count() as u64);
-    for e in d.pieces() {
-        put_u(out, e);
-    }
-}
+// ---------------------------------------------------------------- the meaning
 
 /// The sending side of the label dictionaries and field references.
 pub(crate) struct Encoder {
@@ -224,9 +1107,7 @@ impl Encoder {
             None => {
                 let i = dict.len() as u32;
                 dict.insert(l, i);
-                put_u(out, (u64::from(i) << 1) | 1);
-                out.push(l.kind() as u8);
-                put_s(out, l.name());
+                put_label_new(out, i, l.kind(), l.name());
             }
         }
     }
@@ -236,12 +1117,9 @@ impl Encoder {
             v.portable()?;
             if v.encoded_len() <= self.inline_limit {
                 // Small: meta part and body are copied into the frame.
-                out.push(1);
-                put_s(out, v.codec());
                 self.meta.clear();
                 v.encode_meta(&mut self.meta);
-                put_bytes(out, &self.meta);
-                put_bytes(out, v.body());
+                put_inline(out, v.codec(), &self.meta, v.body());
                 return Ok(());
             }
         }
@@ -259,30 +1137,15 @@ impl Encoder {
                 (self.me, id, w, v.interface(), v.encoded_len() as u64)
             }
         };
-        out.push(2);
-        put_u(out, u64::from(home));
-        put_u(out, id);
-        put_u(out, weight);
-        put_s(out, interface);
-        put_u(out, len);
+        put_ref(out, home, id, weight, interface, len);
         Ok(())
     }
 
-    fn marker(out: &mut Vec<u8>, m: &Marker) {
-        put_u(out, m.owner);
-        put_u(out, m.seq);
-        put_u(out, m.weight);
-        match &m.payload {
-            None => out.push(0),
-            Some(p) => {
-                out.push(1);
-                Encoder::marker(out, p);
-            }
-        }
-    }
-
-    /// Appends one item for node `to`. Errors name the field that cannot travel.
-    pub fn item(
+    /// Appends one item for node `to` (the syntax of
+    /// [`WireItem::encode`], written straight from the engine's item).
+    /// Errors name the field that cannot travel.
+    #[inline(always)]
+    fn item(
         &mut self,
         to: u32,
         item: &Item,
@@ -291,12 +1154,7 @@ impl Encoder {
     ) -> Result<(), String> {
         match item {
             Item::Rec(r) => {
-                out.push(0);
-                put_stamps(out, &r.det);
-                // The origin as two small numbers (most are short varints).
-                put_u(out, r.origin.to_bits() >> 32);
-                put_u(out, r.origin.to_bits() & u64::from(u32::MAX));
-                put_u(out, r.rec.len() as u64);
+                put_record_head(out, &r.det, r.origin, r.rec.len());
                 for (l, v) in r.rec.entries() {
                     self.label(to, *l, out);
                     match v {
@@ -310,10 +1168,7 @@ impl Encoder {
                     }
                 }
             }
-            Item::Marker(m) => {
-                out.push(1);
-                Encoder::marker(out, m);
-            }
+            Item::Marker(m) => put_marker(out, m),
             Item::Resume => out.push(2),
             Item::Wake => unreachable!("Wake never travels"),
         }
@@ -335,183 +1190,84 @@ impl Decoder {
         }
     }
 
-    fn label(&mut self, from: u32, r: &mut Reader) -> Result<Label, WireError> {
-        let v = r.u()?;
+    /// The label `l` (read at byte `at`) from node `from` stands for.
+    #[inline(always)]
+    fn label(&mut self, from: u32, l: WireLabel, at: usize) -> Result<Label, WireError> {
         let dict = &mut self.dicts[from as usize];
-        let i = (v >> 1) as usize;
-        if v & 1 == 1 {
-            let kind = match r.byte()? {
-                0 => LabelKind::Field,
-                1 => LabelKind::Tag,
-                2 => LabelKind::BTag,
-                _ => return r.err("bad label kind"),
-            };
-            let l = Label::new(kind, r.s()?);
-            if i != dict.len() {
-                return r.err("label defined out of order");
-            }
-            dict.push(l);
-            Ok(l)
-        } else {
-            match dict.get(i) {
+        match l {
+            WireLabel::Known(i) => match dict.get(i as usize) {
                 Some(&l) => Ok(l),
-                None => r.err("unknown label"),
+                None => Err(WireError {
+                    at,
+                    what: Malformed::UnknownLabel,
+                }),
+            },
+            WireLabel::New { index, kind, name } => {
+                if index as usize != dict.len() {
+                    return Err(WireError {
+                        at,
+                        what: Malformed::LabelOutOfOrder,
+                    });
+                }
+                let l = Label::new(kind, &name);
+                dict.push(l);
+                Ok(l)
             }
         }
     }
 
-    fn marker(r: &mut Reader) -> Result<Marker, WireError> {
-        let owner = r.u()?;
-        let seq = r.u()?;
-        let weight = r.u()?;
-        let payload = match r.byte()? {
-            0 => None,
-            _ => Some(Box::new(Decoder::marker(r)?)),
-        };
-        Ok(Marker {
-            owner,
-            seq,
-            weight,
-            payload,
-        })
-    }
-
-    /// Reads one item sent by node `from`.
-    pub fn item(
+    /// Reads one item sent by node `from` straight into the engine's item
+    /// (the parser's label and value, no owned [`WireItem`]).
+    #[inline(always)]
+    fn item(
         &mut self,
         from: u32,
         r: &mut Reader,
         store: &FieldStore,
         codecs: &Codecs,
-    ) -> Result<Item, WireError> {
-        match r.byte()? {
-            0 => {
-                let det = r.stamps()?;
-                let (number, line) = (r.u()?, r.u()?);
-                if number > u64::from(u32::MAX) || line > u64::from(u32::MAX) {
-                    return r.err("bad record origin");
-                }
-                let origin = Origin::from_bits(number << 32 | line);
-                let n = r.u()? as usize;
-                let mut rec = Record::with_capacity(n.min(64));
+    ) -> Result<Item, ItemError> {
+        Ok(match r.item_head()? {
+            ItemHead::Rec {
+                det,
+                origin,
+                entries: n,
+            } => {
+                let mut rec = Record::with_capacity((n as usize).min(r.left()).min(64));
                 for _ in 0..n {
-                    let l = self.label(from, r)?;
-                    let v = match r.byte()? {
-                        0 => Value::Int(r.i()?),
-                        1 => {
-                            let codec = r.s()?;
-                            let meta = r.bytes()?;
-                            let body = FieldBytes::copy_from(r.bytes()?);
+                    let at = r.at;
+                    let l = r.label()?;
+                    let l = self.label(from, l, at)?;
+                    let v = match r.value()? {
+                        WireValue::Int(i) => Value::Int(i),
+                        WireValue::Inline { codec, meta, body } => {
+                            let body = FieldBytes::copy_from(&body);
                             let v = codecs
-                                .decode(codec, meta, body)
-                                .map_err(|e| WireError(format!("field `{l}`: {e}")))?;
+                                .decode(&codec, &meta, body)
+                                .map_err(|error| ItemError::Codec { label: l, error })?;
                             Value::Field(Field::new(v))
                         }
-                        2 => {
-                            let home = r.u()? as u32;
-                            let id = r.u()?;
-                            let weight = r.u()?;
-                            let interface = r.s()?;
-                            let len = r.u()?;
-                            Value::Field(if home == self.me {
-                                store.returned(id, weight).map_err(WireError)?
-                            } else {
-                                store.proxy(home, id, weight, interface, len)
-                            })
-                        }
-                        _ => return r.err("bad value kind"),
+                        WireValue::Ref {
+                            home,
+                            id,
+                            weight,
+                            interface,
+                            len,
+                        } => Value::Field(if home == self.me {
+                            store.returned(id, weight).map_err(ItemError::Returned)?
+                        } else {
+                            store.proxy(home, id, weight, &interface, len)
+                        }),
                     };
                     rec.set(l, v);
                 }
-                Ok(Item::Rec(Rec { rec, det, origin }))
+                Item::Rec(Rec { rec, det, origin })
             }
-            1 => Ok(Item::Marker(Decoder::marker(r)?)),
-            2 => Ok(Item::Resume),
-            _ => r.err("bad item kind"),
-        }
+            ItemHead::Marker(m) => Item::Marker(m),
+            ItemHead::Resume => Item::Resume,
+        })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-
-    struct NoRelease;
-    impl snet_core::ReleaseRemote for NoRelease {
-        fn release(&self, _: u32, _: u64, _: u64) {}
-    }
-
-    #[test]
-    fn records_markers_and_labels_round_trip() {
-        let store0 = FieldStore::new(0, Arc::new(NoRelease));
-        let store1 = FieldStore::new(1, Arc::new(NoRelease));
-        let mut enc = Encoder::new(0, 2, 16);
-        let mut dec = Decoder::new(1, 2);
-        let mut rec = Record::new();
-        rec.set_int(Label::tag("wire-t"), -5);
-        rec.set_int(Label::btag("wire-b"), i64::MAX);
-        rec.set(
-            Label::field("wire-small"),
-            Value::Field(Field::text("X", false, "ab")),
-        );
-        let big = Field::text("X", false, &"z".repeat(100));
-        rec.set(Label::field("wire-big"), Value::Field(big.clone()));
-        let mut det = Stamps::new();
-        det.push(3);
-        det.push(u64::MAX);
-        let items = [
-            Item::Rec(Rec {
-                rec,
-                det,
-                origin: Origin::input(7, Some(9)),
-            }),
-            Item::Marker(Marker {
-                owner: 1 << 48,
-                seq: 9,
-                weight: 4,
-                payload: Some(Box::new(Marker::new(2, 1, None))),
-            }),
-            Item::Resume,
-        ];
-        let mut out = Vec::new();
-        for it in items.iter().chain(items.iter()) {
-            enc.item(1, it, &store0, &mut out).unwrap();
-        }
-        let codecs = Codecs::default();
-        let mut r = Reader::new(&out);
-        for want in items.iter().chain(items.iter()) {
-            let got = dec.item(0, &mut r, &store1, &codecs).unwrap();
-            match (want, got) {
-                (Item::Rec(a), Item::Rec(b)) => {
-                    assert_eq!(a.det, b.det);
-                    assert_eq!(
-                        format!("{:?}", a.rec.labels().collect::<Vec<_>>()),
-                        format!("{:?}", b.rec.labels().collect::<Vec<_>>())
-                    );
-                    assert_eq!(b.rec.int(Label::tag("wire-t")), Some(-5));
-                    let f = b.rec.field(Label::field("wire-big")).unwrap();
-                    let p = f.as_remote().expect("big fields travel by reference");
-                    assert_eq!((p.home, p.id), (0, 0));
-                    assert!(b
-                        .rec
-                        .field(Label::field("wire-small"))
-                        .unwrap()
-                        .as_local()
-                        .is_some());
-                }
-                (Item::Marker(a), Item::Marker(b)) => assert_eq!(*a, b),
-                (Item::Resume, Item::Resume) => {}
-                _ => panic!("item kind changed"),
-            }
-        }
-        assert!(r.done());
-        // Both references share one export and one proxy.
-        assert_eq!(store0.counts().0, 1);
-        assert_eq!(
-            store1.counts().1,
-            0,
-            "proxies died with the decoded records"
-        );
-    }
-}
+#[path = "wire_tests.rs"]
+mod tests;

@@ -1,0 +1,408 @@
+//! Tests of the wire format (`wire.rs`): items through the encoder and
+//! decoder, malformed messages, and the round-trip and no-panic properties.
+
+use super::*;
+use std::sync::Arc;
+
+struct NoRelease;
+impl snet_core::ReleaseRemote for NoRelease {
+    fn release(&self, _: u32, _: u64, _: u64) {}
+}
+
+#[test]
+fn records_markers_and_labels_round_trip() {
+    let store0 = FieldStore::new(0, Arc::new(NoRelease));
+    let store1 = FieldStore::new(1, Arc::new(NoRelease));
+    let mut enc = Encoder::new(0, 2, 16);
+    let mut dec = Decoder::new(1, 2);
+    let mut rec = Record::new();
+    rec.set_int(Label::tag("wire-t"), -5);
+    rec.set_int(Label::btag("wire-b"), i64::MAX);
+    rec.set(
+        Label::field("wire-small"),
+        Value::Field(Field::text("X", false, "ab")),
+    );
+    let big = Field::text("X", false, &"z".repeat(100));
+    rec.set(Label::field("wire-big"), Value::Field(big.clone()));
+    let mut det = Stamps::new();
+    det.push(3);
+    det.push(u64::MAX);
+    let items = [
+        Item::Rec(Rec {
+            rec,
+            det,
+            origin: Origin::input(7, Some(9)),
+        }),
+        Item::Marker(Marker {
+            owner: 1 << 48,
+            seq: 9,
+            weight: 4,
+            payload: Some(Box::new(Marker::new(2, 1, None))),
+        }),
+        Item::Resume,
+    ];
+    let conn = ConnId { origin: 0, seq: 4 };
+    // Written straight from the engine's items, as the output manager does.
+    let mut frames = Frames::default();
+    for it in items.iter().chain(items.iter()) {
+        frames.item(conn, &mut enc, 1, it, &store0).unwrap();
+    }
+    frames.push(&Frame::Shutdown);
+    let mut out = Vec::new();
+    frames.message(&Dyadic::one(), &mut out);
+    // The syntax reads them back, and writes the same bytes again.
+    let m = Message::decode(&out).unwrap();
+    assert_eq!(m.credit, Dyadic::one());
+    assert!(
+        matches!(&m.frames[..], [Frame::Items { conn: c, items }, Frame::Shutdown]
+        if *c == conn && items.len() == 6)
+    );
+    let mut again = Vec::new();
+    m.encode(&mut again);
+    assert_eq!(again, out);
+    // The meaning reads them straight into engine items.
+    let codecs = Codecs::default();
+    let (credit, mut r) = MessageReader::new(&out).unwrap();
+    assert_eq!(credit, Dyadic::one());
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(FrameRef::Items { conn, count: 6 })
+    );
+    for want in items.iter().chain(items.iter()) {
+        let got = r.next_item(&mut dec, 0, &store1, &codecs).unwrap().unwrap();
+        match (want, got) {
+            (Item::Rec(a), Item::Rec(b)) => {
+                assert_eq!(a.det, b.det);
+                assert_eq!(
+                    format!("{:?}", a.rec.labels().collect::<Vec<_>>()),
+                    format!("{:?}", b.rec.labels().collect::<Vec<_>>())
+                );
+                assert_eq!(b.rec.int(Label::tag("wire-t")), Some(-5));
+                let f = b.rec.field(Label::field("wire-big")).unwrap();
+                let p = f.as_remote().expect("big fields travel by reference");
+                assert_eq!((p.home, p.id), (0, 0));
+                assert!(b
+                    .rec
+                    .field(Label::field("wire-small"))
+                    .unwrap()
+                    .as_local()
+                    .is_some());
+            }
+            (Item::Marker(a), Item::Marker(b)) => assert_eq!(*a, b),
+            (Item::Resume, Item::Resume) => {}
+            _ => panic!("item kind changed"),
+        }
+    }
+    assert!(r
+        .next_item(&mut dec, 0, &store1, &codecs)
+        .unwrap()
+        .is_none());
+    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Shutdown));
+    assert_eq!(r.next_frame().unwrap(), None);
+    // Both references share one export and one proxy.
+    assert_eq!(store0.counts().0, 1);
+    assert_eq!(
+        store1.counts().1,
+        0,
+        "proxies died with the decoded records"
+    );
+}
+
+#[test]
+fn malformed_messages_are_errors_that_say_where() {
+    let err = |b: &[u8]| Message::decode(b).unwrap_err();
+    // Credit counted twice (was a panic in `Dyadic::add`), or more than one.
+    assert_eq!(err(&[2, 1, 1]).what, Malformed::BadCredit);
+    assert_eq!(err(&[2, 0, 3]).what, Malformed::BadCredit);
+    assert_eq!(err(&[2, 3, 1]).what, Malformed::BadCredit);
+    assert_eq!(
+        err(&[0, 9]),
+        WireError {
+            at: 1,
+            what: Malformed::UnknownFrame(9)
+        }
+    );
+    assert_eq!(
+        err(&[0, 9]).to_string(),
+        "malformed message at byte 1: unknown frame kind 9"
+    );
+    assert_eq!(err(&[0, FETCH]).what, Malformed::Truncated);
+    assert_eq!(err(&[0, FETCH, 0x80]).what, Malformed::Truncated);
+    let mut long = vec![0, FETCH];
+    long.extend([0xff; 11]);
+    assert_eq!(err(&long).what, Malformed::VarintTooLong);
+    // A string longer than the message; a count of items far beyond it.
+    assert_eq!(
+        err(&[0, FAIL, 0xff, 0xff, 0xff, 0xff, 0x0f]).what,
+        Malformed::TruncatedBytes
+    );
+    assert_eq!(err(&[0, FAIL, 1, 0xff]).what, Malformed::NotUtf8);
+    let mut many = vec![0, ITEMS, 0, 0];
+    many.extend([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
+    assert_eq!(err(&many).what, Malformed::Truncated);
+    // A connection's node beyond 32 bits.
+    assert_eq!(
+        err(&[0, ITEMS, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0]).what,
+        Malformed::TooLarge("node")
+    );
+    // Markers nested without end.
+    let mut deep = vec![0, ITEMS, 0, 0, 1, 1];
+    for _ in 0..=MAX_MARKER_DEPTH {
+        deep.extend([0, 0, 0, 1]);
+    }
+    assert_eq!(err(&deep).what, Malformed::MarkerTooDeep);
+    let mut ok = vec![0, ITEMS, 0, 0, 1, 1];
+    for _ in 1..MAX_MARKER_DEPTH {
+        ok.extend([0, 0, 0, 1]);
+    }
+    ok.extend([0, 0, 0, 0]);
+    assert!(Message::decode(&ok).is_ok());
+    for (b, what) in [
+        (vec![0, ITEMS, 0, 0, 1, 7], Malformed::BadItemKind(7)),
+        (
+            vec![0, ITEMS, 0, 0, 1, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0],
+            Malformed::BadOrigin,
+        ),
+        (
+            vec![0, ITEMS, 0, 0, 1, 0, 0, 0, 0, 1, 1, 3],
+            Malformed::BadLabelKind(3),
+        ),
+        (
+            vec![0, ITEMS, 0, 0, 1, 0, 0, 0, 0, 1, 0, 3],
+            Malformed::BadValueKind(3),
+        ),
+    ] {
+        assert_eq!(err(&b).what, what, "{b:?}");
+    }
+}
+
+#[test]
+fn an_items_count_in_any_varint_width_decodes() {
+    // Written as four bytes patched in place (2: 0x82 0x80 0x80 0x00);
+    // a minimal varint reads the same.
+    let four = [0, ITEMS, 3, 5, 0x82, 0x80, 0x80, 0x00, 2, 2, SHUTDOWN];
+    let short = [0, ITEMS, 3, 5, 2, 2, 2, SHUTDOWN];
+    let want = vec![
+        Frame::Items {
+            conn: ConnId { origin: 3, seq: 5 },
+            items: vec![WireItem::Resume, WireItem::Resume],
+        },
+        Frame::Shutdown,
+    ];
+    assert_eq!(Message::decode(&four).unwrap().frames, want);
+    assert_eq!(Message::decode(&short).unwrap().frames, want);
+    let mut out = Vec::new();
+    Message::decode(&short).unwrap().encode(&mut out);
+    assert_eq!(out, four);
+}
+
+#[test]
+fn labels_that_do_not_fit_the_dictionary_are_malformed() {
+    let store = FieldStore::new(1, Arc::new(NoRelease));
+    let codecs = Codecs::default();
+    // A record with one entry: label 5, defined / used, then an integer.
+    for (label, what) in [
+        (vec![11, 1, 1, b'q'], Malformed::LabelOutOfOrder),
+        (vec![10], Malformed::UnknownLabel),
+    ] {
+        let mut b = vec![0, ITEMS, 0, 0, 1, 0, 0, 0, 0, 1];
+        b.extend(label);
+        b.extend([0, 2]);
+        let mut dec = Decoder::new(1, 2);
+        let (_, mut r) = MessageReader::new(&b).unwrap();
+        r.next_frame().unwrap();
+        let e = r.next_item(&mut dec, 0, &store, &codecs).unwrap_err();
+        assert_eq!(e, ItemError::Malformed(WireError { at: 10, what }));
+    }
+}
+
+mod props {
+    use super::*;
+    use proptest::collection::{btree_set, vec};
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
+    fn text() -> impl Strategy<Value = Cow<'static, str>> {
+        vec(any::<char>(), 0..8).prop_map(|c| Cow::Owned(c.into_iter().collect()))
+    }
+
+    fn bytes() -> impl Strategy<Value = Cow<'static, [u8]>> {
+        vec(any::<u8>(), 0..24).prop_map(Cow::Owned)
+    }
+
+    fn stamps() -> impl Strategy<Value = Stamps> {
+        vec(any::<u64>(), 0..4).prop_map(|v| {
+            let mut s = Stamps::new();
+            for x in v {
+                s.push(x);
+            }
+            s
+        })
+    }
+
+    fn conn() -> impl Strategy<Value = ConnId> {
+        (any::<u32>(), any::<u64>()).prop_map(|(origin, seq)| ConnId { origin, seq })
+    }
+
+    fn marker() -> impl Strategy<Value = Marker> {
+        vec((any::<u64>(), any::<u64>(), any::<u64>()), 1..4).prop_map(|chain| {
+            let mut m = None;
+            for (owner, seq, weight) in chain {
+                m = Some(Marker {
+                    owner,
+                    seq,
+                    weight,
+                    payload: m.map(Box::new),
+                });
+            }
+            m.unwrap()
+        })
+    }
+
+    fn label() -> impl Strategy<Value = WireLabel<'static>> {
+        prop_oneof![
+            any::<u32>().prop_map(WireLabel::Known),
+            (any::<u32>(), 0..3u8, text()).prop_map(|(index, k, name)| WireLabel::New {
+                index,
+                kind: [LabelKind::Field, LabelKind::Tag, LabelKind::BTag][k as usize],
+                name,
+            }),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = WireValue<'static>> {
+        prop_oneof![
+            any::<i64>().prop_map(WireValue::Int),
+            (text(), bytes(), bytes()).prop_map(|(codec, meta, body)| WireValue::Inline {
+                codec,
+                meta,
+                body
+            }),
+            (
+                any::<u32>(),
+                any::<u64>(),
+                any::<u64>(),
+                text(),
+                any::<u64>()
+            )
+                .prop_map(|(home, id, weight, interface, len)| {
+                    WireValue::Ref {
+                        home,
+                        id,
+                        weight,
+                        interface,
+                        len,
+                    }
+                }),
+        ]
+    }
+
+    fn item() -> impl Strategy<Value = WireItem<'static>> {
+        prop_oneof![
+            (
+                stamps(),
+                any::<u32>(),
+                any::<u32>(),
+                vec((label(), value()), 0..5)
+            )
+                .prop_map(|(det, number, line, entries)| WireItem::Rec {
+                    det,
+                    origin: Origin::from_bits(u64::from(number) << 32 | u64::from(line)),
+                    entries: entries.into_iter().collect(),
+                }),
+            marker().prop_map(WireItem::Marker),
+            Just(WireItem::Resume),
+        ]
+    }
+
+    fn frame() -> impl Strategy<Value = Frame<'static>> {
+        prop_oneof![
+            (conn(), any::<u32>(), conn(), stamps()).prop_map(|(conn, template, back, start)| {
+                Frame::Open {
+                    conn,
+                    template,
+                    back,
+                    start: Cow::Owned(start),
+                }
+            }),
+            (conn(), vec(item(), 0..5)).prop_map(|(conn, items)| Frame::Items { conn, items }),
+            any::<u64>().prop_map(|id| Frame::Fetch { id }),
+            (any::<u64>(), any::<u64>()).prop_map(|(id, weight)| Frame::Release { id, weight }),
+            text().prop_map(|message| Frame::Fail { message }),
+            Just(Frame::Shutdown),
+            (any::<u64>(), text(), bytes()).prop_map(|(id, codec, meta)| Frame::Bytes {
+                id,
+                codec,
+                meta
+            }),
+        ]
+    }
+
+    fn credit() -> impl Strategy<Value = Dyadic> {
+        btree_set(0u64..200, 0..5).prop_map(|mut s| {
+            if s.len() > 1 {
+                s.remove(&0);
+            }
+            Dyadic::from_canonical(&s.into_iter().collect::<Vec<_>>()).unwrap()
+        })
+    }
+
+    fn message() -> impl Strategy<Value = Message<'static>> {
+        (credit(), vec(frame(), 0..6)).prop_map(|(credit, frames)| Message { credit, frames })
+    }
+
+    proptest! {
+        #[test]
+        fn every_message_round_trips(m in message()) {
+            let mut b = Vec::new();
+            m.encode(&mut b);
+            prop_assert_eq!(Message::decode(&b).map(Message::into_owned), Ok(m.clone()));
+        }
+
+        #[test]
+        fn any_bytes_decode_to_a_message_or_an_error(b in vec(any::<u8>(), 0..256)) {
+            if let Ok(m) = Message::decode(&b) {
+                let mut again = Vec::new();
+                m.encode(&mut again);
+                let m = m.into_owned();
+                prop_assert_eq!(Message::decode(&again).map(Message::into_owned), Ok(m));
+            }
+        }
+
+        #[test]
+        fn damaged_messages_decode_to_a_message_or_an_error(
+            m in message(),
+            flips in vec((any::<Index>(), any::<u8>()), 1..4),
+            cut in any::<Index>(),
+        ) {
+            let mut b = Vec::new();
+            m.encode(&mut b);
+            for (at, x) in flips {
+                let i = at.index(b.len());
+                b[i] ^= x;
+            }
+            for b in [&b[..], &b[..cut.index(b.len() + 1)]] {
+                if let Ok(m) = Message::decode(b) {
+                    let mut again = Vec::new();
+                    m.encode(&mut again);
+                    let m = m.into_owned();
+                    prop_assert_eq!(Message::decode(&again).map(Message::into_owned), Ok(m));
+                }
+            }
+        }
+
+        #[test]
+        fn any_bytes_read_into_engine_items_or_an_error(b in vec(any::<u8>(), 0..256)) {
+            let store = FieldStore::new(1, Arc::new(NoRelease));
+            let codecs = Codecs::default();
+            let mut dec = Decoder::new(1, 2);
+            if let Ok((_, mut r)) = MessageReader::new(&b) {
+                while let Ok(Some(f)) = r.next_frame() {
+                    if let FrameRef::Items { .. } = f {
+                        while let Ok(Some(_)) = r.next_item(&mut dec, 0, &store, &codecs) {}
+                    }
+                }
+            }
+        }
+    }
+}
