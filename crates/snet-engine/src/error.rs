@@ -237,8 +237,9 @@ pub enum BoxError {
     /// Box code misused its language interface's API (a stale handle, an
     /// invalid argument), as the interface describes it.
     Misuse(String),
-    /// Any other failure, as box code or a language interface describes it.
-    Failed(String),
+    /// The call stack for the box's call could not be made (the
+    /// operating system's error number, when it gave one).
+    NoCallStack { os_error: Option<i32> },
 }
 
 impl fmt::Display for BoxError {
@@ -292,7 +293,15 @@ impl fmt::Display for BoxError {
                 "field `{}` cannot be passed to {language}: {reason}",
                 label.name()
             ),
-            BoxError::Misuse(m) | BoxError::Failed(m) => f.write_str(m),
+            BoxError::Misuse(m) => f.write_str(m),
+            BoxError::NoCallStack { os_error: Some(e) } => write!(
+                f,
+                "cannot allocate its call stack: {}",
+                std::io::Error::from_raw_os_error(*e)
+            ),
+            BoxError::NoCallStack { os_error: None } => {
+                f.write_str("cannot allocate its call stack")
+            }
         }
     }
 }
@@ -741,7 +750,16 @@ mod tests {
             .to_string(),
             "field `x` cannot be passed to C: bad"
         );
-        assert_eq!(BoxError::Failed("boom".into()).to_string(), "boom");
+        assert_eq!(
+            BoxError::NoCallStack {
+                os_error: Some(libc::ENOMEM)
+            }
+            .to_string(),
+            format!(
+                "cannot allocate its call stack: {}",
+                std::io::Error::from_raw_os_error(libc::ENOMEM)
+            )
+        );
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub use error::{
     BoxError, DistributionError, EngineError, EvalContext, InternalError, ResolveError,
     ResolveReason, RuntimeTypeError, SourceError,
 };
-pub use limit::InputLimit;
+pub use limit::{InputLimit, LimitError};
 
 /// Where input records come from (the record reader, a test vector, ...).
 pub trait Source: Send {
