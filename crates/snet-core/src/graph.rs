@@ -164,7 +164,7 @@ pub struct FilterDef {
 
 /// `[| p1 if <g1>, p2, ... |]`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SyncDef {
+pub struct SynchrocellDef {
     pub patterns: Vec<Pattern>,
 }
 
@@ -217,7 +217,7 @@ impl BoxDef {
 pub enum NodeKind {
     Box(BoxId),
     Filter(FilterDef),
-    Sync(SyncDef),
+    Synchrocell(SynchrocellDef),
     /// `A .. B`.
     Serial(NodeId, NodeId),
     /// `A | B | ...` or `A || B || ...`: routing by the branches' [`Node::input`] types.
@@ -280,7 +280,7 @@ impl Node {
         match &self.kind {
             NodeKind::Box(_) => "box",
             NodeKind::Filter(_) => "filter",
-            NodeKind::Sync(_) => "synchrocell",
+            NodeKind::Synchrocell(_) => "synchrocell",
             NodeKind::Serial(..) => "serial composition",
             NodeKind::Parallel { det: false, .. } => "parallel composition",
             NodeKind::Parallel { det: true, .. } => "deterministic parallel composition",
@@ -367,7 +367,7 @@ impl Graph {
         };
         for id in 0..original as usize {
             match &mut g.nodes[id].kind {
-                NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Sync(_) => {}
+                NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Synchrocell(_) => {}
                 NodeKind::Serial(a, b) => {
                     map(a);
                     map(b);
@@ -431,7 +431,7 @@ impl Graph {
     /// Direct children of a node, in order.
     pub fn children(&self, id: NodeId) -> SmallVec<[NodeId; 2]> {
         match &self.node(id).kind {
-            NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Sync(_) => SmallVec::new(),
+            NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Synchrocell(_) => SmallVec::new(),
             NodeKind::Serial(a, b) => SmallVec::from_slice(&[*a, *b]),
             NodeKind::Parallel { branches, .. } => branches.iter().copied().collect(),
             NodeKind::Star { body, .. }

@@ -28,9 +28,9 @@ use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
 use crate::runtime::{Ctx, Kind};
 use crate::split::SplitEntity;
-use crate::star::{FusedSync, StarEntity};
+use crate::star::{FusedSynchrocell, StarEntity};
 use crate::sync::Arc;
-use crate::synchro::SyncEntity;
+use crate::synchrocell::SynchrocellEntity;
 
 /// Creates an instance of template `node` whose output goes to `next`; returns its entry entity.
 ///
@@ -43,9 +43,9 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
     let graph = rt.graph();
     match &graph.node(node).kind {
         NodeKind::Filter(_) => ctx.entity(Kind::Chain(FilterChain::new(rt, &[node], next))),
-        NodeKind::Sync(_) => ctx.entity(Kind::Sync(SyncEntity::new(
+        NodeKind::Synchrocell(_) => ctx.entity(Kind::Synchrocell(SynchrocellEntity::new(
             node,
-            rt.prog.sync(node).clone(),
+            rt.prog.synchrocell(node).clone(),
             next,
         ))),
         NodeKind::Box(id) => {
@@ -140,7 +140,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             let def = rt.prog.star(node).clone();
             if def.fused.is_some() {
                 // A deterministic fused star is one FIFO entity: order holds without a collector.
-                return ctx.entity(Kind::FusedSync(FusedSync::new(def, next)));
+                return ctx.entity(Kind::FusedSynchrocell(FusedSynchrocell::new(def, next)));
             }
             if def.filters.is_some() {
                 // One FIFO entity: a deterministic star needs no collector (star.rs).
@@ -155,7 +155,9 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             let def = rt.prog.split(node).clone();
             if def.fused.is_some() {
                 // One FIFO entity: a deterministic split needs no collector (split.rs).
-                return ctx.entity(Kind::SplitSync(crate::split::SplitSync::new(def, next)));
+                return ctx.entity(Kind::SplitSynchrocell(crate::split::SplitSynchrocell::new(
+                    def, next,
+                )));
             }
             let (next, det) = det_wrap(ctx, def.det, next);
             ctx.entity(Kind::Split(SplitEntity::new(def, next, det)))

@@ -6,7 +6,7 @@
 //! definition when it is created and never looks its node up again while
 //! it processes records.
 
-use snet_core::{BoxDef, Graph, Label, NodeId, NodeKind, Pattern, SyncDef, Variant};
+use snet_core::{BoxDef, Graph, Label, NodeId, NodeKind, Pattern, SynchrocellDef, Variant};
 
 use crate::sync::Arc;
 
@@ -17,7 +17,7 @@ pub struct StarDef {
     pub exits: Vec<Pattern>,
     pub det: bool,
     /// The synchrocell of a fused repeated synchronisation `[| .. |] * pats`.
-    pub fused: Option<Arc<SyncDef>>,
+    pub fused: Option<Arc<SynchrocellDef>>,
     /// A body of filters only (one, or a serial chain, through net
     /// boundaries): the star runs as one entity
     /// ([`crate::star::FilterStar`]). The filters' template nodes, in order.
@@ -52,9 +52,9 @@ pub struct SplitDef {
     /// Dynamic placement: the tag's value also names the replica's node.
     pub placement: bool,
     /// A lone synchrocell body `[| .. |] ! <t>` (not placed): run as one
-    /// entity keeping one cell per tag value ([`crate::split::SplitSync`]),
+    /// entity keeping one cell per tag value ([`crate::split::SplitSynchrocell`]),
     /// with the synchrocell's template node (for messages).
-    pub fused: Option<(NodeId, Arc<SyncDef>)>,
+    pub fused: Option<(NodeId, Arc<SynchrocellDef>)>,
 }
 
 /// `A | B | ...`, `A || B || ...`.
@@ -97,7 +97,7 @@ pub struct BoxTemplate {
 pub enum Template {
     Box(Arc<BoxTemplate>),
     Filter(Arc<crate::filter::Filter>),
-    Sync(Arc<SyncDef>),
+    Synchrocell(Arc<SynchrocellDef>),
     Star(Arc<StarDef>),
     Split(Arc<SplitDef>),
     Parallel(Arc<ParallelDef>),
@@ -150,7 +150,7 @@ impl Program {
                     NodeKind::Filter(f) => {
                         Template::Filter(Arc::new(crate::filter::Filter::new(f.clone())))
                     }
-                    NodeKind::Sync(s) => Template::Sync(Arc::new(s.clone())),
+                    NodeKind::Synchrocell(s) => Template::Synchrocell(Arc::new(s.clone())),
                     NodeKind::Parallel { branches, det } => {
                         let mut routes: Vec<(Variant, usize)> = branches
                             .iter()
@@ -187,7 +187,7 @@ impl Program {
                             b = *body;
                         }
                         let fused = match &graph.node(b).kind {
-                            NodeKind::Sync(s) => Some(Arc::new(s.clone())),
+                            NodeKind::Synchrocell(s) => Some(Arc::new(s.clone())),
                             _ => None,
                         };
                         Template::Star(Arc::new(StarDef {
@@ -211,7 +211,7 @@ impl Program {
                             b = *body;
                         }
                         let fused = match &graph.node(b).kind {
-                            NodeKind::Sync(s) => Some((b, Arc::new(s.clone()))),
+                            NodeKind::Synchrocell(s) => Some((b, Arc::new(s.clone()))),
                             _ => None,
                         };
                         Template::Split(Arc::new(SplitDef {
@@ -254,7 +254,7 @@ impl Program {
 
     typed!(box_template, Box, BoxTemplate);
     typed!(filter, Filter, crate::filter::Filter);
-    typed!(sync, Sync, SyncDef);
+    typed!(synchrocell, Synchrocell, SynchrocellDef);
     typed!(star, Star, StarDef);
     typed!(split, Split, SplitDef);
     typed!(parallel, Parallel, ParallelDef);

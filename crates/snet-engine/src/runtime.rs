@@ -27,10 +27,10 @@ use crate::filter::FilterChain;
 use crate::output::OutputEntity;
 use crate::parallel::{FilterParallel, ParallelEntity};
 use crate::program::Program;
-use crate::split::{SplitEntity, SplitSync};
-use crate::star::{FilterStar, FusedSync, StarEntity};
+use crate::split::{SplitEntity, SplitSynchrocell};
+use crate::star::{FilterStar, FusedSynchrocell, StarEntity};
 use crate::sync::{Arc, AtomicU64, Ordering};
-use crate::synchro::SyncEntity;
+use crate::synchrocell::SynchrocellEntity;
 use crate::EngineError;
 
 /// What every entity of a run shares.
@@ -165,15 +165,15 @@ impl Runtime {
 /// Entity state, by kind.
 pub enum Kind {
     Chain(FilterChain),
-    Sync(SyncEntity),
-    FusedSync(FusedSync),
+    Synchrocell(SynchrocellEntity),
+    FusedSynchrocell(FusedSynchrocell),
     FilterStar(FilterStar),
     Box(BoxEntity),
     Parallel(ParallelEntity),
     FilterParallel(FilterParallel),
     Star(StarEntity),
     Split(SplitEntity),
-    SplitSync(SplitSync),
+    SplitSynchrocell(SplitSynchrocell),
     FeedbackEntry(FeedbackEntry),
     FeedbackRouter(FeedbackRouter),
     Collector(Collector),
@@ -479,15 +479,15 @@ fn process_item(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engi
     let state = unsafe { ent.state() };
     let r = match state {
         Kind::Chain(_) => unreachable!("a filter chain is stateless"),
-        Kind::Sync(e) => e.process(item, ctx),
-        Kind::FusedSync(e) => e.process(item, ctx),
+        Kind::Synchrocell(e) => e.process(item, ctx),
+        Kind::FusedSynchrocell(e) => e.process(item, ctx),
         Kind::FilterStar(e) => e.process(item, ctx, ent),
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
         Kind::FilterParallel(_) => unreachable!("a parallel composition of filters is stateless"),
         Kind::Star(e) => e.process(item, ctx),
         Kind::Split(e) => e.process(item, ctx),
-        Kind::SplitSync(e) => e.process(item, ctx),
+        Kind::SplitSynchrocell(e) => e.process(item, ctx),
         Kind::FeedbackEntry(e) => e.process(item, ctx),
         Kind::FeedbackRouter(e) => e.process(item, ctx),
         Kind::Collector(e) => e.process(item, ctx),

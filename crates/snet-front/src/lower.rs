@@ -153,7 +153,7 @@ impl Lower<'_, '_> {
             HKind::Serial(parts, ops) => return self.serial(h, 0, parts, ops),
             HKind::Box(b) => NodeKind::Box(self.box_id(*b)),
             HKind::Filter { def, .. } => NodeKind::Filter(def.clone()),
-            HKind::Sync { def, .. } => NodeKind::Sync(def.clone()),
+            HKind::Synchrocell { def, .. } => NodeKind::Synchrocell(def.clone()),
             HKind::Parallel { branches, det } => {
                 let branches = branches.iter().map(|b| self.expr(*b)).collect();
                 NodeKind::Parallel {
