@@ -26,7 +26,7 @@ use crate::feedback::{FeedbackEntry, FeedbackRouter};
 use crate::filter::FilterChain;
 use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
-use crate::runtime::{Ctx, Kind};
+use crate::runtime::{Ctx, Kind, Stateless};
 use crate::split::SplitEntity;
 use crate::star::{FusedSynchrocell, StarEntity};
 use crate::sync::Arc;
@@ -42,7 +42,9 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
     let rt = ctx.rt;
     let graph = rt.graph();
     match &graph.node(node).kind {
-        NodeKind::Filter(_) => ctx.entity(Kind::Chain(FilterChain::new(rt, &[node], next))),
+        NodeKind::Filter(_) => {
+            ctx.stateless_entity(Stateless::Chain(FilterChain::new(rt, &[node], next)))
+        }
         NodeKind::Synchrocell(_) => ctx.entity(Kind::Synchrocell(SynchrocellEntity::new(
             node,
             rt.prog.synchrocell(node).clone(),
@@ -75,7 +77,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
                     j -= 1;
                 }
                 next = if i - j >= 2 {
-                    ctx.entity(Kind::Chain(FilterChain::new(rt, &parts[j..i], next)))
+                    ctx.stateless_entity(Stateless::Chain(FilterChain::new(rt, &parts[j..i], next)))
                 } else {
                     instantiate(ctx, parts[i - 1], next, start)
                 };
@@ -95,9 +97,9 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             let def = rt.prog.parallel(node).clone();
             if def.filters.is_some() {
                 // One FIFO entity: a deterministic composition needs no collector (parallel.rs).
-                return ctx.entity(Kind::FilterParallel(crate::parallel::FilterParallel::new(
-                    rt, def, next,
-                )));
+                return ctx.stateless_entity(Stateless::FilterParallel(
+                    crate::parallel::FilterParallel::new(rt, def, next),
+                ));
             }
             let branches = &def.branches;
             let (next, mut det) = det_wrap(ctx, def.det, next);
@@ -134,7 +136,11 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
                 }
             }
             par.det = det;
-            ctx.entity(Kind::Parallel(par))
+            if par.is_stateless() {
+                ctx.stateless_entity(Stateless::Parallel(par))
+            } else {
+                ctx.entity(Kind::Parallel(par))
+            }
         }
         NodeKind::Star { .. } => {
             let def = rt.prog.star(node).clone();
