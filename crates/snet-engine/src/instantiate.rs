@@ -177,7 +177,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             // Where no marker can reach the loop from outside, nothing is
             // ever held back at its entry: records from outside enter the
             // body directly, and the router never resumes an entry.
-            let entry = rt.prog.markers[node as usize].then(|| {
+            let entry = rt.prog.markers[node.index()].then(|| {
                 ctx.entity(Kind::FeedbackEntry(FeedbackEntry::new(
                     entry_of_body.clone(),
                     router.clone(),

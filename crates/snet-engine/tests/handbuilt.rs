@@ -44,7 +44,7 @@ impl B {
             g: Graph {
                 nodes: vec![],
                 boxes: vec![],
-                entry: 0,
+                entry: NodeId(0),
             },
         }
     }

@@ -175,7 +175,7 @@ fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
             code: None,
             loc: loc.clone(),
         }],
-        entry: 0,
+        entry: NodeId(0),
     };
     let body = g.add(Node {
         kind: NodeKind::Box(0),

@@ -33,7 +33,7 @@ pub fn lower(
         graph: Graph {
             nodes: Vec::new(),
             boxes: Vec::new(),
-            entry: 0,
+            entry: NodeId(0),
         },
         nets: vec![None; hir.nets.len()],
         boxes: vec![None; hir.boxes.len()],

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use snet_core::Codecs;
+use snet_core::{Codecs, NodeId};
 
 use super::wire::{self, Decoder, Encoder, Reader, WireError};
 use super::{Channel, FieldBytes, Out, Payload, Received, Settle, Transport, TransportError};
@@ -114,7 +114,7 @@ fn send_batch(
                 b.needs_credit = true;
                 b.frames.push(wire::OPEN);
                 wire::put_conn(&mut b.frames, conn);
-                wire::put_u(&mut b.frames, u64::from(template));
+                wire::put_u(&mut b.frames, u64::from(template.0));
                 wire::put_conn(&mut b.frames, back);
                 wire::put_stamps(&mut b.frames, &start);
             }
@@ -326,10 +326,10 @@ fn handle(
         match r.byte()? {
             wire::OPEN => {
                 let conn = r.conn()?;
-                let template = r.u()? as u32;
+                let template = NodeId(r.u()? as u32);
                 let back = r.conn()?;
                 let start = r.stamps()?;
-                if template as usize >= rt.graph().nodes.len() {
+                if template.index() >= rt.graph().nodes.len() {
                     return Err(proto(format!(
                         "node {from} opened unknown template {template}"
                     )));
