@@ -46,9 +46,9 @@ impl FieldCodec for BlobCodec {
     fn name(&self) -> &str {
         "blob"
     }
-    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, String> {
+    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, DecodeError> {
         if !meta.is_empty() {
-            return Err("blob meta".into());
+            return Err(DecodeError::Truncated);
         }
         Ok(Arc::new(Blob(body)))
     }

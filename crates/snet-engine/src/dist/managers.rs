@@ -354,7 +354,11 @@ fn handle(
             }
             wire::FETCH => {
                 let id = r.u()?;
-                if let Some(s) = net.store.fetch(from, id).map_err(proto)? {
+                if let Some(s) = net
+                    .store
+                    .fetch(from, id)
+                    .map_err(|e| proto(e.to_string()))?
+                {
                     net.push_store(s);
                 }
             }
@@ -373,7 +377,7 @@ fn handle(
                 let (wake, sends) = net
                     .store
                     .arrived(from, id, codec, meta, body, host.codecs())
-                    .map_err(proto)?;
+                    .map_err(|e| proto(e.to_string()))?;
                 for e in wake {
                     ctx.send(&e, Item::Wake);
                 }

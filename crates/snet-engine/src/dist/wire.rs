@@ -233,7 +233,7 @@ impl Encoder {
 
     fn field(&mut self, f: &Field, store: &FieldStore, out: &mut Vec<u8>) -> Result<(), String> {
         if let Some(v) = f.get() {
-            v.portable()?;
+            v.portable().map_err(|e| e.to_string())?;
             if v.encoded_len() <= self.inline_limit {
                 // Small: meta part and body are copied into the frame.
                 out.push(1);
@@ -414,7 +414,9 @@ impl Decoder {
                             let interface = r.s()?;
                             let len = r.u()?;
                             Value::Field(if home == self.me {
-                                store.returned(id, weight).map_err(WireError)?
+                                store
+                                    .returned(id, weight)
+                                    .map_err(|e| WireError(e.to_string()))?
                             } else {
                                 store.proxy(home, id, weight, interface, len)
                             })
