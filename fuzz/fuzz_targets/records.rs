@@ -8,10 +8,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use snet_io::{equivalent_multiset, read_all, Item, RecordReader, RecordWriter};
+use snet_io::{equivalent_multiset, read_all, StreamItem, RecordReader, RecordWriter};
 
 /// Every item the reader gives, and its error if it stops on one.
-fn drain(mut reader: RecordReader<&[u8]>) -> (Vec<Item>, Option<String>) {
+fn drain(mut reader: RecordReader<&[u8]>) -> (Vec<StreamItem>, Option<String>) {
     let mut items = Vec::new();
     loop {
         match reader.next() {
@@ -39,8 +39,8 @@ fuzz_target!(|data: &[u8]| {
     let mut writer = RecordWriter::new(Vec::new()).with_codecs(codecs.clone());
     for item in &items {
         match item {
-            Item::Data(r) => writer.write(r).expect("in-memory write"),
-            Item::Terminate => writer.write_terminate().expect("in-memory write"),
+            StreamItem::Data(r) => writer.write(r).expect("in-memory write"),
+            StreamItem::Terminate => writer.write_terminate().expect("in-memory write"),
         }
     }
     let out = writer.into_inner().expect("in-memory flush");

@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use snet_io::{Item, RecordReader, RecordWriter};
+use snet_io::{RecordReader, RecordWriter, StreamItem};
 
 /// This thread's CPU time.
 fn cpu_time() -> Duration {
@@ -47,8 +47,8 @@ fn read(input: &[u8]) -> (usize, (f64, f64)) {
     let mut n = 0;
     loop {
         match r.next() {
-            Ok(Some(Item::Data(_))) => n += 1,
-            Ok(Some(Item::Terminate)) | Ok(None) => break,
+            Ok(Some(StreamItem::Data(_))) => n += 1,
+            Ok(Some(StreamItem::Terminate)) | Ok(None) => break,
             Err(e) => panic!("benchmark input is valid: {e}"),
         }
     }
@@ -123,7 +123,7 @@ fn main() {
     ] {
         let mut recs = Vec::with_capacity(n);
         let mut r = RecordReader::new(&input[..]).with_codecs(c4snet::text_codecs());
-        while let Ok(Some(Item::Data(rec))) = r.next() {
+        while let Ok(Some(StreamItem::Data(rec))) = r.next() {
             recs.push(rec);
         }
         let t = Timer::start();

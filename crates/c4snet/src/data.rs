@@ -20,7 +20,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use snet_core::{Field, FieldBytes, FieldCodec, FieldData};
+use snet_core::{DecodeError, Field, FieldBytes, FieldCodec, FieldData, NotPortable};
 
 /// The interface name of C4SNet fields in the record format.
 pub const INTERFACE: &str = "C4SNet";
@@ -137,13 +137,17 @@ impl CData {
     /// An array of `len` elements whose storage is `buf` itself (no copy;
     /// an empty array gets a fresh one-element buffer instead). `Err` if
     /// `buf` is not `len` elements long.
-    pub fn from_field_bytes(ctype: CType, len: usize, buf: FieldBytes) -> Result<CData, String> {
+    pub fn from_field_bytes(
+        ctype: CType,
+        len: usize,
+        buf: FieldBytes,
+    ) -> Result<CData, C4DecodeError> {
         if Some(buf.len()) != len.checked_mul(ctype.size()) {
-            return Err(format!(
-                "{} bytes do not hold {len} elements of C type {}",
-                buf.len(),
-                ctype.c_name()
-            ));
+            return Err(C4DecodeError::Size {
+                bytes: buf.len(),
+                len,
+                ctype,
+            });
         }
         if len == 0 {
             return Ok(CData::zeroed(ctype, 0));
@@ -263,14 +267,13 @@ impl FieldData for C4Data {
     fn body(&self) -> &[u8] {
         self.data.bytes()
     }
-    fn portable(&self) -> Result<(), String> {
+    fn portable(&self) -> Result<(), NotPortable> {
         if self.data.ctype != CType::Pointer {
             return Ok(());
         }
-        let what = "holds C4SNet pointers (CTYPE_pointer), which cannot be sent to another node";
-        Err(match &self.made_by {
-            Some(name) => format!("field made by box `{name}` {what}"),
-            None => format!("field {what}"),
+        Err(NotPortable {
+            holds: "C4SNet pointers (CTYPE_pointer)",
+            made_by: self.made_by.as_deref().map(str::to_string),
         })
     }
     fn deep_copy(&self) -> Arc<dyn FieldData> {
@@ -298,19 +301,50 @@ impl FieldCodec for C4Codec {
     fn name(&self) -> &str {
         CODEC
     }
-    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, String> {
-        let bad = || "malformed C4SNet field meta data".to_string();
+    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, DecodeError> {
+        let bad = |e: C4DecodeError| DecodeError::Invalid(Arc::new(e));
         if meta.len() != META_LEN {
-            return Err(bad());
+            return Err(bad(C4DecodeError::Meta));
         }
-        let t = CType::from_raw(i32::from(meta[0])).ok_or("bad C4SNet element type")?;
+        let t =
+            CType::from_raw(i32::from(meta[0])).ok_or(bad(C4DecodeError::ElementType(meta[0])))?;
         let len = u64::from_le_bytes(meta[1..].try_into().expect("8 bytes"));
-        let len = usize::try_from(len).map_err(|_| bad())?;
-        let data = CData::from_field_bytes(t, len, body)
-            .map_err(|e| format!("malformed C4SNet field: {e}"))?;
+        let len = usize::try_from(len).map_err(|_| bad(C4DecodeError::Meta))?;
+        let data = CData::from_field_bytes(t, len, body).map_err(bad)?;
         Ok(Arc::new(C4Data::new(data)))
     }
 }
+
+/// What is wrong with received C4SNet field bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum C4DecodeError {
+    /// The meta part has the wrong length or an impossible count.
+    Meta,
+    /// An element type C4SNet does not have.
+    ElementType(u8),
+    /// The body's `bytes` do not hold `len` elements of `ctype`.
+    Size {
+        bytes: usize,
+        len: usize,
+        ctype: CType,
+    },
+}
+
+impl fmt::Display for C4DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            C4DecodeError::Meta => f.write_str("malformed C4SNet field meta data"),
+            C4DecodeError::ElementType(t) => write!(f, "bad C4SNet element type {t}"),
+            C4DecodeError::Size { bytes, len, ctype } => write!(
+                f,
+                "malformed C4SNet field: {bytes} bytes do not hold {len} elements of C type {}",
+                ctype.c_name()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for C4DecodeError {}
 
 /// The [`FieldCodec`] of C4SNet values, for `snet_engine::Config::codecs`.
 pub fn codec() -> Arc<dyn FieldCodec> {
@@ -387,8 +421,8 @@ mod tests {
         // The length must match.
         let e = CData::from_field_bytes(CType::Int, 2, FieldBytes::zeroed(7)).err();
         assert_eq!(
-            e.as_deref(),
-            Some("7 bytes do not hold 2 elements of C type int")
+            e.map(|e| e.to_string()).as_deref(),
+            Some("malformed C4SNet field: 7 bytes do not hold 2 elements of C type int")
         );
         // An empty array still points at a real, aligned element.
         let e = CData::from_field_bytes(CType::LDouble, 0, FieldBytes::default()).unwrap();
@@ -427,14 +461,18 @@ mod tests {
     #[test]
     fn pointers_stay_home_and_name_their_maker() {
         let p = C4Data::made_by(CData::zeroed(CType::Pointer, 1), Some("foo".into()));
+        let text = |r: Result<(), NotPortable>| r.map_err(|e| e.to_string());
         assert_eq!(
-            p.portable(),
+            text(p.portable()),
             Err("field made by box `foo` holds C4SNet pointers (CTYPE_pointer), which cannot be sent to another node".into())
         );
-        assert!(p.deep_copy().portable().unwrap_err().contains("box `foo`"));
+        assert_eq!(
+            p.deep_copy().portable().unwrap_err().made_by.as_deref(),
+            Some("foo")
+        );
         let q = data_field(CData::zeroed(CType::Pointer, 2));
         assert_eq!(
-            q.get().unwrap().portable(),
+            text(q.get().unwrap().portable()),
             Err(
                 "field holds C4SNet pointers (CTYPE_pointer), which cannot be sent to another node"
                     .into()

@@ -128,7 +128,7 @@ fn a_pointer_field_names_the_box_that_made_it() {
     let made = v.as_any().downcast_ref::<C4Data>().expect("C4SNet data");
     assert_eq!(made.maker(), Some("make_ptr"));
     assert_eq!(
-        v.portable(),
+        v.portable().map_err(|e| e.to_string()),
         Err("field made by box `make_ptr` holds C4SNet pointers (CTYPE_pointer), which cannot be sent to another node".into())
     );
 }

@@ -401,7 +401,7 @@ fn values_read_are_written_as_c_prints_them() {
     let mut reader = snet_io::RecordReader::new(xml.as_bytes()).with_codecs(c4snet::text_codecs());
     let mut writer = snet_io::RecordWriter::new(Vec::new()).with_codecs(c4snet::text_codecs());
     while let Some(item) = reader.next().expect("valid values") {
-        if let snet_io::Item::Data(r) = item {
+        if let snet_io::StreamItem::Data(r) = item {
             writer.write(&r).expect("in-memory write");
         }
     }

@@ -6,11 +6,11 @@
 use c4snet::{data_field, data_of, encode_data, text_codecs, CData, CType};
 use snet_core::{Field, Label, Record, TextField, Value};
 use snet_io::{
-    equivalent_multiset, read_all, read_all_verbatim, Item, ReadError, ReadErrorKind, RecordReader,
-    RecordWriter,
+    equivalent_multiset, read_all, read_all_verbatim, ReadError, ReadErrorKind, RecordReader,
+    RecordWriter, StreamItem,
 };
 
-fn read(input: &str) -> Result<Vec<Item>, ReadError> {
+fn read(input: &str) -> Result<Vec<StreamItem>, ReadError> {
     let mut r = RecordReader::new(input.as_bytes()).with_codecs(text_codecs());
     let mut out = Vec::new();
     while let Some(item) = r.next()? {
@@ -24,8 +24,8 @@ fn records(input: &str) -> Vec<Record> {
         .expect("valid input")
         .into_iter()
         .filter_map(|i| match i {
-            Item::Data(r) => Some(r),
-            Item::Terminate => None,
+            StreamItem::Data(r) => Some(r),
+            StreamItem::Terminate => None,
         })
         .collect()
 }
@@ -70,7 +70,7 @@ fn reads_the_spec_example() {
 <record type="terminate" />
 "#;
     let items = read(input).expect("valid");
-    let Item::Data(r) = &items[0] else {
+    let StreamItem::Data(r) = &items[0] else {
         panic!("data first")
     };
     assert_eq!(data_text(r, "A"), "(int)5");
@@ -83,7 +83,7 @@ fn reads_the_spec_example() {
     let mut v = RecordReader::new(input.as_bytes())
         .with_codecs(text_codecs())
         .verbatim_fields();
-    let Ok(Some(Item::Data(r))) = v.next() else {
+    let Ok(Some(StreamItem::Data(r))) = v.next() else {
         panic!("data first")
     };
     assert_eq!(text_of(&r, "A"), ("C4SNet".into(), false, "(int)5".into()));
@@ -293,11 +293,11 @@ fn without_the_codec_c4snet_data_cannot_be_written() {
     assert!(e.to_string().contains("`C4SNet`"), "{e}");
 }
 
-fn items(s: &str) -> Vec<Item> {
+fn items(s: &str) -> Vec<StreamItem> {
     read_all(s.as_bytes(), &text_codecs()).expect("valid input")
 }
 
-fn same(a: &[Item], b: &[Item]) -> Result<(), String> {
+fn same(a: &[StreamItem], b: &[StreamItem]) -> Result<(), String> {
     equivalent_multiset(a, b, &text_codecs())
 }
 

@@ -12,7 +12,7 @@
 use c4snet::{data_field, decode_field, text_codecs, CData, CType};
 use proptest::prelude::*;
 use snet_core::{Label, Record, Value};
-use snet_io::{read_all, Item, RecordWriter};
+use snet_io::{read_all, RecordWriter, StreamItem};
 
 fn element(ctype: CType) -> BoxedStrategy<Vec<u8>> {
     match ctype {
@@ -139,8 +139,8 @@ proptest! {
         let bytes = write(&recs, binary);
         let items = read_all(&bytes[..], &text_codecs()).map_err(|e| TestCaseError::fail(format!("{e}\n{}", String::from_utf8_lossy(&bytes))))?;
         prop_assert_eq!(items.len(), recs.len() + 1);
-        prop_assert!(matches!(items.last(), Some(Item::Terminate)));
-        let back: Vec<Record> = items.into_iter().filter_map(|i| match i { Item::Data(r) => Some(r), Item::Terminate => None }).collect();
+        prop_assert!(matches!(items.last(), Some(StreamItem::Terminate)));
+        let back: Vec<Record> = items.into_iter().filter_map(|i| match i { StreamItem::Data(r) => Some(r), StreamItem::Terminate => None }).collect();
         for (a, b) in recs.iter().zip(&back) {
             same(a, b)?;
         }

@@ -79,7 +79,7 @@ fn used_boxes(graph: &Graph) -> Vec<&BoxDef> {
     let mut stack = vec![graph.entry];
     let mut out = Vec::new();
     while let Some(n) = stack.pop() {
-        if std::mem::replace(&mut seen[n as usize], true) {
+        if std::mem::replace(&mut seen[n.index()], true) {
             continue;
         }
         if let NodeKind::Box(b) = graph.node(n).kind {

@@ -74,7 +74,7 @@ fn repo_root() -> PathBuf {
 /// Field values as written (not decoded, but checked by the C4SNet text
 /// codec): the output must hold the exact text of `expected.xml`, i.e. the
 /// canonical `printf` form (records.md).
-fn read_items(bytes: &[u8], what: &str) -> Result<Vec<snet_io::Item>, Failed> {
+fn read_items(bytes: &[u8], what: &str) -> Result<Vec<snet_io::StreamItem>, Failed> {
     snet_io::read_all_verbatim(bytes, &c4snet::text_codecs())
         .map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
 }
@@ -352,7 +352,7 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             }
         }
         let got = read_items(&out.stdout, "output")?;
-        if !matches!(got.last(), Some(snet_io::Item::Terminate)) {
+        if !matches!(got.last(), Some(snet_io::StreamItem::Terminate)) {
             return Err("output does not end with the terminate record".into());
         }
         let want = read_items(
@@ -362,14 +362,14 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             "expected.xml",
         )?;
         if ordered {
-            let canon = |items: &[snet_io::Item]| -> Vec<String> {
+            let canon = |items: &[snet_io::StreamItem]| -> Vec<String> {
                 items
                     .iter()
                     .filter_map(|i| match i {
-                        snet_io::Item::Data(r) => {
+                        snet_io::StreamItem::Data(r) => {
                             Some(snet_io::canonical(r, &c4snet::text_codecs()))
                         }
-                        snet_io::Item::Terminate => None,
+                        snet_io::StreamItem::Terminate => None,
                     })
                     .collect()
             };

@@ -62,9 +62,9 @@ pub trait FieldData: Any + Send + Sync {
         self.encode_meta(&mut meta);
         meta.len() + self.body().len()
     }
-    /// `Err` (with a message naming who made it) if the value must not
-    /// leave this process (a C4SNet `CTYPE_pointer`).
-    fn portable(&self) -> Result<(), String> {
+    /// `Err` if the value must not leave this process (a C4SNet
+    /// `CTYPE_pointer`).
+    fn portable(&self) -> Result<(), NotPortable> {
         Ok(())
     }
     /// Copy: a new value with the same contents, shared with nobody.
@@ -89,8 +89,71 @@ pub trait FieldCodec: Send + Sync {
     fn name(&self) -> &str;
     /// A value from its meta part and its body; the value may keep `body`
     /// as its storage (no copy).
-    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, String>;
+    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, DecodeError>;
 }
+
+/// Why a field value must not leave its process ([`FieldData::portable`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotPortable {
+    /// What the value holds that cannot travel (e.g. `C4SNet pointers
+    /// (CTYPE_pointer)`).
+    pub holds: &'static str,
+    /// The box that made the value, if known.
+    pub made_by: Option<String>,
+}
+
+impl fmt::Display for NotPortable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.made_by {
+            Some(name) => write!(f, "field made by box `{name}` holds {}", self.holds)?,
+            None => write!(f, "field holds {}", self.holds)?,
+        }
+        f.write_str(", which cannot be sent to another node")
+    }
+}
+
+impl std::error::Error for NotPortable {}
+
+/// Why received field bytes do not make a value ([`FieldCodec::decode`]).
+#[derive(Clone, Debug)]
+pub enum DecodeError {
+    /// No codec of this name in the program.
+    UnknownCodec(String),
+    /// The meta part or the body is cut short or too long.
+    Truncated,
+    /// Text that is not UTF-8.
+    NotUtf8,
+    /// Malformed in the codec's own terms (its typed error).
+    Invalid(Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::UnknownCodec(name) => write!(f, "no field codec `{name}` in this program"),
+            DecodeError::Truncated => f.write_str("truncated field bytes"),
+            DecodeError::NotUtf8 => f.write_str("field text is not UTF-8"),
+            DecodeError::Invalid(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Errors compare by kind, and a codec's own errors by their text.
+impl PartialEq for DecodeError {
+    fn eq(&self, other: &DecodeError) -> bool {
+        match (self, other) {
+            (DecodeError::UnknownCodec(a), DecodeError::UnknownCodec(b)) => a == b,
+            (DecodeError::Truncated, DecodeError::Truncated) => true,
+            (DecodeError::NotUtf8, DecodeError::NotUtf8) => true,
+            (DecodeError::Invalid(a), DecodeError::Invalid(b)) => a.to_string() == b.to_string(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for DecodeError {}
 
 /// The codecs of a run, by name. Every node of a run must hold the same set.
 #[derive(Clone)]
@@ -128,10 +191,10 @@ impl Codecs {
         name: &str,
         meta: &[u8],
         body: FieldBytes,
-    ) -> Result<Arc<dyn FieldData>, String> {
+    ) -> Result<Arc<dyn FieldData>, DecodeError> {
         match self.get(name) {
             Some(c) => c.decode(meta, body),
-            None => Err(format!("no field codec `{name}` in this program")),
+            None => Err(DecodeError::UnknownCodec(name.to_string())),
         }
     }
 }
@@ -213,16 +276,16 @@ impl FieldCodec for TextFieldCodec {
     fn name(&self) -> &str {
         TEXT_CODEC
     }
-    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, String> {
-        let bad = || "truncated field bytes".to_string();
-        let binary = *meta.first().ok_or_else(bad)? != 0;
-        let n = u32::from_le_bytes(meta.get(1..5).ok_or_else(bad)?.try_into().expect("4")) as usize;
+    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, DecodeError> {
+        let binary = *meta.first().ok_or(DecodeError::Truncated)? != 0;
+        let n = meta.get(1..5).ok_or(DecodeError::Truncated)?;
+        let n = u32::from_le_bytes(n.try_into().expect("4")) as usize;
         if meta.len() != 5 + n {
-            return Err(bad());
+            return Err(DecodeError::Truncated);
         }
         let interface = &meta[5..];
-        fn s(x: &[u8]) -> Result<&str, String> {
-            std::str::from_utf8(x).map_err(|_| "field text is not UTF-8".to_string())
+        fn s(x: &[u8]) -> Result<&str, DecodeError> {
+            std::str::from_utf8(x).map_err(|_| DecodeError::NotUtf8)
         }
         // The text is copied: a `TextField` keeps a `Box<str>`.
         Ok(Arc::new(TextField::new(s(interface)?, binary, s(&body)?)))

@@ -14,8 +14,25 @@ use std::sync::Arc;
 use crate::expr::Expr;
 use crate::label::{Label, LabelKind};
 
-/// Index of a node template in [`Graph::nodes`].
-pub type NodeId = u32;
+/// A node template of the network graph: its index in [`Graph::nodes`].
+/// Not a machine node (the nodes of a distributed run are plain `u32`
+/// numbers of the transport): the two never mix.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    /// The index in [`Graph::nodes`].
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
 /// Index of a box declaration in [`Graph::boxes`].
 pub type BoxId = u32;
 
@@ -164,7 +181,7 @@ pub struct FilterDef {
 
 /// `[| p1 if <g1>, p2, ... |]`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SyncDef {
+pub struct SynchrocellDef {
     pub patterns: Vec<Pattern>,
 }
 
@@ -217,7 +234,7 @@ impl BoxDef {
 pub enum NodeKind {
     Box(BoxId),
     Filter(FilterDef),
-    Sync(SyncDef),
+    Synchrocell(SynchrocellDef),
     /// `A .. B`.
     Serial(NodeId, NodeId),
     /// `A | B | ...` or `A || B || ...`: routing by the branches' [`Node::input`] types.
@@ -280,7 +297,7 @@ impl Node {
         match &self.kind {
             NodeKind::Box(_) => "box",
             NodeKind::Filter(_) => "filter",
-            NodeKind::Sync(_) => "synchrocell",
+            NodeKind::Synchrocell(_) => "synchrocell",
             NodeKind::Serial(..) => "serial composition",
             NodeKind::Parallel { det: false, .. } => "parallel composition",
             NodeKind::Parallel { det: true, .. } => "deterministic parallel composition",
@@ -316,7 +333,7 @@ pub struct Placement {
 
 impl Graph {
     pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id as usize]
+        &self.nodes[id.index()]
     }
 
     pub fn box_def(&self, id: BoxId) -> &BoxDef {
@@ -326,7 +343,7 @@ impl Graph {
     /// Adds a node and returns its id (builders: the front end's lowering, tests).
     pub fn add(&mut self, node: Node) -> NodeId {
         self.nodes.push(node);
-        (self.nodes.len() - 1) as NodeId
+        NodeId((self.nodes.len() - 1) as u32)
     }
 
     /// A copy of the graph in which random components are placed on random
@@ -344,9 +361,9 @@ impl Graph {
             state ^= state >> 27;
             state.wrapping_mul(0x2545_f491_4f6c_dd1d)
         };
-        let original = g.nodes.len() as NodeId;
+        let original = g.nodes.len() as u32;
         let mut wrapper: Vec<Option<NodeId>> = vec![None; original as usize];
-        for id in 0..original {
+        for id in (0..original).map(NodeId) {
             let r = (next() >> 11) as f64 / (1u64 << 53) as f64;
             let at = (next() % u64::from(nodes.max(1))) as u32;
             if r < share {
@@ -357,17 +374,17 @@ impl Graph {
                     input: body.input.clone(),
                     output: body.output.clone(),
                 });
-                wrapper[id as usize] = Some(w);
+                wrapper[id.index()] = Some(w);
             }
         }
         let map = |c: &mut NodeId| {
-            if let Some(w) = wrapper.get(*c as usize).copied().flatten() {
+            if let Some(w) = wrapper.get(c.index()).copied().flatten() {
                 *c = w;
             }
         };
         for id in 0..original as usize {
             match &mut g.nodes[id].kind {
-                NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Sync(_) => {}
+                NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Synchrocell(_) => {}
                 NodeKind::Serial(a, b) => {
                     map(a);
                     map(b);
@@ -399,11 +416,11 @@ impl Graph {
         let mut seen = vec![false; self.nodes.len()];
         let mut stack = vec![self.entry];
         while let Some(id) = stack.pop() {
-            if std::mem::replace(&mut seen[id as usize], true) {
+            if std::mem::replace(&mut seen[id.index()], true) {
                 continue;
             }
             stack.extend(self.children(id));
-            let node = &mut g.nodes[id as usize];
+            let node = &mut g.nodes[id.index()];
             let what = match &node.kind {
                 NodeKind::Place { node: at, .. } => format!("@ {at}"),
                 NodeKind::DynPlace { tag, det, .. } => {
@@ -431,7 +448,7 @@ impl Graph {
     /// Direct children of a node, in order.
     pub fn children(&self, id: NodeId) -> SmallVec<[NodeId; 2]> {
         match &self.node(id).kind {
-            NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Sync(_) => SmallVec::new(),
+            NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Synchrocell(_) => SmallVec::new(),
             NodeKind::Serial(a, b) => SmallVec::from_slice(&[*a, *b]),
             NodeKind::Parallel { branches, .. } => branches.iter().copied().collect(),
             NodeKind::Star { body, .. }

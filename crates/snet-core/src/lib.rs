@@ -20,11 +20,12 @@ pub mod record;
 pub use bytes::{set_field_allocator, FieldAllocator, FieldBytes};
 pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, Slots, UnOp};
 pub use field::{
-    Codecs, Field, FieldCodec, FieldData, ReleaseRemote, RemoteField, TextField, TEXT_CODEC,
+    Codecs, DecodeError, Field, FieldCodec, FieldData, NotPortable, ReleaseRemote, RemoteField,
+    TextField, TEXT_CODEC,
 };
 pub use graph::{
     BoxCode, BoxDef, BoxId, FilterArm, FilterDef, Graph, Loc, Node, NodeId, NodeKind, OutItem,
-    OutSpec, Pattern, Placement, SyncDef, TagValue, Type, Variant,
+    OutSpec, Pattern, Placement, SynchrocellDef, TagValue, Type, Variant,
 };
 pub use label::{Label, LabelKind};
 pub use record::{Record, Value};

@@ -467,8 +467,8 @@ impl BoxEntity {
     #[cold]
     fn no_stack(&mut self, e: std::io::Error, ctx: &Ctx) -> EngineError {
         self.c.io.input = Record::new();
-        let what = format!("cannot allocate its call stack: {e}");
-        self.error(BoxError::Failed(what), ctx)
+        let os_error = e.raw_os_error();
+        self.error(BoxError::NoCallStack { os_error }, ctx)
     }
 
     /// A suspended call goes on, if the node's backlog allows.

@@ -275,36 +275,50 @@ const KEEP_MAX: usize = 256;
 /// A runtime entity: an inbox plus kind-specific state.
 pub struct Entity {
     inbox: Mutex<Inbox>,
-    state: UnsafeCell<crate::runtime::Kind>,
-    /// The state is never changed after construction (filter chains): the
-    /// entity is a function of each item, run by whoever sends to it
-    /// ([`crate::runtime::Ctx::send`]) under the sender's licence, through
-    /// shared references only ([`Entity::shared_state`]).
-    stateless: bool,
+    body: Body,
     /// The inbox's length, mirrored after every change under the lock
     /// (`Relaxed`: a hint for the scheduler's decisions, nothing is
     /// published through it).
     backlog: AtomicUsize,
 }
 
-// SAFETY: `state` is only accessed by the licence holder (see the module
-// protocol); the inbox is behind a mutex. Kinds hold only Send data.
+/// What an entity is.
+enum Body {
+    /// State only its licence holder touches ([`Entity::state`]).
+    State(UnsafeCell<crate::runtime::Kind>),
+    /// State never changed after construction (filter chains): the entity
+    /// is a function of each item, run by whoever sends to it
+    /// ([`crate::runtime::Ctx::send`]) under the sender's licence, through
+    /// shared references only ([`Entity::shared_state`]).
+    Shared(crate::runtime::Stateless),
+}
+
+// SAFETY: `State` is only accessed by the licence holder (see the module
+// protocol), `Shared` only through shared references; the inbox is behind
+// a mutex. Kinds hold only Send data.
 unsafe impl Sync for Entity {}
 // SAFETY: as above; moving an Entity between threads moves owned Send data.
 unsafe impl Send for Entity {}
 
 impl Entity {
     pub fn new(kind: crate::runtime::Kind) -> Arc<Entity> {
-        let stateless = kind.is_stateless();
+        Entity::with_body(Body::State(UnsafeCell::new(kind)))
+    }
+
+    /// A stateless entity (see [`Body::Shared`]).
+    pub fn new_stateless(s: crate::runtime::Stateless) -> Arc<Entity> {
+        Entity::with_body(Body::Shared(s))
+    }
+
+    fn with_body(body: Body) -> Arc<Entity> {
         Arc::new(Entity {
-            stateless,
+            body,
             backlog: AtomicUsize::new(0),
             inbox: Mutex::new(Inbox {
                 items: VecDeque::new(),
                 scheduled: false,
                 releases: 0,
             }),
-            state: UnsafeCell::new(kind),
         })
     }
 
@@ -414,10 +428,11 @@ impl Entity {
     /// mutable reference to it is ever made ([`Entity::state`] refuses
     /// stateless entities), so any thread may read it at any time.
     #[inline]
-    pub fn shared_state(&self) -> Option<&crate::runtime::Kind> {
-        // SAFETY: for a stateless entity no `&mut` to the state exists after
-        // construction (see `state`), so shared references may coexist.
-        self.stateless.then(|| unsafe { &*self.state.get() })
+    pub fn shared_state(&self) -> Option<&crate::runtime::Stateless> {
+        match &self.body {
+            Body::Shared(s) => Some(s),
+            Body::State(_) => None,
+        }
     }
 
     /// The entity's state.
@@ -429,8 +444,10 @@ impl Entity {
     /// reference from `state` may be alive.
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn state(&self) -> &mut crate::runtime::Kind {
-        debug_assert!(!self.stateless, "a stateless entity's state is shared");
-        // SAFETY: exclusive access is the caller's obligation (see above).
-        unsafe { &mut *self.state.get() }
+        match &self.body {
+            // SAFETY: exclusive access is the caller's obligation (see above).
+            Body::State(c) => unsafe { &mut *c.get() },
+            Body::Shared(_) => panic!("a stateless entity's state is shared, never exclusive"),
+        }
     }
 }

@@ -238,8 +238,9 @@ pub enum BoxError {
     /// Box code misused its language interface's API (a stale handle, an
     /// invalid argument), as the interface describes it.
     Misuse(String),
-    /// Any other failure, as box code or a language interface describes it.
-    Failed(String),
+    /// The call stack for the box's call could not be made (the
+    /// operating system's error number, when it gave one).
+    NoCallStack { os_error: Option<i32> },
 }
 
 impl fmt::Display for BoxError {
@@ -293,7 +294,15 @@ impl fmt::Display for BoxError {
                 "field `{}` cannot be passed to {language}: {reason}",
                 label.name()
             ),
-            BoxError::Misuse(m) | BoxError::Failed(m) => f.write_str(m),
+            BoxError::Misuse(m) => f.write_str(m),
+            BoxError::NoCallStack { os_error: Some(e) } => write!(
+                f,
+                "cannot allocate its call stack: {}",
+                std::io::Error::from_raw_os_error(*e)
+            ),
+            BoxError::NoCallStack { os_error: None } => {
+                f.write_str("cannot allocate its call stack")
+            }
         }
     }
 }
@@ -488,9 +497,11 @@ pub enum DistributionError {
     Transport(TransportError),
     /// A message this node cannot make sense of.
     Protocol(ProtocolError),
-    /// A field that cannot leave node `node` (`what` names the field, its
-    /// destination and the reason).
-    Field { node: u32, what: String },
+    /// A field that cannot leave node `node`.
+    Field {
+        node: u32,
+        error: crate::dist::wire::FieldStays,
+    },
 }
 
 impl fmt::Display for DistributionError {
@@ -501,7 +512,7 @@ impl fmt::Display for DistributionError {
             }
             DistributionError::Transport(e) => write!(f, "{e}"),
             DistributionError::Protocol(e) => write!(f, "{e}"),
-            DistributionError::Field { node, what } => write!(f, "node {node}: {what}"),
+            DistributionError::Field { node, error } => write!(f, "node {node}: {error}"),
         }
     }
 }
@@ -519,13 +530,16 @@ pub enum ProtocolError {
     /// An item from node `from` is well-formed but makes no sense here.
     Item { from: u32, error: ItemError },
     /// Node `from` opened a template the program does not have.
-    UnknownTemplate { from: u32, template: u32 },
+    UnknownTemplate {
+        from: u32,
+        template: snet_core::NodeId,
+    },
     /// Node `from` sent items for a connection this node does not have.
     UnknownConnection { from: u32, conn: ConnId },
     /// Node `from` sent a message with two `Bytes` frames.
     TwoFieldValues { from: u32 },
-    /// The field store refused a request or an answer (its message).
-    FieldStore(String),
+    /// The field store refused a request or an answer.
+    FieldStore(crate::dist::fields::StoreError),
 }
 
 impl fmt::Display for ProtocolError {
@@ -542,7 +556,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::TwoFieldValues { from } => {
                 write!(f, "two field values in one message from node {from}")
             }
-            ProtocolError::FieldStore(m) => f.write_str(m),
+            ProtocolError::FieldStore(e) => write!(f, "{e}"),
         }
     }
 }
@@ -789,7 +803,16 @@ mod tests {
             .to_string(),
             "field `x` cannot be passed to C: bad"
         );
-        assert_eq!(BoxError::Failed("boom".into()).to_string(), "boom");
+        assert_eq!(
+            BoxError::NoCallStack {
+                os_error: Some(libc::ENOMEM)
+            }
+            .to_string(),
+            format!(
+                "cannot allocate its call stack: {}",
+                std::io::Error::from_raw_os_error(libc::ENOMEM)
+            )
+        );
     }
 
     #[test]
@@ -890,9 +913,16 @@ mod tests {
         assert_eq!(
             d(DistributionError::Field {
                 node: 1,
-                what: "field `p` cannot go to node 0: no".into(),
+                error: crate::dist::wire::FieldStays {
+                    label: snet_core::Label::field("p"),
+                    to: 0,
+                    error: snet_core::NotPortable {
+                        holds: "pointers",
+                        made_by: None
+                    },
+                },
             }),
-            "distribution: node 1: field `p` cannot go to node 0: no"
+            "distribution: node 1: field `p` cannot go to node 0: field holds pointers, which cannot be sent to another node"
         );
         assert_eq!(
             EngineError::Node {

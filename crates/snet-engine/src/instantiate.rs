@@ -26,11 +26,11 @@ use crate::feedback::{FeedbackEntry, FeedbackRouter};
 use crate::filter::FilterChain;
 use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
-use crate::runtime::{Ctx, Kind};
+use crate::runtime::{Ctx, Kind, Stateless};
 use crate::split::SplitEntity;
-use crate::star::{FusedSync, StarEntity};
+use crate::star::{FusedSynchrocell, StarEntity};
 use crate::sync::Arc;
-use crate::synchro::SyncEntity;
+use crate::synchrocell::SynchrocellEntity;
 
 /// Creates an instance of template `node` whose output goes to `next`; returns its entry entity.
 ///
@@ -42,10 +42,12 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
     let rt = ctx.rt;
     let graph = rt.graph();
     match &graph.node(node).kind {
-        NodeKind::Filter(_) => ctx.entity(Kind::Chain(FilterChain::new(rt, &[node], next))),
-        NodeKind::Sync(_) => ctx.entity(Kind::Sync(SyncEntity::new(
+        NodeKind::Filter(_) => {
+            ctx.stateless_entity(Stateless::Chain(FilterChain::new(rt, &[node], next)))
+        }
+        NodeKind::Synchrocell(_) => ctx.entity(Kind::Synchrocell(SynchrocellEntity::new(
             node,
-            rt.prog.sync(node).clone(),
+            rt.prog.synchrocell(node).clone(),
             next,
         ))),
         NodeKind::Box(id) => {
@@ -75,7 +77,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
                     j -= 1;
                 }
                 next = if i - j >= 2 {
-                    ctx.entity(Kind::Chain(FilterChain::new(rt, &parts[j..i], next)))
+                    ctx.stateless_entity(Stateless::Chain(FilterChain::new(rt, &parts[j..i], next)))
                 } else {
                     instantiate(ctx, parts[i - 1], next, start)
                 };
@@ -95,9 +97,9 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             let def = rt.prog.parallel(node).clone();
             if def.filters.is_some() {
                 // One FIFO entity: a deterministic composition needs no collector (parallel.rs).
-                return ctx.entity(Kind::FilterParallel(crate::parallel::FilterParallel::new(
-                    rt, def, next,
-                )));
+                return ctx.stateless_entity(Stateless::FilterParallel(
+                    crate::parallel::FilterParallel::new(rt, def, next),
+                ));
             }
             let branches = &def.branches;
             let (next, mut det) = det_wrap(ctx, def.det, next);
@@ -134,13 +136,17 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
                 }
             }
             par.det = det;
-            ctx.entity(Kind::Parallel(par))
+            if par.is_stateless() {
+                ctx.stateless_entity(Stateless::Parallel(par))
+            } else {
+                ctx.entity(Kind::Parallel(par))
+            }
         }
         NodeKind::Star { .. } => {
             let def = rt.prog.star(node).clone();
             if def.fused.is_some() {
                 // A deterministic fused star is one FIFO entity: order holds without a collector.
-                return ctx.entity(Kind::FusedSync(FusedSync::new(def, next)));
+                return ctx.entity(Kind::FusedSynchrocell(FusedSynchrocell::new(def, next)));
             }
             if def.filters.is_some() {
                 // One FIFO entity: a deterministic star needs no collector (star.rs).
@@ -155,7 +161,9 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             let def = rt.prog.split(node).clone();
             if def.fused.is_some() {
                 // One FIFO entity: a deterministic split needs no collector (split.rs).
-                return ctx.entity(Kind::SplitSync(crate::split::SplitSync::new(def, next)));
+                return ctx.entity(Kind::SplitSynchrocell(crate::split::SplitSynchrocell::new(
+                    def, next,
+                )));
             }
             let (next, det) = det_wrap(ctx, def.det, next);
             ctx.entity(Kind::Split(SplitEntity::new(def, next, det)))
@@ -169,7 +177,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             // Where no marker can reach the loop from outside, nothing is
             // ever held back at its entry: records from outside enter the
             // body directly, and the router never resumes an entry.
-            let entry = rt.prog.markers[node as usize].then(|| {
+            let entry = rt.prog.markers[node.index()].then(|| {
                 ctx.entity(Kind::FeedbackEntry(FeedbackEntry::new(
                     entry_of_body.clone(),
                     router.clone(),

@@ -10,7 +10,7 @@
 //! - [`scheduler`]: workers, local queues, stealing, sleeping, input admission, termination;
 //! - [`entity`]: an entity's inbox, its licence protocol and the item types on streams;
 //! - [`instantiate`]: template node -> entity (lazy replicas share templates);
-//! - [`filter`], [`synchro`], [`boxes`], [`parallel`], [`star`], [`split`],
+//! - [`filter`], [`synchrocell`], [`boxes`], [`parallel`], [`star`], [`split`],
 //!   [`feedback`], [`collector`], [`output`]: one module per entity kind;
 //! - [`limit`]: the `--input-limit` formula;
 //! - [`error`]: the error types ([`EngineError`] and its typed payloads;
@@ -41,7 +41,7 @@ pub mod scheduler;
 mod split;
 mod star;
 mod sync;
-mod synchro;
+mod synchrocell;
 mod weight;
 
 use std::fmt;
@@ -56,7 +56,7 @@ pub use error::{
     BoxError, DistributionError, EngineError, EvalContext, InternalError, ProtocolError,
     ResolveError, ResolveReason, RuntimeTypeError, SourceError,
 };
-pub use limit::InputLimit;
+pub use limit::{InputLimit, LimitError};
 
 /// Where input records come from (the record reader, a test vector, ...).
 pub trait Source: Send {

@@ -30,16 +30,60 @@ impl fmt::Display for InputLimit {
     }
 }
 
+/// Why an input limit does not parse (`--input-limit`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitError {
+    /// A name other than `output`.
+    UnknownName(String),
+    /// A character that is no part of the notation.
+    UnexpectedChar { ch: char, text: String },
+    /// A token where it cannot stand.
+    UnexpectedToken(String),
+    /// Extra tokens after a whole expression.
+    Trailing { token: String, text: String },
+    /// The expression stops before it is complete.
+    EndsEarly,
+    /// A `(` without its `)`.
+    MissingParen,
+    /// A number beyond 64 bits.
+    TooLarge(String),
+}
+
+impl fmt::Display for LimitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LimitError::UnknownName(s) => {
+                write!(
+                    f,
+                    "unknown name `{s}` in input limit (only `output` is known)"
+                )
+            }
+            LimitError::UnexpectedChar { ch, text } => {
+                write!(f, "unexpected character `{ch}` in input limit `{text}`")
+            }
+            LimitError::UnexpectedToken(t) => write!(f, "unexpected `{t}` in input limit"),
+            LimitError::Trailing { token, text } => {
+                write!(f, "unexpected `{token}` in input limit `{text}`")
+            }
+            LimitError::EndsEarly => f.write_str("input limit ends too early"),
+            LimitError::MissingParen => f.write_str("missing `)` in input limit"),
+            LimitError::TooLarge(n) => write!(f, "number `{n}` too large in input limit"),
+        }
+    }
+}
+
+impl std::error::Error for LimitError {}
+
 impl InputLimit {
-    pub fn parse(text: &str) -> Result<InputLimit, String> {
+    pub fn parse(text: &str) -> Result<InputLimit, LimitError> {
         let toks = tokenize(text)?;
         let mut p = Parser { toks, pos: 0 };
         let term = p.sum()?;
         if p.pos != p.toks.len() {
-            return Err(format!(
-                "unexpected `{}` in input limit `{text}`",
-                p.toks[p.pos]
-            ));
+            return Err(LimitError::Trailing {
+                token: p.toks[p.pos].clone(),
+                text: text.to_string(),
+            });
         }
         Ok(InputLimit {
             term,
@@ -63,7 +107,7 @@ fn eval(t: &Term, out: i64) -> i64 {
     }
 }
 
-fn tokenize(text: &str) -> Result<Vec<String>, String> {
+fn tokenize(text: &str) -> Result<Vec<String>, LimitError> {
     let mut toks = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(&c) = chars.peek() {
@@ -86,18 +130,17 @@ fn tokenize(text: &str) -> Result<Vec<String>, String> {
                 chars.next();
             }
             if s != "output" {
-                return Err(format!(
-                    "unknown name `{s}` in input limit (only `output` is known)"
-                ));
+                return Err(LimitError::UnknownName(s));
             }
             toks.push(s);
         } else if "+-*()".contains(c) {
             toks.push(c.to_string());
             chars.next();
         } else {
-            return Err(format!(
-                "unexpected character `{c}` in input limit `{text}`"
-            ));
+            return Err(LimitError::UnexpectedChar {
+                ch: c,
+                text: text.to_string(),
+            });
         }
     }
     Ok(toks)
@@ -112,7 +155,7 @@ impl Parser {
     fn peek(&self) -> Option<&str> {
         self.toks.get(self.pos).map(|s| s.as_str())
     }
-    fn sum(&mut self) -> Result<Term, String> {
+    fn sum(&mut self) -> Result<Term, LimitError> {
         let mut t = self.product()?;
         while let Some(op) = self
             .peek()
@@ -129,7 +172,7 @@ impl Parser {
         }
         Ok(t)
     }
-    fn product(&mut self) -> Result<Term, String> {
+    fn product(&mut self) -> Result<Term, LimitError> {
         let mut t = self.atom()?;
         while self.peek() == Some("*") {
             self.pos += 1;
@@ -138,18 +181,18 @@ impl Parser {
         }
         Ok(t)
     }
-    fn atom(&mut self) -> Result<Term, String> {
+    fn atom(&mut self) -> Result<Term, LimitError> {
         let tok = self
             .peek()
             .map(str::to_string)
-            .ok_or("input limit ends too early")?;
+            .ok_or(LimitError::EndsEarly)?;
         self.pos += 1;
         match tok.as_str() {
             "output" => Ok(Term::Output),
             "(" => {
                 let t = self.sum()?;
                 if self.peek() != Some(")") {
-                    return Err("missing `)` in input limit".into());
+                    return Err(LimitError::MissingParen);
                 }
                 self.pos += 1;
                 Ok(t)
@@ -157,8 +200,8 @@ impl Parser {
             n if n.chars().all(|c| c.is_ascii_digit()) => n
                 .parse()
                 .map(Term::Int)
-                .map_err(|_| format!("number `{n}` too large in input limit")),
-            other => Err(format!("unexpected `{other}` in input limit")),
+                .map_err(|_| LimitError::TooLarge(n.to_string())),
+            other => Err(LimitError::UnexpectedToken(other.to_string())),
         }
     }
 }

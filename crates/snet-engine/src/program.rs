@@ -6,7 +6,7 @@
 //! definition when it is created and never looks its node up again while
 //! it processes records.
 
-use snet_core::{BoxDef, Graph, Label, NodeId, NodeKind, Pattern, SyncDef, Variant};
+use snet_core::{BoxDef, Graph, Label, NodeId, NodeKind, Pattern, SynchrocellDef, Variant};
 
 use crate::sync::Arc;
 
@@ -17,7 +17,7 @@ pub struct StarDef {
     pub exits: Vec<Pattern>,
     pub det: bool,
     /// The synchrocell of a fused repeated synchronisation `[| .. |] * pats`.
-    pub fused: Option<Arc<SyncDef>>,
+    pub fused: Option<Arc<SynchrocellDef>>,
     /// A body of filters only (one, or a serial chain, through net
     /// boundaries): the star runs as one entity
     /// ([`crate::star::FilterStar`]). The filters' template nodes, in order.
@@ -52,9 +52,9 @@ pub struct SplitDef {
     /// Dynamic placement: the tag's value also names the replica's node.
     pub placement: bool,
     /// A lone synchrocell body `[| .. |] ! <t>` (not placed): run as one
-    /// entity keeping one cell per tag value ([`crate::split::SplitSync`]),
+    /// entity keeping one cell per tag value ([`crate::split::SplitSynchrocell`]),
     /// with the synchrocell's template node (for messages).
-    pub fused: Option<(NodeId, Arc<SyncDef>)>,
+    pub fused: Option<(NodeId, Arc<SynchrocellDef>)>,
 }
 
 /// `A | B | ...`, `A || B || ...`.
@@ -97,7 +97,7 @@ pub struct BoxTemplate {
 pub enum Template {
     Box(Arc<BoxTemplate>),
     Filter(Arc<crate::filter::Filter>),
-    Sync(Arc<SyncDef>),
+    Synchrocell(Arc<SynchrocellDef>),
     Star(Arc<StarDef>),
     Split(Arc<SplitDef>),
     Parallel(Arc<ParallelDef>),
@@ -120,7 +120,7 @@ macro_rules! typed {
     ($name:ident, $variant:ident, $t:ty) => {
         /// The typed template of `node` (a bug in the caller if it has another kind).
         pub fn $name(&self, node: NodeId) -> &Arc<$t> {
-            match &self.templates[node as usize] {
+            match &self.templates[node.index()] {
                 Template::$variant(t) => t,
                 _ => panic!(
                     "node {node} is a {}, not a {}",
@@ -140,7 +140,7 @@ impl Program {
             .iter()
             .enumerate()
             .map(|(id, node)| {
-                let id = id as NodeId;
+                let id = NodeId(id as u32);
                 match &node.kind {
                     NodeKind::Box(b) => Template::Box(Arc::new(BoxTemplate {
                         node: id,
@@ -150,7 +150,7 @@ impl Program {
                     NodeKind::Filter(f) => {
                         Template::Filter(Arc::new(crate::filter::Filter::new(f.clone())))
                     }
-                    NodeKind::Sync(s) => Template::Sync(Arc::new(s.clone())),
+                    NodeKind::Synchrocell(s) => Template::Synchrocell(Arc::new(s.clone())),
                     NodeKind::Parallel { branches, det } => {
                         let mut routes: Vec<(Variant, usize)> = branches
                             .iter()
@@ -172,7 +172,7 @@ impl Program {
                             init_branches: branches
                                 .iter()
                                 .enumerate()
-                                .filter(|(_, b)| starts[**b as usize])
+                                .filter(|(_, b)| starts[(**b).index()])
                                 .map(|(i, _)| i)
                                 .collect(),
                             eager: !*det && !branches.iter().any(|&b| places(&graph, b)),
@@ -187,7 +187,7 @@ impl Program {
                             b = *body;
                         }
                         let fused = match &graph.node(b).kind {
-                            NodeKind::Sync(s) => Some(Arc::new(s.clone())),
+                            NodeKind::Synchrocell(s) => Some(Arc::new(s.clone())),
                             _ => None,
                         };
                         Template::Star(Arc::new(StarDef {
@@ -211,7 +211,7 @@ impl Program {
                             b = *body;
                         }
                         let fused = match &graph.node(b).kind {
-                            NodeKind::Sync(s) => Some((b, Arc::new(s.clone()))),
+                            NodeKind::Synchrocell(s) => Some((b, Arc::new(s.clone()))),
                             _ => None,
                         };
                         Template::Split(Arc::new(SplitDef {
@@ -254,7 +254,7 @@ impl Program {
 
     typed!(box_template, Box, BoxTemplate);
     typed!(filter, Filter, crate::filter::Filter);
-    typed!(sync, Sync, SyncDef);
+    typed!(synchrocell, Synchrocell, SynchrocellDef);
     typed!(star, Star, StarDef);
     typed!(split, Split, SplitDef);
     typed!(parallel, Parallel, ParallelDef);
@@ -272,13 +272,13 @@ fn may_see_markers(graph: &Graph) -> Vec<bool> {
     let n = graph.nodes.len();
     // Visited without and with markers around.
     let mut seen = [vec![false; n], vec![false; n]];
-    if graph.entry as usize >= n {
+    if graph.entry.index() >= n {
         // No network (the model checks' scheduler-only nodes).
         return vec![false; n];
     }
     let mut stack = vec![(graph.entry, false)];
     while let Some((node, marked)) = stack.pop() {
-        if std::mem::replace(&mut seen[marked as usize][node as usize], true) {
+        if std::mem::replace(&mut seen[marked as usize][node.index()], true) {
             continue;
         }
         let inner = marked
@@ -301,7 +301,7 @@ fn places(graph: &Graph, root: NodeId) -> bool {
     let mut seen = vec![false; graph.nodes.len()];
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
-        if std::mem::replace(&mut seen[n as usize], true) {
+        if std::mem::replace(&mut seen[n.index()], true) {
             continue;
         }
         if matches!(
@@ -335,30 +335,30 @@ fn starts_initialiser(graph: &Graph) -> Vec<bool> {
     let n = graph.nodes.len();
     let mut state = vec![UNSEEN; n];
     let mut starts = vec![false; n];
-    for root in 0..n as NodeId {
+    for root in (0..n as u32).map(NodeId) {
         // (node, children already pushed)
         let mut stack = vec![(root, false)];
         while let Some((id, expanded)) = stack.pop() {
             if expanded {
-                starts[id as usize] = match &graph.node(id).kind {
+                starts[id.index()] = match &graph.node(id).kind {
                     NodeKind::Box(b) => graph.box_def(*b).is_init(),
                     _ if replicated(id) => false,
-                    _ => graph.children(id).iter().any(|c| starts[*c as usize]),
+                    _ => graph.children(id).iter().any(|c| starts[(*c).index()]),
                 };
-                state[id as usize] = DONE;
+                state[id.index()] = DONE;
                 continue;
             }
-            if state[id as usize] != UNSEEN {
+            if state[id.index()] != UNSEEN {
                 continue;
             }
-            state[id as usize] = OPEN;
+            state[id.index()] = OPEN;
             stack.push((id, true));
             if !replicated(id) {
                 let children = graph.children(id);
                 stack.extend(
                     children
                         .iter()
-                        .filter(|c| state[**c as usize] == UNSEEN)
+                        .filter(|c| state[(**c).index()] == UNSEEN)
                         .map(|c| (*c, false)),
                 );
             }
@@ -395,7 +395,7 @@ mod tests {
         let mut g = Graph {
             nodes: vec![],
             boxes: vec![],
-            entry: 0,
+            entry: NodeId(0),
         };
         let filter = |g: &mut Graph| {
             node(
@@ -473,7 +473,7 @@ mod tests {
             (d, true),
         ];
         for (id, marked) in want {
-            assert_eq!(m[id as usize], marked, "node {id}: {:?}", g.node(id).kind);
+            assert_eq!(m[id.index()], marked, "node {id}: {:?}", g.node(id).kind);
         }
     }
 
@@ -487,7 +487,7 @@ mod tests {
         let mut g = Graph {
             nodes: vec![],
             boxes: vec![],
-            entry: 0,
+            entry: NodeId(0),
         };
         for (name, inputs) in [("init", vec![]), ("work", vec![snet_core::Label::tag("x")])] {
             let def = BoxDef {
@@ -555,7 +555,7 @@ mod tests {
             (ser, true),
         ];
         for (id, s) in want {
-            assert_eq!(starts[id as usize], s, "node {id}: {:?}", g.node(id).kind);
+            assert_eq!(starts[id.index()], s, "node {id}: {:?}", g.node(id).kind);
         }
         let mut g = g;
         g.entry = ser;
@@ -568,13 +568,13 @@ mod tests {
         let mut g = Graph {
             nodes: vec![],
             boxes: vec![],
-            entry: 0,
+            entry: NodeId(0),
         };
         let a = node(
             &mut g,
             NodeKind::Net {
                 name: "a".into(),
-                body: 1,
+                body: NodeId(1),
             },
         );
         let _b = node(

@@ -27,10 +27,10 @@ use crate::filter::FilterChain;
 use crate::output::OutputEntity;
 use crate::parallel::{FilterParallel, ParallelEntity};
 use crate::program::Program;
-use crate::split::{SplitEntity, SplitSync};
-use crate::star::{FilterStar, FusedSync, StarEntity};
+use crate::split::{SplitEntity, SplitSynchrocell};
+use crate::star::{FilterStar, FusedSynchrocell, StarEntity};
 use crate::sync::{Arc, AtomicU64, Ordering};
-use crate::synchro::SyncEntity;
+use crate::synchrocell::SynchrocellEntity;
 use crate::EngineError;
 
 /// What every entity of a run shares.
@@ -162,18 +162,17 @@ impl Runtime {
     }
 }
 
-/// Entity state, by kind.
+/// The state of a stateful entity, by kind (only its licence holder
+/// touches it; see [`crate::entity`]).
 pub enum Kind {
-    Chain(FilterChain),
-    Sync(SyncEntity),
-    FusedSync(FusedSync),
+    Synchrocell(SynchrocellEntity),
+    FusedSynchrocell(FusedSynchrocell),
     FilterStar(FilterStar),
     Box(BoxEntity),
     Parallel(ParallelEntity),
-    FilterParallel(FilterParallel),
     Star(StarEntity),
     Split(SplitEntity),
-    SplitSync(SplitSync),
+    SplitSynchrocell(SplitSynchrocell),
     FeedbackEntry(FeedbackEntry),
     FeedbackRouter(FeedbackRouter),
     Collector(Collector),
@@ -181,16 +180,15 @@ pub enum Kind {
     Remote(crate::remote::RemoteEntity),
 }
 
-impl Kind {
-    /// Kinds whose state never changes after construction (see
-    /// [`Entity::shared_state`]).
-    pub fn is_stateless(&self) -> bool {
-        match self {
-            Kind::Chain(_) | Kind::FilterParallel(_) => true,
-            Kind::Parallel(p) => p.is_stateless(),
-            _ => false,
-        }
-    }
+/// An entity whose state never changes after construction: a function
+/// of each item, run by whoever sends to it, through shared references
+/// ([`Entity::shared_state`]).
+pub enum Stateless {
+    Chain(FilterChain),
+    FilterParallel(FilterParallel),
+    /// A non-deterministic parallel composition whose branches were all
+    /// created with it ([`ParallelEntity::is_stateless`]).
+    Parallel(ParallelEntity),
 }
 
 /// A worker's view while it processes: where sends go.
@@ -450,6 +448,12 @@ impl<'a> Ctx<'a> {
         self.rt.entities.fetch_add(1, Ordering::Relaxed);
         Entity::new(kind)
     }
+
+    /// A stateless entity ([`Stateless`]).
+    pub fn stateless_entity(&self, s: Stateless) -> Arc<Entity> {
+        self.rt.entities.fetch_add(1, Ordering::Relaxed);
+        Entity::new_stateless(s)
+    }
 }
 
 /// Processes one item at an entity whose licence the caller holds.
@@ -478,16 +482,14 @@ fn process_item(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engi
     // licence, and `ent` is not stateless.
     let state = unsafe { ent.state() };
     let r = match state {
-        Kind::Chain(_) => unreachable!("a filter chain is stateless"),
-        Kind::Sync(e) => e.process(item, ctx),
-        Kind::FusedSync(e) => e.process(item, ctx),
+        Kind::Synchrocell(e) => e.process(item, ctx),
+        Kind::FusedSynchrocell(e) => e.process(item, ctx),
         Kind::FilterStar(e) => e.process(item, ctx, ent),
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
-        Kind::FilterParallel(_) => unreachable!("a parallel composition of filters is stateless"),
         Kind::Star(e) => e.process(item, ctx),
         Kind::Split(e) => e.process(item, ctx),
-        Kind::SplitSync(e) => e.process(item, ctx),
+        Kind::SplitSynchrocell(e) => e.process(item, ctx),
         Kind::FeedbackEntry(e) => e.process(item, ctx),
         Kind::FeedbackRouter(e) => e.process(item, ctx),
         Kind::Collector(e) => e.process(item, ctx),
@@ -502,12 +504,11 @@ fn process_item(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engi
 }
 
 /// Runs a stateless entity on one item (see [`Entity::shared_state`]).
-fn process_stateless(kind: &Kind, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-    match kind {
-        Kind::Chain(e) => e.process(item, ctx),
-        Kind::FilterParallel(e) => e.process(item, ctx),
-        Kind::Parallel(e) => e.process_shared(item, ctx),
-        _ => unreachable!("only filters and non-deterministic compositions are stateless"),
+fn process_stateless(s: &Stateless, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    match s {
+        Stateless::Chain(e) => e.process(item, ctx),
+        Stateless::FilterParallel(e) => e.process(item, ctx),
+        Stateless::Parallel(e) => e.process_shared(item, ctx),
     }
 }
 

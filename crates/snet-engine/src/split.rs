@@ -16,7 +16,7 @@ use crate::instantiate::{instantiate, remote_instance};
 use crate::program::SplitDef;
 use crate::runtime::Ctx;
 use crate::sync::Arc;
-use crate::synchro::{Cell, Stored};
+use crate::synchrocell::{Cell, Stored};
 use crate::EngineError;
 
 pub struct SplitEntity {
@@ -109,20 +109,20 @@ impl SplitEntity {
 /// A cell that fired is the identity: its value moves to `fired` (one
 /// integer instead of a whole entity, which is what made `fib` and `po2`
 /// create an entity per tree node), and later records with that value pass.
-pub struct SplitSync {
+pub struct SplitSynchrocell {
     def: Arc<SplitDef>,
     /// The synchrocell's template node and definition.
     sync_node: snet_core::NodeId,
-    sync: Arc<snet_core::SyncDef>,
+    sync: Arc<snet_core::SynchrocellDef>,
     open: FxHashMap<i64, Cell>,
     fired: rustc_hash::FxHashSet<i64>,
     next: Arc<Entity>,
 }
 
-impl SplitSync {
-    pub fn new(def: Arc<SplitDef>, next: Arc<Entity>) -> SplitSync {
+impl SplitSynchrocell {
+    pub fn new(def: Arc<SplitDef>, next: Arc<Entity>) -> SplitSynchrocell {
         let (sync_node, sync) = def.fused.clone().expect("a fused split");
-        SplitSync {
+        SplitSynchrocell {
             def,
             sync_node,
             sync,

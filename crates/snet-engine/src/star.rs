@@ -22,7 +22,7 @@
 //! that also arrived after the record already took that path. Markers of an
 //! enclosing owner are sent down both paths.
 
-use snet_core::{Pattern, Record, SyncDef};
+use snet_core::{Pattern, Record, SynchrocellDef};
 
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Marker, Rec, Stamps};
@@ -31,7 +31,7 @@ use crate::instantiate::instantiate;
 use crate::program::StarDef;
 use crate::runtime::{Ctx, Kind, BACKLOG_LIMIT, YIELD_AFTER};
 use crate::sync::Arc;
-use crate::synchro::Cell;
+use crate::synchrocell::Cell;
 use crate::EngineError;
 
 pub struct StarEntity {
@@ -204,9 +204,9 @@ impl StarEntity {
 /// would reach walking the chain, found in O(patterns · log cells) instead of
 /// by visiting every cell — or to a fresh cell at the end. A merged record
 /// continues from the position of the cell that produced it.
-pub struct FusedSync {
+pub struct FusedSynchrocell {
     def: Arc<StarDef>,
-    sync: Arc<SyncDef>,
+    sync: Arc<SynchrocellDef>,
     cells: std::collections::BTreeMap<u64, Cell>,
     /// Per pattern: positions of open cells whose slot for it is empty.
     empty: Vec<std::collections::BTreeSet<u64>>,
@@ -214,10 +214,10 @@ pub struct FusedSync {
     next: Arc<Entity>,
 }
 
-impl FusedSync {
-    pub fn new(def: Arc<StarDef>, next: Arc<Entity>) -> FusedSync {
+impl FusedSynchrocell {
+    pub fn new(def: Arc<StarDef>, next: Arc<Entity>) -> FusedSynchrocell {
         let sync = def.fused.clone().expect("a fused star");
-        FusedSync {
+        FusedSynchrocell {
             def,
             cells: std::collections::BTreeMap::new(),
             empty: vec![std::collections::BTreeSet::new(); sync.patterns.len()],

@@ -44,7 +44,7 @@ impl B {
             g: Graph {
                 nodes: vec![],
                 boxes: vec![],
-                entry: 0,
+                entry: NodeId(0),
             },
         }
     }
@@ -258,7 +258,7 @@ fn fib_graph() -> Arc<Graph> {
     };
     let up = b.node(NodeKind::Filter(up), ty(&[&[k, r]]));
     let sync = b.node(
-        NodeKind::Sync(SyncDef {
+        NodeKind::Synchrocell(SynchrocellDef {
             patterns: vec![
                 Pattern {
                     variant: Variant::new([v]),
@@ -504,7 +504,7 @@ fn repeated_synchronisation_is_fused_and_pairs() {
     let mut b = B::new();
     let (a, bb) = (t("a"), t("b"));
     let sync = b.node(
-        NodeKind::Sync(SyncDef {
+        NodeKind::Synchrocell(SynchrocellDef {
             patterns: vec![
                 Pattern {
                     variant: Variant::new([a]),

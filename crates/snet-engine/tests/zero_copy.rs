@@ -46,9 +46,9 @@ impl FieldCodec for BlobCodec {
     fn name(&self) -> &str {
         "blob"
     }
-    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, String> {
+    fn decode(&self, meta: &[u8], body: FieldBytes) -> Result<Arc<dyn FieldData>, DecodeError> {
         if !meta.is_empty() {
-            return Err("blob meta".into());
+            return Err(DecodeError::Truncated);
         }
         Ok(Arc::new(Blob(body)))
     }
@@ -175,7 +175,7 @@ fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
             code: None,
             loc: loc.clone(),
         }],
-        entry: 0,
+        entry: NodeId(0),
     };
     let body = g.add(Node {
         kind: NodeKind::Box(0),

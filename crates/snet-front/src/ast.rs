@@ -141,7 +141,7 @@ pub enum ExprKind {
     /// `[ pattern -> action ]`, or `[]` (pattern `None`).
     Filter(Filter),
     /// `[| p1, p2 if <g> |]`.
-    Sync(Vec<GuardedVariant>),
+    Synchrocell(Vec<GuardedVariant>),
     /// `A .. B .. C`, flat; the spans are those of the `..` operators.
     Serial(Vec<Expr>, Vec<Span>),
     /// `A | B | C` (or `||`), flat.

@@ -237,7 +237,9 @@ impl Checker<'_, '_> {
             }
             HKind::Net(n) => self.net_input(*n),
             HKind::Filter { def, .. } => vec![def.pattern.clone()],
-            HKind::Sync { def, .. } => def.patterns.iter().map(|p| p.variant.clone()).collect(),
+            HKind::Synchrocell { def, .. } => {
+                def.patterns.iter().map(|p| p.variant.clone()).collect()
+            }
             HKind::Serial(parts, ops) => {
                 let (parts, ops) = (parts.clone(), ops.clone());
                 let suffix = self.serial_suffix(&parts, &ops);
@@ -406,7 +408,7 @@ impl Checker<'_, '_> {
                     Some(b) => h = b,
                     None => return (leaves, Vec::new()),
                 },
-                HKind::Sync { def, .. } => {
+                HKind::Synchrocell { def, .. } => {
                     let labels = def.patterns.iter();
                     let labels = labels.flat_map(|p| p.variant.labels().iter().copied());
                     return (leaves, labels.collect());
@@ -562,7 +564,7 @@ impl Checker<'_, '_> {
                 }
             }
             HKind::Filter { def, identity } => *identity || v.is_subtype_of(&def.pattern),
-            HKind::Sync { .. } | HKind::Error => true,
+            HKind::Synchrocell { .. } | HKind::Error => true,
             HKind::Serial(parts, _) => self.accepts(parts[0], v),
             HKind::Parallel { .. } => {
                 let t = self.input_type(h);
@@ -656,7 +658,7 @@ impl Checker<'_, '_> {
                 } else {
                     let kind = match &node.kind {
                         HKind::Filter { .. } => "filter",
-                        HKind::Sync { .. } => "synchrocell",
+                        HKind::Synchrocell { .. } => "synchrocell",
                         HKind::Serial(..) => "serial composition",
                         HKind::Parallel { .. } => "parallel composition",
                         HKind::Star { .. } => "serial replication",
@@ -814,7 +816,7 @@ impl Checker<'_, '_> {
                 }
                 out
             }
-            HKind::Sync { def, .. } => {
+            HKind::Synchrocell { def, .. } => {
                 let mut out = input.clone();
                 let mut all = true;
                 for (i, p) in def.patterns.iter().enumerate() {
@@ -1387,7 +1389,7 @@ impl Checker<'_, '_> {
                 HKind::Feedback { back, spans, .. } => {
                     self.pattern_warnings(h, back, spans, "the feedback pattern")
                 }
-                HKind::Sync { def, spans } => {
+                HKind::Synchrocell { def, spans } => {
                     self.pattern_warnings(h, &def.patterns, spans, "the synchrocell pattern")
                 }
                 _ => {}

@@ -145,7 +145,7 @@ impl Dot<'_> {
                 self.leaf(&label, "box", indent)
             }
             NodeKind::Filter(f) => self.leaf(&fmt_filter(f), "box, style=rounded", indent),
-            NodeKind::Sync(s) => self.leaf(
+            NodeKind::Synchrocell(s) => self.leaf(
                 &format!("[| {} |]", fmt_patterns(&s.patterns)),
                 "box, style=\"rounded,bold\"",
                 indent,

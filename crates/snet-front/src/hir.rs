@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use snet_core::{FilterDef, Label, LabelKind, Pattern, SyncDef, Variant};
+use snet_core::{FilterDef, Label, LabelKind, Pattern, SynchrocellDef, Variant};
 
 use crate::diag::Span;
 
@@ -43,7 +43,8 @@ impl Hir {
                 | HKind::Feedback { body, .. }
                 | HKind::Place { body, .. }
                 | HKind::DynPlace { body, .. } => stack.push(*body),
-                HKind::Box(_) | HKind::Filter { .. } | HKind::Sync { .. } | HKind::Error => {}
+                HKind::Box(_) | HKind::Filter { .. } | HKind::Synchrocell { .. } | HKind::Error => {
+                }
             }
         }
     }
@@ -72,8 +73,8 @@ pub enum HKind {
         def: FilterDef,
         identity: bool,
     },
-    Sync {
-        def: SyncDef,
+    Synchrocell {
+        def: SynchrocellDef,
         spans: Vec<Span>,
     },
     /// Components and the spans of the `..` operators between them.

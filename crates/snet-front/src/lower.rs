@@ -33,7 +33,7 @@ pub fn lower(
         graph: Graph {
             nodes: Vec::new(),
             boxes: Vec::new(),
-            entry: 0,
+            entry: NodeId(0),
         },
         nets: vec![None; hir.nets.len()],
         boxes: vec![None; hir.boxes.len()],
@@ -153,7 +153,7 @@ impl Lower<'_, '_> {
             HKind::Serial(parts, ops) => return self.serial(h, 0, parts, ops),
             HKind::Box(b) => NodeKind::Box(self.box_id(*b)),
             HKind::Filter { def, .. } => NodeKind::Filter(def.clone()),
-            HKind::Sync { def, .. } => NodeKind::Sync(def.clone()),
+            HKind::Synchrocell { def, .. } => NodeKind::Synchrocell(def.clone()),
             HKind::Parallel { branches, det } => {
                 let branches = branches.iter().map(|b| self.expr(*b)).collect();
                 NodeKind::Parallel {

@@ -759,7 +759,7 @@ impl<'s> Parser<'s, '_> {
                 self.bump();
                 let pats = self.expect_patterns()?;
                 self.expect(Tok::SyncClose, "to close the synchrocell")?;
-                ExprKind::Sync(pats)
+                ExprKind::Synchrocell(pats)
             }
             _ => {
                 return self.error_here(
@@ -1118,7 +1118,7 @@ mod tests {
         match &e.kind {
             ExprKind::Name(i) => i.name.clone(),
             ExprKind::Filter(_) => "[]".into(),
-            ExprKind::Sync(_) => "[||]".into(),
+            ExprKind::Synchrocell(_) => "[||]".into(),
             ExprKind::Serial(p, _) => {
                 format!("({})", p.iter().map(shape).collect::<Vec<_>>().join(" .. "))
             }

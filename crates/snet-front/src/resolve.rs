@@ -17,8 +17,8 @@
 use std::collections::HashMap;
 
 use snet_core::{
-    Expr as CExpr, ExprTree, FilterArm, FilterDef, Label, OutItem, OutSpec, Pattern, SyncDef,
-    TagValue, Variant,
+    Expr as CExpr, ExprTree, FilterArm, FilterDef, Label, OutItem, OutSpec, Pattern,
+    SynchrocellDef, TagValue, Variant,
 };
 
 use crate::ast::*;
@@ -460,10 +460,10 @@ impl<'a> Resolver<'a, '_> {
                 }
             },
             ExprKind::Filter(f) => self.filter(f),
-            ExprKind::Sync(pats) => {
+            ExprKind::Synchrocell(pats) => {
                 let spans = pats.iter().map(|p| p.span.clone()).collect();
-                HKind::Sync {
-                    def: SyncDef {
+                HKind::Synchrocell {
+                    def: SynchrocellDef {
                         patterns: self.patterns(pats),
                     },
                     spans,

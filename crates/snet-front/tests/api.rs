@@ -50,7 +50,7 @@ fn named_nets_share_one_template_and_routing_types_are_input_patterns() {
     assert!(matches!(g.node(g.entry).kind, NodeKind::Net { .. }));
     assert_eq!(g.node(g.entry).loc.line, 1);
     // Serial chains are balanced: depth is logarithmic.
-    fn depth(g: &snet_core::Graph, id: u32) -> usize {
+    fn depth(g: &snet_core::Graph, id: snet_core::NodeId) -> usize {
         match &g.node(id).kind {
             NodeKind::Serial(a, b) => 1 + depth(g, *a).max(depth(g, *b)),
             _ => 0,

@@ -33,12 +33,12 @@ use snet_core::{Field, LabelKind, Record, TextField, Value};
 
 use crate::codec::TextCodecs;
 use crate::error::ReadError;
-use crate::reader::{Item, RecordReader};
+use crate::reader::{RecordReader, StreamItem};
 use crate::writer;
 
 /// Reads a whole stream (up to `terminate`, which is included, or the end),
 /// parsing the values of interfaces with a codec as the runtime does.
-pub fn read_all<R: BufRead>(input: R, codecs: &TextCodecs) -> Result<Vec<Item>, ReadError> {
+pub fn read_all<R: BufRead>(input: R, codecs: &TextCodecs) -> Result<Vec<StreamItem>, ReadError> {
     collect(RecordReader::new(input).with_codecs(codecs.clone()))
 }
 
@@ -47,7 +47,7 @@ pub fn read_all<R: BufRead>(input: R, codecs: &TextCodecs) -> Result<Vec<Item>, 
 pub fn read_all_verbatim<R: BufRead>(
     input: R,
     codecs: &TextCodecs,
-) -> Result<Vec<Item>, ReadError> {
+) -> Result<Vec<StreamItem>, ReadError> {
     collect(
         RecordReader::new(input)
             .with_codecs(codecs.clone())
@@ -55,7 +55,7 @@ pub fn read_all_verbatim<R: BufRead>(
     )
 }
 
-fn collect<R: BufRead>(mut reader: RecordReader<R>) -> Result<Vec<Item>, ReadError> {
+fn collect<R: BufRead>(mut reader: RecordReader<R>) -> Result<Vec<StreamItem>, ReadError> {
     let mut items = Vec::new();
     while let Some(item) = reader.next()? {
         items.push(item);
@@ -122,10 +122,10 @@ pub fn canonical(rec: &Record, codecs: &TextCodecs) -> String {
     s
 }
 
-fn item_canonical(item: &Item, codecs: &TextCodecs) -> String {
+fn item_canonical(item: &StreamItem, codecs: &TextCodecs) -> String {
     match item {
-        Item::Data(r) => canonical(r, codecs),
-        Item::Terminate => "terminate".to_owned(),
+        StreamItem::Data(r) => canonical(r, codecs),
+        StreamItem::Terminate => "terminate".to_owned(),
     }
 }
 
@@ -135,7 +135,11 @@ const SHOWN: usize = 20;
 /// `Ok` when `a` and `b` hold the same multiset of items; otherwise a
 /// readable account of the records only in `a` (missing from `b`) and only
 /// in `b` (extra). Field values compare as the module docs say.
-pub fn equivalent_multiset(a: &[Item], b: &[Item], codecs: &TextCodecs) -> Result<(), String> {
+pub fn equivalent_multiset(
+    a: &[StreamItem],
+    b: &[StreamItem],
+    codecs: &TextCodecs,
+) -> Result<(), String> {
     let mut counts: BTreeMap<String, i64> = BTreeMap::new();
     for item in a {
         *counts.entry(item_canonical(item, codecs)).or_default() += 1;
@@ -197,11 +201,11 @@ mod tests {
     use super::*;
     use crate::codec::toy;
 
-    fn items(s: &str) -> Vec<Item> {
+    fn items(s: &str) -> Vec<StreamItem> {
         read_all(s.as_bytes(), &toy::codecs()).expect("valid input")
     }
 
-    fn same(a: &[Item], b: &[Item]) -> Result<(), String> {
+    fn same(a: &[StreamItem], b: &[StreamItem]) -> Result<(), String> {
         equivalent_multiset(a, b, &toy::codecs())
     }
 
@@ -220,8 +224,8 @@ mod tests {
         assert_eq!(
             canonical(
                 match &a[0] {
-                    Item::Data(r) => r,
-                    Item::Terminate => unreachable!(),
+                    StreamItem::Data(r) => r,
+                    StreamItem::Terminate => unreachable!(),
                 },
                 &toy::codecs()
             ),
@@ -262,12 +266,12 @@ mod tests {
         let msg = equivalent_multiset(&textual, &binary, &none).expect_err("modes differ");
         assert!(msg.contains(r#"field "d"="[Up]abc""#), "{msg}");
         assert!(msg.contains(r#"field "d"="[Up binary]abc""#), "{msg}");
-        let Item::Data(r) = &textual[0] else {
+        let StreamItem::Data(r) = &textual[0] else {
             panic!("data")
         };
         let f = r.field(snet_core::Label::field("d")).expect("field");
         assert_eq!(field_string(f, &none).as_deref(), Ok("abc"));
-        let Item::Data(r) =
+        let StreamItem::Data(r) =
             &items("<record><field label='d' interface='Up'>abc</field></record>")[0]
         else {
             panic!("data")

@@ -20,10 +20,10 @@
 use snet_core::{Label, LabelKind, Record, Value};
 
 use crate::codec::TextCodecs;
-use crate::reader::{field_value, parse_tag, Item, LabelCache, DEFAULT_INTERFACE};
+use crate::reader::{field_value, parse_tag, LabelCache, StreamItem, DEFAULT_INTERFACE};
 
 /// What the scanner needs besides the bytes.
-pub(crate) struct Ctx<'a> {
+pub(crate) struct ScanCtx<'a> {
     pub labels: &'a mut LabelCache,
     pub memo: &'a mut Memo,
     pub codecs: &'a TextCodecs,
@@ -267,7 +267,7 @@ fn child_tag(
 
 /// Reads one item from the start of `b`; the item and the bytes it took,
 /// or `None` (nothing decided: read it through the fallback).
-pub(crate) fn scan(b: &[u8], cx: &mut Ctx<'_>) -> Option<(Item, usize)> {
+pub(crate) fn scan(b: &[u8], cx: &mut ScanCtx<'_>) -> Option<(StreamItem, usize)> {
     let mut c = Cur { b, i: 0 };
     // Blanks and XML declarations before the record.
     loop {
@@ -326,10 +326,10 @@ pub(crate) fn scan(b: &[u8], cx: &mut Ctx<'_>) -> Option<(Item, usize)> {
         // Checked even where unused, as the fallback does.
         let interface = std::str::from_utf8(interface).ok()?;
         if terminate {
-            return Some((Item::Terminate, c.i));
+            return Some((StreamItem::Terminate, c.i));
         }
         if close == Close::Empty {
-            return Some((Item::Data(Record::new()), c.i));
+            return Some((StreamItem::Data(Record::new()), c.i));
         }
         memo_record.clear();
         memo_record.extend_from_slice(&c.b[start..c.i]);
@@ -361,7 +361,7 @@ pub(crate) fn scan(b: &[u8], cx: &mut Ctx<'_>) -> Option<(Item, usize)> {
                     b'/' => {
                         c.i -= 1;
                         c.end_tag(b"record")?;
-                        return Some((Item::Data(rec), c.i));
+                        return Some((StreamItem::Data(rec), c.i));
                     }
                     _ => return None,
                 };
@@ -410,11 +410,11 @@ pub(crate) fn scan(b: &[u8], cx: &mut Ctx<'_>) -> Option<(Item, usize)> {
 mod tests {
     use super::*;
 
-    fn scan_str(s: &str) -> Option<(Item, usize)> {
+    fn scan_str(s: &str) -> Option<(StreamItem, usize)> {
         let mut labels = LabelCache::default();
         let mut memo = Memo::default();
         let codecs = TextCodecs::new();
-        let mut cx = Ctx {
+        let mut cx = ScanCtx {
             labels: &mut labels,
             memo: &mut memo,
             codecs: &codecs,
@@ -428,13 +428,15 @@ mod tests {
         let one = "\n<?xml version=\"1.0\" ?><record xmlns=\"snet-home.org\" type=\"data\" mode=\"textual\" ><tag label=\"N\">3</tag></record>";
         let (item, n) = scan_str(&format!("{one}\n<record")).expect("common shape");
         assert_eq!(n, one.len());
-        let Item::Data(r) = item else { panic!("data") };
+        let StreamItem::Data(r) = item else {
+            panic!("data")
+        };
         assert_eq!(r.int(Label::tag("N")), Some(3));
         let (item, n) = scan_str("<record type='terminate'/>rest").expect("terminate");
-        assert!(matches!(item, Item::Terminate));
+        assert!(matches!(item, StreamItem::Terminate));
         assert_eq!(n, 26);
         let (item, n) = scan_str("<record type=\"terminate\">anything").expect("terminate");
-        assert!(matches!(item, Item::Terminate));
+        assert!(matches!(item, StreamItem::Terminate));
         assert_eq!(n, 25);
     }
 

@@ -39,5 +39,5 @@ pub use codec::{FieldTextError, TextCodec, TextCodecs};
 pub use compare::{canonical, equivalent_multiset, field_string, read_all, read_all_verbatim};
 pub use error::{ReadError, ReadErrorKind, Unclosed};
 pub use position::Position;
-pub use reader::{Item, RecordReader, DEFAULT_INTERFACE};
+pub use reader::{RecordReader, StreamItem, DEFAULT_INTERFACE};
 pub use writer::RecordWriter;

@@ -41,7 +41,7 @@ use crate::position::{LineCounter, Position};
 
 /// One element of a record stream.
 #[derive(Clone, Debug)]
-pub enum Item {
+pub enum StreamItem {
     /// A `type="data"` record.
     Data(Record),
     /// The `type="terminate"` record that ends the input.
@@ -180,11 +180,11 @@ impl<R: BufRead> RecordReader<R> {
     /// The next item by the fast scanner, if it can take it from the
     /// buffered input (then consumed); `None` having consumed nothing.
     #[inline]
-    fn read_fast(&mut self) -> Option<Item> {
+    fn read_fast(&mut self) -> Option<StreamItem> {
         let p = &mut self.p;
         let mut stream = p.xml.stream();
         let buf = stream.fill_buf().ok()?;
-        let mut cx = crate::fast::Ctx {
+        let mut cx = crate::fast::ScanCtx {
             labels: &mut p.labels,
             memo: &mut p.memo,
             codecs: &p.codecs,
@@ -215,7 +215,7 @@ impl<R: BufRead> RecordReader<R> {
     /// The next record, `Ok(None)` at the end of the input or after
     /// `terminate`.
     #[allow(clippy::should_implement_trait)] // fallible; see `iter` for an Iterator
-    pub fn next(&mut self) -> Result<Option<Item>, ReadError> {
+    pub fn next(&mut self) -> Result<Option<StreamItem>, ReadError> {
         if self.done {
             return Ok(None);
         }
@@ -225,7 +225,7 @@ impl<R: BufRead> RecordReader<R> {
             }
         }
         let r = self.read_item();
-        if matches!(r, Ok(Some(Item::Data(_)))) {
+        if matches!(r, Ok(Some(StreamItem::Data(_)))) {
             self.between = true;
         } else {
             self.done = true;
@@ -240,7 +240,7 @@ impl<R: BufRead> RecordReader<R> {
     /// Lets a consumer gather the records that have already arrived and
     /// hand them on together, without holding back one it has while the
     /// next is still being written.
-    pub fn next_buffered(&mut self) -> Option<Item> {
+    pub fn next_buffered(&mut self) -> Option<StreamItem> {
         if self.done || !self.fast || !self.between || !self.p.xml.get_ref().has_buffered() {
             return None;
         }
@@ -248,17 +248,17 @@ impl<R: BufRead> RecordReader<R> {
     }
 
     /// [`Self::read_fast`], counted, and the end noted.
-    fn take_fast(&mut self) -> Option<Item> {
+    fn take_fast(&mut self) -> Option<StreamItem> {
         let item = self.read_fast()?;
         self.fast_items += 1;
-        if matches!(item, Item::Terminate) {
+        if matches!(item, StreamItem::Terminate) {
             self.done = true;
         }
         Some(item)
     }
 
     /// The remaining items as an iterator of results (ends after the first error).
-    pub fn iter(&mut self) -> impl Iterator<Item = Result<Item, ReadError>> + '_ {
+    pub fn iter(&mut self) -> impl Iterator<Item = Result<StreamItem, ReadError>> + '_ {
         std::iter::from_fn(move || self.next().transpose())
     }
 
@@ -275,7 +275,7 @@ impl<R: BufRead> RecordReader<R> {
         self.p.pos(self.p.xml.buffer_position())
     }
 
-    fn read_item(&mut self) -> Result<Option<Item>, ReadError> {
+    fn read_item(&mut self) -> Result<Option<StreamItem>, ReadError> {
         loop {
             let start = self.p.xml.buffer_position();
             self.buf.clear();
@@ -301,15 +301,15 @@ impl<R: BufRead> RecordReader<R> {
                     }
                     let head = self.p.record_head(s, pos)?;
                     if head.terminate {
-                        return Ok(Some(Item::Terminate));
+                        return Ok(Some(StreamItem::Terminate));
                     }
                     if empty {
-                        return Ok(Some(Item::Data(Record::new())));
+                        return Ok(Some(StreamItem::Data(Record::new())));
                     }
                     return self
                         .p
                         .record_body(&mut self.buf, head, pos)
-                        .map(|r| Some(Item::Data(r)));
+                        .map(|r| Some(StreamItem::Data(r)));
                 }
                 Event::End(e) => {
                     let kind = ReadErrorKind::Syntax {
@@ -837,11 +837,11 @@ mod tests {
     use crate::codec::toy;
     use snet_core::TextField;
 
-    fn read(input: &str) -> Result<Vec<Item>, ReadError> {
+    fn read(input: &str) -> Result<Vec<StreamItem>, ReadError> {
         read_with(input, TextCodecs::new())
     }
 
-    fn read_with(input: &str, codecs: TextCodecs) -> Result<Vec<Item>, ReadError> {
+    fn read_with(input: &str, codecs: TextCodecs) -> Result<Vec<StreamItem>, ReadError> {
         let mut r = RecordReader::new(input.as_bytes()).with_codecs(codecs);
         let mut out = Vec::new();
         while let Some(item) = r.next()? {
@@ -897,8 +897,8 @@ mod tests {
             },
         );
         let mut r = RecordReader::new(input);
-        let x = |item: Option<Item>| match item {
-            Some(Item::Data(rec)) => rec.int(Label::tag("X")),
+        let x = |item: Option<StreamItem>| match item {
+            Some(StreamItem::Data(rec)) => rec.int(Label::tag("X")),
             other => panic!("expected a record, got {other:?}"),
         };
         // Nothing has been read yet: nothing is known to be buffered.
@@ -917,7 +917,7 @@ mod tests {
         assert_eq!(reads.get(), reads_so_far, "next_buffered must not read");
         assert_eq!(x(r.next().expect("valid")), Some(4));
         assert_eq!(x(r.next_buffered()), Some(5));
-        assert!(matches!(r.next_buffered(), Some(Item::Terminate)));
+        assert!(matches!(r.next_buffered(), Some(StreamItem::Terminate)));
         assert!(r.next_buffered().is_none());
         assert!(r.next().expect("ended").is_none());
     }
@@ -927,8 +927,8 @@ mod tests {
             .expect("valid input")
             .into_iter()
             .filter_map(|i| match i {
-                Item::Data(r) => Some(r),
-                Item::Terminate => None,
+                StreamItem::Data(r) => Some(r),
+                StreamItem::Terminate => None,
             })
             .collect()
     }
@@ -971,8 +971,8 @@ mod tests {
 "#;
         let items = read(input).expect("valid");
         assert_eq!(items.len(), 2);
-        assert!(matches!(items[1], Item::Terminate));
-        let Item::Data(r) = &items[0] else {
+        assert!(matches!(items[1], StreamItem::Terminate));
+        let StreamItem::Data(r) = &items[0] else {
             panic!("data first")
         };
         assert_eq!(r.len(), 4);
@@ -992,8 +992,8 @@ mod tests {
             .expect("valid")
             .into_iter()
             .filter_map(|i| match i {
-                Item::Data(r) => Some(r),
-                Item::Terminate => None,
+                StreamItem::Data(r) => Some(r),
+                StreamItem::Terminate => None,
             })
             .collect();
         fn word<'a>(r: &'a Record, n: &str) -> Option<&'a str> {
@@ -1013,7 +1013,7 @@ mod tests {
         let mut v = RecordReader::new(input.as_bytes())
             .with_codecs(toy::codecs())
             .verbatim_fields();
-        let Ok(Some(Item::Data(r))) = v.next() else {
+        let Ok(Some(StreamItem::Data(r))) = v.next() else {
             panic!("data first")
         };
         assert_eq!(text_of(&r, "a"), ("Up".into(), false, " abc ".into()));
@@ -1120,7 +1120,7 @@ mod tests {
         // The same through the fast path's reader (it leaves errors to quick-xml's).
         let input = "<record type='data'><tag label='a'>1</tag></record>\n<record type='data'>\n    <tag label=\"x\">1</record>";
         let mut r = RecordReader::new(input.as_bytes());
-        assert!(matches!(r.next(), Ok(Some(Item::Data(_)))));
+        assert!(matches!(r.next(), Ok(Some(StreamItem::Data(_)))));
         let e = r.next().expect_err("second record unclosed");
         assert!(
             e.to_string().starts_with("input:3:21: expected </tag> to close <tag label=\"x\"> opened at line 3, column 5, found </record>"),
@@ -1193,7 +1193,7 @@ mod tests {
         let input = "<?xml version='1.0'?>\r\n<record type='data'>\r\n  <tag label='a'>1</tag>\r\n</record>\r\n\
                      <record type='data'>\r\n  <!-- multi\r\nline -->  <tag label='N'>x</tag></record>";
         let mut r = RecordReader::new(std::io::BufReader::with_capacity(1, input.as_bytes()));
-        let Ok(Some(Item::Data(first))) = r.next() else {
+        let Ok(Some(StreamItem::Data(first))) = r.next() else {
             panic!("first record reads")
         };
         assert_eq!(first.int(Label::tag("a")), Some(1));
@@ -1233,8 +1233,8 @@ mod tests {
         let mut out = Vec::new();
         loop {
             match r.next() {
-                Ok(Some(Item::Terminate)) => out.push("terminate".into()),
-                Ok(Some(Item::Data(rec))) => {
+                Ok(Some(StreamItem::Terminate)) => out.push("terminate".into()),
+                Ok(Some(StreamItem::Data(rec))) => {
                     let mut d = String::from("data");
                     for (l, v) in rec.entries() {
                         let v = match v {

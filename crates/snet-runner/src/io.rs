@@ -7,7 +7,7 @@ use std::io::{self, BufReader, Write};
 use std::sync::Arc;
 
 use snet_engine::{Sink, Source, SourceError};
-use snet_io::{BackgroundWriter, Item, RecordReader, RecordWriter};
+use snet_io::{BackgroundWriter, RecordReader, RecordWriter, StreamItem};
 
 use crate::RunOptions;
 
@@ -26,16 +26,16 @@ fn writer<W: Write>(out: W) -> RecordWriter<W> {
 impl<R: io::BufRead + Send> Source for ReaderSource<R> {
     fn next_record(&mut self) -> Result<Option<snet_core::Record>, SourceError> {
         match self.0.next() {
-            Ok(Some(Item::Data(r))) => Ok(Some(r)),
-            Ok(Some(Item::Terminate)) | Ok(None) => Ok(None),
+            Ok(Some(StreamItem::Data(r))) => Ok(Some(r)),
+            Ok(Some(StreamItem::Terminate)) | Ok(None) => Ok(None),
             Err(e) => Err(SourceError::new(e)),
         }
     }
 
     fn next_ready(&mut self) -> Option<Option<snet_core::Record>> {
         match self.0.next_buffered()? {
-            Item::Data(r) => Some(Some(r)),
-            Item::Terminate => Some(None),
+            StreamItem::Data(r) => Some(Some(r)),
+            StreamItem::Terminate => Some(None),
         }
     }
 

@@ -26,7 +26,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use snet_core::Record;
-use snet_io::{Item, RecordReader, RecordWriter};
+use snet_io::{RecordReader, RecordWriter, StreamItem};
 
 /// This thread's CPU time.
 fn cpu_time() -> Duration {
@@ -93,7 +93,7 @@ fn read_records(path: &Path, keep: bool, fallback: bool) -> Result<(usize, Vec<R
     let mut kept = Vec::new();
     loop {
         match r.next() {
-            Ok(Some(Item::Data(rec))) => {
+            Ok(Some(StreamItem::Data(rec))) => {
                 n += 1;
                 if keep {
                     kept.push(rec);
@@ -101,7 +101,7 @@ fn read_records(path: &Path, keep: bool, fallback: bool) -> Result<(usize, Vec<R
                     drop(std::hint::black_box(rec));
                 }
             }
-            Ok(Some(Item::Terminate)) | Ok(None) => return Ok((n, kept)),
+            Ok(Some(StreamItem::Terminate)) | Ok(None) => return Ok((n, kept)),
             Err(e) => return Err(e.to_string()),
         }
     }

@@ -24,8 +24,8 @@ pub(crate) fn shm_endpoint(
 ) -> Result<ShmEndpoint, String> {
     use snet_shm::launch;
     if let Some(started) = launch::started_as_node() {
-        let (k, fd) = started?;
-        let t = launch::attach_as_node(k, fd)?;
+        let (k, fd) = started.map_err(|e| e.to_string())?;
+        let t = launch::attach_as_node(k, fd).map_err(|e| e.to_string())?;
         return Ok((Arc::new(t), None));
     }
     let g = snet_shm::Geometry::new(nodes, notify, fields);

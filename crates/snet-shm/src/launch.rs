@@ -38,27 +38,55 @@ pub const NODE_VAR: &str = "SNET_SHM_NODE";
 /// The environment variable holding the segment's descriptor number.
 pub const FD_VAR: &str = "SNET_SHM_FD";
 
+/// Why a started node cannot join its run.
+#[derive(Debug)]
+pub enum LaunchError {
+    /// [`NODE_VAR`] does not hold a node number (its value).
+    BadNode(String),
+    /// [`NODE_VAR`] is set, but [`FD_VAR`] holds no descriptor.
+    NoDescriptor,
+    /// The inherited segment cannot be mapped.
+    Map(io::Error),
+    /// The node's endpoint cannot be made.
+    Endpoint(snet_transport::TransportError),
+}
+
+impl std::fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LaunchError::BadNode(v) => write!(f, "{NODE_VAR}={v} is not a node number"),
+            LaunchError::NoDescriptor => {
+                write!(f, "{NODE_VAR} is set, but {FD_VAR} holds no descriptor")
+            }
+            LaunchError::Map(e) => write!(f, "cannot map the shared segment: {e}"),
+            LaunchError::Endpoint(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {}
+
 /// If node 0 of a shared-memory run started this process: its node number
 /// and the segment's descriptor (or what is wrong with the variables).
-pub fn started_as_node() -> Option<Result<(u32, RawFd), String>> {
+pub fn started_as_node() -> Option<Result<(u32, RawFd), LaunchError>> {
     let node = std::env::var(NODE_VAR).ok()?;
-    let parse = || -> Result<(u32, RawFd), String> {
+    let parse = || -> Result<(u32, RawFd), LaunchError> {
         let k = node
             .parse()
-            .map_err(|_| format!("{NODE_VAR}={node} is not a node number"))?;
+            .map_err(|_| LaunchError::BadNode(node.clone()))?;
         let fd = std::env::var(FD_VAR)
             .ok()
             .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("{NODE_VAR} is set, but {FD_VAR} holds no descriptor"))?;
+            .ok_or(LaunchError::NoDescriptor)?;
         Ok((k, fd))
     };
     Some(parse())
 }
 
 /// This process's endpoint as a started node: maps the inherited segment.
-pub fn attach_as_node(node: u32, fd: RawFd) -> Result<ShmTransport, String> {
-    let seg = Segment::attach(fd).map_err(|e| format!("cannot map the shared segment: {e}"))?;
-    ShmTransport::new(seg, node).map_err(|e| e.to_string())
+pub fn attach_as_node(node: u32, fd: RawFd) -> Result<ShmTransport, LaunchError> {
+    let seg = Segment::attach(fd).map_err(LaunchError::Map)?;
+    ShmTransport::new(seg, node).map_err(LaunchError::Endpoint)
 }
 
 /// How a node process ended.

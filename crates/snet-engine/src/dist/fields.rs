@@ -92,6 +92,38 @@ pub(crate) struct FieldStore {
     release: Arc<dyn ReleaseRemote>,
 }
 
+/// A field-store request another node made that cannot be met (a
+/// protocol bug, or bytes no codec can read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// A record refers to field `id` of node `home` (this node), which
+    /// does not exist.
+    NoSuchField { id: u64, home: u32 },
+    /// Node `asker` asked for field `id`, which node `home` (this node)
+    /// does not hold.
+    NotHeld { asker: u32, id: u64, home: u32 },
+    /// A fetched value's bytes do not decode.
+    Decode(snet_core::DecodeError),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NoSuchField { id, home } => write!(
+                f,
+                "a record refers to field {id} of node {home}, which does not exist (a protocol bug)"
+            ),
+            StoreError::NotHeld { asker, id, home } => write!(
+                f,
+                "node {asker} asked for field {id}, which node {home} does not hold (a protocol bug)"
+            ),
+            StoreError::Decode(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
 impl FieldStore {
     pub fn new(me: u32, release: Arc<dyn ReleaseRemote>) -> FieldStore {
         FieldStore {
@@ -143,14 +175,10 @@ impl FieldStore {
 
     /// A reference to one of this node's exports came back with `weight`:
     /// the field, as a handle of this node.
-    pub fn returned(&self, id: u64, weight: u64) -> Result<Field, String> {
+    pub fn returned(&self, id: u64, weight: u64) -> Result<Field, StoreError> {
         let mut st = lock(&self.state);
-        FieldStore::give_back(&mut st, id, weight).ok_or_else(|| {
-            format!(
-                "a record refers to field {id} of node {}, which does not exist (a protocol bug)",
-                self.me
-            )
-        })
+        FieldStore::give_back(&mut st, id, weight)
+            .ok_or(StoreError::NoSuchField { id, home: self.me })
     }
 
     /// `Release` from another node.
@@ -196,13 +224,17 @@ impl FieldStore {
     }
 
     /// Another node asks for export `id`.
-    pub fn fetch(&self, node: u32, id: u64) -> Result<Option<Send>, String> {
+    pub fn fetch(&self, node: u32, id: u64) -> Result<Option<Send>, StoreError> {
         let field = {
             let st = lock(&self.state);
             st.exports
                 .get(&id)
                 .map(|e| e.field.clone())
-                .ok_or_else(|| format!("node {node} asked for field {id}, which node {} does not hold (a protocol bug)", self.me))?
+                .ok_or(StoreError::NotHeld {
+                    asker: node,
+                    id,
+                    home: self.me,
+                })?
         };
         if let Some(v) = field.get() {
             return Ok(Some(Send::Bytes {
@@ -228,10 +260,12 @@ impl FieldStore {
         meta: &[u8],
         body: FieldBytes,
         codecs: &Codecs,
-    ) -> Result<(Vec<Arc<Entity>>, Vec<Send>), String> {
+    ) -> Result<(Vec<Arc<Entity>>, Vec<Send>), StoreError> {
         let len = meta.len() + body.len();
         // The codec adopts the received buffer as the value's storage.
-        let value = codecs.decode(codec, meta, body)?;
+        let value = codecs
+            .decode(codec, meta, body)
+            .map_err(StoreError::Decode)?;
         let mut st = lock(&self.state);
         st.fetched += 1;
         st.fetched_bytes += len as u64;

@@ -123,8 +123,8 @@ fn send_batch(
                 b.needs_credit = true;
                 b.frames
                     .item(conn, enc, to, &item, &net.store)
-                    .map_err(|what| {
-                        EngineError::Distribution(DistributionError::Field { node: me, what })
+                    .map_err(|error| {
+                        EngineError::Distribution(DistributionError::Field { node: me, error })
                     })?;
             }
             Out::Fetch { to, id } => {
@@ -309,7 +309,7 @@ fn handle(
                 back,
                 start,
             } => {
-                if template as usize >= rt.graph().nodes.len() {
+                if template.index() >= rt.graph().nodes.len() {
                     return Err(proto(ProtocolError::UnknownTemplate { from, template }));
                 }
                 let next = ctx.entity(Kind::Remote(RemoteEntity::new(from, back)));

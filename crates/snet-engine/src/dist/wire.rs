@@ -165,12 +165,36 @@ impl std::error::Error for WireError {}
 pub enum ItemError {
     /// The bytes are malformed (or a label does not fit the dictionary).
     Malformed(WireError),
-    /// The codec could not decode the inline field `label` (its message).
-    Codec { label: Label, error: String },
+    /// The codec could not decode the inline field `label`.
+    Codec {
+        label: Label,
+        error: snet_core::DecodeError,
+    },
     /// A reference to one of this node's exports that the field store
-    /// does not know (its message).
-    Returned(String),
+    /// does not know.
+    Returned(super::fields::StoreError),
 }
+
+/// A field that cannot go to another node (the record's label, the
+/// destination, why).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldStays {
+    pub label: Label,
+    pub to: u32,
+    pub error: snet_core::NotPortable,
+}
+
+impl fmt::Display for FieldStays {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "field `{}` cannot go to node {}: {}",
+            self.label, self.to, self.error
+        )
+    }
+}
+
+impl std::error::Error for FieldStays {}
 
 impl From<WireError> for ItemError {
     fn from(e: WireError) -> ItemError {
@@ -183,7 +207,7 @@ impl fmt::Display for ItemError {
         match self {
             ItemError::Malformed(e) => write!(f, "{e}"),
             ItemError::Codec { label, error } => write!(f, "field `{label}`: {error}"),
-            ItemError::Returned(e) => f.write_str(e),
+            ItemError::Returned(e) => write!(f, "{e}"),
         }
     }
 }
@@ -340,7 +364,7 @@ impl Frames {
         to: u32,
         item: &Item,
         store: &FieldStore,
-    ) -> Result<(), String> {
+    ) -> Result<(), FieldStays> {
         let (at, n) = match self.items {
             Some((c, at, n)) if c == conn => (at, n),
             _ => {
@@ -563,7 +587,7 @@ impl Frame<'_> {
             } => {
                 out.push(OPEN);
                 put_conn(out, *conn);
-                put_u(out, u64::from(*template));
+                put_u(out, u64::from(template.0));
                 put_conn(out, *back);
                 put_stamps(out, start);
             }
@@ -896,7 +920,7 @@ impl<'a> Reader<'a> {
         Ok(match self.byte()? {
             OPEN => FrameRef::Open {
                 conn: self.conn()?,
-                template: self.u32("template")?,
+                template: NodeId(self.u32("template")?),
                 back: self.conn()?,
                 start: self.stamps()?,
             },
@@ -1112,7 +1136,12 @@ impl Encoder {
         }
     }
 
-    fn field(&mut self, f: &Field, store: &FieldStore, out: &mut Vec<u8>) -> Result<(), String> {
+    fn field(
+        &mut self,
+        f: &Field,
+        store: &FieldStore,
+        out: &mut Vec<u8>,
+    ) -> Result<(), snet_core::NotPortable> {
         if let Some(v) = f.get() {
             v.portable()?;
             if v.encoded_len() <= self.inline_limit {
@@ -1151,7 +1180,7 @@ impl Encoder {
         item: &Item,
         store: &FieldStore,
         out: &mut Vec<u8>,
-    ) -> Result<(), String> {
+    ) -> Result<(), FieldStays> {
         match item {
             Item::Rec(r) => {
                 put_record_head(out, &r.det, r.origin, r.rec.len());
@@ -1162,9 +1191,13 @@ impl Encoder {
                             out.push(0);
                             put_i(out, *i);
                         }
-                        Value::Field(f) => self
-                            .field(f, store, out)
-                            .map_err(|e| format!("field `{}` cannot go to node {to}: {e}", l))?,
+                        Value::Field(f) => {
+                            self.field(f, store, out).map_err(|error| FieldStays {
+                                label: *l,
+                                to,
+                                error,
+                            })?
+                        }
                     }
                 }
             }

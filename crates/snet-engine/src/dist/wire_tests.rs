@@ -320,7 +320,7 @@ mod props {
             (conn(), any::<u32>(), conn(), stamps()).prop_map(|(conn, template, back, start)| {
                 Frame::Open {
                     conn,
-                    template,
+                    template: snet_core::NodeId(template),
                     back,
                     start: Cow::Owned(start),
                 }

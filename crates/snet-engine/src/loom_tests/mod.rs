@@ -72,7 +72,7 @@ pub(crate) fn runtime(me: u32, nodes: u32) -> Runtime {
     let graph = Graph {
         nodes: Vec::new(),
         boxes: Vec::new(),
-        entry: 0,
+        entry: snet_core::NodeId(0),
     };
     Runtime::new(
         Program::new(Arc::new(graph)),

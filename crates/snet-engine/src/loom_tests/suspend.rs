@@ -81,7 +81,7 @@ fn runtime(n: Label, i: Label) -> Runtime {
             code: None,
             loc: loc.clone(),
         }],
-        entry: 0,
+        entry: snet_core::NodeId(0),
     };
     g.entry = g.add(Node {
         kind: NodeKind::Box(0),

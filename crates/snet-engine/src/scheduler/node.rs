@@ -26,7 +26,7 @@ use crate::{Config, EngineError, InternalError, LanguageInterface, Sink, Source,
 fn used_boxes(graph: &Graph, root: NodeId, seen: &mut [bool], out: &mut Vec<u32>) {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
-        if std::mem::replace(&mut seen[n as usize], true) {
+        if std::mem::replace(&mut seen[n.index()], true) {
             continue;
         }
         if let NodeKind::Box(b) = graph.node(n).kind {
@@ -41,7 +41,7 @@ fn check_placements(graph: &Graph, nodes: u32) -> Result<(), EngineError> {
     let mut seen = vec![false; graph.nodes.len()];
     let mut stack = vec![graph.entry];
     while let Some(n) = stack.pop() {
-        if std::mem::replace(&mut seen[n as usize], true) {
+        if std::mem::replace(&mut seen[n.index()], true) {
             continue;
         }
         if let NodeKind::Place { node, .. } = graph.node(n).kind {

@@ -7,7 +7,7 @@
 //! labels from the first pattern's record) and the cell becomes the identity.
 //! The merged record carries the ordering stamps of the record that fired it.
 
-use snet_core::{NodeId, Pattern, Record, SyncDef};
+use snet_core::{NodeId, Pattern, Record, SynchrocellDef};
 
 use crate::entity::{Entity, Item, Rec};
 use crate::error::EvalContext;
@@ -15,9 +15,9 @@ use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
 
-pub struct SyncEntity {
+pub struct SynchrocellEntity {
     node: NodeId,
-    def: Arc<SyncDef>,
+    def: Arc<SynchrocellDef>,
     /// Boxed: a cell keeps its slots inline, and entity states stay small
     /// (see `runtime::size_tests`).
     cell: Box<Cell>,
@@ -112,9 +112,9 @@ impl Cell {
     }
 }
 
-impl SyncEntity {
-    pub fn new(node: NodeId, def: Arc<SyncDef>, next: Arc<Entity>) -> SyncEntity {
-        SyncEntity {
+impl SynchrocellEntity {
+    pub fn new(node: NodeId, def: Arc<SynchrocellDef>, next: Arc<Entity>) -> SynchrocellEntity {
+        SynchrocellEntity {
             node,
             cell: Box::new(Cell::new(def.patterns.len())),
             def,
