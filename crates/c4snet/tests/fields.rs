@@ -97,13 +97,20 @@ fn a_field_passes_through_a_box_as_the_same_allocation() {
 fn a_remote_field_must_be_fetched_before_the_box_runs() {
     struct Released(Mutex<u64>);
     impl ReleaseRemote for Released {
-        fn release(&self, _home: u32, _id: u64, weight: u64) {
+        fn release(&self, _home: snet_core::Rank, _id: u64, weight: u64) {
             *self.0.lock().unwrap() += weight;
         }
     }
     let log = Arc::new(Released(Mutex::new(0)));
     let b = resolve("pass", pass);
-    let r = Arc::new(RemoteField::new(1, 9, "C4SNet", 13, 4, log.clone()));
+    let r = Arc::new(RemoteField::new(
+        snet_core::Rank(1),
+        9,
+        "C4SNet",
+        13,
+        4,
+        log.clone(),
+    ));
     let e = run(&*b, Field::remote(r.clone())).expect_err("not fetched");
     assert_eq!(
         e,

@@ -38,7 +38,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crate::FieldBytes;
+use crate::{FieldBytes, Rank};
 
 /// A field value, as a language interface keeps it: the hooks the
 /// engine calls without knowing what the value is.
@@ -295,7 +295,7 @@ impl FieldCodec for TextFieldCodec {
 /// Gives a remote reference's weight back to the field's home node when
 /// the last handle on this node is dropped (the distribution layer).
 pub trait ReleaseRemote: Send + Sync {
-    fn release(&self, home: u32, id: u64, weight: u64);
+    fn release(&self, home: Rank, id: u64, weight: u64);
 }
 
 /// A reference to a field that lives on node `home` (the data manager).
@@ -306,7 +306,7 @@ pub trait ReleaseRemote: Send + Sync {
 /// handle gives the rest back. The home frees the value when all weight it
 /// issued has come back. See `snet_engine::dist::fields`.
 pub struct RemoteField {
-    pub home: u32,
+    pub home: Rank,
     pub id: u64,
     /// Interface and codec of the value, and its encoded size.
     pub interface: Box<str>,
@@ -318,7 +318,7 @@ pub struct RemoteField {
 
 impl RemoteField {
     pub fn new(
-        home: u32,
+        home: Rank,
         id: u64,
         interface: &str,
         len: u64,
@@ -544,14 +544,14 @@ mod tests {
     #[test]
     fn weight_splits_and_returns_on_drop() {
         use std::sync::Mutex;
-        struct Log(Mutex<Vec<(u32, u64, u64)>>);
+        struct Log(Mutex<Vec<(Rank, u64, u64)>>);
         impl ReleaseRemote for Log {
-            fn release(&self, home: u32, id: u64, weight: u64) {
+            fn release(&self, home: Rank, id: u64, weight: u64) {
                 self.0.lock().unwrap().push((home, id, weight));
             }
         }
         let log = Arc::new(Log(Mutex::new(Vec::new())));
-        let r = RemoteField::new(2, 7, "C4SNet", 8, 5, log.clone());
+        let r = RemoteField::new(Rank(2), 7, "C4SNet", 8, 5, log.clone());
         assert_eq!(r.split_weight(), Some(2));
         assert_eq!(r.weight(), 3);
         r.add_weight(1);
@@ -559,6 +559,6 @@ mod tests {
         assert_eq!(r.split_weight(), Some(1));
         assert_eq!(r.split_weight(), None);
         drop(r);
-        assert_eq!(*log.0.lock().unwrap(), vec![(2, 7, 1)]);
+        assert_eq!(*log.0.lock().unwrap(), vec![(Rank(2), 7, 1)]);
     }
 }

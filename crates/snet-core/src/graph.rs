@@ -15,8 +15,7 @@ use crate::expr::Expr;
 use crate::label::{Label, LabelKind};
 
 /// A node template of the network graph: its index in [`Graph::nodes`].
-/// Not a machine node (the nodes of a distributed run are plain `u32`
-/// numbers of the transport): the two never mix.
+/// Not a machine node (a [`Rank`]): the two never mix.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub u32);
 
@@ -33,6 +32,35 @@ impl fmt::Display for NodeId {
         write!(f, "{}", self.0)
     }
 }
+/// A machine node of a distributed run: its number, `0..nodes` (what
+/// `@ k` names, what MPI calls a rank, what `--nodes N` counts). Not a
+/// graph node (a [`NodeId`]): the two are different types so that they
+/// cannot be swapped. A count of nodes stays a plain `u32`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Rank(pub u32);
+
+impl Rank {
+    /// Node 0: the node that reads the input and writes the output.
+    pub const ROOT: Rank = Rank(0);
+
+    /// The number as an index (into per-node tables).
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// Every node of a run of `nodes` nodes, in order.
+    pub fn all(nodes: u32) -> impl Iterator<Item = Rank> + Clone {
+        (0..nodes).map(Rank)
+    }
+}
+
+impl fmt::Display for Rank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// Index of a box declaration in [`Graph::boxes`].
 pub type BoxId = u32;
 
@@ -262,7 +290,7 @@ pub enum NodeKind {
     /// `A @ n`.
     Place {
         body: NodeId,
-        node: u32,
+        node: Rank,
     },
     /// `A !@ <t>`, or `A !!@ <t>` (output in input order) when `det`.
     DynPlace {
@@ -369,7 +397,10 @@ impl Graph {
             if r < share {
                 let body = self.node(id);
                 let w = g.add(Node {
-                    kind: NodeKind::Place { body: id, node: at },
+                    kind: NodeKind::Place {
+                        body: id,
+                        node: Rank(at),
+                    },
                     loc: body.loc.clone(),
                     input: body.input.clone(),
                     output: body.output.clone(),
@@ -429,7 +460,10 @@ impl Graph {
                 _ => continue,
             };
             node.kind = match node.kind.clone() {
-                NodeKind::Place { body, .. } => NodeKind::Place { body, node: 0 },
+                NodeKind::Place { body, .. } => NodeKind::Place {
+                    body,
+                    node: Rank::ROOT,
+                },
                 NodeKind::DynPlace { body, tag, det } => NodeKind::Split { body, tag, det },
                 k => k,
             };

@@ -25,7 +25,7 @@ pub use field::{
 };
 pub use graph::{
     BoxCode, BoxDef, BoxId, FilterArm, FilterDef, Graph, Loc, Node, NodeId, NodeKind, OutItem,
-    OutSpec, Pattern, Placement, SynchrocellDef, TagValue, Type, Variant,
+    OutSpec, Pattern, Placement, Rank, SynchrocellDef, TagValue, Type, Variant,
 };
 pub use label::{Label, LabelKind};
 pub use record::{Record, Value};

@@ -19,7 +19,7 @@ use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
 
-use snet_core::{BoxDef, EvalError, Label, Loc, Variant};
+use snet_core::{BoxDef, EvalError, Label, Loc, Rank, Variant};
 
 use crate::dist::wire::{ItemError, WireError};
 use crate::dist::{ConnId, TransportError};
@@ -53,13 +53,13 @@ pub enum EngineError {
     Setup(Vec<ResolveError>),
     /// A static placement `@ node` names a node the run does not have.
     Placement {
-        node: u32,
+        node: Rank,
         nodes: u32,
         loc: Option<Loc>,
     },
     /// Another node failed; `message` is its error (as text: it crossed
     /// processes).
-    Node { node: u32, message: String },
+    Node { node: Rank, message: String },
     /// Nodes could not talk (a transport failure or a protocol error).
     Distribution(DistributionError),
     /// An engine bug stopped the run.
@@ -489,8 +489,8 @@ impl fmt::Display for EvalContext {
 pub enum DistributionError {
     /// Node `from` could not send to node `to`.
     Send {
-        from: u32,
-        to: u32,
+        from: Rank,
+        to: Rank,
         error: TransportError,
     },
     /// Receiving failed.
@@ -499,7 +499,7 @@ pub enum DistributionError {
     Protocol(ProtocolError),
     /// A field that cannot leave node `node`.
     Field {
-        node: u32,
+        node: Rank,
         error: crate::dist::wire::FieldStays,
     },
 }
@@ -526,18 +526,18 @@ impl Error for DistributionError {}
 #[non_exhaustive]
 pub enum ProtocolError {
     /// Node `from`'s message is malformed (the wire decoder's error).
-    Malformed { from: u32, error: WireError },
+    Malformed { from: Rank, error: WireError },
     /// An item from node `from` is well-formed but makes no sense here.
-    Item { from: u32, error: ItemError },
+    Item { from: Rank, error: ItemError },
     /// Node `from` opened a template the program does not have.
     UnknownTemplate {
-        from: u32,
+        from: Rank,
         template: snet_core::NodeId,
     },
     /// Node `from` sent items for a connection this node does not have.
-    UnknownConnection { from: u32, conn: ConnId },
+    UnknownConnection { from: Rank, conn: ConnId },
     /// Node `from` sent a message with two `Bytes` frames.
-    TwoFieldValues { from: u32 },
+    TwoFieldValues { from: Rank },
     /// The field store refused a request or an answer.
     FieldStore(crate::dist::fields::StoreError),
 }
@@ -574,17 +574,17 @@ impl From<ProtocolError> for DistributionError {
 #[non_exhaustive]
 pub enum InternalError {
     /// The thread running node `node` of a loopback run panicked.
-    NodePanicked { node: u32 },
+    NodePanicked { node: Rank },
     /// A worker panicked.
     WorkerPanicked,
     /// Another thread of node `node` (the reader, a manager, a worker's
     /// loop) panicked.
-    ThreadPanicked { node: u32 },
+    ThreadPanicked { node: Rank },
     /// The run of node `node` ended while `count` entities still had
     /// suspended work (their remaining outputs would be lost); `what`
     /// names the first (a box's name, or the kind of entity).
     StillSuspended {
-        node: u32,
+        node: Rank,
         count: usize,
         what: String,
     },
@@ -841,7 +841,7 @@ mod tests {
         );
         assert_eq!(
             EngineError::Placement {
-                node: 4,
+                node: Rank(4),
                 nodes: 2,
                 loc: loc(),
             }
@@ -849,7 +849,7 @@ mod tests {
             "p.snet:3:7: placement error: `@ 4` places a component on node 4, but the run has 2 node(s): 0..1"
         );
         assert_eq!(
-            EngineError::Internal(InternalError::NodePanicked { node: 1 }).to_string(),
+            EngineError::Internal(InternalError::NodePanicked { node: Rank(1) }).to_string(),
             "internal error: node 1 panicked"
         );
         assert_eq!(
@@ -857,7 +857,7 @@ mod tests {
             "internal error: a worker panicked"
         );
         assert_eq!(
-            EngineError::Internal(InternalError::ThreadPanicked { node: 0 }).to_string(),
+            EngineError::Internal(InternalError::ThreadPanicked { node: Rank(0) }).to_string(),
             "internal error: a thread of node 0 panicked"
         );
     }
@@ -888,8 +888,8 @@ mod tests {
         let d = |e| EngineError::Distribution(e).to_string();
         assert_eq!(
             d(DistributionError::Send {
-                from: 0,
-                to: 2,
+                from: Rank(0),
+                to: Rank(2),
                 error: TransportError::Closed,
             }),
             "distribution: node 0 cannot send to node 2: the transport was closed"
@@ -902,7 +902,7 @@ mod tests {
         );
         assert_eq!(
             d(DistributionError::Protocol(ProtocolError::Malformed {
-                from: 1,
+                from: Rank(1),
                 error: WireError {
                     at: 3,
                     what: crate::dist::wire::Malformed::UnknownFrame(9)
@@ -912,10 +912,10 @@ mod tests {
         );
         assert_eq!(
             d(DistributionError::Field {
-                node: 1,
+                node: Rank(1),
                 error: crate::dist::wire::FieldStays {
                     label: snet_core::Label::field("p"),
-                    to: 0,
+                    to: Rank(0),
                     error: snet_core::NotPortable {
                         holds: "pointers",
                         made_by: None
@@ -926,7 +926,7 @@ mod tests {
         );
         assert_eq!(
             EngineError::Node {
-                node: 1,
+                node: Rank(1),
                 message: "m".into()
             }
             .to_string(),

@@ -17,7 +17,7 @@
 //! with the same function that wires the static network. One function
 //! for both keeps eager and lazy instances identical.
 
-use snet_core::{Graph, NodeId, NodeKind, Record};
+use snet_core::{Graph, NodeId, NodeKind, Rank, Record};
 
 use crate::boxes::BoxEntity;
 use crate::collector::Collector;
@@ -201,7 +201,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
 /// way to `at`, which builds the instance (see [`crate::dist`]).
 pub fn remote_instance(
     ctx: &Ctx,
-    at: u32,
+    at: Rank,
     template: NodeId,
     next: Arc<Entity>,
     start: &Stamps,
@@ -221,7 +221,7 @@ pub fn remote_instance(
 
 /// The components of a serial composition, left to right, looking through
 /// net boundaries and placements on this node `here` (which are transparent).
-fn serial_parts(graph: &Graph, here: u32, node: NodeId, out: &mut Vec<NodeId>) {
+fn serial_parts(graph: &Graph, here: Rank, node: NodeId, out: &mut Vec<NodeId>) {
     match &graph.node(node).kind {
         NodeKind::Serial(a, b) => {
             serial_parts(graph, here, *a, out);

@@ -47,7 +47,7 @@ mod weight;
 use std::fmt;
 use std::sync::Arc;
 
-use snet_core::{Graph, Record};
+use snet_core::{Graph, Rank, Record};
 
 pub use boxes::{Assembly, BoxImpl, Emit, LanguageInterface, NoBoxes, Src};
 pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
@@ -162,7 +162,7 @@ impl Default for Config {
 /// Counters of one run (of one node, in a distributed run).
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
-    pub node: u32,
+    pub node: Rank,
     pub input_records: u64,
     pub output_records: u64,
     pub entities_created: u64,
@@ -231,7 +231,11 @@ pub fn run_loopback(
         let handles: Vec<_> = endpoints
             .into_iter()
             .map(|t| {
-                let io = if t.node() == 0 { io.take() } else { None };
+                let io = if t.node() == Rank::ROOT {
+                    io.take()
+                } else {
+                    None
+                };
                 let graph = graph.clone();
                 std::thread::Builder::new()
                     .name(format!("snet-node-{}", t.node()))
@@ -249,7 +253,7 @@ pub fn run_loopback(
             .map(|(i, h)| {
                 h.join().unwrap_or_else(|_| {
                     Err(EngineError::Internal(InternalError::NodePanicked {
-                        node: i as u32,
+                        node: Rank(i as u32),
                     }))
                 })
             })

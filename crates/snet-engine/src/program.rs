@@ -371,7 +371,7 @@ fn starts_initialiser(graph: &Graph) -> Vec<bool> {
 mod tests {
     use super::*;
     use snet_core::{BoxDef, Loc, Node, Type};
-    use snet_core::{Graph, NodeKind};
+    use snet_core::{Graph, NodeKind, Rank};
 
     fn node(g: &mut Graph, kind: NodeKind) -> NodeId {
         let loc = Loc {
@@ -510,7 +510,13 @@ mod tests {
                 body: init,
             },
         );
-        let placed = node(&mut g, NodeKind::Place { body: net, node: 0 });
+        let placed = node(
+            &mut g,
+            NodeKind::Place {
+                body: net,
+                node: Rank::ROOT,
+            },
+        );
         let par = node(
             &mut g,
             NodeKind::Parallel {

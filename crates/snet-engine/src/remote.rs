@@ -11,14 +11,15 @@ use crate::dist::{ConnId, Out};
 use crate::entity::Item;
 use crate::runtime::Ctx;
 use crate::EngineError;
+use snet_core::Rank;
 
 pub struct RemoteEntity {
-    to: u32,
+    to: Rank,
     conn: ConnId,
 }
 
 impl RemoteEntity {
-    pub fn new(to: u32, conn: ConnId) -> RemoteEntity {
+    pub fn new(to: Rank, conn: ConnId) -> RemoteEntity {
         RemoteEntity { to, conn }
     }
 

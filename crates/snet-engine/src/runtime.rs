@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 
-use snet_core::{Graph, NodeId};
+use snet_core::{Graph, NodeId, Rank};
 
 use crate::boxes::{BoxEntity, BoxImpl};
 use crate::collector::Collector;
@@ -39,7 +39,7 @@ pub struct Runtime {
     /// Box implementations by box id (None: not used by the entry network).
     pub boxes: Vec<Option<Arc<dyn BoxImpl>>>,
     /// This node and the number of nodes.
-    pub node: u32,
+    pub node: Rank,
     pub nodes: u32,
     /// The distribution layer's state on this node.
     pub(crate) net: crate::dist::Net,
@@ -154,7 +154,7 @@ impl Runtime {
     /// A fresh identity for a marker owner (det collector, feedback
     /// instance), unique across nodes: the node is in the top 16 bits.
     pub fn new_owner(&self) -> u64 {
-        (u64::from(self.node) << 48) | self.next_owner.fetch_add(1, Ordering::Relaxed)
+        (u64::from(self.node.0) << 48) | self.next_owner.fetch_add(1, Ordering::Relaxed)
     }
 
     pub fn loc(&self, node: NodeId) -> Option<snet_core::Loc> {

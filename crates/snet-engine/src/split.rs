@@ -18,6 +18,7 @@ use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::synchrocell::{Cell, Stored};
 use crate::EngineError;
+use snet_core::Rank;
 
 pub struct SplitEntity {
     def: Arc<SplitDef>,
@@ -68,8 +69,8 @@ impl SplitEntity {
                     Entry::Vacant(slot) => {
                         let body = def.body;
                         // The replica's initialisers start as part of the record that creates it.
-                        let t = if def.placement && v != i64::from(ctx.rt.node) {
-                            remote_instance(ctx, v as u32, body, self.next.clone(), &r.det)
+                        let t = if def.placement && v != i64::from(ctx.rt.node.0) {
+                            remote_instance(ctx, Rank(v as u32), body, self.next.clone(), &r.det)
                         } else {
                             instantiate(ctx, body, self.next.clone(), &r.det)
                         };

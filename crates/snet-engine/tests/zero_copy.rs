@@ -58,8 +58,8 @@ impl FieldCodec for BlobCodec {
 /// and the body addresses the box saw.
 #[derive(Default)]
 struct Seen {
-    sent: Vec<(u32, usize)>,
-    received: Vec<(u32, usize)>,
+    sent: Vec<(Rank, usize)>,
+    received: Vec<(Rank, usize)>,
     in_box: Vec<usize>,
 }
 
@@ -70,7 +70,7 @@ struct Recording {
 }
 
 impl Transport for Recording {
-    fn node(&self) -> u32 {
+    fn node(&self) -> Rank {
         self.inner.node()
     }
     fn nodes(&self) -> u32 {
@@ -78,7 +78,7 @@ impl Transport for Recording {
     }
     fn send_to_peer(
         &self,
-        to: u32,
+        to: Rank,
         channel: Channel,
         header: &[u8],
         payload: Payload,
@@ -184,7 +184,10 @@ fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
         output: Type::default(),
     });
     let place = g.add(Node {
-        kind: NodeKind::Place { body, node: 1 },
+        kind: NodeKind::Place {
+            body,
+            node: Rank(1),
+        },
         loc,
         input,
         output: Type::default(),
@@ -218,7 +221,11 @@ fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
                     inner,
                     seen: seen.clone(),
                 };
-                let io = if t.node() == 0 { io.take() } else { None };
+                let io = if t.node() == Rank::ROOT {
+                    io.take()
+                } else {
+                    None
+                };
                 let (g, config, look) = (g.clone(), &config, &look);
                 s.spawn(move || snet_engine::run(g, config, io, look, &t))
             })
@@ -235,12 +242,12 @@ fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
     let seen = seen.lock().unwrap();
     assert_eq!(
         seen.sent,
-        vec![(0, home)],
+        vec![(Rank(0), home)],
         "node 0 sent the value's own memory"
     );
     assert_eq!(seen.received.len(), 1);
     let (node, received) = seen.received[0];
-    assert_eq!(node, 1);
+    assert_eq!(node, Rank(1));
     assert_eq!(
         seen.in_box,
         vec![received],

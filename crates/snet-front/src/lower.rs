@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use snet_core::{BoxCode, BoxDef, BoxId, Graph, Loc, Node, NodeId, NodeKind, Type};
+use snet_core::{BoxCode, BoxDef, BoxId, Graph, Loc, Node, NodeId, NodeKind, Rank, Type};
 
 use crate::check::Checked;
 use crate::diag::{Diagnostic, Diagnostics, LineIndex, Span};
@@ -179,7 +179,7 @@ impl Lower<'_, '_> {
             },
             HKind::Place { body, node } => NodeKind::Place {
                 body: self.expr(*body),
-                node: *node,
+                node: Rank(*node),
             },
             HKind::DynPlace { body, tag, det } => NodeKind::DynPlace {
                 body: self.expr(*body),

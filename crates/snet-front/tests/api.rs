@@ -235,7 +235,7 @@ connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -
     assert_eq!((first.loc.line, first.loc.col), (4, 35), "the `!!@`");
     for n in &one.nodes {
         match &n.kind {
-            NodeKind::Place { node, .. } => assert_eq!(*node, 0),
+            NodeKind::Place { node, .. } => assert_eq!(*node, snet_core::Rank(0)),
             NodeKind::DynPlace { .. } => panic!("a dynamic placement is left"),
             _ => {}
         }

@@ -56,7 +56,8 @@ use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use snet_transport::{
-    BackendError, Channel, FieldBytes, Gone, Header, Payload, Received, Transport, TransportError,
+    BackendError, Channel, FieldBytes, Gone, Header, Payload, Rank, Received, Transport,
+    TransportError,
 };
 
 mod ffi {
@@ -326,8 +327,8 @@ impl MpiTransport {
 }
 
 impl Transport for MpiTransport {
-    fn node(&self) -> u32 {
-        self.rank
+    fn node(&self) -> Rank {
+        Rank(self.rank)
     }
 
     fn nodes(&self) -> u32 {
@@ -336,11 +337,12 @@ impl Transport for MpiTransport {
 
     fn send_to_peer(
         &self,
-        to: u32,
+        to: Rank,
         channel: Channel,
         header: &[u8],
         payload: Payload,
     ) -> Result<(), TransportError> {
+        let to = to.0;
         let mut head = Vec::with_capacity(8 + header.len());
         head.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         head.extend_from_slice(header);
@@ -379,12 +381,12 @@ impl Transport for MpiTransport {
         loop {
             if let Some(m) = inbox.queue.pop_front() {
                 let step = (self.shared.window / 4) as u64;
-                let taken = &mut inbox.taken[m.from as usize];
+                let taken = &mut inbox.taken[m.from.index()];
                 *taken += 1;
                 if *taken >= step {
                     let n = std::mem::take(taken);
                     drop(inbox);
-                    lock(&self.shared.out).acks.push((m.from, n));
+                    lock(&self.shared.out).acks.push((m.from.0, n));
                     self.shared.wake_comm();
                 }
                 return Ok(Some(m));
@@ -433,8 +435,8 @@ impl Transport for MpiTransport {
         }
     }
 
-    fn buffered(&self, to: u32) -> Option<usize> {
-        lock(&self.shared.out).unacked.get(to as usize).copied()
+    fn buffered(&self, to: Rank) -> Option<usize> {
+        lock(&self.shared.out).unacked.get(to.index()).copied()
     }
 
     fn window(&self) -> Option<usize> {
@@ -518,7 +520,7 @@ fn check(rc: c_int, peer: Option<u32>) -> Result<(), TransportError> {
     }
     Err(match peer {
         Some(node) => TransportError::PeerGone {
-            node,
+            node: Rank(node),
             why: Gone::Backend(BackendError::new(MpiError::Call(mpi_error(rc)))),
         },
         None => TransportError::backend(MpiError::Call(mpi_error(rc))),
@@ -714,7 +716,7 @@ impl Comm {
             while q.front().is_some_and(Arriving::complete) {
                 let a = q.pop_front().expect("front");
                 delivered.push(Received {
-                    from: from as u32,
+                    from: Rank(from as u32),
                     channel: a.channel,
                     header: Header::from_vec(a.header),
                     payload: a.payload,
@@ -807,7 +809,7 @@ impl Comm {
         let q = &mut self.arriving[from as usize];
         if q.is_empty() && a.complete() {
             self.deliver(vec![Received {
-                from,
+                from: Rank(from),
                 channel: a.channel,
                 header: Header::from_vec(a.header),
                 payload: a.payload,

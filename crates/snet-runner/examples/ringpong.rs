@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snet_core::FieldBytes;
+use snet_core::{FieldBytes, Rank};
 use snet_engine::dist::{Channel, Payload, Transport};
 use snet_shm::{FieldMode, Geometry, HeapRegion, Notify, Ring, ShmTransport};
 
@@ -128,13 +128,13 @@ fn main() {
             reps,
             || {
                 n += 1;
-                t0.send(1, Channel::Control, &n.to_le_bytes(), Payload::none())
+                t0.send(Rank(1), Channel::Control, &n.to_le_bytes(), Payload::none())
                     .unwrap();
                 recv(t0);
             },
             || {
                 let m = recv(t1);
-                t1.send(0, Channel::Control, &m.header, Payload::none())
+                t1.send(Rank(0), Channel::Control, &m.header, Payload::none())
                     .unwrap();
             },
         );
@@ -155,7 +155,7 @@ fn main() {
             reps,
             || {
                 t0.send(
-                    1,
+                    Rank(1),
                     Channel::Field,
                     &[1],
                     Payload::shared(Arc::new(buf.take().unwrap())),
@@ -166,7 +166,7 @@ fn main() {
             || {
                 let m = recv(t1);
                 t1.send(
-                    0,
+                    Rank(0),
                     Channel::Field,
                     &m.header,
                     Payload::shared(Arc::new(m.payload)),
@@ -206,10 +206,10 @@ fn solo(reps: usize) {
         for _ in 0..5 {
             let a = Instant::now();
             for n in 0..reps as u64 {
-                t0.send(1, Channel::Control, &n.to_le_bytes(), Payload::none())
+                t0.send(Rank(1), Channel::Control, &n.to_le_bytes(), Payload::none())
                     .unwrap();
                 let m = t1.recv(Duration::ZERO).unwrap().unwrap();
-                t1.send(0, Channel::Control, &m.header, Payload::none())
+                t1.send(Rank(0), Channel::Control, &m.header, Payload::none())
                     .unwrap();
                 t0.recv(Duration::ZERO).unwrap().unwrap();
             }
@@ -235,7 +235,7 @@ fn solo(reps: usize) {
             let a = Instant::now();
             for _ in 0..reps {
                 t0.send(
-                    1,
+                    Rank(1),
                     Channel::Field,
                     &[1],
                     Payload::shared(Arc::new(buf.take().unwrap())),
@@ -243,7 +243,7 @@ fn solo(reps: usize) {
                 .unwrap();
                 let m = t1.recv(Duration::ZERO).unwrap().unwrap();
                 t1.send(
-                    0,
+                    Rank(0),
                     Channel::Field,
                     &m.header,
                     Payload::shared(Arc::new(m.payload)),

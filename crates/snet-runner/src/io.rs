@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::sync::Arc;
 
+use snet_core::Rank;
 use snet_engine::{Sink, Source, SourceError};
 use snet_io::{BackgroundWriter, RecordReader, RecordWriter, StreamItem};
 
@@ -152,8 +153,8 @@ impl Source for FailedSource {
 /// Node `me`'s record streams in a multi-process run: node 0's input and
 /// output; if it cannot open them, a source that fails at once, so that
 /// the run starts anyway and every node hears of the failure.
-pub(crate) fn node_streams(me: u32, opts: &RunOptions) -> Option<Streams> {
-    (me == 0).then(|| match open_streams(opts) {
+pub(crate) fn node_streams(me: Rank, opts: &RunOptions) -> Option<Streams> {
+    (me == Rank::ROOT).then(|| match open_streams(opts) {
         Ok(io) => io,
         Err(e) => (
             Box::new(FailedSource(Some(e))) as Box<dyn Source>,

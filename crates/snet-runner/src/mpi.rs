@@ -6,6 +6,7 @@ use crate::io::node_streams;
 #[cfg(feature = "mpi")]
 use crate::run::{other_node_status, report_error, scatter};
 use crate::RunOptions;
+use snet_core::Rank;
 use snet_engine::{Config, LanguageInterface};
 use std::sync::Arc;
 
@@ -54,10 +55,10 @@ pub(crate) fn run_mpi(
     };
     let (me, nodes) = (t.node(), t.nodes());
     if nodes > 1 {
-        c4snet::crash::set_node(me);
+        c4snet::crash::set_node(me.0);
     }
     if let Some(n) = opts.nodes.filter(|&n| n != nodes) {
-        if me == 0 {
+        if me == Rank::ROOT {
             say!("error: --nodes {n}, but mpirun started {nodes} processes (leave out --nodes under mpirun)");
         }
         t.finish();
@@ -73,7 +74,7 @@ pub(crate) fn run_mpi(
         Ok(s) => {
             if opts.stats {
                 say!("snet: {s}");
-                if me == 0 {
+                if me == Rank::ROOT {
                     say!(
                         "snet: {nodes} nodes (mpi), {} workers each, {:.3} s",
                         config.workers,
@@ -83,7 +84,7 @@ pub(crate) fn run_mpi(
             }
             0
         }
-        Err(e) if me == 0 => report_error(&e),
+        Err(e) if me == Rank::ROOT => report_error(&e),
         Err(_) => other_node_status(me, &result),
     };
     t.finish();

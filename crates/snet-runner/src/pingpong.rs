@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snet_core::FieldBytes;
+use snet_core::{FieldBytes, Rank};
 use snet_engine::dist::{Channel, Payload, Transport};
 
 use snet_shm::{FieldMode, Notify};
@@ -238,19 +238,19 @@ pub fn over_transport(
             }
         }
     };
-    pin(t.node());
-    if t.node() == 1 {
+    pin(t.node().0);
+    if t.node() == Rank(1) {
         let mut cpu = Cpu::now();
         loop {
             let m = recv(t)?;
             match m.header.first() {
                 Some(&PING) if m.payload.is_empty() => {
-                    t.send(0, Channel::Control, &m.header, Payload::none())
+                    t.send(Rank(0), Channel::Control, &m.header, Payload::none())
                         .map_err(err)?;
                 }
                 Some(&PING) => {
                     t.send(
-                        0,
+                        Rank(0),
                         Channel::Field,
                         &m.header,
                         Payload::shared(Arc::new(m.payload)),
@@ -260,14 +260,14 @@ pub fn over_transport(
                 Some(&REPORT) => {
                     let used = cpu.since();
                     cpu = Cpu::now();
-                    t.send(0, Channel::Control, &used.to_bytes(), Payload::none())
+                    t.send(Rank(0), Channel::Control, &used.to_bytes(), Payload::none())
                         .map_err(err)?;
                 }
                 _ => return Ok(()),
             }
         }
     }
-    if t.node() != 0 {
+    if t.node() != Rank(0) {
         return Ok(());
     }
     for &bytes in sizes {
@@ -283,7 +283,7 @@ pub fn over_transport(
             if r == warm {
                 // The timed part starts: restart node 1's CPU count
                 // (its report of the warm-up is dropped), then ours.
-                t.send(1, Channel::Control, &[REPORT], Payload::none())
+                t.send(Rank(1), Channel::Control, &[REPORT], Payload::none())
                     .map_err(err)?;
                 recv(t)?;
                 cpu0 = Cpu::now();
@@ -294,7 +294,7 @@ pub fn over_transport(
                 // ping-pongs' data word), no field payload.
                 let mut h = (r as u64).to_le_bytes();
                 h[0] = PING;
-                t.send(1, Channel::Control, &h, Payload::none())
+                t.send(Rank(1), Channel::Control, &h, Payload::none())
                     .map_err(err)?;
                 let m = recv(t)?;
                 if r >= warm {
@@ -305,8 +305,13 @@ pub fn over_transport(
                 }
                 continue;
             }
-            t.send(1, Channel::Field, &[PING], Payload::shared(Arc::new(buf)))
-                .map_err(err)?;
+            t.send(
+                Rank(1),
+                Channel::Field,
+                &[PING],
+                Payload::shared(Arc::new(buf)),
+            )
+            .map_err(err)?;
             let m = recv(t)?;
             if r >= warm {
                 times.push(start.elapsed().as_nanos() as u64);
@@ -314,7 +319,7 @@ pub fn over_transport(
             buf = m.payload;
         }
         let mine = cpu0.since();
-        t.send(1, Channel::Control, &[REPORT], Payload::none())
+        t.send(Rank(1), Channel::Control, &[REPORT], Payload::none())
             .map_err(err)?;
         let theirs = recv(t)?;
         let theirs = Cpu::from_bytes(&theirs.header).ok_or("bad CPU report")?;
@@ -340,7 +345,7 @@ pub fn over_transport(
             )
         );
     }
-    t.send(1, Channel::Control, &[END], Payload::none())
+    t.send(Rank(1), Channel::Control, &[END], Payload::none())
         .map_err(err)?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use snet_core::Rank;
 use snet_engine::{Config, EngineError, InputLimit, LanguageInterface, SingleNode};
 
 use crate::alloc::GLOBAL;
@@ -142,7 +143,7 @@ pub(crate) fn scatter(
 /// The exit status of node `me` (not node 0) of a multi-process run: its
 /// `--stats` line, and only errors of its own transport (node 0 reports
 /// the others, which reached it).
-pub(crate) fn other_node_status(me: u32, result: &Result<snet_engine::Stats, EngineError>) -> u8 {
+pub(crate) fn other_node_status(me: Rank, result: &Result<snet_engine::Stats, EngineError>) -> u8 {
     match result {
         Ok(_) => 0,
         Err(e @ EngineError::Distribution(_)) => {

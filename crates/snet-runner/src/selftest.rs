@@ -5,6 +5,7 @@ use std::time::Duration;
 
 #[cfg(feature = "mpi")]
 use crate::mpi::mpi_launched;
+use snet_core::Rank;
 use snet_shm::{FieldMode, Notify};
 
 use crate::shm::shm_endpoint;
@@ -100,7 +101,7 @@ fn selftest_shm(
     let mut status = 0;
     for case in cases {
         match conformance::run_case(case, &*t, &die) {
-            Ok(()) if t.node() == 0 => println!(
+            Ok(()) if t.node() == Rank::ROOT => println!(
                 "shm (notify {}, fields {}), {} nodes: {case} ok",
                 g.notify.name(),
                 g.fields.name(),
@@ -160,7 +161,7 @@ fn selftest_mpi(cases: &[&str], window: usize) -> u8 {
     let mut status = 0;
     for case in cases {
         match conformance::run_case(case, &t, &die) {
-            Ok(()) if t.node() == 0 => println!("mpi, {} nodes: {case} ok", t.nodes()),
+            Ok(()) if t.node() == Rank::ROOT => println!("mpi, {} nodes: {case} ok", t.nodes()),
             Ok(()) => {}
             Err(e) => {
                 say!("error: node {}: case {case}: {e}", t.node());

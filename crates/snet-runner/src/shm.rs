@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use snet_core::Rank;
 use snet_engine::{Config, LanguageInterface};
 use snet_shm::{FieldMode, Notify};
 
@@ -63,13 +64,13 @@ pub(crate) fn run_shm(
     };
     let (me, nodes) = (t.node(), t.nodes());
     if nodes > 1 {
-        c4snet::crash::set_node(me);
+        c4snet::crash::set_node(me.0);
     }
     t.install_field_allocator();
     let graph = scatter(graph, opts, nodes);
     let io = node_streams(me, opts);
     let result = snet_engine::run(graph, config, io, language, &*t);
-    if me != 0 {
+    if me != Rank::ROOT {
         if let (Ok(s), true) = (&result, opts.stats) {
             say!("snet: {s}");
             say!("snet: shm node {me}: {}", t.counters());

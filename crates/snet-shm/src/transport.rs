@@ -75,7 +75,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use snet_core::{FieldAllocator, FieldBytes};
-use snet_transport::{Channel, Gone, Header, Payload, Received, Transport, TransportError};
+use snet_transport::{Channel, Gone, Header, Payload, Rank, Received, Transport, TransportError};
 
 use crate::arena::Arena;
 use crate::ring::{Consumer, PushError, Ring};
@@ -127,7 +127,7 @@ impl std::error::Error for ShmError {}
 /// Node `node`'s process ended with `status` (the segment's node word).
 fn peer_died(node: u32, status: i32) -> TransportError {
     TransportError::PeerGone {
-        node,
+        node: Rank(node),
         why: Gone::Backend(snet_transport::BackendError::new(ShmError::Died { status })),
     }
 }
@@ -463,7 +463,7 @@ impl ShmTransport {
             }
             if self.segment().state(to).0 == state::EXITED {
                 return Err(TransportError::PeerGone {
-                    node: to,
+                    node: Rank(to),
                     why: Gone::Exited,
                 });
             }
@@ -530,7 +530,7 @@ impl ShmTransport {
             }
             // (`out` is empty here: written without dropping a value.)
             out.get_or_insert_with(|| Received {
-                from,
+                from: Rank(from),
                 channel,
                 header: small_header(header),
                 payload: if payload.is_empty() {
@@ -592,7 +592,7 @@ impl ShmTransport {
             return Ok(());
         }
         *out = Some(Received {
-            from,
+            from: Rank(from),
             channel: p.channel,
             header: p.header,
             payload: p.payload,
@@ -643,8 +643,8 @@ fn copy_stream(dst: &mut [u8], header: &[u8], payload: &[u8], at: usize) {
 }
 
 impl Transport for ShmTransport {
-    fn node(&self) -> u32 {
-        self.me
+    fn node(&self) -> Rank {
+        Rank(self.me)
     }
 
     fn nodes(&self) -> u32 {
@@ -653,11 +653,12 @@ impl Transport for ShmTransport {
 
     fn send_to_peer(
         &self,
-        to: u32,
+        to: Rank,
         channel: Channel,
         header: &[u8],
         payload: Payload,
     ) -> Result<(), TransportError> {
+        let to = to.0;
         if self.closed.load(Ordering::Acquire) {
             return Err(TransportError::Closed);
         }
@@ -771,8 +772,8 @@ impl Transport for ShmTransport {
         }
     }
 
-    fn buffered(&self, to: u32) -> Option<usize> {
-        Some(self.segment().ring(to).len() as usize)
+    fn buffered(&self, to: Rank) -> Option<usize> {
+        Some(self.segment().ring(to.0).len() as usize)
     }
 
     fn window(&self) -> Option<usize> {

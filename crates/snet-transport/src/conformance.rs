@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::{Channel, Payload, Received, Transport, TransportError};
+use crate::{Channel, Payload, Rank, Received, Transport, TransportError};
 
 /// The names of the cases, in the order they should run.
 pub const CASES: [&str; 5] = [
@@ -47,7 +47,7 @@ fn recv(t: &dyn Transport) -> Result<Received, String> {
 }
 
 fn send(t: &dyn Transport, to: u32, ch: Channel, h: &[u8], p: &[u8]) -> Result<(), String> {
-    t.send(to, ch, h, Payload::owned(p.to_vec()))
+    t.send(Rank(to), ch, h, Payload::owned(p.to_vec()))
         .map_err(|e| format!("node {} -> {to}: send failed: {e}", t.node()))
 }
 
@@ -64,7 +64,7 @@ fn barrier(t: &dyn Transport, tag: u8) -> Result<(), String> {
 
 /// As [`barrier`], when node 0 already received `early` of the arrivals.
 fn barrier_after(t: &dyn Transport, tag: u8, early: u32) -> Result<(), String> {
-    let me = t.node();
+    let me = t.node().0;
     if me == 0 {
         for _ in early + 1..t.nodes() {
             let m = recv(t)?;
@@ -88,7 +88,7 @@ fn barrier_after(t: &dyn Transport, tag: u8, early: u32) -> Result<(), String> {
 /// Runs case `name` on this node. `die` makes this node die abruptly (as if
 /// killed); only the `peer-dies` case calls it, on the last node.
 pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), String> {
-    let me = t.node();
+    let me = t.node().0;
     let n = t.nodes();
     if n < 2 {
         return Err("the transport suite needs at least two nodes".into());
@@ -179,7 +179,7 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                 for (i, &s) in sizes.iter().enumerate() {
                     let m = recv(t)?;
                     let want_h: Vec<u8> = if i == 0 { Vec::new() } else { vec![i as u8; i] };
-                    if m.from != 0 || m.channel != Channel::Field || m.header[..] != want_h[..] {
+                    if m.from.0 != 0 || m.channel != Channel::Field || m.header[..] != want_h[..] {
                         return Err(format!(
                             "payload {i}: wrong header/sender/channel (header {:?}, {} payload bytes: out of order?)",
                             m.header,
@@ -213,7 +213,7 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                         for i in 0..k {
                             send(t, 1, Channel::Records, &(i as u64).to_le_bytes(), &[0; 100])?;
                             sent.fetch_add(1, Ordering::SeqCst);
-                            if let (Some(b), Some(w)) = (t.buffered(1), window) {
+                            if let (Some(b), Some(w)) = (t.buffered(Rank(1)), window) {
                                 if b > w {
                                     return Err(format!(
                                         "{b} messages buffered at node 1, window {w}"
@@ -237,11 +237,11 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
                                 };
                                 match m {
                                     Some(m) if m.header[..] == [0xB0, 2] => early += 1,
-                                    Some(m) if m.from == 1 => return Ok(Some(m.header.to_vec())),
+                                    Some(m) if m.from.0 == 1 => return Ok(Some(m.header.to_vec())),
                                     Some(m) => {
                                         return Err(format!(
                                             "flow-control: unexpected message {:?} from {}",
-                                            m.header, m.from
+                                            m.header, m.from.0
                                         ))
                                     }
                                     None => return Ok(None),
@@ -368,7 +368,9 @@ pub fn run_case(name: &str, t: &dyn Transport, die: &dyn Fn()) -> Result<(), Str
             let start = Instant::now();
             loop {
                 match t.recv(Duration::from_millis(100)) {
-                    Err(TransportError::PeerGone { node, .. }) if node == victim => return Ok(()),
+                    Err(TransportError::PeerGone { node, .. }) if node == Rank(victim) => {
+                        return Ok(())
+                    }
                     Err(e) => {
                         return Err(format!("node {me}: expected PeerGone({victim}), got {e}"))
                     }
@@ -395,10 +397,10 @@ fn check_ordering(
     let k = u32::from_le_bytes(m.header[4..8].try_into().expect("4"));
     let conn = u32::from_le_bytes(m.header[8..12].try_into().expect("4"));
     let ch = m.header[12];
-    if from != m.from || ch != m.channel as u8 {
+    if from != m.from.0 || ch != m.channel as u8 {
         return Err(format!(
             "ordering: message claims {from}/{ch}, came from {}/{:?}",
-            m.from, m.channel
+            m.from.0, m.channel
         ));
     }
     let next = seen.entry((from, ch)).or_insert(0);

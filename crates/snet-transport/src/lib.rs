@@ -40,8 +40,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use snet_core::FieldBytes;
 use snet_core::FieldData;
+pub use snet_core::{FieldBytes, Rank};
 
 /// Kinds of messages, for backends that keep them apart (MPI tags, rings).
 /// Order is guaranteed only within one channel between two nodes.
@@ -148,7 +148,7 @@ pub type Header = smallvec::SmallVec<[u8; 48]>;
 /// language interface can adopt as a field's storage without a copy.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Received {
-    pub from: u32,
+    pub from: Rank,
     pub channel: Channel,
     pub header: Header,
     pub payload: FieldBytes,
@@ -158,12 +158,12 @@ pub struct Received {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TransportError {
     /// Node `node` is gone (crashed, killed, or left without closing).
-    PeerGone { node: u32, why: Gone },
+    PeerGone { node: Rank, why: Gone },
     /// This endpoint (or the whole run) was closed.
     Closed,
     /// Node `from` was asked to send to node `to`, which is itself or not
     /// a node of the run (a bug of the caller; [`Transport::send`]).
-    NoRoute { from: u32, to: u32 },
+    NoRoute { from: Rank, to: Rank },
     /// A backend's own failure (its error type, [`BackendError`]).
     Failed(BackendError),
 }
@@ -264,7 +264,7 @@ impl fmt::Display for BackendError {
 /// One node's endpoint.
 pub trait Transport: Send + Sync {
     /// This node.
-    fn node(&self) -> u32;
+    fn node(&self) -> Rank;
     /// Nodes in the run.
     fn nodes(&self) -> u32;
     /// Sends a message to node `to` (not this node). May block for flow
@@ -277,13 +277,13 @@ pub trait Transport: Send + Sync {
     #[inline]
     fn send(
         &self,
-        to: u32,
+        to: Rank,
         channel: Channel,
         header: &[u8],
         payload: Payload,
     ) -> Result<(), TransportError> {
         let me = self.node();
-        if to >= self.nodes() || to == me {
+        if to.0 >= self.nodes() || to == me {
             return Err(TransportError::NoRoute { from: me, to });
         }
         self.send_to_peer(to, channel, header, payload)
@@ -292,7 +292,7 @@ pub trait Transport: Send + Sync {
     /// another node of the run (`to < nodes()`, `to != node()`).
     fn send_to_peer(
         &self,
-        to: u32,
+        to: Rank,
         channel: Channel,
         header: &[u8],
         payload: Payload,
@@ -303,7 +303,7 @@ pub trait Transport: Send + Sync {
     fn close(&self);
     /// Messages sent to `to` and not yet received there, if the backend
     /// knows (for the flow-control test); with [`Transport::window`], the bound.
-    fn buffered(&self, _to: u32) -> Option<usize> {
+    fn buffered(&self, _to: Rank) -> Option<usize> {
         None
     }
     /// The most messages one node may have buffered at another, if bounded.

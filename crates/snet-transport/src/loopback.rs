@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use crate::{Channel, FieldBytes, Gone, Payload, Received, Transport, TransportError};
+use crate::{Channel, FieldBytes, Gone, Payload, Rank, Received, Transport, TransportError};
 
 /// Messages one node may have in flight to another.
 pub const WINDOW: usize = 64;
@@ -24,7 +24,7 @@ struct Mailbox {
     /// Per sender: messages in `queue`.
     inflight: Vec<usize>,
     /// Dead nodes this mailbox's owner has not been told about yet.
-    unreported: Vec<u32>,
+    unreported: Vec<Rank>,
 }
 
 struct Hub {
@@ -36,7 +36,7 @@ struct Hub {
 
 /// One node's endpoint of an in-process run.
 pub struct Loopback {
-    me: u32,
+    me: Rank,
     hub: Arc<Hub>,
 }
 
@@ -69,7 +69,7 @@ impl Loopback {
             state: Mutex::new(vec![0; n]),
             window: window.max(1),
         });
-        (0..nodes.max(1))
+        Rank::all(nodes.max(1))
             .map(|me| Loopback {
                 me,
                 hub: hub.clone(),
@@ -85,14 +85,14 @@ impl Loopback {
     fn leave(&self, how: u8) {
         {
             let mut st = lock(&self.hub.state);
-            if st[self.me as usize] != 0 {
+            if st[self.me.index()] != 0 {
                 return;
             }
-            st[self.me as usize] = how;
+            st[self.me.index()] = how;
         }
         for (i, (m, cv)) in self.hub.boxes.iter().enumerate() {
             let mut mb = lock(m);
-            if how == 2 && i != self.me as usize {
+            if how == 2 && i != self.me.index() {
                 mb.unreported.push(self.me);
             }
             drop(mb);
@@ -100,8 +100,8 @@ impl Loopback {
         }
     }
 
-    fn peer_state(&self, node: u32) -> u8 {
-        lock(&self.hub.state)[node as usize]
+    fn peer_state(&self, node: Rank) -> u8 {
+        lock(&self.hub.state)[node.index()]
     }
 }
 
@@ -113,7 +113,7 @@ impl Drop for Loopback {
 }
 
 impl Transport for Loopback {
-    fn node(&self) -> u32 {
+    fn node(&self) -> Rank {
         self.me
     }
 
@@ -123,12 +123,12 @@ impl Transport for Loopback {
 
     fn send_to_peer(
         &self,
-        to: u32,
+        to: Rank,
         channel: Channel,
         header: &[u8],
         payload: Payload,
     ) -> Result<(), TransportError> {
-        let (m, cv) = &self.hub.boxes[to as usize];
+        let (m, cv) = &self.hub.boxes[to.index()];
         let mut mb = lock(m);
         loop {
             match self.peer_state(to) {
@@ -144,12 +144,12 @@ impl Transport for Loopback {
             if self.peer_state(self.me) != 0 {
                 return Err(TransportError::Closed);
             }
-            if mb.inflight[self.me as usize] < self.hub.window {
+            if mb.inflight[self.me.index()] < self.hub.window {
                 break;
             }
             mb = cv.wait(mb).unwrap_or_else(|e| e.into_inner());
         }
-        mb.inflight[self.me as usize] += 1;
+        mb.inflight[self.me.index()] += 1;
         mb.queue.push_back(Received {
             from: self.me,
             channel,
@@ -162,7 +162,7 @@ impl Transport for Loopback {
     }
 
     fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
-        let (m, cv) = &self.hub.boxes[self.me as usize];
+        let (m, cv) = &self.hub.boxes[self.me.index()];
         let mut mb = lock(m);
         let deadline = std::time::Instant::now() + timeout;
         loop {
@@ -173,7 +173,7 @@ impl Transport for Loopback {
                 });
             }
             if let Some(r) = mb.queue.pop_front() {
-                mb.inflight[r.from as usize] -= 1;
+                mb.inflight[r.from.index()] -= 1;
                 drop(mb);
                 // Wake senders waiting for window space.
                 cv.notify_all();
@@ -197,9 +197,9 @@ impl Transport for Loopback {
         self.leave(1);
     }
 
-    fn buffered(&self, to: u32) -> Option<usize> {
-        let (m, _) = self.hub.boxes.get(to as usize)?;
-        Some(lock(m).inflight[self.me as usize])
+    fn buffered(&self, to: Rank) -> Option<usize> {
+        let (m, _) = self.hub.boxes.get(to.index())?;
+        Some(lock(m).inflight[self.me.index()])
     }
 
     fn window(&self) -> Option<usize> {
@@ -229,15 +229,15 @@ mod tests {
     #[test]
     fn send_refuses_this_node_and_nodes_the_run_lacks() {
         let ts = Loopback::create(2);
-        for to in [1, 2, 7] {
+        for to in [1, 2, 7].map(Rank) {
             let e = ts[1]
                 .send(to, Channel::Records, b"h", Payload::none())
                 .unwrap_err();
-            assert_eq!(e, TransportError::NoRoute { from: 1, to });
+            assert_eq!(e, TransportError::NoRoute { from: Rank(1), to });
             assert_eq!(e.to_string(), format!("node 1 cannot send to node {to}"));
         }
         ts[1]
-            .send(0, Channel::Records, b"h", Payload::none())
+            .send(Rank(0), Channel::Records, b"h", Payload::none())
             .unwrap();
     }
 }

@@ -34,7 +34,7 @@
 use std::sync::{Arc, Weak};
 
 use rustc_hash::FxHashMap;
-use snet_core::{Codecs, Field, FieldBytes, FieldData, ReleaseRemote, RemoteField};
+use snet_core::{Codecs, Field, FieldBytes, FieldData, Rank, ReleaseRemote, RemoteField};
 
 use crate::entity::{Entity, Item};
 use crate::sync::{lock, Mutex};
@@ -48,7 +48,7 @@ pub(crate) enum Waiter {
     Entity(Arc<Entity>),
     /// Another node that asked this node for a field it exported by
     /// indirection: answered with the bytes under that export's id.
-    Node { node: u32, id: u64 },
+    Node { node: Rank, id: u64 },
 }
 
 struct Export {
@@ -65,9 +65,9 @@ struct State {
     /// Export id by the address of the exported value (one export per value).
     by_value: FxHashMap<usize, u64>,
     next_id: u64,
-    proxies: FxHashMap<(u32, u64), Weak<RemoteField>>,
+    proxies: FxHashMap<(Rank, u64), Weak<RemoteField>>,
     /// Fetches in flight, by (home, id).
-    waiting: FxHashMap<(u32, u64), Vec<Waiter>>,
+    waiting: FxHashMap<(Rank, u64), Vec<Waiter>>,
     fetched: u64,
     fetched_bytes: u64,
     exported: u64,
@@ -76,10 +76,10 @@ struct State {
 /// What must be sent after a store operation (the store never sends itself).
 pub(crate) enum Send {
     /// Ask `home` for field `id`.
-    Fetch { home: u32, id: u64 },
+    Fetch { home: Rank, id: u64 },
     /// Answer `node`'s request for `id` with `value`.
     Bytes {
-        node: u32,
+        node: Rank,
         id: u64,
         value: Arc<dyn FieldData>,
     },
@@ -87,7 +87,7 @@ pub(crate) enum Send {
 
 /// One node's field store.
 pub(crate) struct FieldStore {
-    me: u32,
+    me: Rank,
     state: Mutex<State>,
     release: Arc<dyn ReleaseRemote>,
 }
@@ -98,10 +98,10 @@ pub(crate) struct FieldStore {
 pub enum StoreError {
     /// A record refers to field `id` of node `home` (this node), which
     /// does not exist.
-    NoSuchField { id: u64, home: u32 },
+    NoSuchField { id: u64, home: Rank },
     /// Node `asker` asked for field `id`, which node `home` (this node)
     /// does not hold.
-    NotHeld { asker: u32, id: u64, home: u32 },
+    NotHeld { asker: Rank, id: u64, home: Rank },
     /// A fetched value's bytes do not decode.
     Decode(snet_core::DecodeError),
 }
@@ -125,7 +125,7 @@ impl std::fmt::Display for StoreError {
 impl std::error::Error for StoreError {}
 
 impl FieldStore {
-    pub fn new(me: u32, release: Arc<dyn ReleaseRemote>) -> FieldStore {
+    pub fn new(me: Rank, release: Arc<dyn ReleaseRemote>) -> FieldStore {
         FieldStore {
             me,
             state: Mutex::new(State::default()),
@@ -190,7 +190,7 @@ impl FieldStore {
     }
 
     /// A reference to field `id` of node `home` arrived with `weight`.
-    pub fn proxy(&self, home: u32, id: u64, weight: u64, interface: &str, len: u64) -> Field {
+    pub fn proxy(&self, home: Rank, id: u64, weight: u64, interface: &str, len: u64) -> Field {
         let mut st = lock(&self.state);
         if let Some(p) = st.proxies.get(&(home, id)).and_then(Weak::upgrade) {
             p.add_weight(weight);
@@ -224,7 +224,7 @@ impl FieldStore {
     }
 
     /// Another node asks for export `id`.
-    pub fn fetch(&self, node: u32, id: u64) -> Result<Option<Send>, StoreError> {
+    pub fn fetch(&self, node: Rank, id: u64) -> Result<Option<Send>, StoreError> {
         let field = {
             let st = lock(&self.state);
             st.exports
@@ -254,7 +254,7 @@ impl FieldStore {
     /// and the answers to send.
     pub fn arrived(
         &self,
-        home: u32,
+        home: Rank,
         id: u64,
         codec: &str,
         meta: &[u8],

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use snet_core::Codecs;
+use snet_core::{Codecs, Rank};
 
 use std::borrow::Cow;
 
@@ -78,9 +78,9 @@ fn send_batch(
 ) -> Result<(), EngineError> {
     let net = &host.rt().net;
     let me = net.me;
-    let mut msgs: BTreeMap<(u32, u8), Building> = BTreeMap::new();
-    let mut payloads: Vec<(u32, u64, Arc<dyn snet_core::FieldData>)> = Vec::new();
-    let peers = (0..net.nodes).filter(|&n| n != me);
+    let mut msgs: BTreeMap<(Rank, u8), Building> = BTreeMap::new();
+    let mut payloads: Vec<(Rank, u64, Arc<dyn snet_core::FieldData>)> = Vec::new();
+    let peers = Rank::all(net.nodes).filter(|&n| n != me);
     for out in batch {
         let ch = out.channel() as u8;
         match out {
@@ -101,7 +101,7 @@ fn send_batch(
                         .push(&Frame::Shutdown);
                 }
             }
-            Out::Credit(c) => msgs.entry((0, ch)).or_default().credit.add_all(&c),
+            Out::Credit(c) => msgs.entry((Rank::ROOT, ch)).or_default().credit.add_all(&c),
             Out::Open {
                 to,
                 conn,
@@ -140,7 +140,7 @@ fn send_batch(
         }
     }
     let mut header = Vec::new();
-    let mut send = |to: u32,
+    let mut send = |to: Rank,
                     ch: Channel,
                     mut credit: Dyadic,
                     share: bool,
@@ -289,7 +289,7 @@ fn handle(
     host: &dyn Host,
     ctx: &mut Ctx,
     dec: &mut Decoder,
-    from: u32,
+    from: Rank,
     r: &mut MessageReader,
     payload: FieldBytes,
 ) -> Result<(), Handled> {

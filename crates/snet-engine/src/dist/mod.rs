@@ -73,7 +73,7 @@ use std::collections::VecDeque;
 use std::sync::Weak;
 
 use rustc_hash::FxHashMap;
-use snet_core::{FieldData, NodeId, ReleaseRemote, RemoteField};
+use snet_core::{FieldData, NodeId, Rank, ReleaseRemote, RemoteField};
 
 use crate::entity::{Entity, Item, Stamps};
 use crate::sync::{lock, Arc, AtomicU64, Condvar, Mutex, Ordering};
@@ -87,7 +87,7 @@ pub use snet_transport::{
 /// The name of a connection: the node that created it and its counter there.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnId {
-    pub origin: u32,
+    pub origin: Rank,
     pub seq: u64,
 }
 
@@ -96,21 +96,24 @@ pub struct ConnId {
 pub struct SingleNode;
 
 impl Transport for SingleNode {
-    fn node(&self) -> u32 {
-        0
+    fn node(&self) -> Rank {
+        Rank::ROOT
     }
     fn nodes(&self) -> u32 {
         1
     }
     fn send_to_peer(
         &self,
-        to: u32,
+        to: Rank,
         _: Channel,
         _: &[u8],
         _: Payload,
     ) -> Result<(), TransportError> {
         // Never called: `send` finds no other node.
-        Err(TransportError::NoRoute { from: 0, to })
+        Err(TransportError::NoRoute {
+            from: Rank::ROOT,
+            to,
+        })
     }
     fn recv(&self, _: std::time::Duration) -> Result<Option<Received>, TransportError> {
         Err(TransportError::Closed)
@@ -124,28 +127,28 @@ impl Transport for SingleNode {
 /// What a worker or manager asks the output manager to send.
 pub(crate) enum Out {
     Open {
-        to: u32,
+        to: Rank,
         conn: ConnId,
         template: NodeId,
         back: ConnId,
         start: Stamps,
     },
     Item {
-        to: u32,
+        to: Rank,
         conn: ConnId,
         item: Item,
     },
     Fetch {
-        to: u32,
+        to: Rank,
         id: u64,
     },
     Bytes {
-        to: u32,
+        to: Rank,
         id: u64,
         value: Arc<dyn FieldData>,
     },
     Release {
-        to: u32,
+        to: Rank,
         id: u64,
         weight: u64,
     },
@@ -201,7 +204,7 @@ pub(crate) struct Traffic {
 
 /// One node's distribution state.
 pub(crate) struct Net {
-    pub me: u32,
+    pub me: Rank,
     pub nodes: u32,
     pub state: Arc<(Mutex<NetState>, Condvar)>,
     pub store: fields::FieldStore,
@@ -217,7 +220,7 @@ pub(crate) struct Net {
 struct Releaser(Weak<(Mutex<NetState>, Condvar)>);
 
 impl ReleaseRemote for Releaser {
-    fn release(&self, home: u32, id: u64, weight: u64) {
+    fn release(&self, home: Rank, id: u64, weight: u64) {
         if let Some(st) = self.0.upgrade() {
             let mut g = lock(&st.0);
             if !g.stop {
@@ -234,11 +237,11 @@ impl ReleaseRemote for Releaser {
 }
 
 impl Net {
-    pub fn new(me: u32, nodes: u32, inline_limit: usize) -> Net {
+    pub fn new(me: Rank, nodes: u32, inline_limit: usize) -> Net {
         let state = Arc::new((
             Mutex::new(NetState {
                 out: VecDeque::new(),
-                pool: if me == 0 {
+                pool: if me == Rank::ROOT {
                     Dyadic::one()
                 } else {
                     Dyadic::zero()
@@ -333,7 +336,7 @@ impl Net {
         if !quiet || st.busy > 0 || !st.out.is_empty() || st.stop {
             return Settle::Busy;
         }
-        if self.me == 0 {
+        if self.me == Rank::ROOT {
             if st.pool.is_one() {
                 Settle::Quiescent
             } else {

@@ -73,7 +73,7 @@ use std::fmt;
 
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use snet_core::{Codecs, Field, FieldBytes, Label, LabelKind, NodeId, Record, Value};
+use snet_core::{Codecs, Field, FieldBytes, Label, LabelKind, NodeId, Rank, Record, Value};
 
 use super::fields::FieldStore;
 use super::ConnId;
@@ -180,7 +180,7 @@ pub enum ItemError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldStays {
     pub label: Label,
-    pub to: u32,
+    pub to: Rank,
     pub error: snet_core::NotPortable,
 }
 
@@ -258,7 +258,7 @@ fn put_s(out: &mut Vec<u8>, s: &str) {
 }
 
 fn put_conn(out: &mut Vec<u8>, c: ConnId) {
-    put_u(out, u64::from(c.origin));
+    put_u(out, u64::from(c.origin.0));
     put_u(out, c.seq);
 }
 
@@ -310,9 +310,9 @@ fn put_inline(out: &mut Vec<u8>, codec: &str, meta: &[u8], body: &[u8]) {
     put_bytes(out, body);
 }
 
-fn put_ref(out: &mut Vec<u8>, home: u32, id: u64, weight: u64, interface: &str, len: u64) {
+fn put_ref(out: &mut Vec<u8>, home: Rank, id: u64, weight: u64, interface: &str, len: u64) {
     out.push(2);
-    put_u(out, u64::from(home));
+    put_u(out, u64::from(home.0));
     put_u(out, id);
     put_u(out, weight);
     put_s(out, interface);
@@ -361,7 +361,7 @@ impl Frames {
         &mut self,
         conn: ConnId,
         enc: &mut Encoder,
-        to: u32,
+        to: Rank,
         item: &Item,
         store: &FieldStore,
     ) -> Result<(), FieldStays> {
@@ -503,7 +503,7 @@ pub enum WireValue<'a> {
     },
     /// A weighted reference to the value of export `id` at node `home`.
     Ref {
-        home: u32,
+        home: Rank,
         id: u64,
         weight: u64,
         interface: Cow<'a, str>,
@@ -867,7 +867,7 @@ impl<'a> Reader<'a> {
 
     fn conn(&mut self) -> Result<ConnId, WireError> {
         Ok(ConnId {
-            origin: self.u32("node")?,
+            origin: Rank(self.u32("node")?),
             seq: self.u()?,
         })
     }
@@ -1006,7 +1006,7 @@ impl<'a> Reader<'a> {
                 body: Cow::Borrowed(self.bytes()?),
             }),
             2 => Ok(WireValue::Ref {
-                home: self.u32("node")?,
+                home: Rank(self.u32("node")?),
                 id: self.u()?,
                 weight: self.u()?,
                 interface: Cow::Borrowed(self.s()?),
@@ -1091,7 +1091,7 @@ impl<'a> MessageReader<'a> {
     pub(crate) fn next_item(
         &mut self,
         dec: &mut Decoder,
-        from: u32,
+        from: Rank,
         store: &FieldStore,
         codecs: &Codecs,
     ) -> Result<Option<Item>, ItemError> {
@@ -1107,7 +1107,7 @@ impl<'a> MessageReader<'a> {
 
 /// The sending side of the label dictionaries and field references.
 pub(crate) struct Encoder {
-    me: u32,
+    me: Rank,
     dicts: Vec<FxHashMap<Label, u32>>,
     inline_limit: usize,
     /// Scratch space for a field's meta part.
@@ -1115,7 +1115,7 @@ pub(crate) struct Encoder {
 }
 
 impl Encoder {
-    pub fn new(me: u32, nodes: u32, inline_limit: usize) -> Encoder {
+    pub fn new(me: Rank, nodes: u32, inline_limit: usize) -> Encoder {
         Encoder {
             me,
             dicts: (0..nodes).map(|_| FxHashMap::default()).collect(),
@@ -1124,8 +1124,8 @@ impl Encoder {
         }
     }
 
-    fn label(&mut self, to: u32, l: Label, out: &mut Vec<u8>) {
-        let dict = &mut self.dicts[to as usize];
+    fn label(&mut self, to: Rank, l: Label, out: &mut Vec<u8>) {
+        let dict = &mut self.dicts[to.index()];
         match dict.get(&l) {
             Some(&i) => put_u(out, u64::from(i) << 1),
             None => {
@@ -1176,7 +1176,7 @@ impl Encoder {
     #[inline(always)]
     fn item(
         &mut self,
-        to: u32,
+        to: Rank,
         item: &Item,
         store: &FieldStore,
         out: &mut Vec<u8>,
@@ -1211,12 +1211,12 @@ impl Encoder {
 
 /// The receiving side of the label dictionaries.
 pub(crate) struct Decoder {
-    me: u32,
+    me: Rank,
     dicts: Vec<Vec<Label>>,
 }
 
 impl Decoder {
-    pub fn new(me: u32, nodes: u32) -> Decoder {
+    pub fn new(me: Rank, nodes: u32) -> Decoder {
         Decoder {
             me,
             dicts: (0..nodes).map(|_| Vec::new()).collect(),
@@ -1225,8 +1225,8 @@ impl Decoder {
 
     /// The label `l` (read at byte `at`) from node `from` stands for.
     #[inline(always)]
-    fn label(&mut self, from: u32, l: WireLabel, at: usize) -> Result<Label, WireError> {
-        let dict = &mut self.dicts[from as usize];
+    fn label(&mut self, from: Rank, l: WireLabel, at: usize) -> Result<Label, WireError> {
+        let dict = &mut self.dicts[from.index()];
         match l {
             WireLabel::Known(i) => match dict.get(i as usize) {
                 Some(&l) => Ok(l),
@@ -1254,7 +1254,7 @@ impl Decoder {
     #[inline(always)]
     fn item(
         &mut self,
-        from: u32,
+        from: Rank,
         r: &mut Reader,
         store: &FieldStore,
         codecs: &Codecs,

@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 struct NoRelease;
 impl snet_core::ReleaseRemote for NoRelease {
-    fn release(&self, _: u32, _: u64, _: u64) {}
+    fn release(&self, _: Rank, _: u64, _: u64) {}
 }
 
 #[test]
 fn records_markers_and_labels_round_trip() {
-    let store0 = FieldStore::new(0, Arc::new(NoRelease));
-    let store1 = FieldStore::new(1, Arc::new(NoRelease));
-    let mut enc = Encoder::new(0, 2, 16);
-    let mut dec = Decoder::new(1, 2);
+    let store0 = FieldStore::new(Rank(0), Arc::new(NoRelease));
+    let store1 = FieldStore::new(Rank(1), Arc::new(NoRelease));
+    let mut enc = Encoder::new(Rank(0), 2, 16);
+    let mut dec = Decoder::new(Rank(1), 2);
     let mut rec = Record::new();
     rec.set_int(Label::tag("wire-t"), -5);
     rec.set_int(Label::btag("wire-b"), i64::MAX);
@@ -41,11 +41,14 @@ fn records_markers_and_labels_round_trip() {
         }),
         Item::Resume,
     ];
-    let conn = ConnId { origin: 0, seq: 4 };
+    let conn = ConnId {
+        origin: Rank(0),
+        seq: 4,
+    };
     // Written straight from the engine's items, as the output manager does.
     let mut frames = Frames::default();
     for it in items.iter().chain(items.iter()) {
-        frames.item(conn, &mut enc, 1, it, &store0).unwrap();
+        frames.item(conn, &mut enc, Rank(1), it, &store0).unwrap();
     }
     frames.push(&Frame::Shutdown);
     let mut out = Vec::new();
@@ -69,7 +72,10 @@ fn records_markers_and_labels_round_trip() {
         Some(FrameRef::Items { conn, count: 6 })
     );
     for want in items.iter().chain(items.iter()) {
-        let got = r.next_item(&mut dec, 0, &store1, &codecs).unwrap().unwrap();
+        let got = r
+            .next_item(&mut dec, Rank(0), &store1, &codecs)
+            .unwrap()
+            .unwrap();
         match (want, got) {
             (Item::Rec(a), Item::Rec(b)) => {
                 assert_eq!(a.det, b.det);
@@ -80,7 +86,7 @@ fn records_markers_and_labels_round_trip() {
                 assert_eq!(b.rec.int(Label::tag("wire-t")), Some(-5));
                 let f = b.rec.field(Label::field("wire-big")).unwrap();
                 let p = f.as_remote().expect("big fields travel by reference");
-                assert_eq!((p.home, p.id), (0, 0));
+                assert_eq!((p.home, p.id), (Rank(0), 0));
                 assert!(b
                     .rec
                     .field(Label::field("wire-small"))
@@ -94,7 +100,7 @@ fn records_markers_and_labels_round_trip() {
         }
     }
     assert!(r
-        .next_item(&mut dec, 0, &store1, &codecs)
+        .next_item(&mut dec, Rank(0), &store1, &codecs)
         .unwrap()
         .is_none());
     assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Shutdown));
@@ -184,7 +190,10 @@ fn an_items_count_in_any_varint_width_decodes() {
     let short = [0, ITEMS, 3, 5, 2, 2, 2, SHUTDOWN];
     let want = vec![
         Frame::Items {
-            conn: ConnId { origin: 3, seq: 5 },
+            conn: ConnId {
+                origin: Rank(3),
+                seq: 5,
+            },
             items: vec![WireItem::Resume, WireItem::Resume],
         },
         Frame::Shutdown,
@@ -198,7 +207,7 @@ fn an_items_count_in_any_varint_width_decodes() {
 
 #[test]
 fn labels_that_do_not_fit_the_dictionary_are_malformed() {
-    let store = FieldStore::new(1, Arc::new(NoRelease));
+    let store = FieldStore::new(Rank(1), Arc::new(NoRelease));
     let codecs = Codecs::default();
     // A record with one entry: label 5, defined / used, then an integer.
     for (label, what) in [
@@ -208,10 +217,10 @@ fn labels_that_do_not_fit_the_dictionary_are_malformed() {
         let mut b = vec![0, ITEMS, 0, 0, 1, 0, 0, 0, 0, 1];
         b.extend(label);
         b.extend([0, 2]);
-        let mut dec = Decoder::new(1, 2);
+        let mut dec = Decoder::new(Rank(1), 2);
         let (_, mut r) = MessageReader::new(&b).unwrap();
         r.next_frame().unwrap();
-        let e = r.next_item(&mut dec, 0, &store, &codecs).unwrap_err();
+        let e = r.next_item(&mut dec, Rank(0), &store, &codecs).unwrap_err();
         assert_eq!(e, ItemError::Malformed(WireError { at: 10, what }));
     }
 }
@@ -241,7 +250,10 @@ mod props {
     }
 
     fn conn() -> impl Strategy<Value = ConnId> {
-        (any::<u32>(), any::<u64>()).prop_map(|(origin, seq)| ConnId { origin, seq })
+        (any::<u32>(), any::<u64>()).prop_map(|(origin, seq)| ConnId {
+            origin: Rank(origin),
+            seq,
+        })
     }
 
     fn marker() -> impl Strategy<Value = Marker> {
@@ -287,7 +299,7 @@ mod props {
             )
                 .prop_map(|(home, id, weight, interface, len)| {
                     WireValue::Ref {
-                        home,
+                        home: Rank(home),
                         id,
                         weight,
                         interface,
@@ -393,13 +405,13 @@ mod props {
 
         #[test]
         fn any_bytes_read_into_engine_items_or_an_error(b in vec(any::<u8>(), 0..256)) {
-            let store = FieldStore::new(1, Arc::new(NoRelease));
+            let store = FieldStore::new(Rank(1), Arc::new(NoRelease));
             let codecs = Codecs::default();
-            let mut dec = Decoder::new(1, 2);
+            let mut dec = Decoder::new(Rank(1), 2);
             if let Ok((_, mut r)) = MessageReader::new(&b) {
                 while let Ok(Some(f)) = r.next_frame() {
                     if let FrameRef::Items { .. } = f {
-                        while let Ok(Some(_)) = r.next_item(&mut dec, 0, &store, &codecs) {}
+                        while let Ok(Some(_)) = r.next_item(&mut dec, Rank(0), &store, &codecs) {}
                     }
                 }
             }

@@ -45,6 +45,7 @@ use crate::entity::{Entity, Item, Marker, Offer};
 use crate::remote::RemoteEntity;
 use crate::runtime::Kind;
 use crate::sync::{AtomicUsize, Ordering};
+use snet_core::Rank;
 
 /// What the licence holder owns: the log of processed items.
 struct Owned {
@@ -58,7 +59,13 @@ unsafe impl Sync for Owned {}
 
 /// An entity whose state the model never touches (it is not processed).
 fn entity() -> Arc<Entity> {
-    let kind = Kind::Remote(RemoteEntity::new(1, ConnId { origin: 0, seq: 0 }));
+    let kind = Kind::Remote(RemoteEntity::new(
+        Rank(1),
+        ConnId {
+            origin: Rank(0),
+            seq: 0,
+        },
+    ));
     Entity::new(kind)
 }
 

@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use loom::cell::UnsafeCell;
 use loom::thread;
-use snet_core::Record;
+use snet_core::{Rank, Record};
 
 use crate::collector::Collector;
 use crate::dist::ConnId;
@@ -80,8 +80,11 @@ struct Setup {
 fn setup() -> Arc<Setup> {
     let rt = super::runtime(0, 1);
     let next = Entity::new(Kind::Remote(RemoteEntity::new(
-        1,
-        ConnId { origin: 0, seq: 0 },
+        Rank(1),
+        ConnId {
+            origin: Rank(0),
+            seq: 0,
+        },
     )));
     let collector = Entity::new(Kind::Collector(Collector::new(OWNER, next.clone())));
     Arc::new(Setup {

@@ -31,7 +31,7 @@ mod termination;
 
 use std::sync::Arc;
 
-use snet_core::Graph;
+use snet_core::{Graph, Rank};
 
 use crate::dist::Net;
 use crate::program::Program;
@@ -77,7 +77,7 @@ pub(crate) fn runtime(me: u32, nodes: u32) -> Runtime {
     Runtime::new(
         Program::new(Arc::new(graph)),
         Vec::new(),
-        Net::new(me, nodes, crate::DEFAULT_INLINE_FIELDS),
+        Net::new(Rank(me), nodes, crate::DEFAULT_INLINE_FIELDS),
         1,
     )
 }

@@ -23,7 +23,7 @@
 use std::sync::{Arc, Mutex as StdMutex};
 
 use loom::thread;
-use snet_core::{BoxDef, Graph, Label, Loc, Node, NodeKind, Record, Type, Value};
+use snet_core::{BoxDef, Graph, Label, Loc, Node, NodeKind, Rank, Record, Type, Value};
 
 use crate::boxes::{BoxImpl, Emit};
 use crate::dist::Net;
@@ -93,7 +93,7 @@ fn runtime(n: Label, i: Label) -> Runtime {
     let mut rt = Runtime::new(
         Program::new(Arc::new(g)),
         vec![Some(imp)],
-        Net::new(0, 1, crate::DEFAULT_INLINE_FIELDS),
+        Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS),
         1,
     );
     rt.box_stack = 64 << 10;

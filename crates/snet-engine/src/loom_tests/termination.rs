@@ -60,7 +60,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loom::thread;
-use snet_core::{Codecs, Record};
+use snet_core::{Codecs, Rank, Record};
 
 use crate::dist::managers::{input_manager, output_manager, Host};
 use crate::dist::{Channel, FieldBytes, Out, Payload, Received, Settle, Transport, TransportError};
@@ -96,8 +96,8 @@ impl Wire {
     }
 
     /// No more receiving at `node` (its input manager returns).
-    fn close(&self, node: u32) {
-        let (m, cv) = &self.boxes[node as usize];
+    fn close(&self, node: Rank) {
+        let (m, cv) = &self.boxes[node.index()];
         lock(m).closed = true;
         cv.notify_all();
     }
@@ -112,12 +112,12 @@ impl Wire {
 }
 
 struct Endpoint {
-    me: u32,
+    me: Rank,
     wire: Arc<Wire>,
 }
 
 impl Transport for Endpoint {
-    fn node(&self) -> u32 {
+    fn node(&self) -> Rank {
         self.me
     }
 
@@ -127,12 +127,12 @@ impl Transport for Endpoint {
 
     fn send_to_peer(
         &self,
-        to: u32,
+        to: Rank,
         ch: Channel,
         header: &[u8],
         payload: Payload,
     ) -> Result<(), TransportError> {
-        let (m, cv) = &self.wire.boxes[to as usize];
+        let (m, cv) = &self.wire.boxes[to.index()];
         lock(m).queues[ch as usize].push_back(Received {
             from: self.me,
             channel: ch,
@@ -147,7 +147,7 @@ impl Transport for Endpoint {
     /// only makes the real input manager look at `Host::over` again; here
     /// closing the mailbox is what ends it).
     fn recv(&self, _: Duration) -> Result<Option<Received>, TransportError> {
-        let (m, cv) = &self.wire.boxes[self.me as usize];
+        let (m, cv) = &self.wire.boxes[self.me.index()];
         let mut g = lock(m);
         loop {
             for ch in [Channel::Control, Channel::Field, Channel::Records] {
@@ -296,9 +296,9 @@ fn entities(rt0: &Runtime, rt1: &Runtime) -> Ents {
         written.clone(),
     )))));
     let d = rt0.net.bind(output.clone());
-    let forward = Entity::new(Kind::Remote(RemoteEntity::new(0, d)));
+    let forward = Entity::new(Kind::Remote(RemoteEntity::new(Rank(0), d)));
     let c = rt1.net.bind(forward.clone());
-    let send = Entity::new(Kind::Remote(RemoteEntity::new(1, c)));
+    let send = Entity::new(Kind::Remote(RemoteEntity::new(Rank(1), c)));
     Ents {
         send,
         output,
@@ -327,7 +327,7 @@ fn assert_clean(records: usize, ents: &Ents, wire: &Wire, rt0: &Runtime, rt1: &R
         let st = lock(&rt.net.state.0);
         assert!(st.out.is_empty(), "node {}: messages never sent", rt.node);
         assert_eq!(st.busy, 0, "node {}: a manager still busy", rt.node);
-        if rt.node == 0 {
+        if rt.node == Rank(0) {
             assert!(st.pool.is_one(), "node 0 ended without all the credit");
         } else {
             assert!(st.pool.is_zero(), "node {} kept credit", rt.node);
@@ -355,29 +355,47 @@ fn worker_on_node_1(records: usize) {
         let mut threads = Vec::new();
         let (n0, w) = (node0.clone(), wire.clone());
         threads.push(thread::spawn(move || {
-            output_manager(&*n0, &Endpoint { me: 0, wire: w })
+            output_manager(
+                &*n0,
+                &Endpoint {
+                    me: Rank(0),
+                    wire: w,
+                },
+            )
         }));
         let (n1, w) = (node1.clone(), wire.clone());
         threads.push(thread::spawn(move || {
             worker_loop(&n1, 0);
             // `run` after its workers: stop the managers, close the endpoint.
             n1.model_stop();
-            w.close(1);
+            w.close(Rank(1));
         }));
         let (n1, w) = (node1.clone(), wire.clone());
         threads.push(thread::spawn(move || {
-            input_manager(&*n1, &Endpoint { me: 1, wire: w })
+            input_manager(
+                &*n1,
+                &Endpoint {
+                    me: Rank(1),
+                    wire: w,
+                },
+            )
         }));
         let (n1, w) = (node1.clone(), wire.clone());
         threads.push(thread::spawn(move || {
-            output_manager(&*n1, &Endpoint { me: 1, wire: w })
+            output_manager(
+                &*n1,
+                &Endpoint {
+                    me: Rank(1),
+                    wire: w,
+                },
+            )
         }));
 
         node0.idle();
         input_manager(
             &*node0,
             &Endpoint {
-                me: 0,
+                me: Rank(0),
                 wire: wire.clone(),
             },
         );
@@ -408,16 +426,31 @@ fn worker_on_node_0(records: usize) {
         let mut threads = Vec::new();
         let (n0, w) = (node0.clone(), wire.clone());
         threads.push(thread::spawn(move || {
-            input_manager(&*n0, &Endpoint { me: 0, wire: w })
+            input_manager(
+                &*n0,
+                &Endpoint {
+                    me: Rank(0),
+                    wire: w,
+                },
+            )
         }));
         let (n0, w) = (node0.clone(), wire.clone());
         threads.push(thread::spawn(move || {
-            output_manager(&*n0, &Endpoint { me: 0, wire: w })
+            output_manager(
+                &*n0,
+                &Endpoint {
+                    me: Rank(0),
+                    wire: w,
+                },
+            )
         }));
         for me in [true, false] {
             let (n1, w) = (node1.clone(), wire.clone());
             threads.push(thread::spawn(move || {
-                let t = Endpoint { me: 1, wire: w };
+                let t = Endpoint {
+                    me: Rank(1),
+                    wire: w,
+                };
                 if me {
                     input_manager(&*n1, &t)
                 } else {
@@ -428,7 +461,7 @@ fn worker_on_node_0(records: usize) {
 
         worker_loop(&node0, 0);
         node0.model_stop();
-        wire.close(0);
+        wire.close(Rank(0));
         for t in threads {
             t.join().unwrap();
         }

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::thread;
 
-use snet_core::{Graph, NodeId, NodeKind};
+use snet_core::{Graph, NodeId, NodeKind, Rank};
 
 use super::admission::{reader_loop, InputConfig};
 use super::work::{worker_loop, LocalQueue, Shared, Task};
@@ -45,7 +45,7 @@ fn check_placements(graph: &Graph, nodes: u32) -> Result<(), EngineError> {
             continue;
         }
         if let NodeKind::Place { node, .. } = graph.node(n).kind {
-            if node >= nodes {
+            if node.0 >= nodes {
                 return Err(EngineError::Placement {
                     node,
                     nodes,
@@ -95,7 +95,7 @@ pub fn run(
     // runtime does (distributed.md): the program is run as if unplaced.
     let graph = match graph.on_one_node().filter(|_| transport.nodes() == 1) {
         Some((g, first)) => {
-            if transport.node() == 0 {
+            if transport.node() == Rank::ROOT {
                 (config.warn)(&format!(
                     "{}: placement `{}` ignored: this run has one node, so every placement runs on node 0",
                     first.loc, first.what
@@ -116,7 +116,7 @@ pub fn run(
     );
     rt.box_stack = config.box_stack;
     let (source, sink) = match (rt.node, io) {
-        (0, Some((source, sink))) => (Some(source), Some(sink)),
+        (Rank::ROOT, Some((source, sink))) => (Some(source), Some(sink)),
         _ => (None, None),
     };
     let idle_flush = sink.as_ref().and_then(|s| s.idle_flush());
