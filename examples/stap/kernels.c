@@ -36,7 +36,7 @@ int stap_params(int *p, int cpis, int channels, int pulses, int gates, int block
     p[P_TRAIN] = n;
     p[P_GUARD] = 2;
     p[P_TARGETS] = 4;
-    p[P_PATCHES] = 2 * (channels + pulses);
+    p[P_PATCHES] = channels + pulses; /* > the clutter rank N + M - 1 (Brennan) */
     p[P_CNR_DB] = 30;
     p[P_SNR_DB] = 3;
     p[P_LOAD_X100] = 100;
@@ -88,13 +88,14 @@ static double uniform(uint64_t *s)
     return (double)(next64(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* Approximately standard normal: the sum of four uniforms, centred and
- * scaled to unit variance (Irwin-Hall); only + and *, so cheap and exact
- * to reproduce. */
+/* Approximately standard normal, cheaply and exactly reproducible: the
+ * sum of two uniforms (the two halves of one 64-bit draw), centred and
+ * scaled to unit variance (a triangular distribution; only + and *). */
 static double normal(uint64_t *s)
 {
-    double u = uniform(s) + uniform(s) + uniform(s) + uniform(s);
-    return (u - 2.0) * 1.7320508075688772935274463415059;
+    uint64_t z = next64(s);
+    double u = (double)(z >> 32) + (double)(z & 0xffffffffu);
+    return (u * (1.0 / 4294967296.0) - 1.0) * 2.4494897427831780981972840747059;
 }
 
 /* Space-time steering vector for normalised Doppler fd and spatial
@@ -365,23 +366,34 @@ int stap_cfar(const int *p, const double *amf, int s0, int s1, int *dets)
     const int B = p[P_BLOCK], A = p[P_ABINS], bins = stap_bins(p);
     const int win = p[P_CFAR_WIN], guard = p[P_CFAR_GUARD];
     const double alpha = (double)p[P_CFAR_X10] / 10.0;
+    /* Running sums along range within the block: sum[r * bins + s] is the
+     * statistic of bin s summed over the block's first r gates. */
+    double *sum = malloc(sizeof(double) * (size_t)(B + 1) * (size_t)bins);
     int count = 0;
     for (int b0 = s0; b0 < s1; b0 += B) {
-        for (int g = b0; g < b0 + B; g++) {
-            const double *cut = amf + (size_t)bins * (g - s0);
+        const double *blk = amf + (size_t)bins * (b0 - s0);
+        for (int s = 0; s < bins; s++)
+            sum[s] = 0.0;
+        for (int r = 0; r < B; r++)
+            for (int s = 0; s < bins; s++)
+                sum[(size_t)(r + 1) * bins + s] = sum[(size_t)r * bins + s] + blk[(size_t)r * bins + s];
+        for (int i = 0; i < B; i++) {
+            /* Reference cells: [i - guard - win, i - guard) and
+             * (i + guard, i + guard + win], clipped to the block. */
+            int l0 = i - guard - win, l1 = i - guard, r0 = i + guard + 1, r1 = i + guard + win + 1;
+            if (l0 < 0) l0 = 0;
+            if (l1 < 0) l1 = 0;
+            if (r0 > B) r0 = B;
+            if (r1 > B) r1 = B;
+            const int cells = (l1 - l0) + (r1 - r0);
+            if (cells == 0) continue;
+            const double *cut = blk + (size_t)bins * i;
             for (int s = 0; s < bins; s++) {
-                /* Mean of the reference cells of this block: guard cells
-                 * skipped, fewer cells near the block's ends. */
-                double sum = 0.0;
-                int cells = 0;
-                for (int r = g - guard - win; r <= g + guard + win; r++) {
-                    if (r < b0 || r >= b0 + B || (r >= g - guard && r <= g + guard)) continue;
-                    sum += amf[(size_t)bins * (r - s0) + s];
-                    cells++;
-                }
-                if (cells == 0 || !(cut[s] > alpha * (sum / (double)cells))) continue;
+                const double ref = (sum[(size_t)l1 * bins + s] - sum[(size_t)l0 * bins + s])
+                                 + (sum[(size_t)r1 * bins + s] - sum[(size_t)r0 * bins + s]);
+                if (!(cut[s] > alpha * (ref / (double)cells))) continue;
                 if (dets) {
-                    dets[3 * count] = g;
+                    dets[3 * count] = b0 + i;
                     dets[3 * count + 1] = s / A;
                     dets[3 * count + 2] = s % A;
                 }
@@ -389,6 +401,7 @@ int stap_cfar(const int *p, const double *amf, int s0, int s1, int *dets)
             }
         }
     }
+    free(sum);
     return count;
 }
 
