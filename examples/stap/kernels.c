@@ -101,7 +101,7 @@ static double normal(uint64_t *s)
 /* Space-time steering vector for normalised Doppler fd and spatial
  * frequency th (cycles per pulse / per element spacing, in [-0.5, 0.5)):
  * v[m N + c] = exp(j 2 pi (m fd + c th)), the Kronecker product of the
- * temporal and spatial steering vectors (Ward 1994, eq. 2.8-2.10). */
+ * temporal and spatial steering vectors (Ward 1994). */
 static void steering(int channels, int pulses, double fd, double th, double *v)
 {
     for (int m = 0; m < pulses; m++)
