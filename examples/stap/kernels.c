@@ -407,9 +407,13 @@ int stap_cfar(const int *p, const double *amf, int s0, int s1, int *dets)
 
 int stap_hash(const double *x, size_t n)
 {
-    const unsigned char *b = (const unsigned char *)x;
+    /* FNV-1a over 64-bit words (the bits of each double), not bytes: one
+     * multiply per value. */
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n * sizeof(double); i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return (int)(h & 0x3fffffff);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t w;
+        memcpy(&w, &x[i], sizeof w);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    return (int)((h ^ (h >> 30) ^ (h >> 60)) & 0x3fffffff);
 }

@@ -74,7 +74,7 @@ int stap_process(const int *p, const double *slice, int lo, int hi, int s0, int 
  * writes them as (gate, Doppler bin, angle bin) triples, in gate order. */
 int stap_cfar(const int *p, const double *amf, int s0, int s1, int *dets);
 
-/* FNV-1a over the bytes of n doubles, reduced to 30 bits (a tag value):
+/* FNV-1a over the 64-bit patterns of n doubles, folded to 30 bits (a tag value):
  * equal hashes mean (all but certainly) bitwise equal statistics. */
 int stap_hash(const double *x, size_t n);
 

@@ -297,17 +297,19 @@ fn the_load_balancer_runs_every_task_once_with_the_right_checksum() {
 }
 
 /// MTI-STAP (`examples/stap`, thesis §7.1.2) at its test size: the
-/// detections (and the hash of every statistic) of the program placed for
-/// 1, 2 and 4 nodes equal, byte for byte, those of the sequential
-/// reference built from the same kernels, on one node, over loopback, shm
-/// (zero-copy and single-copy fields) and MPI.
+/// detections (and the hash of every statistic) of the programs placed for
+/// 2 and 4 nodes equal, byte for byte, those of the sequential reference
+/// built from the same kernels: on one node, and on 2 and 4 nodes over
+/// loopback, shm (zero-copy and single-copy fields) and MPI. (The 1-node
+/// program `stap1.snet`, the same network without placements, is checked
+/// the same way by its README, which the docs test runs.)
 #[test]
 fn stap_detects_the_same_as_the_sequential_reference_on_every_transport() {
     let src = example("stap");
     let dir = scratch("stap");
     let kernels = src.join("kernels.c");
     let mut exes = Vec::new();
-    for nodes in [1, 2, 4] {
+    for nodes in [2, 4] {
         let exe = dir.join(format!("stap{nodes}"));
         snet_build_flags(
             &src.join(format!("stap{nodes}.snet")),
@@ -354,10 +356,7 @@ fn stap_detects_the_same_as_the_sequential_reference_on_every_transport() {
     const SHM: &[&str] = &["--transport", "shm"];
     const SINGLE: &[&str] = &["--transport", "shm", "--fields", "single-copy"];
     const LOOP: &[&str] = &["--transport", "loopback"];
-    let mut runs: Vec<(u32, &str, Option<&[&str]>)> = vec![
-        (1, "1 node", Some(&[])),
-        (4, "1 node, placed for 4", Some(&[])),
-    ];
+    let mut runs: Vec<(u32, &str, Option<&[&str]>)> = vec![(4, "on 1 node", Some(&[]))];
     for nodes in [2, 4] {
         runs.push((nodes, "loopback", Some(LOOP)));
         runs.push((nodes, "shm zero-copy", Some(SHM)));
