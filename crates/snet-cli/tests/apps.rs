@@ -356,24 +356,29 @@ fn stap_detects_the_same_as_the_sequential_reference_on_every_transport() {
     const SHM: &[&str] = &["--transport", "shm"];
     const SINGLE: &[&str] = &["--transport", "shm", "--fields", "single-copy"];
     const LOOP: &[&str] = &["--transport", "loopback"];
-    let mut runs: Vec<(u32, &str, Option<&[&str]>)> = vec![(4, "on 1 node", Some(&[]))];
+    // (program placed for, nodes run, what, transport arguments or None for
+    // MPI); the program placed for 4 nodes also runs on one.
+    let mut runs: Vec<(u32, u32, &str, Option<&[&str]>)> = vec![(4, 1, "on 1 node", Some(&[]))];
     for nodes in [2, 4] {
-        runs.push((nodes, "loopback", Some(LOOP)));
-        runs.push((nodes, "shm zero-copy", Some(SHM)));
-        runs.push((nodes, "shm single-copy", Some(SINGLE)));
-        runs.push((nodes, "mpi", None));
+        runs.push((nodes, nodes, "loopback", Some(LOOP)));
+        runs.push((nodes, nodes, "shm zero-copy", Some(SHM)));
+        runs.push((nodes, nodes, "shm single-copy", Some(SINGLE)));
+        runs.push((nodes, nodes, "mpi", None));
     }
-    for (nodes, what, args) in runs {
+    for (nodes, on, what, args) in runs {
         let exe = &exes.iter().find(|(n, _)| *n == nodes).unwrap().1;
         let r = match args {
-            Some(a) if a.is_empty() => run(exe, &input, &[]),
             Some(a) => {
-                let n = nodes.to_string();
-                let mut all = vec!["--nodes", n.as_str()];
+                let n = on.to_string();
+                let mut all = if on > 1 {
+                    vec!["--nodes", n.as_str()]
+                } else {
+                    Vec::new()
+                };
                 all.extend_from_slice(a);
                 run(exe, &input, &all)
             }
-            None => launch(exe, &input, Launch::Mpi(nodes, false)),
+            None => launch(exe, &input, Launch::Mpi(on, false)),
         };
         assert!(r.ok, "stap{nodes} {what}: {}", r.stderr);
         let xml = dir.join("out.xml");
