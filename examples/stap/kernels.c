@@ -47,7 +47,8 @@ int stap_params(int *p, int cpis, int channels, int pulses, int gates, int block
     if (gates % block != 0 || gates < need) {
         snprintf(err, errlen,
                  "bad parameters: gates (%d) must be a multiple of block (%d) and at "
-                 "least block + 2 guard + 2 training gates (%ld)", gates, block, need);
+                 "least %ld (a block with its guard and training gates on both sides)",
+                 gates, block, need);
         return 0;
     }
     if (gates / block < slices) {
