@@ -295,3 +295,108 @@ fn the_load_balancer_runs_every_task_once_with_the_right_checksum() {
     }
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
+
+/// MTI-STAP (`examples/stap`, thesis §7.1.2) at its test size: the
+/// detections (and the hash of every statistic) of the programs placed for
+/// 2 and 4 nodes equal, byte for byte, those of the sequential reference
+/// built from the same kernels: on one node, and on 2 and 4 nodes over
+/// loopback, shm (zero-copy and single-copy fields) and MPI. (The 1-node
+/// program `stap1.snet`, the same network without placements, is checked
+/// the same way by its README, which the docs test runs.)
+#[test]
+fn stap_detects_the_same_as_the_sequential_reference_on_every_transport() {
+    let src = example("stap");
+    let dir = scratch("stap");
+    let kernels = src.join("kernels.c");
+    let mut exes = Vec::new();
+    for nodes in [2, 4] {
+        let exe = dir.join(format!("stap{nodes}"));
+        snet_build_flags(
+            &src.join(format!("stap{nodes}.snet")),
+            &[src.join("boxes.c"), kernels.clone()],
+            &exe,
+        );
+        exes.push((nodes, exe));
+    }
+    let reference = dir.join("reference");
+    cc(&[src.join("reference.c"), kernels.clone()], &reference);
+    let todets = dir.join("todets");
+    cc(&[src.join("todets.c")], &todets);
+
+    // 3 CPIs of 4 channels x 8 pulses x 2048 gates (1 MiB each), blocks of
+    // 128 gates, 8 slices, 8 x 4 steering bins; seed 7.
+    let params = ["3", "4", "8", "2048", "128", "8", "8", "4", "7"];
+    let labels = [
+        "cpis", "channels", "pulses", "gates", "block", "slices", "dbins", "abins", "seed",
+    ];
+    let input = format!(
+        "<?xml version=\"1.0\" ?>\n<record type=\"data\">{}</record>\n<record type=\"terminate\" />\n",
+        labels
+            .iter()
+            .zip(params)
+            .map(|(l, v)| format!("<tag label=\"{l}\">{v}</tag>"))
+            .collect::<String>()
+    );
+    let out = Command::new(&reference)
+        .args(params)
+        .output()
+        .expect("run the reference");
+    assert!(out.status.success(), "reference failed");
+    let want = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        want.lines().count(),
+        3 * 8,
+        "one line per CPI and slice:\n{want}"
+    );
+    assert!(
+        want.lines().any(|l| !l.contains("ndet 0 ")),
+        "the reference detects nothing:\n{want}"
+    );
+
+    const SHM: &[&str] = &["--transport", "shm"];
+    const SINGLE: &[&str] = &["--transport", "shm", "--fields", "single-copy"];
+    const LOOP: &[&str] = &["--transport", "loopback"];
+    // (program placed for, nodes run, what, transport arguments or None for
+    // MPI); the program placed for 4 nodes also runs on one.
+    let mut runs: Vec<(u32, u32, &str, Option<&[&str]>)> = vec![(4, 1, "on 1 node", Some(&[]))];
+    for nodes in [2, 4] {
+        runs.push((nodes, nodes, "loopback", Some(LOOP)));
+        runs.push((nodes, nodes, "shm zero-copy", Some(SHM)));
+        runs.push((nodes, nodes, "shm single-copy", Some(SINGLE)));
+        runs.push((nodes, nodes, "mpi", None));
+    }
+    for (nodes, on, what, args) in runs {
+        let exe = &exes.iter().find(|(n, _)| *n == nodes).unwrap().1;
+        let r = match args {
+            Some(a) => {
+                let n = on.to_string();
+                let mut all = if on > 1 {
+                    vec!["--nodes", n.as_str()]
+                } else {
+                    Vec::new()
+                };
+                all.extend_from_slice(a);
+                run(exe, &input, &all)
+            }
+            None => launch(exe, &input, Launch::Mpi(on, false)),
+        };
+        assert!(r.ok, "stap{nodes} {what}: {}", r.stderr);
+        let xml = dir.join("out.xml");
+        std::fs::write(&xml, &r.stdout).unwrap();
+        let got = Command::new(&todets)
+            .arg(&xml)
+            .output()
+            .expect("run todets");
+        assert!(
+            got.status.success(),
+            "stap{nodes} {what}: todets: {}",
+            String::from_utf8_lossy(&got.stderr)
+        );
+        assert_eq!(
+            String::from_utf8(got.stdout).unwrap(),
+            want,
+            "stap{nodes} {what}: the detections differ from the reference's"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
