@@ -251,6 +251,8 @@ pub enum BoxError {
     /// The box (a Rust function) panicked; `message` is the panic's
     /// message when it was a string.
     Panicked { message: Option<String> },
+    /// The box (a Rust function) returned an error; `message` is its text.
+    Failed { message: String },
 }
 
 impl fmt::Display for BoxError {
@@ -325,6 +327,7 @@ impl fmt::Display for BoxError {
                 message: Some(message),
             } => write!(f, "panicked: {message}"),
             BoxError::Panicked { message: None } => f.write_str("panicked"),
+            BoxError::Failed { message } => write!(f, "failed: {message}"),
         }
     }
 }
@@ -855,6 +858,13 @@ mod tests {
             "panicked: no"
         );
         assert_eq!(BoxError::Panicked { message: None }.to_string(), "panicked");
+        assert_eq!(
+            BoxError::Failed {
+                message: "bad".into()
+            }
+            .to_string(),
+            "failed: bad"
+        );
     }
 
     #[test]
