@@ -9,7 +9,7 @@
 # they exit early on purpose (crash, misuse) and are not about leaks; so
 # are cases with a `leakcheck-skip` file (it says why).
 set -euo pipefail
-shopt -s nullglob   # a case whose boxes are all inline C has no .c file
+shopt -s nullglob   # a case whose boxes are all inline C has no .c file, most no .cpp
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "leakcheck: valgrind is not installed (scripts/setup.sh)" >&2; exit 2; }
 cargo build --release --quiet
@@ -38,7 +38,7 @@ for dir in tests/conformance/c/*/; do
     # A case whose `leakcheck-skip` file says why (e.g. hundreds of
     # thousands of records through code the other cases cover already).
     [[ -f "$dir/leakcheck-skip" ]] && continue
-    "$SNET" build "$dir/prog.snet" "$dir"/*.c -o "$tmp/$case"
+    "$SNET" build "$dir/prog.snet" "$dir"/*.c "$dir"/*.cpp "$dir"/*.cc "$dir"/*.cxx -o "$tmp/$case"
     # Extra arguments: one per line (as the conformance runner reads them).
     args=()
     read_lines "$dir/args" args

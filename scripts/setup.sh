@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the demo (scripts/demo) and a user's `snet` need on a fresh
 # machine of this kind, idempotently and silently when nothing is missing:
-# a C compiler, Open MPI, Graphviz and Rust. The test command's extra tools
+# a C and a C++ compiler, Open MPI, Graphviz and Rust. The test command's extra tools
 # (valgrind, rustfmt, clippy, the minimum supported Rust, nightly with Miri)
 # are scripts/setup-test.sh's job; it names its Debian packages as this
 # script's arguments, so that one apt-get run installs everything missing.
@@ -15,6 +15,8 @@ want_pkg() { dpkg -s "$1" >/dev/null 2>&1 || need_apt+=("$1"); }
 # C compiler: `snet build` compiles C boxes with it; c4snet's helpers and the
 # MPI shim are C too.
 want_pkg gcc
+# C++ compiler: `snet build` compiles C++ box sources (.cpp, .cc, .cxx) with it.
+want_pkg g++
 # Open MPI: mpirun for distributed runs, and mpicc and mpi.h, which building
 # the workspace needs (the MPI transport's shim is compiled against them).
 want_pkg openmpi-bin

@@ -304,6 +304,34 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     }
 }
 
+/// Called by a C++ trampoline ([`trampoline_source_cxx`]) when an exception
+/// escaped box code: fails the invocation with [`BoxError::Threw`], whose
+/// message is `what` (a `std::exception`'s `what()`, copied here) or, when
+/// null, says the exception's type is unknown. The first error of an
+/// invocation wins, as for every other error.
+///
+/// # Safety
+/// `what` is null or a NUL-terminated string; called from the trampoline
+/// of the invocation `hnd` names, on its thread, before it returns.
+#[no_mangle]
+pub unsafe extern "C" fn snet_c4snet_box_threw(hnd: *mut c_void, what: *const c_char) {
+    let what = (!what.is_null()).then(|| {
+        // SAFETY: a NUL-terminated string (contract).
+        unsafe { CStr::from_ptr(what) }
+            .to_string_lossy()
+            .into_owned()
+    });
+    let Some(inv) = check_handle(hnd) else {
+        return;
+    };
+    // SAFETY: `check_handle` returns only this thread's live invocation.
+    let inv = unsafe { &mut *inv };
+    inv.error.get_or_insert(BoxError::Threw {
+        language: "C++",
+        what,
+    });
+}
+
 #[inline(always)]
 fn emit_one(
     emit: &mut dyn Emit,
@@ -481,26 +509,48 @@ impl LanguageInterface for C4SNet {
     }
 }
 
+/// The C++ source of a trampoline for `def`, for programs with C++ box
+/// code: as [`trampoline_source`], but the call is in a `try` block, and an
+/// exception that escapes the box is reported through
+/// [`snet_c4snet_box_threw`] (with `what()` for a `std::exception`) instead
+/// of reaching the C and Rust frames below, where it would end the process
+/// through `std::terminate` without naming the box. Needs `<exception>`,
+/// `C4SNet.h`, the `snet_arg_t` typedef and a C-linkage declaration of
+/// `snet_c4snet_box_threw` before it; the generated code puts it in an
+/// `extern "C"` block.
+pub fn trampoline_source_cxx(def: &BoxDef) -> String {
+    let mut call = format!(
+        "static void snet_call_{0}(void *hnd, const snet_arg_t *a)\n{{\n    try {{\n        (void){0}(hnd",
+        def.name
+    );
+    for (i, l) in def.inputs.iter().enumerate() {
+        call.push_str(&format!(
+            ", a[{i}].{}",
+            if l.is_field() { "field" } else { "tag" }
+        ));
+    }
+    call.push_str(");\n    } catch (const std::exception &e) {\n        snet_c4snet_box_threw(hnd, e.what());\n    } catch (...) {\n        snet_c4snet_box_threw(hnd, 0);\n    }\n}\n");
+    format!("{}{call}", prototype(def))
+}
+
+/// The C prototype of `def`'s box function.
+fn prototype(def: &BoxDef) -> String {
+    let mut proto = format!("void *{}(void *hnd", def.name);
+    for l in &def.inputs {
+        proto.push_str(if l.is_field() {
+            ", c4snet_data_t *"
+        } else {
+            ", int"
+        });
+    }
+    proto.push_str(");\n");
+    proto
+}
+
 /// The C source of a trampoline for `def`: `static void snet_call_NAME(void *hnd, const snet_arg_t *a)`
 /// plus the box's prototype. Needs `C4SNet.h` and the `snet_arg_t` typedef before it.
 pub fn trampoline_source(def: &BoxDef) -> String {
-    let params: Vec<&str> = def
-        .inputs
-        .iter()
-        .map(|l| {
-            if l.is_field() {
-                "c4snet_data_t *"
-            } else {
-                "int"
-            }
-        })
-        .collect();
-    let mut proto = format!("void *{}(void *hnd", def.name);
-    for p in &params {
-        proto.push_str(", ");
-        proto.push_str(p);
-    }
-    proto.push_str(");\n");
+    let proto = prototype(def);
     let mut call = format!(
         "static void snet_call_{0}(void *hnd, const snet_arg_t *a)\n{{\n    (void){0}(hnd",
         def.name

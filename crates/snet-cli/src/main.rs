@@ -71,14 +71,14 @@ enum Cmd {
         #[command(flatten)]
         opts: snet_runner::RunOptions,
     },
-    /// Build an executable from a program and its C box code (C4SNet).
+    /// Build an executable from a program and its C or C++ box code (C4SNet).
     ///
     /// The executable takes the options of `snet run` (-i, -o, -w,
     /// --input-limit, --box-concurrency, --stats).
     Build {
         /// The S-Net program.
         file: PathBuf,
-        /// Box code: C sources, objects, static or shared libraries.
+        /// Box code: C or C++ (.cpp, .cc, .cxx) sources, objects, static or shared libraries.
         inputs: Vec<PathBuf>,
         /// The executable to write.
         #[arg(short, long)]
@@ -95,6 +95,9 @@ enum Cmd {
         /// Extra C compiler flags (one argument, split at spaces), e.g. --cflags "-O3 -fopenmp".
         #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
         cflags: Option<String>,
+        /// Extra C++ compiler flags for .cpp/.cc/.cxx sources (one argument, split at spaces), e.g. --cxxflags "-std=c++17".
+        #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+        cxxflags: Option<String>,
         /// Entry network (default: the last top-level net).
         #[arg(long)]
         entry: Option<String>,
@@ -248,6 +251,7 @@ fn main() -> ExitCode {
             lib_dirs,
             libs,
             cflags,
+            cxxflags,
             entry,
             keep,
         } => ExitCode::from(buildcmd::build(buildcmd::BuildArgs {
@@ -258,6 +262,9 @@ fn main() -> ExitCode {
             lib_dirs,
             libs,
             cflags: cflags
+                .map(|f| f.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default(),
+            cxxflags: cxxflags
                 .map(|f| f.split_whitespace().map(str::to_string).collect())
                 .unwrap_or_default(),
             entry,

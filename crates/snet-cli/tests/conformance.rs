@@ -46,9 +46,9 @@
 //! `--input-limit` / `8 + 2*output`; surrounding whitespace and empty lines
 //! are ignored), appended after `-i <input> -w <workers>`.
 //!
-//! A case with C box code (`*.c` files in its directory, or any case of the
-//! `c` suite: its boxes may all be inline C) is built once with
-//! `snet build prog.snet *.c -o <tmp>/prog`, and the produced executable is
+//! A case with C or C++ box code (`*.c`, `*.cpp`, `*.cc`, `*.cxx` files in
+//! its directory, or any case of the `c` suite: its boxes may all be inline
+//! C) is built once with `snet build prog.snet <those files> -o <tmp>/prog`, and the produced executable is
 //! run with the same arguments instead of `snet run`. Such a case may hold
 //! `expected-build-error.txt` instead: the build must fail with a message
 //! containing that substring.
@@ -79,13 +79,16 @@ fn read_items(bytes: &[u8], what: &str) -> Result<Vec<snet_io::StreamItem>, Fail
         .map_err(|e| Failed::from(format!("cannot read {what}: {e}")))
 }
 
-/// The C sources of a case (sorted), empty for a pure case.
+/// The C and C++ sources of a case (sorted), empty for a pure case.
 fn c_sources(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "c"))
+                .filter(|p| {
+                    p.extension()
+                        .is_some_and(|x| x == "c" || x == "cpp" || x == "cc" || x == "cxx")
+                })
                 .collect()
         })
         .unwrap_or_default();

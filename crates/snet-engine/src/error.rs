@@ -241,6 +241,18 @@ pub enum BoxError {
     /// The call stack for the box's call could not be made (the
     /// operating system's error number, when it gave one).
     NoCallStack { os_error: Option<i32> },
+    /// An exception of the box's language (`language`, e.g. `C++`) escaped
+    /// the box; `what` is its message when the language gives one (a C++
+    /// `std::exception`'s `what()`).
+    Threw {
+        language: &'static str,
+        what: Option<String>,
+    },
+    /// The box (a Rust function) panicked; `message` is the panic's
+    /// message when it was a string.
+    Panicked { message: Option<String> },
+    /// The box (a Rust function) returned an error; `message` is its text.
+    Failed { message: String },
 }
 
 impl fmt::Display for BoxError {
@@ -303,6 +315,19 @@ impl fmt::Display for BoxError {
             BoxError::NoCallStack { os_error: None } => {
                 f.write_str("cannot allocate its call stack")
             }
+            BoxError::Threw {
+                language,
+                what: Some(what),
+            } => write!(f, "threw a {language} exception: {what}"),
+            BoxError::Threw {
+                language,
+                what: None,
+            } => write!(f, "threw a {language} exception (of an unknown type)"),
+            BoxError::Panicked {
+                message: Some(message),
+            } => write!(f, "panicked: {message}"),
+            BoxError::Panicked { message: None } => f.write_str("panicked"),
+            BoxError::Failed { message } => write!(f, "failed: {message}"),
         }
     }
 }
@@ -812,6 +837,33 @@ mod tests {
                 "cannot allocate its call stack: {}",
                 std::io::Error::from_raw_os_error(libc::ENOMEM)
             )
+        );
+        let threw = |what: Option<&str>| BoxError::Threw {
+            language: "C++",
+            what: what.map(str::to_string),
+        };
+        assert_eq!(
+            threw(Some("vector::at")).to_string(),
+            "threw a C++ exception: vector::at"
+        );
+        assert_eq!(
+            threw(None).to_string(),
+            "threw a C++ exception (of an unknown type)"
+        );
+        assert_eq!(
+            BoxError::Panicked {
+                message: Some("no".into())
+            }
+            .to_string(),
+            "panicked: no"
+        );
+        assert_eq!(BoxError::Panicked { message: None }.to_string(), "panicked");
+        assert_eq!(
+            BoxError::Failed {
+                message: "bad".into()
+            }
+            .to_string(),
+            "failed: bad"
         );
     }
 

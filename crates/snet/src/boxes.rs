@@ -1,0 +1,236 @@
+//! Boxes written in Rust: the language interface that plugs them into the
+//! engine.
+//!
+//! A registered function becomes a [`snet_engine::BoxImpl`], resolved by
+//! name like a C4SNet box's trampoline, so the engine runs it exactly as it
+//! runs C boxes: on a call stack of its own, with its outputs' flow
+//! inheritance, ordering, `--box-concurrency` and placement on nodes done
+//! by the engine. This module adds only what Rust needs: the typed views
+//! of the call ([`BoxInput`], [`Emitter`]), a check that each output
+//! record holds exactly its variant's labels, and `catch_unwind`, so that
+//! a panic is a runtime error naming the box.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use snet_core::{BoxDef, Label, LabelKind};
+use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface, ResolveError, ResolveReason};
+
+use crate::record::{Field, Record};
+
+/// What a box function returns: `Ok(())`, or an error that ends the run
+/// with a message naming the box (`box `NAME`: failed: ERROR`).
+pub type BoxResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// A box function, as registered ([`crate::Network::add_box`]).
+pub(crate) type BoxFn = dyn Fn(&BoxInput<'_>, &mut Emitter<'_>) -> BoxResult + Send + Sync;
+
+/// The input record of one box call: the labels of the box's input type
+/// (and, behind them, whatever flows around the box, which it does not
+/// see).
+///
+/// ```
+/// use snet::{Network, Record};
+///
+/// let mut net = Network::from_source("t.snet", "box f((<n>) -> (<m>)); net t connect f;")?;
+/// net.add_box("f", |input, out| {
+///     let n = input.tag("n")?; // an error if the box's input lacks it
+///     out.emit(1, snet::Record::new().with_tag("m", n * 10))?;
+///     Ok(())
+/// });
+/// let outputs = net.run([Record::new().with_tag("n", 4)])?;
+/// assert_eq!(outputs[0].tag("m"), Some(40));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct BoxInput<'a> {
+    rec: &'a snet_core::Record,
+    name: &'a str,
+}
+
+/// A label the box asked its input for and did not find.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingLabel {
+    /// The label as S-Net writes it (`x`, `<t>`).
+    pub label: String,
+    /// The box's name.
+    pub box_name: String,
+}
+
+impl fmt::Display for MissingLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "its input has no {}", self.label)
+    }
+}
+
+impl std::error::Error for MissingLabel {}
+
+impl BoxInput<'_> {
+    /// The value of tag `<name>` (or binding tag `<#name>`).
+    pub fn tag(&self, name: &str) -> Result<i64, MissingLabel> {
+        Record::view(self.rec)
+            .tag(name)
+            .ok_or_else(|| MissingLabel {
+                label: format!("<{name}>"),
+                box_name: self.name.to_string(),
+            })
+    }
+
+    /// Field `name`.
+    pub fn field(&self, name: &str) -> Result<&Field, MissingLabel> {
+        Record::view(self.rec)
+            .field(name)
+            .ok_or_else(|| MissingLabel {
+                label: name.to_string(),
+                box_name: self.name.to_string(),
+            })
+    }
+
+    /// The whole input record.
+    pub fn record(&self) -> &Record {
+        Record::view(self.rec)
+    }
+
+    /// The box's name (as declared in the program).
+    pub fn box_name(&self) -> &str {
+        self.name
+    }
+}
+
+/// Emits the output records of one box call.
+pub struct Emitter<'a> {
+    out: &'a mut dyn Emit,
+    outputs: &'a [Vec<Label>],
+    error: Option<BoxError>,
+}
+
+/// Why [`Emitter::emit`] refused a record; the run then fails with this
+/// error, naming the box, even if the box goes on.
+#[derive(Debug, Clone)]
+pub struct EmitError(String);
+
+impl fmt::Display for EmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EmitError {}
+
+fn type_text(labels: &mut dyn Iterator<Item = Label>) -> String {
+    let mut names: Vec<String> = labels
+        .map(|l| match l.kind() {
+            LabelKind::Field => l.name().to_string(),
+            LabelKind::Tag => format!("<{}>", l.name()),
+            LabelKind::BTag => format!("<#{}>", l.name()),
+        })
+        .collect();
+    names.sort();
+    format!("({})", names.join(", "))
+}
+
+impl Emitter<'_> {
+    /// Emits `record` as output variant `variant` (numbered from 1, in
+    /// the order of the box's signature). The record must hold exactly
+    /// that variant's labels; the engine adds the labels that flow around
+    /// the box. The call may pause here while the records downstream are
+    /// consumed (a box that emits many records holds only a batch).
+    pub fn emit(&mut self, variant: usize, record: Record) -> Result<(), EmitError> {
+        if let Some(e) = &self.error {
+            return Err(EmitError(e.to_string()));
+        }
+        let Some(labels) = variant.checked_sub(1).and_then(|i| self.outputs.get(i)) else {
+            return self.fail(BoxError::VariantOutOfRange {
+                variant: i64::try_from(variant).unwrap_or(i64::MAX),
+                declared: self.outputs.len(),
+                call: Some("Emitter::emit"),
+            });
+        };
+        let rec = record.0;
+        if rec.len() != labels.len() || !rec.has_labels(labels) {
+            return self.fail(BoxError::Misuse(format!(
+                "output variant {variant} is {}, but the record emitted holds {}",
+                type_text(&mut labels.iter().copied()),
+                type_text(&mut rec.labels())
+            )));
+        }
+        match self.out.emit(variant, rec) {
+            Ok(()) => Ok(()),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, e: BoxError) -> Result<(), EmitError> {
+        let text = e.to_string();
+        self.error.get_or_insert(e);
+        Err(EmitError(text))
+    }
+}
+
+/// One registered Rust box, resolved against its declaration.
+struct RustBox {
+    name: Arc<str>,
+    f: Arc<BoxFn>,
+    outputs: Vec<Vec<Label>>,
+}
+
+/// The panic's message, when it is a string.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> Option<String> {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+}
+
+impl BoxImpl for RustBox {
+    fn invoke(&self, input: &snet_core::Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let view = BoxInput {
+            rec: input,
+            name: &self.name,
+        };
+        let mut em = Emitter {
+            out,
+            outputs: &self.outputs,
+            error: None,
+        };
+        // The box's state is its own: a panic leaves nothing of the
+        // engine's half-changed (outputs already emitted are whole).
+        let r = catch_unwind(AssertUnwindSafe(|| (self.f)(&view, &mut em)));
+        if let Some(e) = em.error {
+            return Err(e);
+        }
+        match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(BoxError::Failed {
+                message: e.to_string(),
+            }),
+            Err(p) => Err(BoxError::Panicked {
+                message: panic_message(&*p),
+            }),
+        }
+    }
+}
+
+/// The language interface of Rust boxes: functions by box name.
+#[derive(Clone, Default)]
+pub(crate) struct RustBoxes {
+    pub(crate) table: HashMap<String, Arc<BoxFn>>,
+}
+
+impl LanguageInterface for RustBoxes {
+    fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+        let f = self.table.get(&def.name).ok_or_else(|| {
+            ResolveError::new(
+                def,
+                ResolveReason::Other(
+                    "no Rust function is registered for it (Network::add_box)".into(),
+                ),
+            )
+        })?;
+        Ok(Arc::new(RustBox {
+            name: Arc::from(def.name.as_str()),
+            f: f.clone(),
+            outputs: def.outputs.clone(),
+        }))
+    }
+}

@@ -1,0 +1,103 @@
+//! S-Net as a Rust library.
+//!
+//! S-Net is a coordination language: a program declares *boxes* (stateless functions from one
+//! record to any number of records) and wires them into a streaming
+//! network with serial and parallel composition, serial and parallel
+//! replication, feedback and synchrocells; the runtime runs the network on
+//! a pool of workers and, with placements, across nodes. This crate loads
+//! such a program, lets you write its boxes as Rust functions or closures,
+//! and runs it — to completion on an iterator of records, or as a service
+//! you feed and read through handles.
+//!
+//! ```
+//! use snet::{Field, Network, Record};
+//!
+//! // Two boxes in a pipeline; `<id>` flows around both (flow inheritance).
+//! let program = "
+//!     box parse((text) -> (value) | (<bad>));
+//!     box half((value) -> (value));
+//!     net main connect parse .. (half | []);
+//! ";
+//! let mut net = Network::from_source("main.snet", program)?;
+//! net.add_box("parse", |input, out| {
+//!     let text = input.field("text")?.to_text().unwrap_or_default();
+//!     match text.trim().parse::<f64>() {
+//!         Ok(v) => out.emit(1, Record::new().with_field("value", Field::scalar(v)))?,
+//!         Err(_) => out.emit(2, Record::new().with_tag("bad", 1))?,
+//!     }
+//!     Ok(())
+//! })
+//! .add_box("half", |input, out| {
+//!     let v = input.field("value")?.as_slice::<f64>().ok_or("value is not a double")?[0];
+//!     out.emit(1, Record::new().with_field("value", Field::scalar(v / 2.0)))?;
+//!     Ok(())
+//! })
+//! .workers(2);
+//!
+//! let input = ["3", "x", "5"]
+//!     .iter()
+//!     .enumerate()
+//!     .map(|(i, t)| Record::new().with_field("text", Field::text(t)).with_tag("id", i as i64));
+//! let mut out = net.run(input)?;
+//! out.sort_by_key(|r| r.tag("id"));
+//! assert_eq!(out[0].field("value").unwrap().as_slice::<f64>(), Some(&[1.5][..]));
+//! assert_eq!(out[1].tag("bad"), Some(1));
+//! assert_eq!(out[2].field("value").unwrap().as_slice::<f64>(), Some(&[2.5][..]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What is public, and why
+//!
+//! * [`Network`]: the program, its boxes and where it runs (workers,
+//!   in-process nodes, box concurrency); [`Network::run`] and
+//!   [`Network::start`].
+//! * [`Running`]: the handles of a started network.
+//! * [`Record`] and [`Field`]: the values that flow; a field is a typed
+//!   array of an [`Element`] type (C4SNet data, so Rust boxes, C boxes and
+//!   the XML record format share fields).
+//! * [`BoxInput`], [`Emitter`], [`BoxResult`]: a box function's view of
+//!   its call.
+//! * Errors as values: [`LoadError`] (with [`Diagnostic`]s, rendered as
+//!   `snet check` renders them), [`RunError`], [`EmitError`],
+//!   [`MissingLabel`].
+//!
+//! Nothing of the engine, the front end or the transports is re-exported:
+//! those crates change as the runtime does, and this API is meant to stay.
+//!
+//! # How Rust boxes run
+//!
+//! A registered function is a box implementation to the engine, exactly
+//! as a C box's function is: each call runs on a call stack of its own,
+//! the engine adds the labels that flow around the box to its outputs,
+//! keeps records in order where the network is deterministic, and places
+//! boxes on nodes as the program's placements say. A box that returns an
+//! error or panics ends the run with an error naming the box (its panic
+//! message is in the error; the panic hook still prints it, as for any
+//! panic, unless you replace the hook).
+//!
+//! # Fields across nodes
+//!
+//! With [`Network::nodes`] above 1, nodes are engines in this process
+//! connected by the loopback transport. Fields cross between them as
+//! they would between processes: encoded as C4SNet data (element type,
+//! count and bytes), inline with the record when small, by reference and
+//! fetched on demand when large.
+//!
+//! # Publishing
+//!
+//! This crate depends on `snet-core`, `snet-front`, `snet-engine` and
+//! `c4snet` (and they on `snet-transport` and `snet-io`), all at the
+//! workspace's version: publishing `snet` means publishing those first, in
+//! that dependency order (`docs/rust-library.md`).
+
+#![warn(missing_docs)]
+
+mod boxes;
+mod network;
+mod record;
+mod run;
+
+pub use boxes::{BoxInput, BoxResult, EmitError, Emitter, MissingLabel};
+pub use network::{Diagnostic, LoadError, Network, Severity};
+pub use record::{Element, Field, Record};
+pub use run::{RunError, Running};

@@ -1,0 +1,216 @@
+//! Loading a program, registering its boxes, choosing where it runs.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use snet_core::Graph;
+
+use crate::boxes::{BoxInput, BoxResult, Emitter, RustBoxes};
+
+/// A compiled S-Net program with its Rust boxes and run options.
+///
+/// Load it from a string or a file, register a function for every box the
+/// entry network uses ([`Network::add_box`]), choose workers and nodes,
+/// then [`Network::run`] it to completion or [`Network::start`] it and
+/// stream records through it. A `Network` can run any number of times.
+///
+/// ```
+/// use snet::{Field, Network, Record};
+///
+/// let mut net = Network::from_source(
+///     "square.snet",
+///     "box square((x) -> (y)); net main connect square;",
+/// )?;
+/// net.add_box("square", |input, out| {
+///     let x = input.field("x")?.as_slice::<f64>().unwrap_or_default();
+///     let y: Vec<f64> = x.iter().map(|v| v * v).collect();
+///     out.emit(1, Record::new().with_field("y", Field::from_slice(&y)))?;
+///     Ok(())
+/// })
+/// .workers(2);
+/// let input = (1..=3).map(|i| Record::new().with_field("x", Field::scalar(i as f64)).with_tag("i", i));
+/// let mut out = net.run(input)?;
+/// out.sort_by_key(|r| r.tag("i")); // `<i>` flowed around the box
+/// let ys: Vec<f64> = out.iter().map(|r| r.field("y").unwrap().as_slice::<f64>().unwrap()[0]).collect();
+/// assert_eq!(ys, [1.0, 4.0, 9.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Network {
+    pub(crate) graph: Arc<Graph>,
+    pub(crate) boxes: RustBoxes,
+    pub(crate) workers: usize,
+    pub(crate) nodes: u32,
+    pub(crate) box_concurrency: usize,
+    warnings: Vec<Diagnostic>,
+}
+
+impl fmt::Debug for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut boxes: Vec<&str> = self.boxes.table.keys().map(String::as_str).collect();
+        boxes.sort_unstable();
+        f.debug_struct("Network")
+            .field("boxes", &boxes)
+            .field("workers", &self.workers)
+            .field("nodes", &self.nodes)
+            .field("box_concurrency", &self.box_concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How serious a [`Diagnostic`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The program cannot run.
+    Error,
+    /// The program runs, but probably not as meant.
+    Warning,
+}
+
+/// One message about the program, as `snet check` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// The headline (without `error: `).
+    pub message: String,
+    /// Line and column (1-based) of the place it is about, if it has one.
+    pub position: Option<(usize, usize)>,
+}
+
+/// Why a program could not be loaded: the file could not be read, or the
+/// program has errors. `Display` renders the diagnostics as `snet check`
+/// does (source lines and carets, no colour).
+///
+/// ```
+/// let err = snet::Network::from_source("bad.snet", "net n connect nosuch;").unwrap_err();
+/// assert!(err.to_string().contains("nosuch"));
+/// assert_eq!(err.diagnostics()[0].position, Some((1, 15)));
+/// ```
+#[derive(Clone, Debug)]
+pub struct LoadError {
+    rendered: String,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl LoadError {
+    /// The program's diagnostics (errors and warnings, in source order);
+    /// empty when the file could not be read.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rendered.trim_end())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+fn to_diagnostics(ds: &[snet_front::Diagnostic], source: &str) -> Vec<Diagnostic> {
+    ds.iter()
+        .map(|d| Diagnostic {
+            severity: if d.is_error() {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
+            message: d.message.clone(),
+            position: d.line_col(source),
+        })
+        .collect()
+}
+
+impl Network {
+    /// Compiles the program `text`, named `name` in messages; the entry
+    /// network is the last net defined.
+    pub fn from_source(name: &str, text: &str) -> Result<Network, LoadError> {
+        Network::compile(name, text, None)
+    }
+
+    /// As [`Network::from_source`], with the entry network `entry`.
+    pub fn from_source_with_entry(
+        name: &str,
+        text: &str,
+        entry: &str,
+    ) -> Result<Network, LoadError> {
+        Network::compile(name, text, Some(entry))
+    }
+
+    /// Reads and compiles the program in file `path`.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Network, LoadError> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => Network::compile(&name, &text, None),
+            Err(e) => Err(LoadError {
+                rendered: format!("error: cannot read {name}: {}", snet_front::os_reason(&e)),
+                diagnostics: Vec::new(),
+            }),
+        }
+    }
+
+    fn compile(name: &str, text: &str, entry: Option<&str>) -> Result<Network, LoadError> {
+        let compiled = snet_front::compile(name, text, entry);
+        let diagnostics = to_diagnostics(&compiled.diagnostics, text);
+        match compiled.graph {
+            Some(g) if !compiled.diagnostics.iter().any(|d| d.is_error()) => Ok(Network {
+                graph: Arc::new(g),
+                boxes: RustBoxes::default(),
+                workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                nodes: 1,
+                box_concurrency: 1,
+                warnings: diagnostics,
+            }),
+            _ => Err(LoadError {
+                rendered: snet_front::render(&compiled.diagnostics, name, text, false),
+                diagnostics,
+            }),
+        }
+    }
+
+    /// The program's warnings (it has no errors, or it would not have
+    /// loaded).
+    pub fn warnings(&self) -> &[Diagnostic] {
+        &self.warnings
+    }
+
+    /// Registers `f` as the box named `name` (replacing an earlier one).
+    /// It is called once per input record, on any worker, possibly on
+    /// several at once (so it is `Fn + Send + Sync`); it reads its input
+    /// from the [`BoxInput`] and emits outputs through the [`Emitter`].
+    /// Boxes keep no state between calls, as S-Net requires.
+    pub fn add_box<F>(&mut self, name: &str, f: F) -> &mut Network
+    where
+        F: Fn(&BoxInput<'_>, &mut Emitter<'_>) -> BoxResult + Send + Sync + 'static,
+    {
+        self.boxes.table.insert(name.to_string(), Arc::new(f));
+        self
+    }
+
+    /// The number of worker threads per node (default: one per core).
+    pub fn workers(&mut self, n: usize) -> &mut Network {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// The number of nodes (default 1). With more than one, every node
+    /// runs in this process with its own engine and workers, connected by
+    /// the loopback transport: the program's placements (`A @ 1`,
+    /// `A !@ <t>`) put boxes on them, and fields travel between them as
+    /// they would between machines.
+    pub fn nodes(&mut self, n: u32) -> &mut Network {
+        self.nodes = n.max(1);
+        self
+    }
+
+    /// How many calls of one box instance may run at once (default 1);
+    /// outputs keep their input order either way.
+    pub fn box_concurrency(&mut self, n: usize) -> &mut Network {
+        self.box_concurrency = n.max(1);
+        self
+    }
+}

@@ -1,0 +1,336 @@
+//! The library API end to end: Rust boxes run to completion and streamed,
+//! at 1, 2 and many workers and on two loopback nodes; flow inheritance,
+//! ordering, box errors and panics.
+
+use std::collections::BTreeMap;
+
+use snet::{Field, Network, Record, Severity};
+
+/// `expand` emits `<i>` = 0..n for each `<n>`; `square` turns `<i>` into a
+/// field `v` = [i, i*i] (i64); a tag `<id>` and a field `note` the boxes
+/// never name flow around both.
+const PIPELINE: &str = "
+box expand((<n>) -> (<i>));
+box square((<i>) -> (v));
+net main connect expand .. square;
+";
+
+fn pipeline(text: &str) -> Network {
+    let mut net = Network::from_source("pipeline.snet", text).expect("compiles");
+    net.add_box("expand", |input, out| {
+        for i in 0..input.tag("n")? {
+            out.emit(1, Record::new().with_tag("i", i))?;
+        }
+        Ok(())
+    })
+    .add_box("square", |input, out| {
+        let i = input.tag("i")?;
+        out.emit(
+            1,
+            Record::new().with_field("v", Field::from_slice(&[i, i * i])),
+        )?;
+        Ok(())
+    });
+    net
+}
+
+fn inputs(count: i64) -> impl Iterator<Item = Record> {
+    (0..count).map(|id| {
+        Record::new()
+            .with_tag("n", id % 5)
+            .with_tag("id", id)
+            .with_field("note", Field::text(&format!("record {id}")))
+    })
+}
+
+/// The outputs `inputs(count)` must give, in order.
+fn expected(count: i64) -> Vec<(i64, i64, String)> {
+    let mut v = Vec::new();
+    for id in 0..count {
+        for i in 0..id % 5 {
+            v.push((id, i * i, format!("record {id}")));
+        }
+    }
+    v
+}
+
+fn summary(out: &[Record]) -> Vec<(i64, i64, String)> {
+    out.iter()
+        .map(|r| {
+            let v = r.field("v").expect("v").as_slice::<i64>().expect("i64s");
+            assert_eq!(v[0] * v[0], v[1]);
+            let mut labels = r.labels();
+            labels.sort();
+            assert_eq!(labels, ["<id>", "note", "v"], "{r}");
+            (
+                r.tag("id").expect("<id> flowed around the boxes"),
+                v[1],
+                r.field("note")
+                    .expect("note flowed around")
+                    .to_text()
+                    .expect("chars"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn runs_to_completion_in_order_at_1_2_and_8_workers() {
+    for workers in [1, 2, 8] {
+        let mut net = pipeline(PIPELINE);
+        net.workers(workers);
+        let out = net.run(inputs(300)).expect("runs");
+        // One stream through boxes: records never overtake each other.
+        assert_eq!(summary(&out), expected(300), "{workers} workers");
+    }
+}
+
+#[test]
+fn concurrent_box_calls_keep_the_order() {
+    let mut net = pipeline(PIPELINE);
+    net.workers(4).box_concurrency(4);
+    let out = net.run(inputs(200)).expect("runs");
+    assert_eq!(summary(&out), expected(200));
+}
+
+#[test]
+fn two_loopback_nodes_move_records_and_fields_between_them() {
+    // `square` runs on node 1; its big fields (8 KiB, sent by reference)
+    // and the inherited `note` cross back to node 0's output.
+    let text = "
+box expand((<n>) -> (<i>));
+box square((<i>) -> (v));
+box widen((v) -> (v, big));
+net main connect expand .. square@1 .. widen@1;
+";
+    let mut net = pipeline(text);
+    net.add_box("widen", |input, out| {
+        let v = input.field("v")?.clone();
+        let i = v.as_slice::<i64>().ok_or("v is not i64")?[0];
+        let big: Vec<f64> = (0..1024).map(|k| (i * k) as f64).collect();
+        out.emit(
+            1,
+            Record::new()
+                .with_field("v", v)
+                .with_field("big", Field::from_slice(&big)),
+        )?;
+        Ok(())
+    })
+    .nodes(2)
+    .workers(2);
+    let out = net.run(inputs(60)).expect("runs on two nodes");
+    for r in &out {
+        let i = r.field("v").unwrap().as_slice::<i64>().unwrap()[0];
+        let big = r
+            .field("big")
+            .expect("big")
+            .as_slice::<f64>()
+            .expect("f64s");
+        assert_eq!(big.len(), 1024);
+        assert_eq!(big[3], (i * 3) as f64);
+    }
+    let out: Vec<Record> = out
+        .into_iter()
+        .map(|r| {
+            Record::new()
+                .with_field("v", r.field("v").unwrap().clone())
+                .with_field("note", r.field("note").unwrap().clone())
+                .with_tag("id", r.tag("id").unwrap())
+        })
+        .collect();
+    assert_eq!(summary(&out), expected(60));
+}
+
+#[test]
+fn flow_inheritance_through_a_filter_and_a_parallel_composition() {
+    let text = "
+box classify((x) -> (small) | (large, <big>));
+net main connect classify .. ([{small} -> {small, <kind = 1>}] | [{large, <big>} -> {large, <kind = 2>}]);
+";
+    let mut net = Network::from_source("inherit.snet", text).unwrap();
+    net.add_box("classify", |input, out| {
+        let x = input.field("x")?;
+        let v = x.as_slice::<i32>().ok_or("x is not int")?[0];
+        if v < 10 {
+            out.emit(1, Record::new().with_field("small", x.clone()))?;
+        } else {
+            out.emit(
+                2,
+                Record::new()
+                    .with_field("large", x.clone())
+                    .with_tag("big", 1),
+            )?;
+        }
+        Ok(())
+    })
+    .workers(2);
+    let input = [3, 30, 7, 70].map(|v| {
+        Record::new()
+            .with_field("x", Field::scalar(v))
+            .with_tag("key", v as i64)
+    });
+    let out = net.run(input).unwrap();
+    let got: BTreeMap<i64, (i64, String)> = out
+        .iter()
+        .map(|r| {
+            (
+                r.tag("key").unwrap(),
+                (r.tag("kind").unwrap(), r.to_string()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got[&3],
+        (1, "{small, <kind>=1, <key>=3}".to_string()),
+        "{got:?}"
+    );
+    assert_eq!(got[&70].0, 2);
+    assert!(
+        !got[&70].1.contains("<big>"),
+        "the filter dropped <big>: {got:?}"
+    );
+}
+
+#[test]
+fn streaming_handles_keep_a_network_running() {
+    let mut net = pipeline(PIPELINE);
+    net.workers(2);
+    let mut running = net.start();
+    // Each request is answered while the network keeps running.
+    for id in 1..=20i64 {
+        running
+            .send(
+                Record::new()
+                    .with_tag("n", 2)
+                    .with_tag("id", id)
+                    .with_field("note", Field::text("s")),
+            )
+            .unwrap();
+        let a = running.recv().expect("first answer");
+        let b = running.recv().expect("second answer");
+        assert_eq!((a.tag("id"), b.tag("id")), (Some(id), Some(id)));
+        assert_eq!(running.try_recv().map(|r| r.to_string()), None);
+    }
+    running
+        .send(
+            Record::new()
+                .with_tag("n", 3)
+                .with_tag("id", 99)
+                .with_field("note", Field::text("s")),
+        )
+        .unwrap();
+    running.close_input();
+    assert!(running.send(Record::new()).is_err(), "no input after close");
+    let mut rest = Vec::new();
+    while let Some(r) = running.recv() {
+        rest.push(r);
+    }
+    assert_eq!(rest.len(), 3);
+    assert_eq!(running.finish().unwrap().len(), 0);
+}
+
+#[test]
+fn a_panicking_box_is_a_runtime_error_naming_it() {
+    let text = "box risky((<n>) -> (<n>)); net main connect risky;";
+    let mut net = Network::from_source("risky.snet", text).unwrap();
+    net.add_box("risky", |input, out| {
+        let n = input.tag("n")?;
+        assert!(n != 500, "cannot take {n}");
+        out.emit(1, Record::new().with_tag("n", n))?;
+        Ok(())
+    })
+    .workers(2);
+    // Far more input than the run takes before the panic: nothing hangs.
+    let err = net
+        .run((0..100_000).map(|n| Record::new().with_tag("n", n)))
+        .unwrap_err();
+    assert_eq!(err.box_name(), Some("risky"));
+    let msg = err.to_string();
+    assert!(msg.contains("risky.snet:1:"), "{msg}");
+    assert!(
+        msg.contains("box `risky`: panicked: cannot take 500"),
+        "{msg}"
+    );
+    assert!(msg.contains("caused by input record 501"), "{msg}");
+    // The network runs again after a failed run.
+    let out = net
+        .run((0..3).map(|n| Record::new().with_tag("n", n)))
+        .unwrap();
+    assert_eq!(out.len(), 3);
+}
+
+#[test]
+fn box_errors_and_wrong_outputs_name_the_box() {
+    let text = "box f((<n>) -> (<m>) | (x)); net main connect f;";
+    let run = |f: fn(i64, &mut snet::Emitter<'_>) -> snet::BoxResult| {
+        let mut net = Network::from_source("f.snet", text).unwrap();
+        net.add_box("f", move |input, out| f(input.tag("n")?, out));
+        net.workers(1)
+            .run([Record::new().with_tag("n", 1)])
+            .unwrap_err()
+            .to_string()
+    };
+    let e = run(|_, _| Err("no luck".into()));
+    assert!(e.contains("box `f`: failed: no luck"), "{e}");
+    let e = run(|n, out| Ok(out.emit(1, Record::new().with_tag("n", n))?));
+    assert!(
+        e.contains("box `f`: output variant 1 is (<m>), but the record emitted holds (<n>)"),
+        "{e}"
+    );
+    let e = run(|n, out| Ok(out.emit(3, Record::new().with_tag("m", n))?));
+    assert!(
+        e.contains(
+            "box `f`: Emitter::emit called with output variant 3, but the signature declares 2"
+        ),
+        "{e}"
+    );
+    // An error the box swallows still ends the run.
+    let e = run(|n, out| {
+        let _ = out.emit(2, Record::new().with_tag("m", n));
+        Ok(())
+    });
+    assert!(e.contains("box `f`: output variant 2 is (x)"), "{e}");
+    // A label the box's input lacks.
+    let e = run(|_, _| {
+        Err(Box::new(snet::MissingLabel {
+            label: "<q>".into(),
+            box_name: "f".into(),
+        }))
+    });
+    assert!(e.contains("box `f`: failed: its input has no <q>"), "{e}");
+}
+
+#[test]
+fn unregistered_boxes_and_bad_programs_are_reported() {
+    let net = Network::from_source(
+        "two.snet",
+        "box a((<n>) -> (<n>)); box b((<n>) -> (<n>)); net main connect a .. b;",
+    )
+    .unwrap();
+    let e = net
+        .run([Record::new().with_tag("n", 1)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("box `a` (two.snet:1:1): no Rust function is registered for it"),
+        "{e}"
+    );
+    assert!(e.contains("box `b` (two.snet:1:24)"), "{e}");
+
+    let err = Network::from_source("bad.snet", "box f((a) -> (b));\nnet main connect f .. g;")
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("error: "), "{text}");
+    assert!(text.contains("bad.snet:2:23"), "{text}");
+    assert!(text.contains("^"), "rendered with a caret: {text}");
+    let d = &err.diagnostics()[0];
+    assert_eq!((d.severity, d.position), (Severity::Error, Some((2, 23))));
+
+    let missing = Network::from_file("surely/not/here.snet").unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .starts_with("error: cannot read surely/not/here.snet:"),
+        "{missing}"
+    );
+}
