@@ -82,11 +82,11 @@ pub(crate) fn run_shm(
     let ended = started.map(|n| n.wait(grace)).unwrap_or_default();
     match result {
         Ok(s) => {
-            if let Some(e) = ended.iter().find(|e| e.status != 0) {
+            if let Some(e) = ended.iter().find(|e| !e.clean()) {
                 say!(
-                    "error: node {} {} after the run",
+                    "error: node {} {} (after node 0's run)",
                     e.node,
-                    snet_shm::segment::describe_status(e.status)
+                    e.describe()
                 );
                 return 1;
             }
