@@ -2,7 +2,7 @@
 # Installs what the test command (scripts/test) needs beyond the demo's
 # set-up (scripts/setup.sh, run first), idempotently and silently when
 # nothing is missing: valgrind, rustfmt and clippy, the minimum supported
-# Rust and nightly with Miri.
+# Rust, nightly with Miri, and cargo-fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # valgrind: the leak check of the C-box programs (.ci/leakcheck.sh).
@@ -23,4 +23,10 @@ fi
 # Nightly with Miri: the engine's unsafe code is checked under Miri in CI.
 if ! cargo +nightly miri --version >/dev/null 2>&1; then
   rustup toolchain install nightly --profile minimal --component miri
+fi
+
+# cargo-fuzz (on nightly): the test command runs every fuzz target for a
+# bounded time (fuzz/run).
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+  cargo install cargo-fuzz --locked
 fi

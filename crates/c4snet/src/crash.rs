@@ -10,6 +10,13 @@
 //! safe) and leaves with `_exit(1)`. Outside boxes it restores the previous
 //! disposition and returns, so the fault recurs and is handled as before
 //! (Rust's stack-overflow report, the default core dump).
+//!
+//! [`install`] also registers an `atexit(3)` handler: a box that calls
+//! `exit()` (with any status, 0 too) would otherwise end its process as if
+//! the run had ended normally, with records lost (and, on a node of a
+//! distributed run, before the run's protocol said it was done). If a box
+//! is running on the thread that calls `exit`, the handler writes `snet:
+//! box `NAME` called exit()` and leaves with `_exit(1)`: a failure.
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -75,16 +82,8 @@ fn write_all(bytes: &[u8]) {
     }
 }
 
-extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    let (p, n) = BOX_NAME.with(|c| c.get());
-    let idx = SIGNALS.iter().position(|(s, _)| *s == sig).unwrap_or(0);
-    if p.is_null() {
-        if let Some(old) = OLD.get() {
-            // SAFETY: re-installing the disposition saved by `install`.
-            unsafe { libc::sigaction(sig, &old.0[idx], std::ptr::null_mut()) };
-        }
-        return;
-    }
+/// Writes `snet: [node K: ]box `NAME` (async-signal-safe).
+fn write_box_prefix(p: *const u8, n: usize) {
     write_all(b"snet: ");
     let node = NODE.load(Ordering::Relaxed);
     if node >= 0 {
@@ -107,6 +106,19 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_voi
     write_all(b"box `");
     // SAFETY: the slot points at the running box's name, alive during the invocation.
     write_all(unsafe { std::slice::from_raw_parts(p, n) });
+}
+
+extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_void) {
+    let (p, n) = BOX_NAME.with(|c| c.get());
+    let idx = SIGNALS.iter().position(|(s, _)| *s == sig).unwrap_or(0);
+    if p.is_null() {
+        if let Some(old) = OLD.get() {
+            // SAFETY: re-installing the disposition saved by `install`.
+            unsafe { libc::sigaction(sig, &old.0[idx], std::ptr::null_mut()) };
+        }
+        return;
+    }
+    write_box_prefix(p, n);
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let addr = unsafe { (*info).si_addr() } as usize;
     if sig == libc::SIGSEGV && snet_engine::callstack::in_guard(addr) {
@@ -120,9 +132,24 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_voi
     unsafe { libc::_exit(1) };
 }
 
-/// Installs the handler (idempotent).
+/// At `exit()`: a box running on this thread called it (the run is not
+/// over): a failure naming the box, not the normal end it would look like.
+extern "C" fn on_exit() {
+    let (p, n) = BOX_NAME.with(|c| c.get());
+    if p.is_null() {
+        return;
+    }
+    write_box_prefix(p, n);
+    write_all(b"` called exit() (a box must return; the run is stopped)\n");
+    // SAFETY: _exit ends the process at once (no further exit handlers).
+    unsafe { libc::_exit(1) };
+}
+
+/// Installs the handlers (idempotent).
 pub fn install() {
     OLD.get_or_init(|| {
+        // SAFETY: registering a plain extern "C" function without arguments.
+        unsafe { libc::atexit(on_exit) };
         // SAFETY: zeroed sigaction structs are valid "no handler" values.
         let mut old: [libc::sigaction; 5] = unsafe { std::mem::zeroed() };
         for (i, (sig, _)) in SIGNALS.iter().enumerate() {

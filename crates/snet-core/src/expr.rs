@@ -3,9 +3,13 @@
 //! The front end builds an [`ExprTree`] from the source; [`Expr::compile`]
 //! flattens it into stack bytecode with resolved labels and jumps for the
 //! short-circuit operators (`&&`, `||`, `?:`). Evaluation is a tight loop over
-//! a small fixed stack, with no allocation. Arithmetic is 64-bit two's
-//! complement (wrapping), division truncates toward zero as in C, and division
-//! or remainder by zero is an [`EvalError`], never a crash.
+//! a small fixed stack, with no allocation. Arithmetic is on 64-bit signed
+//! integers, checked: a result that does not fit (`+ - *`, unary `-`,
+//! `abs`, `i64::MIN / -1`) is [`EvalError::Overflow`], division truncates
+//! toward zero as in C, and division or remainder by zero is
+//! [`EvalError::DivisionByZero`]: errors that stop the run naming the
+//! component, never a crash or a silently wrapped value (in C both are
+//! undefined behaviour).
 
 use std::fmt;
 
@@ -80,6 +84,8 @@ enum Op {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EvalError {
     DivisionByZero,
+    /// A result outside the 64-bit signed range.
+    Overflow,
     /// The record lacks a tag the expression reads.
     MissingLabel(Label),
 }
@@ -88,6 +94,7 @@ impl fmt::Display for EvalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EvalError::DivisionByZero => write!(f, "division by zero in tag expression"),
+            EvalError::Overflow => write!(f, "integer overflow in tag expression"),
             EvalError::MissingLabel(l) => {
                 write!(f, "record has no tag {l} that the expression reads")
             }
@@ -321,7 +328,7 @@ impl Expr {
             Operand::Int(v) => Some(SlotOperand::Int(v)),
             Operand::Label(l) => slot(l),
         };
-        // `x` alone is `x + 0` (wrapping addition of zero is the identity).
+        // `x` alone is `x + 0` (adding zero never overflows).
         let zero = SlotOperand::Int(0);
         let (a, op1, b, then) = match self.fast {
             Fast::Const(v) => (SlotOperand::Int(v), BinOp::Add, zero, None),
@@ -455,10 +462,10 @@ fn run(code: &[Op], rec: &Record, stack: &mut [i64]) -> Result<i64, EvalError> {
                 stack[sp] = rec.int(l).ok_or(EvalError::MissingLabel(l))?;
                 sp += 1;
             }
-            Op::Neg => stack[sp - 1] = stack[sp - 1].wrapping_neg(),
+            Op::Neg => stack[sp - 1] = stack[sp - 1].checked_neg().ok_or(EvalError::Overflow)?,
             Op::Not => stack[sp - 1] = (stack[sp - 1] == 0) as i64,
             Op::Truthy => stack[sp - 1] = (stack[sp - 1] != 0) as i64,
-            Op::Abs => stack[sp - 1] = stack[sp - 1].wrapping_abs(),
+            Op::Abs => stack[sp - 1] = stack[sp - 1].checked_abs().ok_or(EvalError::Overflow)?,
             Op::Min => {
                 sp -= 1;
                 stack[sp - 1] = stack[sp - 1].min(stack[sp]);
@@ -506,33 +513,28 @@ fn run(code: &[Op], rec: &Record, stack: &mut [i64]) -> Result<i64, EvalError> {
 }
 
 impl BinOp {
-    /// `a op b`, or `None` for a division by zero (what [`Expr::eval`]
-    /// reports as an error).
+    /// `a op b`, or `None` for a division by zero or an overflow (what
+    /// [`Expr::eval`] reports as an error).
     #[inline]
     pub fn apply(self, a: i64, b: i64) -> Option<i64> {
         binary_fast(self, a, b)
     }
 }
 
-/// [`binary`] without the error: `None` for a division by zero.
+/// [`binary`] without the error: `None` for a division by zero or an
+/// overflow.
 #[inline]
 fn binary_fast(op: BinOp, a: i64, b: i64) -> Option<i64> {
     Some(match op {
-        BinOp::Add => a.wrapping_add(b),
-        BinOp::Sub => a.wrapping_sub(b),
-        BinOp::Mul => a.wrapping_mul(b),
-        BinOp::Div => {
-            if b == 0 {
-                return None;
-            }
-            a.wrapping_div(b)
-        }
-        BinOp::Mod => {
-            if b == 0 {
-                return None;
-            }
-            a.wrapping_rem(b)
-        }
+        BinOp::Add => a.checked_add(b)?,
+        BinOp::Sub => a.checked_sub(b)?,
+        BinOp::Mul => a.checked_mul(b)?,
+        // `None` for b == 0 and for i64::MIN / -1.
+        BinOp::Div => a.checked_div(b)?,
+        // i64::MIN % -1 is 0 mathematically; Rust's checked_rem calls it
+        // an overflow (the machine instruction traps), and so do we: it
+        // comes with the same quotient.
+        BinOp::Mod => a.checked_rem(b)?,
         BinOp::Eq => (a == b) as i64,
         BinOp::Ne => (a != b) as i64,
         BinOp::Lt => (a < b) as i64,
@@ -544,10 +546,14 @@ fn binary_fast(op: BinOp, a: i64, b: i64) -> Option<i64> {
     })
 }
 
-/// `a op b`; division and remainder by zero are errors.
+/// `a op b`; division and remainder by zero, and overflow, are errors.
 #[inline]
 fn binary(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
-    binary_fast(op, a, b).ok_or(EvalError::DivisionByZero)
+    binary_fast(op, a, b).ok_or(if matches!(op, BinOp::Div | BinOp::Mod) && b == 0 {
+        EvalError::DivisionByZero
+    } else {
+        EvalError::Overflow
+    })
 }
 
 #[cfg(test)]
@@ -660,5 +666,41 @@ mod tests {
             Expr::compile(Label(missing)).eval(&r),
             Err(EvalError::MissingLabel(missing))
         );
+    }
+
+    /// Results outside the 64-bit range are errors, on the fast shapes
+    /// (`eval`'s shortcut, `eval_fast`, a bound form) and the bytecode
+    /// loop alike, never wrapped values.
+    #[test]
+    fn overflow_is_an_error_on_every_path() {
+        let n = crate::label::Label::tag("ovn");
+        let mut r = Record::new();
+        r.set_int(n, i64::MAX);
+        let trees = [
+            b(BinOp::Add, Label(n), Int(1)),
+            b(BinOp::Sub, Int(-2), Label(n)),
+            b(BinOp::Mul, Label(n), Int(2)),
+            b(BinOp::Add, b(BinOp::Mul, Int(2), Label(n)), Int(0)),
+            b(BinOp::Div, b(BinOp::Sub, Int(-1), Label(n)), Int(-1)),
+            b(BinOp::Mod, b(BinOp::Sub, Int(-1), Label(n)), Int(-1)),
+            Unary(super::UnOp::Neg, Box::new(b(BinOp::Sub, Int(-1), Label(n)))),
+            Call(Func::Abs, vec![b(BinOp::Sub, Int(-1), Label(n))]),
+            // Behind a short-circuit: the bytecode path.
+            b(BinOp::Or, Int(0), b(BinOp::Add, Label(n), Label(n))),
+        ];
+        for t in trees {
+            let e = Expr::compile(t.clone());
+            assert_eq!(e.eval(&r), Err(EvalError::Overflow), "{t:?}");
+            assert_eq!(e.eval_fast(&r), None, "{t:?}");
+            if let Some(s) = e.bind(&[n]) {
+                assert_eq!(s.eval_ints(&[i64::MAX]), None, "{t:?}");
+            }
+        }
+        // Division by zero stays that, also of i64::MIN.
+        let t = b(BinOp::Div, b(BinOp::Sub, Int(-1), Label(n)), Int(0));
+        assert_eq!(Expr::compile(t).eval(&r), Err(EvalError::DivisionByZero));
+        // In range, the edges are fine.
+        let t = b(BinOp::Add, b(BinOp::Sub, Int(-1), Label(n)), Label(n));
+        assert_eq!(Expr::compile(t).eval(&r), Ok(-1));
     }
 }

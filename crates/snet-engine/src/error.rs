@@ -570,8 +570,8 @@ pub enum ProtocolError {
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProtocolError::Malformed { error, .. } => write!(f, "{error}"),
-            ProtocolError::Item { error, .. } => write!(f, "{error}"),
+            ProtocolError::Malformed { from, error } => write!(f, "from node {from}: {error}"),
+            ProtocolError::Item { from, error } => write!(f, "from node {from}: {error}"),
             ProtocolError::UnknownTemplate { from, template } => {
                 write!(f, "node {from} opened unknown template {template}")
             }
@@ -960,7 +960,7 @@ mod tests {
                     what: crate::dist::wire::Malformed::UnknownFrame(9)
                 }
             })),
-            "distribution: malformed message at byte 3: unknown frame kind 9"
+            "distribution: from node 1: malformed message at byte 3: unknown frame kind 9"
         );
         assert_eq!(
             d(DistributionError::Field {

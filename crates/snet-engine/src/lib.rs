@@ -56,6 +56,10 @@ pub use error::{
     BoxError, DistributionError, EngineError, EvalContext, InternalError, ProtocolError,
     ResolveError, ResolveReason, RuntimeTypeError, SourceError,
 };
+/// The filter compiler's paths side by side, for the fuzz targets (`fuzz/`;
+/// built only with `--cfg fuzzing`).
+#[cfg(fuzzing)]
+pub use filter::fuzz_apply as fuzz_filter;
 pub use limit::{InputLimit, LimitError};
 
 /// Where input records come from (the record reader, a test vector, ...).

@@ -43,6 +43,7 @@ pub(crate) fn say_raw(text: &str) {
 
 mod alloc;
 mod entry;
+mod fault;
 mod io;
 pub mod iobench;
 mod mpi;

@@ -66,7 +66,12 @@ pub(crate) fn run_mpi(
     }
     let graph = scatter(graph, opts, nodes);
     let io = node_streams(me, opts);
-    let result = snet_engine::run(graph, config, io, language, &t);
+    let faulty = crate::fault::wrap(&t);
+    let tr: &dyn Transport = match &faulty {
+        Some(f) => f,
+        None => &t,
+    };
+    let result = snet_engine::run(graph, config, io, language, tr);
     // Report first, then finalize with the other ranks: a rank that ends
     // with a nonzero status makes mpirun stop the job, and node 0's report
     // must be out by then.

@@ -522,12 +522,8 @@ pub fn pingpong_command(
             t.close();
             if let Some(n) = started {
                 for e in n.wait(Duration::from_secs(10)) {
-                    if e.status != 0 {
-                        say!(
-                            "error: node {} {}",
-                            e.node,
-                            snet_shm::segment::describe_status(e.status)
-                        );
+                    if !e.clean() {
+                        say!("error: node {} {}", e.node, e.describe());
                         return 1;
                     }
                 }

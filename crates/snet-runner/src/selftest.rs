@@ -119,12 +119,8 @@ fn selftest_shm(
     if let Some(n) = started {
         let died = cases.contains(&"peer-dies").then_some(t.nodes() - 1);
         for e in n.wait(Duration::from_secs(if status == 0 { 30 } else { 3 })) {
-            if e.status != 0 && Some(e.node) != died {
-                say!(
-                    "error: node {} {}",
-                    e.node,
-                    snet_shm::segment::describe_status(e.status)
-                );
+            if !e.clean() && Some(e.node) != died {
+                say!("error: node {} {}", e.node, e.describe());
                 status = 1;
             }
         }

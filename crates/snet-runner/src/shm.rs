@@ -69,7 +69,12 @@ pub(crate) fn run_shm(
     t.install_field_allocator();
     let graph = scatter(graph, opts, nodes);
     let io = node_streams(me, opts);
-    let result = snet_engine::run(graph, config, io, language, &*t);
+    let faulty = crate::fault::wrap(&*t);
+    let tr: &dyn Transport = match &faulty {
+        Some(f) => f,
+        None => &*t,
+    };
+    let result = snet_engine::run(graph, config, io, language, tr);
     if me != Rank::ROOT {
         if let (Ok(s), true) = (&result, opts.stats) {
             say!("snet: {s}");
@@ -83,12 +88,15 @@ pub(crate) fn run_shm(
     let ended = started.map(|n| n.wait(grace)).unwrap_or_default();
     match result {
         Ok(s) => {
-            if let Some(e) = ended.iter().find(|e| e.status != 0) {
+            let unclean: Vec<_> = ended.iter().filter(|e| !e.clean()).collect();
+            for e in &unclean {
                 say!(
-                    "error: node {} {} after the run",
+                    "error: node {} {} (after node 0's run)",
                     e.node,
-                    snet_shm::segment::describe_status(e.status)
+                    e.describe()
                 );
+            }
+            if !unclean.is_empty() {
                 return 1;
             }
             if opts.stats {

@@ -14,10 +14,13 @@
 //!   The parent here is the *thread* that started it, so node 0 starts its
 //!   nodes from a thread that lives as long as the run (the main thread).
 //! * **Node 0 notices a death**: one thread per node process waits for it;
-//!   when it ends, the segment's node word says how (`EXITED` for status 0,
-//!   else `DEAD` with the status or signal), which wakes every node's input
-//!   manager (`segment.rs`), so a dead node is reported within one wait
-//!   (at most 100 ms) everywhere.
+//!   when it ends, the segment's node word says how (`EXITED` for status 0
+//!   after its transport closed in order, else `DEAD` with the status or
+//!   signal), which wakes every node's input manager (`segment.rs`), so a
+//!   dead node is reported within one wait (at most 100 ms) everywhere. A
+//!   process that ends with status 0 *before* its transport closed (a box
+//!   calling `_exit(0)`, say) did not finish its part of the run: it is
+//!   `DEAD` with status 0 ([`Ended::early`]), never taken for a clean exit.
 //! * **Nothing is left behind**: the segment is a memfd, not a file
 //!   (`segment.rs`), and [`Nodes::wait`] kills node processes that outlive
 //!   a run by more than a grace period.
@@ -97,6 +100,22 @@ pub struct Ended {
     pub status: i32,
     /// The CPU time (user and system) it used.
     pub cpu: Duration,
+    /// It ended with status 0 before its transport closed: it left the
+    /// run before the run's end (a failure, like a nonzero status).
+    pub early: bool,
+}
+
+impl Ended {
+    /// Whether the node ended as a node of a finished run does.
+    pub fn clean(&self) -> bool {
+        self.status == 0 && !self.early
+    }
+
+    /// How it ended, in words (`exited with status 3`, `killed by
+    /// signal 9 (Killed)`, `exited with status 0 before its run ended`).
+    pub fn describe(&self) -> String {
+        crate::segment::describe_status(self.status)
+    }
 }
 
 /// The node processes node 0 started.
@@ -163,7 +182,10 @@ impl Nodes {
                 .spawn(move || {
                     let (status, cpu) = reap(child.id());
                     let seg = t.segment();
-                    if status == 0 {
+                    // A node closes its transport (CLOSED) before it ends
+                    // normally; status 0 without that is an early end.
+                    let early = status == 0 && seg.state(k).0 != state::CLOSED;
+                    if status == 0 && !early {
                         seg.set_state(k, state::EXITED, 0);
                     } else {
                         seg.set_state(k, state::DEAD, status);
@@ -172,6 +194,7 @@ impl Nodes {
                         node: k,
                         status,
                         cpu,
+                        early,
                     });
                 })?;
         }

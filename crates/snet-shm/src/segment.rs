@@ -25,8 +25,8 @@
 //! Node states only move forward: `UP` (set by the creator for every
 //! node) → `CLOSED` (the node's transport closed in order) → `EXITED` (its
 //! process ended with status 0), or → `DEAD` from any state (its process
-//! died or ended with an error; the status word says how: an exit status,
-//! or minus the signal number). The creator's process watches its
+//! died, ended with an error, or ended with status 0 before it closed; the
+//! status word says how: an exit status, or minus the signal number). The creator's process watches its
 //! children and writes `EXITED`/`DEAD` (see `launch.rs`); tests write
 //! `DEAD` to simulate a death. Every store is Release and every load
 //! Acquire, pairing the status word (written first) with the state.
@@ -490,6 +490,10 @@ pub fn describe_status(status: i32) -> String {
         // SAFETY: strsignal returns a static or thread-local string.
         let name = unsafe { std::ffi::CStr::from_ptr(libc::strsignal(sig)) };
         format!("killed by signal {sig} ({})", name.to_string_lossy())
+    } else if status == 0 {
+        // Only a `DEAD` node has status 0 in words: it ended before its
+        // transport closed (see `launch.rs`).
+        "exited with status 0 before its run ended".to_string()
     } else {
         format!("exited with status {status}")
     }

@@ -102,6 +102,9 @@ pub enum StoreError {
     /// Node `asker` asked for field `id`, which node `home` (this node)
     /// does not hold.
     NotHeld { asker: Rank, id: u64, home: Rank },
+    /// More weight of field `id` came back to node `home` (this node)
+    /// than it issued.
+    TooMuchWeight { id: u64, home: Rank },
     /// A fetched value's bytes do not decode.
     Decode(snet_core::DecodeError),
 }
@@ -116,6 +119,10 @@ impl std::fmt::Display for StoreError {
             StoreError::NotHeld { asker, id, home } => write!(
                 f,
                 "node {asker} asked for field {id}, which node {home} does not hold (a protocol bug)"
+            ),
+            StoreError::TooMuchWeight { id, home } => write!(
+                f,
+                "more weight of field {id} came back to node {home} than it issued (a protocol bug)"
             ),
             StoreError::Decode(e) => write!(f, "{e}"),
         }
@@ -160,33 +167,37 @@ impl FieldStore {
         (id, ISSUE)
     }
 
-    fn give_back(st: &mut State, id: u64, weight: u64) -> Option<Field> {
-        let e = st.exports.get_mut(&id)?;
-        e.outstanding = e.outstanding.checked_sub(weight).unwrap_or_else(|| {
-            panic!("field {id}: more weight returned than was issued (a protocol bug)")
-        });
+    /// Weight of export `id` came back to this node, `home`: the field.
+    /// Weight no reference had (an unknown export, more than is out) is a
+    /// peer's protocol error, never a panic: it may be garbage.
+    fn give_back(st: &mut State, home: Rank, id: u64, weight: u64) -> Result<Field, StoreError> {
+        let e = st
+            .exports
+            .get_mut(&id)
+            .ok_or(StoreError::NoSuchField { id, home })?;
+        e.outstanding = e
+            .outstanding
+            .checked_sub(weight)
+            .ok_or(StoreError::TooMuchWeight { id, home })?;
         let field = e.field.clone();
         if e.outstanding == 0 {
             let e = st.exports.remove(&id).expect("export");
             st.by_value.remove(&e.key);
         }
-        Some(field)
+        Ok(field)
     }
 
     /// A reference to one of this node's exports came back with `weight`:
     /// the field, as a handle of this node.
     pub fn returned(&self, id: u64, weight: u64) -> Result<Field, StoreError> {
         let mut st = lock(&self.state);
-        FieldStore::give_back(&mut st, id, weight)
-            .ok_or(StoreError::NoSuchField { id, home: self.me })
+        FieldStore::give_back(&mut st, self.me, id, weight)
     }
 
     /// `Release` from another node.
-    pub fn released(&self, id: u64, weight: u64) {
+    pub fn released(&self, id: u64, weight: u64) -> Result<(), StoreError> {
         let mut st = lock(&self.state);
-        if FieldStore::give_back(&mut st, id, weight).is_none() {
-            panic!("release of unknown field {id} (a protocol bug)");
-        }
+        FieldStore::give_back(&mut st, self.me, id, weight).map(drop)
     }
 
     /// A reference to field `id` of node `home` arrived with `weight`.

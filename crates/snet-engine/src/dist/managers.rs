@@ -338,7 +338,10 @@ fn handle(
                     net.push_store(s);
                 }
             }
-            FrameRef::Release { id, weight } => net.store.released(id, weight),
+            FrameRef::Release { id, weight } => net
+                .store
+                .released(id, weight)
+                .map_err(|e| proto(ProtocolError::FieldStore(e)))?,
             FrameRef::Bytes { id, codec, meta } => {
                 let body = payload
                     .take()

@@ -173,6 +173,9 @@ pub enum ItemError {
     /// A reference to one of this node's exports that the field store
     /// does not know.
     Returned(super::fields::StoreError),
+    /// Field `label` is a reference to a field of node `home`, which the
+    /// run does not have.
+    NoSuchNode { label: Label, home: Rank },
 }
 
 /// A field that cannot go to another node (the record's label, the
@@ -208,6 +211,10 @@ impl fmt::Display for ItemError {
             ItemError::Malformed(e) => write!(f, "{e}"),
             ItemError::Codec { label, error } => write!(f, "field `{label}`: {error}"),
             ItemError::Returned(e) => write!(f, "{e}"),
+            ItemError::NoSuchNode { label, home } => write!(
+                f,
+                "field `{label}` refers to node {home}, which this run does not have"
+            ),
         }
     }
 }
@@ -1287,6 +1294,8 @@ impl Decoder {
                             len,
                         } => Value::Field(if home == self.me {
                             store.returned(id, weight).map_err(ItemError::Returned)?
+                        } else if home.index() >= self.dicts.len() {
+                            return Err(ItemError::NoSuchNode { label: l, home });
                         } else {
                             store.proxy(home, id, weight, &interface, len)
                         }),
@@ -1298,6 +1307,51 @@ impl Decoder {
             ItemHead::Marker(m) => Item::Marker(m),
             ItemHead::Resume => Item::Resume,
         })
+    }
+}
+
+/// Entry points for the fuzz targets (`fuzz/`), built only with `--cfg
+/// fuzzing` (which `cargo fuzz` sets): the receiving side's dictionaries,
+/// field codecs and field store are crate-private.
+#[cfg(fuzzing)]
+pub mod fuzzing {
+    use super::*;
+
+    struct NoRelease;
+    impl snet_core::ReleaseRemote for NoRelease {
+        fn release(&self, _: Rank, _: u64, _: u64) {}
+    }
+
+    /// Receives `messages` (each: the sending node, a message's header) as
+    /// node `me` of `nodes` does: frame by frame, the items of each
+    /// `Items` frame through one node's label dictionaries, inline fields
+    /// decoded by `codecs`, references through a field store. The number
+    /// of items read, or the first error in words (a peer's garbage must
+    /// end here, never in a panic).
+    pub fn receive(
+        me: u32,
+        nodes: u32,
+        messages: &[(u32, &[u8])],
+        codecs: &Codecs,
+    ) -> Result<usize, String> {
+        let store = FieldStore::new(Rank(me), std::sync::Arc::new(NoRelease));
+        let mut dec = Decoder::new(Rank(me), nodes);
+        let mut items = 0;
+        for &(from, header) in messages {
+            let (_, mut r) = MessageReader::new(header).map_err(|e| e.to_string())?;
+            while let Some(f) = r.next_frame().map_err(|e| e.to_string())? {
+                if let FrameRef::Items { .. } = f {
+                    while r
+                        .next_item(&mut dec, Rank(from), &store, codecs)
+                        .map_err(|e| e.to_string())?
+                        .is_some()
+                    {
+                        items += 1;
+                    }
+                }
+            }
+        }
+        Ok(items)
     }
 }
 

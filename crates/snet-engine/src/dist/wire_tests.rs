@@ -2,6 +2,7 @@
 //! decoder, malformed messages, and the round-trip and no-panic properties.
 
 use super::*;
+use crate::dist::fields::StoreError;
 use std::sync::Arc;
 
 struct NoRelease;
@@ -223,6 +224,86 @@ fn labels_that_do_not_fit_the_dictionary_are_malformed() {
         let e = r.next_item(&mut dec, Rank(0), &store, &codecs).unwrap_err();
         assert_eq!(e, ItemError::Malformed(WireError { at: 10, what }));
     }
+}
+
+/// A peer's garbage in field references is an error, never a panic: a
+/// reference to a node the run does not have, weight this node never
+/// issued (an unknown export, more than is out), a release of either.
+#[test]
+fn garbage_field_references_are_errors() {
+    let store = FieldStore::new(Rank(1), Arc::new(NoRelease));
+    let codecs = Codecs::default();
+    let (id, weight) = store.export(&Field::text("X", false, "value"));
+    let with_ref = |home: Rank, id: u64, weight: u64| {
+        let m = Message {
+            credit: Dyadic::one(),
+            frames: vec![Frame::Items {
+                conn: ConnId {
+                    origin: Rank(0),
+                    seq: 1,
+                },
+                items: vec![WireItem::Rec {
+                    det: Stamps::new(),
+                    origin: Origin::input(1, None),
+                    entries: vec![(
+                        WireLabel::New {
+                            index: 0,
+                            kind: LabelKind::Field,
+                            name: "garbage-f".into(),
+                        },
+                        WireValue::Ref {
+                            home,
+                            id,
+                            weight,
+                            interface: "X".into(),
+                            len: 5,
+                        },
+                    )],
+                }],
+            }],
+        };
+        let mut b = Vec::new();
+        m.encode(&mut b);
+        let mut dec = Decoder::new(Rank(1), 2);
+        let (_, mut r) = MessageReader::new(&b).unwrap();
+        r.next_frame().unwrap();
+        r.next_item(&mut dec, Rank(0), &store, &codecs).map(|_| ())
+    };
+    let f = Label::field("garbage-f");
+    assert_eq!(
+        with_ref(Rank(9), 1, 1),
+        Err(ItemError::NoSuchNode {
+            label: f,
+            home: Rank(9)
+        })
+    );
+    assert_eq!(
+        with_ref(Rank(1), id + 100, 1),
+        Err(ItemError::Returned(StoreError::NoSuchField {
+            id: id + 100,
+            home: Rank(1)
+        }))
+    );
+    assert_eq!(
+        with_ref(Rank(1), id, weight + 1),
+        Err(ItemError::Returned(StoreError::TooMuchWeight {
+            id,
+            home: Rank(1)
+        }))
+    );
+    assert_eq!(
+        store.released(id + 100, 1),
+        Err(StoreError::NoSuchField {
+            id: id + 100,
+            home: Rank(1)
+        })
+    );
+    assert_eq!(
+        store.released(id, weight + 1),
+        Err(StoreError::TooMuchWeight { id, home: Rank(1) })
+    );
+    // The weight that is out comes back without complaint.
+    assert_eq!(store.released(id, weight), Ok(()));
 }
 
 mod props {

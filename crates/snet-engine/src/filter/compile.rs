@@ -689,7 +689,8 @@ pub enum InPlace {
     Done,
     /// No arm's guard holds: no output.
     Nothing,
-    /// The arm has several outspecs (the record is unchanged): use [`Filter::apply_owned`].
+    /// The arm has several outspecs, or none (the record is unchanged): use
+    /// [`Filter::apply_owned`].
     Several,
 }
 
@@ -804,3 +805,38 @@ fn build(
 #[cfg(test)]
 #[path = "compile_tests.rs"]
 mod tests;
+
+/// Applies `def` to `rec` by every path the engine has (in place, owned,
+/// and the general reference path) for the fuzz targets (`fuzz/`): the
+/// outputs (as text), or the error in words. Panics if the paths disagree.
+#[cfg(fuzzing)]
+pub fn fuzz_apply(def: &FilterDef, rec: &Record) -> Result<Vec<String>, String> {
+    let show = |r: &Record| format!("{r:?}");
+    let mut general = Vec::new();
+    let g = apply_each_general(def, rec, |o| general.push(show(&o)))
+        .map(|()| general)
+        .map_err(|e| format!("{e:?}"));
+    let f = Filter::new(def.clone());
+    let mut owned = Vec::new();
+    let o = f
+        .apply_owned(rec.clone(), |r| owned.push(show(&r)))
+        .map(|()| owned)
+        .map_err(|e| format!("{e:?}"));
+    assert_eq!(g, o, "apply_owned disagrees with the general path");
+    let mut r = rec.clone();
+    match f.apply_in_place(&mut r) {
+        Ok(InPlace::Done) => assert_eq!(g, Ok(vec![show(&r)]), "apply_in_place (done)"),
+        Ok(InPlace::Nothing) => assert_eq!(g, Ok(vec![]), "apply_in_place (nothing)"),
+        Ok(InPlace::Several) => {
+            // Not exactly one outspec (none too): the caller goes on with
+            // apply_owned, which may fail.
+            assert!(
+                g.as_ref().map_or(true, |v| v.len() != 1),
+                "apply_in_place (several): {g:?}"
+            );
+            assert_eq!(show(&r), show(rec), "Several changed the record");
+        }
+        Err(e) => assert_eq!(g, Err(format!("{e:?}")), "apply_in_place (error)"),
+    }
+    g
+}

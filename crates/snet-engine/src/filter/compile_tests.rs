@@ -781,12 +781,24 @@ fn pipeline_increment() {
     assert_eq!(outs[0].int(x), Some(42));
 
     // Inherited labels ride along, in place and not.
-    let mut r = rec(&[(x, i64::MAX)]);
+    let mut r = rec(&[(x, 7)]);
     r.set(a, Value::Field(Field::text("C4SNet", false, "payload")));
     check(&def, &r, &mut Seen::default());
     assert_eq!(f.bump_fast(&mut r), Some(()));
-    assert_eq!(r.int(x), Some(i64::MIN), "wrapping");
+    assert_eq!(r.int(x), Some(8));
     assert!(r.field(a).is_some());
+
+    // Overflow is an error (not a wrapped tag): the fast path declines
+    // and leaves the record alone; the general path says why.
+    let mut r = rec(&[(x, i64::MAX)]);
+    assert_eq!(f.bump_fast(&mut r), None);
+    assert_eq!(r.int(x), Some(i64::MAX));
+    assert!(matches!(
+        f.apply_in_place(&mut r.clone()),
+        Err(FilterError::Eval(snet_core::EvalError::Overflow))
+    ));
+    let err = outputs(&def, &r).unwrap_err();
+    assert!(err.contains("Overflow"), "{err}");
 
     // A binding tag the pattern does not name blocks the match.
     let mut r = rec(&[(x, 1), (b, 2)]);

@@ -24,6 +24,8 @@ use crate::EngineError;
 
 mod compile;
 
+#[cfg(fuzzing)]
+pub use compile::fuzz_apply;
 pub use compile::{Filter, FilterError, InPlace};
 
 /// The filter entity: one filter, or consecutive filters of a serial

@@ -1,0 +1,123 @@
+//! Test-only fault injection: `SNET_TEST_FAULT=KIND@NODE` makes node NODE's
+//! transport misbehave in one of a few ways, so that the fault-matrix tests
+//! (`crates/snet-cli/tests/faults.rs`) can put a fault at a moment a
+//! kill from outside cannot hit reliably. Without the variable the
+//! transport is used as it is (no wrapper, no cost). Not for users: it
+//! exists to show what a failure does (`docs/distributed.md`).
+//!
+//! | KIND | what node NODE does |
+//! |---|---|
+//! | `garbage` | sends its third message with a header of `0xff` bytes |
+//! | `die-sending-field` | starts sending a payload of 1 MiB or more and is killed (`SIGKILL`) 2 ms into the send |
+//! | `die-at-shutdown` | is killed (`SIGKILL`) when node 0's shutdown notice reaches it |
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use snet_core::Rank;
+
+use snet_engine::dist::wire::{FrameRef, MessageReader};
+use snet_engine::dist::{Channel, Payload, Received, Transport, TransportError};
+
+/// The variable that arms a fault.
+pub const VAR: &str = "SNET_TEST_FAULT";
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    Garbage,
+    DieSendingField,
+    DieAtShutdown,
+}
+
+/// A transport with a fault armed on this node.
+pub(crate) struct Faulty<'a> {
+    inner: &'a dyn Transport,
+    kind: Kind,
+    sent: AtomicU64,
+}
+
+/// `inner`, wrapped if [`VAR`] arms a fault on this node.
+pub(crate) fn wrap(inner: &dyn Transport) -> Option<Faulty<'_>> {
+    let v = std::env::var(VAR).ok()?;
+    let (kind, node) = v.split_once('@')?;
+    let kind = match kind {
+        "garbage" => Kind::Garbage,
+        "die-sending-field" => Kind::DieSendingField,
+        "die-at-shutdown" => Kind::DieAtShutdown,
+        _ => return None,
+    };
+    (node.parse().map(Rank) == Ok(inner.node())).then_some(Faulty {
+        inner,
+        kind,
+        sent: AtomicU64::new(0),
+    })
+}
+
+fn die() {
+    // SAFETY: kill(2) of this very process; SIGKILL cannot be caught.
+    unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+}
+
+impl Transport for Faulty<'_> {
+    fn node(&self) -> Rank {
+        self.inner.node()
+    }
+
+    fn nodes(&self) -> u32 {
+        self.inner.nodes()
+    }
+
+    fn send_to_peer(
+        &self,
+        to: Rank,
+        channel: Channel,
+        header: &[u8],
+        payload: Payload,
+    ) -> Result<(), TransportError> {
+        let n = self.sent.fetch_add(1, Ordering::Relaxed);
+        match self.kind {
+            Kind::Garbage if n == 2 => {
+                let junk = vec![0xff; header.len().max(16)];
+                return self.inner.send(to, channel, &junk, payload);
+            }
+            Kind::DieSendingField if payload.bytes().len() >= 1 << 20 => {
+                std::thread::spawn(|| {
+                    std::thread::sleep(Duration::from_millis(2));
+                    die();
+                });
+            }
+            _ => {}
+        }
+        self.inner.send(to, channel, header, payload)
+    }
+
+    fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
+        let m = self.inner.recv(timeout)?;
+        if let (Kind::DieAtShutdown, Some(m)) = (self.kind, &m) {
+            if let Ok((_, mut r)) = MessageReader::new(&m.header) {
+                while let Ok(Some(f)) = r.next_frame() {
+                    if f == FrameRef::Shutdown {
+                        die();
+                    }
+                }
+            }
+        }
+        Ok(m)
+    }
+
+    fn close(&self) {
+        self.inner.close()
+    }
+
+    fn buffered(&self, to: Rank) -> Option<usize> {
+        self.inner.buffered(to)
+    }
+
+    fn window(&self) -> Option<usize> {
+        self.inner.window()
+    }
+
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+}
