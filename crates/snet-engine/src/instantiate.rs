@@ -17,13 +17,14 @@
 //! with the same function that wires the static network. One function
 //! for both keeps eager and lazy instances identical.
 
-use snet_core::{Graph, NodeId, NodeKind, Record};
+use snet_core::{Graph, NodeId, NodeKind, ObservePoint, Record};
 
 use crate::boxes::BoxEntity;
 use crate::collector::Collector;
 use crate::entity::{Entity, Item, Rec, Stamps};
 use crate::feedback::{FeedbackEntry, FeedbackRouter};
 use crate::filter::FilterChain;
+use crate::observe::ObserverEntity;
 use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
 use crate::runtime::{Ctx, Kind, Stateless};
@@ -86,6 +87,14 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             next
         }
         NodeKind::Net { body, .. } => instantiate(ctx, *body, next, start),
+        NodeKind::Observe { body, observer } => {
+            let obs =
+                |next| ctx.entity(Kind::Observer(ObserverEntity::new(observer.clone(), next)));
+            match observer.point {
+                ObservePoint::Before => obs(instantiate(ctx, *body, next, start)),
+                ObservePoint::After => instantiate(ctx, *body, obs(next), start),
+            }
+        }
         NodeKind::Place { body, node: at } => {
             if *at == rt.node {
                 instantiate(ctx, *body, next, start)

@@ -13,6 +13,7 @@
 //! - [`filter`], [`synchrocell`], [`boxes`], [`parallel`], [`star`], [`split`],
 //!   [`feedback`], [`collector`], [`output`]: one module per entity kind;
 //! - [`limit`]: the `--input-limit` formula;
+//! - [`observe`]: observers (`<observer />` metadata), an entity before or after a component;
 //! - [`error`]: the error types ([`EngineError`] and its typed payloads;
 //!   `Display` gives the messages users see);
 //! - [`dist`]: the distribution layer: nodes, connections, managers,
@@ -32,6 +33,7 @@ mod feedback;
 mod filter;
 mod instantiate;
 mod limit;
+pub mod observe;
 mod output;
 mod parallel;
 mod program;
@@ -57,6 +59,7 @@ pub use error::{
     ResolveError, ResolveReason, RuntimeTypeError, SourceError,
 };
 pub use limit::{InputLimit, LimitError};
+pub use observe::{FieldText, ObserverError};
 
 /// Where input records come from (the record reader, a test vector, ...).
 pub trait Source: Send {
@@ -134,6 +137,9 @@ pub struct Config {
     /// the box. Default [`callstack::DEFAULT_STACK`] (8 MiB, of address
     /// space: only the pages a call touches take memory).
     pub box_stack: usize,
+    /// The text form of field values, for observers at `allvalues`
+    /// (without it a field's value is written only if it is kept as text).
+    pub field_text: Option<FieldText>,
 }
 
 /// The default of [`Config::warn`]: `warning: MESSAGE` on standard error.
@@ -155,6 +161,7 @@ impl Default for Config {
             inline_fields: DEFAULT_INLINE_FIELDS,
             warn: warn_to_stderr,
             box_stack: callstack::DEFAULT_STACK,
+            field_text: None,
         }
     }
 }

@@ -61,6 +61,8 @@ pub struct Runtime {
     /// expansions): what waits in their inboxes cannot drain before they
     /// go on, so [`Ctx::backlog_elsewhere`] leaves it out.
     suspended: crate::sync::Mutex<Vec<Arc<Entity>>>,
+    /// Observer destinations opened on this node ([`crate::observe`]).
+    pub(crate) observers: crate::observe::Observers,
 }
 
 /// Outputs suspendable work (a box call, a fused star's expansion) sends
@@ -99,6 +101,7 @@ impl Runtime {
             box_stack: crate::callstack::DEFAULT_STACK,
             suspensions: AtomicU64::new(0),
             suspended: crate::sync::Mutex::new(Vec::new()),
+            observers: Default::default(),
         }
     }
 
@@ -178,6 +181,7 @@ pub enum Kind {
     Collector(Collector),
     Output(OutputEntity),
     Remote(crate::remote::RemoteEntity),
+    Observer(crate::observe::ObserverEntity),
 }
 
 /// An entity whose state never changes after construction: a function
@@ -495,6 +499,7 @@ fn process_item(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engi
         Kind::Collector(e) => e.process(item, ctx),
         Kind::Output(e) => e.process(item, ctx, ent),
         Kind::Remote(e) => e.process(item, ctx),
+        Kind::Observer(e) => e.process(item, ctx, ent),
     };
     // Dispatchers send the start-up of what they create at once; this
     // catches any instance created elsewhere.

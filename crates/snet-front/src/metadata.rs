@@ -3,9 +3,12 @@
 //!
 //! A small, lenient XML reader: elements with attributes, self-closing
 //! elements, comments and `<? ?>` processing instructions; text is ignored.
-//! Only `interface` values matter to this project (which box-language
-//! interface implements a box); every other element (observers, SAC
-//! options, ...) is kept in the tree and otherwise ignored.
+//! Two kinds of element matter to this project: `interface` values (which
+//! box-language interface implements a box) and observers
+//! (`<observer />` and its `observer_*` siblings inside a `<box>` or
+//! `<net>` element, [`Metadata::box_observers`], scoped as interfaces
+//! are); every other element (SAC options, ...) is kept in the tree and
+//! otherwise ignored.
 //!
 //! ## Which rules apply to a box
 //!
@@ -35,6 +38,8 @@
 //!    innermost net around the box wins; at equal depth `<net>` beats
 //!    `<boxdefault>`, which beats `<default>`; then the one written last.
 //! 3. Otherwise [`DEFAULT_INTERFACE`] (`C4SNet`).
+
+use snet_core::{ObserveData, ObserveDest, ObservePoint};
 
 use crate::diag::{Diagnostic, Diagnostics, Span};
 
@@ -171,6 +176,198 @@ impl Metadata {
         }
         out
     }
+}
+
+/// An observer as its metadata asks for it (see [`observer_spec`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObserverSpec {
+    /// The observer's number: the `<observer />` element's rank among all
+    /// of the program's, in text order, from 1.
+    pub oid: u32,
+    pub points: Vec<ObservePoint>,
+    pub data: ObserveData,
+    pub code: Option<String>,
+    pub interactive: bool,
+    pub dest: ObserveDest,
+    /// The `<observer />` element.
+    pub span: Span,
+}
+
+impl Metadata {
+    /// The observers of box `name` declared inside the nets `net_path`
+    /// (outermost first): every applicable `<box name="..">` element (as
+    /// for interfaces, module doc) with an `<observer />` child.
+    pub fn box_observers(&self, net_path: &[&str], name: &str) -> Vec<ObserverSpec> {
+        self.observers_of("box", net_path, name)
+    }
+
+    /// The observers of net `name` declared inside the nets `net_path`:
+    /// every applicable `<net name="..">` element with an `<observer />` child.
+    pub fn net_observers(&self, net_path: &[&str], name: &str) -> Vec<ObserverSpec> {
+        self.observers_of("net", net_path, name)
+    }
+
+    fn observers_of(&self, kind: &str, net_path: &[&str], name: &str) -> Vec<ObserverSpec> {
+        let mut out = Vec::new();
+        for sb in &self.blocks {
+            let depth0 = sb.scope.len();
+            if depth0 > net_path.len() || sb.scope.iter().zip(net_path).any(|(a, b)| a != b) {
+                continue;
+            }
+            walk(&sb.block.elements, &mut Vec::new(), &mut |el, nets| {
+                if el.name == kind
+                    && el.attr("name") == Some(name)
+                    && embed(nets, net_path, depth0).is_some()
+                {
+                    if let Some(Ok(spec)) = observer_spec(el, |s| self.oid(s)) {
+                        out.push(spec);
+                    }
+                }
+            });
+        }
+        out.sort_by_key(|s| s.oid);
+        out
+    }
+
+    /// The number of the `<observer />` element at `at`.
+    fn oid(&self, at: usize) -> u32 {
+        let mut starts = Vec::new();
+        for sb in &self.blocks {
+            walk(&sb.block.elements, &mut Vec::new(), &mut |el, _| {
+                if el.name == "observer" {
+                    starts.push(el.span.start);
+                }
+            });
+        }
+        starts.iter().filter(|s| **s < at).count() as u32 + 1
+    }
+
+    /// Reports every malformed observer (`<box>` and `<net>` elements with
+    /// observer children).
+    pub fn check_observers(&self, diags: &mut Diagnostics) {
+        for sb in &self.blocks {
+            walk(&sb.block.elements, &mut Vec::new(), &mut |el, _| {
+                if el.name == "box" || el.name == "net" {
+                    if let Some(Err(d)) = observer_spec(el, |_| 0) {
+                        diags.push(d);
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// The observer of a `<box>` or `<net>` element, from its children
+/// (`None` without an `<observer />` child); `oid` numbers the
+/// `<observer />` element by its offset.
+pub fn observer_spec(
+    el: &Element,
+    oid: impl Fn(usize) -> u32,
+) -> Option<Result<ObserverSpec, Diagnostic>> {
+    let obs = el.children.iter().find(|c| c.name == "observer")?;
+    let child = |n: &str| el.children.iter().find(|c| c.name == n);
+    let value = |n: &str| -> Result<Option<(&str, Span)>, Diagnostic> {
+        match child(n) {
+            None => Ok(None),
+            Some(c) => match c.attr("value") {
+                Some(v) => Ok(Some((v, c.span.clone()))),
+                None => Err(Diagnostic::error(
+                    c.span.clone(),
+                    format!("`<{n}>` needs a `value` attribute"),
+                )
+                .with_label("no value")),
+            },
+        }
+    };
+    let spec = (|| {
+        let bad = |span: Span, what: &str, allowed: &str| {
+            Diagnostic::error(span, format!("malformed observer: {what}"))
+                .with_label(format!("expected {allowed}"))
+        };
+        let points = match value("observer_type")? {
+            None | Some(("both", _)) => vec![ObservePoint::Before, ObservePoint::After],
+            Some(("before", _)) => vec![ObservePoint::Before],
+            Some(("after", _)) => vec![ObservePoint::After],
+            Some((v, sp)) => {
+                return Err(bad(
+                    sp,
+                    &format!("unknown observer_type `{v}`"),
+                    "`before`, `after` or `both`",
+                ))
+            }
+        };
+        let data = match value("observer_data")? {
+            None | Some(("tags", _)) => ObserveData::Tags,
+            Some(("labels", _)) => ObserveData::Labels,
+            Some(("allvalues", _)) => ObserveData::AllValues,
+            Some((v, sp)) => {
+                return Err(bad(
+                    sp,
+                    &format!("unknown observer_data `{v}`"),
+                    "`labels`, `tags` or `allvalues`",
+                ))
+            }
+        };
+        let code = value("observer_code")?.map(|(v, _)| v.to_string());
+        let file = value("observer_file")?;
+        let address = value("observer_address")?;
+        let port = match value("observer_port")? {
+            None => None,
+            Some((v, sp)) => match v.trim().parse::<u16>() {
+                Ok(p) if p > 0 => Some(p),
+                _ => {
+                    return Err(bad(
+                        sp,
+                        &format!("observer_port `{v}` is not a port"),
+                        "a number from 1 to 65535",
+                    ))
+                }
+            },
+        };
+        let dest = match (file, address, port) {
+            (Some((_, sp)), Some(_), _) | (Some((_, sp)), _, Some(_)) => {
+                return Err(bad(
+                    sp,
+                    "both a file and an address",
+                    "either `<observer_file>` or `<observer_address>` with `<observer_port>`",
+                ))
+            }
+            (Some((f, _)), None, None) => ObserveDest::File(f.to_string()),
+            (None, Some((_, sp)), None) => {
+                return Err(bad(
+                    sp,
+                    "an address without a port",
+                    "`<observer_port value=\"N\" />` beside it",
+                ))
+            }
+            (None, a, Some(port)) => ObserveDest::Tcp {
+                host: a.map_or("localhost", |(a, _)| a).to_string(),
+                port,
+            },
+            (None, None, None) => ObserveDest::Stderr,
+        };
+        let interactive = child("observer_interactive").is_some();
+        if interactive && !matches!(dest, ObserveDest::Tcp { .. }) {
+            return Err(Diagnostic::error(
+                obs.span.clone(),
+                "an interactive observer needs a listener to answer it",
+            )
+            .with_label("observer_interactive here")
+            .with_note(
+                "give `<observer_address value=\"HOST\" />` and `<observer_port value=\"N\" />`",
+            ));
+        }
+        Ok(ObserverSpec {
+            oid: oid(obs.span.start),
+            points,
+            data,
+            code,
+            interactive,
+            dest,
+            span: obs.span.clone(),
+        })
+    })();
+    Some(spec)
 }
 
 /// Calls `f` on every element with the names of its `<net name=..>` ancestors.

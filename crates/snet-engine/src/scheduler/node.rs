@@ -115,6 +115,7 @@ pub fn run(
         config.box_concurrency.max(1),
     );
     rt.box_stack = config.box_stack;
+    rt.observers = crate::observe::Observers::new(config.field_text.clone());
     let (source, sink) = match (rt.node, io) {
         (0, Some((source, sink))) => (Some(source), Some(sink)),
         _ => (None, None),
