@@ -266,11 +266,11 @@ pub fn observer_spec(
 ) -> Option<Result<ObserverSpec, Diagnostic>> {
     let obs = el.children.iter().find(|c| c.name == "observer")?;
     let child = |n: &str| el.children.iter().find(|c| c.name == n);
-    let value = |n: &str| -> Result<Option<(&str, Span)>, Diagnostic> {
+    let value = |n: &str| -> Result<Option<(String, Span)>, Diagnostic> {
         match child(n) {
             None => Ok(None),
             Some(c) => match c.attr("value") {
-                Some(v) => Ok(Some((v, c.span.clone()))),
+                Some(v) => Ok(Some((unescape(v), c.span.clone()))),
                 None => Err(Diagnostic::error(
                     c.span.clone(),
                     format!("`<{n}>` needs a `value` attribute"),
@@ -284,7 +284,10 @@ pub fn observer_spec(
             Diagnostic::error(span, format!("malformed observer: {what}"))
                 .with_label(format!("expected {allowed}"))
         };
-        let points = match value("observer_type")? {
+        let points = match value("observer_type")?
+            .as_ref()
+            .map(|(v, sp)| (v.as_str(), sp.clone()))
+        {
             None | Some(("both", _)) => vec![ObservePoint::Before, ObservePoint::After],
             Some(("before", _)) => vec![ObservePoint::Before],
             Some(("after", _)) => vec![ObservePoint::After],
@@ -296,7 +299,10 @@ pub fn observer_spec(
                 ))
             }
         };
-        let data = match value("observer_data")? {
+        let data = match value("observer_data")?
+            .as_ref()
+            .map(|(v, sp)| (v.as_str(), sp.clone()))
+        {
             None | Some(("tags", _)) => ObserveData::Tags,
             Some(("labels", _)) => ObserveData::Labels,
             Some(("allvalues", _)) => ObserveData::AllValues,
@@ -308,10 +314,13 @@ pub fn observer_spec(
                 ))
             }
         };
-        let code = value("observer_code")?.map(|(v, _)| v.to_string());
+        let code = value("observer_code")?.map(|(v, _)| v);
         let file = value("observer_file")?;
         let address = value("observer_address")?;
-        let port = match value("observer_port")? {
+        let port = match value("observer_port")?
+            .as_ref()
+            .map(|(v, sp)| (v.as_str(), sp.clone()))
+        {
             None => None,
             Some((v, sp)) => match v.trim().parse::<u16>() {
                 Ok(p) if p > 0 => Some(p),
@@ -332,7 +341,7 @@ pub fn observer_spec(
                     "either `<observer_file>` or `<observer_address>` with `<observer_port>`",
                 ))
             }
-            (Some((f, _)), None, None) => ObserveDest::File(f.to_string()),
+            (Some((f, _)), None, None) => ObserveDest::File(f),
             (None, Some((_, sp)), None) => {
                 return Err(bad(
                     sp,
@@ -341,7 +350,7 @@ pub fn observer_spec(
                 ))
             }
             (None, a, Some(port)) => ObserveDest::Tcp {
-                host: a.map_or("localhost", |(a, _)| a).to_string(),
+                host: a.map_or_else(|| "localhost".to_string(), |(a, _)| a),
                 port,
             },
             (None, None, None) => ObserveDest::Stderr,
@@ -368,6 +377,15 @@ pub fn observer_spec(
         })
     })();
     Some(spec)
+}
+
+/// An attribute value with XML's predefined entities replaced.
+fn unescape(v: &str) -> String {
+    v.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
 }
 
 /// Calls `f` on every element with the names of its `<net name=..>` ancestors.
