@@ -42,6 +42,7 @@ mod runtime;
 pub mod scheduler;
 mod split;
 mod star;
+pub mod stuck;
 mod sync;
 mod synchrocell;
 mod weight;

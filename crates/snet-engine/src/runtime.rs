@@ -63,6 +63,9 @@ pub struct Runtime {
     suspended: crate::sync::Mutex<Vec<Arc<Entity>>>,
     /// Observer destinations opened on this node ([`crate::observe`]).
     pub(crate) observers: crate::observe::Observers,
+    /// Synchrocell entities that have held a record (the end-of-run
+    /// report of records that never left, [`Runtime::left_in_cells`]).
+    holding: crate::sync::Mutex<Vec<Arc<Entity>>>,
 }
 
 /// Outputs suspendable work (a box call, a fused star's expansion) sends
@@ -102,6 +105,7 @@ impl Runtime {
             suspensions: AtomicU64::new(0),
             suspended: crate::sync::Mutex::new(Vec::new()),
             observers: Default::default(),
+            holding: crate::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -142,6 +146,38 @@ impl Runtime {
             _ => "an entity".to_string(),
         };
         Some((l.len(), what))
+    }
+
+    /// Called by a synchrocell entity that stored a record: lists it
+    /// (once; `listed` is its own record of that) for the end-of-run report.
+    #[inline]
+    pub fn note_holding(&self, e: &Arc<Entity>, listed: &mut bool) {
+        if !*listed {
+            *listed = true;
+            crate::sync::lock(&self.holding).push(e.clone());
+        }
+    }
+
+    /// After the run: the records still held in synchrocells, per
+    /// synchrocell template, with a count per label set.
+    ///
+    /// # Safety
+    /// No thread runs entities of this node any more.
+    pub unsafe fn left_in_cells(&self) -> Vec<crate::stuck::Held> {
+        let l = crate::sync::lock(&self.holding);
+        let mut held = crate::stuck::HeldBy::default();
+        for e in l.iter() {
+            // SAFETY: nothing runs the entity (contract); listed entities
+            // are stateful synchrocells.
+            let (node, recs) = match unsafe { e.state() } {
+                Kind::Synchrocell(s) => s.held(),
+                Kind::FusedSynchrocell(s) => s.held(self.graph()),
+                Kind::SplitSynchrocell(s) => s.held(),
+                _ => continue,
+            };
+            held.add(node, recs);
+        }
+        held.finish(self.graph())
     }
 
     /// How many entities are suspended right now.
@@ -486,14 +522,14 @@ fn process_item(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engi
     // licence, and `ent` is not stateless.
     let state = unsafe { ent.state() };
     let r = match state {
-        Kind::Synchrocell(e) => e.process(item, ctx),
-        Kind::FusedSynchrocell(e) => e.process(item, ctx),
+        Kind::Synchrocell(e) => e.process(item, ctx, ent),
+        Kind::FusedSynchrocell(e) => e.process(item, ctx, ent),
         Kind::FilterStar(e) => e.process(item, ctx, ent),
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
         Kind::Star(e) => e.process(item, ctx),
         Kind::Split(e) => e.process(item, ctx),
-        Kind::SplitSynchrocell(e) => e.process(item, ctx),
+        Kind::SplitSynchrocell(e) => e.process(item, ctx, ent),
         Kind::FeedbackEntry(e) => e.process(item, ctx),
         Kind::FeedbackRouter(e) => e.process(item, ctx),
         Kind::Collector(e) => e.process(item, ctx),

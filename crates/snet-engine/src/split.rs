@@ -117,6 +117,8 @@ pub struct SplitSynchrocell {
     open: FxHashMap<i64, Cell>,
     fired: rustc_hash::FxHashSet<i64>,
     next: Arc<Entity>,
+    /// In the node's list of entities holding records.
+    listed: bool,
 }
 
 impl SplitSynchrocell {
@@ -129,10 +131,24 @@ impl SplitSynchrocell {
             open: FxHashMap::default(),
             fired: Default::default(),
             next,
+            listed: false,
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    /// The synchrocell's template node and the records held (end-of-run report).
+    pub fn held(&self) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
+        (
+            self.sync_node,
+            self.open.values().flat_map(Cell::held).collect(),
+        )
+    }
+
+    pub fn process(
+        &mut self,
+        item: Item,
+        ctx: &mut Ctx,
+        me: &Arc<Entity>,
+    ) -> Result<(), EngineError> {
         let Item::Rec(Rec { rec, det, origin }) = item else {
             if !matches!(item, Item::Wake) {
                 ctx.send(&self.next, item);
@@ -171,7 +187,7 @@ impl SplitSynchrocell {
             loc: ctx.rt.loc(self.sync_node),
         })?;
         match stored {
-            Stored::Kept => {}
+            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed),
             Stored::Fired(rec) => {
                 // Only an open cell can fire here after a first `Kept`.
                 if self.open.remove(&v).is_some() {

@@ -212,6 +212,8 @@ pub struct FusedSynchrocell {
     empty: Vec<std::collections::BTreeSet<u64>>,
     next_pos: u64,
     next: Arc<Entity>,
+    /// In the node's list of entities holding records.
+    listed: bool,
 }
 
 impl FusedSynchrocell {
@@ -224,10 +226,25 @@ impl FusedSynchrocell {
             sync,
             next_pos: 0,
             next,
+            listed: false,
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    /// The synchrocell's template node and the records held (end-of-run report).
+    pub fn held(&self, graph: &snet_core::Graph) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
+        let mut b = self.def.body;
+        while let snet_core::NodeKind::Net { body, .. } = &graph.node(b).kind {
+            b = *body;
+        }
+        (b, self.cells.values().flat_map(Cell::held).collect())
+    }
+
+    pub fn process(
+        &mut self,
+        item: Item,
+        ctx: &mut Ctx,
+        me: &Arc<Entity>,
+    ) -> Result<(), EngineError> {
         let Item::Rec(Rec { rec, det, origin }) = item else {
             ctx.send(&self.next, item);
             return Ok(());
@@ -287,7 +304,10 @@ impl FusedSynchrocell {
                 .expect("the chosen cell has a slot for the record");
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
-                None => return Ok(()),
+                None => {
+                    ctx.rt.note_holding(me, &mut self.listed);
+                    return Ok(());
+                }
                 Some(merged) => {
                     self.cells.remove(&pos);
                     rec = merged;

@@ -235,6 +235,18 @@ pub fn run(
                 what,
             }))
         });
+    if error.is_none() {
+        // Records that never left (see `crate::stuck`): a warning each.
+        // SAFETY: all workers have been joined.
+        for held in unsafe { shared.rt.left_in_cells() } {
+            let node = if shared.rt.nodes > 1 {
+                format!("node {}: ", shared.rt.node)
+            } else {
+                String::new()
+            };
+            (config.warn)(&format!("{node}{held}"));
+        }
+    }
     let (exports_live, proxies_live, fetched, fetched_bytes, exported) =
         shared.rt.net.store.counts();
     let traffic = &shared.rt.net.traffic;
