@@ -499,7 +499,14 @@ impl BoxEntity {
     ) -> Result<(), EngineError> {
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
         // touched between resumes, until the call returns.
+        let now = ctx.rt.now.get(ctx.stacks.worker());
+        if let Some(now) = now {
+            now.enter(self.t.node, me);
+        }
         let ev = unsafe { stack.resume(&mut self.c.io, ctx.stacks.worker()) };
+        if let Some(now) = now {
+            now.leave();
+        }
         match ev {
             Event::Batch => {
                 self.send_outs(false, ctx);

@@ -155,7 +155,9 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             let def = rt.prog.star(node).clone();
             if def.fused.is_some() {
                 // A deterministic fused star is one FIFO entity: order holds without a collector.
-                return ctx.entity(Kind::FusedSynchrocell(FusedSynchrocell::new(def, next)));
+                return ctx.entity(Kind::FusedSynchrocell(FusedSynchrocell::new(
+                    def, next, graph,
+                )));
             }
             if def.filters.is_some() {
                 // One FIFO entity: a deterministic star needs no collector (star.rs).

@@ -61,6 +61,7 @@ pub use error::{
 };
 pub use limit::{InputLimit, LimitError};
 pub use observe::{FieldText, ObserverError};
+pub use stuck::{Held, Progress, Watch};
 
 /// Where input records come from (the record reader, a test vector, ...).
 pub trait Source: Send {
@@ -141,6 +142,9 @@ pub struct Config {
     /// The text form of field values, for observers at `allvalues`
     /// (without it a field's value is written only if it is kept as text).
     pub field_text: Option<FieldText>,
+    /// Live dumps of what each node is doing (`SIGUSR1`, `--watchdog`);
+    /// `None`: no monitor thread.
+    pub watch: Option<stuck::Watch>,
 }
 
 /// The default of [`Config::warn`]: `warning: MESSAGE` on standard error.
@@ -163,6 +167,7 @@ impl Default for Config {
             warn: warn_to_stderr,
             box_stack: callstack::DEFAULT_STACK,
             field_text: None,
+            watch: None,
         }
     }
 }

@@ -66,6 +66,11 @@ pub struct Runtime {
     /// Synchrocell entities that have held a record (the end-of-run
     /// report of records that never left, [`Runtime::left_in_cells`]).
     holding: crate::sync::Mutex<Vec<Arc<Entity>>>,
+    /// Per template node: the records its synchrocells hold right now (the
+    /// live dump, [`crate::stuck`]).
+    held: Box<[std::sync::atomic::AtomicI64]>,
+    /// Per worker: the box call in progress (the live dump).
+    pub(crate) now: Box<[crate::stuck::WorkerNow]>,
 }
 
 /// Outputs suspendable work (a box call, a fused star's expansion) sends
@@ -91,7 +96,6 @@ impl Runtime {
         box_concurrency: usize,
     ) -> Runtime {
         Runtime {
-            prog,
             boxes,
             node: net.me,
             nodes: net.nodes,
@@ -106,6 +110,11 @@ impl Runtime {
             suspended: crate::sync::Mutex::new(Vec::new()),
             observers: Default::default(),
             holding: crate::sync::Mutex::new(Vec::new()),
+            held: (0..prog.graph.nodes.len())
+                .map(|_| std::sync::atomic::AtomicI64::new(0))
+                .collect(),
+            now: Box::new([]),
+            prog,
         }
     }
 
@@ -151,11 +160,38 @@ impl Runtime {
     /// Called by a synchrocell entity that stored a record: lists it
     /// (once; `listed` is its own record of that) for the end-of-run report.
     #[inline]
-    pub fn note_holding(&self, e: &Arc<Entity>, listed: &mut bool) {
+    pub fn note_holding(&self, e: &Arc<Entity>, listed: &mut bool, node: NodeId) {
+        self.held[node.index()].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if !*listed {
             *listed = true;
             crate::sync::lock(&self.holding).push(e.clone());
         }
+    }
+
+    /// A synchrocell of template `node` fired, releasing `n` held records.
+    #[inline]
+    pub fn released(&self, node: NodeId, n: usize) {
+        self.held[node.index()].fetch_sub(n as i64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The records synchrocells hold right now, per template (non-zero only).
+    pub fn held_now(&self) -> Vec<(NodeId, i64)> {
+        self.held
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                (
+                    NodeId(i as u32),
+                    n.load(std::sync::atomic::Ordering::Relaxed),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// Items waiting in this node's inboxes, roughly (from any thread).
+    pub fn queued_now(&self) -> isize {
+        self.queued.load(Ordering::Relaxed)
     }
 
     /// After the run: the records still held in synchrocells, per
@@ -171,7 +207,7 @@ impl Runtime {
             // are stateful synchrocells.
             let (node, recs) = match unsafe { e.state() } {
                 Kind::Synchrocell(s) => s.held(),
-                Kind::FusedSynchrocell(s) => s.held(self.graph()),
+                Kind::FusedSynchrocell(s) => s.held(),
                 Kind::SplitSynchrocell(s) => s.held(),
                 _ => continue,
             };

@@ -187,8 +187,9 @@ impl SplitSynchrocell {
             loc: ctx.rt.loc(self.sync_node),
         })?;
         match stored {
-            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed),
+            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed, self.sync_node),
             Stored::Fired(rec) => {
+                ctx.rt.released(self.sync_node, pats.len() - 1);
                 // Only an open cell can fire here after a first `Kept`.
                 if self.open.remove(&v).is_some() {
                     self.fired.insert(v);

@@ -214,12 +214,19 @@ pub struct FusedSynchrocell {
     next: Arc<Entity>,
     /// In the node's list of entities holding records.
     listed: bool,
+    /// The synchrocell's template node.
+    sync_node: snet_core::NodeId,
 }
 
 impl FusedSynchrocell {
-    pub fn new(def: Arc<StarDef>, next: Arc<Entity>) -> FusedSynchrocell {
+    pub fn new(def: Arc<StarDef>, next: Arc<Entity>, graph: &snet_core::Graph) -> FusedSynchrocell {
         let sync = def.fused.clone().expect("a fused star");
+        let mut sync_node = def.body;
+        while let snet_core::NodeKind::Net { body, .. } = &graph.node(sync_node).kind {
+            sync_node = *body;
+        }
         FusedSynchrocell {
+            sync_node,
             def,
             cells: std::collections::BTreeMap::new(),
             empty: vec![std::collections::BTreeSet::new(); sync.patterns.len()],
@@ -231,12 +238,11 @@ impl FusedSynchrocell {
     }
 
     /// The synchrocell's template node and the records held (end-of-run report).
-    pub fn held(&self, graph: &snet_core::Graph) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
-        let mut b = self.def.body;
-        while let snet_core::NodeKind::Net { body, .. } = &graph.node(b).kind {
-            b = *body;
-        }
-        (b, self.cells.values().flat_map(Cell::held).collect())
+    pub fn held(&self) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
+        (
+            self.sync_node,
+            self.cells.values().flat_map(Cell::held).collect(),
+        )
     }
 
     pub fn process(
@@ -305,10 +311,11 @@ impl FusedSynchrocell {
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
                 None => {
-                    ctx.rt.note_holding(me, &mut self.listed);
+                    ctx.rt.note_holding(me, &mut self.listed, self.sync_node);
                     return Ok(());
                 }
                 Some(merged) => {
+                    ctx.rt.released(self.sync_node, pats.len() - 1);
                     self.cells.remove(&pos);
                     rec = merged;
                     from = pos + 1;

@@ -154,10 +154,12 @@ impl SynchrocellEntity {
                     loc: ctx.rt.loc(self.node),
                 })?;
         match stored {
-            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed),
-            Stored::Fired(rec) | Stored::Passed(rec) => {
+            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed, self.node),
+            Stored::Fired(rec) => {
+                ctx.rt.released(self.node, self.def.patterns.len() - 1);
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
+            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
         }
         Ok(())
     }

@@ -116,6 +116,11 @@ pub fn run(
     );
     rt.box_stack = config.box_stack;
     rt.observers = crate::observe::Observers::new(config.field_text.clone());
+    if config.watch.is_some() {
+        // Box calls say what they run only when someone may ask (stuck.rs).
+        rt.now = (0..workers).map(|_| Default::default()).collect();
+    }
+    let started = std::time::Instant::now();
     let (source, sink) = match (rt.node, io) {
         (0, Some((source, sink))) => (Some(source), Some(sink)),
         _ => (None, None),
@@ -164,6 +169,7 @@ pub fn run(
             .spawn(move || reader_loop(&input, &sleep, source))
             .expect("spawn reader thread")
     });
+    let monitor_done = std::sync::atomic::AtomicBool::new(false);
     thread::scope(|s| {
         let sh = &shared;
         let managers = sh.distributed.then(|| {
@@ -177,6 +183,15 @@ pub fn run(
                 .expect("spawn input manager");
             (output, input)
         });
+        let monitor = config.watch.as_ref().map(|watch| {
+            let done = &monitor_done;
+            thread::Builder::new()
+                .name(format!("snet-monitor-{}", sh.rt.node))
+                .spawn_scoped(s, move || {
+                    crate::stuck::monitor(&sh.rt, watch, done, started, &sh.admitted)
+                })
+                .expect("spawn monitor thread")
+        });
         let handles: Vec<_> = (0..workers)
             .map(|me| {
                 thread::Builder::new()
@@ -189,6 +204,11 @@ pub fn run(
             if h.join().is_err() {
                 sh.fail(EngineError::Internal(InternalError::WorkerPanicked));
             }
+        }
+        monitor_done.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(m) = monitor {
+            m.thread().unpark();
+            let _ = m.join();
         }
         if let Some((output, input)) = managers {
             // The output manager sends what is left (the shutdown or the
