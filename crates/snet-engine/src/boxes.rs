@@ -499,7 +499,7 @@ impl BoxEntity {
     ) -> Result<(), EngineError> {
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
         // touched between resumes, until the call returns.
-        let now = ctx.rt.now.get(ctx.stacks.worker());
+        let now = ctx.now;
         if let Some(now) = now {
             now.enter(self.t.node, me);
         }

@@ -304,6 +304,9 @@ pub struct Ctx<'a> {
     pub(crate) pinned_tasks: VecDeque<Arc<Entity>>,
     /// This worker's free box call stacks (and its number).
     pub stacks: crate::callstack::Stacks,
+    /// This worker's slot for the live dump, if the run has them
+    /// ([`crate::stuck::WorkerNow`]).
+    pub(crate) now: Option<&'a crate::stuck::WorkerNow>,
 }
 
 impl<'a> Ctx<'a> {
@@ -322,6 +325,7 @@ impl<'a> Ctx<'a> {
             pinned: false,
             pinned_tasks: VecDeque::new(),
             stacks: crate::callstack::Stacks::new(rt.box_stack, 0),
+            now: None,
         }
     }
 
@@ -329,6 +333,7 @@ impl<'a> Ctx<'a> {
     pub fn for_worker(rt: &'a Runtime, worker: usize) -> Ctx<'a> {
         let mut ctx = Ctx::new(rt);
         ctx.stacks = crate::callstack::Stacks::for_worker_thread(rt.box_stack, worker);
+        ctx.now = rt.now.get(worker);
         ctx
     }
 
