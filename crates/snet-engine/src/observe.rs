@@ -40,7 +40,10 @@ use crate::EngineError;
 /// `out`; `false` if it has none. Set by whoever knows the interfaces'
 /// text codecs ([`crate::Config::field_text`]).
 #[derive(Clone)]
-pub struct FieldText(pub Arc<dyn Fn(&dyn FieldData, &mut Vec<u8>) -> bool + Send + Sync>);
+pub struct FieldText(pub Arc<FieldTextFn>);
+
+/// See [`FieldText`].
+pub type FieldTextFn = dyn Fn(&dyn FieldData, &mut Vec<u8>) -> bool + Send + Sync;
 
 impl fmt::Debug for FieldText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -249,7 +249,7 @@ impl Metadata {
             walk(&sb.block.elements, &mut Vec::new(), &mut |el, _| {
                 if el.name == "box" || el.name == "net" {
                     if let Some(Err(d)) = observer_spec(el, |_| 0) {
-                        diags.push(d);
+                        diags.push(*d);
                     }
                 }
             });
@@ -263,26 +263,27 @@ impl Metadata {
 pub fn observer_spec(
     el: &Element,
     oid: impl Fn(usize) -> u32,
-) -> Option<Result<ObserverSpec, Diagnostic>> {
+) -> Option<Result<ObserverSpec, Box<Diagnostic>>> {
     let obs = el.children.iter().find(|c| c.name == "observer")?;
     let child = |n: &str| el.children.iter().find(|c| c.name == n);
-    let value = |n: &str| -> Result<Option<(String, Span)>, Diagnostic> {
+    let value = |n: &str| -> Result<Option<(String, Span)>, Box<Diagnostic>> {
         match child(n) {
             None => Ok(None),
             Some(c) => match c.attr("value") {
                 Some(v) => Ok(Some((unescape(v), c.span.clone()))),
-                None => Err(Diagnostic::error(
-                    c.span.clone(),
-                    format!("`<{n}>` needs a `value` attribute"),
-                )
-                .with_label("no value")),
+                None => Err(Box::new(
+                    Diagnostic::error(c.span.clone(), format!("`<{n}>` needs a `value` attribute"))
+                        .with_label("no value"),
+                )),
             },
         }
     };
     let spec = (|| {
         let bad = |span: Span, what: &str, allowed: &str| {
-            Diagnostic::error(span, format!("malformed observer: {what}"))
-                .with_label(format!("expected {allowed}"))
+            Box::new(
+                Diagnostic::error(span, format!("malformed observer: {what}"))
+                    .with_label(format!("expected {allowed}")),
+            )
         };
         let points = match value("observer_type")?
             .as_ref()
@@ -357,14 +358,14 @@ pub fn observer_spec(
         };
         let interactive = child("observer_interactive").is_some();
         if interactive && !matches!(dest, ObserveDest::Tcp { .. }) {
-            return Err(Diagnostic::error(
+            return Err(Box::new(Diagnostic::error(
                 obs.span.clone(),
                 "an interactive observer needs a listener to answer it",
             )
             .with_label("observer_interactive here")
             .with_note(
                 "give `<observer_address value=\"HOST\" />` and `<observer_port value=\"N\" />`",
-            ));
+            )));
         }
         Ok(ObserverSpec {
             oid: oid(obs.span.start),
