@@ -672,6 +672,90 @@ mod tests {
     }
 
     #[test]
+    fn observers_are_scoped_numbered_and_checked() {
+        let m = blocks(&[
+            (
+                &[],
+                r#"<metadata>
+                  <box name="f"> <observer /> <observer_file value="a&amp;b.log" />
+                     <observer_type value="after" /> <observer_data value="labels" /> </box>
+                  <net name="n"> <observer /> <observer_port value="7000" />
+                     <observer_interactive /> <observer_code value="c" /> </net>
+                  <box name="g"> <interface value="C4SNet" /> </box>
+                </metadata>"#,
+            ),
+            (
+                &["n"],
+                r#"<metadata><box name="f"> <observer /> </box></metadata>"#,
+            ),
+        ]);
+        let f = m.box_observers(&[], "f");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].oid, 1);
+        assert_eq!(f[0].points, vec![ObservePoint::After]);
+        assert_eq!(f[0].data, ObserveData::Labels);
+        assert_eq!(f[0].dest, ObserveDest::File("a&b.log".into()));
+        // A box `f` inside `n` has the top-level observer and n's own.
+        let inner = m.box_observers(&["n"], "f");
+        assert_eq!(inner.iter().map(|s| s.oid).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(inner[1].dest, ObserveDest::Stderr);
+        assert_eq!(
+            inner[1].points,
+            vec![ObservePoint::Before, ObservePoint::After]
+        );
+        assert_eq!(inner[1].data, ObserveData::Tags);
+        assert!(m.box_observers(&[], "g").is_empty());
+        let n = m.net_observers(&[], "n");
+        assert_eq!(n.len(), 1);
+        assert_eq!(n[0].oid, 2);
+        assert!(n[0].interactive);
+        assert_eq!(n[0].code.as_deref(), Some("c"));
+        assert_eq!(
+            n[0].dest,
+            ObserveDest::Tcp {
+                host: "localhost".into(),
+                port: 7000
+            }
+        );
+        let mut d = Diagnostics::default();
+        m.check_observers(&mut d);
+        assert!(!d.has_errors());
+
+        for (bad, says) in [
+            (
+                r#"<observer_type value="sideways" />"#,
+                "unknown observer_type `sideways`",
+            ),
+            (
+                r#"<observer_data value="all" />"#,
+                "unknown observer_data `all`",
+            ),
+            (
+                r#"<observer_port value="x" />"#,
+                "observer_port `x` is not a port",
+            ),
+            (
+                r#"<observer_address value="h" />"#,
+                "an address without a port",
+            ),
+            (
+                r#"<observer_file value="f" /> <observer_port value="1" />"#,
+                "both a file and an address",
+            ),
+            (r#"<observer_interactive />"#, "needs a listener"),
+            (r#"<observer_code />"#, "needs a `value` attribute"),
+        ] {
+            let m = meta(&format!(
+                "<metadata><box name=\"f\"><observer />{bad}</box></metadata>"
+            ));
+            let mut d = Diagnostics::default();
+            m.check_observers(&mut d);
+            let all = format!("{:?}", d.into_sorted());
+            assert!(all.contains(says), "{bad}: {all}");
+        }
+    }
+
+    #[test]
     fn interfaces_resolve_most_specific_first() {
         let m = meta(
             r#"<metadata><?xml version="1.0"?><!-- c -->
