@@ -303,6 +303,83 @@ pub enum NodeKind {
         name: String,
         body: NodeId,
     },
+    /// An observer (metadata `<observer />` on a box or a net): `body`
+    /// runs unchanged, and every record entering it (before) or leaving it
+    /// (after) is reported to the observer's destination first. Added by
+    /// the front end only where metadata asks for one.
+    Observe {
+        body: NodeId,
+        observer: Arc<Observer>,
+    },
+}
+
+/// Where an observer sees records, relative to its component.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ObservePoint {
+    Before,
+    After,
+}
+
+impl ObservePoint {
+    /// `before` or `after`, as in the observer's messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObservePoint::Before => "before",
+            ObservePoint::After => "after",
+        }
+    }
+}
+
+/// How much of each record an observer reports.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ObserveData {
+    /// The labels only.
+    Labels,
+    /// Labels and tag values (the default).
+    Tags,
+    /// Labels, tag values and field values in their text form.
+    AllValues,
+}
+
+/// Where an observer's messages go.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ObserveDest {
+    /// Standard error (`<observer />` without a file or an address).
+    Stderr,
+    /// Appended to a file (`<observer_file value="PATH" />`).
+    File(String),
+    /// Sent over TCP (`<observer_address value="HOST" />`, `<observer_port value="N" />`).
+    Tcp { host: String, port: u16 },
+}
+
+impl fmt::Display for ObserveDest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ObserveDest::Stderr => f.write_str("standard error"),
+            ObserveDest::File(p) => write!(f, "file {p}"),
+            ObserveDest::Tcp { host, port } => write!(f, "{host}:{port}"),
+        }
+    }
+}
+
+/// One observer of a component, at one point (a `both` observer is two
+/// [`NodeKind::Observe`] nodes sharing an `oid`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Observer {
+    /// The observer's number: the `<observer />` element's rank in the
+    /// program text, from 1.
+    pub oid: u32,
+    /// The observed component's name (`position=` in messages).
+    pub position: String,
+    pub point: ObservePoint,
+    pub data: ObserveData,
+    /// `<observer_code value=".." />`, copied into every message.
+    pub code: Option<String>,
+    /// Each observed record waits for the listener's `<observer oid="N"/>`.
+    pub interactive: bool,
+    pub dest: ObserveDest,
+    /// Where the `<observer />` element is written.
+    pub loc: Loc,
 }
 
 /// A node template.
@@ -338,6 +415,7 @@ impl Node {
             NodeKind::DynPlace { det: false, .. } => "dynamic placement",
             NodeKind::DynPlace { det: true, .. } => "deterministic dynamic placement",
             NodeKind::Net { .. } => "net",
+            NodeKind::Observe { .. } => "observer",
         }
     }
 }
@@ -426,7 +504,8 @@ impl Graph {
                 | NodeKind::Feedback { body, .. }
                 | NodeKind::Place { body, .. }
                 | NodeKind::DynPlace { body, .. }
-                | NodeKind::Net { body, .. } => map(body),
+                | NodeKind::Net { body, .. }
+                | NodeKind::Observe { body, .. } => map(body),
             }
         }
         map(&mut g.entry);
@@ -490,7 +569,8 @@ impl Graph {
             | NodeKind::Feedback { body, .. }
             | NodeKind::Place { body, .. }
             | NodeKind::DynPlace { body, .. }
-            | NodeKind::Net { body, .. } => SmallVec::from_slice(&[*body]),
+            | NodeKind::Net { body, .. }
+            | NodeKind::Observe { body, .. } => SmallVec::from_slice(&[*body]),
         }
     }
 }

@@ -24,8 +24,9 @@ pub use field::{
     TextField, TEXT_CODEC,
 };
 pub use graph::{
-    BoxCode, BoxDef, BoxId, FilterArm, FilterDef, Graph, Loc, Node, NodeId, NodeKind, OutItem,
-    OutSpec, Pattern, Placement, Rank, SynchrocellDef, TagValue, Type, Variant,
+    BoxCode, BoxDef, BoxId, FilterArm, FilterDef, Graph, Loc, Node, NodeId, NodeKind, ObserveData,
+    ObserveDest, ObservePoint, Observer, OutItem, OutSpec, Pattern, Placement, Rank,
+    SynchrocellDef, TagValue, Type, Variant,
 };
 pub use label::{Label, LabelKind};
 pub use record::{Record, Value};

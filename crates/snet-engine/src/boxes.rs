@@ -497,9 +497,17 @@ impl BoxEntity {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
+        // The live dump sees the call (stuck.rs).
+        let now = ctx.now;
+        if let Some(now) = now {
+            now.enter(self.t.node, me);
+        }
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
         // touched between resumes, until the call returns.
         let ev = unsafe { stack.resume(&mut self.c.io, ctx.stacks.worker()) };
+        if let Some(now) = now {
+            now.leave();
+        }
         match ev {
             Event::Batch => {
                 self.send_outs(false, ctx);

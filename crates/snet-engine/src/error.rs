@@ -64,6 +64,8 @@ pub enum EngineError {
     Distribution(DistributionError),
     /// An engine bug stopped the run.
     Internal(InternalError),
+    /// An observer could not report (its file or listener failed).
+    Observer(crate::ObserverError),
     /// A component's error ([`EngineError::Type`], [`EngineError::Eval`]
     /// or [`EngineError::Box`]) on a record that came from an input record
     /// (see [`EngineError::caused_by`]).
@@ -126,6 +128,7 @@ impl fmt::Display for EngineError {
             }
             EngineError::Input(e) => write!(f, "malformed input: {e}"),
             EngineError::Output(e) => write!(f, "cannot write output: {e}"),
+            EngineError::Observer(e) => write!(f, "{e}"),
             EngineError::Setup(unresolved) => {
                 for (i, e) in unresolved.iter().enumerate() {
                     if i > 0 {

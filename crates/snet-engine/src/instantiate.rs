@@ -17,13 +17,14 @@
 //! with the same function that wires the static network. One function
 //! for both keeps eager and lazy instances identical.
 
-use snet_core::{Graph, NodeId, NodeKind, Rank, Record};
+use snet_core::{Graph, NodeId, NodeKind, ObservePoint, Rank, Record};
 
 use crate::boxes::BoxEntity;
 use crate::collector::Collector;
 use crate::entity::{Entity, Item, Rec, Stamps};
 use crate::feedback::{FeedbackEntry, FeedbackRouter};
 use crate::filter::FilterChain;
+use crate::observe::ObserverEntity;
 use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
 use crate::runtime::{Ctx, Kind, Stateless};
@@ -86,6 +87,14 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             next
         }
         NodeKind::Net { body, .. } => instantiate(ctx, *body, next, start),
+        NodeKind::Observe { body, observer } => {
+            let obs =
+                |next| ctx.entity(Kind::Observer(ObserverEntity::new(observer.clone(), next)));
+            match observer.point {
+                ObservePoint::Before => obs(instantiate(ctx, *body, next, start)),
+                ObservePoint::After => instantiate(ctx, *body, obs(next), start),
+            }
+        }
         NodeKind::Place { body, node: at } => {
             if *at == rt.node {
                 instantiate(ctx, *body, next, start)
@@ -146,7 +155,9 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             let def = rt.prog.star(node).clone();
             if def.fused.is_some() {
                 // A deterministic fused star is one FIFO entity: order holds without a collector.
-                return ctx.entity(Kind::FusedSynchrocell(FusedSynchrocell::new(def, next)));
+                return ctx.entity(Kind::FusedSynchrocell(FusedSynchrocell::new(
+                    def, next, graph,
+                )));
             }
             if def.filters.is_some() {
                 // One FIFO entity: a deterministic star needs no collector (star.rs).

@@ -13,6 +13,7 @@
 //! - [`filter`], [`synchrocell`], [`boxes`], [`parallel`], [`star`], [`split`],
 //!   [`feedback`], [`collector`], [`output`]: one module per entity kind;
 //! - [`limit`]: the `--input-limit` formula;
+//! - [`observe`]: observers (`<observer />` metadata), an entity before or after a component;
 //! - [`error`]: the error types ([`EngineError`] and its typed payloads;
 //!   `Display` gives the messages users see);
 //! - [`dist`]: the distribution layer: nodes, connections, managers,
@@ -32,6 +33,7 @@ mod feedback;
 mod filter;
 mod instantiate;
 mod limit;
+pub mod observe;
 mod output;
 mod parallel;
 mod program;
@@ -40,6 +42,7 @@ mod runtime;
 pub mod scheduler;
 mod split;
 mod star;
+pub mod stuck;
 mod sync;
 mod synchrocell;
 mod weight;
@@ -61,6 +64,8 @@ pub use error::{
 #[cfg(fuzzing)]
 pub use filter::fuzz_apply as fuzz_filter;
 pub use limit::{InputLimit, LimitError};
+pub use observe::{FieldText, ObserverError};
+pub use stuck::{Held, Progress, Watch};
 
 /// Where input records come from (the record reader, a test vector, ...).
 pub trait Source: Send {
@@ -138,6 +143,12 @@ pub struct Config {
     /// the box. Default [`callstack::DEFAULT_STACK`] (8 MiB, of address
     /// space: only the pages a call touches take memory).
     pub box_stack: usize,
+    /// The text form of field values, for observers at `allvalues`
+    /// (without it a field's value is written only if it is kept as text).
+    pub field_text: Option<FieldText>,
+    /// Live dumps of what each node is doing (`SIGUSR1`, `--watchdog`);
+    /// `None`: no monitor thread.
+    pub watch: Option<stuck::Watch>,
 }
 
 /// The default of [`Config::warn`]: `warning: MESSAGE` on standard error.
@@ -159,6 +170,8 @@ impl Default for Config {
             inline_fields: DEFAULT_INLINE_FIELDS,
             warn: warn_to_stderr,
             box_stack: callstack::DEFAULT_STACK,
+            field_text: None,
+            watch: None,
         }
     }
 }

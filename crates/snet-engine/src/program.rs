@@ -238,9 +238,10 @@ impl Program {
                             back: back.clone(),
                         }))
                     }
-                    NodeKind::Serial(..) | NodeKind::Place { .. } | NodeKind::Net { .. } => {
-                        Template::Structure
-                    }
+                    NodeKind::Serial(..)
+                    | NodeKind::Place { .. }
+                    | NodeKind::Net { .. }
+                    | NodeKind::Observe { .. } => Template::Structure,
                 }
             })
             .collect();

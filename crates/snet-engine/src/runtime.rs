@@ -61,6 +61,16 @@ pub struct Runtime {
     /// expansions): what waits in their inboxes cannot drain before they
     /// go on, so [`Ctx::backlog_elsewhere`] leaves it out.
     suspended: crate::sync::Mutex<Vec<Arc<Entity>>>,
+    /// Observer destinations opened on this node ([`crate::observe`]).
+    pub(crate) observers: crate::observe::Observers,
+    /// Synchrocell entities that have held a record (the end-of-run
+    /// report of records that never left, [`Runtime::left_in_cells`]).
+    holding: crate::sync::Mutex<Vec<Arc<Entity>>>,
+    /// Per template node: the records its synchrocells hold right now (the
+    /// live dump, [`crate::stuck`]).
+    held: Box<[std::sync::atomic::AtomicI64]>,
+    /// Per worker: the box call in progress (the live dump).
+    pub(crate) now: Box<[crate::stuck::WorkerNow]>,
 }
 
 /// Outputs suspendable work (a box call, a fused star's expansion) sends
@@ -86,7 +96,6 @@ impl Runtime {
         box_concurrency: usize,
     ) -> Runtime {
         Runtime {
-            prog,
             boxes,
             node: net.me,
             nodes: net.nodes,
@@ -99,6 +108,13 @@ impl Runtime {
             box_stack: crate::callstack::DEFAULT_STACK,
             suspensions: AtomicU64::new(0),
             suspended: crate::sync::Mutex::new(Vec::new()),
+            observers: Default::default(),
+            holding: crate::sync::Mutex::new(Vec::new()),
+            held: (0..prog.graph.nodes.len())
+                .map(|_| std::sync::atomic::AtomicI64::new(0))
+                .collect(),
+            now: Box::new([]),
+            prog,
         }
     }
 
@@ -141,6 +157,65 @@ impl Runtime {
         Some((l.len(), what))
     }
 
+    /// Called by a synchrocell entity that stored a record: lists it
+    /// (once; `listed` is its own record of that) for the end-of-run report.
+    #[inline]
+    pub fn note_holding(&self, e: &Arc<Entity>, listed: &mut bool, node: NodeId) {
+        self.held[node.index()].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if !*listed {
+            *listed = true;
+            crate::sync::lock(&self.holding).push(e.clone());
+        }
+    }
+
+    /// A synchrocell of template `node` fired, releasing `n` held records.
+    #[inline]
+    pub fn released(&self, node: NodeId, n: usize) {
+        self.held[node.index()].fetch_sub(n as i64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The records synchrocells hold right now, per template (non-zero only).
+    pub fn held_now(&self) -> Vec<(NodeId, i64)> {
+        self.held
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                (
+                    NodeId(i as u32),
+                    n.load(std::sync::atomic::Ordering::Relaxed),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// Items waiting in this node's inboxes, roughly (from any thread).
+    pub fn queued_now(&self) -> isize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// After the run: the records still held in synchrocells, per
+    /// synchrocell template, with a count per label set.
+    ///
+    /// # Safety
+    /// No thread runs entities of this node any more.
+    pub unsafe fn left_in_cells(&self) -> Vec<crate::stuck::Held> {
+        let l = crate::sync::lock(&self.holding);
+        let mut held = crate::stuck::HeldBy::default();
+        for e in l.iter() {
+            // SAFETY: nothing runs the entity (contract); listed entities
+            // are stateful synchrocells.
+            let (node, recs) = match unsafe { e.state() } {
+                Kind::Synchrocell(s) => s.held(),
+                Kind::FusedSynchrocell(s) => s.held(),
+                Kind::SplitSynchrocell(s) => s.held(),
+                _ => continue,
+            };
+            held.add(node, recs);
+        }
+        held.finish(self.graph())
+    }
+
     /// How many entities are suspended right now.
     #[cfg(all(test, loom))]
     pub fn suspended_count(&self) -> usize {
@@ -178,6 +253,7 @@ pub enum Kind {
     Collector(Collector),
     Output(OutputEntity),
     Remote(crate::remote::RemoteEntity),
+    Observer(crate::observe::ObserverEntity),
 }
 
 /// An entity whose state never changes after construction: a function
@@ -228,6 +304,9 @@ pub struct Ctx<'a> {
     pub(crate) pinned_tasks: VecDeque<Arc<Entity>>,
     /// This worker's free box call stacks (and its number).
     pub stacks: crate::callstack::Stacks,
+    /// This worker's slot for the live dump, if the run has them
+    /// ([`crate::stuck::WorkerNow`]).
+    pub(crate) now: Option<&'a crate::stuck::WorkerNow>,
 }
 
 impl<'a> Ctx<'a> {
@@ -246,6 +325,7 @@ impl<'a> Ctx<'a> {
             pinned: false,
             pinned_tasks: VecDeque::new(),
             stacks: crate::callstack::Stacks::new(rt.box_stack, 0),
+            now: None,
         }
     }
 
@@ -253,6 +333,7 @@ impl<'a> Ctx<'a> {
     pub fn for_worker(rt: &'a Runtime, worker: usize) -> Ctx<'a> {
         let mut ctx = Ctx::new(rt);
         ctx.stacks = crate::callstack::Stacks::for_worker_thread(rt.box_stack, worker);
+        ctx.now = rt.now.get(worker);
         ctx
     }
 
@@ -482,19 +563,20 @@ fn process_item(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engi
     // licence, and `ent` is not stateless.
     let state = unsafe { ent.state() };
     let r = match state {
-        Kind::Synchrocell(e) => e.process(item, ctx),
-        Kind::FusedSynchrocell(e) => e.process(item, ctx),
+        Kind::Synchrocell(e) => e.process(item, ctx, ent),
+        Kind::FusedSynchrocell(e) => e.process(item, ctx, ent),
         Kind::FilterStar(e) => e.process(item, ctx, ent),
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
         Kind::Star(e) => e.process(item, ctx),
         Kind::Split(e) => e.process(item, ctx),
-        Kind::SplitSynchrocell(e) => e.process(item, ctx),
+        Kind::SplitSynchrocell(e) => e.process(item, ctx, ent),
         Kind::FeedbackEntry(e) => e.process(item, ctx),
         Kind::FeedbackRouter(e) => e.process(item, ctx),
         Kind::Collector(e) => e.process(item, ctx),
         Kind::Output(e) => e.process(item, ctx, ent),
         Kind::Remote(e) => e.process(item, ctx),
+        Kind::Observer(e) => e.process(item, ctx, ent),
     };
     // Dispatchers send the start-up of what they create at once; this
     // catches any instance created elsewhere.

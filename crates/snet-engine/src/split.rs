@@ -118,6 +118,8 @@ pub struct SplitSynchrocell {
     open: FxHashMap<i64, Cell>,
     fired: rustc_hash::FxHashSet<i64>,
     next: Arc<Entity>,
+    /// In the node's list of entities holding records.
+    listed: bool,
 }
 
 impl SplitSynchrocell {
@@ -130,10 +132,24 @@ impl SplitSynchrocell {
             open: FxHashMap::default(),
             fired: Default::default(),
             next,
+            listed: false,
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    /// The synchrocell's template node and the records held (end-of-run report).
+    pub fn held(&self) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
+        (
+            self.sync_node,
+            self.open.values().flat_map(Cell::held).collect(),
+        )
+    }
+
+    pub fn process(
+        &mut self,
+        item: Item,
+        ctx: &mut Ctx,
+        me: &Arc<Entity>,
+    ) -> Result<(), EngineError> {
         let Item::Rec(Rec { rec, det, origin }) = item else {
             if !matches!(item, Item::Wake) {
                 ctx.send(&self.next, item);
@@ -172,8 +188,9 @@ impl SplitSynchrocell {
             loc: ctx.rt.loc(self.sync_node),
         })?;
         match stored {
-            Stored::Kept => {}
+            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed, self.sync_node),
             Stored::Fired(rec) => {
+                ctx.rt.released(self.sync_node, pats.len() - 1);
                 // Only an open cell can fire here after a first `Kept`.
                 if self.open.remove(&v).is_some() {
                     self.fired.insert(v);

@@ -212,22 +212,45 @@ pub struct FusedSynchrocell {
     empty: Vec<std::collections::BTreeSet<u64>>,
     next_pos: u64,
     next: Arc<Entity>,
+    /// In the node's list of entities holding records.
+    listed: bool,
+    /// The synchrocell's template node.
+    sync_node: snet_core::NodeId,
 }
 
 impl FusedSynchrocell {
-    pub fn new(def: Arc<StarDef>, next: Arc<Entity>) -> FusedSynchrocell {
+    pub fn new(def: Arc<StarDef>, next: Arc<Entity>, graph: &snet_core::Graph) -> FusedSynchrocell {
         let sync = def.fused.clone().expect("a fused star");
+        let mut sync_node = def.body;
+        while let snet_core::NodeKind::Net { body, .. } = &graph.node(sync_node).kind {
+            sync_node = *body;
+        }
         FusedSynchrocell {
+            sync_node,
             def,
             cells: std::collections::BTreeMap::new(),
             empty: vec![std::collections::BTreeSet::new(); sync.patterns.len()],
             sync,
             next_pos: 0,
             next,
+            listed: false,
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    /// The synchrocell's template node and the records held (end-of-run report).
+    pub fn held(&self) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
+        (
+            self.sync_node,
+            self.cells.values().flat_map(Cell::held).collect(),
+        )
+    }
+
+    pub fn process(
+        &mut self,
+        item: Item,
+        ctx: &mut Ctx,
+        me: &Arc<Entity>,
+    ) -> Result<(), EngineError> {
         let Item::Rec(Rec { rec, det, origin }) = item else {
             ctx.send(&self.next, item);
             return Ok(());
@@ -287,8 +310,12 @@ impl FusedSynchrocell {
                 .expect("the chosen cell has a slot for the record");
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
-                None => return Ok(()),
+                None => {
+                    ctx.rt.note_holding(me, &mut self.listed, self.sync_node);
+                    return Ok(());
+                }
                 Some(merged) => {
+                    ctx.rt.released(self.sync_node, pats.len() - 1);
                     self.cells.remove(&pos);
                     rec = merged;
                     from = pos + 1;

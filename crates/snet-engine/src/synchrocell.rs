@@ -22,6 +22,8 @@ pub struct SynchrocellEntity {
     /// (see `runtime::size_tests`).
     cell: Box<Cell>,
     next: Arc<Entity>,
+    /// In the node's list of entities holding records ([`Runtime::note_holding`](crate::runtime::Runtime::note_holding)).
+    listed: bool,
 }
 
 /// The state of one synchrocell, shared by the plain and the fused entity.
@@ -82,6 +84,11 @@ impl Cell {
         })
     }
 
+    /// The records the cell holds, waiting for their partners.
+    pub fn held(&self) -> impl Iterator<Item = &Record> {
+        self.slots.iter().flatten()
+    }
+
     /// Is slot `i` still empty?
     pub fn open(&self, i: usize) -> bool {
         !self.fired && self.slots[i].is_none()
@@ -119,10 +126,21 @@ impl SynchrocellEntity {
             cell: Box::new(Cell::new(def.patterns.len())),
             def,
             next,
+            listed: false,
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    /// The template node and the records held (for the end-of-run report).
+    pub fn held(&self) -> (NodeId, Vec<&Record>) {
+        (self.node, self.cell.held().collect())
+    }
+
+    pub fn process(
+        &mut self,
+        item: Item,
+        ctx: &mut Ctx,
+        me: &Arc<Entity>,
+    ) -> Result<(), EngineError> {
         let Item::Rec(Rec { rec, det, origin }) = item else {
             ctx.send(&self.next, item);
             return Ok(());
@@ -136,10 +154,12 @@ impl SynchrocellEntity {
                     loc: ctx.rt.loc(self.node),
                 })?;
         match stored {
-            Stored::Kept => {}
-            Stored::Fired(rec) | Stored::Passed(rec) => {
+            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed, self.node),
+            Stored::Fired(rec) => {
+                ctx.rt.released(self.node, self.def.patterns.len() - 1);
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
+            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
         }
         Ok(())
     }

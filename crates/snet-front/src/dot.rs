@@ -211,6 +211,21 @@ impl Dot<'_> {
                 let body = *body;
                 self.cluster(&format!("net {name}"), indent, |d, ind| d.node(body, ind))
             }
+            NodeKind::Observe { body, observer } => {
+                let label = format!("observer {} {}", observer.oid, observer.point.as_str());
+                let (oi, oo) = self.leaf(&label, "note", indent);
+                let (bi, bo) = self.node(*body, indent);
+                match observer.point {
+                    snet_core::ObservePoint::Before => {
+                        self.edge(&oo, &bi, "", indent);
+                        (oi, bo)
+                    }
+                    snet_core::ObservePoint::After => {
+                        self.edge(&bo, &oi, "", indent);
+                        (bi, oo)
+                    }
+                }
+            }
         }
     }
 }

@@ -133,6 +133,8 @@ pub struct NetInfo {
     pub sig: Option<Vec<SigMapping>>,
     pub sig_span: Option<Span>,
     pub body: Option<HId>,
+    /// Observers metadata asks for on this net.
+    pub observers: Vec<crate::metadata::ObserverSpec>,
 }
 
 impl NetInfo {
@@ -158,6 +160,8 @@ pub struct BoxInfo {
     pub interface: String,
     /// The inline body `{ <<< LANGUAGE | code >>> }`, if any.
     pub code: Option<crate::ast::InlineCode>,
+    /// Observers metadata asks for on this box.
+    pub observers: Vec<crate::metadata::ObserverSpec>,
 }
 
 /// Sort key that does not depend on interning order: kind, then name.

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use snet_core::{BoxCode, BoxDef, BoxId, Graph, Loc, Node, NodeId, NodeKind, Rank, Type};
+use snet_core::{BoxCode, BoxDef, BoxId, Graph, Loc, Node, NodeId, NodeKind, Observer, Rank, Type};
 
 use crate::check::Checked;
 use crate::diag::{Diagnostic, Diagnostics, LineIndex, Span};
@@ -114,7 +114,42 @@ impl Lower<'_, '_> {
             output: Type(output.clone()),
         };
         let id = self.graph.add(node);
+        let id = self.observe(id, &net.observers, &net.name);
         self.nets[n] = Some(id);
+        id
+    }
+
+    /// Wraps `body` in the observers metadata asks for (before inside, after outside).
+    fn observe(
+        &mut self,
+        body: NodeId,
+        specs: &[crate::metadata::ObserverSpec],
+        position: &str,
+    ) -> NodeId {
+        let mut id = body;
+        for spec in specs {
+            for &point in &spec.points {
+                let inner = self.graph.node(id);
+                let (input, output) = (inner.input.clone(), inner.output.clone());
+                let loc = self.loc(&spec.span);
+                let observer = Arc::new(Observer {
+                    oid: spec.oid,
+                    position: position.to_string(),
+                    point,
+                    data: spec.data,
+                    code: spec.code.clone(),
+                    interactive: spec.interactive,
+                    dest: spec.dest.clone(),
+                    loc: loc.clone(),
+                });
+                id = self.graph.add(Node {
+                    kind: NodeKind::Observe { body: id, observer },
+                    loc,
+                    input,
+                    output,
+                });
+            }
+        }
         id
     }
 
@@ -201,7 +236,14 @@ impl Lower<'_, '_> {
             | HKind::Parallel { .. } => op,
             _ => span,
         };
-        self.add(kind, &at, h)
+        let id = self.add(kind, &at, h);
+        match &node.kind {
+            HKind::Box(b) if !self.hir.boxes[*b].observers.is_empty() => {
+                let info = &self.hir.boxes[*b];
+                self.observe(id, &info.observers, &info.name)
+            }
+            _ => id,
+        }
     }
 
     /// A balanced tree of binary serial nodes over `parts` (`ops[i]` sits

@@ -3,9 +3,12 @@
 //!
 //! A small, lenient XML reader: elements with attributes, self-closing
 //! elements, comments and `<? ?>` processing instructions; text is ignored.
-//! Only `interface` values matter to this project (which box-language
-//! interface implements a box); every other element (observers, SAC
-//! options, ...) is kept in the tree and otherwise ignored.
+//! Two kinds of element matter to this project: `interface` values (which
+//! box-language interface implements a box) and observers
+//! (`<observer />` and its `observer_*` siblings inside a `<box>` or
+//! `<net>` element, [`Metadata::box_observers`], scoped as interfaces
+//! are); every other element (SAC options, ...) is kept in the tree and
+//! otherwise ignored.
 //!
 //! ## Which rules apply to a box
 //!
@@ -35,6 +38,8 @@
 //!    innermost net around the box wins; at equal depth `<net>` beats
 //!    `<boxdefault>`, which beats `<default>`; then the one written last.
 //! 3. Otherwise [`DEFAULT_INTERFACE`] (`C4SNet`).
+
+use snet_core::{ObserveData, ObserveDest, ObservePoint};
 
 use crate::diag::{Diagnostic, Diagnostics, Span};
 
@@ -171,6 +176,217 @@ impl Metadata {
         }
         out
     }
+}
+
+/// An observer as its metadata asks for it (see [`observer_spec`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObserverSpec {
+    /// The observer's number: the `<observer />` element's rank among all
+    /// of the program's, in text order, from 1.
+    pub oid: u32,
+    pub points: Vec<ObservePoint>,
+    pub data: ObserveData,
+    pub code: Option<String>,
+    pub interactive: bool,
+    pub dest: ObserveDest,
+    /// The `<observer />` element.
+    pub span: Span,
+}
+
+impl Metadata {
+    /// The observers of box `name` declared inside the nets `net_path`
+    /// (outermost first): every applicable `<box name="..">` element (as
+    /// for interfaces, module doc) with an `<observer />` child.
+    pub fn box_observers(&self, net_path: &[&str], name: &str) -> Vec<ObserverSpec> {
+        self.observers_of("box", net_path, name)
+    }
+
+    /// The observers of net `name` declared inside the nets `net_path`:
+    /// every applicable `<net name="..">` element with an `<observer />` child.
+    pub fn net_observers(&self, net_path: &[&str], name: &str) -> Vec<ObserverSpec> {
+        self.observers_of("net", net_path, name)
+    }
+
+    fn observers_of(&self, kind: &str, net_path: &[&str], name: &str) -> Vec<ObserverSpec> {
+        let mut out = Vec::new();
+        for sb in &self.blocks {
+            let depth0 = sb.scope.len();
+            if depth0 > net_path.len() || sb.scope.iter().zip(net_path).any(|(a, b)| a != b) {
+                continue;
+            }
+            walk(&sb.block.elements, &mut Vec::new(), &mut |el, nets| {
+                if el.name == kind
+                    && el.attr("name") == Some(name)
+                    && embed(nets, net_path, depth0).is_some()
+                {
+                    if let Some(Ok(spec)) = observer_spec(el, |s| self.oid(s)) {
+                        out.push(spec);
+                    }
+                }
+            });
+        }
+        out.sort_by_key(|s| s.oid);
+        out
+    }
+
+    /// The number of the `<observer />` element at `at`.
+    fn oid(&self, at: usize) -> u32 {
+        let mut starts = Vec::new();
+        for sb in &self.blocks {
+            walk(&sb.block.elements, &mut Vec::new(), &mut |el, _| {
+                if el.name == "observer" {
+                    starts.push(el.span.start);
+                }
+            });
+        }
+        starts.iter().filter(|s| **s < at).count() as u32 + 1
+    }
+
+    /// Reports every malformed observer (`<box>` and `<net>` elements with
+    /// observer children).
+    pub fn check_observers(&self, diags: &mut Diagnostics) {
+        for sb in &self.blocks {
+            walk(&sb.block.elements, &mut Vec::new(), &mut |el, _| {
+                if el.name == "box" || el.name == "net" {
+                    if let Some(Err(d)) = observer_spec(el, |_| 0) {
+                        diags.push(*d);
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// The observer of a `<box>` or `<net>` element, from its children
+/// (`None` without an `<observer />` child); `oid` numbers the
+/// `<observer />` element by its offset.
+pub fn observer_spec(
+    el: &Element,
+    oid: impl Fn(usize) -> u32,
+) -> Option<Result<ObserverSpec, Box<Diagnostic>>> {
+    let obs = el.children.iter().find(|c| c.name == "observer")?;
+    let child = |n: &str| el.children.iter().find(|c| c.name == n);
+    let value = |n: &str| -> Result<Option<(String, Span)>, Box<Diagnostic>> {
+        match child(n) {
+            None => Ok(None),
+            Some(c) => match c.attr("value") {
+                Some(v) => Ok(Some((unescape(v), c.span.clone()))),
+                None => Err(Box::new(
+                    Diagnostic::error(c.span.clone(), format!("`<{n}>` needs a `value` attribute"))
+                        .with_label("no value"),
+                )),
+            },
+        }
+    };
+    let spec = (|| {
+        let bad = |span: Span, what: &str, allowed: &str| {
+            Box::new(
+                Diagnostic::error(span, format!("malformed observer: {what}"))
+                    .with_label(format!("expected {allowed}")),
+            )
+        };
+        let points = match value("observer_type")?
+            .as_ref()
+            .map(|(v, sp)| (v.as_str(), sp.clone()))
+        {
+            None | Some(("both", _)) => vec![ObservePoint::Before, ObservePoint::After],
+            Some(("before", _)) => vec![ObservePoint::Before],
+            Some(("after", _)) => vec![ObservePoint::After],
+            Some((v, sp)) => {
+                return Err(bad(
+                    sp,
+                    &format!("unknown observer_type `{v}`"),
+                    "`before`, `after` or `both`",
+                ))
+            }
+        };
+        let data = match value("observer_data")?
+            .as_ref()
+            .map(|(v, sp)| (v.as_str(), sp.clone()))
+        {
+            None | Some(("tags", _)) => ObserveData::Tags,
+            Some(("labels", _)) => ObserveData::Labels,
+            Some(("allvalues", _)) => ObserveData::AllValues,
+            Some((v, sp)) => {
+                return Err(bad(
+                    sp,
+                    &format!("unknown observer_data `{v}`"),
+                    "`labels`, `tags` or `allvalues`",
+                ))
+            }
+        };
+        let code = value("observer_code")?.map(|(v, _)| v);
+        let file = value("observer_file")?;
+        let address = value("observer_address")?;
+        let port = match value("observer_port")?
+            .as_ref()
+            .map(|(v, sp)| (v.as_str(), sp.clone()))
+        {
+            None => None,
+            Some((v, sp)) => match v.trim().parse::<u16>() {
+                Ok(p) if p > 0 => Some(p),
+                _ => {
+                    return Err(bad(
+                        sp,
+                        &format!("observer_port `{v}` is not a port"),
+                        "a number from 1 to 65535",
+                    ))
+                }
+            },
+        };
+        let dest = match (file, address, port) {
+            (Some((_, sp)), Some(_), _) | (Some((_, sp)), _, Some(_)) => {
+                return Err(bad(
+                    sp,
+                    "both a file and an address",
+                    "either `<observer_file>` or `<observer_address>` with `<observer_port>`",
+                ))
+            }
+            (Some((f, _)), None, None) => ObserveDest::File(f),
+            (None, Some((_, sp)), None) => {
+                return Err(bad(
+                    sp,
+                    "an address without a port",
+                    "`<observer_port value=\"N\" />` beside it",
+                ))
+            }
+            (None, a, Some(port)) => ObserveDest::Tcp {
+                host: a.map_or_else(|| "localhost".to_string(), |(a, _)| a),
+                port,
+            },
+            (None, None, None) => ObserveDest::Stderr,
+        };
+        let interactive = child("observer_interactive").is_some();
+        if interactive && !matches!(dest, ObserveDest::Tcp { .. }) {
+            return Err(Box::new(Diagnostic::error(
+                obs.span.clone(),
+                "an interactive observer needs a listener to answer it",
+            )
+            .with_label("observer_interactive here")
+            .with_note(
+                "give `<observer_address value=\"HOST\" />` and `<observer_port value=\"N\" />`",
+            )));
+        }
+        Ok(ObserverSpec {
+            oid: oid(obs.span.start),
+            points,
+            data,
+            code,
+            interactive,
+            dest,
+            span: obs.span.clone(),
+        })
+    })();
+    Some(spec)
+}
+
+/// An attribute value with XML's predefined entities replaced.
+fn unescape(v: &str) -> String {
+    v.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
 }
 
 /// Calls `f` on every element with the names of its `<net name=..>` ancestors.
@@ -453,6 +669,90 @@ mod tests {
 
     fn iface(value: &str) -> String {
         format!("<interface value=\"{value}\"/>")
+    }
+
+    #[test]
+    fn observers_are_scoped_numbered_and_checked() {
+        let m = blocks(&[
+            (
+                &[],
+                r#"<metadata>
+                  <box name="f"> <observer /> <observer_file value="a&amp;b.log" />
+                     <observer_type value="after" /> <observer_data value="labels" /> </box>
+                  <net name="n"> <observer /> <observer_port value="7000" />
+                     <observer_interactive /> <observer_code value="c" /> </net>
+                  <box name="g"> <interface value="C4SNet" /> </box>
+                </metadata>"#,
+            ),
+            (
+                &["n"],
+                r#"<metadata><box name="f"> <observer /> </box></metadata>"#,
+            ),
+        ]);
+        let f = m.box_observers(&[], "f");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].oid, 1);
+        assert_eq!(f[0].points, vec![ObservePoint::After]);
+        assert_eq!(f[0].data, ObserveData::Labels);
+        assert_eq!(f[0].dest, ObserveDest::File("a&b.log".into()));
+        // A box `f` inside `n` has the top-level observer and n's own.
+        let inner = m.box_observers(&["n"], "f");
+        assert_eq!(inner.iter().map(|s| s.oid).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(inner[1].dest, ObserveDest::Stderr);
+        assert_eq!(
+            inner[1].points,
+            vec![ObservePoint::Before, ObservePoint::After]
+        );
+        assert_eq!(inner[1].data, ObserveData::Tags);
+        assert!(m.box_observers(&[], "g").is_empty());
+        let n = m.net_observers(&[], "n");
+        assert_eq!(n.len(), 1);
+        assert_eq!(n[0].oid, 2);
+        assert!(n[0].interactive);
+        assert_eq!(n[0].code.as_deref(), Some("c"));
+        assert_eq!(
+            n[0].dest,
+            ObserveDest::Tcp {
+                host: "localhost".into(),
+                port: 7000
+            }
+        );
+        let mut d = Diagnostics::default();
+        m.check_observers(&mut d);
+        assert!(!d.has_errors());
+
+        for (bad, says) in [
+            (
+                r#"<observer_type value="sideways" />"#,
+                "unknown observer_type `sideways`",
+            ),
+            (
+                r#"<observer_data value="all" />"#,
+                "unknown observer_data `all`",
+            ),
+            (
+                r#"<observer_port value="x" />"#,
+                "observer_port `x` is not a port",
+            ),
+            (
+                r#"<observer_address value="h" />"#,
+                "an address without a port",
+            ),
+            (
+                r#"<observer_file value="f" /> <observer_port value="1" />"#,
+                "both a file and an address",
+            ),
+            (r#"<observer_interactive />"#, "needs a listener"),
+            (r#"<observer_code />"#, "needs a `value` attribute"),
+        ] {
+            let m = meta(&format!(
+                "<metadata><box name=\"f\"><observer />{bad}</box></metadata>"
+            ));
+            let mut d = Diagnostics::default();
+            m.check_observers(&mut d);
+            let all = format!("{:?}", d.into_sorted());
+            assert!(all.contains(says), "{bad}: {all}");
+        }
     }
 
     #[test]

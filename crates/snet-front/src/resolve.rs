@@ -100,6 +100,7 @@ pub fn resolve(
     }
     r.break_cycles();
     r.warn_unknown_metadata_boxes();
+    r.meta.check_observers(r.diags);
     r.hir.entry = r.pick_entry(&program.defs, src_len, entry);
     r.hir
 }
@@ -142,7 +143,10 @@ impl<'a> Resolver<'a, '_> {
                     let idx = self.hir.nets.len();
                     let mut full = path.to_vec();
                     full.push(n.name.name.clone());
+                    let path_refs: Vec<&str> = path.iter().map(String::as_str).collect();
+                    let observers = self.meta.net_observers(&path_refs, &n.name.name);
                     self.hir.nets.push(NetInfo {
+                        observers,
                         name: n.name.name.clone(),
                         qual: full.join("/"),
                         path: path.to_vec(),
@@ -228,7 +232,9 @@ impl<'a> Resolver<'a, '_> {
             .collect();
         let path_refs: Vec<&str> = path.iter().map(String::as_str).collect();
         let interface = self.meta.box_interface(&path_refs, &b.name.name);
+        let observers = self.meta.box_observers(&path_refs, &b.name.name);
         self.hir.boxes.push(BoxInfo {
+            observers,
             name: b.name.name.clone(),
             span: b.span.clone(),
             inputs,

@@ -52,6 +52,7 @@ pub mod pingpong;
 mod run;
 mod selftest;
 mod shm;
+mod watch;
 
 pub use alloc::{tune_allocator, SnetAlloc};
 pub use entry::snet_runner_main;

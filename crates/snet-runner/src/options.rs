@@ -34,6 +34,14 @@ pub struct RunOptions {
     /// Print run statistics to standard error (one line per node).
     #[arg(long)]
     pub stats: bool,
+    /// Print what each node is doing (as on SIGUSR1) whenever nothing has
+    /// moved on it for this many seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub watchdog: Option<std::time::Duration>,
+    /// Show one live line on standard error (records in and out, rate,
+    /// elapsed time) when it is a terminal.
+    #[arg(long)]
+    pub progress: bool,
     /// Run as this many nodes (Distributed S-Net; node 0 reads the input and
     /// writes the output). Needs `--transport shm` or `loopback`; under
     /// `mpirun` the node count is the number of processes.
@@ -90,6 +98,14 @@ pub fn notify_parser() -> impl TypedValueParser<Value = Notify> {
 pub fn fields_parser() -> impl TypedValueParser<Value = FieldMode> {
     PossibleValuesParser::new(FieldMode::ALL.map(FieldMode::name))
         .try_map(|s| s.parse::<FieldMode>())
+}
+
+/// `--watchdog`: a positive number of seconds.
+fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() && x < 1e9 => Ok(std::time::Duration::from_secs_f64(x)),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
 }
 
 /// `--box-stack`: bytes, with an optional K, M or G suffix (powers of 1024).

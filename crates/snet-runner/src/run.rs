@@ -29,6 +29,13 @@ pub fn run(
     // Fields are C4SNet's (the record format's default interface): its
     // codec moves them between nodes, its text codec reads and writes them.
     config.codecs.add(c4snet::codec());
+    config.watch = Some(crate::watch::watch(opts));
+    // Observers at `allvalues` write field values in the same text form.
+    let text = c4snet::text_codecs();
+    config.field_text = Some(snet_engine::FieldText(Arc::new(move |v, out| {
+        text.get(v.interface())
+            .is_some_and(|c| c.format(v, false, out))
+    })));
     if let Some(w) = opts.workers {
         if w == 0 {
             say!("error: --workers must be at least 1");

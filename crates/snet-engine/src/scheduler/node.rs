@@ -115,6 +115,12 @@ pub fn run(
         config.box_concurrency.max(1),
     );
     rt.box_stack = config.box_stack;
+    rt.observers = crate::observe::Observers::new(config.field_text.clone());
+    if config.watch.is_some() {
+        // Box calls say what they run only when someone may ask (stuck.rs).
+        rt.now = (0..workers).map(|_| Default::default()).collect();
+    }
+    let started = std::time::Instant::now();
     let (source, sink) = match (rt.node, io) {
         (Rank::ROOT, Some((source, sink))) => (Some(source), Some(sink)),
         _ => (None, None),
@@ -163,6 +169,7 @@ pub fn run(
             .spawn(move || reader_loop(&input, &sleep, source))
             .expect("spawn reader thread")
     });
+    let monitor_done = std::sync::atomic::AtomicBool::new(false);
     thread::scope(|s| {
         let sh = &shared;
         let managers = sh.distributed.then(|| {
@@ -176,6 +183,15 @@ pub fn run(
                 .expect("spawn input manager");
             (output, input)
         });
+        let monitor = config.watch.as_ref().map(|watch| {
+            let done = &monitor_done;
+            thread::Builder::new()
+                .name(format!("snet-monitor-{}", sh.rt.node))
+                .spawn_scoped(s, move || {
+                    crate::stuck::monitor(&sh.rt, watch, done, started, &sh.admitted)
+                })
+                .expect("spawn monitor thread")
+        });
         let handles: Vec<_> = (0..workers)
             .map(|me| {
                 thread::Builder::new()
@@ -188,6 +204,11 @@ pub fn run(
             if h.join().is_err() {
                 sh.fail(EngineError::Internal(InternalError::WorkerPanicked));
             }
+        }
+        monitor_done.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(m) = monitor {
+            m.thread().unpark();
+            let _ = m.join();
         }
         if let Some((output, input)) = managers {
             // The output manager sends what is left (the shutdown or the
@@ -234,6 +255,18 @@ pub fn run(
                 what,
             }))
         });
+    if error.is_none() {
+        // Records that never left (see `crate::stuck`): a warning each.
+        // SAFETY: all workers have been joined.
+        for held in unsafe { shared.rt.left_in_cells() } {
+            let node = if shared.rt.nodes > 1 {
+                format!("node {}: ", shared.rt.node)
+            } else {
+                String::new()
+            };
+            (config.warn)(&format!("{node}{held}"));
+        }
+    }
     let (exports_live, proxies_live, fetched, fetched_bytes, exported) =
         shared.rt.net.store.counts();
     let traffic = &shared.rt.net.traffic;

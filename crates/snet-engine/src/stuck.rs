@@ -1,0 +1,302 @@
+//! Where records got stuck: the end-of-run report of records that never
+//! left (those still held in synchrocells whose partner never came), and
+//! the live dump of what a node is doing (`SIGUSR1`, `--watchdog`).
+//!
+//! Records are never dropped silently elsewhere: a record no parallel
+//! branch, star exit or split accepts is a runtime type error that stops
+//! the run naming the component, so synchrocells are the only place a
+//! record can stay behind in a run that ends normally.
+//!
+//! The synchrocell entities list themselves when they first store a record
+//! ([`crate::runtime::Runtime::note_holding`]: one branch on the store
+//! path, nothing on any other); after the run the node reads their cells.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use snet_core::{Graph, Loc, NodeId, NodeKind, Rank, Record, Variant};
+
+use crate::entity::Entity;
+use crate::runtime::Runtime;
+
+/// The records one synchrocell (template) of a node still held at the end.
+#[derive(Clone, Debug)]
+pub struct Held {
+    /// `[| {a}, {b} |]`.
+    pub what: String,
+    pub loc: Loc,
+    /// The records held, by label set (sorted), with their counts.
+    pub by_labels: Vec<(Variant, u64)>,
+}
+
+impl Held {
+    pub fn count(&self) -> u64 {
+        self.by_labels.iter().map(|(_, n)| n).sum()
+    }
+}
+
+impl fmt::Display for Held {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.count();
+        write!(
+            f,
+            "{}: synchrocell {} still holds {n} record{} whose partner never came:",
+            self.loc,
+            self.what,
+            if n == 1 { "" } else { "s" }
+        )?;
+        for (i, (v, n)) in self.by_labels.iter().enumerate() {
+            let sep = if i == 0 { " " } else { ", " };
+            write!(f, "{sep}{n} x {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Gathers held records by template.
+#[derive(Default)]
+pub(crate) struct HeldBy(BTreeMap<NodeId, BTreeMap<Variant, u64>>);
+
+impl HeldBy {
+    pub fn add(&mut self, node: NodeId, recs: Vec<&Record>) {
+        for r in recs {
+            *self
+                .0
+                .entry(node)
+                .or_default()
+                .entry(Variant::new(r.labels()))
+                .or_default() += 1;
+        }
+    }
+
+    pub fn finish(self, graph: &Graph) -> Vec<Held> {
+        self.0
+            .into_iter()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(node, m)| {
+                let n = graph.node(node);
+                let what = match &n.kind {
+                    NodeKind::Synchrocell(s) => {
+                        let pats: Vec<String> =
+                            s.patterns.iter().map(|p| p.variant.to_string()).collect();
+                        format!("[| {} |]", pats.join(", "))
+                    }
+                    _ => n.describe().to_string(),
+                };
+                Held {
+                    what,
+                    loc: n.loc.clone(),
+                    by_labels: m.into_iter().collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Asks a run for live dumps of what its nodes are doing
+/// ([`crate::Config::watch`]): a dump whenever `requests` changes (the
+/// runner adds one on `SIGUSR1`), and one whenever nothing moved on a node
+/// for `quiet` (`--watchdog`).
+#[derive(Clone, Default)]
+pub struct Watch {
+    pub requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub quiet: Option<std::time::Duration>,
+    /// Called by node 0's monitor every 100 ms with the records admitted
+    /// and written so far, and once more at the end (`true`).
+    pub progress: Option<Progress>,
+}
+
+/// See [`Watch::progress`]: (records in, records out, the run is over).
+pub type Progress = std::sync::Arc<dyn Fn(u64, u64, bool) + Send + Sync>;
+
+impl fmt::Debug for Watch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watch")
+            .field("quiet", &self.quiet)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// What one worker is doing, written by the worker at the start and end of
+/// each box call and read by the node's monitor thread. Its own cache line:
+/// workers never write each other's.
+#[repr(align(64))]
+#[derive(Default)]
+pub(crate) struct WorkerNow {
+    /// 0 between box calls; else the box's template node + 1 in the low 32
+    /// bits and the call's number on this worker above.
+    token: AtomicU64,
+    /// The box entity of the call in progress (valid only while `token`
+    /// stays the same: the worker holds the entity for the whole call).
+    ent: AtomicPtr<Entity>,
+    /// Box calls started by this worker.
+    calls: AtomicU64,
+}
+
+impl WorkerNow {
+    /// A box call of template `node` at `ent` starts (or resumes).
+    #[inline(always)]
+    pub fn enter(&self, node: NodeId, ent: &std::sync::Arc<Entity>) {
+        let n = self.calls.load(Ordering::Relaxed).wrapping_add(1);
+        self.calls.store(n, Ordering::Relaxed);
+        self.ent.store(
+            std::sync::Arc::as_ptr(ent) as *mut Entity,
+            Ordering::Relaxed,
+        );
+        self.token
+            .store((n << 32) | u64::from(node.0 + 1), Ordering::Release);
+    }
+
+    /// The call returned or was suspended.
+    #[inline(always)]
+    pub fn leave(&self) {
+        self.token.store(0, Ordering::Release);
+    }
+}
+
+/// A node's monitor thread: samples the workers every 100 ms and prints a
+/// dump when asked ([`Watch`]).
+pub(crate) fn monitor(
+    rt: &Runtime,
+    watch: &Watch,
+    done: &AtomicBool,
+    start: Instant,
+    admitted: &AtomicU64,
+) {
+    const TICK: Duration = Duration::from_millis(100);
+    let mut seen = watch.requests.load(Ordering::Relaxed);
+    // Per worker: the token last seen and since when.
+    let mut since: Vec<(u64, Instant)> = rt.now.iter().map(|_| (0, Instant::now())).collect();
+    let mut moved_at = Instant::now();
+    let mut last_progress = (u64::MAX, 0, 0);
+    let mut barked = false;
+    while !done.load(Ordering::Acquire) {
+        // Woken early when the run ends (`done`, then an unpark).
+        std::thread::park_timeout(TICK);
+        if done.load(Ordering::Acquire) {
+            break;
+        }
+        let now = Instant::now();
+        for (w, s) in rt.now.iter().zip(since.iter_mut()) {
+            let t = w.token.load(Ordering::Acquire);
+            if t != s.0 {
+                *s = (t, now);
+            }
+        }
+        let calls: u64 = rt.now.iter().map(|w| w.calls.load(Ordering::Relaxed)).sum();
+        let progress = (
+            calls,
+            rt.outputs.load(Ordering::Relaxed),
+            admitted.load(Ordering::Relaxed)
+                + rt.net.traffic.messages_received.load(Ordering::Relaxed),
+        );
+        if progress != last_progress {
+            last_progress = progress;
+            moved_at = now;
+            barked = false;
+        }
+        if let (Some(p), Rank::ROOT) = (&watch.progress, rt.node) {
+            p(
+                admitted.load(Ordering::Relaxed),
+                rt.outputs.load(Ordering::Relaxed),
+                false,
+            );
+        }
+        let asked = watch.requests.load(Ordering::Relaxed);
+        let quiet = watch
+            .quiet
+            .is_some_and(|q| !barked && now.duration_since(moved_at) >= q);
+        if asked != seen || quiet {
+            seen = asked;
+            if quiet {
+                barked = true;
+            }
+            let why = if quiet {
+                format!(
+                    "nothing moved for {:.1} s",
+                    now.duration_since(moved_at).as_secs_f64()
+                )
+            } else {
+                "asked by SIGUSR1".to_string()
+            };
+            eprint!("{}", dump(rt, &since, now, start, admitted, &why));
+        }
+    }
+    if let (Some(p), Rank::ROOT) = (&watch.progress, rt.node) {
+        p(
+            admitted.load(Ordering::Relaxed),
+            rt.outputs.load(Ordering::Relaxed),
+            true,
+        );
+    }
+}
+
+/// The text of one dump.
+fn dump(
+    rt: &Runtime,
+    since: &[(u64, Instant)],
+    now: Instant,
+    start: Instant,
+    admitted: &AtomicU64,
+    why: &str,
+) -> String {
+    use std::fmt::Write;
+    let g = rt.graph();
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "snet: node {} at {:.1} s ({why}): {} records in, {} out, about {} items waiting in inboxes",
+        rt.node,
+        now.duration_since(start).as_secs_f64(),
+        admitted.load(Ordering::Relaxed),
+        rt.outputs.load(Ordering::Relaxed),
+        rt.queued_now().max(0),
+    );
+    for (i, (w, (tok, at))) in rt.now.iter().zip(since).enumerate() {
+        let t = w.token.load(Ordering::Acquire);
+        if t == 0 || t != *tok {
+            let _ = writeln!(s, "snet:   worker {i}: not in a box call");
+            continue;
+        }
+        let ptr = w.ent.load(Ordering::Relaxed);
+        let node = NodeId(((t & 0xffff_ffff) - 1) as u32);
+        let n = g.node(node);
+        let name = match &n.kind {
+            NodeKind::Box(b) => g.box_def(*b).name.clone(),
+            _ => n.describe().to_string(),
+        };
+        // SAFETY: the token is the same as when `ptr` was stored before it
+        // (Release/Acquire) and is read again below: the call was in
+        // progress throughout, and its worker holds the entity meanwhile.
+        let backlog = unsafe { (*ptr).backlog() };
+        if w.token.load(Ordering::Acquire) != t {
+            let _ = writeln!(s, "snet:   worker {i}: not in a box call");
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "snet:   worker {i}: box `{name}` ({}) for {:.1} s, {backlog} items waiting in its inbox",
+            n.loc,
+            now.duration_since(*at).as_secs_f64()
+        );
+    }
+    for (node, n) in rt.held_now() {
+        let g = g.node(node);
+        let what = match &g.kind {
+            NodeKind::Synchrocell(sc) => {
+                let pats: Vec<String> = sc.patterns.iter().map(|p| p.variant.to_string()).collect();
+                format!("[| {} |]", pats.join(", "))
+            }
+            _ => g.describe().to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "snet:   synchrocell {what} ({}) holds {n} records",
+            g.loc
+        );
+    }
+    s
+}
