@@ -497,9 +497,19 @@ impl BoxEntity {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
+        let t0 = if ctx.log.is_some() {
+            crate::instrument::now_ns()
+        } else {
+            0
+        };
+        let resumed = self.c.listed;
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
         // touched between resumes, until the call returns.
         let ev = unsafe { stack.resume(&mut self.c.io, ctx.stacks.worker()) };
+        if let Some(log) = ctx.log.as_deref_mut() {
+            let t1 = crate::instrument::now_ns();
+            log.call(self.t.node, resumed, t0, t1, matches!(ev, Event::Batch));
+        }
         match ev {
             Event::Batch => {
                 self.send_outs(false, ctx);
@@ -655,7 +665,9 @@ impl BoxEntity {
                 self.next.clone(),
                 Mode::Lane { order },
             );
-            lanes.push(ctx.entity(Kind::Box(lane)));
+            let lane = ctx.entity(Kind::Box(lane));
+            lane.tag(self.t.node);
+            lanes.push(lane);
         }
         det.push(s);
         let lane = lanes[k].clone();

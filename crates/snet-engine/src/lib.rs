@@ -20,7 +20,8 @@
 //!   trivial layer; the transport trait, the loopback transport and their
 //!   conformance suite are `snet-transport`'s, re-exported there);
 //!   [`remote`]: the entity at a connection's local end;
-//! - [`weight`]: dyadic weights (marker copies, termination credit).
+//! - [`weight`]: dyadic weights (marker copies, termination credit);
+//! - [`instrument`]: traces and profiles (`--trace`, `--profile`).
 
 mod boxes;
 pub mod callstack;
@@ -31,6 +32,7 @@ mod error;
 mod feedback;
 mod filter;
 mod instantiate;
+pub mod instrument;
 mod limit;
 mod output;
 mod parallel;
@@ -134,6 +136,10 @@ pub struct Config {
     /// the box. Default [`callstack::DEFAULT_STACK`] (8 MiB, of address
     /// space: only the pages a call touches take memory).
     pub box_stack: usize,
+    /// Record a trace and a profile of the run ([`instrument`]); each node
+    /// run in this process deposits its report there. `None` (the
+    /// default): nothing is recorded, and nothing is paid.
+    pub instrument: Option<Arc<instrument::Instrument>>,
 }
 
 /// The default of [`Config::warn`]: `warning: MESSAGE` on standard error.
@@ -155,6 +161,7 @@ impl Default for Config {
             inline_fields: DEFAULT_INLINE_FIELDS,
             warn: warn_to_stderr,
             box_stack: callstack::DEFAULT_STACK,
+            instrument: None,
         }
     }
 }

@@ -61,6 +61,10 @@ pub struct Runtime {
     /// expansions): what waits in their inboxes cannot drain before they
     /// go on, so [`Ctx::backlog_elsewhere`] leaves it out.
     suspended: crate::sync::Mutex<Vec<Arc<Entity>>>,
+    /// Traces and profiles (`None`: off, the workers keep no logs).
+    pub(crate) instrument: Option<std::sync::Arc<crate::instrument::Instrument>>,
+    /// The workers' logs, handed over when they stop.
+    pub(crate) logs: crate::instrument::Logs,
 }
 
 /// Outputs suspendable work (a box call, a fused star's expansion) sends
@@ -99,7 +103,24 @@ impl Runtime {
             box_stack: crate::callstack::DEFAULT_STACK,
             suspensions: AtomicU64::new(0),
             suspended: crate::sync::Mutex::new(Vec::new()),
+            instrument: None,
+            logs: Default::default(),
         }
+    }
+
+    /// A log for a thread of this node when the run is traced or profiled.
+    pub(crate) fn new_log(
+        &self,
+        tid: u32,
+        name: String,
+    ) -> Option<Box<crate::instrument::WorkerLog>> {
+        let ins = self.instrument.as_ref()?;
+        Some(Box::new(crate::instrument::WorkerLog::new(
+            ins,
+            self.graph(),
+            tid,
+            name,
+        )))
     }
 
     /// Keeps `e` in the node's list of suspended entities exactly while
@@ -228,6 +249,12 @@ pub struct Ctx<'a> {
     pub(crate) pinned_tasks: VecDeque<Arc<Entity>>,
     /// This worker's free box call stacks (and its number).
     pub stacks: crate::callstack::Stacks,
+    /// Records sent so far (counted always: cheaper than a test; the
+    /// profile reads differences).
+    pub(crate) sent: u64,
+    /// This worker's trace and profile (`None` unless the run is
+    /// instrumented, see [`crate::instrument`]).
+    pub(crate) log: Option<Box<crate::instrument::WorkerLog>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -246,6 +273,8 @@ impl<'a> Ctx<'a> {
             pinned: false,
             pinned_tasks: VecDeque::new(),
             stacks: crate::callstack::Stacks::new(rt.box_stack, 0),
+            sent: 0,
+            log: None,
         }
     }
 
@@ -253,6 +282,7 @@ impl<'a> Ctx<'a> {
     pub fn for_worker(rt: &'a Runtime, worker: usize) -> Ctx<'a> {
         let mut ctx = Ctx::new(rt);
         ctx.stacks = crate::callstack::Stacks::for_worker_thread(rt.box_stack, worker);
+        ctx.log = rt.new_log(worker as u32 + 1, format!("worker {worker}"));
         ctx
     }
 
@@ -330,10 +360,14 @@ impl<'a> Ctx<'a> {
     /// Sends an item to an entity; collects the licence if it was idle.
     #[inline]
     pub fn send(&mut self, to: &Arc<Entity>, item: Item) {
+        self.sent += matches!(item, Item::Rec(_)) as u64;
         if let Some(kind) = to.shared_state() {
             // A stateless entity runs here, under the sender's licence: the
             // sender's outputs still reach it, and its outputs leave it, in
             // order; no hop, no queue.
+            if self.log.is_some() {
+                return self.send_stateless_logged(to, kind, item);
+            }
             let origin = item.origin();
             if let Err(e) = process_stateless(kind, item, self) {
                 self.fail(named_origin(e, origin));
@@ -365,6 +399,28 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// [`Ctx::send`] to a stateless entity while the run is profiled: its
+    /// records in and out are counted for it (its time is its sender's).
+    #[cold]
+    #[inline(never)]
+    fn send_stateless_logged(&mut self, to: &Arc<Entity>, kind: &Stateless, item: Item) {
+        let origin = item.origin();
+        let is_rec = matches!(item, Item::Rec(_)) as u64;
+        let before = self.sent;
+        if let Err(e) = process_stateless(kind, item, self) {
+            self.fail(named_origin(e, origin));
+        }
+        let out = self.sent - before;
+        // The sender sent one record; what the stateless entity sent is its own.
+        self.sent = before;
+        if let (Some(log), Some(slot)) = (self.log.as_deref_mut(), to.node()) {
+            let s = log.stats(slot);
+            s.calls += is_rec;
+            s.records_in += is_rec;
+            s.records_out += out;
+        }
+    }
+
     /// Sends `items` (left empty) to `to`, in order: one offer for them
     /// all (a box call's batch of outputs).
     #[inline]
@@ -377,6 +433,7 @@ impl<'a> Ctx<'a> {
         }
         // Whatever was held goes first: the items stay behind it.
         self.flush_sends();
+        self.sent += items.len() as u64;
         let (first, queued) = to.offer_many(items);
         self.count_queued(queued as isize);
         if let Some(item) = first {

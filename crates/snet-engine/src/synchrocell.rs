@@ -127,6 +127,11 @@ impl SynchrocellEntity {
             ctx.send(&self.next, item);
             return Ok(());
         };
+        let t0 = if ctx.log.is_some() {
+            crate::instrument::now_ns()
+        } else {
+            0
+        };
         let stored =
             self.cell
                 .offer(&self.def.patterns, rec)
@@ -137,9 +142,13 @@ impl SynchrocellEntity {
                 })?;
         match stored {
             Stored::Kept => {}
-            Stored::Fired(rec) | Stored::Passed(rec) => {
+            Stored::Fired(rec) => {
+                if let Some(log) = ctx.log.as_deref_mut() {
+                    log.fire(self.node, t0, crate::instrument::now_ns());
+                }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
+            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
         }
         Ok(())
     }

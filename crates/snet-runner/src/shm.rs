@@ -70,6 +70,11 @@ pub(crate) fn run_shm(
     let io = node_streams(me, opts);
     let result = snet_engine::run(graph, config, io, language, &*t);
     if me != 0 {
+        if let Some(ins) = &config.instrument {
+            if let Err(e) = crate::report::finish_node(opts, ins, me, nodes) {
+                say!("error: node {me}: {e}");
+            }
+        }
         if let (Ok(s), true) = (&result, opts.stats) {
             say!("snet: {s}");
             say!("snet: shm node {me}: {}", t.counters());
@@ -80,6 +85,16 @@ pub(crate) fn run_shm(
     // told, or are killed after a short grace).
     let grace = Duration::from_secs(if result.is_ok() { 30 } else { 3 });
     let ended = started.map(|n| n.wait(grace)).unwrap_or_default();
+    if let Some(ins) = &config.instrument {
+        // A failed run's nodes may never write their parts.
+        let nodes = if result.is_ok() { nodes } else { 1 };
+        if let Err(e) = crate::report::finish_node(opts, ins, 0, nodes) {
+            say!("error: {e}");
+            if result.is_ok() {
+                return 2;
+            }
+        }
+    }
     match result {
         Ok(s) => {
             if let Some(e) = ended.iter().find(|e| e.status != 0) {

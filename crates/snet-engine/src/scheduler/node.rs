@@ -115,6 +115,7 @@ pub fn run(
         config.box_concurrency.max(1),
     );
     rt.box_stack = config.box_stack;
+    rt.instrument = config.instrument.clone();
     let (source, sink) = match (rt.node, io) {
         (0, Some((source, sink))) => (Some(source), Some(sink)),
         _ => (None, None),
@@ -155,6 +156,8 @@ pub fn run(
     );
     shared.idle_flush = idle_flush;
 
+    let start_ns = crate::instrument::now_ns();
+    let has_reader = source.is_some();
     // Not a scoped thread: see `Input`.
     let reader = source.map(|source| {
         let (input, sleep) = (shared.input.clone(), shared.sleep.clone());
@@ -219,6 +222,24 @@ pub fn run(
         }
     }
 
+    if let Some(ins) = &config.instrument {
+        let mut report = crate::instrument::NodeReport::new(
+            shared.rt.node,
+            shared.rt.graph(),
+            shared.rt.logs.take(),
+            start_ns,
+            crate::instrument::now_ns(),
+            workers as u32,
+        );
+        if has_reader {
+            report.name_thread(crate::instrument::TID_READER, "reader");
+        }
+        if shared.distributed {
+            report.name_thread(crate::instrument::TID_OUT, "output manager");
+            report.name_thread(crate::instrument::TID_IN, "input manager");
+        }
+        ins.deposit(report);
+    }
     let error = lock(&shared.error)
         .take()
         .or_else(|| lock(&shared.input.state).error.take())
