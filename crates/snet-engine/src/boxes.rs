@@ -497,18 +497,16 @@ impl BoxEntity {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let t0 = if ctx.log.is_some() {
-            crate::instrument::now_ns()
-        } else {
-            0
-        };
-        let resumed = self.c.listed;
+        // Traced: when the call (or its continuation: it was suspended) started.
+        let traced = ctx
+            .log
+            .is_some()
+            .then(|| (crate::instrument::now_ns(), self.c.listed));
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
         // touched between resumes, until the call returns.
         let ev = unsafe { stack.resume(&mut self.c.io, ctx.stacks.worker()) };
-        if let Some(log) = ctx.log.as_deref_mut() {
-            let t1 = crate::instrument::now_ns();
-            log.call(self.t.node, resumed, t0, t1, matches!(ev, Event::Batch));
+        if let Some((t0, resumed)) = traced {
+            self.log_call(ctx, t0, resumed, matches!(ev, Event::Batch));
         }
         match ev {
             Event::Batch => {
@@ -540,6 +538,15 @@ impl BoxEntity {
                 }
                 r
             }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn log_call(&self, ctx: &mut Ctx, t0: u64, resumed: bool, suspended: bool) {
+        if let Some(log) = ctx.log.as_deref_mut() {
+            let t1 = crate::instrument::now_ns();
+            log.call(self.t.node, resumed, t0, t1, suspended);
         }
     }
 

@@ -426,6 +426,13 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn send_all(&mut self, to: &Arc<Entity>, items: &mut Vec<Item>) {
         if items.len() <= 1 || to.shared_state().is_some() {
+            if items.len() == 1 {
+                // One output (the common box call): no drain.
+                if let Some(item) = items.pop() {
+                    self.send(to, item);
+                }
+                return;
+            }
             for item in items.drain(..) {
                 self.send(to, item);
             }
@@ -514,7 +521,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// Processes one item at an entity whose licence the caller holds.
-#[inline]
+#[inline(always)]
 pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
     let origin = item.origin();
     match process_item(ent, item, ctx) {
