@@ -1,6 +1,6 @@
 //! The documentation runs as written.
 //!
-//! For `README.md`, `docs/tutorial-c-boxes.md` and every
+//! For `README.md`, `docs/tutorial-c-boxes.md`, `docs/observability.md` and every
 //! `examples/*/README.md`, this test takes the shell blocks in order and
 //! runs them, one document at a time, in one `bash` in a scratch copy of the
 //! repository's files (`git ls-files`: tracked files and new, not ignored
@@ -479,6 +479,11 @@ fn tutorial_runs_as_written() {
 }
 
 #[test]
+fn observability_runs_as_written() {
+    run_document("docs/observability.md");
+}
+
+#[test]
 fn example_readmes_run_as_written() {
     let root = repo_root();
     let mut docs: Vec<String> = std::fs::read_dir(root.join("examples"))
@@ -502,6 +507,7 @@ fn markers_are_well_formed() {
     let mut docs = vec![
         "README.md".to_string(),
         "docs/tutorial-c-boxes.md".to_string(),
+        "docs/observability.md".to_string(),
     ];
     for e in std::fs::read_dir(root.join("examples"))
         .expect("examples/")

@@ -266,5 +266,35 @@ fn traces_and_profiles_have_the_known_counts_on_every_transport() {
             .collect();
         assert!(parts.is_empty(), "{what}: parts left: {parts:?}");
     }
+    // The profile drawn on the network: each box labelled with its counts.
+    let prof = dir.join("2-shm-nodes.profile.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_snet"))
+        .arg("graph")
+        .arg(dir.join("traced.snet"))
+        .arg("--profile")
+        .arg(&prof)
+        .output()
+        .expect("run snet graph");
+    let dot = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        dot.contains(&format!("{N} calls, {N} in, {} out", 2 * N)),
+        "{dot}"
+    );
+    assert!(dot.contains("fillcolor="), "{dot}");
+    // A file that is not a profile is refused, with a message.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_snet"))
+        .arg("graph")
+        .arg(dir.join("traced.snet"))
+        .arg("--profile")
+        .arg(dir.join("traced.snet"))
+        .output()
+        .expect("run snet graph");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a profile"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -497,11 +497,16 @@ impl BoxEntity {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        // Traced: when the call (or its continuation: it was suspended) started.
-        let traced = ctx
-            .log
-            .is_some()
-            .then(|| (crate::instrument::now_ns(), self.c.listed));
+        // Instrumented: when the call (or its continuation: it was
+        // suspended) started (traced runs only), and whether it was.
+        let traced = ctx.log.as_ref().map(|l| {
+            let t0 = if l.trace {
+                crate::instrument::now_ns()
+            } else {
+                0
+            };
+            (t0, self.c.listed)
+        });
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
         // touched between resumes, until the call returns.
         let ev = unsafe { stack.resume(&mut self.c.io, ctx.stacks.worker()) };
@@ -545,7 +550,11 @@ impl BoxEntity {
     #[inline(never)]
     fn log_call(&self, ctx: &mut Ctx, t0: u64, resumed: bool, suspended: bool) {
         if let Some(log) = ctx.log.as_deref_mut() {
-            let t1 = crate::instrument::now_ns();
+            let t1 = if log.trace {
+                crate::instrument::now_ns()
+            } else {
+                0
+            };
             log.call(self.t.node, resumed, t0, t1, suspended);
         }
     }

@@ -198,6 +198,9 @@ pub struct WorkerLog {
     cur: Current,
     cur_items: u32,
     cur_records: u64,
+    /// When the last box call of this thread started (a sampled record's
+    /// flow event at a box binds to its call).
+    last_call: u64,
 }
 
 /// What the log needs to know of the entity whose task runs.
@@ -212,6 +215,8 @@ pub(crate) struct Current {
     remote: bool,
     /// The entry network's entity (node 0): sampled records start here.
     entry: bool,
+    /// A box entity: its calls are its events (no batch event).
+    pub(crate) is_box: bool,
 }
 
 impl Current {
@@ -235,7 +240,11 @@ impl Current {
         // SAFETY: the caller holds `ent`'s licence and is not running it
         // yet; the reference ends here.
         match unsafe { ent.state() } {
-            Kind::Box(_) | Kind::Synchrocell(_) => c.counts_calls = false,
+            Kind::Box(_) => {
+                c.counts_calls = false;
+                c.is_box = true;
+            }
+            Kind::Synchrocell(_) => c.counts_calls = false,
             Kind::Output(_) => {
                 c.slot = n + SLOT_OUTPUT;
                 c.output = true;
@@ -276,6 +285,7 @@ impl WorkerLog {
             cur: Current::default(),
             cur_items: 0,
             cur_records: 0,
+            last_call: 0,
         }
     }
 
@@ -323,8 +333,12 @@ impl WorkerLog {
     }
 
     /// A sampled record was processed; `sent`: the worker's count of records sent now.
-    pub(crate) fn hop(&mut self, h: Hop, sent: u64) {
+    pub(crate) fn hop(&mut self, mut h: Hop, sent: u64) {
         let c = self.cur;
+        if c.is_box && self.last_call >= h.ts {
+            // Inside the call's event (a box's batch has none).
+            h.ts = self.last_call;
+        }
         let stopped = sent == h.sent && !c.remote;
         if c.entry {
             self.flow(b's', h.id, h.ts);
@@ -372,6 +386,7 @@ impl WorkerLog {
 
     /// A box call (or its continuation) from `t0` to `t1` on node `node`'s box.
     pub(crate) fn call(&mut self, node: NodeId, resumed: bool, t0: u64, t1: u64, suspended: bool) {
+        self.last_call = t0;
         let slot = node.index() as u32;
         let s = self.stats(slot);
         if !resumed {
@@ -550,8 +565,24 @@ impl NodeReport {
             out,
             r#"{{"name":"process_sort_index","ph":"M","pid":{pid},"tid":0,"args":{{"sort_index":{pid}}}}},"#
         );
-        let names: std::collections::HashMap<u32, &Component> =
-            self.components.iter().map(|(s, c, _)| (*s, c)).collect();
+        // Each component's name and args, escaped once.
+        let top = self.components.iter().map(|c| c.0 + 1).max().unwrap_or(0) as usize;
+        let mut heads: Vec<Option<(String, String)>> = vec![None; top];
+        for (slot, c, _) in &self.components {
+            heads[*slot as usize] = Some((
+                format!("{{\"name\":{},\"cat\":\"", json_str(&c.name)),
+                format!(
+                    ",\"args\":{{\"net\":{},\"loc\":{}",
+                    json_str(&c.path),
+                    json_str(&c.loc)
+                ),
+            ));
+        }
+        let unknown = (
+            "{\"name\":\"?\",\"cat\":\"".to_string(),
+            ",\"args\":{\"net\":\"\",\"loc\":\"\"".to_string(),
+        );
+        let mut num = itoa::Buffer::new();
         for t in &self.threads {
             let tid = t.tid;
             let _ = writeln!(
@@ -563,6 +594,9 @@ impl NodeReport {
                 out,
                 r#"{{"name":"thread_sort_index","ph":"M","pid":{pid},"tid":{tid},"args":{{"sort_index":{tid}}}}},"#
             );
+            // `,"pid":P,"tid":T,"ts":`
+            let place = format!(",\"pid\":{pid},\"tid\":{tid},\"ts\":");
+            out.reserve(t.events.len() * 120);
             for e in &t.events {
                 match *e {
                     Ev::Slice {
@@ -572,32 +606,32 @@ impl NodeReport {
                         dur,
                         items,
                     } => {
-                        let (name, loc, path) = match names.get(&slot) {
-                            Some(c) => (c.name.as_str(), c.loc.as_str(), c.path.as_str()),
-                            None => ("?", "", ""),
-                        };
-                        let _ = write!(
-                            out,
-                            r#"{{"name":{},"cat":"{}","ph":"X","pid":{pid},"tid":{tid},"ts":{},"dur":{},"args":{{"net":{},"loc":{}"#,
-                            json_str(name),
-                            cat.name(),
-                            Micros(ts),
-                            Micros(dur),
-                            json_str(path),
-                            json_str(loc)
-                        );
+                        let (head, args) = heads
+                            .get(slot as usize)
+                            .and_then(|h| h.as_ref())
+                            .unwrap_or(&unknown);
+                        out.push_str(head);
+                        out.push_str(cat.name());
+                        out.push_str("\",\"ph\":\"X\"");
+                        out.push_str(&place);
+                        micros(out, &mut num, ts);
+                        out.push_str(",\"dur\":");
+                        micros(out, &mut num, dur);
+                        out.push_str(args);
                         if cat == Cat::Batch {
-                            let _ = write!(out, r#","items":{items}"#);
+                            out.push_str(",\"items\":");
+                            out.push_str(num.format(items));
                         }
-                        let _ = writeln!(out, "}}}},");
+                        out.push_str("}},\n");
                     }
                     Ev::Flow { ph, id, ts } => {
-                        let _ = writeln!(
-                            out,
-                            r#"{{"name":"record","cat":"flow","ph":"{}","id":{id},"pid":{pid},"tid":{tid},"ts":{},"bp":"e"}},"#,
-                            ph as char,
-                            Micros(ts)
-                        );
+                        out.push_str("{\"name\":\"record\",\"cat\":\"flow\",\"ph\":\"");
+                        out.push(ph as char);
+                        out.push_str("\",\"id\":");
+                        out.push_str(num.format(id));
+                        out.push_str(&place);
+                        micros(out, &mut num, ts);
+                        out.push_str(",\"bp\":\"e\"},\n");
                     }
                     Ev::Counter {
                         ts,
@@ -610,11 +644,14 @@ impl NodeReport {
                             ("output written", written as i64),
                             ("items queued", queued.max(0)),
                         ] {
-                            let _ = writeln!(
-                                out,
-                                r#"{{"name":"{name}","ph":"C","pid":{pid},"tid":{tid},"ts":{},"args":{{"value":{v}}}}},"#,
-                                Micros(ts)
-                            );
+                            out.push_str("{\"name\":\"");
+                            out.push_str(name);
+                            out.push_str("\",\"ph\":\"C\"");
+                            out.push_str(&place);
+                            micros(out, &mut num, ts);
+                            out.push_str(",\"args\":{\"value\":");
+                            out.push_str(num.format(v));
+                            out.push_str("}},\n");
                         }
                     }
                 }
@@ -722,12 +759,13 @@ impl NodeReport {
 }
 
 /// Nanoseconds written as microseconds with three decimals (exact).
-struct Micros(u64);
-
-impl std::fmt::Display for Micros {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
-    }
+fn micros(out: &mut String, num: &mut itoa::Buffer, ns: u64) {
+    out.push_str(num.format(ns / 1000));
+    let frac = ns % 1000;
+    out.push('.');
+    out.push(char::from(b'0' + (frac / 100) as u8));
+    out.push(char::from(b'0' + (frac / 10 % 10) as u8));
+    out.push(char::from(b'0' + (frac % 10) as u8));
 }
 
 /// A JSON string literal.

@@ -63,14 +63,22 @@ fn profile_text(reports: &[NodeReport]) -> String {
     parts.join(",\n")
 }
 
-/// The trace file: the events of every part, as one JSON array.
-fn trace_file(parts: &[String]) -> String {
-    let mut body: String = parts.concat();
+/// Writes the trace file: the events of every part, as one JSON array.
+fn write_trace(path: &Path, parts: &mut [String]) -> std::io::Result<()> {
+    use std::io::Write as _;
     // Every event line ends with `,`: the last one must not.
-    while body.ends_with('\n') || body.ends_with(',') {
-        body.pop();
+    if let Some(last) = parts.iter_mut().rev().find(|p| !p.is_empty()) {
+        while last.ends_with('\n') || last.ends_with(',') {
+            last.pop();
+        }
     }
-    format!("[\n{body}\n]\n")
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    f.write_all(b"[\n")?;
+    for p in parts.iter() {
+        f.write_all(p.as_bytes())?;
+    }
+    f.write_all(b"\n]\n")?;
+    f.flush()
 }
 
 fn profile_file(parts: &[String]) -> String {
@@ -99,7 +107,7 @@ pub(crate) fn finish_local(opts: &RunOptions, ins: &Instrument) -> Result<(), St
         print_tables(&reports);
     }
     if let Some(f) = &opts.trace {
-        std::fs::write(f, trace_file(&[trace_text(&reports)]))
+        write_trace(f, &mut [trace_text(&reports)])
             .map_err(|e| format!("cannot write the trace {}: {e}", f.display()))?;
     }
     if let Some(f) = &opts.profile_json {
@@ -156,12 +164,12 @@ pub(crate) fn finish_node(
                 Err(_) => missing.push(k.to_string()),
             }
         }
-        let text = if is_trace {
-            trace_file(&parts)
+        let written = if is_trace {
+            write_trace(f, &mut parts)
         } else {
-            profile_file(&parts)
+            std::fs::write(f, profile_file(&parts))
         };
-        std::fs::write(f, text).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        written.map_err(|e| format!("cannot write {}: {e}", f.display()))?;
         if !missing.is_empty() {
             return Err(format!(
                 "{}: no part from node {} (it may run on another machine: see docs/observability.md)",

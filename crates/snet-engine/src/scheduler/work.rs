@@ -270,7 +270,10 @@ impl Shared {
             let s = log.stats(slot);
             s.busy_ns += t1 - t0;
             s.records_out += if cur.passes { records } else { out };
-            log.slice(slot, Cat::Batch, t0, t1, items);
+            if !cur.is_box {
+                // A box's events are its calls.
+                log.slice(slot, Cat::Batch, t0, t1, items);
+            }
             if t1.saturating_sub(log.last_counter) >= 1_000_000 {
                 self.count_now(ctx, t1);
             }
