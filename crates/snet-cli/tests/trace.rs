@@ -47,6 +47,9 @@ fn s<'a>(e: &'a Value, k: &str) -> &'a str {
     e[k].as_str().unwrap_or("")
 }
 
+/// A complete event: start and end (ns), name.
+type Slice = (i64, i64, String);
+
 /// Checks the trace's structure; returns the pids with events.
 fn check_trace(path: &Path, what: &str) -> HashSet<i64> {
     let text = std::fs::read_to_string(path).expect("the trace file");
@@ -55,7 +58,7 @@ fn check_trace(path: &Path, what: &str) -> HashSet<i64> {
         .as_array()
         .unwrap_or_else(|| panic!("{what}: the trace is not an array"))
         .clone();
-    let mut slices: HashMap<(i64, i64), Vec<(i64, i64, String)>> = HashMap::new();
+    let mut slices: HashMap<(i64, i64), Vec<Slice>> = HashMap::new();
     let mut count: HashMap<(String, String), u64> = HashMap::new();
     let mut named_threads = HashSet::new();
     let mut named_procs = HashSet::new();
@@ -115,7 +118,7 @@ fn check_trace(path: &Path, what: &str) -> HashSet<i64> {
             thread.0
         );
         v.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        let mut open: Vec<&(i64, i64, String)> = Vec::new();
+        let mut open: Vec<&Slice> = Vec::new();
         for ev in v.iter() {
             while open.last().is_some_and(|top| top.1 <= ev.0) {
                 open.pop();
