@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 use snet_runner::{FieldMode, Notify, PingpongTarget, TransportKind};
 
 mod buildcmd;
+mod profile;
 
 /// `snet --version`: the package version and the git revision it was built
 /// from (`build.rs`).
@@ -60,6 +61,10 @@ enum Cmd {
         /// Output file (default: standard output).
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Colour each component by its busy share and label it with its
+        /// counts, from a profile written by `snet run --profile-json FILE`.
+        #[arg(long, value_name = "FILE")]
+        profile: Option<PathBuf>,
     },
     /// Run a program on a record stream.
     Run {
@@ -183,8 +188,23 @@ fn main() -> ExitCode {
             svg,
             entry,
             output,
+            profile,
         } => {
-            let (out, err, code) = snet_front::graph_command(&file, entry.as_deref(), svg);
+            let (out, err, code) = match profile {
+                None => snet_front::graph_command(&file, entry.as_deref(), svg),
+                Some(p) => match profile::load(&p) {
+                    Ok(prof) => snet_front::graph_command_decorated(
+                        &file,
+                        entry.as_deref(),
+                        svg,
+                        &|g, n| prof.decor(g, n),
+                    ),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(2);
+                    }
+                },
+            };
             eprint!("{err}");
             if code == 0 {
                 if let Err(e) = write_output(output.as_deref(), out.as_bytes()) {

@@ -502,11 +502,24 @@ impl BoxEntity {
         if let Some(now) = now {
             now.enter(self.t.node, me);
         }
+        // Instrumented: when the call (or its continuation: it was
+        // suspended) started (traced runs only), and whether it was.
+        let traced = ctx.log.as_ref().map(|l| {
+            let t0 = if l.trace {
+                crate::instrument::now_ns()
+            } else {
+                0
+            };
+            (t0, self.c.listed)
+        });
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
         // touched between resumes, until the call returns.
         let ev = unsafe { stack.resume(&mut self.c.io, ctx.stacks.worker()) };
         if let Some(now) = now {
             now.leave();
+        }
+        if let Some((t0, resumed)) = traced {
+            self.log_call(ctx, t0, resumed, matches!(ev, Event::Batch));
         }
         match ev {
             Event::Batch => {
@@ -538,6 +551,19 @@ impl BoxEntity {
                 }
                 r
             }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn log_call(&self, ctx: &mut Ctx, t0: u64, resumed: bool, suspended: bool) {
+        if let Some(log) = ctx.log.as_deref_mut() {
+            let t1 = if log.trace {
+                crate::instrument::now_ns()
+            } else {
+                0
+            };
+            log.call(self.t.node, resumed, t0, t1, suspended);
         }
     }
 
@@ -663,7 +689,9 @@ impl BoxEntity {
                 self.next.clone(),
                 Mode::Lane { order },
             );
-            lanes.push(ctx.entity(Kind::Box(lane)));
+            let lane = ctx.entity(Kind::Box(lane));
+            lane.tag(self.t.node);
+            lanes.push(lane);
         }
         det.push(s);
         let lane = lanes[k].clone();

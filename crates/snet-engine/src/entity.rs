@@ -280,6 +280,9 @@ pub struct Entity {
     /// (`Relaxed`: a hint for the scheduler's decisions, nothing is
     /// published through it).
     backlog: AtomicUsize,
+    /// The graph node this entity stands for ([`crate::instrument`]'s
+    /// slot; `u32::MAX`: not known). Set once when instantiated.
+    node: std::sync::atomic::AtomicU32,
 }
 
 /// What an entity is.
@@ -314,6 +317,7 @@ impl Entity {
         Arc::new(Entity {
             body,
             backlog: AtomicUsize::new(0),
+            node: std::sync::atomic::AtomicU32::new(u32::MAX),
             inbox: Mutex::new(Inbox {
                 items: VecDeque::new(),
                 scheduled: false,
@@ -416,6 +420,23 @@ impl Entity {
             inbox.items = VecDeque::new();
         }
         inbox.releases = inbox.releases.saturating_add(1);
+    }
+
+    /// Records that this entity stands for graph node `node`, unless an
+    /// inner instantiation already said which (a serial composition's
+    /// entry is its first component's).
+    pub fn tag(&self, node: snet_core::NodeId) {
+        let _ = self.node.compare_exchange(
+            u32::MAX,
+            node.0,
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// The graph node this entity stands for, if known ([`Entity::tag`]).
+    pub fn node(&self) -> Option<u32> {
+        Some(self.node.load(std::sync::atomic::Ordering::Relaxed)).filter(|&n| n != u32::MAX)
     }
 
     /// Items waiting in the inbox, as of a recent change (a hint: see the

@@ -40,6 +40,14 @@ use crate::synchrocell::SynchrocellEntity;
 /// start-up items are queued in `ctx.startup`; the caller sends them
 /// ([`Ctx::start`]) before anything else reaches the instance.
 pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -> Arc<Entity> {
+    let e = instantiate_node(ctx, node, next, start);
+    // Traces and profiles name an entity by the innermost component it
+    // is the entry of (`Entity::tag` keeps the first tag).
+    e.tag(node);
+    e
+}
+
+fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -> Arc<Entity> {
     let rt = ctx.rt;
     let graph = rt.graph();
     match &graph.node(node).kind {
@@ -78,7 +86,13 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
                     j -= 1;
                 }
                 next = if i - j >= 2 {
-                    ctx.stateless_entity(Stateless::Chain(FilterChain::new(rt, &parts[j..i], next)))
+                    let chain = ctx.stateless_entity(Stateless::Chain(FilterChain::new(
+                        rt,
+                        &parts[j..i],
+                        next,
+                    )));
+                    chain.tag(parts[j]);
+                    chain
                 } else {
                     instantiate(ctx, parts[i - 1], next, start)
                 };
@@ -184,6 +198,7 @@ pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -
             let def = rt.prog.feedback(node).clone();
             let body = def.body;
             let router = ctx.entity(Kind::FeedbackRouter(FeedbackRouter::new(def, owner, next)));
+            router.tag(node);
             let entry_of_body = instantiate(ctx, body, router.clone(), start);
             // Where no marker can reach the loop from outside, nothing is
             // ever held back at its entry: records from outside enter the

@@ -21,7 +21,8 @@
 //!   trivial layer; the transport trait, the loopback transport and their
 //!   conformance suite are `snet-transport`'s, re-exported there);
 //!   [`remote`]: the entity at a connection's local end;
-//! - [`weight`]: dyadic weights (marker copies, termination credit).
+//! - [`weight`]: dyadic weights (marker copies, termination credit);
+//! - [`instrument`]: traces and profiles (`--trace`, `--profile`).
 
 mod boxes;
 pub mod callstack;
@@ -32,6 +33,7 @@ mod error;
 mod feedback;
 mod filter;
 mod instantiate;
+pub mod instrument;
 mod limit;
 pub mod observe;
 mod output;
@@ -149,6 +151,10 @@ pub struct Config {
     /// Live dumps of what each node is doing (`SIGUSR1`, `--watchdog`);
     /// `None`: no monitor thread.
     pub watch: Option<stuck::Watch>,
+    /// Record a trace and a profile of the run ([`instrument`]); each node
+    /// run in this process deposits its report there. `None` (the
+    /// default): nothing is recorded, and nothing is paid.
+    pub instrument: Option<Arc<instrument::Instrument>>,
 }
 
 /// The default of [`Config::warn`]: `warning: MESSAGE` on standard error.
@@ -172,6 +178,7 @@ impl Default for Config {
             box_stack: callstack::DEFAULT_STACK,
             field_text: None,
             watch: None,
+            instrument: None,
         }
     }
 }

@@ -71,6 +71,10 @@ pub struct Runtime {
     held: Box<[std::sync::atomic::AtomicI64]>,
     /// Per worker: the box call in progress (the live dump).
     pub(crate) now: Box<[crate::stuck::WorkerNow]>,
+    /// Traces and profiles (`None`: off, the workers keep no logs).
+    pub(crate) instrument: Option<std::sync::Arc<crate::instrument::Instrument>>,
+    /// The workers' logs, handed over when they stop.
+    pub(crate) logs: crate::instrument::Logs,
 }
 
 /// Outputs suspendable work (a box call, a fused star's expansion) sends
@@ -114,8 +118,25 @@ impl Runtime {
                 .map(|_| std::sync::atomic::AtomicI64::new(0))
                 .collect(),
             now: Box::new([]),
+            instrument: None,
+            logs: Default::default(),
             prog,
         }
+    }
+
+    /// A log for a thread of this node when the run is traced or profiled.
+    pub(crate) fn new_log(
+        &self,
+        tid: u32,
+        name: String,
+    ) -> Option<Box<crate::instrument::WorkerLog>> {
+        let ins = self.instrument.as_ref()?;
+        Some(Box::new(crate::instrument::WorkerLog::new(
+            ins,
+            self.graph(),
+            tid,
+            name,
+        )))
     }
 
     /// Keeps `e` in the node's list of suspended entities exactly while
@@ -307,6 +328,12 @@ pub struct Ctx<'a> {
     /// This worker's slot for the live dump, if the run has them
     /// ([`crate::stuck::WorkerNow`]).
     pub(crate) now: Option<&'a crate::stuck::WorkerNow>,
+    /// Records sent so far (counted always: cheaper than a test; the
+    /// profile reads differences).
+    pub(crate) sent: u64,
+    /// This worker's trace and profile (`None` unless the run is
+    /// instrumented, see [`crate::instrument`]).
+    pub(crate) log: Option<Box<crate::instrument::WorkerLog>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -326,6 +353,8 @@ impl<'a> Ctx<'a> {
             pinned_tasks: VecDeque::new(),
             stacks: crate::callstack::Stacks::new(rt.box_stack, 0),
             now: None,
+            sent: 0,
+            log: None,
         }
     }
 
@@ -334,6 +363,7 @@ impl<'a> Ctx<'a> {
         let mut ctx = Ctx::new(rt);
         ctx.stacks = crate::callstack::Stacks::for_worker_thread(rt.box_stack, worker);
         ctx.now = rt.now.get(worker);
+        ctx.log = rt.new_log(worker as u32 + 1, format!("worker {worker}"));
         ctx
     }
 
@@ -411,10 +441,14 @@ impl<'a> Ctx<'a> {
     /// Sends an item to an entity; collects the licence if it was idle.
     #[inline]
     pub fn send(&mut self, to: &Arc<Entity>, item: Item) {
+        self.sent += matches!(item, Item::Rec(_)) as u64;
         if let Some(kind) = to.shared_state() {
             // A stateless entity runs here, under the sender's licence: the
             // sender's outputs still reach it, and its outputs leave it, in
             // order; no hop, no queue.
+            if self.log.is_some() {
+                return self.send_stateless_logged(to, kind, item);
+            }
             let origin = item.origin();
             if let Err(e) = process_stateless(kind, item, self) {
                 self.fail(named_origin(e, origin));
@@ -446,11 +480,40 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// [`Ctx::send`] to a stateless entity while the run is profiled: its
+    /// records in and out are counted for it (its time is its sender's).
+    #[cold]
+    #[inline(never)]
+    fn send_stateless_logged(&mut self, to: &Arc<Entity>, kind: &Stateless, item: Item) {
+        let origin = item.origin();
+        let is_rec = matches!(item, Item::Rec(_)) as u64;
+        let before = self.sent;
+        if let Err(e) = process_stateless(kind, item, self) {
+            self.fail(named_origin(e, origin));
+        }
+        let out = self.sent - before;
+        // The sender sent one record; what the stateless entity sent is its own.
+        self.sent = before;
+        if let (Some(log), Some(slot)) = (self.log.as_deref_mut(), to.node()) {
+            let s = log.stats(slot);
+            s.calls += is_rec;
+            s.records_in += is_rec;
+            s.records_out += out;
+        }
+    }
+
     /// Sends `items` (left empty) to `to`, in order: one offer for them
     /// all (a box call's batch of outputs).
     #[inline]
     pub fn send_all(&mut self, to: &Arc<Entity>, items: &mut Vec<Item>) {
         if items.len() <= 1 || to.shared_state().is_some() {
+            if items.len() == 1 {
+                // One output (the common box call): no drain.
+                if let Some(item) = items.pop() {
+                    self.send(to, item);
+                }
+                return;
+            }
             for item in items.drain(..) {
                 self.send(to, item);
             }
@@ -458,6 +521,7 @@ impl<'a> Ctx<'a> {
         }
         // Whatever was held goes first: the items stay behind it.
         self.flush_sends();
+        self.sent += items.len() as u64;
         let (first, queued) = to.offer_many(items);
         self.count_queued(queued as isize);
         if let Some(item) = first {
@@ -538,7 +602,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// Processes one item at an entity whose licence the caller holds.
-#[inline]
+#[inline(always)]
 pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
     let origin = item.origin();
     match process_item(ent, item, ctx) {

@@ -168,6 +168,11 @@ impl SplitSynchrocell {
             });
         };
         let pats = &self.sync.patterns;
+        let t0 = if ctx.log.is_some() {
+            crate::instrument::now_ns()
+        } else {
+            0
+        };
         let stored = match self.open.get_mut(&v) {
             Some(cell) => cell.offer(pats, rec),
             None if self.fired.contains(&v) => Ok(Stored::Passed(rec)),
@@ -194,6 +199,9 @@ impl SplitSynchrocell {
                 // Only an open cell can fire here after a first `Kept`.
                 if self.open.remove(&v).is_some() {
                     self.fired.insert(v);
+                }
+                if let Some(log) = ctx.log.as_deref_mut() {
+                    log.fire(self.sync_node, t0, crate::instrument::now_ns());
                 }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }));
             }

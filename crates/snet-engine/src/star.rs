@@ -113,6 +113,7 @@ impl StarEntity {
         let mut stage = StarEntity::new(self.def.clone(), self.level + 1, self.exit.clone(), None);
         stage.owner = self.owner;
         let next = ctx.entity(Kind::Star(stage));
+        next.tag(self.def.node);
         let b = instantiate(ctx, self.def.body, next, start);
         ctx.start();
         self.body = Some(b.clone());

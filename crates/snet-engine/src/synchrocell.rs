@@ -145,6 +145,11 @@ impl SynchrocellEntity {
             ctx.send(&self.next, item);
             return Ok(());
         };
+        let t0 = if ctx.log.is_some() {
+            crate::instrument::now_ns()
+        } else {
+            0
+        };
         let stored =
             self.cell
                 .offer(&self.def.patterns, rec)
@@ -157,6 +162,9 @@ impl SynchrocellEntity {
             Stored::Kept => ctx.rt.note_holding(me, &mut self.listed, self.node),
             Stored::Fired(rec) => {
                 ctx.rt.released(self.node, self.def.patterns.len() - 1);
+                if let Some(log) = ctx.log.as_deref_mut() {
+                    log.fire(self.node, t0, crate::instrument::now_ns());
+                }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
             Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),

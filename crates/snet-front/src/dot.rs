@@ -15,11 +15,31 @@ use snet_core::{
 use crate::hir::fmt_variant;
 
 pub fn to_dot(g: &Graph) -> String {
+    to_dot_decorated(g, &|_, _| None)
+}
+
+/// What a drawing adds to a component (`snet graph --profile`): a fill
+/// colour and lines under its label.
+#[derive(Clone, Debug, Default)]
+pub struct Decor {
+    /// A Graphviz colour (`#rrggbb`).
+    pub fill: Option<String>,
+    /// Lines added to the label.
+    pub note: String,
+}
+
+/// What `decor` says about a node of the graph.
+pub type Decorate<'a> = &'a (dyn Fn(&Graph, NodeId) -> Option<Decor> + Sync);
+
+/// [`to_dot`], each component (box, filter, synchrocell, combinator)
+/// decorated as `decor` says.
+pub fn to_dot_decorated(g: &Graph, decor: Decorate) -> String {
     let mut d = Dot {
         g,
         out: String::new(),
         drawn: HashSet::new(),
         next: 0,
+        decor,
     };
     d.out
         .push_str("digraph snet {\n  rankdir=LR;\n  node [fontname=\"monospace\", fontsize=10];\n");
@@ -64,6 +84,7 @@ struct Dot<'g> {
     out: String,
     drawn: HashSet<NodeId>,
     next: usize,
+    decor: Decorate<'g>,
 }
 
 fn esc(s: &str) -> String {
@@ -89,18 +110,75 @@ impl Dot<'_> {
         (id.clone(), id)
     }
 
+    /// A leaf standing for graph node `node`, decorated.
+    fn leaf_of(
+        &mut self,
+        node: NodeId,
+        label: &str,
+        shape: &str,
+        indent: usize,
+    ) -> (String, String) {
+        let Some(d) = (self.decor)(self.g, node) else {
+            return self.leaf(label, shape, indent);
+        };
+        let id = self.fresh("n");
+        let fill = match &d.fill {
+            Some(c) => format!(", style=\"{}filled\", fillcolor=\"{c}\"", style_of(shape)),
+            None => String::new(),
+        };
+        let shape = match d.fill {
+            Some(_) => shape.split(',').next().unwrap_or(shape),
+            None => shape,
+        };
+        let _ = writeln!(
+            self.out,
+            "{}{id} [shape={shape}{fill}, label=\"{}\"];",
+            "  ".repeat(indent),
+            esc(&format!("{label}\n{}", d.note))
+        );
+        (id.clone(), id)
+    }
+
+    /// A combinator's cluster label, decorated.
+    fn cluster_label(&self, node: NodeId, label: &str) -> (String, Option<String>) {
+        match (self.decor)(self.g, node) {
+            Some(d) => (format!("{label}\n{}", d.note), d.fill),
+            None => (label.to_string(), None),
+        }
+    }
+
     fn cluster(
         &mut self,
         label: &str,
         indent: usize,
         f: impl FnOnce(&mut Self, usize) -> (String, String),
     ) -> (String, String) {
+        self.cluster_of(None, label, indent, f)
+    }
+
+    /// A cluster for graph node `node` (decorated: its label gets the
+    /// note, its frame the colour).
+    fn cluster_of(
+        &mut self,
+        node: Option<NodeId>,
+        label: &str,
+        indent: usize,
+        f: impl FnOnce(&mut Self, usize) -> (String, String),
+    ) -> (String, String) {
+        let (label, colour) = match node {
+            Some(n) => self.cluster_label(n, label),
+            None => (label.to_string(), None),
+        };
         let id = self.fresh("cluster_");
         let pad = "  ".repeat(indent);
+        let frame = match colour {
+            Some(c) => format!(" color=\"{c}\"; penwidth=3;"),
+            None => String::new(),
+        };
         let _ = writeln!(
             self.out,
-            "{pad}subgraph {id} {{\n{pad}  label=\"{}\"; style=rounded;",
-            esc(label)
+            "{pad}subgraph {id} {{\n{pad}  label=\"{}\"; style=rounded;{frame}",
+            esc(&label)
         );
         let r = f(self, indent + 1);
         let _ = writeln!(self.out, "{pad}}}");
@@ -142,10 +220,11 @@ impl Dot<'_> {
                     ins.join(","),
                     outs.join(" | ")
                 );
-                self.leaf(&label, "box", indent)
+                self.leaf_of(id, &label, "box", indent)
             }
-            NodeKind::Filter(f) => self.leaf(&fmt_filter(f), "box, style=rounded", indent),
-            NodeKind::Synchrocell(s) => self.leaf(
+            NodeKind::Filter(f) => self.leaf_of(id, &fmt_filter(f), "box, style=rounded", indent),
+            NodeKind::Synchrocell(s) => self.leaf_of(
+                id,
                 &format!("[| {} |]", fmt_patterns(&s.patterns)),
                 "box, style=\"rounded,bold\"",
                 indent,
@@ -159,7 +238,7 @@ impl Dot<'_> {
             NodeKind::Parallel { branches, det } => {
                 let label = if *det { "parallel ||" } else { "parallel |" };
                 let branches = branches.clone();
-                self.cluster(label, indent, |d, ind| {
+                self.cluster_of(Some(id), label, indent, |d, ind| {
                     let i = d.fresh("p");
                     let o = d.fresh("p");
                     let pad = "  ".repeat(ind);
@@ -175,7 +254,7 @@ impl Dot<'_> {
             NodeKind::Star { body, exits, det } => {
                 let label = format!("{} {}", if *det { "**" } else { "*" }, fmt_patterns(exits));
                 let body = *body;
-                self.cluster(&label, indent, |d, ind| {
+                self.cluster_of(Some(id), &label, indent, |d, ind| {
                     let (i, o) = d.node(body, ind);
                     d.edge(&o, &i, " [style=dashed, label=\"next replica\"]", ind);
                     (i, o)
@@ -184,12 +263,12 @@ impl Dot<'_> {
             NodeKind::Split { body, tag, det } => {
                 let label = format!("{} {tag}", if *det { "!!" } else { "!" });
                 let body = *body;
-                self.cluster(&label, indent, |d, ind| d.node(body, ind))
+                self.cluster_of(Some(id), &label, indent, |d, ind| d.node(body, ind))
             }
             NodeKind::Feedback { body, back } => {
                 let label = format!("\\ {}", fmt_patterns(back));
                 let body = *body;
-                self.cluster(&label, indent, |d, ind| {
+                self.cluster_of(Some(id), &label, indent, |d, ind| {
                     let (i, o) = d.node(body, ind);
                     d.edge(&o, &i, " [style=dashed, label=\"back\"]", ind);
                     (i, o)
@@ -197,12 +276,14 @@ impl Dot<'_> {
             }
             NodeKind::Place { body, node } => {
                 let body = *body;
-                self.cluster(&format!("@ {node}"), indent, |d, ind| d.node(body, ind))
+                self.cluster_of(Some(id), &format!("@ {node}"), indent, |d, ind| {
+                    d.node(body, ind)
+                })
             }
             NodeKind::DynPlace { body, tag, det } => {
                 let label = format!("{} {tag}", if *det { "!!@" } else { "!@" });
                 let body = *body;
-                self.cluster(&label, indent, |d, ind| d.node(body, ind))
+                self.cluster_of(Some(id), &label, indent, |d, ind| d.node(body, ind))
             }
             NodeKind::Net { name, body } => {
                 if !self.drawn.insert(id) {
@@ -227,6 +308,14 @@ impl Dot<'_> {
                 }
             }
         }
+    }
+}
+
+/// The style words of a leaf's shape (`box, style=rounded` → `rounded,`).
+fn style_of(shape: &str) -> String {
+    match shape.split_once("style=") {
+        Some((_, st)) => format!("{},", st.trim_matches('"')),
+        None => String::new(),
     }
 }
 

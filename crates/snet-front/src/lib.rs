@@ -269,6 +269,16 @@ pub fn check_command(
 
 /// `snet graph`: the network as Graphviz DOT, or SVG through `dot -Tsvg`.
 pub fn graph_command(path: &Path, entry: Option<&str>, svg: bool) -> (String, String, i32) {
+    graph_command_decorated(path, entry, svg, &|_, _| None)
+}
+
+/// [`graph_command`], each component decorated by `decor` (`snet graph --profile`).
+pub fn graph_command_decorated(
+    path: &Path,
+    entry: Option<&str>,
+    svg: bool,
+    decor: dot::Decorate,
+) -> (String, String, i32) {
     let source = match read(path) {
         Ok(s) => s,
         Err(e) => return e,
@@ -279,7 +289,7 @@ pub fn graph_command(path: &Path, entry: Option<&str>, svg: bool) -> (String, St
     let Some(graph) = c.graph else {
         return (String::new(), diags, 1);
     };
-    let text = with_big_stack(|| dot::to_dot(&graph));
+    let text = with_big_stack(|| dot::to_dot_decorated(&graph, decor));
     if !svg {
         return (text, diags, 0);
     }

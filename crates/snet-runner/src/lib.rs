@@ -19,6 +19,7 @@
 //!   the record reader and writer);
 //! * `run.rs`: [`run`], the one run path: transport choice, `--stats`,
 //!   exit statuses;
+//! * `report.rs`: the files and tables of `--trace` and `--profile`;
 //! * `shm.rs` and `mpi.rs`: the set-up of a shared-memory and of an MPI
 //!   run ([`mpi_launched`], [`MPI_LINK_ARGS`]);
 //! * `selftest.rs`: `snet selftest` ([`selftest`]);
@@ -49,6 +50,7 @@ pub mod iobench;
 mod mpi;
 mod options;
 pub mod pingpong;
+mod report;
 mod run;
 mod selftest;
 mod shm;

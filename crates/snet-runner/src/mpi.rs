@@ -72,6 +72,7 @@ pub(crate) fn run_mpi(
         None => &t,
     };
     let result = snet_engine::run(graph, config, io, language, tr);
+    let ok = result.is_ok();
     // Report first, then finalize with the other ranks: a rank that ends
     // with a nonzero status makes mpirun stop the job, and node 0's report
     // must be out by then.
@@ -92,7 +93,27 @@ pub(crate) fn run_mpi(
         Err(e) if me == Rank::ROOT => report_error(&e),
         Err(_) => other_node_status(me, &result),
     };
+    // Parts first (node K ≥ 1), then finalize with the others; node 0
+    // gathers them after (see `report`).
+    if me != Rank::ROOT {
+        if let Some(ins) = &config.instrument {
+            if let Err(e) = crate::report::finish_node(opts, ins, me, nodes) {
+                say!("error: node {me}: {e}");
+            }
+        }
+    }
     t.finish();
+    if me == Rank::ROOT {
+        if let Some(ins) = &config.instrument {
+            let nodes = if ok { nodes } else { 1 };
+            if let Err(e) = crate::report::finish_node(opts, ins, Rank::ROOT, nodes) {
+                say!("error: {e}");
+                if code == 0 {
+                    return 2;
+                }
+            }
+        }
+    }
     code
 }
 /// Linker flags for the MPI library this runner was built with (`snet

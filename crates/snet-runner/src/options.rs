@@ -42,6 +42,23 @@ pub struct RunOptions {
     /// elapsed time) when it is a terminal.
     #[arg(long)]
     pub progress: bool,
+    /// Write a trace of the run to FILE (Trace Event Format JSON, for
+    /// Perfetto or chrome://tracing): one process per node, one thread per
+    /// worker, an event per box call, synchrocell firing and entity batch.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// With --trace: follow the records of every Nth input record hop by
+    /// hop (flow arrows; 0: none).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub trace_sample: u64,
+    /// Print a table per component at the end (calls, records in and out,
+    /// busy time and share, longest inbox, suspensions), per node.
+    #[arg(long)]
+    pub profile: bool,
+    /// Write the profile of every node to FILE as JSON (what `snet graph
+    /// --profile` draws).
+    #[arg(long, value_name = "FILE")]
+    pub profile_json: Option<PathBuf>,
     /// Run as this many nodes (Distributed S-Net; node 0 reads the input and
     /// writes the output). Needs `--transport shm` or `loopback`; under
     /// `mpirun` the node count is the number of processes.

@@ -56,6 +56,7 @@ pub fn run(
         }
     }
     config.inline_fields = opts.inline_fields;
+    config.instrument = crate::report::instrument(opts);
     if opts.nodes == Some(0) {
         say!("error: --nodes must be at least 1");
         return 2;
@@ -89,6 +90,14 @@ pub fn run(
             snet_engine::run(graph, &config, Some(io), language, &SingleNode).map(|s| vec![s])
         }
     };
+    if let Some(ins) = &config.instrument {
+        if let Err(e) = crate::report::finish_local(opts, ins) {
+            say!("error: {e}");
+            if result.is_ok() {
+                return 2;
+            }
+        }
+    }
     match result {
         Ok(stats) => {
             if opts.stats {

@@ -76,6 +76,11 @@ pub(crate) fn run_shm(
     };
     let result = snet_engine::run(graph, config, io, language, tr);
     if me != Rank::ROOT {
+        if let Some(ins) = &config.instrument {
+            if let Err(e) = crate::report::finish_node(opts, ins, me, nodes) {
+                say!("error: node {me}: {e}");
+            }
+        }
         if let (Ok(s), true) = (&result, opts.stats) {
             say!("snet: {s}");
             say!("snet: shm node {me}: {}", t.counters());
@@ -86,6 +91,16 @@ pub(crate) fn run_shm(
     // told, or are killed after a short grace).
     let grace = Duration::from_secs(if result.is_ok() { 30 } else { 3 });
     let ended = started.map(|n| n.wait(grace)).unwrap_or_default();
+    if let Some(ins) = &config.instrument {
+        // A failed run's nodes may never write their parts.
+        let nodes = if result.is_ok() { nodes } else { 1 };
+        if let Err(e) = crate::report::finish_node(opts, ins, Rank::ROOT, nodes) {
+            say!("error: {e}");
+            if result.is_ok() {
+                return 2;
+            }
+        }
+    }
     match result {
         Ok(s) => {
             let unclean: Vec<_> = ended.iter().filter(|e| !e.clean()).collect();

@@ -121,6 +121,7 @@ pub fn run(
         rt.now = (0..workers).map(|_| Default::default()).collect();
     }
     let started = std::time::Instant::now();
+    rt.instrument = config.instrument.clone();
     let (source, sink) = match (rt.node, io) {
         (Rank::ROOT, Some((source, sink))) => (Some(source), Some(sink)),
         _ => (None, None),
@@ -161,6 +162,8 @@ pub fn run(
     );
     shared.idle_flush = idle_flush;
 
+    let start_ns = crate::instrument::now_ns();
+    let has_reader = source.is_some();
     // Not a scoped thread: see `Input`.
     let reader = source.map(|source| {
         let (input, sleep) = (shared.input.clone(), shared.sleep.clone());
@@ -240,6 +243,24 @@ pub fn run(
         }
     }
 
+    if let Some(ins) = &config.instrument {
+        let mut report = crate::instrument::NodeReport::new(
+            shared.rt.node,
+            shared.rt.graph(),
+            shared.rt.logs.take(),
+            start_ns,
+            crate::instrument::now_ns(),
+            workers as u32,
+        );
+        if has_reader {
+            report.name_thread(crate::instrument::TID_READER, "reader");
+        }
+        if shared.distributed {
+            report.name_thread(crate::instrument::TID_OUT, "output manager");
+            report.name_thread(crate::instrument::TID_IN, "input manager");
+        }
+        ins.deposit(report);
+    }
     let error = lock(&shared.error)
         .take()
         .or_else(|| lock(&shared.input.state).error.take())

@@ -230,12 +230,75 @@ impl Shared {
     }
 
     /// Runs a task; returns the task to walk into next.
+    #[inline]
+    fn run_task(
+        &self,
+        ctx: &mut Ctx,
+        me: usize,
+        task: Task,
+        taken: &mut VecDeque<Item>,
+    ) -> Option<Task> {
+        if ctx.log.is_none() {
+            return self.run_task_in::<false>(ctx, me, task, taken);
+        }
+        self.run_task_logged(ctx, me, task, taken)
+    }
+
+    /// [`Shared::run_task`] of an instrumented run: the task is one
+    /// "batch" event, its time the component's busy time.
+    #[inline(never)]
+    fn run_task_logged(
+        &self,
+        ctx: &mut Ctx,
+        me: usize,
+        task: Task,
+        taken: &mut VecDeque<Item>,
+    ) -> Option<Task> {
+        use crate::instrument::{now_ns, Cat, Current};
+        let t0 = now_ns();
+        let sent0 = ctx.sent;
+        let cur = Current::of(&task.ent, self.entry.as_ref(), &self.rt);
+        let slot = cur.slot;
+        if let Some(log) = ctx.log.as_deref_mut() {
+            log.begin(cur, task.ent.backlog() as u64 + 1);
+        }
+        let next = self.run_task_in::<true>(ctx, me, task, taken);
+        let t1 = now_ns();
+        let out = ctx.sent - sent0;
+        if let Some(log) = ctx.log.as_deref_mut() {
+            let (items, records) = log.end();
+            let s = log.stats(slot);
+            s.busy_ns += t1 - t0;
+            s.records_out += if cur.passes { records } else { out };
+            if !cur.is_box {
+                // A box's events are its calls.
+                log.slice(slot, Cat::Batch, t0, t1, items);
+            }
+            if t1.saturating_sub(log.last_counter) >= 1_000_000 {
+                self.count_now(ctx, t1);
+            }
+        }
+        next
+    }
+
+    /// A sample of the node's counters, on this worker's log.
+    pub(super) fn count_now(&self, ctx: &mut Ctx, ts: u64) {
+        let admitted = self.admitted.load(Ordering::Relaxed);
+        let written = self.rt.outputs.load(Ordering::Relaxed);
+        let queued = ctx.queued() as i64;
+        if let Some(log) = ctx.log.as_deref_mut() {
+            log.counter(ts, admitted, written, queued);
+        }
+    }
+
+    /// Runs a task (`LOG`: recording each item in the worker's log).
     ///
     /// Items are taken from the inbox in bulk, up to what is left of the
     /// batch, into `taken` (empty between calls): one lock for many items,
     /// which also keeps senders on other workers from contending with
     /// this one item by item.
-    fn run_task(
+    #[inline(always)]
+    fn run_task_in<const LOG: bool>(
         &self,
         ctx: &mut Ctx,
         me: usize,
@@ -251,11 +314,17 @@ impl Shared {
         // that may give up `ent`'s licence, so `ent`'s outputs stay in order.
         ctx.hold_sends();
         loop {
+            let hop = if LOG { item_hook(ctx, &item) } else { None };
             if let Err(e) = process(&ent, item, ctx) {
                 ctx.drop_held_sends();
                 taken.clear();
                 self.fail(e);
                 return None;
+            }
+            if LOG {
+                if let (Some(hop), Some(log)) = (hop, ctx.log.as_deref_mut()) {
+                    log.hop(hop, ctx.sent);
+                }
             }
             done += 1;
             if ctx.take_yielded() {
@@ -333,6 +402,11 @@ impl Shared {
                 if n == 0 {
                     break;
                 }
+                if LOG {
+                    if let Some(log) = ctx.log.as_deref_mut() {
+                        log.inbox((n + ent.backlog()) as u64);
+                    }
+                }
                 ctx.count_queued(-(n as isize));
                 item = taken.pop_front().expect("items were taken");
             }
@@ -358,9 +432,29 @@ impl Shared {
     }
 }
 
-#[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))] // SPINS is 0 under loom
+/// What the log notes before an item is processed (see [`crate::instrument`]).
+#[inline(never)]
+fn item_hook(ctx: &mut Ctx, item: &Item) -> Option<crate::instrument::Hop> {
+    let sent = ctx.sent;
+    ctx.log.as_deref_mut()?.item(item, sent)
+}
+
 pub(crate) fn worker_loop(sh: &Shared, me: usize) {
     let mut ctx = Ctx::for_worker(&sh.rt, me);
+    if ctx.log.is_some() {
+        sh.count_now(&mut ctx, crate::instrument::now_ns());
+    }
+    worker_loop_in(sh, me, &mut ctx);
+    if ctx.log.is_some() {
+        sh.count_now(&mut ctx, crate::instrument::now_ns());
+    }
+    if let Some(log) = ctx.log.take() {
+        sh.rt.logs.put(*log);
+    }
+}
+
+#[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))] // SPINS is 0 under loom
+fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
     let mut taken = VecDeque::new();
     let mut next: Option<Task> = None;
     let mut spins = 0u32;
@@ -379,10 +473,10 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
             t => t,
         };
         if let Some(t) = task {
-            next = sh.run_task(&mut ctx, me, t, &mut taken);
+            next = sh.run_task(ctx, me, t, &mut taken);
             continue;
         }
-        match sh.admit(&mut ctx, false) {
+        match sh.admit(ctx, false) {
             Some(Some(t)) => {
                 next = Some(t);
                 continue;
@@ -404,7 +498,7 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
         if let Some(ent) = ctx.pinned_tasks.pop_front() {
             let before = ctx.pinned_tasks.len();
             next = sh.run_task(
-                &mut ctx,
+                ctx,
                 me,
                 Task {
                     ent,
@@ -435,7 +529,7 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
             Wake::Retry => {}
             Wake::Done => return,
             Wake::ForceAdmit => {
-                if let Some(Some(t)) = sh.admit(&mut ctx, true) {
+                if let Some(Some(t)) = sh.admit(ctx, true) {
                     next = Some(t);
                 }
             }

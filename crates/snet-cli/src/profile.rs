@@ -1,0 +1,105 @@
+//! `snet graph --profile FILE`: a profile written by `snet run
+//! --profile-json` drawn on the network. Components are matched by their
+//! kind and position in the source (line and column: the file's name may
+//! be written differently in the run and in the drawing); counts are
+//! summed over nodes, and the busy share is of all nodes' worker time.
+//! The colour goes from white (idle) to red (the busiest component).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+use snet_core::{Graph, NodeId};
+use snet_front::dot::Decor;
+
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    calls: u64,
+    records_in: u64,
+    records_out: u64,
+    busy_ns: u64,
+}
+
+pub struct Profile {
+    /// By (kind, line, column).
+    by_pos: HashMap<(String, u32, u32), Counts>,
+    /// Worker time of all nodes (wall time × workers), nanoseconds.
+    worker_ns: f64,
+    /// The largest busy time of a component (the reddest).
+    max_busy: u64,
+}
+
+/// `file:line:col` → (line, col).
+fn position(loc: &str) -> Option<(u32, u32)> {
+    let mut it = loc.rsplitn(3, ':');
+    let col = it.next()?.parse().ok()?;
+    let line = it.next()?.parse().ok()?;
+    Some((line, col))
+}
+
+pub fn load(path: &Path) -> Result<Profile, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the profile {}: {e}", path.display()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{} is not a profile written by `snet run --profile-json`: {e}",
+            path.display()
+        )
+    })?;
+    let nodes = v["nodes"].as_array().ok_or_else(|| {
+        format!(
+            "{} is not a profile written by `snet run --profile-json` (no `nodes`)",
+            path.display()
+        )
+    })?;
+    let mut p = Profile {
+        by_pos: HashMap::new(),
+        worker_ns: 0.0,
+        max_busy: 0,
+    };
+    let num = |c: &Value, k: &str| c[k].as_u64().unwrap_or(0);
+    for node in nodes {
+        p.worker_ns += num(node, "wall_ns") as f64 * num(node, "workers").max(1) as f64;
+        for c in node["components"].as_array().into_iter().flatten() {
+            let Some((line, col)) = c["loc"].as_str().and_then(position) else {
+                continue;
+            };
+            let kind = c["kind"].as_str().unwrap_or("").to_string();
+            let e = p.by_pos.entry((kind, line, col)).or_default();
+            e.calls += num(c, "calls");
+            e.records_in += num(c, "records_in");
+            e.records_out += num(c, "records_out");
+            e.busy_ns += num(c, "busy_ns");
+        }
+    }
+    p.max_busy = p.by_pos.values().map(|c| c.busy_ns).max().unwrap_or(0);
+    Ok(p)
+}
+
+impl Profile {
+    pub fn decor(&self, g: &Graph, n: NodeId) -> Option<Decor> {
+        let node = g.node(n);
+        let key = (node.describe().to_string(), node.loc.line, node.loc.col);
+        let c = self.by_pos.get(&key)?;
+        let share = c.busy_ns as f64 / self.worker_ns.max(1.0);
+        // White to red by busy time relative to the busiest component.
+        let heat = c.busy_ns as f64 / (self.max_busy.max(1) as f64);
+        let other = (255.0 - 190.0 * heat).round().clamp(0.0, 255.0) as u8;
+        let calls = if node.describe() == "box" || node.describe() == "synchrocell" {
+            format!("{} calls, ", c.calls)
+        } else {
+            String::new()
+        };
+        Some(Decor {
+            // Nearly idle components keep their plain look (a cluster's frame stays black).
+            fill: (heat >= 0.05).then(|| format!("#ff{other:02x}{other:02x}")),
+            note: format!(
+                "{calls}{} in, {} out\nbusy {:.1} ms ({:.1}%)",
+                c.records_in,
+                c.records_out,
+                c.busy_ns as f64 / 1e6,
+                100.0 * share
+            ),
+        })
+    }
+}

@@ -1,0 +1,804 @@
+//! Traces and profiles of a run (`--trace`, `--profile`): what each worker
+//! did, when, and per component how much.
+//!
+//! *Cost when off.* [`crate::Config::instrument`] is `None`: no worker has a
+//! [`WorkerLog`] ([`crate::runtime::Ctx::log`]), and every hook is one test
+//! of that `Option` (per task, per item of a task, per box call, per
+//! synchrocell firing), plus one add per record sent
+//! ([`crate::runtime::Ctx::send`] counts records out unconditionally; a
+//! branch would cost as much).
+//!
+//! *When on.* Each worker appends to its own log (no lock, no atomic per
+//! event): a complete event per task ("batch": an entity's run of up to
+//! 64 items), per box call (`box`; a call suspended after a batch of
+//! outputs goes on in a `box-resume` event) and per synchrocell firing
+//! (`sync`), nested inside their batch; per component counters
+//! ([`CompStats`]); every millisecond or so the node's counters (input
+//! admitted, output written, items queued); and flow events for sampled
+//! records. At the end of the run the workers hand their logs to the node
+//! ([`crate::scheduler`]), which makes a [`NodeReport`] and deposits it in
+//! the [`Instrument`]; the embedder (`snet-runner`) writes the files.
+//!
+//! *Sampled records and flows.* A record is followed when the number of
+//! the input record it came from ([`crate::Origin`]) is a multiple of the
+//! sample rate. The origin already travels with every record, across the
+//! wire too, so following records costs nothing when tracing is off and
+//! adds nothing to messages when on. Flow id = the input record's number;
+//! the entry entity's processing of it starts the flow (`s`), each later
+//! entity that processes a record of that origin steps it (`t`), and the
+//! output, or an entity that sends nothing on (a synchrocell storing it, a
+//! box with no output), ends it (`f`); all bind to the enclosing batch.
+//!
+//! *One time base.* Timestamps are `CLOCK_MONOTONIC` nanoseconds, which
+//! every process of one machine shares (loopback and shared-memory runs;
+//! MPI ranks on one machine). Ranks on different machines have unrelated
+//! monotonic clocks: their events are placed on their own machine's time
+//! line (documented in `docs/observability.md`).
+
+use std::fmt::Write as _;
+
+use snet_core::{Graph, NodeId, NodeKind, Rank};
+
+use crate::entity::{Entity, Item};
+use crate::runtime::Kind;
+use crate::sync::{Arc, Mutex};
+
+/// What to record in a run, and where the nodes' reports go.
+pub struct Instrument {
+    /// Record events (`--trace`).
+    pub trace: bool,
+    /// Flow events follow the records of every `sample`th input record (0: none).
+    pub sample: u64,
+    reports: std::sync::Mutex<Vec<NodeReport>>,
+}
+
+impl std::fmt::Debug for Instrument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instrument")
+            .field("trace", &self.trace)
+            .field("sample", &self.sample)
+            .finish()
+    }
+}
+
+impl Instrument {
+    /// Per-component counters are always kept; `trace` adds the events.
+    pub fn new(trace: bool, sample: u64) -> std::sync::Arc<Instrument> {
+        std::sync::Arc::new(Instrument {
+            trace,
+            sample,
+            reports: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The reports of the nodes run in this process so far, node 0 first.
+    pub fn take_reports(&self) -> Vec<NodeReport> {
+        let mut v = std::mem::take(&mut *self.reports.lock().unwrap_or_else(|e| e.into_inner()));
+        v.sort_by_key(|r| r.node);
+        v
+    }
+
+    pub(crate) fn deposit(&self, r: NodeReport) {
+        self.reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(r);
+    }
+}
+
+/// Nanoseconds of `CLOCK_MONOTONIC`: one time line for every process of a machine.
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// One component's counters on one node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompStats {
+    /// Box calls (boxes), firings (synchrocells), records processed (the rest).
+    pub calls: u64,
+    pub records_in: u64,
+    pub records_out: u64,
+    /// Time workers spent running the component's entities (a filter run
+    /// inside its sender counts in the sender's time).
+    pub busy_ns: u64,
+    /// The longest inbox seen at one of its entities.
+    pub max_inbox: u64,
+    /// Box calls suspended after a batch of outputs.
+    pub suspensions: u64,
+}
+
+impl CompStats {
+    fn add(&mut self, o: &CompStats) {
+        self.calls += o.calls;
+        self.records_in += o.records_in;
+        self.records_out += o.records_out;
+        self.busy_ns += o.busy_ns;
+        self.max_inbox = self.max_inbox.max(o.max_inbox);
+        self.suspensions += o.suspensions;
+    }
+}
+
+/// Thread ids in traces: workers are 1, 2, ...; these are the others'.
+pub const TID_READER: u32 = 1000;
+pub const TID_WRITER: u32 = 1001;
+pub const TID_OUT: u32 = 1002;
+pub const TID_IN: u32 = 1003;
+
+/// Slots beyond the graph's nodes, for entities no component stands for.
+pub(crate) const SLOT_OUTPUT: u32 = 0;
+pub(crate) const SLOT_REMOTE: u32 = 1;
+pub(crate) const SLOT_COLLECTOR: u32 = 2;
+pub(crate) const SLOT_OTHER: u32 = 3;
+const SPECIAL: [(&str, &str); 4] = [
+    ("output", "output"),
+    ("to another node", "remote"),
+    ("collector", "collector"),
+    ("runtime", "runtime"),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cat {
+    Batch,
+    Call,
+    Resume,
+    Fire,
+}
+
+impl Cat {
+    fn name(self) -> &'static str {
+        match self {
+            Cat::Batch => "batch",
+            Cat::Call => "box",
+            Cat::Resume => "box-resume",
+            Cat::Fire => "sync",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ev {
+    Slice {
+        slot: u32,
+        cat: Cat,
+        ts: u64,
+        dur: u64,
+        items: u32,
+    },
+    Flow {
+        ph: u8,
+        id: u64,
+        ts: u64,
+    },
+    Counter {
+        ts: u64,
+        admitted: u64,
+        written: u64,
+        queued: i64,
+    },
+}
+
+/// One thread's events and counters (no lock: only its thread writes it).
+pub struct WorkerLog {
+    pub(crate) tid: u32,
+    pub(crate) name: String,
+    pub(crate) trace: bool,
+    pub(crate) sample: u64,
+    pub(crate) events: Vec<Ev>,
+    /// By slot: graph nodes first, then the `SLOT_*` entries.
+    pub(crate) prof: Vec<CompStats>,
+    pub(crate) last_counter: u64,
+    /// The task being run, its items and records so far.
+    cur: Current,
+    cur_items: u32,
+    cur_records: u64,
+    /// When the last box call of this thread started (a sampled record's
+    /// flow event at a box binds to its call).
+    last_call: u64,
+}
+
+/// What the log needs to know of the entity whose task runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Current {
+    pub(crate) slot: u32,
+    /// Each record is a call (not for boxes and synchrocells, which count theirs).
+    counts_calls: bool,
+    /// Records out = records in (the output, a connection to another node).
+    pub(crate) passes: bool,
+    output: bool,
+    remote: bool,
+    /// The entry network's entity (node 0): sampled records start here.
+    entry: bool,
+    /// A box entity: its calls are its events (no batch event).
+    pub(crate) is_box: bool,
+}
+
+impl Current {
+    /// `ent`, whose licence the caller holds and whose task is about to run.
+    pub(crate) fn of(
+        ent: &Arc<Entity>,
+        entry: Option<&Arc<Entity>>,
+        rt: &crate::runtime::Runtime,
+    ) -> Current {
+        let n = rt.graph().nodes.len() as u32;
+        let tagged = ent.node();
+        let mut c = Current {
+            slot: tagged.unwrap_or(n + SLOT_OTHER),
+            counts_calls: true,
+            entry: entry.is_some_and(|e| Arc::ptr_eq(e, ent)),
+            ..Current::default()
+        };
+        if ent.shared_state().is_some() {
+            return c;
+        }
+        // SAFETY: the caller holds `ent`'s licence and is not running it
+        // yet; the reference ends here.
+        match unsafe { ent.state() } {
+            Kind::Box(_) => {
+                c.counts_calls = false;
+                c.is_box = true;
+            }
+            Kind::Synchrocell(_) => c.counts_calls = false,
+            Kind::Output(_) => {
+                c.slot = n + SLOT_OUTPUT;
+                c.output = true;
+                c.passes = true;
+            }
+            Kind::Remote(_) => {
+                c.slot = tagged.unwrap_or(n + SLOT_REMOTE);
+                c.remote = true;
+                c.passes = true;
+            }
+            Kind::Collector(_) => c.slot = tagged.unwrap_or(n + SLOT_COLLECTOR),
+            _ => {}
+        }
+        c
+    }
+}
+
+/// A sampled record about to be processed: its flow id, when, and the
+/// worker's count of records sent before.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hop {
+    id: u64,
+    ts: u64,
+    sent: u64,
+}
+
+impl WorkerLog {
+    pub(crate) fn new(ins: &Instrument, graph: &Graph, tid: u32, name: String) -> WorkerLog {
+        let nodes = graph.nodes.len() as u32;
+        WorkerLog {
+            tid,
+            name,
+            trace: ins.trace,
+            sample: ins.sample,
+            events: Vec::new(),
+            prof: vec![CompStats::default(); nodes as usize + SPECIAL.len()],
+            last_counter: 0,
+            cur: Current::default(),
+            cur_items: 0,
+            cur_records: 0,
+            last_call: 0,
+        }
+    }
+
+    /// A task of `cur`'s entity starts, with `inbox` items waiting.
+    pub(crate) fn begin(&mut self, cur: Current, inbox: u64) {
+        self.cur = cur;
+        self.cur_items = 0;
+        self.cur_records = 0;
+        self.inbox(inbox);
+    }
+
+    /// The task ended: its items and records.
+    pub(crate) fn end(&mut self) -> (u32, u64) {
+        (self.cur_items, self.cur_records)
+    }
+
+    /// The current entity's inbox held `n` items.
+    #[inline]
+    pub(crate) fn inbox(&mut self, n: u64) {
+        let slot = self.cur.slot;
+        let s = self.stats(slot);
+        s.max_inbox = s.max_inbox.max(n);
+    }
+
+    /// An item of the current task is about to be processed.
+    #[inline]
+    pub(crate) fn item(&mut self, item: &Item, sent: u64) -> Option<Hop> {
+        self.cur_items += 1;
+        let Item::Rec(r) = item else {
+            return None;
+        };
+        self.cur_records += 1;
+        let c = self.cur;
+        let s = self.stats(c.slot);
+        s.records_in += 1;
+        if c.counts_calls {
+            s.calls += 1;
+        }
+        let id = self.sampled(r.origin)?;
+        Some(Hop {
+            id,
+            ts: now_ns(),
+            sent,
+        })
+    }
+
+    /// A sampled record was processed; `sent`: the worker's count of records sent now.
+    pub(crate) fn hop(&mut self, mut h: Hop, sent: u64) {
+        let c = self.cur;
+        if c.is_box && self.last_call >= h.ts {
+            // Inside the call's event (a box's batch has none).
+            h.ts = self.last_call;
+        }
+        let stopped = sent == h.sent && !c.remote;
+        if c.entry {
+            self.flow(b's', h.id, h.ts);
+            if stopped {
+                self.flow(b'f', h.id, h.ts);
+            }
+            return;
+        }
+        let ph = if c.output || stopped { b'f' } else { b't' };
+        self.flow(ph, h.id, h.ts);
+    }
+
+    #[inline]
+    pub(crate) fn stats(&mut self, slot: u32) -> &mut CompStats {
+        let i = (slot as usize).min(self.prof.len() - 1);
+        &mut self.prof[i]
+    }
+
+    /// Whether records of `origin` are followed.
+    #[inline]
+    pub(crate) fn sampled(&self, origin: crate::Origin) -> Option<u64> {
+        if !self.trace || self.sample == 0 {
+            return None;
+        }
+        origin.number().filter(|n| n % self.sample == 0)
+    }
+
+    #[inline]
+    pub(crate) fn slice(&mut self, slot: u32, cat: Cat, ts: u64, end: u64, items: u32) {
+        if self.trace {
+            self.events.push(Ev::Slice {
+                slot,
+                cat,
+                ts,
+                dur: end.saturating_sub(ts),
+                items,
+            });
+        }
+    }
+
+    #[inline]
+    pub(crate) fn flow(&mut self, ph: u8, id: u64, ts: u64) {
+        self.events.push(Ev::Flow { ph, id, ts });
+    }
+
+    /// A box call (or its continuation) from `t0` to `t1` on node `node`'s box.
+    pub(crate) fn call(&mut self, node: NodeId, resumed: bool, t0: u64, t1: u64, suspended: bool) {
+        self.last_call = t0;
+        let slot = node.index() as u32;
+        let s = self.stats(slot);
+        if !resumed {
+            s.calls += 1;
+        }
+        if suspended {
+            s.suspensions += 1;
+        }
+        let cat = if resumed { Cat::Resume } else { Cat::Call };
+        self.slice(slot, cat, t0, t1, 0);
+    }
+
+    /// A synchrocell fired.
+    pub(crate) fn fire(&mut self, node: NodeId, t0: u64, t1: u64) {
+        let slot = node.index() as u32;
+        self.stats(slot).calls += 1;
+        self.slice(slot, Cat::Fire, t0, t1, 0);
+    }
+
+    pub(crate) fn counter(&mut self, ts: u64, admitted: u64, written: u64, queued: i64) {
+        self.last_counter = ts;
+        if self.trace {
+            self.events.push(Ev::Counter {
+                ts,
+                admitted,
+                written,
+                queued,
+            });
+        }
+    }
+}
+
+/// A component as reports name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Component {
+    /// The box's or net's name, or what the component is (`filter`, `synchrocell`, ...).
+    pub name: String,
+    /// `box`, `filter`, `synchrocell`, `parallel composition`, ... (`output`, `remote`, ...).
+    pub kind: String,
+    /// Where it is written (`file:line:col`; empty for runtime entities).
+    pub loc: String,
+    /// The named nets around it, outermost first, joined by `/`.
+    pub path: String,
+}
+
+/// One thread's part of a node's trace.
+pub struct ThreadTrace {
+    pub tid: u32,
+    pub name: String,
+    events: Vec<Ev>,
+}
+
+/// What one node recorded: its threads' events and its components' counters.
+pub struct NodeReport {
+    pub node: Rank,
+    /// Wall time of the node's run (from the workers' start to their end).
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Components with any activity, by slot (graph node index, or beyond).
+    pub components: Vec<(u32, Component, CompStats)>,
+    pub threads: Vec<ThreadTrace>,
+    /// Worker threads (the busy share is of `workers × wall time`).
+    pub workers: u32,
+}
+
+/// The named nets around each node (`main/sub`), found from the entry.
+fn net_paths(graph: &Graph) -> Vec<String> {
+    let mut paths = vec![String::new(); graph.nodes.len()];
+    let mut seen = vec![false; graph.nodes.len()];
+    let mut stack = vec![(graph.entry, String::new())];
+    while let Some((n, path)) = stack.pop() {
+        if std::mem::replace(&mut seen[n.index()], true) {
+            continue;
+        }
+        let inner = match &graph.node(n).kind {
+            NodeKind::Net { name, .. } if path.is_empty() => name.to_string(),
+            NodeKind::Net { name, .. } => format!("{path}/{name}"),
+            _ => path.clone(),
+        };
+        paths[n.index()] = path;
+        for c in graph.children(n) {
+            stack.push((c, inner.clone()));
+        }
+    }
+    paths
+}
+
+fn component(graph: &Graph, paths: &[String], slot: u32) -> Component {
+    let n = graph.nodes.len() as u32;
+    if slot >= n {
+        let (name, kind) = SPECIAL[((slot - n) as usize).min(SPECIAL.len() - 1)];
+        return Component {
+            name: name.into(),
+            kind: kind.into(),
+            loc: String::new(),
+            path: String::new(),
+        };
+    }
+    let node = graph.node(NodeId(slot));
+    let name = match &node.kind {
+        NodeKind::Box(b) => graph.box_def(*b).name.to_string(),
+        NodeKind::Net { name, .. } => name.to_string(),
+        _ => node.describe().to_string(),
+    };
+    Component {
+        name,
+        kind: node.describe().to_string(),
+        loc: node.loc.to_string(),
+        path: paths[slot as usize].clone(),
+    }
+}
+
+impl NodeReport {
+    pub(crate) fn new(
+        node: Rank,
+        graph: &Graph,
+        logs: Vec<WorkerLog>,
+        start_ns: u64,
+        end_ns: u64,
+        workers: u32,
+    ) -> NodeReport {
+        let paths = net_paths(graph);
+        let slots = logs.first().map_or(0, |l| l.prof.len());
+        let mut total = vec![CompStats::default(); slots];
+        for l in &logs {
+            for (t, s) in total.iter_mut().zip(&l.prof) {
+                t.add(s);
+            }
+        }
+        let components = total
+            .into_iter()
+            .enumerate()
+            .filter(|(_, s)| *s != CompStats::default())
+            .map(|(slot, s)| (slot as u32, component(graph, &paths, slot as u32), s))
+            .collect();
+        let mut threads: Vec<ThreadTrace> = logs
+            .into_iter()
+            .map(|l| ThreadTrace {
+                tid: l.tid,
+                name: l.name,
+                events: l.events,
+            })
+            .collect();
+        threads.sort_by_key(|t| t.tid);
+        NodeReport {
+            node,
+            start_ns,
+            end_ns,
+            components,
+            threads,
+            workers,
+        }
+    }
+
+    /// Adds named threads that record no events (the reader, the writer,
+    /// the managers), so a viewer shows every thread of the node.
+    pub fn name_thread(&mut self, tid: u32, name: &str) {
+        self.threads.push(ThreadTrace {
+            tid,
+            name: name.into(),
+            events: Vec::new(),
+        });
+    }
+
+    /// The node's trace events in the Trace Event Format, one JSON object
+    /// per line, each followed by a comma (so the parts of several nodes
+    /// concatenate into one array). Timestamps are microseconds of
+    /// `CLOCK_MONOTONIC`.
+    pub fn trace_events(&self, out: &mut String) {
+        let pid = self.node;
+        let _ = writeln!(
+            out,
+            r#"{{"name":"process_name","ph":"M","pid":{pid},"tid":0,"args":{{"name":"node {pid}"}}}},"#
+        );
+        let _ = writeln!(
+            out,
+            r#"{{"name":"process_sort_index","ph":"M","pid":{pid},"tid":0,"args":{{"sort_index":{pid}}}}},"#
+        );
+        // Each component's name and args, escaped once.
+        let top = self.components.iter().map(|c| c.0 + 1).max().unwrap_or(0) as usize;
+        let mut heads: Vec<Option<(String, String)>> = vec![None; top];
+        for (slot, c, _) in &self.components {
+            heads[*slot as usize] = Some((
+                format!("{{\"name\":{},\"cat\":\"", json_str(&c.name)),
+                format!(
+                    ",\"args\":{{\"net\":{},\"loc\":{}",
+                    json_str(&c.path),
+                    json_str(&c.loc)
+                ),
+            ));
+        }
+        let unknown = (
+            "{\"name\":\"?\",\"cat\":\"".to_string(),
+            ",\"args\":{\"net\":\"\",\"loc\":\"\"".to_string(),
+        );
+        let mut num = itoa::Buffer::new();
+        for t in &self.threads {
+            let tid = t.tid;
+            let _ = writeln!(
+                out,
+                r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":{tid},"args":{{"name":{}}}}},"#,
+                json_str(&t.name)
+            );
+            let _ = writeln!(
+                out,
+                r#"{{"name":"thread_sort_index","ph":"M","pid":{pid},"tid":{tid},"args":{{"sort_index":{tid}}}}},"#
+            );
+            // `,"pid":P,"tid":T,"ts":`
+            let place = format!(",\"pid\":{pid},\"tid\":{tid},\"ts\":");
+            out.reserve(t.events.len() * 120);
+            for e in &t.events {
+                match *e {
+                    Ev::Slice {
+                        slot,
+                        cat,
+                        ts,
+                        dur,
+                        items,
+                    } => {
+                        let (head, args) = heads
+                            .get(slot as usize)
+                            .and_then(|h| h.as_ref())
+                            .unwrap_or(&unknown);
+                        out.push_str(head);
+                        out.push_str(cat.name());
+                        out.push_str("\",\"ph\":\"X\"");
+                        out.push_str(&place);
+                        micros(out, &mut num, ts);
+                        out.push_str(",\"dur\":");
+                        micros(out, &mut num, dur);
+                        out.push_str(args);
+                        if cat == Cat::Batch {
+                            out.push_str(",\"items\":");
+                            out.push_str(num.format(items));
+                        }
+                        out.push_str("}},\n");
+                    }
+                    Ev::Flow { ph, id, ts } => {
+                        out.push_str("{\"name\":\"record\",\"cat\":\"flow\",\"ph\":\"");
+                        out.push(ph as char);
+                        out.push_str("\",\"id\":");
+                        out.push_str(num.format(id));
+                        out.push_str(&place);
+                        micros(out, &mut num, ts);
+                        out.push_str(",\"bp\":\"e\"},\n");
+                    }
+                    Ev::Counter {
+                        ts,
+                        admitted,
+                        written,
+                        queued,
+                    } => {
+                        for (name, v) in [
+                            ("input admitted", admitted as i64),
+                            ("output written", written as i64),
+                            ("items queued", queued.max(0)),
+                        ] {
+                            out.push_str("{\"name\":\"");
+                            out.push_str(name);
+                            out.push_str("\",\"ph\":\"C\"");
+                            out.push_str(&place);
+                            micros(out, &mut num, ts);
+                            out.push_str(",\"args\":{\"value\":");
+                            out.push_str(num.format(v));
+                            out.push_str("}},\n");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The node's profile as one JSON object.
+    pub fn profile_json(&self, out: &mut String) {
+        let wall = self.end_ns.saturating_sub(self.start_ns);
+        let _ = write!(
+            out,
+            r#"{{"node":{},"workers":{},"wall_ns":{wall},"components":["#,
+            self.node, self.workers
+        );
+        for (i, (_, c, s)) in self.components.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(
+                out,
+                "\n  {{\"name\":{},\"kind\":{},\"loc\":{},\"net\":{},\"calls\":{},\"records_in\":{},\"records_out\":{},\"busy_ns\":{},\"busy_share\":{:.4},\"max_inbox\":{},\"suspensions\":{}}}",
+                json_str(&c.name),
+                json_str(&c.kind),
+                json_str(&c.loc),
+                json_str(&c.path),
+                s.calls,
+                s.records_in,
+                s.records_out,
+                s.busy_ns,
+                self.share(s),
+                s.max_inbox,
+                s.suspensions
+            );
+        }
+        out.push_str("\n]}");
+    }
+
+    /// A component's busy time as a share of the node's worker time.
+    pub fn share(&self, s: &CompStats) -> f64 {
+        let wall = self.end_ns.saturating_sub(self.start_ns).max(1) as f64;
+        s.busy_ns as f64 / (wall * f64::from(self.workers.max(1)))
+    }
+
+    /// The profile as a table for people (`--profile`), busiest first.
+    pub fn profile_table(&self, out: &mut String) {
+        let wall = self.end_ns.saturating_sub(self.start_ns);
+        let _ = writeln!(
+            out,
+            "profile of node {} ({} workers, {:.3} s):",
+            self.node,
+            self.workers,
+            wall as f64 / 1e9
+        );
+        let mut rows: Vec<&(u32, Component, CompStats)> = self.components.iter().collect();
+        rows.sort_by(|a, b| b.2.busy_ns.cmp(&a.2.busy_ns).then(a.0.cmp(&b.0)));
+        let head = [
+            "component",
+            "where",
+            "calls",
+            "in",
+            "out",
+            "busy ms",
+            "share",
+            "inbox",
+            "susp",
+        ];
+        let mut table: Vec<[String; 9]> = vec![head.map(String::from)];
+        for (_, c, s) in rows {
+            let name = if c.kind == "box" || c.kind == "net" || c.loc.is_empty() {
+                c.name.clone()
+            } else {
+                c.kind.clone()
+            };
+            table.push([
+                name,
+                c.loc.clone(),
+                s.calls.to_string(),
+                s.records_in.to_string(),
+                s.records_out.to_string(),
+                format!("{:.3}", s.busy_ns as f64 / 1e6),
+                format!("{:.1}%", 100.0 * self.share(s)),
+                s.max_inbox.to_string(),
+                s.suspensions.to_string(),
+            ]);
+        }
+        let mut width = [0usize; 9];
+        for r in &table {
+            for (w, c) in width.iter_mut().zip(r) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        for r in &table {
+            let mut line = String::new();
+            for (i, (c, w)) in r.iter().zip(width).enumerate() {
+                if i < 2 {
+                    let _ = write!(line, "{c:<w$}  ");
+                } else {
+                    let _ = write!(line, "{c:>w$}  ");
+                }
+            }
+            let _ = writeln!(out, "  {}", line.trim_end());
+        }
+    }
+}
+
+/// Nanoseconds written as microseconds with three decimals (exact).
+fn micros(out: &mut String, num: &mut itoa::Buffer, ns: u64) {
+    out.push_str(num.format(ns / 1000));
+    let frac = ns % 1000;
+    out.push('.');
+    out.push(char::from(b'0' + (frac / 100) as u8));
+    out.push(char::from(b'0' + (frac / 10 % 10) as u8));
+    out.push(char::from(b'0' + (frac % 10) as u8));
+}
+
+/// A JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Logs handed over by the node's threads at their end.
+#[derive(Default)]
+pub(crate) struct Logs(pub(crate) Mutex<Vec<WorkerLog>>);
+
+impl Logs {
+    pub(crate) fn put(&self, l: WorkerLog) {
+        crate::sync::lock(&self.0).push(l);
+    }
+
+    pub(crate) fn take(&self) -> Vec<WorkerLog> {
+        std::mem::take(&mut *crate::sync::lock(&self.0))
+    }
+}
