@@ -132,26 +132,6 @@ fn a_64_mib_field_crosses_nodes_intact_in_every_field_mode_by_its_path() {
     }
 }
 
-/// Processes (other than zombies) that carry `tag` in their environment.
-fn tagged_processes(tag: &str) -> usize {
-    let want_tag = format!("SNET_TEST_RUN={tag}");
-    std::fs::read_dir("/proc")
-        .map(|d| {
-            d.flatten()
-                .filter(|e| {
-                    let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-                    let live = stat
-                        .rsplit(')')
-                        .next()
-                        .is_some_and(|s| !s.trim_start().starts_with('Z'));
-                    let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
-                    live && env.split(|&b| b == 0).any(|v| v == want_tag.as_bytes())
-                })
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 #[test]
 fn a_node_killed_mid_run_ends_the_run_naming_it_and_leaves_nothing_behind() {
     let dir = scratch("shm-kill");

@@ -446,3 +446,23 @@ pub fn kill_mid_run(mut cmd: Command, victim: impl Fn() -> Option<u32>) -> Kille
         rest: rest.join().unwrap_or_default(),
     }
 }
+
+/// Processes (other than zombies) that carry `SNET_TEST_RUN=tag`.
+pub fn tagged_processes(tag: &str) -> usize {
+    let want = format!("SNET_TEST_RUN={tag}");
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                    let live = stat
+                        .rsplit(')')
+                        .next()
+                        .is_some_and(|s| !s.trim_start().starts_with('Z'));
+                    let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+                    live && env.split(|&b| b == 0).any(|v| v == want.as_bytes())
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
