@@ -86,11 +86,7 @@ impl std::error::Error for LimitError {}
 impl InputLimit {
     pub fn parse(text: &str) -> Result<InputLimit, LimitError> {
         let toks = tokenize(text)?;
-        let mut p = Parser {
-            toks,
-            pos: 0,
-            text,
-        };
+        let mut p = Parser { toks, pos: 0, text };
         let term = p.sum()?;
         if p.pos != p.toks.len() {
             return Err(LimitError::Trailing {
@@ -247,9 +243,17 @@ mod tests {
         let l = InputLimit::parse("20000 + output / 2").unwrap();
         assert_eq!(l.allowed(0), 20000);
         assert_eq!(l.allowed(7), 20003);
-        assert_eq!(InputLimit::parse("(output - 9) / 4").unwrap().allowed(0), -3);
+        assert_eq!(
+            InputLimit::parse("(output - 9) / 4").unwrap().allowed(0),
+            -3
+        );
         assert_eq!(InputLimit::parse("output * 3 / 2").unwrap().allowed(3), 4);
-        for bad in ["output / 0", "output / output", "output / (1 - 1)", "output /"] {
+        for bad in [
+            "output / 0",
+            "output / output",
+            "output / (1 - 1)",
+            "output /",
+        ] {
             let e = InputLimit::parse(bad).unwrap_err();
             assert!(
                 e.to_string().contains("positive number") || matches!(e, LimitError::EndsEarly),
