@@ -1,7 +1,8 @@
 //! The input bound: `--input-limit "8 + 2*output"`.
 //!
 //! A formula in the variable `output` (records emitted so far) with integer
-//! literals, `+ - *` and parentheses. Input record number `n` (counting from
+//! literals, `+ - *`, division by a positive literal (`output / 2`,
+//! rounded down) and parentheses. Input record number `n` (counting from
 //! one) is admitted only while `n <= limit(output)` — except when the whole
 //! network is idle, where admitting is the only way to make progress (a
 //! network may need more input before it can emit anything).
@@ -15,6 +16,8 @@ enum Term {
     Add(Box<Term>, Box<Term>),
     Sub(Box<Term>, Box<Term>),
     Mul(Box<Term>, Box<Term>),
+    /// Rounded down; the divisor is a positive literal (checked when parsed).
+    Div(Box<Term>, i64),
 }
 
 /// A parsed input bound.
@@ -47,6 +50,8 @@ pub enum LimitError {
     MissingParen,
     /// A number beyond 64 bits.
     TooLarge(String),
+    /// A `/` not followed by a positive number.
+    Divisor(String),
 }
 
 impl fmt::Display for LimitError {
@@ -68,6 +73,10 @@ impl fmt::Display for LimitError {
             LimitError::EndsEarly => f.write_str("input limit ends too early"),
             LimitError::MissingParen => f.write_str("missing `)` in input limit"),
             LimitError::TooLarge(n) => write!(f, "number `{n}` too large in input limit"),
+            LimitError::Divisor(text) => write!(
+                f,
+                "a `/` in input limit `{text}` must divide by a positive number, as in `output / 2`"
+            ),
         }
     }
 }
@@ -77,7 +86,7 @@ impl std::error::Error for LimitError {}
 impl InputLimit {
     pub fn parse(text: &str) -> Result<InputLimit, LimitError> {
         let toks = tokenize(text)?;
-        let mut p = Parser { toks, pos: 0 };
+        let mut p = Parser { toks, pos: 0, text };
         let term = p.sum()?;
         if p.pos != p.toks.len() {
             return Err(LimitError::Trailing {
@@ -104,6 +113,7 @@ fn eval(t: &Term, out: i64) -> i64 {
         Term::Add(a, b) => eval(a, out).saturating_add(eval(b, out)),
         Term::Sub(a, b) => eval(a, out).saturating_sub(eval(b, out)),
         Term::Mul(a, b) => eval(a, out).saturating_mul(eval(b, out)),
+        Term::Div(a, n) => eval(a, out).div_euclid(*n),
     }
 }
 
@@ -133,7 +143,7 @@ fn tokenize(text: &str) -> Result<Vec<String>, LimitError> {
                 return Err(LimitError::UnknownName(s));
             }
             toks.push(s);
-        } else if "+-*()".contains(c) {
+        } else if "+-*/()".contains(c) {
             toks.push(c.to_string());
             chars.next();
         } else {
@@ -146,12 +156,13 @@ fn tokenize(text: &str) -> Result<Vec<String>, LimitError> {
     Ok(toks)
 }
 
-struct Parser {
+struct Parser<'a> {
     toks: Vec<String>,
     pos: usize,
+    text: &'a str,
 }
 
-impl Parser {
+impl Parser<'_> {
     fn peek(&self) -> Option<&str> {
         self.toks.get(self.pos).map(|s| s.as_str())
     }
@@ -174,10 +185,15 @@ impl Parser {
     }
     fn product(&mut self) -> Result<Term, LimitError> {
         let mut t = self.atom()?;
-        while self.peek() == Some("*") {
+        while let Some(op) = self.peek().filter(|o| *o == "*" || *o == "/") {
+            let div = op == "/";
             self.pos += 1;
             let r = self.atom()?;
-            t = Term::Mul(Box::new(t), Box::new(r));
+            t = match r {
+                _ if !div => Term::Mul(Box::new(t), Box::new(r)),
+                Term::Int(n) if n > 0 => Term::Div(Box::new(t), n),
+                _ => return Err(LimitError::Divisor(self.text.to_string())),
+            };
         }
         Ok(t)
     }
@@ -220,5 +236,29 @@ mod tests {
         assert!(InputLimit::parse("8 + input").is_err());
         assert!(InputLimit::parse("8 +").is_err());
         assert!(InputLimit::parse("(8").is_err());
+    }
+
+    #[test]
+    fn divides_by_a_positive_number_rounding_down() {
+        let l = InputLimit::parse("20000 + output / 2").unwrap();
+        assert_eq!(l.allowed(0), 20000);
+        assert_eq!(l.allowed(7), 20003);
+        assert_eq!(
+            InputLimit::parse("(output - 9) / 4").unwrap().allowed(0),
+            -3
+        );
+        assert_eq!(InputLimit::parse("output * 3 / 2").unwrap().allowed(3), 4);
+        for bad in [
+            "output / 0",
+            "output / output",
+            "output / (1 - 1)",
+            "output /",
+        ] {
+            let e = InputLimit::parse(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("positive number") || matches!(e, LimitError::EndsEarly),
+                "{bad}: {e}"
+            );
+        }
     }
 }

@@ -62,13 +62,38 @@ impl Dyadic {
         }
     }
 
-    /// Gives away half of the smallest piece: keeps `2^-(e+1)` of `2^-e`
+    /// Gives away half of the largest piece: keeps `2^-(e+1)` of `2^-e`
     /// and returns the exponent of the half given away. `None` when empty.
+    /// Node 0's share of a message (see [`Dyadic::split_off_rest`] for the
+    /// other nodes').
+    ///
+    /// Halving the largest piece, not the smallest, keeps the pieces few:
+    /// the smallest-piece rule hands out ever smaller pieces (one more
+    /// exponent per message), and what node 0 holds, one minus what is
+    /// out, then has about one piece per message sent for as long as any
+    /// of them is out.
     pub fn split_off(&mut self) -> Option<u64> {
-        let e = self.0.pop_last()?;
-        // e + 1 is larger than every remaining exponent, so no carry.
-        self.0.insert(e + 1);
+        let e = self.0.pop_first()?;
+        // Keep the other half; it may carry with a piece `e + 1` already
+        // held, but never beyond `e` (no piece is larger than `2^-e`).
+        self.add(e + 1);
         Some(e + 1)
+    }
+
+    /// Gives away everything but half of the largest piece (the share of a
+    /// message from a node other than 0): the sender keeps the one piece it
+    /// needs to send again, and every other piece travels on, towards node
+    /// 0, where pieces merge. A node that stays busy for the whole run
+    /// (never passive, so never returning its credit) thus holds at most
+    /// the pieces that arrived since it last sent, instead of one more
+    /// piece per message. `None` when empty.
+    pub fn split_off_rest(&mut self) -> Option<Dyadic> {
+        let e = self.0.pop_first()?;
+        let mut given = std::mem::take(self);
+        // The rest is below `2^-e`, so this carries at most into `e`.
+        given.add(e + 1);
+        self.0.insert(e + 1);
+        Some(given)
     }
 
     /// Takes everything, leaving zero.
@@ -147,6 +172,69 @@ mod tests {
             back.add(e);
         }
         assert!(back.is_one());
+    }
+
+    /// Node 0 and a node that never becomes passive (so credit only moves
+    /// as shares of messages) trade messages for a long time, node 1 in
+    /// bursts of up to eight, with up to eight messages in flight each
+    /// way: both pools and every share stay a handful of pieces, whatever
+    /// the number of messages. With shares cut from the smallest piece
+    /// they grew by about one piece per message (issue 27's soak).
+    #[test]
+    fn pools_stay_small_on_nodes_that_never_rest() {
+        use std::collections::VecDeque;
+        let mut pools = [Dyadic::one(), Dyadic::zero()];
+        let mut wires: [VecDeque<Dyadic>; 2] = [VecDeque::new(), VecDeque::new()];
+        let (mut most, mut deepest) = (0, 0);
+        for step in 0..100_000u64 {
+            let sends = [1, (step * 7 % 9) as usize];
+            for from in 0..2 {
+                for _ in 0..sends[from] {
+                    let share = if from == 0 {
+                        pools[0].split_off().map(|e| Dyadic::from_pieces([e]))
+                    } else {
+                        pools[1].split_off_rest()
+                    };
+                    if let Some(d) = share {
+                        most = most.max(d.pieces().count());
+                        deepest = deepest.max(d.pieces().max().unwrap_or(0));
+                        wires[from].push_back(d);
+                    }
+                }
+            }
+            for to in 0..2 {
+                while wires[1 - to].len() > 8 {
+                    let d = wires[1 - to].pop_front().unwrap();
+                    pools[to].add_all(&d);
+                }
+            }
+            for p in &pools {
+                most = most.max(p.pieces().count());
+                deepest = deepest.max(p.pieces().max().unwrap_or(0));
+            }
+        }
+        assert!(most <= 64, "{most} pieces in one pool or share");
+        assert!(deepest <= 64, "a piece as small as 2^-{deepest}");
+        let mut all = pools[0].clone();
+        all.add_all(&pools[1]);
+        for d in wires.iter().flatten() {
+            all.add_all(d);
+        }
+        assert!(all.is_one(), "credit lost or made: {all:?}");
+    }
+
+    #[test]
+    fn split_off_rest_keeps_one_piece_and_the_sum() {
+        let mut d = Dyadic::from_pieces([1, 3, 4, 9]);
+        let given = d.split_off_rest().unwrap();
+        assert_eq!(d.pieces().collect::<Vec<_>>(), vec![2]);
+        let mut back = d.clone();
+        back.add_all(&given);
+        assert_eq!(back, Dyadic::from_pieces([1, 3, 4, 9]));
+        let mut one = Dyadic::one();
+        assert_eq!(one.split_off_rest(), Some(Dyadic::from_pieces([1])));
+        assert_eq!(one, Dyadic::from_pieces([1]));
+        assert_eq!(Dyadic::zero().split_off_rest(), None);
     }
 
     #[test]

@@ -147,8 +147,13 @@ fn send_batch(
                     frames: &Frames,
                     payload: Payload| {
         if share {
-            if let Some(e) = lock(&net.state.0).pool.split_off() {
-                credit.add(e);
+            let mut st = lock(&net.state.0);
+            if me == Rank::ROOT {
+                if let Some(e) = st.pool.split_off() {
+                    credit.add(e);
+                }
+            } else if let Some(d) = st.pool.split_off_rest() {
+                credit.add_all(&d);
             }
         }
         header.clear();

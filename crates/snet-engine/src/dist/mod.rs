@@ -45,8 +45,12 @@
 //! # Termination: credit (weight throwing)
 //!
 //! Node 0 starts with all the *credit* (one, as a [`Dyadic`]). Every
-//! message carries a share of its sender's credit (half of its smallest
-//! piece); a node that receives a message adds the share to its own. A node
+//! message carries a share of its sender's credit (node 0 gives half of
+//! its largest piece, [`Dyadic::split_off`]; another node keeps half of its
+//! largest piece and gives all the rest, [`Dyadic::split_off_rest`], so
+//! that small pieces go home and merge instead of piling up on a node that
+//! is busy for the whole run); a node that receives a message adds the
+//! share to its own. A node
 //! other than 0 that becomes *passive* — every worker asleep, no task
 //! queued, nothing in its outbound queue, its managers not in the middle of
 //! a message — sends all its credit back to node 0. A passive node holds
