@@ -72,7 +72,9 @@
 //! as a C box's function is: each call runs on a call stack of its own,
 //! the engine adds the labels that flow around the box to its outputs,
 //! keeps records in order where the network is deterministic, and places
-//! boxes on nodes as the program's placements say. A box that returns an
+//! boxes on nodes as the program's placements say: nodes in this process,
+//! or ([`Transport::Shm`]) node processes that are copies of this program
+//! (see [`node_process`] for what that asks of it). A box that returns an
 //! error or panics ends the run with an error naming the box (its panic
 //! message is in the error; the panic hook still prints it, as for any
 //! panic, unless you replace the hook).
@@ -88,8 +90,8 @@
 //!
 //! # Publishing
 //!
-//! This crate depends on `snet-core`, `snet-front`, `snet-engine` and
-//! `c4snet` (and they on `snet-transport` and `snet-io`), all at the
+//! This crate depends on `snet-core`, `snet-front`, `snet-engine`,
+//! `c4snet` and `snet-shm` (and they on `snet-transport` and `snet-io`), all at the
 //! workspace's version: publishing `snet` means publishing those first, in
 //! that dependency order (`docs/rust-library.md`).
 

@@ -52,7 +52,10 @@ pub(crate) enum Kind {
     Setup(String),
     /// A node process ended badly after node 0's part of the run had
     /// finished well (how it ended, in words).
-    NodeEnded { node: u32, how: String },
+    NodeEnded {
+        node: u32,
+        how: String,
+    },
 }
 
 impl RunError {
@@ -276,7 +279,7 @@ impl Network {
             .spawn(move || {
                 let engine = |e| RunError(Kind::Engine(e));
                 if shm {
-                    crate::shm::run_root(graph, &config, io, &*boxes, nodes, &fingerprint)
+                    crate::shm::run_root(graph, &config, io, &boxes, nodes, &fingerprint)
                 } else if nodes > 1 {
                     snet_engine::run_loopback(graph, &config, Some(io), &*boxes, nodes)
                         .map(|_| ())

@@ -75,9 +75,8 @@ pub(crate) fn run_root(
     let g = snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy);
     let seg = snet_shm::segment::Segment::create(g)
         .map_err(|e| setup(format!("cannot create the shared-memory segment: {e}")))?;
-    let t = Arc::new(
-        snet_shm::transport::ShmTransport::new(seg, 0).map_err(|e| setup(e.to_string()))?,
-    );
+    let t =
+        Arc::new(snet_shm::transport::ShmTransport::new(seg, 0).map_err(|e| setup(e.to_string()))?);
     let started = launch::Nodes::start_with_env(&t, &[(NETWORK_VAR, fingerprint)])
         .map_err(|e| setup(e.to_string()))?;
     let result = snet_engine::run(graph, config, Some(io), boxes, &*t);

@@ -100,7 +100,11 @@ fn results(out: &[Record]) -> BTreeMap<(i64, i64, u64), usize> {
             .enumerate()
             .map(|(j, &b)| (j as u64 + 1) * u64::from(b))
             .sum();
-        let key = (r.tag("id").expect("<id>"), r.tag("sum").expect("<sum>"), sum);
+        let key = (
+            r.tag("id").expect("<id>"),
+            r.tag("sum").expect("<sum>"),
+            sum,
+        );
         *m.entry(key).or_default() += 1;
     }
     m
@@ -123,13 +127,20 @@ fn check_placements(out: &[Record], nodes: i64) {
         assert_eq!(pt, me, "total @ 0 ran in another process: {r}");
         scale_at.entry(id % nodes).or_default().insert(ps);
         if id % nodes == 1 {
-            assert_eq!(ps, pg, "scale on node 1 and grow @ 1 in different processes");
+            assert_eq!(
+                ps, pg,
+                "scale on node 1 and grow @ 1 in different processes"
+            );
         }
     }
     assert_eq!(scale_at.len() as i64, nodes, "{scale_at:?}");
     assert!(scale_at.values().all(|p| p.len() == 1), "{scale_at:?}");
     let pids: BTreeSet<i64> = scale_at.values().flatten().copied().collect();
-    assert_eq!(pids.len() as i64, nodes, "one process per node: {scale_at:?}");
+    assert_eq!(
+        pids.len() as i64,
+        nodes,
+        "one process per node: {scale_at:?}"
+    );
     assert!(scale_at[&0].contains(&me), "node 0 is this process");
 }
 
@@ -240,14 +251,18 @@ fn child(name: &str, env: &[(&str, &str)]) -> (Option<i32>, String) {
     )
 }
 
+/// A scenario to run: its title, its name, its environment and what its
+/// standard error must hold.
+type Check = (&'static str, &'static str, Env, &'static [&'static str]);
+type Env = &'static [(&'static str, &'static str)];
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("scenario") {
         scenario(&args[2]);
         return ExitCode::SUCCESS;
     }
-    // (title, scenario, its environment, what its standard error holds)
-    let checks: [(&str, &str, &[(&str, &str)], &[&str]); 6] = [
+    let checks: [Check; 6] = [
         ("two-nodes", "two-nodes", &[], &[]),
         ("four-nodes", "four-nodes", &[], &[]),
         ("streaming", "streaming", &[], &[]),
@@ -264,7 +279,10 @@ fn main() -> ExitCode {
             "a box exiting on node 1",
             "failing",
             &[("EXIT_AT_7", "1")],
-            &["snet: node 1: box `grow` called exit()", "RUN ERROR: node 1"],
+            &[
+                "snet: node 1: box `grow` called exit()",
+                "RUN ERROR: node 1",
+            ],
         ),
         (
             "a node process reaching another network",
