@@ -53,11 +53,12 @@ pub struct Network {
 
 /// How the nodes of a run with [`Network::nodes`] above 1 talk.
 ///
-/// ```no_run
+/// ```
 /// use snet::{Network, Record, Transport};
 ///
 /// let mut net = Network::from_source("p.snet", "box f((<n>) -> (<n>)); net p connect f @ 1;")?;
 /// net.add_box("f", |input, out| {
+///     assert_eq!(snet::node_process(), Some(1)); // `f @ 1` runs in node process 1
 ///     out.emit(1, Record::new().with_tag("n", input.tag("n")? * 2))?;
 ///     Ok(())
 /// })
