@@ -226,6 +226,20 @@ fn mismatch() {
     eprintln!("RUN ERROR: {err}");
 }
 
+/// A node process that ends before it reaches the run (its `main` took
+/// another way) fails the run instead of leaving node 0 waiting for it.
+fn no_show() {
+    if snet::node_process().is_some() {
+        return;
+    }
+    let err = network(2)
+        .nodes(2)
+        .transport(Transport::Shm)
+        .run(inputs(COUNT))
+        .expect_err("the run fails");
+    eprintln!("RUN ERROR: {err}");
+}
+
 fn scenario(name: &str) {
     match name {
         "two-nodes" => placements(2),
@@ -233,6 +247,7 @@ fn scenario(name: &str) {
         "streaming" => streaming(),
         "failing" => failing(),
         "mismatch" => mismatch(),
+        "no-show" => no_show(),
         _ => panic!("no scenario {name}"),
     }
 }
@@ -262,7 +277,7 @@ fn main() -> ExitCode {
         scenario(&args[2]);
         return ExitCode::SUCCESS;
     }
-    let checks: [Check; 6] = [
+    let checks: [Check; 7] = [
         ("two-nodes", "two-nodes", &[], &[]),
         ("four-nodes", "four-nodes", &[], &[]),
         ("streaming", "streaming", &[], &[]),
@@ -292,6 +307,12 @@ fn main() -> ExitCode {
                 "error: node 1: this process was started to join a shared-memory run of network",
                 "RUN ERROR: node 1",
             ],
+        ),
+        (
+            "a node process ending before the run",
+            "no-show",
+            &[],
+            &["RUN ERROR: node 1: node 1 stopped unexpectedly (exited with status 0 before"],
         ),
     ];
     let mut failed = 0;
