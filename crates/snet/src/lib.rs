@@ -59,6 +59,8 @@
 //!   the XML record format share fields).
 //! * [`BoxInput`], [`Emitter`], [`BoxResult`]: a box function's view of
 //!   its call.
+//! * [`XmlReader`], [`XmlWriter`], [`XmlError`]: records in the XML
+//!   record format that `snet run` reads and writes.
 //! * Errors as values: [`LoadError`] (with [`Diagnostic`]s, rendered as
 //!   `snet check` renders them), [`RunError`], [`EmitError`],
 //!   [`MissingLabel`].
@@ -102,11 +104,13 @@ mod network;
 mod record;
 mod run;
 mod shm;
+mod xml;
 
 pub use boxes::{BoxInput, BoxResult, EmitError, Emitter, MissingLabel};
 pub use network::{Diagnostic, LoadError, Network, Severity, Transport};
 pub use record::{Element, Field, Record};
 pub use run::{RunError, Running};
+pub use xml::{XmlError, XmlReader, XmlWriter};
 
 /// `Some(k)` when this process is node `k` (1 or more) of a shared-memory
 /// run ([`Transport::Shm`]), started by the process the user started;
