@@ -129,6 +129,13 @@ impl Nodes {
     /// Call it from the thread that lives as long as the run (see the
     /// module docs).
     pub fn start(t: &Arc<ShmTransport>) -> io::Result<Nodes> {
+        Nodes::start_with_env(t, &[])
+    }
+
+    /// As [`Nodes::start`], with the environment variables `env` set in
+    /// every node process besides [`NODE_VAR`] and [`FD_VAR`] (the `snet`
+    /// library names the network a node process is to join).
+    pub fn start_with_env(t: &Arc<ShmTransport>, env: &[(&str, &str)]) -> io::Result<Nodes> {
         let exe = std::env::current_exe()?;
         let args: Vec<_> = std::env::args_os().skip(1).collect();
         let fd = t.segment().fd();
@@ -144,6 +151,7 @@ impl Nodes {
             cmd.args(&args)
                 .env(NODE_VAR, k.to_string())
                 .env(FD_VAR, fd.to_string())
+                .envs(env.iter().copied())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null());
             // SAFETY: the closure runs between fork and exec and calls only

@@ -155,7 +155,12 @@ impl Emitter<'_> {
                 type_text(&mut rec.labels())
             )));
         }
-        match self.out.emit(variant, rec) {
+        // The call may pause here and the thread run other work meanwhile:
+        // no box of ours is running on it then (crash reports, see `invoke`).
+        let running = c4snet::crash::clear();
+        let sent = self.out.emit(variant, rec);
+        c4snet::crash::leave(running);
+        match sent {
             Ok(()) => Ok(()),
             Err(e) => self.fail(e),
         }
@@ -195,7 +200,11 @@ impl BoxImpl for RustBox {
         };
         // The box's state is its own: a panic leaves nothing of the
         // engine's half-changed (outputs already emitted are whole).
+        // Names the box if it crashes or calls `exit` (reported where the
+        // handlers are installed: in the node processes of a shm run).
+        let outer = c4snet::crash::enter(&self.name);
         let r = catch_unwind(AssertUnwindSafe(|| (self.f)(&view, &mut em)));
+        c4snet::crash::leave(outer);
         if let Some(e) = em.error {
             return Err(e);
         }

@@ -49,14 +49,18 @@
 //! # What is public, and why
 //!
 //! * [`Network`]: the program, its boxes and where it runs (workers,
-//!   in-process nodes, box concurrency); [`Network::run`] and
-//!   [`Network::start`].
+//!   nodes, box concurrency); [`Network::run`] and [`Network::start`].
+//! * [`Transport`] and [`node_process`]: whether the nodes are in this
+//!   process or processes of their own (shared memory), and which one
+//!   this is.
 //! * [`Running`]: the handles of a started network.
 //! * [`Record`] and [`Field`]: the values that flow; a field is a typed
 //!   array of an [`Element`] type (C4SNet data, so Rust boxes, C boxes and
 //!   the XML record format share fields).
 //! * [`BoxInput`], [`Emitter`], [`BoxResult`]: a box function's view of
 //!   its call.
+//! * [`XmlReader`], [`XmlWriter`], [`XmlError`]: records in the XML
+//!   record format that `snet run` reads and writes.
 //! * Errors as values: [`LoadError`] (with [`Diagnostic`]s, rendered as
 //!   `snet check` renders them), [`RunError`], [`EmitError`],
 //!   [`MissingLabel`].
@@ -70,7 +74,9 @@
 //! as a C box's function is: each call runs on a call stack of its own,
 //! the engine adds the labels that flow around the box to its outputs,
 //! keeps records in order where the network is deterministic, and places
-//! boxes on nodes as the program's placements say. A box that returns an
+//! boxes on nodes as the program's placements say: nodes in this process,
+//! or ([`Transport::Shm`]) node processes that are copies of this program
+//! (see [`node_process`] for what that asks of it). A box that returns an
 //! error or panics ends the run with an error naming the box (its panic
 //! message is in the error; the panic hook still prints it, as for any
 //! panic, unless you replace the hook).
@@ -78,15 +84,16 @@
 //! # Fields across nodes
 //!
 //! With [`Network::nodes`] above 1, nodes are engines in this process
-//! connected by the loopback transport. Fields cross between them as
-//! they would between processes: encoded as C4SNet data (element type,
-//! count and bytes), inline with the record when small, by reference and
-//! fetched on demand when large.
+//! connected by the loopback transport, or ([`Transport::Shm`]) processes
+//! sharing memory. Fields cross between them encoded as C4SNet data
+//! (element type, count and bytes), inline with the record when small, by
+//! reference and fetched on demand when large (loopback), or through the
+//! shared segment's field arena (shm).
 //!
 //! # Publishing
 //!
-//! This crate depends on `snet-core`, `snet-front`, `snet-engine` and
-//! `c4snet` (and they on `snet-transport` and `snet-io`), all at the
+//! This crate depends on `snet-core`, `snet-front`, `snet-engine`,
+//! `c4snet` and `snet-shm` (and they on `snet-transport` and `snet-io`), all at the
 //! workspace's version: publishing `snet` means publishing those first, in
 //! that dependency order (`docs/rust-library.md`).
 
@@ -96,8 +103,44 @@ mod boxes;
 mod network;
 mod record;
 mod run;
+mod shm;
+mod xml;
 
 pub use boxes::{BoxInput, BoxResult, EmitError, Emitter, MissingLabel};
-pub use network::{Diagnostic, LoadError, Network, Severity};
+pub use network::{Diagnostic, LoadError, Network, Severity, Transport};
 pub use record::{Element, Field, Record};
 pub use run::{RunError, Running};
+pub use xml::{XmlError, XmlReader, XmlWriter};
+
+/// `Some(k)` when this process is node `k` (1 or more) of a shared-memory
+/// run ([`Transport::Shm`]), started by the process the user started;
+/// `None` in that process and in any other.
+///
+/// A node process is a copy of the program: the same executable with the
+/// same arguments, its standard input and output closed. It runs `main`
+/// from the start, and the run it was started for begins when it reaches
+/// [`Network::run`] or [`Network::start`] of the same network (the same
+/// program, entry, node count and box names) with [`Transport::Shm`]:
+/// there it joins the run as node `k` and ends the process when the run
+/// ends, never returning into the program. So
+///
+/// * code before the run executes in every node process too: keep side
+///   effects (files written, messages printed, services contacted) out of
+///   it, or do them only where `node_process()` is `None`;
+/// * the boxes must be registered the same way in every process (the same
+///   code reached the same way), since each node calls its own copies;
+/// * a program that runs several distributed networks must reach the one
+///   a node process was started for first; a node process that reaches
+///   another one ends with an error naming both (and the run fails).
+///
+/// ```
+/// if snet::node_process().is_none() {
+///     println!("hello, once"); // not repeated by the node processes
+/// }
+/// ```
+pub fn node_process() -> Option<u32> {
+    match snet_shm::launch::started_as_node() {
+        Some(Ok((k, _))) => Some(k),
+        _ => None,
+    }
+}

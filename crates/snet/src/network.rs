@@ -1,6 +1,7 @@
 //! Loading a program, registering its boxes, choosing where it runs.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -42,8 +43,48 @@ pub struct Network {
     pub(crate) boxes: RustBoxes,
     pub(crate) workers: usize,
     pub(crate) nodes: u32,
+    pub(crate) transport: Transport,
     pub(crate) box_concurrency: usize,
+    /// A hash of the program's name, text and entry: with the node count
+    /// and the box names, what a node process checks it joins (`shm.rs`).
+    pub(crate) source_hash: u64,
     warnings: Vec<Diagnostic>,
+}
+
+/// How the nodes of a run with [`Network::nodes`] above 1 talk.
+///
+/// ```
+/// use snet::{Network, Record, Transport};
+///
+/// let mut net = Network::from_source("p.snet", "box f((<n>) -> (<n>)); net p connect f @ 1;")?;
+/// net.add_box("f", |input, out| {
+///     assert_eq!(snet::node_process(), Some(1)); // `f @ 1` runs in node process 1
+///     out.emit(1, Record::new().with_tag("n", input.tag("n")? * 2))?;
+///     Ok(())
+/// })
+/// .nodes(2)
+/// .transport(Transport::Shm); // node 1 is a copy of this program
+/// if snet::node_process().is_none() {
+///     println!("starting"); // only in the process the user started
+/// }
+/// let out = net.run([Record::new().with_tag("n", 21)])?; // a node process never returns from here
+/// assert_eq!(out[0].tag("n"), Some(42));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// Every node is an engine in this process, the nodes connected by
+    /// in-memory queues (the default).
+    #[default]
+    Loopback,
+    /// Node 0 is this process; nodes 1 to N-1 are processes on this
+    /// machine, started as copies of this program, sharing memory with it.
+    /// Each node process runs the program's `main` again until it reaches
+    /// the same run, joins it there as its node, and ends when the run
+    /// ends: see [`node_process`](crate::node_process) for what that asks
+    /// of the program.
+    Shm,
 }
 
 impl fmt::Debug for Network {
@@ -54,6 +95,7 @@ impl fmt::Debug for Network {
             .field("boxes", &boxes)
             .field("workers", &self.workers)
             .field("nodes", &self.nodes)
+            .field("transport", &self.transport)
             .field("box_concurrency", &self.box_concurrency)
             .finish_non_exhaustive()
     }
@@ -162,7 +204,13 @@ impl Network {
                 boxes: RustBoxes::default(),
                 workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
                 nodes: 1,
+                transport: Transport::Loopback,
                 box_concurrency: 1,
+                source_hash: {
+                    let mut h = std::hash::DefaultHasher::new();
+                    (name, text, entry).hash(&mut h);
+                    h.finish()
+                },
                 warnings: diagnostics,
             }),
             _ => Err(LoadError {
@@ -197,13 +245,21 @@ impl Network {
         self
     }
 
-    /// The number of nodes (default 1). With more than one, every node
-    /// runs in this process with its own engine and workers, connected by
-    /// the loopback transport: the program's placements (`A @ 1`,
+    /// The number of nodes (default 1). With more than one, each node
+    /// runs its own engine and workers, the program's placements (`A @ 1`,
     /// `A !@ <t>`) put boxes on them, and fields travel between them as
-    /// they would between machines.
+    /// they would between machines; [`Network::transport`] says whether
+    /// the nodes are in this process (the default) or processes of their
+    /// own.
     pub fn nodes(&mut self, n: u32) -> &mut Network {
         self.nodes = n.max(1);
+        self
+    }
+
+    /// How the nodes talk (default [`Transport::Loopback`]; with one node
+    /// it makes no difference).
+    pub fn transport(&mut self, t: Transport) -> &mut Network {
+        self.transport = t;
         self
     }
 

@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 
 use snet_engine::{Config, EngineError, SingleNode, Sink, Source, SourceError};
 
-use crate::network::Network;
+use crate::network::{Network, Transport};
 use crate::record::Record;
 
 /// Records the input channel holds before [`Running::send`] waits.
@@ -43,21 +43,42 @@ const INPUT_BOUND: usize = 1024;
 pub struct RunError(Kind);
 
 #[derive(Debug)]
-enum Kind {
+pub(crate) enum Kind {
     Engine(EngineError),
     /// `send` after the run ended (it failed, or the input was closed).
     Ended,
+    /// A shared-memory run could not start (its segment, its node
+    /// processes).
+    Setup(String),
+    /// A node process ended badly after node 0's part of the run had
+    /// finished well (how it ended, in words).
+    NodeEnded {
+        node: u32,
+        how: String,
+    },
 }
 
 impl RunError {
-    /// The name of the box whose error ended the run, if a box's did.
+    pub(crate) fn new(kind: Kind) -> RunError {
+        RunError(kind)
+    }
+
+    /// The name of the box whose error ended the run, if a box's did (on
+    /// any node).
     pub fn box_name(&self) -> Option<&str> {
         match &self.0 {
             Kind::Engine(e) => match e.component_error() {
                 EngineError::Box { name, .. } => Some(name),
+                // Another process's error reached node 0 as its message
+                // (`[place: ]box `NAME`: ...`, as the engine renders a
+                // box's error); box names hold no backquote.
+                EngineError::Node { message, .. } => {
+                    let rest = &message[message.find("box `")? + 5..];
+                    rest.find('`').map(|end| &rest[..end])
+                }
                 _ => None,
             },
-            Kind::Ended => None,
+            _ => None,
         }
     }
 }
@@ -67,6 +88,10 @@ impl fmt::Display for RunError {
         match &self.0 {
             Kind::Engine(e) => write!(f, "{e}"),
             Kind::Ended => f.write_str("the run has ended: no more input is taken"),
+            Kind::Setup(e) => write!(f, "shm: {e}"),
+            Kind::NodeEnded { node, how } => {
+                write!(f, "node {node} {how} (after node 0's part of the run)")
+            }
         }
     }
 }
@@ -130,7 +155,7 @@ impl Sink for ChannelSink {
 pub struct Running {
     input: Option<SyncSender<snet_core::Record>>,
     output: Receiver<Record>,
-    thread: Option<JoinHandle<Result<(), EngineError>>>,
+    thread: Option<JoinHandle<Result<(), RunError>>>,
 }
 
 impl fmt::Debug for Running {
@@ -180,7 +205,7 @@ impl Running {
     fn join(&mut self) -> Result<(), RunError> {
         match self.thread.take().map(JoinHandle::join) {
             None | Some(Ok(Ok(()))) => Ok(()),
-            Some(Ok(Err(e))) => Err(RunError(Kind::Engine(e))),
+            Some(Ok(Err(e))) => Err(e),
             Some(Err(_)) => Err(RunError(Kind::Engine(EngineError::Internal(
                 snet_engine::InternalError::WorkerPanicked,
             )))),
@@ -196,7 +221,7 @@ impl Drop for Running {
 }
 
 impl Network {
-    fn config(&self) -> Config {
+    pub(crate) fn config(&self) -> Config {
         let mut codecs = snet_core::Codecs::default();
         codecs.add(c4snet::codec());
         Config {
@@ -227,7 +252,18 @@ impl Network {
 
     /// Starts the network on a thread of its own and returns the handles
     /// to feed it and read its outputs.
+    ///
+    /// With [`Transport::Shm`] and more than one node, a node process
+    /// (see [`node_process`](crate::node_process)) never returns from here
+    /// (nor from [`Network::run`]): it runs its part and ends the process.
     pub fn start(&self) -> Running {
+        let shm = self.nodes > 1 && self.transport == Transport::Shm;
+        if shm {
+            if let Some(started) = snet_shm::launch::started_as_node() {
+                crate::shm::run_node(self, started);
+            }
+        }
+        let fingerprint = crate::shm::fingerprint(self);
         let (in_tx, in_rx) = mpsc::sync_channel(INPUT_BOUND);
         let (out_tx, out_rx) = mpsc::channel();
         let graph = self.graph.clone();
@@ -241,10 +277,17 @@ impl Network {
         let thread = std::thread::Builder::new()
             .name("snet-run".into())
             .spawn(move || {
-                if nodes > 1 {
-                    snet_engine::run_loopback(graph, &config, Some(io), &*boxes, nodes).map(|_| ())
+                let engine = |e| RunError(Kind::Engine(e));
+                if shm {
+                    crate::shm::run_root(graph, &config, io, &boxes, nodes, &fingerprint)
+                } else if nodes > 1 {
+                    snet_engine::run_loopback(graph, &config, Some(io), &*boxes, nodes)
+                        .map(|_| ())
+                        .map_err(engine)
                 } else {
-                    snet_engine::run(graph, &config, Some(io), &*boxes, &SingleNode).map(|_| ())
+                    snet_engine::run(graph, &config, Some(io), &*boxes, &SingleNode)
+                        .map(|_| ())
+                        .map_err(engine)
                 }
             })
             .expect("spawn the run's thread");

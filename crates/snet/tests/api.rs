@@ -334,3 +334,40 @@ fn unregistered_boxes_and_bad_programs_are_reported() {
         "{missing}"
     );
 }
+
+#[test]
+fn xml_records_are_read_run_and_written_as_snet_run_does() {
+    let input = r#"<?xml version="1.0" ?>
+<record type="data"><tag label="n">2</tag><tag label="id">7</tag><field label="note">(int[2])104,105</field></record>
+<record type="data"><tag label="n">0</tag><tag label="id">8</tag><field label="note">(int[1])0</field></record>
+<record type="terminate" />
+<record type="data"><tag label="n">9</tag></record>"#;
+    let records: Vec<Record> = snet::XmlReader::with_name(input.as_bytes(), "in.xml")
+        .collect::<Result<_, _>>()
+        .expect("reads");
+    assert_eq!(records.len(), 2, "the terminate record ends the stream");
+    let out = pipeline(PIPELINE).workers(2).run(records).expect("runs");
+    let mut w = snet::XmlWriter::new(Vec::new());
+    for r in &out {
+        w.write(r).expect("writes");
+    }
+    let text = String::from_utf8(w.finish().expect("finishes")).expect("UTF-8");
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("label=\"v\"")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        text.contains(r#"<field label="v" interface="C4SNet">(long[2])1,1</field>"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"<field label="note" interface="C4SNet">(int[2])104,105</field>"#),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with(r#"<record type="terminate" />"#));
+
+    let bad = "<record type=\"data\"><tag label=\"n\">x</tag></record>";
+    let err = snet::XmlReader::with_name(bad.as_bytes(), "bad.xml")
+        .next()
+        .expect("an item")
+        .unwrap_err();
+    assert!(err.to_string().starts_with("bad.xml:1:"), "{err}");
+}

@@ -3,12 +3,18 @@
 //! written in Rust below) answers with its factorisation, one line per
 //! number, as soon as it is computed.
 //!
-//! usage: rust-embed [WORKERS] < numbers
+//! usage: rust-embed [WORKERS [NODES]] < numbers
+//!
+//! With NODES above 1 the network runs on that many processes sharing
+//! memory (`Transport::Shm`), number `n` factorised on node `n % NODES`:
+//! the node processes are copies of this program, which run `main` up to
+//! `start` and join the run there (everything before it is free of side
+//! effects, as a node process needs).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use snet::{Field, Network, Record};
+use snet::{Field, Network, Record, Transport};
 
 /// The prime factors of `n` (>= 2), smallest first.
 fn factorise(mut n: i64) -> Vec<i64> {
@@ -27,8 +33,10 @@ fn factorise(mut n: i64) -> Vec<i64> {
     factors
 }
 
-fn network(workers: usize) -> Result<Network, snet::LoadError> {
-    let mut net = Network::from_source("factors.snet", include_str!("../factors.snet"))?;
+fn network(workers: usize, nodes: u32) -> Result<Network, snet::LoadError> {
+    let entry = if nodes > 1 { "spread" } else { "factors" };
+    let mut net =
+        Network::from_source_with_entry("factors.snet", include_str!("../factors.snet"), entry)?;
     net.add_box("factorise", |input, out| {
         let n = input.tag("n")?;
         if n < 2 {
@@ -53,7 +61,9 @@ fn network(workers: usize) -> Result<Network, snet::LoadError> {
         out.emit(1, Record::new().with_field("text", Field::text(&text)))?;
         Ok(())
     })
-    .workers(workers);
+    .workers(workers)
+    .nodes(nodes)
+    .transport(Transport::Shm);
     Ok(net)
 }
 
@@ -66,15 +76,22 @@ fn answer(r: &Record) -> String {
 }
 
 fn main() -> ExitCode {
-    let workers = match std::env::args().nth(1).map(|a| a.parse::<usize>()) {
+    let usage = || {
+        eprintln!("usage: rust-embed [WORKERS [NODES]] < numbers");
+        ExitCode::from(2)
+    };
+    let arg = |i| std::env::args().nth(i).map(|a| a.parse::<usize>());
+    let workers = match arg(1) {
         None => 2,
         Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            eprintln!("usage: rust-embed [WORKERS] < numbers");
-            return ExitCode::from(2);
-        }
+        Some(_) => return usage(),
     };
-    let net = match network(workers) {
+    let nodes = match arg(2) {
+        None => 1,
+        Some(Ok(n)) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX),
+        Some(_) => return usage(),
+    };
+    let net = match network(workers, nodes) {
         Ok(net) => net,
         Err(e) => {
             eprintln!("{e}");
@@ -95,7 +112,11 @@ fn main() -> ExitCode {
             continue;
         };
         // One record in, one answer out: a request and its reply.
-        if running.send(Record::new().with_tag("n", n)).is_err() {
+        let mut request = Record::new().with_tag("n", n);
+        if nodes > 1 {
+            request.set_tag("nodes", i64::from(nodes));
+        }
+        if running.send(request).is_err() {
             break; // the run failed: `finish` below says why
         }
         let Some(reply) = running.recv() else { break };

@@ -45,3 +45,19 @@ fn a_box_error_ends_the_service_with_its_name() {
         "{err}"
     );
 }
+
+#[test]
+fn answers_the_same_on_three_shm_nodes() {
+    let (code, out, err) = run(&["1", "3"], "12\n13\n\nabc\n1001\n");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "12 = 2 * 2 * 3\n13 is prime\n1001 = 7 * 11 * 13\n");
+    assert_eq!(err, "line 4: not a number: abc\n");
+    // A box's error on node 1 (1 % 3) names the node and the box.
+    let (code, out, err) = run(&["1", "3"], "6\n1\n7\n");
+    assert_eq!(code, 1);
+    assert_eq!(out, "6 = 2 * 3\n");
+    assert!(
+        err.contains("error: node 1: factors.snet:4:21: box `factorise`: failed: 1 has no prime factorisation"),
+        "{err}"
+    );
+}

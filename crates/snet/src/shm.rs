@@ -1,0 +1,141 @@
+//! Distribution over processes sharing memory ([`Transport::Shm`]).
+//!
+//! Rust boxes are closures registered at run time, so a node process
+//! cannot find them in a table the way a built C program's nodes find
+//! their trampolines: every node process runs the user's program (SPMD,
+//! as MPI programs do) and so registers the same boxes the same way. The
+//! steps:
+//!
+//! 1. Node 0 (the process the user started) reaches [`Network::start`]:
+//!    [`run_root`] creates the shared segment (a memfd: nothing appears in
+//!    `/dev/shm`), starts nodes 1..N as copies of this executable with the
+//!    same arguments (`snet_shm::launch`, on the run's thread, which lives
+//!    as long as the run: a node process is killed when it ends), with the
+//!    network's [`fingerprint`] in [`NETWORK_VAR`], and runs node 0's
+//!    engine on the caller's records.
+//! 2. A node process runs `main` from the start; at the first
+//!    `Network::start`/`run` with `Transport::Shm` it reaches, [`run_node`]
+//!    checks the fingerprint (the same program, entry, node count and box
+//!    names), maps the segment, runs its engine (no records of its own:
+//!    they come from node 0) and ends the process with the run, so it
+//!    never returns into the program.
+//! 3. Node 0 waits for the node processes when its engine is done; a node
+//!    that died or ended badly makes the run fail naming the node, and a
+//!    box's error on a node reaches node 0 as the engine's error naming
+//!    the node and the box. Node processes name a box they crash or exit
+//!    in (`c4snet::crash`, installed there only: node 0 is the user's
+//!    process, whose signal handlers are its own).
+//!
+//! Fields: nodes 1..N allocate their large field values in the segment's
+//! arena (zero-copy: a transfer passes an offset); node 0 does not
+//! install that allocator, which is per process and would outlive the
+//! run in the user's process, so its values are copied into the arena
+//! once when they cross (single copy).
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Write as _;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use snet_engine::{Config, EngineError, Sink, Source};
+use snet_shm::launch::{self, LaunchError};
+use snet_shm::{FieldMode, Notify};
+
+use crate::boxes::RustBoxes;
+use crate::network::Network;
+use crate::run::{Kind, RunError};
+
+/// The environment variable holding, in a node process, the fingerprint
+/// of the network it was started for.
+pub(crate) const NETWORK_VAR: &str = "SNET_RUST_NETWORK";
+
+/// What a node process checks it joins: the program (its name, text and
+/// entry), the node count and the names of the registered boxes, as hex.
+pub(crate) fn fingerprint(net: &Network) -> String {
+    let mut names: Vec<&str> = net.boxes.table.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let mut h = DefaultHasher::new();
+    (net.source_hash, net.nodes, names).hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
+/// Node 0 of a shared-memory run of `nodes` nodes: creates the segment,
+/// starts the node processes, runs on `io` and waits for the others.
+/// Call it on a thread that lives as long as the run.
+pub(crate) fn run_root(
+    graph: Arc<snet_core::Graph>,
+    config: &Config,
+    io: (Box<dyn Source>, Box<dyn Sink>),
+    boxes: &RustBoxes,
+    nodes: u32,
+    fingerprint: &str,
+) -> Result<(), RunError> {
+    let setup = |e: String| RunError::new(Kind::Setup(e));
+    let g = snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy);
+    let seg = snet_shm::segment::Segment::create(g)
+        .map_err(|e| setup(format!("cannot create the shared-memory segment: {e}")))?;
+    let t =
+        Arc::new(snet_shm::transport::ShmTransport::new(seg, 0).map_err(|e| setup(e.to_string()))?);
+    let started = launch::Nodes::start_with_env(&t, &[(NETWORK_VAR, fingerprint)])
+        .map_err(|e| setup(e.to_string()))?;
+    let result = snet_engine::run(graph, config, Some(io), boxes, &*t);
+    // The others end right after the run; after a failure they were told
+    // (or are killed after a short grace).
+    let grace = Duration::from_secs(if result.is_ok() { 30 } else { 3 });
+    let ended = started.wait(grace);
+    match result {
+        Ok(_) => match ended.iter().find(|e| !e.clean()) {
+            Some(e) => Err(RunError::new(Kind::NodeEnded {
+                node: e.node,
+                how: e.describe(),
+            })),
+            None => Ok(()),
+        },
+        Err(e) => Err(RunError::new(Kind::Engine(e))),
+    }
+}
+
+/// Runs this node process's part of the run it was started for (`net`
+/// must be that network) and ends the process: status 0 when the run
+/// ended well, 1 otherwise.
+pub(crate) fn run_node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> ! {
+    let status = match node(net, started) {
+        Ok(()) => 0,
+        Err(message) => {
+            if let Some(m) = message {
+                // One write: the nodes share standard error.
+                let _ = std::io::stderr().lock().write_all(m.as_bytes());
+            }
+            1
+        }
+    };
+    std::process::exit(status)
+}
+
+/// A node's part; `Err` when it failed, with the line to print if node 0
+/// cannot report it (node 0 reports the errors of boxes and components,
+/// which reach it).
+fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(), Option<String>> {
+    let (k, fd) = started.map_err(|e| Some(format!("error: {e}\n")))?;
+    let fail = |e: String| Some(format!("error: node {k}: {e}\n"));
+    let expected = std::env::var(NETWORK_VAR).unwrap_or_default();
+    if expected != fingerprint(net) {
+        return Err(fail(format!(
+            "this process was started to join a shared-memory run of network {expected}, \
+             but the first distributed run it reached is of network {} (a node process \
+             runs the program from the start and joins the first Network::run/start with \
+             Transport::Shm it reaches: the same program, entry, node count and boxes)",
+            fingerprint(net)
+        )));
+    }
+    let t = launch::attach_as_node(k, fd).map_err(|e| fail(e.to_string()))?;
+    c4snet::crash::set_node(k);
+    c4snet::crash::install();
+    t.install_field_allocator();
+    match snet_engine::run(net.graph.clone(), &net.config(), None, &net.boxes, &t) {
+        Ok(_) => Ok(()),
+        Err(e @ EngineError::Distribution(_)) => Err(fail(e.to_string())),
+        Err(_) => Err(None),
+    }
+}
