@@ -390,6 +390,9 @@ impl BoxEntity {
                     origin: Origin::NONE,
                     outs: Vec::new(),
                     error: None,
+                    more: std::ptr::null_mut(),
+                    pulled: 0,
+                    now: std::ptr::null(),
                 },
                 parked: Default::default(),
                 seq: 0,
@@ -512,9 +515,28 @@ impl BoxEntity {
             };
             (t0, self.c.listed)
         });
+        // Runs of calls (see `crate::callstack`): the call stack may take
+        // further inputs from the items the worker took from this entity's
+        // inbox — for a box called inline, in a run on one node (a distributed
+        // run's box checks each input's fields first), not traced or
+        // profiled (each call is logged on its own).
+        let worker = ctx.stacks.worker();
+        let runs = matches!(self.mode, Mode::Inline)
+            && ctx.taken_of == Arc::as_ptr(me) as usize
+            && !ctx.rt.net.distributed()
+            && traced.is_none();
+        self.c.io.more = if runs {
+            &mut ctx.taken
+        } else {
+            std::ptr::null_mut()
+        };
+        self.c.io.now = now.map_or(std::ptr::null(), |n| n as *const _);
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
-        // touched between resumes, until the call returns.
-        let ev = unsafe { stack.resume(&mut self.c.io, ctx.stacks.worker()) };
+        // touched between resumes, until the call returns; `ctx.taken` is
+        // not touched until `resume` returns.
+        let ev = unsafe { stack.resume(&mut self.c.io, worker) };
+        self.c.io.more = std::ptr::null_mut();
+        ctx.pulled += std::mem::take(&mut self.c.io.pulled);
         if let Some(now) = now {
             now.leave();
         }
@@ -546,7 +568,7 @@ impl BoxEntity {
                 };
                 // The input's fields are released when the call returns.
                 self.c.io.input = Record::new();
-                if self.c.io.outs.capacity() > YIELD_AFTER {
+                if self.c.io.outs.capacity() > 2 * YIELD_AFTER {
                     self.c.io.outs = Vec::new();
                 }
                 r

@@ -325,6 +325,16 @@ pub struct Ctx<'a> {
     pub(crate) pinned_tasks: VecDeque<Arc<Entity>>,
     /// This worker's free box call stacks (and its number).
     pub stacks: crate::callstack::Stacks,
+    /// Items the worker took from the inbox of the entity it runs and has
+    /// not processed yet (see `scheduler::work`); a box may take further
+    /// inputs from here ([`crate::callstack`]).
+    pub(crate) taken: VecDeque<Item>,
+    /// The entity whose items `taken` holds (its address: compared, never
+    /// dereferenced; 0: none).
+    pub(crate) taken_of: usize,
+    /// Items of `taken` a box processed as part of the last item's run of
+    /// calls (the worker counts them as processed).
+    pub(crate) pulled: usize,
     /// This worker's slot for the live dump, if the run has them
     /// ([`crate::stuck::WorkerNow`]).
     pub(crate) now: Option<&'a crate::stuck::WorkerNow>,
@@ -352,6 +362,9 @@ impl<'a> Ctx<'a> {
             pinned: false,
             pinned_tasks: VecDeque::new(),
             stacks: crate::callstack::Stacks::new(rt.box_stack, 0),
+            taken: VecDeque::new(),
+            taken_of: 0,
+            pulled: 0,
             now: None,
             sent: 0,
             log: None,
