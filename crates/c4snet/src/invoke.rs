@@ -142,12 +142,21 @@ pub fn report_misuse(what: String) {
 }
 
 /// The invocation state for `hnd`, or `None` after reporting misuse.
+#[inline(always)]
 fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
     let (h, cur) = CURRENT.with(|c| c.get());
     let hnd = hnd as usize;
     if hnd != 0 && hnd == h && !cur.is_null() {
         return Some(cur);
     }
+    bad_handle(hnd);
+    None
+}
+
+/// Reports a handle that is not the running invocation's.
+#[cold]
+#[inline(never)]
+fn bad_handle(hnd: usize) {
     let issued = (hnd >> 16) as u64;
     let what = if hnd != 0 && issued < NEXT_ID.load(Ordering::Relaxed) {
         format!(
@@ -158,7 +167,6 @@ fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
         "C4SNetOut called with an invalid handle".to_string()
     };
     report_misuse(what);
-    None
 }
 
 /// One output variant of a C box.

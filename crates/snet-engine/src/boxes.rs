@@ -195,7 +195,7 @@ struct ReorderState {
     next_seq: u64,
     /// Outputs of numbers above `next_seq` (and of `next_seq` itself while
     /// they wait to be sent), with whether their call has returned.
-    done: BTreeMap<u64, (Vec<Item>, bool)>,
+    done: BTreeMap<u64, (VecDeque<Item>, bool)>,
 }
 
 impl Reorder {
@@ -203,11 +203,11 @@ impl Reorder {
     /// produced `items`, and `finished` says its call returned. The outputs
     /// of the oldest unfinished number are sent as they come (a suspended
     /// call's batches flow on); those of later numbers wait for it.
-    fn deliver(&self, s: u64, items: Vec<Item>, finished: bool, ctx: &mut Ctx) {
+    fn deliver(&self, s: u64, mut items: VecDeque<Item>, finished: bool, ctx: &mut Ctx) {
         let mut st = lock(&self.state);
         if s != st.next_seq {
             let e = st.done.entry(s).or_default();
-            e.0.extend(items);
+            e.0.append(&mut items);
             e.1 |= finished;
             return;
         }
@@ -388,7 +388,7 @@ impl BoxEntity {
                     inherit: Inherit::default(),
                     det: Stamps::new(),
                     origin: Origin::NONE,
-                    outs: Vec::new(),
+                    outs: VecDeque::new(),
                     error: None,
                     more: std::ptr::null_mut(),
                     pulled: 0,
@@ -569,7 +569,7 @@ impl BoxEntity {
                 // The input's fields are released when the call returns.
                 self.c.io.input = Record::new();
                 if self.c.io.outs.capacity() > 2 * YIELD_AFTER {
-                    self.c.io.outs = Vec::new();
+                    self.c.io.outs = VecDeque::new();
                 }
                 r
             }
@@ -698,7 +698,7 @@ impl BoxEntity {
             origin,
         }) = item
         else {
-            order.deliver(s, vec![item], true, ctx);
+            order.deliver(s, VecDeque::from([item]), true, ctx);
             return Ok(());
         };
         // Round robin over the lanes, counting records only.

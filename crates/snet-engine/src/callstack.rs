@@ -76,7 +76,7 @@ pub struct CallIo {
     pub origin: Origin,
     /// Outputs emitted since the worker last took them (at most
     /// [`YIELD_AFTER`]), inheritance added, ready to send.
-    pub outs: Vec<Item>,
+    pub outs: std::collections::VecDeque<Item>,
     /// The error the call returned, set with [`Event::Done`].
     pub error: Option<BoxError>,
     /// During one resume: the worker's items taken from this entity's
@@ -252,7 +252,7 @@ impl Emitter<'_> {
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
-        outs.push(Item::Rec(Rec {
+        outs.push_back(Item::Rec(Rec {
             rec,
             det: det.clone(),
             origin,

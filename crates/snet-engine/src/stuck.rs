@@ -175,7 +175,7 @@ pub(crate) fn monitor(
     watch: &Watch,
     done: &AtomicBool,
     start: Instant,
-    admitted: &AtomicU64,
+    admitted: &crate::sync::AtomicU64,
 ) {
     const TICK: Duration = Duration::from_millis(100);
     let mut seen = watch.requests.load(Ordering::Relaxed);
@@ -251,7 +251,7 @@ fn dump(
     since: &[(u64, Instant)],
     now: Instant,
     start: Instant,
-    admitted: &AtomicU64,
+    admitted: &crate::sync::AtomicU64,
     why: &str,
 ) -> String {
     use std::fmt::Write;
