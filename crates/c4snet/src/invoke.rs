@@ -402,9 +402,9 @@ impl CBox {
             if l.is_field() {
                 let f = input
                     .field(*l)
-                    .ok_or(BoxError::MissingInput { label: *l })?;
+                    .ok_or_else(|| BoxError::MissingInput { label: *l })?;
                 // The engine fetches a remote field's value before the box runs.
-                let value = f.get().ok_or(BoxError::NotLocal { label: *l })?;
+                let value = f.get().ok_or_else(|| BoxError::NotLocal { label: *l })?;
                 // The C reference is the field's own allocation (one more count).
                 let p = match value.clone().into_any().downcast::<C4Data>() {
                     Ok(arc) => Arc::into_raw(arc) as *mut CField,
@@ -421,7 +421,7 @@ impl CBox {
                 };
                 args.push(SnetArg { field: p });
             } else {
-                let v = input.int(*l).ok_or(BoxError::MissingInput { label: *l })?;
+                let v = input.int(*l).ok_or_else(|| BoxError::MissingInput { label: *l })?;
                 args.push(SnetArg { tag: v as c_int });
             }
         }
@@ -465,7 +465,7 @@ impl BoxImpl for CBox {
         crate::crash::leave(prev_name);
         CURRENT.with(|c| c.set(prev));
         debug_assert_eq!(inv.handle, handle);
-        match inv.error {
+        match inv.error.take() {
             None => Ok(()),
             Some(e) => Err(e),
         }
