@@ -421,7 +421,9 @@ impl CBox {
                 };
                 args.push(SnetArg { field: p });
             } else {
-                let v = input.int(*l).ok_or_else(|| BoxError::MissingInput { label: *l })?;
+                let v = input
+                    .int(*l)
+                    .ok_or_else(|| BoxError::MissingInput { label: *l })?;
                 args.push(SnetArg { tag: v as c_int });
             }
         }
