@@ -75,7 +75,8 @@ pub struct CallIo {
     pub det: Stamps,
     pub origin: Origin,
     /// Outputs emitted since the worker last took them (at most
-    /// [`YIELD_AFTER`]), inheritance added, ready to send.
+    /// `2 * YIELD_AFTER - 1`, in a run of calls), inheritance added, ready
+    /// to send.
     pub outs: std::collections::VecDeque<Item>,
     /// The error the call returned, set with [`Event::Done`].
     pub error: Option<BoxError>,
