@@ -62,8 +62,33 @@ pub struct BoxEntry {
 
 /// Box names by index (the low 16 bits of a handle), for messages about stale handles.
 static NAMES: Mutex<Vec<String>> = Mutex::new(Vec::new());
-/// The next invocation id (never reused; starts at 1 so no handle is null).
+/// The next invocation id not yet handed to a thread (never reused;
+/// starts at 1 so no handle is null).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Ids a thread takes from [`NEXT_ID`] at a time: one atomic add per
+/// block of calls rather than per call (with two workers the counter's
+/// cache line moved between them on every box call).
+const ID_BLOCK: u64 = 1 << 10;
+
+thread_local! {
+    /// This thread's block of ids: the next one and the end.
+    static IDS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// A fresh invocation id.
+#[inline]
+fn next_id() -> u64 {
+    IDS.with(|c| {
+        let (next, end) = c.get();
+        if next < end {
+            c.set((next + 1, end));
+            return next;
+        }
+        let first = NEXT_ID.fetch_add(ID_BLOCK, Ordering::Relaxed);
+        c.set((first + 1, first + ID_BLOCK));
+        first
+    })
+}
 
 struct Invocation {
     handle: usize,
@@ -117,12 +142,21 @@ pub fn report_misuse(what: String) {
 }
 
 /// The invocation state for `hnd`, or `None` after reporting misuse.
+#[inline(always)]
 fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
     let (h, cur) = CURRENT.with(|c| c.get());
     let hnd = hnd as usize;
     if hnd != 0 && hnd == h && !cur.is_null() {
         return Some(cur);
     }
+    bad_handle(hnd);
+    None
+}
+
+/// Reports a handle that is not the running invocation's.
+#[cold]
+#[inline(never)]
+fn bad_handle(hnd: usize) {
     let issued = (hnd >> 16) as u64;
     let what = if hnd != 0 && issued < NEXT_ID.load(Ordering::Relaxed) {
         format!(
@@ -133,7 +167,6 @@ fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
         "C4SNetOut called with an invalid handle".to_string()
     };
     report_misuse(what);
-    None
 }
 
 /// One output variant of a C box.
@@ -219,7 +252,15 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     let out = unsafe { &(&*inv.outputs)[variant as usize - 1] };
     // SAFETY: `values` holds `n` initialised values (contract).
     let values = unsafe { std::slice::from_raw_parts(values, n as usize) };
-    let mut rec = Record::with_capacity(out.labels.len());
+    // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
+    let emit = unsafe { &mut *inv.emit };
+    let assembly = emit.assembly(variant as usize);
+    // Inherited labels included.
+    let mut rec = Record::with_capacity(
+        assembly
+            .as_ref()
+            .map_or(out.labels.len(), |a| a.steps.len()),
+    );
     let mut null = None;
     let value = |l: Label, v: &SnetArg, null: &mut Option<Label>| {
         if l.is_field() {
@@ -237,9 +278,6 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
             Some(Value::Int(i64::from(unsafe { v.tag })))
         }
     };
-    // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
-    let emit = unsafe { &mut *inv.emit };
-    let assembly = emit.assembly(variant as usize);
     match (&assembly, &out.sorted) {
         (Some(a), _) => {
             // The output with its inherited labels, in one pass.
@@ -364,9 +402,9 @@ impl CBox {
             if l.is_field() {
                 let f = input
                     .field(*l)
-                    .ok_or(BoxError::MissingInput { label: *l })?;
+                    .ok_or_else(|| BoxError::MissingInput { label: *l })?;
                 // The engine fetches a remote field's value before the box runs.
-                let value = f.get().ok_or(BoxError::NotLocal { label: *l })?;
+                let value = f.get().ok_or_else(|| BoxError::NotLocal { label: *l })?;
                 // The C reference is the field's own allocation (one more count).
                 let p = match value.clone().into_any().downcast::<C4Data>() {
                     Ok(arc) => Arc::into_raw(arc) as *mut CField,
@@ -383,7 +421,9 @@ impl CBox {
                 };
                 args.push(SnetArg { field: p });
             } else {
-                let v = input.int(*l).ok_or(BoxError::MissingInput { label: *l })?;
+                let v = input
+                    .int(*l)
+                    .ok_or_else(|| BoxError::MissingInput { label: *l })?;
                 args.push(SnetArg { tag: v as c_int });
             }
         }
@@ -404,7 +444,7 @@ impl BoxImpl for CBox {
             }
             return Err(e);
         }
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let id = next_id();
         let handle = ((id << 16) as usize) | self.index;
         // SAFETY: only the lifetime is erased; the pointer is dropped from
         // `CURRENT` before `out` goes out of scope (below).
@@ -427,7 +467,7 @@ impl BoxImpl for CBox {
         crate::crash::leave(prev_name);
         CURRENT.with(|c| c.set(prev));
         debug_assert_eq!(inv.handle, handle);
-        match inv.error {
+        match inv.error.take() {
             None => Ok(()),
             Some(e) => Err(e),
         }

@@ -43,7 +43,13 @@ impl Record {
         }
     }
 
+    #[inline]
     pub fn with_capacity(n: usize) -> Record {
+        if n <= 4 {
+            // Inline: `SmallVec::with_capacity` would still go through its
+            // reserve path.
+            return Record::new();
+        }
         Record {
             entries: SmallVec::with_capacity(n),
         }

@@ -195,7 +195,7 @@ struct ReorderState {
     next_seq: u64,
     /// Outputs of numbers above `next_seq` (and of `next_seq` itself while
     /// they wait to be sent), with whether their call has returned.
-    done: BTreeMap<u64, (Vec<Item>, bool)>,
+    done: BTreeMap<u64, (VecDeque<Item>, bool)>,
 }
 
 impl Reorder {
@@ -203,11 +203,11 @@ impl Reorder {
     /// produced `items`, and `finished` says its call returned. The outputs
     /// of the oldest unfinished number are sent as they come (a suspended
     /// call's batches flow on); those of later numbers wait for it.
-    fn deliver(&self, s: u64, items: Vec<Item>, finished: bool, ctx: &mut Ctx) {
+    fn deliver(&self, s: u64, mut items: VecDeque<Item>, finished: bool, ctx: &mut Ctx) {
         let mut st = lock(&self.state);
         if s != st.next_seq {
             let e = st.done.entry(s).or_default();
-            e.0.extend(items);
+            e.0.append(&mut items);
             e.1 |= finished;
             return;
         }
@@ -388,8 +388,11 @@ impl BoxEntity {
                     inherit: Inherit::default(),
                     det: Stamps::new(),
                     origin: Origin::NONE,
-                    outs: Vec::new(),
+                    outs: VecDeque::new(),
                     error: None,
+                    more: std::ptr::null_mut(),
+                    pulled: 0,
+                    now: std::ptr::null(),
                 },
                 parked: Default::default(),
                 seq: 0,
@@ -512,9 +515,28 @@ impl BoxEntity {
             };
             (t0, self.c.listed)
         });
+        // Runs of calls (see `crate::callstack`): the call stack may take
+        // further inputs from the items the worker took from this entity's
+        // inbox — for a box called inline, in a run on one node (a distributed
+        // run's box checks each input's fields first), not traced or
+        // profiled (each call is logged on its own).
+        let worker = ctx.stacks.worker();
+        let runs = matches!(self.mode, Mode::Inline)
+            && ctx.taken_of == Arc::as_ptr(me) as usize
+            && !ctx.rt.net.distributed()
+            && traced.is_none();
+        self.c.io.more = if runs {
+            &mut ctx.taken
+        } else {
+            std::ptr::null_mut()
+        };
+        self.c.io.now = now.map_or(std::ptr::null(), |n| n as *const _);
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
-        // touched between resumes, until the call returns.
-        let ev = unsafe { stack.resume(&mut self.c.io, ctx.stacks.worker()) };
+        // touched between resumes, until the call returns; `ctx.taken` is
+        // not touched until `resume` returns.
+        let ev = unsafe { stack.resume(&mut self.c.io, worker) };
+        self.c.io.more = std::ptr::null_mut();
+        ctx.pulled += std::mem::take(&mut self.c.io.pulled);
         if let Some(now) = now {
             now.leave();
         }
@@ -546,8 +568,8 @@ impl BoxEntity {
                 };
                 // The input's fields are released when the call returns.
                 self.c.io.input = Record::new();
-                if self.c.io.outs.capacity() > YIELD_AFTER {
-                    self.c.io.outs = Vec::new();
+                if self.c.io.outs.capacity() > 2 * YIELD_AFTER {
+                    self.c.io.outs = VecDeque::new();
                 }
                 r
             }
@@ -676,7 +698,7 @@ impl BoxEntity {
             origin,
         }) = item
         else {
-            order.deliver(s, vec![item], true, ctx);
+            order.deliver(s, VecDeque::from([item]), true, ctx);
             return Ok(());
         };
         // Round robin over the lanes, counting records only.

@@ -10,6 +10,18 @@
 //! [`crate::boxes`]). A call that emits fewer records costs one switch onto
 //! its stack and one back.
 //!
+//! **Runs of calls.** When the call returns, the coroutine does not switch
+//! back at once if the worker has more records for the same entity in hand
+//! (the items it took from the entity's inbox, [`CallIo::more`]): it takes
+//! the next one, if it is a record of the label set the call's inheritance
+//! was planned for, and calls the box again, on the same stack, while
+//! fewer than [`YIELD_AFTER`] outputs wait. The outputs of the whole run
+//! go downstream together when it comes back ([`Event::Done`]). So a box
+//! that emits one record per call switches stacks about twice per batch of
+//! inputs instead of twice per call. A call in a run is suspended exactly
+//! as a lone one is: after [`YIELD_AFTER`] outputs of its own (at most
+//! `2 * YIELD_AFTER - 1` wait then).
+//!
 //! Each worker keeps a few free stacks ([`Stacks`]); a call that is
 //! suspended keeps its stack until it returns, and the worker takes
 //! another one for its next call.
@@ -63,10 +75,52 @@ pub struct CallIo {
     pub det: Stamps,
     pub origin: Origin,
     /// Outputs emitted since the worker last took them (at most
-    /// [`YIELD_AFTER`]), inheritance added, ready to send.
-    pub outs: Vec<Item>,
+    /// `2 * YIELD_AFTER - 1`, in a run of calls), inheritance added, ready
+    /// to send.
+    pub outs: std::collections::VecDeque<Item>,
     /// The error the call returned, set with [`Event::Done`].
     pub error: Option<BoxError>,
+    /// During one resume: the worker's items taken from this entity's
+    /// inbox and not processed yet, from which the call stack takes the
+    /// inputs of further calls (see the module docs); null: none are taken.
+    pub(crate) more: *mut std::collections::VecDeque<Item>,
+    /// Calls started from [`CallIo::more`] since the worker last looked
+    /// (it counts them as items processed).
+    pub(crate) pulled: usize,
+    /// The worker's live-dump slot while the calls run (null: none).
+    pub(crate) now: *const crate::stuck::WorkerNow,
+}
+
+impl CallIo {
+    /// Takes the next input from [`CallIo::more`] into the call, if there
+    /// is one that may run at once: a record of the planned label set, no
+    /// error so far, fewer than [`YIELD_AFTER`] outputs waiting.
+    #[inline]
+    fn pull(&mut self) -> bool {
+        if self.more.is_null() || self.error.is_some() || self.outs.len() >= YIELD_AFTER {
+            return false;
+        }
+        // SAFETY: `more` is the worker's buffer for the duration of this
+        // resume (see `CallStack::resume`), which nothing else touches
+        // while the call stack runs.
+        let more = unsafe { &mut *self.more };
+        match more.front() {
+            Some(Item::Rec(r)) if self.inherit.fits(&r.rec) => {}
+            _ => return false,
+        }
+        let Some(Item::Rec(r)) = more.pop_front() else {
+            return false;
+        };
+        self.input = r.rec;
+        self.det = r.det;
+        self.origin = r.origin;
+        self.pulled += 1;
+        if !self.now.is_null() {
+            // SAFETY: the slot lives as long as the run (`Runtime::now`).
+            unsafe { (*self.now).again() };
+        }
+        true
+    }
 }
 
 /// Why a call came back to the worker.
@@ -115,6 +169,9 @@ pub fn in_guard(addr: usize) -> bool {
 struct Emitter<'y> {
     y: Option<&'y Yielder<*mut CallIo, Event>>,
     io: *mut CallIo,
+    /// The outputs waiting when this call started or last went on: the
+    /// call is suspended after [`YIELD_AFTER`] of its own.
+    base: usize,
 }
 
 impl Emit for Emitter<'_> {
@@ -122,7 +179,7 @@ impl Emit for Emitter<'_> {
     fn may_suspend(&self) -> bool {
         // SAFETY: as in `emit`.
         let outs = unsafe { &*std::ptr::addr_of!((*self.io).outs) };
-        self.y.is_some() && outs.len() + 1 >= YIELD_AFTER
+        self.y.is_some() && outs.len() + 1 >= self.base + YIELD_AFTER
     }
 
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
@@ -196,32 +253,56 @@ impl Emitter<'_> {
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
-        outs.push(Item::Rec(Rec {
+        outs.push_back(Item::Rec(Rec {
             rec,
             det: det.clone(),
             origin,
         }));
-        if outs.len() >= YIELD_AFTER {
+        if outs.len() >= self.base + YIELD_AFTER {
             if let Some(y) = self.y {
                 self.io = y.suspend(Event::Batch);
+                // The worker took the batch.
+                // SAFETY: as above, with the pointer this resume passed in.
+                self.base = unsafe { (*self.io).outs.len() };
             }
         }
     }
 }
 
-/// Runs one call of the box in `io` to its end (or to its suspensions).
-fn call(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> Result<(), BoxError> {
+/// Runs one call of the box in `io` to its end (or to its suspensions);
+/// returns the `CallIo` pointer of the last resume.
+fn call(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallIo {
     // SAFETY: the box and the input stay put while the call runs (the
     // worker only takes `outs` between resumes, which the box never sees).
-    let (imp, input) = unsafe {
+    let (imp, input, base) = unsafe {
         (
             &*(*io).imp as *const dyn BoxImpl,
             &(*io).input as *const Record,
+            (*io).outs.len(),
         )
     };
-    let mut out = Emitter { y, io };
+    let mut out = Emitter { y, io, base };
     // SAFETY: see above.
-    unsafe { (*imp).invoke(&*input, &mut out) }
+    let r = unsafe { (*imp).invoke(&*input, &mut out) };
+    let io = out.io;
+    if let Err(e) = r {
+        // SAFETY: the call returned; the worker reads it after `Done`.
+        unsafe { (*io).error = Some(e) };
+    }
+    io
+}
+
+/// Runs the call in `io`, then the calls of the inputs it can take from
+/// [`CallIo::more`] (see the module docs), to their end; returns the
+/// `CallIo` pointer of the last resume.
+fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallIo {
+    let mut io = call(y, io);
+    // SAFETY: no call runs between two calls: the `CallIo` is this
+    // stack's alone until it switches back.
+    while unsafe { (*io).pull() } {
+        io = call(y, io);
+    }
+    io
 }
 
 #[cfg(not(miri))]
@@ -240,10 +321,7 @@ impl CallStack {
         let limit = stack.limit().get();
         let guard = (limit, limit + page_size());
         let co = Coroutine::with_stack(stack, |y: &Yielder<*mut CallIo, Event>, mut io| loop {
-            if let Err(e) = call(Some(y), io) {
-                // SAFETY: as in `call`; the worker reads it after `Done`.
-                unsafe { (*io).error = Some(e) };
-            }
+            calls(Some(y), io);
             io = y.suspend(Event::Done);
         });
         Ok(CallStack { co, worker, guard })
@@ -262,7 +340,8 @@ impl CallStack {
     ///
     /// # Safety
     /// `io` stays valid, and is not touched by anyone else, until the next
-    /// `resume` of this stack or until it returns [`Event::Done`].
+    /// `resume` of this stack or until it returns [`Event::Done`]; so does
+    /// its [`CallIo::more`] (if not null) until this `resume` returns.
     pub unsafe fn resume(&mut self, io: *mut CallIo, worker: usize) -> Event {
         assert_eq!(
             self.worker, worker,
@@ -276,10 +355,7 @@ impl CallStack {
         };
         #[cfg(miri)]
         let r = {
-            if let Err(e) = call(None, io) {
-                // SAFETY: as in `call`.
-                unsafe { (*io).error = Some(e) };
-            }
+            calls(None, io);
             Event::Done
         };
         GUARD.with(|g| g.set(prev));

@@ -341,23 +341,22 @@ impl Entity {
     }
 
     /// Step 1 for several items from one sender, in order, under one lock
-    /// (`items` is left empty). Returns the first item when the caller now
-    /// holds the licence, and how many items were queued.
-    pub fn offer_many(&self, items: &mut Vec<Item>) -> (Option<Item>, usize) {
+    /// (`items` is left empty, its buffer kept: the items are copied in
+    /// bulk). Returns the first item when the caller now holds the
+    /// licence, and how many items were queued.
+    pub fn offer_many(&self, items: &mut VecDeque<Item>) -> (Option<Item>, usize) {
         let mut inbox = lock(&self.inbox);
-        let mut items = items.drain(..);
         let first = if inbox.scheduled {
             None
         } else {
             debug_assert!(inbox.items.is_empty());
             inbox.scheduled = true;
-            items.next()
+            items.pop_front()
         };
-        let before = inbox.items.len();
-        inbox.items.extend(items);
-        let len = inbox.items.len();
-        self.backlog.store(len, Ordering::Relaxed);
-        (first, len - before)
+        let queued = items.len();
+        inbox.items.append(items);
+        self.backlog.store(inbox.items.len(), Ordering::Relaxed);
+        (first, queued)
     }
 
     /// Step 2: the next item, or `None` after releasing the licence.

@@ -312,7 +312,7 @@ pub struct Ctx<'a> {
     /// While holding: the destination of the held items.
     held_to: Option<Arc<Entity>>,
     /// While holding: items for `held_to`, in the order they were sent.
-    held: Vec<Item>,
+    held: VecDeque<Item>,
     /// While holding: the address of the entity the last item was offered
     /// to directly (compared, never dereferenced; 0: none).
     last_to: usize,
@@ -325,6 +325,16 @@ pub struct Ctx<'a> {
     pub(crate) pinned_tasks: VecDeque<Arc<Entity>>,
     /// This worker's free box call stacks (and its number).
     pub stacks: crate::callstack::Stacks,
+    /// Items the worker took from the inbox of the entity it runs and has
+    /// not processed yet (see `scheduler::work`); a box may take further
+    /// inputs from here ([`crate::callstack`]).
+    pub(crate) taken: VecDeque<Item>,
+    /// The entity whose items `taken` holds (its address: compared, never
+    /// dereferenced; 0: none).
+    pub(crate) taken_of: usize,
+    /// Items of `taken` a box processed as part of the last item's run of
+    /// calls (the worker counts them as processed).
+    pub(crate) pulled: usize,
     /// This worker's slot for the live dump, if the run has them
     /// ([`crate::stuck::WorkerNow`]).
     pub(crate) now: Option<&'a crate::stuck::WorkerNow>,
@@ -347,11 +357,14 @@ impl<'a> Ctx<'a> {
             queued: 0,
             holding: false,
             held_to: None,
-            held: Vec::new(),
+            held: VecDeque::new(),
             last_to: 0,
             pinned: false,
             pinned_tasks: VecDeque::new(),
             stacks: crate::callstack::Stacks::new(rt.box_stack, 0),
+            taken: VecDeque::new(),
+            taken_of: 0,
+            pulled: 0,
             now: None,
             sent: 0,
             log: None,
@@ -459,7 +472,7 @@ impl<'a> Ctx<'a> {
             let addr = Arc::as_ptr(to) as usize;
             match &self.held_to {
                 Some(held) if Arc::ptr_eq(held, to) => {
-                    self.held.push(item);
+                    self.held.push_back(item);
                     return;
                 }
                 Some(_) => self.flush_sends(),
@@ -467,7 +480,7 @@ impl<'a> Ctx<'a> {
                     // The second item in a row for one entity: hold it and
                     // what follows, and offer them together.
                     self.held_to = Some(to.clone());
-                    self.held.push(item);
+                    self.held.push_back(item);
                     return;
                 }
                 None => {}
@@ -505,11 +518,11 @@ impl<'a> Ctx<'a> {
     /// Sends `items` (left empty) to `to`, in order: one offer for them
     /// all (a box call's batch of outputs).
     #[inline]
-    pub fn send_all(&mut self, to: &Arc<Entity>, items: &mut Vec<Item>) {
+    pub fn send_all(&mut self, to: &Arc<Entity>, items: &mut VecDeque<Item>) {
         if items.len() <= 1 || to.shared_state().is_some() {
             if items.len() == 1 {
                 // One output (the common box call): no drain.
-                if let Some(item) = items.pop() {
+                if let Some(item) = items.pop_front() {
                     self.send(to, item);
                 }
                 return;

@@ -150,6 +150,17 @@ impl WorkerNow {
             .store((n << 32) | u64::from(node.0 + 1), Ordering::Release);
     }
 
+    /// The next call of a run of calls at the same entity starts
+    /// ([`crate::callstack`]): a new call number, the same box and entity.
+    #[inline(always)]
+    pub fn again(&self) {
+        let n = self.calls.load(Ordering::Relaxed).wrapping_add(1);
+        self.calls.store(n, Ordering::Relaxed);
+        // Only this worker writes its token.
+        let node = self.token.load(Ordering::Relaxed) & u64::from(u32::MAX);
+        self.token.store((n << 32) | node, Ordering::Release);
+    }
+
     /// The call returned or was suspended.
     #[inline(always)]
     pub fn leave(&self) {

@@ -87,7 +87,7 @@ fn offer_pairs_and_run(ent: &Entity, owned: &Owned, sender: u64, seq: u64) {
     if seq % 2 == 1 {
         return;
     }
-    let mut pair = vec![item(sender, seq), item(sender, seq + 1)];
+    let mut pair = std::collections::VecDeque::from([item(sender, seq), item(sender, seq + 1)]);
     let (first, queued) = ent.offer_many(&mut pair);
     assert!(pair.is_empty(), "offer_many leaves nothing behind");
     assert_eq!(queued, 2 - usize::from(first.is_some()));

@@ -17,7 +17,8 @@
 //! - [`licence`]: the read-licence hand-off (`Entity::offer`,
 //!   `next_or_release`);
 //! - [`sleep`]: the scheduler's sleep/wake and quiescence protocol (`Sleep`);
-//! - [`suspend`]: suspended box calls (pinned tasks, the backlog rule).
+//! - [`suspend`]: suspended box calls (pinned tasks, the backlog rule) and
+//!   runs of calls (a call stack taking its next inputs itself).
 //!
 //! `README.md` next to this file lists the mutations each model was shown
 //! to catch. A model's preemption bound is `LOOM_MAX_PREEMPTIONS`, capped

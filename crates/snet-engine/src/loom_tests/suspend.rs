@@ -19,6 +19,14 @@
 //! * both workers end (a worker that slept with a suspended call, or a
 //!   lost `Wake`, leaves the other waiting: loom reports the deadlock), no
 //!   task is left, and no entity is left in the node's suspended list.
+//!
+//! `runs_of_calls_two_workers`: a thin box (one output per input) with
+//! five inputs queued, the third and fourth of another label set (they
+//! carry a tag the outputs inherit): the call stack takes further inputs from the
+//! worker's taken items ([`crate::callstack`]'s runs of calls). Checked in
+//! every interleaving: every output arrives once, in input order, with
+//! its own input's inherited tag (a run must stop at an input of another
+//! label set, whose inheritance is planned anew).
 
 use std::sync::{Arc, Mutex as StdMutex};
 
@@ -49,11 +57,28 @@ impl BoxImpl for Gen {
     }
 }
 
+/// Emits `n + 100` for input `<n>`.
+struct Thin(Label, Label);
+
+impl BoxImpl for Thin {
+    fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let n = input.int(self.0).expect("<n>");
+        let mut r = Record::new();
+        r.set(self.1, Value::Int(n + 100));
+        out.emit(1, r)
+    }
+}
+
 struct Collect(Arc<StdMutex<Vec<i64>>>, Label);
 
 impl crate::Sink for Collect {
     fn write(&mut self, r: &Record) -> std::io::Result<()> {
-        self.0.lock().unwrap().push(r.int(self.1).expect("<i>"));
+        // An inherited `<t>` is added to the value (`1000 t`).
+        let t = r.int(Label::tag("t")).unwrap_or(0);
+        self.0
+            .lock()
+            .unwrap()
+            .push(r.int(self.1).expect("<i>") + 1000 * t);
         Ok(())
     }
     fn finish(&mut self) -> std::io::Result<()> {
@@ -65,6 +90,10 @@ impl crate::Sink for Collect {
 }
 
 fn runtime(n: Label, i: Label) -> Runtime {
+    runtime_with(n, i, Arc::new(Gen(n, i)))
+}
+
+fn runtime_with(n: Label, i: Label, imp: Arc<dyn BoxImpl>) -> Runtime {
     let loc = Loc {
         file: "t.snet".into(),
         line: 1,
@@ -89,7 +118,6 @@ fn runtime(n: Label, i: Label) -> Runtime {
         input: Type::default(),
         output: Type::default(),
     });
-    let imp: Arc<dyn BoxImpl> = Arc::new(Gen(n, i));
     let mut rt = Runtime::new(
         Program::new(Arc::new(g)),
         vec![Some(imp)],
@@ -135,5 +163,47 @@ fn suspend_generator_two_workers() {
         assert!(node.model_suspended_is_empty(), "an entity left suspended");
         assert_eq!(*seen.lock().unwrap(), [10, 11, 12, 20, 21, 22]);
         drop(gen);
+    });
+}
+
+#[test]
+fn runs_of_calls_two_workers() {
+    super::check(3, || {
+        let (n, i, t) = (Label::tag("n"), Label::tag("i"), Label::tag("t"));
+        let rt = runtime_with(n, i, Arc::new(Thin(n, i)));
+        let seen = Arc::new(StdMutex::new(Vec::new()));
+        let (thin, first) = {
+            let ctx = Ctx::new(&rt);
+            let output = output_entity(&ctx, Box::new(Collect(seen.clone(), i)));
+            let thin = instantiate(&ctx, rt.graph().entry, output, &Stamps::new());
+            let input = |v, tag: Option<i64>| {
+                let mut r = Record::new();
+                r.set(n, Value::Int(v));
+                if let Some(x) = tag {
+                    r.set(t, Value::Int(x));
+                }
+                Item::Rec(Rec::new(r))
+            };
+            let Offer::Licensed(first) = thin.offer(input(1, None)) else {
+                unreachable!("an idle entity")
+            };
+            let mut ctx = ctx;
+            ctx.send(&thin, input(2, None));
+            ctx.send(&thin, input(3, Some(7)));
+            ctx.send(&thin, input(4, Some(7)));
+            ctx.send(&thin, input(5, None));
+            assert!(ctx.ready.is_empty());
+            ctx.flush_queued();
+            (thin, first)
+        };
+        let node = Arc::new(Shared::for_model(rt, 2, vec![(thin.clone(), first)]));
+        let other = node.clone();
+        let h = thread::spawn(move || worker_loop(&other, 1));
+        worker_loop(&node, 0);
+        h.join().unwrap();
+        node.model_assert_drained();
+        assert!(node.model_suspended_is_empty(), "an entity left suspended");
+        assert_eq!(*seen.lock().unwrap(), [101, 102, 7103, 7104, 105]);
+        drop(thin);
     });
 }

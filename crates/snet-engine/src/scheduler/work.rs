@@ -231,29 +231,17 @@ impl Shared {
 
     /// Runs a task; returns the task to walk into next.
     #[inline]
-    fn run_task(
-        &self,
-        ctx: &mut Ctx,
-        me: usize,
-        task: Task,
-        taken: &mut VecDeque<Item>,
-    ) -> Option<Task> {
+    fn run_task(&self, ctx: &mut Ctx, me: usize, task: Task) -> Option<Task> {
         if ctx.log.is_none() {
-            return self.run_task_in::<false>(ctx, me, task, taken);
+            return self.run_task_in::<false>(ctx, me, task);
         }
-        self.run_task_logged(ctx, me, task, taken)
+        self.run_task_logged(ctx, me, task)
     }
 
     /// [`Shared::run_task`] of an instrumented run: the task is one
     /// "batch" event, its time the component's busy time.
     #[inline(never)]
-    fn run_task_logged(
-        &self,
-        ctx: &mut Ctx,
-        me: usize,
-        task: Task,
-        taken: &mut VecDeque<Item>,
-    ) -> Option<Task> {
+    fn run_task_logged(&self, ctx: &mut Ctx, me: usize, task: Task) -> Option<Task> {
         use crate::instrument::{now_ns, Cat, Current};
         let t0 = now_ns();
         let sent0 = ctx.sent;
@@ -262,7 +250,7 @@ impl Shared {
         if let Some(log) = ctx.log.as_deref_mut() {
             log.begin(cur, task.ent.backlog() as u64 + 1);
         }
-        let next = self.run_task_in::<true>(ctx, me, task, taken);
+        let next = self.run_task_in::<true>(ctx, me, task);
         let t1 = now_ns();
         let out = ctx.sent - sent0;
         if let Some(log) = ctx.log.as_deref_mut() {
@@ -294,19 +282,15 @@ impl Shared {
     /// Runs a task (`LOG`: recording each item in the worker's log).
     ///
     /// Items are taken from the inbox in bulk, up to what is left of the
-    /// batch, into `taken` (empty between calls): one lock for many items,
-    /// which also keeps senders on other workers from contending with
-    /// this one item by item.
+    /// batch, into `ctx.taken` (empty between calls): one lock for many
+    /// items, which also keeps senders on other workers from contending
+    /// with this one item by item. A box may process several of them in
+    /// one step (a run of calls, [`crate::callstack`]; `ctx.pulled`).
     #[inline(always)]
-    fn run_task_in<const LOG: bool>(
-        &self,
-        ctx: &mut Ctx,
-        me: usize,
-        task: Task,
-        taken: &mut VecDeque<Item>,
-    ) -> Option<Task> {
-        debug_assert!(taken.is_empty());
+    fn run_task_in<const LOG: bool>(&self, ctx: &mut Ctx, me: usize, task: Task) -> Option<Task> {
+        debug_assert!(ctx.taken.is_empty());
         let Task { ent, mut item } = task;
+        ctx.taken_of = Arc::as_ptr(&ent) as usize;
         let mut done = 0;
         // Runs of sends to one entity go out together (one lock for many
         // items: the star's leaves to the next synchrocell, a batch of
@@ -317,7 +301,8 @@ impl Shared {
             let hop = if LOG { item_hook(ctx, &item) } else { None };
             if let Err(e) = process(&ent, item, ctx) {
                 ctx.drop_held_sends();
-                taken.clear();
+                ctx.taken.clear();
+                ctx.pulled = 0;
                 self.fail(e);
                 return None;
             }
@@ -326,14 +311,14 @@ impl Shared {
                     log.hop(hop, ctx.sent);
                 }
             }
-            done += 1;
+            done += 1 + std::mem::take(&mut ctx.pulled);
             if ctx.take_yielded() {
                 ctx.release_sends();
                 // The entity suspended its work: it keeps its licence and
                 // goes on (with `Wake`, then what it had taken) after the
                 // entities it fed, which this worker runs next.
-                ctx.count_queued(taken.len() as isize);
-                ent.unread(taken);
+                ctx.count_queued(ctx.taken.len() as isize);
+                ent.unread(&mut ctx.taken);
                 self.queue_ready(ctx, me);
                 if ctx.take_pinned() {
                     // Only this worker may go on with it (a suspended box
@@ -380,7 +365,7 @@ impl Shared {
             }
             // `done + taken.len() <= BATCH`: the batch is used up only when
             // nothing taken is left.
-            if let Some(next) = taken.pop_front() {
+            if let Some(next) = ctx.taken.pop_front() {
                 item = next;
             } else if done >= BATCH {
                 ctx.release_sends();
@@ -398,7 +383,7 @@ impl Shared {
                 }
             } else {
                 ctx.flush_sends();
-                let n = ent.take_or_release(taken, BATCH - done);
+                let n = ent.take_or_release(&mut ctx.taken, BATCH - done);
                 if n == 0 {
                     break;
                 }
@@ -408,7 +393,7 @@ impl Shared {
                     }
                 }
                 ctx.count_queued(-(n as isize));
-                item = taken.pop_front().expect("items were taken");
+                item = ctx.taken.pop_front().expect("items were taken");
             }
             if ctx.ready.len() > 1 {
                 self.queue_ready(ctx, me);
@@ -455,7 +440,6 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
 
 #[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))] // SPINS is 0 under loom
 fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
-    let mut taken = VecDeque::new();
     let mut next: Option<Task> = None;
     let mut spins = 0u32;
     loop {
@@ -473,7 +457,7 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
             t => t,
         };
         if let Some(t) = task {
-            next = sh.run_task(ctx, me, t, &mut taken);
+            next = sh.run_task(ctx, me, t);
             continue;
         }
         match sh.admit(ctx, false) {
@@ -504,7 +488,6 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
                     ent,
                     item: Item::Wake,
                 },
-                &mut taken,
             );
             if next.is_none() && ctx.pinned_tasks.len() > before && sh.queues[me].maybe_empty() {
                 // It yielded again at once: let the others drain.
