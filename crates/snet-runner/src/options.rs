@@ -21,7 +21,8 @@ pub struct RunOptions {
     /// Worker threads (default: one per core).
     #[arg(short, long)]
     pub workers: Option<usize>,
-    /// Bound admitted input by a formula in `output`, e.g. "8 + 2*output".
+    /// Bound admitted input by a formula in `output` (records written so far)
+    /// with `+ - * /` and parentheses, e.g. "8 + 2*output" or "20000 + output / 2".
     #[arg(long, value_name = "FORMULA")]
     pub input_limit: Option<String>,
     /// Concurrent invocations allowed per box entity.
