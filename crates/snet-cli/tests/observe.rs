@@ -11,10 +11,9 @@ use std::process::{Command, Output, Stdio};
 
 mod common;
 
+/// A scratch directory of this test file (`tests/common`).
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("snet-observe-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch(&format!("observe-{name}"))
 }
 
 /// Two records: `x` a C4SNet int, `<t>` 1 and 2.

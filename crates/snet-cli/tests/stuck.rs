@@ -7,10 +7,9 @@ use std::process::Command;
 
 mod common;
 
+/// A scratch directory of this test file (`tests/common`).
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("snet-stuck-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch(&format!("stuck-{name}"))
 }
 
 /// Pairs `{a}` and `{b}` per `<k>`: `k` = 1 pairs up, the `{a}` of
