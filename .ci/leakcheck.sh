@@ -16,8 +16,6 @@ cargo build --release --quiet
 SNET=target/release/snet
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-n=0
 # read_lines FILE ARRAY: appends FILE's non-empty lines, trimmed, to ARRAY
 # (nothing if FILE does not exist).
 read_lines() {
@@ -30,6 +28,53 @@ read_lines() {
         [[ -n "$line" ]] && into+=("$line")
     done < "$1"
 }
+# check_case DIR: builds one case and runs its setups under valgrind; prints
+# one line per run ("ok CASE (SETUP)" or "LEAK/ERROR: CASE (SETUP)" and
+# valgrind's log), exits nonzero if any run failed. Cases run in parallel
+# (one per core: valgrind runs a program's threads one at a time), each in
+# a scratch directory of its own.
+check_case() {
+    shopt -s nullglob
+    local dir=${1%/} case work
+    case=$(basename "$dir")
+    work="$tmp/$case"
+    mkdir -p "$work"
+    "$SNET" build "$dir/prog.snet" "$dir"/*.c "$dir"/*.cpp "$dir"/*.cc "$dir"/*.cxx -o "$work/prog" || {
+        echo "LEAK/ERROR: $case (build failed)"; return 1; }
+    # Extra arguments: one per line (as the conformance runner reads them).
+    local args=() vgargs=()
+    read_lines "$dir/args" args
+    # Extra valgrind options (same format), e.g. `--max-stackframe=N` for a
+    # box with a frame of more than 2 MB, which valgrind would otherwise
+    # take for a stack switch (and report its accesses as invalid).
+    read_lines "$dir/valgrind-args" vgargs
+    # One node at 1 worker, and two loopback nodes at 2 workers with random
+    # placements and every field by reference (the distribution layer's
+    # field store, proxies and managers; cases with pointer fields stay on
+    # one node, as in the conformance runner). Valgrind runs one thread at a
+    # time, so more workers on one node would find nothing these miss.
+    local dist=(--nodes 2 --transport loopback --scatter 3 --inline-fields 0)
+    local setups=("-w 1") setup s extra failed=0
+    [[ -f "$dir/nodes" ]] || setups+=("-w 2 dist")
+    for setup in "${setups[@]}"; do
+        read -r -a s <<< "$setup"
+        extra=("${s[0]}" "${s[1]}")
+        [[ "${s[2]:-}" == dist ]] && extra+=("${dist[@]}")
+        if SNET_SYSTEM_ALLOC=1 valgrind -q "${vgargs[@]}" --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
+                --error-exitcode=99 "$work/prog" -i "$dir/input.xml" -o "$work/out.xml" "${extra[@]}" "${args[@]}" \
+                2> "$work/log"; then
+            echo "ok $case ($setup)"
+        else
+            echo "LEAK/ERROR: $case ($setup)"
+            cat "$work/log"
+            failed=1
+        fi
+    done
+    return $failed
+}
+export -f read_lines check_case
+export SNET tmp
+cases=()
 for dir in tests/conformance/c/*/; do
     case=$(basename "$dir")
     [[ -f "$dir/prog.snet" ]] || continue
@@ -38,36 +83,14 @@ for dir in tests/conformance/c/*/; do
     # A case whose `leakcheck-skip` file says why (e.g. hundreds of
     # thousands of records through code the other cases cover already).
     [[ -f "$dir/leakcheck-skip" ]] && continue
-    "$SNET" build "$dir/prog.snet" "$dir"/*.c "$dir"/*.cpp "$dir"/*.cc "$dir"/*.cxx -o "$tmp/$case"
-    # Extra arguments: one per line (as the conformance runner reads them).
-    args=()
-    read_lines "$dir/args" args
-    # Extra valgrind options (same format), e.g. `--max-stackframe=N` for a
-    # box with a frame of more than 2 MB, which valgrind would otherwise
-    # take for a stack switch (and report its accesses as invalid).
-    vgargs=()
-    read_lines "$dir/valgrind-args" vgargs
-    # One node at 1 worker, and two loopback nodes at 2 workers with random
-    # placements and every field by reference (the distribution layer's
-    # field store, proxies and managers; cases with pointer fields stay on
-    # one node, as in the conformance runner). Valgrind runs one thread at a
-    # time, so more workers on one node would find nothing these miss.
-    dist=(--nodes 2 --transport loopback --scatter 3 --inline-fields 0)
-    setups=("-w 1")
-    [[ -f "$dir/nodes" ]] || setups+=("-w 2 dist")
-    for setup in "${setups[@]}"; do
-        read -r -a s <<< "$setup"
-        extra=("${s[0]}" "${s[1]}")
-        [[ "${s[2]:-}" == dist ]] && extra+=("${dist[@]}")
-        n=$((n + 1))
-        if ! SNET_SYSTEM_ALLOC=1 valgrind -q "${vgargs[@]}" --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
-                --error-exitcode=99 "$tmp/$case" -i "$dir/input.xml" -o "$tmp/out.xml" "${extra[@]}" "${args[@]}" \
-                2> "$tmp/log"; then
-            echo "LEAK/ERROR: $case ($setup)"
-            cat "$tmp/log"
-            fail=1
-        fi
-    done
+    cases+=("$dir")
 done
-echo "leakcheck: $n runs, $([[ $fail == 0 ]] && echo clean || echo FAILED)"
+fail=0
+touch "$tmp/results"
+if [[ ${#cases[@]} -gt 0 ]]; then
+    printf '%s\0' "${cases[@]}" | xargs -0 -n 1 -P "$(nproc)" bash -c 'check_case "$1"' _ > "$tmp/results" || fail=1
+fi
+grep -v '^ok ' "$tmp/results" || true
+n=$(grep -c -E '^(ok |LEAK/ERROR: )' "$tmp/results" || true)
+echo "leakcheck: ${#cases[@]} cases, $n runs, $([[ $fail == 0 ]] && echo clean || echo FAILED)"
 exit $fail
