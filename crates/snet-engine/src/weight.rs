@@ -96,6 +96,24 @@ impl Dyadic {
         Some(given)
     }
 
+    /// The share of credit a message takes from a node's pool (`from_root`:
+    /// the sender is node 0): node 0 gives half of its largest piece
+    /// ([`Dyadic::split_off`]), and every other node gives everything but
+    /// half of its largest piece ([`Dyadic::split_off_rest`]), so pieces
+    /// flow back to node 0 and merge there instead of piling up on a node
+    /// that never becomes passive. Zero when the pool is empty.
+    pub fn share(&mut self, from_root: bool) -> Dyadic {
+        if from_root {
+            let mut d = Dyadic::zero();
+            if let Some(e) = self.split_off() {
+                d.add(e);
+            }
+            d
+        } else {
+            self.split_off_rest().unwrap_or_default()
+        }
+    }
+
     /// Takes everything, leaving zero.
     pub fn take(&mut self) -> Dyadic {
         std::mem::take(self)
@@ -190,12 +208,8 @@ mod tests {
             let sends = [1, (step * 7 % 9) as usize];
             for from in 0..2 {
                 for _ in 0..sends[from] {
-                    let share = if from == 0 {
-                        pools[0].split_off().map(|e| Dyadic::from_pieces([e]))
-                    } else {
-                        pools[1].split_off_rest()
-                    };
-                    if let Some(d) = share {
+                    let d = pools[from].share(from == 0);
+                    if !d.is_zero() {
                         most = most.max(d.pieces().count());
                         deepest = deepest.max(d.pieces().max().unwrap_or(0));
                         wires[from].push_back(d);
@@ -235,6 +249,21 @@ mod tests {
         assert_eq!(one.split_off_rest(), Some(Dyadic::from_pieces([1])));
         assert_eq!(one, Dyadic::from_pieces([1]));
         assert_eq!(Dyadic::zero().split_off_rest(), None);
+    }
+
+    #[test]
+    fn shares_follow_the_sender() {
+        // Node 0 gives half of its largest piece and keeps the rest.
+        let mut root = Dyadic::from_pieces([1, 3]);
+        assert_eq!(root.share(true), Dyadic::from_pieces([2]));
+        assert_eq!(root, Dyadic::from_pieces([2, 3]));
+        // Another node keeps only half of its largest piece.
+        let mut other = Dyadic::from_pieces([1, 3]);
+        assert_eq!(other.share(false), Dyadic::from_pieces([2, 3]));
+        assert_eq!(other, Dyadic::from_pieces([2]));
+        // An empty pool gives nothing, on any node.
+        assert!(Dyadic::zero().share(true).is_zero());
+        assert!(Dyadic::zero().share(false).is_zero());
     }
 
     #[test]

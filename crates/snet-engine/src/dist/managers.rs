@@ -147,14 +147,8 @@ fn send_batch(
                     frames: &Frames,
                     payload: Payload| {
         if share {
-            let mut st = lock(&net.state.0);
-            if me == Rank::ROOT {
-                if let Some(e) = st.pool.split_off() {
-                    credit.add(e);
-                }
-            } else if let Some(d) = st.pool.split_off_rest() {
-                credit.add_all(&d);
-            }
+            let share = lock(&net.state.0).pool.share(me == Rank::ROOT);
+            credit.add_all(&share);
         }
         header.clear();
         frames.message(&credit, &mut header);

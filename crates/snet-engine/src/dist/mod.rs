@@ -45,9 +45,9 @@
 //! # Termination: credit (weight throwing)
 //!
 //! Node 0 starts with all the *credit* (one, as a [`Dyadic`]). Every
-//! message carries a share of its sender's credit (node 0 gives half of
-//! its largest piece, [`Dyadic::split_off`]; another node keeps half of its
-//! largest piece and gives all the rest, [`Dyadic::split_off_rest`], so
+//! message carries a share of its sender's credit ([`Dyadic::share`]:
+//! node 0 gives half of its largest piece; another node keeps half of its
+//! largest piece and gives all the rest, so
 //! that small pieces go home and merge instead of piling up on a node that
 //! is busy for the whole run); a node that receives a message adds the
 //! share to its own. A node
