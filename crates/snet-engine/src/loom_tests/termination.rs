@@ -249,6 +249,8 @@ impl Host for Inline {
         lock(&self.state).over
     }
 
+    fn acked(&self) {}
+
     /// `Shared::settle` and `Shared::look` in one: no worker is busy unless
     /// the start-up work is under way; node 0 found quiescent ends the run
     /// (input exhausted: `Shutdown`, then stop, as `run` does once its
