@@ -508,3 +508,80 @@ impl Net {
         cv.notify_all();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn queued(net: &Net) -> Vec<(Rank, u64)> {
+        let st = lock(&net.state.0);
+        st.out
+            .iter()
+            .filter_map(|o| match o {
+                Out::Ack { to, count } => Some((*to, *count)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn conn() -> ConnId {
+        ConnId {
+            origin: Rank(0),
+            seq: 0,
+        }
+    }
+
+    #[test]
+    fn outstanding_counts_items_sent_until_acknowledged() {
+        let net = Net::new(Rank(0), 3, 1024);
+        for _ in 0..5 {
+            net.push_item(Rank(1), conn(), Item::Wake);
+        }
+        net.push_item(Rank(2), conn(), Item::Wake);
+        assert_eq!(net.outstanding(), 6);
+        assert!(net.acked(4));
+        assert_eq!(net.outstanding(), 2);
+        net.push_item(Rank(2), conn(), Item::Wake);
+        assert_eq!(net.outstanding(), 3);
+        // More than outstanding is refused and changes nothing.
+        assert!(!net.acked(4));
+        assert_eq!(net.outstanding(), 3);
+        assert!(net.acked(3));
+        assert_eq!(net.outstanding(), 0);
+        assert_eq!(net.peak_outstanding(), 6);
+    }
+
+    #[test]
+    fn acknowledgements_go_to_each_sender_once() {
+        let net = Net::new(Rank(1), 3, 1024);
+        assert!(!net.owes());
+        net.received(Rank(0), 3);
+        net.received(Rank(2), 1);
+        net.received(Rank(0), 2);
+        net.received(Rank(2), 0);
+        assert!(net.owes());
+        net.flush_acks();
+        assert!(!net.owes());
+        assert_eq!(queued(&net), vec![(Rank(0), 5), (Rank(2), 1)]);
+        // Nothing owed: nothing more queued.
+        net.flush_acks();
+        assert_eq!(queued(&net).len(), 2);
+    }
+
+    #[test]
+    fn a_node_acknowledges_everything_before_it_is_passive() {
+        let net = Net::new(Rank(1), 2, 1024);
+        net.begin(&Dyadic::one());
+        net.received(Rank(0), 7);
+        net.end();
+        // Quiet, but owing: the acknowledgement goes first.
+        assert_eq!(net.settle(true), Settle::Busy);
+        assert_eq!(queued(&net), vec![(Rank(0), 7)]);
+        assert!(!net.owes());
+        // Once sent, the node is passive and returns its credit.
+        lock(&net.state.0).out.clear();
+        assert_eq!(net.settle(true), Settle::Passive);
+        let st = lock(&net.state.0);
+        assert!(matches!(st.out.front(), Some(Out::Credit(_))));
+    }
+}
