@@ -466,13 +466,16 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
             None if sh.distributed => lock(&sh.injector).pop_front(),
             t => t,
         };
+        // Items received from other nodes while this node's backlog was
+        // large are acknowledged once it is small again: checked after
+        // every task, suspended calls' included (a worker that only
+        // resumes a call waiting for acknowledgements must still send the
+        // ones it owes, or two nodes could wait for each other).
+        if sh.distributed && sh.rt.net.owes() && ctx.local_backlog() < BACKLOG_LIMIT {
+            sh.rt.net.flush_acks();
+        }
         if let Some(t) = task {
             next = sh.run_task(ctx, me, t);
-            // Items received from other nodes while this node's backlog
-            // was large are acknowledged once it is small again.
-            if sh.distributed && sh.rt.net.owes() && ctx.local_backlog() < BACKLOG_LIMIT {
-                sh.rt.net.flush_acks();
-            }
             continue;
         }
         match sh.admit(ctx, false) {
