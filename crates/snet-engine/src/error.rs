@@ -566,6 +566,8 @@ pub enum ProtocolError {
     UnknownConnection { from: Rank, conn: ConnId },
     /// Node `from` sent a message with two `Bytes` frames.
     TwoFieldValues { from: Rank },
+    /// Node `from` acknowledged more items than this node has outstanding.
+    OverAcknowledged { from: Rank, count: u64 },
     /// The field store refused a request or an answer.
     FieldStore(crate::dist::fields::StoreError),
 }
@@ -584,6 +586,10 @@ impl fmt::Display for ProtocolError {
             ProtocolError::TwoFieldValues { from } => {
                 write!(f, "two field values in one message from node {from}")
             }
+            ProtocolError::OverAcknowledged { from, count } => write!(
+                f,
+                "node {from} acknowledged {count} items, more than this node sent"
+            ),
             ProtocolError::FieldStore(e) => write!(f, "{e}"),
         }
     }

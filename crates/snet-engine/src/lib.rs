@@ -207,13 +207,16 @@ pub struct Stats {
     /// zero unless records stayed parked in synchrocells).
     pub exports_live: u64,
     pub proxies_live: u64,
+    /// The most items this node had sent to other nodes and not yet had
+    /// acknowledged at once (back-pressure across nodes).
+    pub peak_outstanding: u64,
 }
 
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "node {}: {} input, {} output records, {} entities, {} steals, {} suspensions, {} msgs / {} B sent, {} msgs / {} B received, {} fields fetched ({} B), {} exported, store {} exports / {} proxies",
+            "node {}: {} input, {} output records, {} entities, {} steals, {} suspensions, {} msgs / {} B sent, {} msgs / {} B received, {} fields fetched ({} B), {} exported, store {} exports / {} proxies, peak {} unacknowledged",
             self.node,
             self.input_records,
             self.output_records,
@@ -228,7 +231,8 @@ impl fmt::Display for Stats {
             self.field_bytes_fetched,
             self.fields_exported,
             self.exports_live,
-            self.proxies_live
+            self.proxies_live,
+            self.peak_outstanding
         )
     }
 }

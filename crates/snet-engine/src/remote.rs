@@ -7,7 +7,7 @@
 //! keep their order: one licence holder at a time pushes them, and the
 //! output manager and the transport keep the order per connection.
 
-use crate::dist::{ConnId, Out};
+use crate::dist::ConnId;
 use crate::entity::Item;
 use crate::runtime::Ctx;
 use crate::EngineError;
@@ -27,11 +27,7 @@ impl RemoteEntity {
         if matches!(item, Item::Wake) {
             return Ok(());
         }
-        ctx.rt.net.push(Out::Item {
-            to: self.to,
-            conn: self.conn,
-            item,
-        });
+        ctx.rt.net.push_item(self.to, self.conn, item);
         Ok(())
     }
 }

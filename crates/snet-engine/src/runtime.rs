@@ -443,7 +443,19 @@ impl<'a> Ctx<'a> {
     /// work going on. Suspended work may add to the node's backlog only
     /// while this is small; since the figure leaves out every suspended
     /// entity's inbox, suspended entities never wait for each other.
+    ///
+    /// Items sent to other nodes and not yet acknowledged count too
+    /// ([`crate::dist::Net::outstanding`]): they wait in another node's
+    /// backlog, which drains without any suspended work of this node going
+    /// on (ARCHITECTURE.md, "It cannot deadlock", rule 3).
     pub fn backlog_elsewhere(&self) -> isize {
+        self.local_backlog() + self.rt.net.outstanding() as isize
+    }
+
+    /// Items waiting in the inboxes of this node's entities that are not
+    /// suspended, roughly: what a node's acknowledgements of items received
+    /// from other nodes depend on (never on what it has outstanding).
+    pub fn local_backlog(&self) -> isize {
         let parked: usize = crate::sync::lock(&self.rt.suspended)
             .iter()
             .map(|e| e.backlog())

@@ -256,7 +256,7 @@ pub fn run_with(mut cmd: Command, exe: &Path, input: &str, args: &[&str]) -> Run
 /// Per node: the numbers of its `--stats` line, by name (the line lists
 /// them in this order; see `Stats`'s `Display`).
 pub fn node_stats(stderr: &str) -> Vec<std::collections::HashMap<String, u64>> {
-    const KEYS: [&str; 15] = [
+    const KEYS: [&str; 16] = [
         "node",
         "input",
         "output",
@@ -272,6 +272,7 @@ pub fn node_stats(stderr: &str) -> Vec<std::collections::HashMap<String, u64>> {
         "exported",
         "exports",
         "proxies",
+        "unacknowledged",
     ];
     let mut stats = stderr
         .lines()

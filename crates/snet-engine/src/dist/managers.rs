@@ -12,7 +12,7 @@ use super::{Channel, FieldBytes, Out, Payload, Received, Settle, Transport, Tran
 use crate::entity::{Entity, Item};
 use crate::instantiate::instantiate;
 use crate::remote::RemoteEntity;
-use crate::runtime::{Ctx, Kind, Runtime};
+use crate::runtime::{Ctx, Kind, Runtime, BACKLOG_LIMIT};
 use crate::sync::{lock, Arc, Ordering};
 use crate::weight::Dyadic;
 use crate::{DistributionError, EngineError, ProtocolError};
@@ -32,6 +32,9 @@ pub(crate) trait Host: Sync {
     fn over(&self) -> bool;
     /// The termination rule ([`super::Net::settle`]) with the workers' state.
     fn settle(&self) -> Settle;
+    /// Items this node sent were acknowledged: a worker waiting to admit
+    /// input may go on.
+    fn acked(&self);
 }
 
 /// Sends everything workers and the input manager queue, until stopped.
@@ -136,6 +139,14 @@ fn send_batch(
                 let b = msgs.entry((to, ch)).or_default();
                 b.needs_credit = true;
                 b.frames.push(&Frame::Release { id, weight });
+            }
+            Out::Ack { to, count } => {
+                // With a share of credit: a run is not over while an
+                // acknowledgement is on its way, so a quiescent run has
+                // nothing outstanding.
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                b.frames.push(&Frame::Ack { count });
             }
         }
     }
@@ -260,7 +271,8 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
         };
         net.begin(&credit);
         let mut ctx = Ctx::new(rt);
-        let mut res = handle(host, &mut ctx, &mut dec, from, &mut r, payload);
+        let mut got = Got::default();
+        let mut res = handle(host, &mut ctx, &mut dec, from, &mut r, payload, &mut got);
         if let (Ok(()), Some(e)) = (&res, ctx.take_error()) {
             res = Err(Handled::Error(e));
         }
@@ -268,6 +280,17 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
         let ready = std::mem::take(&mut ctx.ready);
         if !ready.is_empty() {
             host.deliver(ready);
+        }
+        // Back-pressure across nodes: the items are acknowledged now if
+        // this node's backlog is small, else by a worker once it is (or
+        // when the node goes passive); never depending on what this node
+        // has outstanding itself.
+        net.received(from, got.items);
+        if net.owes() && ctx.local_backlog() < BACKLOG_LIMIT {
+            net.flush_acks();
+        }
+        if got.acked {
+            host.acked();
         }
         net.end();
         match res {
@@ -284,6 +307,15 @@ enum Handled {
     Remote(EngineError),
 }
 
+/// What a message brought besides its frames' effects.
+#[derive(Default)]
+struct Got {
+    /// Items (to be acknowledged).
+    items: u64,
+    /// An acknowledgement of items this node sent.
+    acked: bool,
+}
+
 fn handle(
     host: &dyn Host,
     ctx: &mut Ctx,
@@ -291,6 +323,7 @@ fn handle(
     from: Rank,
     r: &mut MessageReader,
     payload: FieldBytes,
+    got: &mut Got,
 ) -> Result<(), Handled> {
     // The payload belongs to the message's one Bytes frame (if any).
     let mut payload = Some(payload);
@@ -325,6 +358,7 @@ fn handle(
                     .next_item(dec, from, &net.store, host.codecs())
                     .map_err(|error| proto(ProtocolError::Item { from, error }))?
                 {
+                    got.items += 1;
                     ctx.send(&to, item);
                 }
             }
@@ -363,6 +397,12 @@ fn handle(
                 }));
             }
             FrameRef::Shutdown => host.shutdown(),
+            FrameRef::Ack { count } => {
+                if !net.acked(count) {
+                    return Err(proto(ProtocolError::OverAcknowledged { from, count }));
+                }
+                got.acked = true;
+            }
         }
     }
     Ok(())

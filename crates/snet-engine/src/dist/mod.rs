@@ -156,6 +156,12 @@ pub(crate) enum Out {
         id: u64,
         weight: u64,
     },
+    /// Acknowledges `count` items received from `to` (back-pressure across
+    /// nodes: [`Net::flush_acks`]).
+    Ack {
+        to: Rank,
+        count: u64,
+    },
     /// All of a passive node's credit, back to node 0.
     Credit(Dyadic),
     /// This node failed: tell everyone.
@@ -184,6 +190,15 @@ pub(crate) struct NetState {
     pub busy: usize,
     /// The run is over (or failed): the output manager stops when `out` is empty.
     pub stop: bool,
+    /// Items this node sent (or queued to send) to other nodes that the
+    /// receivers have not acknowledged yet ([`Net::outstanding`]).
+    pub outstanding: u64,
+    /// The most `outstanding` ever was (`--stats`).
+    pub peak_outstanding: u64,
+    /// Per node: items received from it and not acknowledged yet.
+    pub owed: Vec<u64>,
+    /// The sum of `owed`.
+    pub owed_total: u64,
 }
 
 /// What [`Net::settle`] found.
@@ -218,6 +233,11 @@ pub(crate) struct Net {
     pub traffic: Traffic,
     /// Fields of at most this many encoded bytes travel inline.
     pub inline_limit: usize,
+    /// Mirrors `NetState::outstanding` for lock-free reads (admission and
+    /// box suspension add it to the node's backlog).
+    outstanding_hint: AtomicU64,
+    /// Mirrors `NetState::owed_total` (workers check it after each task).
+    owed_hint: AtomicU64,
 }
 
 /// Sends a proxy's weight home when its last handle is dropped.
@@ -252,6 +272,10 @@ impl Net {
                 },
                 busy: 0,
                 stop: false,
+                outstanding: 0,
+                peak_outstanding: 0,
+                owed: vec![0; nodes as usize],
+                owed_total: 0,
             }),
             Condvar::new(),
         ));
@@ -265,6 +289,8 @@ impl Net {
             next_conn: AtomicU64::new(0),
             traffic: Traffic::default(),
             inline_limit,
+            outstanding_hint: AtomicU64::new(0),
+            owed_hint: AtomicU64::new(0),
         }
     }
 
@@ -278,6 +304,103 @@ impl Net {
         let (m, cv) = &*self.state;
         lock(m).out.push_back(out);
         cv.notify_one();
+    }
+
+    /// Queues an item for connection `conn` on node `to`: one more item
+    /// outstanding until `to` acknowledges it.
+    pub fn push_item(&self, to: Rank, conn: ConnId, item: Item) {
+        let (m, cv) = &*self.state;
+        let mut st = lock(m);
+        st.outstanding += 1;
+        st.peak_outstanding = st.peak_outstanding.max(st.outstanding);
+        self.outstanding_hint
+            .store(st.outstanding, Ordering::Relaxed);
+        st.out.push_back(Out::Item { to, conn, item });
+        drop(st);
+        cv.notify_one();
+    }
+
+    /// Items sent to other nodes and not acknowledged yet, roughly (any
+    /// thread): what admission and suspended work add to the node's own
+    /// backlog.
+    pub fn outstanding(&self) -> u64 {
+        self.outstanding_hint.load(Ordering::Relaxed)
+    }
+
+    /// As [`Net::outstanding`], for a worker about to sleep: `SeqCst`
+    /// pairs with the store in [`Net::acked`] and the sleep protocol's
+    /// `SeqCst` hint (either the sleeper sees the ack, or the input manager
+    /// that took it sees the sleeper and wakes it).
+    pub fn outstanding_now(&self) -> u64 {
+        self.outstanding_hint.load(Ordering::SeqCst)
+    }
+
+    /// The most items that were ever outstanding at once.
+    pub fn peak_outstanding(&self) -> u64 {
+        lock(&self.state.0).peak_outstanding
+    }
+
+    /// A node acknowledged `count` items; false if that is more than are
+    /// outstanding (a protocol error).
+    pub fn acked(&self, count: u64) -> bool {
+        let mut st = lock(&self.state.0);
+        let Some(left) = st.outstanding.checked_sub(count) else {
+            return false;
+        };
+        st.outstanding = left;
+        self.outstanding_hint.store(left, Ordering::SeqCst);
+        true
+    }
+
+    /// `count` items arrived from node `from`: they are owed an
+    /// acknowledgement.
+    pub fn received(&self, from: Rank, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let mut st = lock(&self.state.0);
+        st.owed[from.0 as usize] += count;
+        st.owed_total += count;
+        self.owed_hint.store(st.owed_total, Ordering::Relaxed);
+    }
+
+    /// Whether items received are waiting for an acknowledgement, roughly.
+    pub fn owes(&self) -> bool {
+        self.owed_hint.load(Ordering::Relaxed) > 0
+    }
+
+    /// Queues an acknowledgement to every node for the items received from
+    /// it. Called only while the node's own backlog (of entities that are
+    /// not suspended) is small, and whenever the node is passive: never
+    /// depending on what this node has outstanding itself (see
+    /// ARCHITECTURE.md, "It cannot deadlock", rule 3).
+    pub fn flush_acks(&self) {
+        let (m, cv) = &*self.state;
+        let mut st = lock(m);
+        if Self::queue_acks(&mut st) {
+            self.owed_hint.store(0, Ordering::Relaxed);
+            drop(st);
+            cv.notify_one();
+        }
+    }
+
+    /// Moves every owed acknowledgement to the outbound queue; whether
+    /// there was any.
+    fn queue_acks(st: &mut NetState) -> bool {
+        if st.owed_total == 0 || st.stop {
+            return false;
+        }
+        st.owed_total = 0;
+        for p in 0..st.owed.len() {
+            let count = std::mem::take(&mut st.owed[p]);
+            if count > 0 {
+                st.out.push_back(Out::Ack {
+                    to: Rank(p as u32),
+                    count,
+                });
+            }
+        }
+        true
     }
 
     /// Replaces everything queued by a failure notice to every node.
@@ -340,6 +463,15 @@ impl Net {
         if !quiet || st.busy > 0 || !st.out.is_empty() || st.stop {
             return Settle::Busy;
         }
+        // Nothing here is backlog any more: what arrived is acknowledged
+        // before the node may count as passive (so a quiescent run has
+        // nothing outstanding anywhere).
+        if Self::queue_acks(&mut st) {
+            self.owed_hint.store(0, Ordering::Relaxed);
+            drop(st);
+            cv.notify_one();
+            return Settle::Busy;
+        }
         if self.me == Rank::ROOT {
             if st.pool.is_one() {
                 Settle::Quiescent
@@ -374,5 +506,82 @@ impl Net {
         let (m, cv) = &*self.state;
         lock(m).stop = true;
         cv.notify_all();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn queued(net: &Net) -> Vec<(Rank, u64)> {
+        let st = lock(&net.state.0);
+        st.out
+            .iter()
+            .filter_map(|o| match o {
+                Out::Ack { to, count } => Some((*to, *count)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn conn() -> ConnId {
+        ConnId {
+            origin: Rank(0),
+            seq: 0,
+        }
+    }
+
+    #[test]
+    fn outstanding_counts_items_sent_until_acknowledged() {
+        let net = Net::new(Rank(0), 3, 1024);
+        for _ in 0..5 {
+            net.push_item(Rank(1), conn(), Item::Wake);
+        }
+        net.push_item(Rank(2), conn(), Item::Wake);
+        assert_eq!(net.outstanding(), 6);
+        assert!(net.acked(4));
+        assert_eq!(net.outstanding(), 2);
+        net.push_item(Rank(2), conn(), Item::Wake);
+        assert_eq!(net.outstanding(), 3);
+        // More than outstanding is refused and changes nothing.
+        assert!(!net.acked(4));
+        assert_eq!(net.outstanding(), 3);
+        assert!(net.acked(3));
+        assert_eq!(net.outstanding(), 0);
+        assert_eq!(net.peak_outstanding(), 6);
+    }
+
+    #[test]
+    fn acknowledgements_go_to_each_sender_once() {
+        let net = Net::new(Rank(1), 3, 1024);
+        assert!(!net.owes());
+        net.received(Rank(0), 3);
+        net.received(Rank(2), 1);
+        net.received(Rank(0), 2);
+        net.received(Rank(2), 0);
+        assert!(net.owes());
+        net.flush_acks();
+        assert!(!net.owes());
+        assert_eq!(queued(&net), vec![(Rank(0), 5), (Rank(2), 1)]);
+        // Nothing owed: nothing more queued.
+        net.flush_acks();
+        assert_eq!(queued(&net).len(), 2);
+    }
+
+    #[test]
+    fn a_node_acknowledges_everything_before_it_is_passive() {
+        let net = Net::new(Rank(1), 2, 1024);
+        net.begin(&Dyadic::one());
+        net.received(Rank(0), 7);
+        net.end();
+        // Quiet, but owing: the acknowledgement goes first.
+        assert_eq!(net.settle(true), Settle::Busy);
+        assert_eq!(queued(&net), vec![(Rank(0), 7)]);
+        assert!(!net.owes());
+        // Once sent, the node is passive and returns its credit.
+        lock(&net.state.0).out.clear();
+        assert_eq!(net.settle(true), Settle::Passive);
+        let st = lock(&net.state.0);
+        assert!(matches!(st.out.front(), Some(Out::Credit(_))));
     }
 }

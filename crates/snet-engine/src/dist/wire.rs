@@ -37,6 +37,7 @@
 //! | 5 | Fail | message |
 //! | 6 | Shutdown | |
 //! | 7 | Bytes | field id (at the sender), codec name, meta bytes; the body is the payload |
+//! | 8 | Ack | count (items received from the receiver, now acknowledged) |
 //!
 //! A connection is its creator node and counter; stamps are a count and
 //! the numbers. The Items count is written as a four-byte varint (padded
@@ -230,6 +231,7 @@ const RELEASE: u8 = 3;
 const FAIL: u8 = 5;
 const SHUTDOWN: u8 = 6;
 const BYTES: u8 = 7;
+const ACK: u8 = 8;
 
 /// Items counts below this fit the four-byte form patched in place.
 const COUNT4_LIMIT: u64 = 1 << 28;
@@ -438,6 +440,9 @@ pub enum Frame<'a> {
         codec: Cow<'a, str>,
         meta: Cow<'a, [u8]>,
     },
+    /// The sender acknowledges `count` items the receiver sent it
+    /// (back-pressure across nodes).
+    Ack { count: u64 },
 }
 
 /// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
@@ -470,6 +475,9 @@ pub enum FrameRef<'a> {
         id: u64,
         codec: &'a str,
         meta: &'a [u8],
+    },
+    Ack {
+        count: u64,
     },
 }
 
@@ -567,6 +575,7 @@ impl<'a> Message<'a> {
                     codec: Cow::Borrowed(codec),
                     meta: Cow::Borrowed(meta),
                 },
+                FrameRef::Ack { count } => Frame::Ack { count },
             });
         }
         Ok(Message { credit, frames })
@@ -631,6 +640,10 @@ impl Frame<'_> {
                 put_s(out, codec);
                 put_bytes(out, meta);
             }
+            Frame::Ack { count } => {
+                out.push(ACK);
+                put_u(out, *count);
+            }
         }
     }
 
@@ -663,6 +676,7 @@ impl Frame<'_> {
                 codec: owned(codec),
                 meta: owned(meta),
             },
+            Frame::Ack { count } => Frame::Ack { count },
         }
     }
 }
@@ -947,6 +961,7 @@ impl<'a> Reader<'a> {
                 codec: self.s()?,
                 meta: self.bytes()?,
             },
+            ACK => FrameRef::Ack { count: self.u()? },
             k => {
                 self.at -= 1;
                 return self.err(Malformed::UnknownFrame(k));

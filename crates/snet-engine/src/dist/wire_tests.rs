@@ -423,6 +423,7 @@ mod props {
             (any::<u64>(), any::<u64>()).prop_map(|(id, weight)| Frame::Release { id, weight }),
             text().prop_map(|message| Frame::Fail { message }),
             Just(Frame::Shutdown),
+            any::<u64>().prop_map(|count| Frame::Ack { count }),
             (any::<u64>(), text(), bytes()).prop_map(|(id, codec, meta)| Frame::Bytes {
                 id,
                 codec,

@@ -40,7 +40,10 @@
 //! * *eventually*: node 0 does declare (otherwise every thread ends up
 //!   blocked, which loom reports as a deadlock), and every node shuts down;
 //! * credit is conserved: node 0 ends with exactly one, node 1 with none
-//!   (and `Dyadic::add` panics if a share is counted twice).
+//!   (and `Dyadic::add` panics if a share is counted twice);
+//! * every item sent was acknowledged (`Ack` frames carry credit, and a
+//!   node acknowledges everything before it is passive), so nothing is
+//!   outstanding or owed on either node at the end.
 //!
 //! Sizes: two nodes, two records, five threads. Preemption bounds: 2 for
 //! `termination_worker_on_node_1` (about 256,000 executions, 40-50 s), 1
@@ -249,6 +252,8 @@ impl Host for Inline {
         lock(&self.state).over
     }
 
+    fn acked(&self) {}
+
     /// `Shared::settle` and `Shared::look` in one: no worker is busy unless
     /// the start-up work is under way; node 0 found quiescent ends the run
     /// (input exhausted: `Shutdown`, then stop, as `run` does once its
@@ -327,6 +332,10 @@ fn assert_clean(records: usize, ents: &Ents, wire: &Wire, rt0: &Runtime, rt1: &R
         let st = lock(&rt.net.state.0);
         assert!(st.out.is_empty(), "node {}: messages never sent", rt.node);
         assert_eq!(st.busy, 0, "node {}: a manager still busy", rt.node);
+        // Back-pressure across nodes: every item was acknowledged before
+        // the run could end.
+        assert_eq!(st.outstanding, 0, "node {}: items unacknowledged", rt.node);
+        assert_eq!(st.owed_total, 0, "node {}: acknowledgements owed", rt.node);
         if rt.node == Rank(0) {
             assert!(st.pool.is_one(), "node 0 ended without all the credit");
         } else {

@@ -63,8 +63,11 @@ const READ_BATCH: usize = 64;
 /// most.
 const ADMIT_BATCH: usize = 16;
 /// Idle workers admit input only while fewer items than this wait in the
-/// node's inboxes (roughly: see [`Ctx::queued`]); when every worker is
-/// idle no item waits, so input is always admitted then.
+/// node's inboxes (roughly: see [`Ctx::queued`]) plus those sent to other
+/// nodes and not yet acknowledged ([`crate::dist::Net::outstanding`]);
+/// when every worker is idle no item waits here, so input is admitted then
+/// unless other nodes hold this many unacknowledged (their acknowledgements
+/// wake a worker: `Host::acked`).
 pub(super) const ADMIT_QUEUED_MAX: isize = 1024;
 
 /// The reader thread: parses records and hands them to the workers through
@@ -143,7 +146,12 @@ impl Shared {
         // The node's inboxes hold enough already: the input waits until
         // the network drains (this bounds the records in flight, so a slow
         // output stage does not let the whole input pile up in front of it).
-        if !force && (entry.backlog() >= ADMIT_BATCH || ctx.queued() >= ADMIT_QUEUED_MAX) {
+        // Items sent to other nodes and not yet acknowledged wait in their
+        // backlogs: they count as this node's (back-pressure across nodes).
+        if !force
+            && (entry.backlog() >= ADMIT_BATCH
+                || ctx.queued() + self.rt.net.outstanding() as isize >= ADMIT_QUEUED_MAX)
+        {
             return None;
         }
         let mut st = lock(&self.input.state);

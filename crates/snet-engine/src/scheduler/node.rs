@@ -307,6 +307,7 @@ pub fn run(
         fields_exported: exported,
         exports_live,
         proxies_live,
+        peak_outstanding: shared.rt.net.peak_outstanding(),
     };
     // SAFETY: all workers have been joined; nothing else can hold the output's licence.
     let out = output.as_ref().map(|o| match unsafe { o.state() } {
@@ -373,6 +374,13 @@ impl Host for Shared {
 
     fn over(&self) -> bool {
         self.managers_stop.load(Ordering::Acquire)
+    }
+
+    fn acked(&self) {
+        // Only node 0 admits input (`Shared::remote_full`).
+        if self.entry.is_some() {
+            self.sleep.notify_one();
+        }
     }
 
     fn settle(&self) -> Settle {

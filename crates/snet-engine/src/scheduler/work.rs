@@ -201,7 +201,7 @@ impl Shared {
             return Look::Work;
         }
         let st = lock(&self.input.state);
-        if !st.records.is_empty() && self.admissible() {
+        if !st.records.is_empty() && self.admissible() && !self.remote_full() {
             return Look::Work;
         }
         if last {
@@ -227,6 +227,16 @@ impl Shared {
             }
         }
         Look::Wait
+    }
+
+    /// Whether other nodes hold so many unacknowledged items from this one
+    /// that admission waits for their acknowledgements (which wake a
+    /// sleeper, `Host::acked`). Read in `look`, under the sleep lock,
+    /// after the sleeper counted itself: `SeqCst` (see
+    /// [`crate::dist::Net::outstanding_now`]).
+    fn remote_full(&self) -> bool {
+        self.distributed
+            && self.rt.net.outstanding_now() >= super::admission::ADMIT_QUEUED_MAX as u64
     }
 
     /// Runs a task; returns the task to walk into next.
@@ -456,6 +466,14 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
             None if sh.distributed => lock(&sh.injector).pop_front(),
             t => t,
         };
+        // Items received from other nodes while this node's backlog was
+        // large are acknowledged once it is small again: checked after
+        // every task, suspended calls' included (a worker that only
+        // resumes a call waiting for acknowledgements must still send the
+        // ones it owes, or two nodes could wait for each other).
+        if sh.distributed && sh.rt.net.owes() && ctx.local_backlog() < BACKLOG_LIMIT {
+            sh.rt.net.flush_acks();
+        }
         if let Some(t) = task {
             next = sh.run_task(ctx, me, t);
             continue;
