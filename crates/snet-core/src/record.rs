@@ -65,6 +65,18 @@ impl Record {
         self.entries.is_empty()
     }
 
+    /// Whether dropping the record does anything: it holds a field (a
+    /// reference to release) or its entries are on the heap. Records of
+    /// tags alone, kept inline, need no drop at all.
+    #[inline]
+    pub fn needs_drop(&self) -> bool {
+        self.entries.spilled()
+            || self
+                .entries
+                .iter()
+                .any(|(_, v)| matches!(v, Value::Field(_)))
+    }
+
     /// Entries in label order.
     #[inline]
     pub fn entries(&self) -> &[(Label, Value)] {

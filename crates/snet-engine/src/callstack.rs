@@ -121,12 +121,16 @@ impl CallIo {
                     unsafe { std::ptr::write(self.0, Record::new()) }
                 }
             }
+            // Records of tags alone (inline) need no drop: not even the call.
+            let drop = self.input.needs_drop();
             let input: *mut Record = &mut self.input;
-            let guard = Refill(input);
-            // SAFETY: `input` is valid; it is overwritten right after (or
-            // by the guard) without being dropped again.
-            unsafe { std::ptr::drop_in_place(input) };
-            std::mem::forget(guard);
+            if drop {
+                let guard = Refill(input);
+                // SAFETY: `input` is valid; it is overwritten right after
+                // (or by the guard) without being dropped again.
+                unsafe { std::ptr::drop_in_place(input) };
+                std::mem::forget(guard);
+            }
             // SAFETY: the item's record moves into `input`; the item is
             // then taken from the buffer and forgotten (below), so the
             // record is owned once.
