@@ -307,7 +307,7 @@ impl Inherit {
         }
     }
 
-    /// The assembly steps of variant `variant` (1-based, in range).
+    /// The [`Slot`] steps of variant `variant` (1-based, in range).
     #[inline]
     pub fn steps(&self, variant: usize) -> Option<&[Src]> {
         self.steps[variant - 1].as_deref()
