@@ -420,6 +420,29 @@ mod tests {
     }
 
     #[test]
+    fn needs_drop_only_for_fields_or_heap_entries() {
+        let tags: Vec<Label> = ["nd1", "nd2", "nd3", "nd4", "nd5"]
+            .iter()
+            .map(|n| Label::tag(n))
+            .collect();
+        let mut r = Record::new();
+        assert!(!r.needs_drop());
+        for (i, l) in tags[..4].iter().enumerate() {
+            r.set_int(*l, i as i64);
+        }
+        assert!(!r.needs_drop(), "four tags stay inline");
+        r.set_int(tags[4], 4);
+        assert!(r.needs_drop(), "a fifth entry moves them to the heap");
+        let mut f = Record::new();
+        f.set_int(tags[0], 1);
+        f.set(
+            Label::field("ndf"),
+            Value::Field(Field::text("C4SNet", false, "1")),
+        );
+        assert!(f.needs_drop(), "a field is a reference to release");
+    }
+
+    #[test]
     fn inherit_keeps_emitted_labels() {
         let (x, y, z) = (Label::tag("ix"), Label::tag("iy"), Label::tag("iz"));
         let mut input = Record::new();
