@@ -254,59 +254,56 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     let values = unsafe { std::slice::from_raw_parts(values, n as usize) };
     // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
     let emit = unsafe { &mut *inv.emit };
-    let assembly = emit.assembly(variant as usize);
-    // Inherited labels included.
-    let mut rec = Record::with_capacity(
-        assembly
-            .as_ref()
-            .map_or(out.labels.len(), |a| a.steps.len()),
-    );
     let mut null = None;
-    let value = |l: Label, v: &SnetArg, null: &mut Option<Label>| {
-        if l.is_field() {
-            // SAFETY: kind 0 values were read as field pointers.
-            let p = unsafe { v.field };
-            if p.is_null() {
-                null.get_or_insert(l);
-                return None;
-            }
-            // SAFETY: an owned reference from `Arc::into_raw`; ownership moves into the record.
-            let arc = unsafe { Arc::from_raw(p as *const C4Data) };
-            Some(Value::Field(Field::new(arc)))
-        } else {
-            // SAFETY: kind 1 values were read as ints.
-            Some(Value::Int(i64::from(unsafe { v.tag })))
-        }
-    };
-    match (&assembly, &out.sorted) {
-        (Some(a), _) => {
-            // The output with its inherited labels, in one pass.
-            for step in a.steps {
+    // The output with its inherited labels, built where it waits to be
+    // sent (no error so far: after one, outputs are only dropped).
+    if inv.error.is_none() {
+        if let Some(slot) = emit.slot(variant as usize) {
+            let may_suspend = slot.may_suspend;
+            let input = slot.input.entries();
+            for step in slot.steps {
                 match *step {
                     Src::Arg(j) => {
                         let (l, v) = (out.labels[j as usize], &values[j as usize]);
-                        if let Some(v) = value(l, v, &mut null) {
-                            rec.push_sorted(l, v);
+                        // SAFETY: `v` was read by the kind of `l` (contract).
+                        if let Some(v) = unsafe { value(l, v, &mut null) } {
+                            slot.rec.push_sorted(l, v);
                         }
                     }
                     Src::Input(i) => {
-                        let (l, v) = &a.input.entries()[i as usize];
-                        rec.push_sorted(*l, v.clone());
+                        let (l, v) = &input[i as usize];
+                        slot.rec.push_sorted(*l, v.clone());
                     }
                 }
             }
+            if let Some(l) = null {
+                emit.discard_slot(); // releases the fields
+                inv.error = Some(null_field(l, variant));
+                return;
+            }
+            if may_suspend {
+                suspending(|| emit.commit_slot());
+            } else {
+                emit.commit_slot();
+            }
+            return;
         }
-        (None, Some(order)) => {
+    }
+    let mut rec = Record::with_capacity(out.labels.len());
+    match &out.sorted {
+        Some(order) => {
             for &i in order {
                 let l = out.labels[i];
-                if let Some(v) = value(l, &values[i], &mut null) {
+                // SAFETY: as above.
+                if let Some(v) = unsafe { value(l, &values[i], &mut null) } {
                     rec.push_sorted(l, v);
                 }
             }
         }
-        (None, None) => {
+        None => {
             for (l, v) in out.labels.iter().zip(values) {
-                if let Some(v) = value(*l, v, &mut null) {
+                // SAFETY: as above.
+                if let Some(v) = unsafe { value(*l, v, &mut null) } {
                     rec.set(*l, v);
                 }
             }
@@ -316,30 +313,64 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
         return; // dropping `rec` releases the fields
     }
     if let Some(l) = null {
-        inv.error = Some(BoxError::NullField {
-            label: l,
-            variant: variant as usize,
-            call: "C4SNetOut",
-        });
+        inv.error = Some(null_field(l, variant));
         return;
     }
-    let assembled = assembly.is_some();
-    // `emit` may suspend this invocation (the engine then runs other boxes
-    // on this thread before it goes on): the thread's slots name no box
-    // meanwhile, and name this one again afterwards.
     let r = if emit.may_suspend() {
-        let current = CURRENT.with(|c| c.replace((0, std::ptr::null_mut())));
-        let name = crate::crash::clear();
-        let r = emit_one(emit, assembled, variant as usize, rec);
-        crate::crash::leave(name);
-        CURRENT.with(|c| c.set(current));
-        r
+        suspending(|| emit.emit(variant as usize, rec))
     } else {
-        emit_one(emit, assembled, variant as usize, rec)
+        emit.emit(variant as usize, rec)
     };
     if let Err(e) = r {
         inv.error = Some(e);
     }
+}
+
+/// The value of label `l` in a `C4SNetOut` call; a null field is noted in
+/// `null` (the first one) and gives `None`.
+///
+/// # Safety
+/// `v` was read by the kind of `l` (a field pointer for a field, an int
+/// otherwise); a field pointer is an owned reference, which moves into
+/// the value.
+#[inline(always)]
+unsafe fn value(l: Label, v: &SnetArg, null: &mut Option<Label>) -> Option<Value> {
+    if l.is_field() {
+        // SAFETY: kind 0 values were read as field pointers.
+        let p = unsafe { v.field };
+        if p.is_null() {
+            null.get_or_insert(l);
+            return None;
+        }
+        // SAFETY: an owned reference from `Arc::into_raw`; ownership moves into the record.
+        let arc = unsafe { Arc::from_raw(p as *const C4Data) };
+        Some(Value::Field(Field::new(arc)))
+    } else {
+        // SAFETY: kind 1 values were read as ints.
+        Some(Value::Int(i64::from(unsafe { v.tag })))
+    }
+}
+
+#[cold]
+fn null_field(label: Label, variant: c_int) -> BoxError {
+    BoxError::NullField {
+        label,
+        variant: variant as usize,
+        call: "C4SNetOut",
+    }
+}
+
+/// Runs `f`, which may suspend this invocation (the engine then runs
+/// other boxes on this thread before it goes on): the thread's slots name
+/// no box meanwhile, and name this one again afterwards.
+#[inline(always)]
+fn suspending<R>(f: impl FnOnce() -> R) -> R {
+    let current = CURRENT.with(|c| c.replace((0, std::ptr::null_mut())));
+    let name = crate::crash::clear();
+    let r = f();
+    crate::crash::leave(name);
+    CURRENT.with(|c| c.set(current));
+    r
 }
 
 /// Called by a C++ trampoline ([`trampoline_source_cxx`]) when an exception
@@ -368,20 +399,6 @@ pub unsafe extern "C" fn snet_c4snet_box_threw(hnd: *mut c_void, what: *const c_
         language: "C++",
         what,
     });
-}
-
-#[inline(always)]
-fn emit_one(
-    emit: &mut dyn Emit,
-    assembled: bool,
-    variant: usize,
-    rec: Record,
-) -> Result<(), BoxError> {
-    if assembled {
-        emit.emit_assembled(variant, rec)
-    } else {
-        emit.emit(variant, rec)
-    }
 }
 
 /// One resolved C box.

@@ -65,6 +65,18 @@ impl Record {
         self.entries.is_empty()
     }
 
+    /// Whether dropping the record does anything: it holds a field (a
+    /// reference to release) or its entries are on the heap. Records of
+    /// tags alone, kept inline, need no drop at all.
+    #[inline]
+    pub fn needs_drop(&self) -> bool {
+        self.entries.spilled()
+            || self
+                .entries
+                .iter()
+                .any(|(_, v)| matches!(v, Value::Field(_)))
+    }
+
     /// Entries in label order.
     #[inline]
     pub fn entries(&self) -> &[(Label, Value)] {
@@ -405,6 +417,29 @@ mod tests {
                 "{inp:?} {pat:?} {out:?}"
             );
         }
+    }
+
+    #[test]
+    fn needs_drop_only_for_fields_or_heap_entries() {
+        let tags: Vec<Label> = ["nd1", "nd2", "nd3", "nd4", "nd5"]
+            .iter()
+            .map(|n| Label::tag(n))
+            .collect();
+        let mut r = Record::new();
+        assert!(!r.needs_drop());
+        for (i, l) in tags[..4].iter().enumerate() {
+            r.set_int(*l, i as i64);
+        }
+        assert!(!r.needs_drop(), "four tags stay inline");
+        r.set_int(tags[4], 4);
+        assert!(r.needs_drop(), "a fifth entry moves them to the heap");
+        let mut f = Record::new();
+        f.set_int(tags[0], 1);
+        f.set(
+            Label::field("ndf"),
+            Value::Field(Field::text("C4SNet", false, "1")),
+        );
+        assert!(f.needs_drop(), "a field is a reference to release");
     }
 
     #[test]

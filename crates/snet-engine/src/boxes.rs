@@ -129,28 +129,40 @@ pub trait Emit {
         true
     }
 
-    /// A fast path for interfaces that build records themselves: how to
-    /// build variant `variant`'s output record *with* its flow-inherited
-    /// labels, entry by entry in label order ([`Record::push_sorted`]).
-    /// Such a record goes to [`Emit::emit_assembled`]. `None`: build the
+    /// A fast path for interfaces that build records themselves: a place
+    /// for variant `variant`'s next output record, *with* its
+    /// flow-inherited labels, and how to fill it, entry by entry in label
+    /// order ([`Record::push_sorted`], into the empty [`Slot::rec`]). The
+    /// record is built where it waits to be sent (it is not moved again
+    /// before it goes downstream). The interface then calls
+    /// [`Emit::commit_slot`] (which may suspend the call, as
+    /// [`Emit::emit`] may) or, if the output turned out wrong,
+    /// [`Emit::discard_slot`]; nothing else in between. `None`: build the
     /// variant's labels only and call [`Emit::emit`].
-    fn assembly(&self, variant: usize) -> Option<Assembly<'_>> {
+    fn slot(&mut self, variant: usize) -> Option<Slot<'_>> {
         let _ = variant;
         None
     }
 
-    /// Emits a record built by an [`Emit::assembly`] of `variant`.
-    fn emit_assembled(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
-        self.emit(variant, rec)
-    }
+    /// Emits the record built in the [`Emit::slot`] just taken.
+    fn commit_slot(&mut self) {}
+
+    /// Drops the record of the [`Emit::slot`] just taken (with the field
+    /// references it holds) instead of emitting it.
+    fn discard_slot(&mut self) {}
 }
 
-/// How to build one output record, inheritance included ([`Emit::assembly`]).
-pub struct Assembly<'a> {
-    /// The entries in label order.
+/// Where and how to build one output record, inheritance included ([`Emit::slot`]).
+pub struct Slot<'a> {
+    /// The record to fill (empty).
+    pub rec: &'a mut Record,
+    /// Its entries in label order.
     pub steps: &'a [Src],
     /// The call's input record (for [`Src::Input`]).
     pub input: &'a Record,
+    /// Whether [`Emit::commit_slot`] may suspend the call (a language
+    /// interface need only save and restore its per-thread state then).
+    pub may_suspend: bool,
 }
 
 /// Where one entry of an output record comes from.
@@ -245,7 +257,7 @@ pub struct Inherit {
     /// The label set planned for; empty with `take` empty: none yet.
     labels: SmallVec<[Label; 6]>,
     take: Vec<SmallVec<[u32; 4]>>,
-    /// Per variant, its [`Assembly`] steps; `None` for a variant that
+    /// Per variant, its [`Slot`] steps; `None` for a variant that
     /// names a label twice.
     steps: Vec<Option<Vec<Src>>>,
 }
@@ -295,7 +307,7 @@ impl Inherit {
         }
     }
 
-    /// The assembly steps of variant `variant` (1-based, in range).
+    /// The [`Slot`] steps of variant `variant` (1-based, in range).
     #[inline]
     pub fn steps(&self, variant: usize) -> Option<&[Src]> {
         self.steps[variant - 1].as_deref()

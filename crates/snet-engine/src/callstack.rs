@@ -49,7 +49,7 @@ use corosensei::Yielder;
 use corosensei::{Coroutine, CoroutineResult};
 use snet_core::{BoxDef, Record};
 
-use crate::boxes::{Assembly, BoxImpl, Emit};
+use crate::boxes::{BoxImpl, Emit, Slot};
 use crate::entity::{Item, Origin, Rec, Stamps};
 use crate::error::BoxError;
 
@@ -104,16 +104,42 @@ impl CallIo {
         // resume (see `CallStack::resume`), which nothing else touches
         // while the call stack runs.
         let more = unsafe { &mut *self.more };
-        match more.front() {
-            Some(Item::Rec(r)) if self.inherit.fits(&r.rec) => {}
+        let r = match more.front_mut() {
+            Some(Item::Rec(r)) if self.inherit.fits(&r.rec) => r,
             _ => return false,
-        }
-        let Some(Item::Rec(r)) = more.pop_front() else {
-            return false;
         };
-        self.input = r.rec;
-        self.det = r.det;
+        // The record goes straight from the worker's buffer into the call
+        // (an item is 128 bytes: moved out and in again it costs three
+        // copies): the last input is dropped where it is, the new one
+        // copied over it, and the buffer's item forgotten.
+        {
+            /// Leaves an empty record behind if dropping the last input unwinds.
+            struct Refill(*mut Record);
+            impl Drop for Refill {
+                fn drop(&mut self) {
+                    // SAFETY: the record was (partly) dropped: overwritten, not dropped again.
+                    unsafe { std::ptr::write(self.0, Record::new()) }
+                }
+            }
+            // Records of tags alone (inline) need no drop: not even the call.
+            let drop = self.input.needs_drop();
+            let input: *mut Record = &mut self.input;
+            if drop {
+                let guard = Refill(input);
+                // SAFETY: `input` is valid; it is overwritten right after
+                // (or by the guard) without being dropped again.
+                unsafe { std::ptr::drop_in_place(input) };
+                std::mem::forget(guard);
+            }
+            // SAFETY: the item's record moves into `input`; the item is
+            // then taken from the buffer and forgotten (below), so the
+            // record is owned once.
+            unsafe { std::ptr::copy_nonoverlapping(&r.rec, input, 1) };
+        }
+        // SAFETY: as for the record.
+        self.det = unsafe { std::ptr::read(&r.det) };
         self.origin = r.origin;
+        std::mem::forget(more.pop_front());
         self.pulled += 1;
         if !self.now.is_null() {
             // SAFETY: the slot lives as long as the run (`Runtime::now`).
@@ -198,29 +224,51 @@ impl Emit for Emitter<'_> {
     }
 
     #[inline]
-    fn assembly(&self, variant: usize) -> Option<Assembly<'_>> {
-        // SAFETY: as in `push`.
-        let (def, input, inherit) = unsafe {
+    fn slot(&mut self, variant: usize) -> Option<Slot<'_>> {
+        // SAFETY: as in `push`; `outs` is not borrowed elsewhere while the
+        // slot lives (the interface only fills it, then commits or
+        // discards it).
+        let (def, input, inherit, det, origin, outs) = unsafe {
             (
                 &*std::ptr::addr_of!((*self.io).def),
                 &*std::ptr::addr_of!((*self.io).input),
                 &*std::ptr::addr_of!((*self.io).inherit),
+                &*std::ptr::addr_of!((*self.io).det),
+                *std::ptr::addr_of!((*self.io).origin),
+                &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
         if variant == 0 || variant > def.outputs.len() {
             return None;
         }
-        Some(Assembly {
-            steps: inherit.steps(variant)?,
+        let steps = inherit.steps(variant)?;
+        outs.push_back(Item::Rec(Rec {
+            rec: Record::with_capacity(steps.len()),
+            det: det.clone(),
+            origin,
+        }));
+        let may_suspend = self.y.is_some() && outs.len() >= self.base + YIELD_AFTER;
+        let Some(Item::Rec(r)) = outs.back_mut() else {
+            unreachable!("just pushed")
+        };
+        Some(Slot {
+            rec: &mut r.rec,
+            steps,
             input,
+            may_suspend,
         })
     }
 
     #[inline]
-    fn emit_assembled(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
-        self.check(variant)?;
-        self.push(rec);
-        Ok(())
+    fn commit_slot(&mut self) {
+        self.batch_full();
+    }
+
+    #[inline]
+    fn discard_slot(&mut self) {
+        // SAFETY: as in `push`.
+        let outs = unsafe { &mut *std::ptr::addr_of_mut!((*self.io).outs) };
+        outs.pop_back();
     }
 }
 
@@ -258,11 +306,19 @@ impl Emitter<'_> {
             det: det.clone(),
             origin,
         }));
-        if outs.len() >= self.base + YIELD_AFTER {
+        self.batch_full();
+    }
+
+    /// Suspends the call if a batch of its outputs is full.
+    #[inline]
+    fn batch_full(&mut self) {
+        // SAFETY: as in `push`.
+        let n = unsafe { (*self.io).outs.len() };
+        if n >= self.base + YIELD_AFTER {
             if let Some(y) = self.y {
                 self.io = y.suspend(Event::Batch);
                 // The worker took the batch.
-                // SAFETY: as above, with the pointer this resume passed in.
+                // SAFETY: as in `push`, with the pointer this resume passed in.
                 self.base = unsafe { (*self.io).outs.len() };
             }
         }

@@ -54,7 +54,7 @@ use std::sync::Arc;
 
 use snet_core::{Graph, Rank, Record};
 
-pub use boxes::{Assembly, BoxImpl, Emit, LanguageInterface, NoBoxes, Src};
+pub use boxes::{BoxImpl, Emit, LanguageInterface, NoBoxes, Slot, Src};
 pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
 pub use entity::Origin;
 pub use error::{
