@@ -90,13 +90,7 @@ net far {
 "#,
     );
     let n = 30_000;
-    let mut input = String::from("<?xml version=\"1.0\" ?>\n");
-    for k in 0..n {
-        input.push_str(&format!(
-            "<record type=\"data\"><tag label=\"k\">{k}</tag></record>\n"
-        ));
-    }
-    input.push_str("<record type=\"terminate\" />\n");
+    let input = k_records(n);
     let r = run(
         &exe,
         &input,

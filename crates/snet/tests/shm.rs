@@ -209,6 +209,17 @@ fn failing() {
     assert_eq!(children(), Vec::<String>::new(), "node processes left");
 }
 
+/// Node 0's side of a failing two-node run: the run must fail, and its
+/// error goes to stderr for the parent test to check.
+fn run_fails_on_two_nodes() {
+    let err = network(2)
+        .nodes(2)
+        .transport(Transport::Shm)
+        .run(inputs(COUNT))
+        .expect_err("the run fails");
+    eprintln!("RUN ERROR: {err}");
+}
+
 /// A node process that reaches another distributed run than the one it
 /// was started for says so, and the run fails.
 fn mismatch() {
@@ -218,12 +229,7 @@ fn mismatch() {
         other.add_box("f", |_, _| Ok(()));
         let _ = other.nodes(2).transport(Transport::Shm).run([]);
     }
-    let err = network(2)
-        .nodes(2)
-        .transport(Transport::Shm)
-        .run(inputs(COUNT))
-        .expect_err("the run fails");
-    eprintln!("RUN ERROR: {err}");
+    run_fails_on_two_nodes();
 }
 
 /// A node process that ends before it reaches the run (its `main` took
@@ -232,12 +238,7 @@ fn no_show() {
     if snet::node_process().is_some() {
         return;
     }
-    let err = network(2)
-        .nodes(2)
-        .transport(Transport::Shm)
-        .run(inputs(COUNT))
-        .expect_err("the run fails");
-    eprintln!("RUN ERROR: {err}");
+    run_fails_on_two_nodes();
 }
 
 fn scenario(name: &str) {
