@@ -32,7 +32,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use snet_core::{BoxDef, Field, Label, Record, Value};
-use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface, ResolveError, ResolveReason, Src};
+use snet_engine::{
+    BoxError, BoxImpl, Emit, Emitter, LanguageInterface, ResolveError, ResolveReason, Slot, Src,
+};
 
 use crate::abi::{into_c_value, CField};
 use crate::data::C4Data;
@@ -46,8 +48,8 @@ pub union SnetArg {
     pub tag: c_int,
 }
 
-/// A call's arguments.
-type Args = smallvec::SmallVec<[SnetArg; 8]>;
+/// Arguments a call passes on the stack (more go in a vector).
+const ARGS_INLINE: usize = 8;
 
 /// A box trampoline: `void call(void *hnd, const snet_arg_t *args)`.
 pub type BoxFn = unsafe extern "C" fn(hnd: *mut c_void, args: *const SnetArg);
@@ -92,11 +94,12 @@ fn next_id() -> u64 {
 
 struct Invocation {
     handle: usize,
-    /// The box's name (in the `CBox`, which outlives the invocation).
-    name: *const Arc<str>,
-    kinds: *const Vec<Vec<c_int>>,
-    outputs: *const Vec<OutVariant>,
+    /// The box (its name, output kinds and variants), which outlives the invocation.
+    cbox: *const CBox,
     emit: *mut (dyn Emit + 'static),
+    /// The engine's collector behind `emit`, if it is one (null
+    /// otherwise): outputs then reach it without dynamic dispatch.
+    direct: *mut Emitter,
     error: Option<BoxError>,
 }
 
@@ -122,7 +125,7 @@ pub(crate) fn running_box() -> Option<Arc<str>> {
     }
     // SAFETY: `cur` is this thread's live invocation (see the module docs),
     // and its `name` points into the box implementation that runs it.
-    Some(unsafe { (*(*cur).name).clone() })
+    Some(unsafe { (*(*cur).cbox).name.clone() })
 }
 
 /// Reports misuse of the interface ([`BoxError::Misuse`]): it fails the
@@ -177,6 +180,8 @@ struct OutVariant {
     /// sorted: the record is built front to back); `None` when a label
     /// repeats (each value then replaces the one before, as written).
     sorted: Option<Vec<usize>>,
+    /// Whether a label is a field (a value may then be null).
+    fields: bool,
 }
 
 impl OutVariant {
@@ -187,6 +192,7 @@ impl OutVariant {
         OutVariant {
             labels: labels.to_vec(),
             sorted: (!repeats).then_some(order),
+            fields: labels.iter().any(|l| l.is_field()),
         }
     }
 }
@@ -211,7 +217,7 @@ pub unsafe extern "C" fn snet_c4snet_out_begin(
     // SAFETY: `check_handle` returns only this thread's live invocation.
     let inv = unsafe { &mut *inv_ptr };
     // SAFETY: `kinds` points into the box implementation, alive during the invocation.
-    let all = unsafe { &*inv.kinds };
+    let all = unsafe { &(*inv.cbox).kinds };
     if variant < 1 || variant as usize > all.len() {
         inv.error
             .get_or_insert_with(|| BoxError::VariantOutOfRange {
@@ -249,42 +255,58 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     // SAFETY: see the contract; `begin` checked the handle and the variant.
     let inv = unsafe { &mut *inv.cast::<Invocation>() };
     // SAFETY: the box implementation outlives the invocation.
-    let out = unsafe { &(&*inv.outputs)[variant as usize - 1] };
+    let out = unsafe { &(&(*inv.cbox).outputs)[variant as usize - 1] };
     // SAFETY: `values` holds `n` initialised values (contract).
     let values = unsafe { std::slice::from_raw_parts(values, n as usize) };
-    // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
-    let emit = unsafe { &mut *inv.emit };
+    // The engine's own collector is called directly (the common case),
+    // another `Emit` through the trait; only one of the two pointers is
+    // used during an invocation.
+    let direct = inv.direct;
+    // SAFETY: `emit` (or `direct`, which is the same collector, see
+    // `Emit::emitter`) is the engine's collector, alive and exclusively
+    // ours during the invocation.
+    let emit: &mut dyn Emit = unsafe {
+        if direct.is_null() {
+            &mut *inv.emit
+        } else {
+            &mut *direct
+        }
+    };
     let mut null = None;
     // The output with its inherited labels, built where it waits to be
     // sent (no error so far: after one, outputs are only dropped).
     if inv.error.is_none() {
-        if let Some(slot) = emit.slot(variant as usize) {
+        let slot = if direct.is_null() {
+            emit.slot(variant as usize)
+        } else {
+            // SAFETY: see `emit`.
+            unsafe { (*direct).slot(variant as usize) }
+        };
+        if let Some(slot) = slot {
             let may_suspend = slot.may_suspend;
-            let input = slot.input.entries();
-            for step in slot.steps {
-                match *step {
-                    Src::Arg(j) => {
-                        let (l, v) = (out.labels[j as usize], &values[j as usize]);
-                        // SAFETY: `v` was read by the kind of `l` (contract).
-                        if let Some(v) = unsafe { value(l, v, &mut null) } {
-                            slot.rec.push_sorted(l, v);
-                        }
-                    }
-                    Src::Input(i) => {
-                        let (l, v) = &input[i as usize];
-                        slot.rec.push_sorted(*l, v.clone());
-                    }
+            // SAFETY: the values were read by the kinds of the variant's labels (contract).
+            if let Some(l) = unsafe { fill(slot, out, values) } {
+                if direct.is_null() {
+                    emit.discard_slot(); // releases the fields
+                } else {
+                    // SAFETY: as above.
+                    unsafe { (*direct).discard_slot() };
                 }
-            }
-            if let Some(l) = null {
-                emit.discard_slot(); // releases the fields
                 inv.error = Some(null_field(l, variant));
                 return;
             }
-            if may_suspend {
-                suspending(|| emit.commit_slot());
+            if direct.is_null() {
+                if may_suspend {
+                    suspending(|| emit.commit_slot());
+                } else {
+                    emit.commit_slot();
+                }
+            } else if may_suspend {
+                // SAFETY: as above.
+                suspending(|| unsafe { (*direct).commit_slot() });
             } else {
-                emit.commit_slot();
+                // SAFETY: as above.
+                unsafe { (*direct).commit_slot() };
             }
             return;
         }
@@ -324,6 +346,51 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     if let Err(e) = r {
         inv.error = Some(e);
     }
+}
+
+/// Fills an output's slot from the values of a `C4SNetOut` call and the
+/// call's input; returns the first null field's label, if one is (the
+/// slot then holds the other values, to be discarded).
+///
+/// # Safety
+/// `values` were read by the kinds of `out`'s labels; field values are
+/// owned references (they move into the record) or null.
+#[inline(always)]
+unsafe fn fill(slot: Slot<'_>, out: &OutVariant, values: &[SnetArg]) -> Option<Label> {
+    let input = slot.input.entries();
+    if !out.fields {
+        // Tags alone: no value can be null, the record's size is known.
+        slot.rec
+            .extend_sorted(slot.steps.iter().map(|step| match *step {
+                Src::Arg(j) => (
+                    out.labels[j as usize],
+                    // SAFETY: every label is a tag: the values were read as ints.
+                    Value::Int(i64::from(unsafe { values[j as usize].tag })),
+                ),
+                Src::Input(i) => {
+                    let (l, v) = &input[i as usize];
+                    (*l, v.clone())
+                }
+            }));
+        return None;
+    }
+    let mut null = None;
+    for step in slot.steps {
+        match *step {
+            Src::Arg(j) => {
+                let (l, v) = (out.labels[j as usize], &values[j as usize]);
+                // SAFETY: `v` was read by the kind of `l` (contract).
+                if let Some(v) = unsafe { value(l, v, &mut null) } {
+                    slot.rec.push_sorted(l, v);
+                }
+            }
+            Src::Input(i) => {
+                let (l, v) = &input[i as usize];
+                slot.rec.push_sorted(*l, v.clone());
+            }
+        }
+    }
+    null
 }
 
 /// The value of label `l` in a `C4SNetOut` call; a null field is noted in
@@ -412,67 +479,111 @@ pub struct CBox {
 }
 
 impl CBox {
-    /// The box's arguments, in signature order: field values as owned C
-    /// references, tags as ints.
-    fn arguments(&self, input: &Record, args: &mut Args) -> Result<(), BoxError> {
-        for l in &self.inputs {
-            if l.is_field() {
-                let f = input
-                    .field(*l)
-                    .ok_or_else(|| BoxError::MissingInput { label: *l })?;
-                // The engine fetches a remote field's value before the box runs.
-                let value = f.get().ok_or_else(|| BoxError::NotLocal { label: *l })?;
-                // The C reference is the field's own allocation (one more count).
-                let p = match value.clone().into_any().downcast::<C4Data>() {
-                    Ok(arc) => Arc::into_raw(arc) as *mut CField,
-                    // C4SNet text (a reader without the C4SNet text codec).
-                    Err(_) => {
-                        let d =
-                            crate::text::decode_field(f).map_err(|e| BoxError::Unconvertible {
-                                label: *l,
-                                language: "C",
-                                reason: e.to_string(),
-                            })?;
-                        into_c_value(C4Data::new(d))
-                    }
-                };
-                args.push(SnetArg { field: p });
-            } else {
-                let v = input
-                    .int(*l)
-                    .ok_or_else(|| BoxError::MissingInput { label: *l })?;
-                args.push(SnetArg { tag: v as c_int });
+    /// The box's arguments, in signature order, into `args` (as long as
+    /// the inputs): field values as owned C references, tags as ints. On
+    /// an error, the field references made so far are released.
+    #[inline(always)]
+    fn arguments(&self, input: &Record, args: &mut [SnetArg]) -> Result<(), BoxError> {
+        let inputs = &self.inputs[..args.len()];
+        for k in 0..inputs.len() {
+            let l = inputs[k];
+            if !l.is_field() {
+                if let Some(v) = input.int(l) {
+                    args[k] = SnetArg { tag: v as c_int };
+                    continue;
+                }
+            }
+            match self.field_argument(input, l) {
+                Ok(p) => args[k] = SnetArg { field: p },
+                Err(e) => {
+                    self.release(&args[..k]);
+                    return Err(e);
+                }
             }
         }
         Ok(())
+    }
+
+    /// Releases the field references among the first arguments.
+    #[cold]
+    fn release(&self, args: &[SnetArg]) {
+        for (l, a) in self.inputs.iter().zip(args) {
+            if l.is_field() {
+                // SAFETY: field arguments made so far are owned references.
+                unsafe { crate::abi::C4SNetFree(a.field) };
+            }
+        }
+    }
+
+    /// A field argument: an owned C reference to the value of `l` (a tag
+    /// that is missing: the error).
+    #[inline(never)]
+    fn field_argument(&self, input: &Record, l: Label) -> Result<*mut CField, BoxError> {
+        if !l.is_field() {
+            return Err(BoxError::MissingInput { label: l });
+        }
+        let f = input.field(l).ok_or(BoxError::MissingInput { label: l })?;
+        // The engine fetches a remote field's value before the box runs.
+        let value = f.get().ok_or(BoxError::NotLocal { label: l })?;
+        // The C reference is the field's own allocation (one more count).
+        Ok(match value.clone().into_any().downcast::<C4Data>() {
+            Ok(arc) => Arc::into_raw(arc) as *mut CField,
+            // C4SNet text (a reader without the C4SNet text codec).
+            Err(_) => {
+                let d = crate::text::decode_field(f).map_err(|e| BoxError::Unconvertible {
+                    label: l,
+                    language: "C",
+                    reason: e.to_string(),
+                })?;
+                into_c_value(C4Data::new(d))
+            }
+        })
     }
 }
 
 impl BoxImpl for CBox {
     fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
-        // On the stack for up to 8 arguments (no allocation per call).
-        let mut args = Args::new();
-        if let Err(e) = self.arguments(input, &mut args) {
-            for (l, a) in self.inputs.iter().zip(&args) {
-                if l.is_field() {
-                    // SAFETY: field arguments made so far are owned references.
-                    unsafe { crate::abi::C4SNetFree(a.field) };
-                }
-            }
-            return Err(e);
+        let n = self.inputs.len();
+        if n > ARGS_INLINE {
+            return self.invoke_spilled(input, out);
         }
+        // On the stack (no allocation per call).
+        let mut args = [SnetArg { tag: 0 }; ARGS_INLINE];
+        self.invoke_with(input, &mut args[..n], out)
+    }
+}
+
+impl CBox {
+    /// [`BoxImpl::invoke`] with more arguments than fit on the stack.
+    #[cold]
+    fn invoke_spilled(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let mut args = vec![SnetArg { tag: 0 }; self.inputs.len()];
+        self.invoke_with(input, &mut args, out)
+    }
+
+    /// [`BoxImpl::invoke`], with room for the arguments.
+    #[inline(always)]
+    fn invoke_with(
+        &self,
+        input: &Record,
+        args: &mut [SnetArg],
+        out: &mut dyn Emit,
+    ) -> Result<(), BoxError> {
+        self.arguments(input, args)?;
         let id = next_id();
         let handle = ((id << 16) as usize) | self.index;
+        let direct = out
+            .emitter()
+            .map_or(std::ptr::null_mut(), |e| e as *mut Emitter);
         // SAFETY: only the lifetime is erased; the pointer is dropped from
         // `CURRENT` before `out` goes out of scope (below).
         let emit: *mut (dyn Emit + 'static) =
             unsafe { std::mem::transmute::<*mut dyn Emit, *mut (dyn Emit + 'static)>(out) };
         let mut inv = Invocation {
             handle,
-            name: &self.name,
-            kinds: &self.kinds,
-            outputs: &self.outputs,
+            cbox: self,
             emit,
+            direct,
             error: None,
         };
         let prev = CURRENT.with(|c| c.replace((handle, &mut inv as *mut Invocation)));

@@ -237,6 +237,31 @@ impl Record {
         self.entries.push((label, value));
     }
 
+    /// Appends entries in label order, each sorting after every present
+    /// label (builders that go in order): room is made once, and each
+    /// entry is written without a check of its own.
+    #[inline(always)]
+    pub fn extend_sorted(&mut self, entries: impl ExactSizeIterator<Item = (Label, Value)>) {
+        let n = entries.len();
+        let len = self.entries.len();
+        if self.entries.capacity() - len < n {
+            self.entries.reserve(n);
+        }
+        let base = self.entries.as_mut_ptr();
+        let mut k = 0;
+        for e in entries.take(n) {
+            // SAFETY: there is room for `n` entries from `len` on, and `k < n`.
+            unsafe { base.add(len + k).write(e) };
+            k += 1;
+        }
+        // SAFETY: the entries up to `len + k` were written just above. (If
+        // the iterator panics, those written are leaked, not dropped twice.)
+        unsafe { self.entries.set_len(len + k) };
+        debug_assert!(self.entries[len.saturating_sub(1)..]
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0));
+    }
+
     /// Flow inheritance: copies into `self` every entry of `from` whose label
     /// `pattern` does not name and `self` does not already carry.
     pub fn inherit(&mut self, from: &Record, pattern: &Variant) {

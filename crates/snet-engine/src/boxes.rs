@@ -104,7 +104,7 @@ use std::collections::{BTreeMap, VecDeque};
 use smallvec::SmallVec;
 use snet_core::{BoxDef, Label, NodeKind, Record, Variant};
 
-use crate::callstack::{CallIo, CallStack, Event};
+use crate::callstack::{CallIo, CallStack, Emitter, Event};
 use crate::entity::{Entity, Item, Origin, Rec, Stamps};
 use crate::error::{record_type, BoxError, ResolveError, ResolveReason};
 use crate::program::BoxTemplate;
@@ -150,6 +150,14 @@ pub trait Emit {
     /// Drops the record of the [`Emit::slot`] just taken (with the field
     /// references it holds) instead of emitting it.
     fn discard_slot(&mut self) {}
+
+    /// The engine's own collector behind this `Emit`, if it is one: an
+    /// interface may then call its [`Emitter::slot`],
+    /// [`Emitter::commit_slot`] and [`Emitter::discard_slot`] directly
+    /// (same contract as the trait's), saving a dynamic call per output.
+    fn emitter(&mut self) -> Option<&mut Emitter> {
+        None
+    }
 }
 
 /// Where and how to build one output record, inheritance included ([`Emit::slot`]).
