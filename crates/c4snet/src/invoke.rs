@@ -4,8 +4,9 @@
 //!
 //! Every invocation gets a fresh, never reused 64-bit handle value,
 //! `id << 16 | box index`, passed to the box as its `void *hnd`. While the
-//! box runs, the invoking thread's [`CURRENT`] slot holds `(handle, pointer to
-//! the invocation's state)`. `C4SNetOut` (via [`snet_c4snet_out_begin`] /
+//! box runs, the invoking thread's [`Current`] slot (a C thread-local, see
+//! `csrc/out.c`) holds the handle, a pointer to the invocation's state and
+//! the argument kinds of its box's output variants. `C4SNetOut` (via [`snet_c4snet_out_begin`] /
 //! [`snet_c4snet_out_end`]) accepts a handle only if it equals the current
 //! thread's slot; so the state pointer is only dereferenced on the thread
 //! that owns it and while it is alive. Any other handle value is misuse:
@@ -17,8 +18,10 @@
 //!
 //! # Outputs
 //!
-//! `C4SNetOut(hnd, k, ...)` asks for the argument kinds of variant `k`
-//! (begin), reads the values, and passes them back (end), which turns them
+//! `C4SNetOut(hnd, k, ...)` takes the argument kinds of variant `k` from
+//! the thread's slot when `hnd` is the running invocation's and `k` is
+//! declared (otherwise it asks [`snet_c4snet_out_begin`], which reports the
+//! misuse), reads the values, and passes them back (end), which turns them
 //! into a record and hands it to the engine's [`Emit`] (the box entity
 //! checks the variant again, adds flow-inherited labels and sends it on).
 //! Errors are remembered in the invocation and returned by
@@ -103,9 +106,50 @@ struct Invocation {
     error: Option<BoxError>,
 }
 
-thread_local! {
-    /// `(handle, state)` of the invocation running on this thread (0, null when none).
-    static CURRENT: Cell<(usize, *mut Invocation)> = const { Cell::new((0, std::ptr::null_mut())) };
+/// The argument kinds of one output variant, as `C4SNetOut` reads them
+/// (`struct snet_c4snet_variant` in `csrc/out.c`).
+#[repr(C)]
+struct VariantKinds {
+    kinds: *const c_int,
+    n: std::ffi::c_long,
+}
+
+/// The invocation running on a thread (`struct snet_c4snet_current` in
+/// `csrc/out.c`, a C thread-local, so that `C4SNetOut` finds a valid
+/// handle's argument kinds without calling [`snet_c4snet_out_begin`]).
+#[repr(C)]
+#[derive(Copy, Clone)]
+struct Current {
+    /// The handle (0: no invocation runs).
+    hnd: usize,
+    /// Its state, an [`Invocation`] (null when none).
+    inv: *mut c_void,
+    /// Its box's output variants.
+    variants: *const VariantKinds,
+    nvariants: std::ffi::c_long,
+}
+
+impl Current {
+    const NONE: Current = Current {
+        hnd: 0,
+        inv: std::ptr::null_mut(),
+        variants: std::ptr::null(),
+        nvariants: 0,
+    };
+}
+
+extern "C" {
+    /// This thread's [`Current`] slot (in `csrc/out.c`).
+    fn snet_c4snet_current() -> *mut Current;
+}
+
+/// This thread's [`Current`] slot: valid for reads and writes on this
+/// thread for as long as it lives (async-signal safe: a thread-local's
+/// address).
+#[inline(always)]
+fn current() -> *mut Current {
+    // SAFETY: no preconditions; it returns the address of a C thread-local.
+    unsafe { snet_c4snet_current() }
 }
 
 fn box_name(index: usize) -> String {
@@ -119,7 +163,8 @@ fn box_name(index: usize) -> String {
 
 /// The name of the box running on this thread, if one is.
 pub(crate) fn running_box() -> Option<Arc<str>> {
-    let (_, cur) = CURRENT.with(|c| c.get());
+    // SAFETY: this thread's slot (see `current`).
+    let cur = unsafe { (*current()).inv }.cast::<Invocation>();
     if cur.is_null() {
         return None;
     }
@@ -132,7 +177,9 @@ pub(crate) fn running_box() -> Option<Arc<str>> {
 /// invocation running on this thread, if there is one; otherwise no running
 /// invocation can be blamed for it, and the process ends (exit status 1).
 pub fn report_misuse(what: String) {
-    let (h, cur) = CURRENT.with(|c| c.get());
+    // SAFETY: this thread's slot (see `current`).
+    let Current { hnd: h, inv, .. } = unsafe { *current() };
+    let cur = inv.cast::<Invocation>();
     if !cur.is_null() {
         // SAFETY: `cur` is this thread's live invocation (see the module docs).
         let inv = unsafe { &mut *cur };
@@ -147,7 +194,9 @@ pub fn report_misuse(what: String) {
 /// The invocation state for `hnd`, or `None` after reporting misuse.
 #[inline(always)]
 fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
-    let (h, cur) = CURRENT.with(|c| c.get());
+    // SAFETY: this thread's slot (see `current`).
+    let Current { hnd: h, inv, .. } = unsafe { *current() };
+    let cur = inv.cast::<Invocation>();
     let hnd = hnd as usize;
     if hnd != 0 && hnd == h && !cur.is_null() {
         return Some(cur);
@@ -432,11 +481,14 @@ fn null_field(label: Label, variant: c_int) -> BoxError {
 /// no box meanwhile, and name this one again afterwards.
 #[inline(always)]
 fn suspending<R>(f: impl FnOnce() -> R) -> R {
-    let current = CURRENT.with(|c| c.replace((0, std::ptr::null_mut())));
+    // SAFETY: this thread's slot (see `current`); the call goes on on
+    // the same thread (see `Emit::emit`).
+    let saved = unsafe { std::ptr::replace(current(), Current::NONE) };
     let name = crate::crash::clear();
     let r = f();
     crate::crash::leave(name);
-    CURRENT.with(|c| c.set(current));
+    // SAFETY: as above.
+    unsafe { current().write(saved) };
     r
 }
 
@@ -476,7 +528,15 @@ pub struct CBox {
     inputs: Vec<Label>,
     outputs: Vec<OutVariant>,
     kinds: Vec<Vec<c_int>>,
+    /// `kinds` as `C4SNetOut` reads them (pointers into `kinds`).
+    variants: Vec<VariantKinds>,
 }
+
+// SAFETY: `variants` only points into the box's own `kinds`, which are
+// never changed after it is made; the rest is `Send + Sync`.
+unsafe impl Send for CBox {}
+// SAFETY: as above.
+unsafe impl Sync for CBox {}
 
 impl CBox {
     /// The box's arguments, in signature order, into `args` (as long as
@@ -576,7 +636,7 @@ impl CBox {
             .emitter()
             .map_or(std::ptr::null_mut(), |e| e as *mut Emitter);
         // SAFETY: only the lifetime is erased; the pointer is dropped from
-        // `CURRENT` before `out` goes out of scope (below).
+        // this thread's `Current` before `out` goes out of scope (below).
         let emit: *mut (dyn Emit + 'static) =
             unsafe { std::mem::transmute::<*mut dyn Emit, *mut (dyn Emit + 'static)>(out) };
         let mut inv = Invocation {
@@ -586,14 +646,28 @@ impl CBox {
             direct,
             error: None,
         };
-        let prev = CURRENT.with(|c| c.replace((handle, &mut inv as *mut Invocation)));
+        let slot = current();
+        // SAFETY: this thread's slot (see `current`); restored below, once
+        // the box returned (`inv` is alive until then).
+        let prev = unsafe {
+            std::ptr::replace(
+                slot,
+                Current {
+                    hnd: handle,
+                    inv: (&mut inv as *mut Invocation).cast(),
+                    variants: self.variants.as_ptr(),
+                    nvariants: self.variants.len() as std::ffi::c_long,
+                },
+            )
+        };
         let prev_name = crate::crash::enter(&self.name);
         // SAFETY: the trampoline was generated for this box's signature and
         // reads exactly `inputs.len()` arguments; field arguments are owned
         // references handed to the box.
         unsafe { (self.call)(handle as *mut c_void, args.as_ptr()) };
         crate::crash::leave(prev_name);
-        CURRENT.with(|c| c.set(prev));
+        // SAFETY: as above.
+        unsafe { slot.write(prev) };
         debug_assert_eq!(inv.handle, handle);
         match inv.error.take() {
             None => Ok(()),
@@ -661,10 +735,18 @@ impl LanguageInterface for C4SNet {
                 }
             }
         } & 0xffff;
-        let kinds = def
+        let kinds: Vec<Vec<c_int>> = def
             .outputs
             .iter()
             .map(|v| v.iter().map(|l| c_int::from(!l.is_field())).collect())
+            .collect();
+        // The inner vectors' buffers do not move when `kinds` does.
+        let variants = kinds
+            .iter()
+            .map(|k| VariantKinds {
+                kinds: k.as_ptr(),
+                n: k.len() as std::ffi::c_long,
+            })
             .collect();
         Ok(Arc::new(CBox {
             name: Arc::from(def.name.as_str()),
@@ -673,6 +755,7 @@ impl LanguageInterface for C4SNet {
             inputs: def.inputs.clone(),
             outputs: def.outputs.iter().map(|v| OutVariant::new(v)).collect(),
             kinds,
+            variants,
         }))
     }
 }
