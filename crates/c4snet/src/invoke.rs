@@ -301,8 +301,46 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     values: *const SnetArg,
     n: c_int,
 ) {
+    let invp = inv.cast::<Invocation>();
+    {
+        // SAFETY: see the contract; `begin` checked the handle and the variant.
+        let inv = unsafe { &mut *invp };
+        // SAFETY: the box implementation outlives the invocation.
+        let out = unsafe { &(&(*inv.cbox).outputs)[variant as usize - 1] };
+        let direct = inv.direct;
+        // The common case: the engine's own collector, tags alone, no
+        // error so far.
+        if !direct.is_null() && !out.fields && inv.error.is_none() {
+            // SAFETY: `values` holds `n` initialised values (contract);
+            // `direct` is the engine's collector, alive and exclusively
+            // ours during the invocation.
+            let (values, direct) =
+                unsafe { (std::slice::from_raw_parts(values, n as usize), &mut *direct) };
+            if let Some(slot) = direct.slot(variant as usize) {
+                let may_suspend = slot.may_suspend;
+                // SAFETY: every label is a tag: the values were read as ints.
+                unsafe { fill_tags(slot, out, values) };
+                if may_suspend {
+                    suspending(|| direct.commit_slot());
+                } else {
+                    direct.commit_slot();
+                }
+                return;
+            }
+        }
+    }
+    // SAFETY: as for this function.
+    unsafe { out_end(invp, variant, values, n) }
+}
+
+/// [`snet_c4snet_out_end`] but for its common case.
+///
+/// # Safety
+/// As for [`snet_c4snet_out_end`].
+#[inline(never)]
+unsafe fn out_end(inv: *mut Invocation, variant: c_int, values: *const SnetArg, n: c_int) {
     // SAFETY: see the contract; `begin` checked the handle and the variant.
-    let inv = unsafe { &mut *inv.cast::<Invocation>() };
+    let inv = unsafe { &mut *inv };
     // SAFETY: the box implementation outlives the invocation.
     let out = unsafe { &(&(*inv.cbox).outputs)[variant as usize - 1] };
     // SAFETY: `values` holds `n` initialised values (contract).
@@ -397,6 +435,28 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     }
 }
 
+/// Fills an output's slot from the values of a `C4SNetOut` call whose
+/// labels are all tags and the call's input.
+///
+/// # Safety
+/// `values` were read as ints.
+#[inline(always)]
+unsafe fn fill_tags(slot: Slot<'_>, out: &OutVariant, values: &[SnetArg]) {
+    let input = slot.input.entries();
+    slot.rec
+        .extend_sorted(slot.steps.iter().map(|step| match *step {
+            Src::Arg(j) => (
+                out.labels[j as usize],
+                // SAFETY: the values were read as ints (contract).
+                Value::Int(i64::from(unsafe { values[j as usize].tag })),
+            ),
+            Src::Input(i) => {
+                let (l, v) = &input[i as usize];
+                (*l, v.clone())
+            }
+        }));
+}
+
 /// Fills an output's slot from the values of a `C4SNetOut` call and the
 /// call's input; returns the first null field's label, if one is (the
 /// slot then holds the other values, to be discarded).
@@ -406,23 +466,13 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
 /// owned references (they move into the record) or null.
 #[inline(always)]
 unsafe fn fill(slot: Slot<'_>, out: &OutVariant, values: &[SnetArg]) -> Option<Label> {
-    let input = slot.input.entries();
     if !out.fields {
-        // Tags alone: no value can be null, the record's size is known.
-        slot.rec
-            .extend_sorted(slot.steps.iter().map(|step| match *step {
-                Src::Arg(j) => (
-                    out.labels[j as usize],
-                    // SAFETY: every label is a tag: the values were read as ints.
-                    Value::Int(i64::from(unsafe { values[j as usize].tag })),
-                ),
-                Src::Input(i) => {
-                    let (l, v) = &input[i as usize];
-                    (*l, v.clone())
-                }
-            }));
+        // Tags alone: no value can be null.
+        // SAFETY: the values were read as ints (contract).
+        unsafe { fill_tags(slot, out, values) };
         return None;
     }
+    let input = slot.input.entries();
     let mut null = None;
     for step in slot.steps {
         match *step {

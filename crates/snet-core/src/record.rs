@@ -249,7 +249,9 @@ impl Record {
         }
         let base = self.entries.as_mut_ptr();
         let mut k = 0;
-        for e in entries.take(n) {
+        let mut entries = entries;
+        while k < n {
+            let Some(e) = entries.next() else { break };
             // SAFETY: there is room for `n` entries from `len` on, and `k < n`.
             unsafe { base.add(len + k).write(e) };
             k += 1;
