@@ -36,6 +36,9 @@ pub struct Record {
 }
 
 impl Record {
+    /// Entries a record holds without a heap allocation.
+    pub const INLINE: usize = 4;
+
     #[inline]
     pub fn new() -> Record {
         Record {
@@ -45,7 +48,7 @@ impl Record {
 
     #[inline]
     pub fn with_capacity(n: usize) -> Record {
-        if n <= 4 {
+        if n <= Record::INLINE {
             // Inline: `SmallVec::with_capacity` would still go through its
             // reserve path.
             return Record::new();
@@ -75,6 +78,12 @@ impl Record {
                 .entries
                 .iter()
                 .any(|(_, v)| matches!(v, Value::Field(_)))
+    }
+
+    /// Whether the entries are on the heap (dropping the record frees them).
+    #[inline]
+    pub fn spilled(&self) -> bool {
+        self.entries.spilled()
     }
 
     /// Entries in label order.

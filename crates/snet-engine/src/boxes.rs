@@ -268,9 +268,20 @@ pub struct Inherit {
     /// Per variant, its [`Slot`] steps; `None` for a variant that
     /// names a label twice.
     steps: Vec<Option<Vec<Src>>>,
+    /// Whether a label of the set is a field (a record of the set may then
+    /// need a drop; otherwise only if its entries are on the heap).
+    fields: bool,
 }
 
 impl Inherit {
+    /// Whether dropping `rec`, a record of the planned label set, does
+    /// anything ([`Record::needs_drop`], without a look at each entry
+    /// when the set has no field).
+    #[inline]
+    pub fn needs_drop(&self, rec: &Record) -> bool {
+        rec.spilled() || (self.fields && rec.needs_drop())
+    }
+
     /// Whether the plan is for `rec`'s label set.
     #[inline]
     pub fn fits(&self, rec: &Record) -> bool {
@@ -281,6 +292,7 @@ impl Inherit {
     /// `outputs` its variants.
     pub fn plan(&mut self, rec: &Record, pattern: &Variant, outputs: &[Vec<Label>]) {
         self.labels = rec.labels().collect();
+        self.fields = self.labels.iter().any(|l| l.is_field());
         self.take = outputs
             .iter()
             .map(|out| {

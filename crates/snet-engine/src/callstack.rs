@@ -121,8 +121,9 @@ impl CallIo {
                     unsafe { std::ptr::write(self.0, Record::new()) }
                 }
             }
-            // Records of tags alone (inline) need no drop: not even the call.
-            let drop = self.input.needs_drop();
+            // Records of tags alone (inline) need no drop: not even the
+            // call. The last input was of the planned label set too.
+            let drop = self.inherit.needs_drop(&self.input);
             let input: *mut Record = &mut self.input;
             if drop {
                 let guard = Refill(input);
