@@ -272,8 +272,11 @@ impl Emitter {
             return None;
         }
         let steps = inherit.steps(variant)?;
+        // An empty record (the filling makes room if the entries do not
+        // fit inline): a constant, so only its length is written into the
+        // queue (a record sized here would be built apart and copied whole).
         outs.push_back(Item::Rec(Rec {
-            rec: Record::with_capacity(steps.len()),
+            rec: Record::new(),
             det: det.clone(),
             origin,
         }));
