@@ -272,17 +272,31 @@ impl Emitter {
             return None;
         }
         let steps = inherit.steps(variant)?;
-        // An empty record (the filling makes room if the entries do not
-        // fit inline): a constant, so only its length is written into the
-        // queue (a record sized here would be built apart and copied whole).
-        outs.push_back(Item::Rec(Rec {
-            rec: Record::new(),
-            det: det.clone(),
-            origin,
-        }));
+        let det = det.clone();
+        // The item goes in as a placeholder and is written where it is:
+        // only its fields and the empty record's length are stored (an
+        // item pushed whole is built apart and copied, 128 bytes, twice).
+        // The record is empty (the filling makes room if its entries do
+        // not fit inline).
+        outs.push_back(Item::Resume);
         let may_suspend = !self.y.is_null() && outs.len() >= self.base + YIELD_AFTER;
-        let Some(Item::Rec(r)) = outs.back_mut() else {
+        let Some(item) = outs.back_mut() else {
             unreachable!("just pushed")
+        };
+        // SAFETY: `item` is valid for writes; the placeholder owns
+        // nothing, so it is overwritten without a drop.
+        unsafe {
+            std::ptr::write(
+                item,
+                Item::Rec(Rec {
+                    rec: Record::new(),
+                    det,
+                    origin,
+                }),
+            )
+        };
+        let Item::Rec(r) = item else {
+            unreachable!("just written")
         };
         Some(Slot {
             rec: &mut r.rec,
