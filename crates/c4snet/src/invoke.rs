@@ -4,8 +4,9 @@
 //!
 //! Every invocation gets a fresh, never reused 64-bit handle value,
 //! `id << 16 | box index`, passed to the box as its `void *hnd`. While the
-//! box runs, the invoking thread's [`CURRENT`] slot holds `(handle, pointer to
-//! the invocation's state)`. `C4SNetOut` (via [`snet_c4snet_out_begin`] /
+//! box runs, the invoking thread's [`Current`] slot (a C thread-local, see
+//! `csrc/out.c`) holds the handle, a pointer to the invocation's state and
+//! the argument kinds of its box's output variants. `C4SNetOut` (via [`snet_c4snet_out_begin`] /
 //! [`snet_c4snet_out_end`]) accepts a handle only if it equals the current
 //! thread's slot; so the state pointer is only dereferenced on the thread
 //! that owns it and while it is alive. Any other handle value is misuse:
@@ -17,8 +18,10 @@
 //!
 //! # Outputs
 //!
-//! `C4SNetOut(hnd, k, ...)` asks for the argument kinds of variant `k`
-//! (begin), reads the values, and passes them back (end), which turns them
+//! `C4SNetOut(hnd, k, ...)` takes the argument kinds of variant `k` from
+//! the thread's slot when `hnd` is the running invocation's and `k` is
+//! declared (otherwise it asks [`snet_c4snet_out_begin`], which reports the
+//! misuse), reads the values, and passes them back (end), which turns them
 //! into a record and hands it to the engine's [`Emit`] (the box entity
 //! checks the variant again, adds flow-inherited labels and sends it on).
 //! Errors are remembered in the invocation and returned by
@@ -32,7 +35,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use snet_core::{BoxDef, Field, Label, Record, Value};
-use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface, ResolveError, ResolveReason, Src};
+use snet_engine::{
+    BoxError, BoxImpl, Emit, Emitter, LanguageInterface, ResolveError, ResolveReason, Slot, Src,
+};
 
 use crate::abi::{into_c_value, CField};
 use crate::data::C4Data;
@@ -46,8 +51,8 @@ pub union SnetArg {
     pub tag: c_int,
 }
 
-/// A call's arguments.
-type Args = smallvec::SmallVec<[SnetArg; 8]>;
+/// Arguments a call passes on the stack (more go in a vector).
+const ARGS_INLINE: usize = 8;
 
 /// A box trampoline: `void call(void *hnd, const snet_arg_t *args)`.
 pub type BoxFn = unsafe extern "C" fn(hnd: *mut c_void, args: *const SnetArg);
@@ -92,17 +97,59 @@ fn next_id() -> u64 {
 
 struct Invocation {
     handle: usize,
-    /// The box's name (in the `CBox`, which outlives the invocation).
-    name: *const Arc<str>,
-    kinds: *const Vec<Vec<c_int>>,
-    outputs: *const Vec<OutVariant>,
+    /// The box (its name, output kinds and variants), which outlives the invocation.
+    cbox: *const CBox,
     emit: *mut (dyn Emit + 'static),
+    /// The engine's collector behind `emit`, if it is one (null
+    /// otherwise): outputs then reach it without dynamic dispatch.
+    direct: *mut Emitter,
     error: Option<BoxError>,
 }
 
-thread_local! {
-    /// `(handle, state)` of the invocation running on this thread (0, null when none).
-    static CURRENT: Cell<(usize, *mut Invocation)> = const { Cell::new((0, std::ptr::null_mut())) };
+/// The argument kinds of one output variant, as `C4SNetOut` reads them
+/// (`struct snet_c4snet_variant` in `csrc/out.c`).
+#[repr(C)]
+struct VariantKinds {
+    kinds: *const c_int,
+    n: std::ffi::c_long,
+}
+
+/// The invocation running on a thread (`struct snet_c4snet_current` in
+/// `csrc/out.c`, a C thread-local, so that `C4SNetOut` finds a valid
+/// handle's argument kinds without calling [`snet_c4snet_out_begin`]).
+#[repr(C)]
+#[derive(Copy, Clone)]
+struct Current {
+    /// The handle (0: no invocation runs).
+    hnd: usize,
+    /// Its state, an [`Invocation`] (null when none).
+    inv: *mut c_void,
+    /// Its box's output variants.
+    variants: *const VariantKinds,
+    nvariants: std::ffi::c_long,
+}
+
+impl Current {
+    const NONE: Current = Current {
+        hnd: 0,
+        inv: std::ptr::null_mut(),
+        variants: std::ptr::null(),
+        nvariants: 0,
+    };
+}
+
+extern "C" {
+    /// This thread's [`Current`] slot (in `csrc/out.c`).
+    fn snet_c4snet_current() -> *mut Current;
+}
+
+/// This thread's [`Current`] slot: valid for reads and writes on this
+/// thread for as long as it lives (async-signal safe: a thread-local's
+/// address).
+#[inline(always)]
+fn current() -> *mut Current {
+    // SAFETY: no preconditions; it returns the address of a C thread-local.
+    unsafe { snet_c4snet_current() }
 }
 
 fn box_name(index: usize) -> String {
@@ -116,20 +163,23 @@ fn box_name(index: usize) -> String {
 
 /// The name of the box running on this thread, if one is.
 pub(crate) fn running_box() -> Option<Arc<str>> {
-    let (_, cur) = CURRENT.with(|c| c.get());
+    // SAFETY: this thread's slot (see `current`).
+    let cur = unsafe { (*current()).inv }.cast::<Invocation>();
     if cur.is_null() {
         return None;
     }
     // SAFETY: `cur` is this thread's live invocation (see the module docs),
     // and its `name` points into the box implementation that runs it.
-    Some(unsafe { (*(*cur).name).clone() })
+    Some(unsafe { (*(*cur).cbox).name.clone() })
 }
 
 /// Reports misuse of the interface ([`BoxError::Misuse`]): it fails the
 /// invocation running on this thread, if there is one; otherwise no running
 /// invocation can be blamed for it, and the process ends (exit status 1).
 pub fn report_misuse(what: String) {
-    let (h, cur) = CURRENT.with(|c| c.get());
+    // SAFETY: this thread's slot (see `current`).
+    let Current { hnd: h, inv, .. } = unsafe { *current() };
+    let cur = inv.cast::<Invocation>();
     if !cur.is_null() {
         // SAFETY: `cur` is this thread's live invocation (see the module docs).
         let inv = unsafe { &mut *cur };
@@ -144,7 +194,9 @@ pub fn report_misuse(what: String) {
 /// The invocation state for `hnd`, or `None` after reporting misuse.
 #[inline(always)]
 fn check_handle(hnd: *mut c_void) -> Option<*mut Invocation> {
-    let (h, cur) = CURRENT.with(|c| c.get());
+    // SAFETY: this thread's slot (see `current`).
+    let Current { hnd: h, inv, .. } = unsafe { *current() };
+    let cur = inv.cast::<Invocation>();
     let hnd = hnd as usize;
     if hnd != 0 && hnd == h && !cur.is_null() {
         return Some(cur);
@@ -177,6 +229,8 @@ struct OutVariant {
     /// sorted: the record is built front to back); `None` when a label
     /// repeats (each value then replaces the one before, as written).
     sorted: Option<Vec<usize>>,
+    /// Whether a label is a field (a value may then be null).
+    fields: bool,
 }
 
 impl OutVariant {
@@ -187,6 +241,7 @@ impl OutVariant {
         OutVariant {
             labels: labels.to_vec(),
             sorted: (!repeats).then_some(order),
+            fields: labels.iter().any(|l| l.is_field()),
         }
     }
 }
@@ -211,7 +266,7 @@ pub unsafe extern "C" fn snet_c4snet_out_begin(
     // SAFETY: `check_handle` returns only this thread's live invocation.
     let inv = unsafe { &mut *inv_ptr };
     // SAFETY: `kinds` points into the box implementation, alive during the invocation.
-    let all = unsafe { &*inv.kinds };
+    let all = unsafe { &(*inv.cbox).kinds };
     if variant < 1 || variant as usize > all.len() {
         inv.error
             .get_or_insert_with(|| BoxError::VariantOutOfRange {
@@ -246,45 +301,99 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     values: *const SnetArg,
     n: c_int,
 ) {
+    let invp = inv.cast::<Invocation>();
+    {
+        // SAFETY: see the contract; `begin` checked the handle and the variant.
+        let inv = unsafe { &mut *invp };
+        // SAFETY: the box implementation outlives the invocation.
+        let out = unsafe { &(&(*inv.cbox).outputs)[variant as usize - 1] };
+        let direct = inv.direct;
+        // The common case: the engine's own collector, tags alone, no
+        // error so far.
+        if !direct.is_null() && !out.fields && inv.error.is_none() {
+            // SAFETY: `values` holds `n` initialised values (contract);
+            // `direct` is the engine's collector, alive and exclusively
+            // ours during the invocation.
+            let (values, direct) =
+                unsafe { (std::slice::from_raw_parts(values, n as usize), &mut *direct) };
+            if let Some(slot) = direct.slot(variant as usize) {
+                let may_suspend = slot.may_suspend;
+                // SAFETY: every label is a tag: the values were read as ints.
+                unsafe { fill_tags(slot, out, values) };
+                if may_suspend {
+                    suspending(|| direct.commit_slot());
+                } else {
+                    direct.commit_slot();
+                }
+                return;
+            }
+        }
+    }
+    // SAFETY: as for this function.
+    unsafe { out_end(invp, variant, values, n) }
+}
+
+/// [`snet_c4snet_out_end`] but for its common case.
+///
+/// # Safety
+/// As for [`snet_c4snet_out_end`].
+#[inline(never)]
+unsafe fn out_end(inv: *mut Invocation, variant: c_int, values: *const SnetArg, n: c_int) {
     // SAFETY: see the contract; `begin` checked the handle and the variant.
-    let inv = unsafe { &mut *inv.cast::<Invocation>() };
+    let inv = unsafe { &mut *inv };
     // SAFETY: the box implementation outlives the invocation.
-    let out = unsafe { &(&*inv.outputs)[variant as usize - 1] };
+    let out = unsafe { &(&(*inv.cbox).outputs)[variant as usize - 1] };
     // SAFETY: `values` holds `n` initialised values (contract).
     let values = unsafe { std::slice::from_raw_parts(values, n as usize) };
-    // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
-    let emit = unsafe { &mut *inv.emit };
+    // The engine's own collector is called directly (the common case),
+    // another `Emit` through the trait; only one of the two pointers is
+    // used during an invocation.
+    let direct = inv.direct;
+    // SAFETY: `emit` (or `direct`, which is the same collector, see
+    // `Emit::emitter`) is the engine's collector, alive and exclusively
+    // ours during the invocation.
+    let emit: &mut dyn Emit = unsafe {
+        if direct.is_null() {
+            &mut *inv.emit
+        } else {
+            &mut *direct
+        }
+    };
     let mut null = None;
     // The output with its inherited labels, built where it waits to be
     // sent (no error so far: after one, outputs are only dropped).
     if inv.error.is_none() {
-        if let Some(slot) = emit.slot(variant as usize) {
+        let slot = if direct.is_null() {
+            emit.slot(variant as usize)
+        } else {
+            // SAFETY: see `emit`.
+            unsafe { (*direct).slot(variant as usize) }
+        };
+        if let Some(slot) = slot {
             let may_suspend = slot.may_suspend;
-            let input = slot.input.entries();
-            for step in slot.steps {
-                match *step {
-                    Src::Arg(j) => {
-                        let (l, v) = (out.labels[j as usize], &values[j as usize]);
-                        // SAFETY: `v` was read by the kind of `l` (contract).
-                        if let Some(v) = unsafe { value(l, v, &mut null) } {
-                            slot.rec.push_sorted(l, v);
-                        }
-                    }
-                    Src::Input(i) => {
-                        let (l, v) = &input[i as usize];
-                        slot.rec.push_sorted(*l, v.clone());
-                    }
+            // SAFETY: the values were read by the kinds of the variant's labels (contract).
+            if let Some(l) = unsafe { fill(slot, out, values) } {
+                if direct.is_null() {
+                    emit.discard_slot(); // releases the fields
+                } else {
+                    // SAFETY: as above.
+                    unsafe { (*direct).discard_slot() };
                 }
-            }
-            if let Some(l) = null {
-                emit.discard_slot(); // releases the fields
                 inv.error = Some(null_field(l, variant));
                 return;
             }
-            if may_suspend {
-                suspending(|| emit.commit_slot());
+            if direct.is_null() {
+                if may_suspend {
+                    suspending(|| emit.commit_slot());
+                } else {
+                    emit.commit_slot();
+                }
+            } else if may_suspend {
+                // SAFETY: as above.
+                suspending(|| unsafe { (*direct).commit_slot() });
             } else {
-                emit.commit_slot();
+                // SAFETY: as above.
+                unsafe { (*direct).commit_slot() };
             }
             return;
         }
@@ -326,6 +435,63 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     }
 }
 
+/// Fills an output's slot from the values of a `C4SNetOut` call whose
+/// labels are all tags and the call's input.
+///
+/// # Safety
+/// `values` were read as ints.
+#[inline(always)]
+unsafe fn fill_tags(slot: Slot<'_>, out: &OutVariant, values: &[SnetArg]) {
+    let input = slot.input.entries();
+    slot.rec
+        .extend_sorted(slot.steps.iter().map(|step| match *step {
+            Src::Arg(j) => (
+                out.labels[j as usize],
+                // SAFETY: the values were read as ints (contract).
+                Value::Int(i64::from(unsafe { values[j as usize].tag })),
+            ),
+            Src::Input(i) => {
+                let (l, v) = &input[i as usize];
+                (*l, v.clone())
+            }
+        }));
+}
+
+/// Fills an output's slot from the values of a `C4SNetOut` call and the
+/// call's input; returns the first null field's label, if one is (the
+/// slot then holds the other values, to be discarded).
+///
+/// # Safety
+/// `values` were read by the kinds of `out`'s labels; field values are
+/// owned references (they move into the record) or null.
+#[inline(always)]
+unsafe fn fill(slot: Slot<'_>, out: &OutVariant, values: &[SnetArg]) -> Option<Label> {
+    if !out.fields {
+        // Tags alone: no value can be null.
+        // SAFETY: the values were read as ints (contract).
+        unsafe { fill_tags(slot, out, values) };
+        return None;
+    }
+    let input = slot.input.entries();
+    let mut null = None;
+    for step in slot.steps {
+        match *step {
+            Src::Arg(j) => {
+                let (l, v) = (out.labels[j as usize], &values[j as usize]);
+                // SAFETY: `v` was read by the kind of `l` (contract).
+                if let Some(v) = unsafe { value(l, v, &mut null) } {
+                    slot.rec.push_sorted(l, v);
+                }
+            }
+            Src::Input(i) => {
+                let (l, v) = &input[i as usize];
+                slot.rec.push_sorted(*l, v.clone());
+            }
+        }
+    }
+    null
+}
+
 /// The value of label `l` in a `C4SNetOut` call; a null field is noted in
 /// `null` (the first one) and gives `None`.
 ///
@@ -365,11 +531,14 @@ fn null_field(label: Label, variant: c_int) -> BoxError {
 /// no box meanwhile, and name this one again afterwards.
 #[inline(always)]
 fn suspending<R>(f: impl FnOnce() -> R) -> R {
-    let current = CURRENT.with(|c| c.replace((0, std::ptr::null_mut())));
+    // SAFETY: this thread's slot (see `current`); the call goes on on
+    // the same thread (see `Emit::emit`).
+    let saved = unsafe { std::ptr::replace(current(), Current::NONE) };
     let name = crate::crash::clear();
     let r = f();
     crate::crash::leave(name);
-    CURRENT.with(|c| c.set(current));
+    // SAFETY: as above.
+    unsafe { current().write(saved) };
     r
 }
 
@@ -409,80 +578,146 @@ pub struct CBox {
     inputs: Vec<Label>,
     outputs: Vec<OutVariant>,
     kinds: Vec<Vec<c_int>>,
+    /// `kinds` as `C4SNetOut` reads them (pointers into `kinds`).
+    variants: Vec<VariantKinds>,
 }
 
+// SAFETY: `variants` only points into the box's own `kinds`, which are
+// never changed after it is made; the rest is `Send + Sync`.
+unsafe impl Send for CBox {}
+// SAFETY: as above.
+unsafe impl Sync for CBox {}
+
 impl CBox {
-    /// The box's arguments, in signature order: field values as owned C
-    /// references, tags as ints.
-    fn arguments(&self, input: &Record, args: &mut Args) -> Result<(), BoxError> {
-        for l in &self.inputs {
-            if l.is_field() {
-                let f = input
-                    .field(*l)
-                    .ok_or_else(|| BoxError::MissingInput { label: *l })?;
-                // The engine fetches a remote field's value before the box runs.
-                let value = f.get().ok_or_else(|| BoxError::NotLocal { label: *l })?;
-                // The C reference is the field's own allocation (one more count).
-                let p = match value.clone().into_any().downcast::<C4Data>() {
-                    Ok(arc) => Arc::into_raw(arc) as *mut CField,
-                    // C4SNet text (a reader without the C4SNet text codec).
-                    Err(_) => {
-                        let d =
-                            crate::text::decode_field(f).map_err(|e| BoxError::Unconvertible {
-                                label: *l,
-                                language: "C",
-                                reason: e.to_string(),
-                            })?;
-                        into_c_value(C4Data::new(d))
-                    }
-                };
-                args.push(SnetArg { field: p });
-            } else {
-                let v = input
-                    .int(*l)
-                    .ok_or_else(|| BoxError::MissingInput { label: *l })?;
-                args.push(SnetArg { tag: v as c_int });
+    /// The box's arguments, in signature order, into `args` (as long as
+    /// the inputs): field values as owned C references, tags as ints. On
+    /// an error, the field references made so far are released.
+    #[inline(always)]
+    fn arguments(&self, input: &Record, args: &mut [SnetArg]) -> Result<(), BoxError> {
+        let inputs = &self.inputs[..args.len()];
+        for k in 0..inputs.len() {
+            let l = inputs[k];
+            if !l.is_field() {
+                if let Some(v) = input.int(l) {
+                    args[k] = SnetArg { tag: v as c_int };
+                    continue;
+                }
+            }
+            match self.field_argument(input, l) {
+                Ok(p) => args[k] = SnetArg { field: p },
+                Err(e) => {
+                    self.release(&args[..k]);
+                    return Err(e);
+                }
             }
         }
         Ok(())
+    }
+
+    /// Releases the field references among the first arguments.
+    #[cold]
+    fn release(&self, args: &[SnetArg]) {
+        for (l, a) in self.inputs.iter().zip(args) {
+            if l.is_field() {
+                // SAFETY: field arguments made so far are owned references.
+                unsafe { crate::abi::C4SNetFree(a.field) };
+            }
+        }
+    }
+
+    /// A field argument: an owned C reference to the value of `l` (a tag
+    /// that is missing: the error).
+    #[inline(never)]
+    fn field_argument(&self, input: &Record, l: Label) -> Result<*mut CField, BoxError> {
+        if !l.is_field() {
+            return Err(BoxError::MissingInput { label: l });
+        }
+        let f = input.field(l).ok_or(BoxError::MissingInput { label: l })?;
+        // The engine fetches a remote field's value before the box runs.
+        let value = f.get().ok_or(BoxError::NotLocal { label: l })?;
+        // The C reference is the field's own allocation (one more count).
+        Ok(match value.clone().into_any().downcast::<C4Data>() {
+            Ok(arc) => Arc::into_raw(arc) as *mut CField,
+            // C4SNet text (a reader without the C4SNet text codec).
+            Err(_) => {
+                let d = crate::text::decode_field(f).map_err(|e| BoxError::Unconvertible {
+                    label: l,
+                    language: "C",
+                    reason: e.to_string(),
+                })?;
+                into_c_value(C4Data::new(d))
+            }
+        })
     }
 }
 
 impl BoxImpl for CBox {
     fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
-        // On the stack for up to 8 arguments (no allocation per call).
-        let mut args = Args::new();
-        if let Err(e) = self.arguments(input, &mut args) {
-            for (l, a) in self.inputs.iter().zip(&args) {
-                if l.is_field() {
-                    // SAFETY: field arguments made so far are owned references.
-                    unsafe { crate::abi::C4SNetFree(a.field) };
-                }
-            }
-            return Err(e);
+        let n = self.inputs.len();
+        if n > ARGS_INLINE {
+            return self.invoke_spilled(input, out);
         }
+        // On the stack (no allocation per call).
+        let mut args = [SnetArg { tag: 0 }; ARGS_INLINE];
+        self.invoke_with(input, &mut args[..n], out)
+    }
+}
+
+impl CBox {
+    /// [`BoxImpl::invoke`] with more arguments than fit on the stack.
+    #[cold]
+    fn invoke_spilled(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let mut args = vec![SnetArg { tag: 0 }; self.inputs.len()];
+        self.invoke_with(input, &mut args, out)
+    }
+
+    /// [`BoxImpl::invoke`], with room for the arguments.
+    #[inline(always)]
+    fn invoke_with(
+        &self,
+        input: &Record,
+        args: &mut [SnetArg],
+        out: &mut dyn Emit,
+    ) -> Result<(), BoxError> {
+        self.arguments(input, args)?;
         let id = next_id();
         let handle = ((id << 16) as usize) | self.index;
+        let direct = out
+            .emitter()
+            .map_or(std::ptr::null_mut(), |e| e as *mut Emitter);
         // SAFETY: only the lifetime is erased; the pointer is dropped from
-        // `CURRENT` before `out` goes out of scope (below).
+        // this thread's `Current` before `out` goes out of scope (below).
         let emit: *mut (dyn Emit + 'static) =
             unsafe { std::mem::transmute::<*mut dyn Emit, *mut (dyn Emit + 'static)>(out) };
         let mut inv = Invocation {
             handle,
-            name: &self.name,
-            kinds: &self.kinds,
-            outputs: &self.outputs,
+            cbox: self,
             emit,
+            direct,
             error: None,
         };
-        let prev = CURRENT.with(|c| c.replace((handle, &mut inv as *mut Invocation)));
+        let slot = current();
+        // SAFETY: this thread's slot (see `current`); restored below, once
+        // the box returned (`inv` is alive until then).
+        let prev = unsafe {
+            std::ptr::replace(
+                slot,
+                Current {
+                    hnd: handle,
+                    inv: (&mut inv as *mut Invocation).cast(),
+                    variants: self.variants.as_ptr(),
+                    nvariants: self.variants.len() as std::ffi::c_long,
+                },
+            )
+        };
         let prev_name = crate::crash::enter(&self.name);
         // SAFETY: the trampoline was generated for this box's signature and
         // reads exactly `inputs.len()` arguments; field arguments are owned
         // references handed to the box.
         unsafe { (self.call)(handle as *mut c_void, args.as_ptr()) };
         crate::crash::leave(prev_name);
-        CURRENT.with(|c| c.set(prev));
+        // SAFETY: as above.
+        unsafe { slot.write(prev) };
         debug_assert_eq!(inv.handle, handle);
         match inv.error.take() {
             None => Ok(()),
@@ -550,10 +785,18 @@ impl LanguageInterface for C4SNet {
                 }
             }
         } & 0xffff;
-        let kinds = def
+        let kinds: Vec<Vec<c_int>> = def
             .outputs
             .iter()
             .map(|v| v.iter().map(|l| c_int::from(!l.is_field())).collect())
+            .collect();
+        // The inner vectors' buffers do not move when `kinds` does.
+        let variants = kinds
+            .iter()
+            .map(|k| VariantKinds {
+                kinds: k.as_ptr(),
+                n: k.len() as std::ffi::c_long,
+            })
             .collect();
         Ok(Arc::new(CBox {
             name: Arc::from(def.name.as_str()),
@@ -562,6 +805,7 @@ impl LanguageInterface for C4SNet {
             inputs: def.inputs.clone(),
             outputs: def.outputs.iter().map(|v| OutVariant::new(v)).collect(),
             kinds,
+            variants,
         }))
     }
 }

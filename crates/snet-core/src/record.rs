@@ -36,6 +36,9 @@ pub struct Record {
 }
 
 impl Record {
+    /// Entries a record holds without a heap allocation.
+    pub const INLINE: usize = 4;
+
     #[inline]
     pub fn new() -> Record {
         Record {
@@ -45,7 +48,7 @@ impl Record {
 
     #[inline]
     pub fn with_capacity(n: usize) -> Record {
-        if n <= 4 {
+        if n <= Record::INLINE {
             // Inline: `SmallVec::with_capacity` would still go through its
             // reserve path.
             return Record::new();
@@ -75,6 +78,12 @@ impl Record {
                 .entries
                 .iter()
                 .any(|(_, v)| matches!(v, Value::Field(_)))
+    }
+
+    /// Whether the entries are on the heap (dropping the record frees them).
+    #[inline]
+    pub fn spilled(&self) -> bool {
+        self.entries.spilled()
     }
 
     /// Entries in label order.
@@ -235,6 +244,33 @@ impl Record {
     pub fn push_sorted(&mut self, label: Label, value: Value) {
         debug_assert!(self.entries.last().is_none_or(|(l, _)| *l < label));
         self.entries.push((label, value));
+    }
+
+    /// Appends entries in label order, each sorting after every present
+    /// label (builders that go in order): room is made once, and each
+    /// entry is written without a check of its own.
+    #[inline(always)]
+    pub fn extend_sorted(&mut self, entries: impl ExactSizeIterator<Item = (Label, Value)>) {
+        let n = entries.len();
+        let len = self.entries.len();
+        if self.entries.capacity() - len < n {
+            self.entries.reserve(n);
+        }
+        let base = self.entries.as_mut_ptr();
+        let mut k = 0;
+        let mut entries = entries;
+        while k < n {
+            let Some(e) = entries.next() else { break };
+            // SAFETY: there is room for `n` entries from `len` on, and `k < n`.
+            unsafe { base.add(len + k).write(e) };
+            k += 1;
+        }
+        // SAFETY: the entries up to `len + k` were written just above. (If
+        // the iterator panics, those written are leaked, not dropped twice.)
+        unsafe { self.entries.set_len(len + k) };
+        debug_assert!(self.entries[len.saturating_sub(1)..]
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0));
     }
 
     /// Flow inheritance: copies into `self` every entry of `from` whose label

@@ -104,7 +104,7 @@ use std::collections::{BTreeMap, VecDeque};
 use smallvec::SmallVec;
 use snet_core::{BoxDef, Label, NodeKind, Record, Variant};
 
-use crate::callstack::{CallIo, CallStack, Event};
+use crate::callstack::{CallIo, CallStack, Emitter, Event};
 use crate::entity::{Entity, Item, Origin, Rec, Stamps};
 use crate::error::{record_type, BoxError, ResolveError, ResolveReason};
 use crate::program::BoxTemplate;
@@ -150,6 +150,14 @@ pub trait Emit {
     /// Drops the record of the [`Emit::slot`] just taken (with the field
     /// references it holds) instead of emitting it.
     fn discard_slot(&mut self) {}
+
+    /// The engine's own collector behind this `Emit`, if it is one: an
+    /// interface may then call its [`Emitter::slot`],
+    /// [`Emitter::commit_slot`] and [`Emitter::discard_slot`] directly
+    /// (same contract as the trait's), saving a dynamic call per output.
+    fn emitter(&mut self) -> Option<&mut Emitter> {
+        None
+    }
 }
 
 /// Where and how to build one output record, inheritance included ([`Emit::slot`]).
@@ -260,9 +268,20 @@ pub struct Inherit {
     /// Per variant, its [`Slot`] steps; `None` for a variant that
     /// names a label twice.
     steps: Vec<Option<Vec<Src>>>,
+    /// Whether a label of the set is a field (a record of the set may then
+    /// need a drop; otherwise only if its entries are on the heap).
+    fields: bool,
 }
 
 impl Inherit {
+    /// Whether dropping `rec`, a record of the planned label set, does
+    /// anything ([`Record::needs_drop`], without a look at each entry
+    /// when the set has no field).
+    #[inline]
+    pub fn needs_drop(&self, rec: &Record) -> bool {
+        rec.spilled() || (self.fields && rec.needs_drop())
+    }
+
     /// Whether the plan is for `rec`'s label set.
     #[inline]
     pub fn fits(&self, rec: &Record) -> bool {
@@ -273,6 +292,7 @@ impl Inherit {
     /// `outputs` its variants.
     pub fn plan(&mut self, rec: &Record, pattern: &Variant, outputs: &[Vec<Label>]) {
         self.labels = rec.labels().collect();
+        self.fields = self.labels.iter().any(|l| l.is_field());
         self.take = outputs
             .iter()
             .map(|out| {

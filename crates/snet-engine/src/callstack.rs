@@ -121,8 +121,9 @@ impl CallIo {
                     unsafe { std::ptr::write(self.0, Record::new()) }
                 }
             }
-            // Records of tags alone (inline) need no drop: not even the call.
-            let drop = self.input.needs_drop();
+            // Records of tags alone (inline) need no drop: not even the
+            // call. The last input was of the planned label set too.
+            let drop = self.inherit.needs_drop(&self.input);
             let input: *mut Record = &mut self.input;
             if drop {
                 let guard = Refill(input);
@@ -192,20 +193,26 @@ pub fn in_guard(addr: usize) -> bool {
 
 /// Collects a call's outputs; suspends the call when a batch is full
 /// (never under Miri, which cannot switch stacks: calls run to the end).
-struct Emitter<'y> {
-    y: Option<&'y Yielder<*mut CallIo, Event>>,
+///
+/// Public so that a language interface can reach it without dynamic
+/// dispatch per output ([`Emit::emitter`]): its [`Emitter::slot`] and
+/// [`Emitter::commit_slot`] inline into the interface's output path.
+pub struct Emitter {
+    /// The call stack's yielder (null: the call cannot be suspended). It
+    /// lives as long as the coroutine, which outlives every call on it.
+    y: *const Yielder<*mut CallIo, Event>,
     io: *mut CallIo,
     /// The outputs waiting when this call started or last went on: the
     /// call is suspended after [`YIELD_AFTER`] of its own.
     base: usize,
 }
 
-impl Emit for Emitter<'_> {
+impl Emit for Emitter {
     #[inline]
     fn may_suspend(&self) -> bool {
-        // SAFETY: as in `emit`.
+        // SAFETY: as in `push`.
         let outs = unsafe { &*std::ptr::addr_of!((*self.io).outs) };
-        self.y.is_some() && outs.len() + 1 >= self.base + YIELD_AFTER
+        !self.y.is_null() && outs.len() + 1 >= self.base + YIELD_AFTER
     }
 
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
@@ -225,6 +232,29 @@ impl Emit for Emitter<'_> {
 
     #[inline]
     fn slot(&mut self, variant: usize) -> Option<Slot<'_>> {
+        Emitter::slot(self, variant)
+    }
+
+    #[inline]
+    fn commit_slot(&mut self) {
+        Emitter::commit_slot(self);
+    }
+
+    #[inline]
+    fn discard_slot(&mut self) {
+        Emitter::discard_slot(self);
+    }
+
+    #[inline]
+    fn emitter(&mut self) -> Option<&mut Emitter> {
+        Some(self)
+    }
+}
+
+impl Emitter {
+    /// [`Emit::slot`], without dynamic dispatch.
+    #[inline(always)]
+    pub fn slot(&mut self, variant: usize) -> Option<Slot<'_>> {
         // SAFETY: as in `push`; `outs` is not borrowed elsewhere while the
         // slot lives (the interface only fills it, then commits or
         // discards it).
@@ -242,14 +272,31 @@ impl Emit for Emitter<'_> {
             return None;
         }
         let steps = inherit.steps(variant)?;
-        outs.push_back(Item::Rec(Rec {
-            rec: Record::with_capacity(steps.len()),
-            det: det.clone(),
-            origin,
-        }));
-        let may_suspend = self.y.is_some() && outs.len() >= self.base + YIELD_AFTER;
-        let Some(Item::Rec(r)) = outs.back_mut() else {
+        let det = det.clone();
+        // The item goes in as a placeholder and is written where it is:
+        // only its fields and the empty record's length are stored (an
+        // item pushed whole is built apart and copied, 128 bytes, twice).
+        // The record is empty (the filling makes room if its entries do
+        // not fit inline).
+        outs.push_back(Item::Resume);
+        let may_suspend = !self.y.is_null() && outs.len() >= self.base + YIELD_AFTER;
+        let Some(item) = outs.back_mut() else {
             unreachable!("just pushed")
+        };
+        // SAFETY: `item` is valid for writes; the placeholder owns
+        // nothing, so it is overwritten without a drop.
+        unsafe {
+            std::ptr::write(
+                item,
+                Item::Rec(Rec {
+                    rec: Record::new(),
+                    det,
+                    origin,
+                }),
+            )
+        };
+        let Item::Rec(r) = item else {
+            unreachable!("just written")
         };
         Some(Slot {
             rec: &mut r.rec,
@@ -259,20 +306,20 @@ impl Emit for Emitter<'_> {
         })
     }
 
-    #[inline]
-    fn commit_slot(&mut self) {
+    /// [`Emit::commit_slot`], without dynamic dispatch.
+    #[inline(always)]
+    pub fn commit_slot(&mut self) {
         self.batch_full();
     }
 
+    /// [`Emit::discard_slot`], without dynamic dispatch.
     #[inline]
-    fn discard_slot(&mut self) {
+    pub fn discard_slot(&mut self) {
         // SAFETY: as in `push`.
         let outs = unsafe { &mut *std::ptr::addr_of_mut!((*self.io).outs) };
         outs.pop_back();
     }
-}
 
-impl Emitter<'_> {
     #[inline]
     fn check(&self, variant: usize) -> Result<(), BoxError> {
         // SAFETY: as in `push`.
@@ -310,18 +357,26 @@ impl Emitter<'_> {
     }
 
     /// Suspends the call if a batch of its outputs is full.
-    #[inline]
+    #[inline(always)]
     fn batch_full(&mut self) {
         // SAFETY: as in `push`.
         let n = unsafe { (*self.io).outs.len() };
-        if n >= self.base + YIELD_AFTER {
-            if let Some(y) = self.y {
-                self.io = y.suspend(Event::Batch);
-                // The worker took the batch.
-                // SAFETY: as in `push`, with the pointer this resume passed in.
-                self.base = unsafe { (*self.io).outs.len() };
-            }
+        if n >= self.base + YIELD_AFTER && !self.y.is_null() {
+            self.suspend();
         }
+    }
+
+    /// Suspends the call (a batch is full) until the worker took the batch.
+    #[cold]
+    #[inline(never)]
+    fn suspend(&mut self) {
+        // SAFETY: `y` (not null) is the yielder of the coroutine this call
+        // runs on, which outlives the call.
+        let y = unsafe { &*self.y };
+        self.io = y.suspend(Event::Batch);
+        // The worker took the batch.
+        // SAFETY: as in `push`, with the pointer this resume passed in.
+        self.base = unsafe { (*self.io).outs.len() };
     }
 }
 
@@ -337,7 +392,11 @@ fn call(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallIo
             (*io).outs.len(),
         )
     };
-    let mut out = Emitter { y, io, base };
+    let mut out = Emitter {
+        y: y.map_or(std::ptr::null(), |y| y as *const _),
+        io,
+        base,
+    };
     // SAFETY: see above.
     let r = unsafe { (*imp).invoke(&*input, &mut out) };
     let io = out.io;
