@@ -393,6 +393,28 @@ impl Entity {
         n
     }
 
+    /// Like [`Entity::take_or_release`], but never releases the licence:
+    /// moves up to `max` of the next items to the end of `out` and returns
+    /// how many (0 when the inbox is empty). For a holder that still has an
+    /// item in hand (a task's first item), so that the entity sees what
+    /// waits behind it (a box's run of calls, [`crate::callstack`]).
+    pub fn take(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
+        let mut inbox = lock(&self.inbox);
+        let n = inbox.items.len().min(max);
+        if n == 0 {
+            return 0;
+        }
+        if n == inbox.items.len() && out.is_empty() {
+            // All of it: trade buffers (as `take_or_release` does).
+            std::mem::swap(&mut inbox.items, out);
+            self.backlog.store(0, Ordering::Relaxed);
+        } else {
+            out.extend(inbox.items.drain(..n));
+            self.backlog.store(inbox.items.len(), Ordering::Relaxed);
+        }
+        n
+    }
+
     /// Gives items taken with [`Entity::take_or_release`] and not processed
     /// back to the front of the inbox, in their order (the licence is kept).
     pub fn unread(&self, items: &mut VecDeque<Item>) {

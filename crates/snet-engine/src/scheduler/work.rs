@@ -302,6 +302,17 @@ impl Shared {
         let Task { ent, mut item } = task;
         ctx.taken_of = Arc::as_ptr(&ent) as usize;
         let mut done = 0;
+        // What already waits behind the first item is taken with it, so
+        // that the first item's processing sees it (a box's run of calls
+        // takes its further inputs from `ctx.taken`): an entity fed a few
+        // records at a time (a split's instances, the box after them) then
+        // processes each batch in one step. The backlog is only a hint
+        // (exact for this worker's own sends); a stale zero takes nothing
+        // now and the loop takes it after the first item.
+        if ent.backlog() > 0 {
+            let n = ent.take(&mut ctx.taken, BATCH - 1);
+            ctx.count_queued(-(n as isize));
+        }
         // Runs of sends to one entity go out together (one lock for many
         // items: the star's leaves to the next synchrocell, a batch of
         // records to the output). Held sends are flushed before every step
