@@ -416,15 +416,24 @@ impl Shared {
                 ctx.count_queued(-(n as isize));
                 item = ctx.taken.pop_front().expect("items were taken");
             }
-            if ctx.ready.len() > 1 {
+            // Licences beyond the one to walk into go to the queue at
+            // once, for thieves; alone, nobody steals, and they go at the
+            // end (in the same order: one lock instead of one per pair).
+            if ctx.ready.len() > 1 && self.queues.len() > 1 {
                 self.queue_ready(ctx, me);
             }
         }
         // Flushed before `take_or_release` gave the licence up.
         ctx.release_sends();
-        let next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
+        let mut next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
         self.queue_ready(ctx, me);
         ctx.flush_queued();
+        if let (Some(node), Some(n)) = (ent.node(), &next) {
+            if n.ent.backlog() < BATCH / 2 && !self.queues[me].maybe_empty() {
+                let n = next.take().expect("checked");
+                next = self.queues[me].with(|q| defer_below_siblings(q, node, n));
+            }
+        }
         next
     }
 
@@ -436,6 +445,28 @@ impl Shared {
             .with(|q| q.extend(ctx.ready.drain(..).map(|(ent, item)| Task { ent, item })));
         self.sleep.notify_one();
     }
+}
+
+/// Replicas of one template node (a split's instances) that wait in a
+/// worker's queue right above each other were, in all likelihood, fed by
+/// one dispatch, and feed one entity downstream (the split's next). When
+/// the task just run (a replica of `node`) obtained the licence of the
+/// entity it feeds (`walk`), the worker runs the replicas still waiting on
+/// top of its queue first and `walk` after them, so that `walk` finds all
+/// their outputs in its inbox at once (one task, one run of calls) instead
+/// of a few after each replica. Returns the task to run next.
+fn defer_below_siblings(q: &mut VecDeque<Task>, node: u32, walk: Task) -> Option<Task> {
+    let siblings = q
+        .iter()
+        .rev()
+        .take(BATCH)
+        .take_while(|t| t.ent.node() == Some(node))
+        .count();
+    if siblings == 0 {
+        return Some(walk);
+    }
+    q.insert(q.len() - siblings, walk);
+    q.pop_back()
 }
 
 /// What the log notes before an item is processed (see [`crate::instrument`]).
