@@ -7,7 +7,10 @@
 //!
 //! *Worker loop.* A worker takes, in order of preference:
 //! 1. the task it walked into (the last entity its previous task sent to
-//!    while that entity was idle — "walk the record");
+//!    while that entity was idle — "walk the record"), unless its previous
+//!    task was a replica of a template node (a split's instance) and
+//!    replicas of the same node wait on top of its queue: those run first,
+//!    and the walked-into task after them ([`defer_below_siblings`]);
 //! 2. the newest task of its own queue (LIFO: the entities its last work fed,
 //!    which are downstream of it, i.e. nearer the network's output — FRONT's
 //!    front-first preference);
@@ -23,7 +26,9 @@
 //!
 //! *Running a task.* The worker processes the entity's items until its inbox
 //! is empty (then the licence is released), at most [`BATCH`] items before it
-//! requeues the entity. Entities it obtained licences for while processing
+//! requeues the entity. What waits in the inbox when the task starts is
+//! taken with its first item, so that a box sees it as further inputs for a
+//! run of calls ([`crate::callstack`]). Entities it obtained licences for while processing
 //! are queued locally, except the last, which it runs next. Meanwhile its
 //! runs of sends to one entity are held and offered together
 //! ([`Ctx::hold_sends`]); they are flushed before every step that may give
@@ -68,6 +73,12 @@ pub struct Task {
 pub(super) struct LocalQueue {
     q: Mutex<VecDeque<Task>>,
     len: AtomicUsize,
+    /// The graph node of the task the owner last put on top of the queue
+    /// (`u32::MAX`: none known): a hint, written only by the owner, that
+    /// tells [`defer_below_siblings`] when looking is worth the lock
+    /// (stale after pops and thefts, which only costs a look or a missed
+    /// deferral).
+    top_node: std::sync::atomic::AtomicU32,
 }
 
 impl LocalQueue {
@@ -75,6 +86,7 @@ impl LocalQueue {
         LocalQueue {
             len: AtomicUsize::new(q.len()),
             q: Mutex::new(q),
+            top_node: std::sync::atomic::AtomicU32::new(u32::MAX),
         }
     }
 
@@ -84,6 +96,13 @@ impl LocalQueue {
         let r = f(&mut q);
         self.len.store(q.len(), Ordering::Relaxed);
         r
+    }
+
+    /// Notes the node of the task about to be put on top (see `top_node`).
+    fn note_top(&self, ent: Option<&Arc<Entity>>) {
+        let node = ent.and_then(|e| e.node()).unwrap_or(u32::MAX);
+        self.top_node
+            .store(node, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn maybe_empty(&self) -> bool {
@@ -182,6 +201,7 @@ impl Shared {
             self.steals.fetch_add(1, Ordering::Relaxed);
             let first = stolen.pop_back();
             if !stolen.is_empty() {
+                self.queues[me].note_top(stolen.back().map(|t| &t.ent));
                 self.queues[me].with(|q| q.extend(stolen));
                 self.sleep.notify_one();
             }
@@ -429,7 +449,10 @@ impl Shared {
         self.queue_ready(ctx, me);
         ctx.flush_queued();
         if let (Some(node), Some(n)) = (ent.node(), &next) {
-            if n.ent.backlog() < BATCH / 2 && !self.queues[me].maybe_empty() {
+            let top = self.queues[me]
+                .top_node
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if top == node && n.ent.backlog() < BATCH / 2 && !self.queues[me].maybe_empty() {
                 let n = next.take().expect("checked");
                 next = self.queues[me].with(|q| defer_below_siblings(q, node, n));
             }
@@ -441,6 +464,7 @@ impl Shared {
         if ctx.ready.is_empty() {
             return;
         }
+        self.queues[me].note_top(ctx.ready.last().map(|(ent, _)| ent));
         self.queues[me]
             .with(|q| q.extend(ctx.ready.drain(..).map(|(ent, item)| Task { ent, item })));
         self.sleep.notify_one();
