@@ -283,6 +283,8 @@ pub struct Entity {
     /// The graph node this entity stands for ([`crate::instrument`]'s
     /// slot; `u32::MAX`: not known). Set once when instantiated.
     node: std::sync::atomic::AtomicU32,
+    /// The first entity of a split's replica ([`Entity::mark_replica`]).
+    replica: std::sync::atomic::AtomicBool,
 }
 
 /// What an entity is.
@@ -318,6 +320,7 @@ impl Entity {
             body,
             backlog: AtomicUsize::new(0),
             node: std::sync::atomic::AtomicU32::new(u32::MAX),
+            replica: std::sync::atomic::AtomicBool::new(false),
             inbox: Mutex::new(Inbox {
                 items: VecDeque::new(),
                 scheduled: false,
@@ -453,6 +456,21 @@ impl Entity {
             std::sync::atomic::Ordering::Relaxed,
             std::sync::atomic::Ordering::Relaxed,
         );
+    }
+
+    /// Marks this entity as the first of a split's replica (set once, when
+    /// the split creates it): the scheduler runs such replicas side by side
+    /// before the entity they feed (`scheduler/work.rs`,
+    /// `defer_below_siblings`).
+    pub fn mark_replica(&self) {
+        self.replica
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`Entity::mark_replica`] marked this entity.
+    #[inline]
+    pub fn is_replica(&self) -> bool {
+        self.replica.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The graph node this entity stands for, if known ([`Entity::tag`]).

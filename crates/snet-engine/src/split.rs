@@ -74,6 +74,7 @@ impl SplitEntity {
                         } else {
                             instantiate(ctx, body, self.next.clone(), &r.det)
                         };
+                        t.mark_replica();
                         ctx.start();
                         slot.insert(t)
                     }

@@ -8,9 +8,9 @@
 //! *Worker loop.* A worker takes, in order of preference:
 //! 1. the task it walked into (the last entity its previous task sent to
 //!    while that entity was idle — "walk the record"), unless its previous
-//!    task was a replica of a template node (a split's instance) and
-//!    replicas of the same node wait on top of its queue: those run first,
-//!    and the walked-into task after them ([`defer_below_siblings`]);
+//!    task was a split's replica ([`Entity::mark_replica`]) and replicas of
+//!    the same node wait on top of its queue: those run first, and the
+//!    walked-into task after them ([`defer_below_siblings`]);
 //! 2. the newest task of its own queue (LIFO: the entities its last work fed,
 //!    which are downstream of it, i.e. nearer the network's output — FRONT's
 //!    front-first preference);
@@ -448,11 +448,17 @@ impl Shared {
         let mut next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
         self.queue_ready(ctx, me);
         ctx.flush_queued();
-        if let (Some(node), Some(n)) = (ent.node(), &next) {
+        if let (true, Some(node), Some(n)) = (ent.is_replica(), ent.node(), &next) {
             let top = self.queues[me]
                 .top_node
                 .load(std::sync::atomic::Ordering::Relaxed);
-            if top == node && n.ent.backlog() < BATCH / 2 && !self.queues[me].maybe_empty() {
+            // Not when the entity fed is of the same node itself (a star's
+            // next stage): that is a chain, not replicas side by side.
+            if top == node
+                && n.ent.node() != Some(node)
+                && n.ent.backlog() < BATCH / 2
+                && !self.queues[me].maybe_empty()
+            {
                 let n = next.take().expect("checked");
                 next = self.queues[me].with(|q| defer_below_siblings(q, node, n));
             }
@@ -479,6 +485,12 @@ impl Shared {
 /// top of its queue first and `walk` after them, so that `walk` finds all
 /// their outputs in its inbox at once (one task, one run of calls) instead
 /// of a few after each replica. Returns the task to run next.
+///
+/// Only the order of licences this worker already holds changes (at most
+/// [`BATCH`] siblings are looked at): every task still runs, nothing waits
+/// for anything new (ARCHITECTURE.md, "It cannot deadlock", is untouched),
+/// each entity still processes its inbox in order, and what waits for
+/// `walk` meanwhile is what the siblings send it.
 fn defer_below_siblings(q: &mut VecDeque<Task>, node: u32, walk: Task) -> Option<Task> {
     let siblings = q
         .iter()
