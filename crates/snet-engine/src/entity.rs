@@ -283,6 +283,8 @@ pub struct Entity {
     /// The graph node this entity stands for ([`crate::instrument`]'s
     /// slot; `u32::MAX`: not known). Set once when instantiated.
     node: std::sync::atomic::AtomicU32,
+    /// The first entity of a split's replica ([`Entity::mark_replica`]).
+    replica: std::sync::atomic::AtomicBool,
 }
 
 /// What an entity is.
@@ -318,6 +320,7 @@ impl Entity {
             body,
             backlog: AtomicUsize::new(0),
             node: std::sync::atomic::AtomicU32::new(u32::MAX),
+            replica: std::sync::atomic::AtomicBool::new(false),
             inbox: Mutex::new(Inbox {
                 items: VecDeque::new(),
                 scheduled: false,
@@ -393,6 +396,28 @@ impl Entity {
         n
     }
 
+    /// Like [`Entity::take_or_release`], but never releases the licence:
+    /// moves up to `max` of the next items to the end of `out` and returns
+    /// how many (0 when the inbox is empty). For a holder that still has an
+    /// item in hand (a task's first item), so that the entity sees what
+    /// waits behind it (a box's run of calls, [`crate::callstack`]).
+    pub fn take(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
+        let mut inbox = lock(&self.inbox);
+        let n = inbox.items.len().min(max);
+        if n == 0 {
+            return 0;
+        }
+        if n == inbox.items.len() && out.is_empty() {
+            // All of it: trade buffers (as `take_or_release` does).
+            std::mem::swap(&mut inbox.items, out);
+            self.backlog.store(0, Ordering::Relaxed);
+        } else {
+            out.extend(inbox.items.drain(..n));
+            self.backlog.store(inbox.items.len(), Ordering::Relaxed);
+        }
+        n
+    }
+
     /// Gives items taken with [`Entity::take_or_release`] and not processed
     /// back to the front of the inbox, in their order (the licence is kept).
     pub fn unread(&self, items: &mut VecDeque<Item>) {
@@ -431,6 +456,21 @@ impl Entity {
             std::sync::atomic::Ordering::Relaxed,
             std::sync::atomic::Ordering::Relaxed,
         );
+    }
+
+    /// Marks this entity as the first of a split's replica (set once, when
+    /// the split creates it): the scheduler runs such replicas side by side
+    /// before the entity they feed (`scheduler/work.rs`,
+    /// `defer_below_siblings`).
+    pub fn mark_replica(&self) {
+        self.replica
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`Entity::mark_replica`] marked this entity.
+    #[inline]
+    pub fn is_replica(&self) -> bool {
+        self.replica.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The graph node this entity stands for, if known ([`Entity::tag`]).

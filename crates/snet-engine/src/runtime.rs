@@ -658,7 +658,7 @@ fn process_item(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), Engi
         Kind::Box(e) => e.process(item, ctx, ent),
         Kind::Parallel(e) => e.process(item, ctx),
         Kind::Star(e) => e.process(item, ctx),
-        Kind::Split(e) => e.process(item, ctx),
+        Kind::Split(e) => e.process(item, ctx, ent),
         Kind::SplitSynchrocell(e) => e.process(item, ctx, ent),
         Kind::FeedbackEntry(e) => e.process(item, ctx),
         Kind::FeedbackRouter(e) => e.process(item, ctx),

@@ -37,48 +37,33 @@ impl SplitEntity {
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let def = &*self.def;
+    pub fn process(
+        &mut self,
+        item: Item,
+        ctx: &mut Ctx,
+        me: &Arc<Entity>,
+    ) -> Result<(), EngineError> {
         match item {
-            Item::Rec(mut r) => {
-                let Some(v) = r.rec.int(def.tag) else {
-                    return Err(EngineError::Type {
-                        error: RuntimeTypeError::MissingSplitTag {
-                            record: record_type(&r.rec),
-                            tag: def.tag,
-                            placement: def.placement,
-                        },
-                        loc: ctx.rt.loc(def.node),
-                    });
-                };
-                if def.placement && !(0..i64::from(ctx.rt.nodes)).contains(&v) {
-                    return Err(EngineError::Type {
-                        error: RuntimeTypeError::NoSuchNode {
-                            value: v,
-                            tag: def.tag,
-                            nodes: ctx.rt.nodes,
-                        },
-                        loc: ctx.rt.loc(def.node),
-                    });
+            Item::Rec(r) => {
+                self.dispatch(r, ctx)?;
+                // The records right behind it that the worker took from
+                // this entity's inbox are dispatched here too (one step
+                // of the worker's loop for the whole run; each is sent as
+                // it is routed, as it would be one by one). Not in an
+                // instrumented run, which logs each item on its own.
+                if ctx.taken_of != Arc::as_ptr(me) as usize || ctx.log.is_some() {
+                    return Ok(());
                 }
-                let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
-                // Borrowed from the table, not cloned: no reference count
-                // traffic per record.
-                let target = match self.replicas.entry(v) {
-                    Entry::Occupied(t) => t.into_mut(),
-                    Entry::Vacant(slot) => {
-                        let body = def.body;
-                        // The replica's initialisers start as part of the record that creates it.
-                        let t = if def.placement && v != i64::from(ctx.rt.node.0) {
-                            remote_instance(ctx, Rank(v as u32), body, self.next.clone(), &r.det)
-                        } else {
-                            instantiate(ctx, body, self.next.clone(), &r.det)
-                        };
-                        ctx.start();
-                        slot.insert(t)
-                    }
-                };
-                crate::collector::send_in(target, r, marker, ctx);
+                while matches!(ctx.taken.front(), Some(Item::Rec(_))) {
+                    let Some(Item::Rec(r)) = ctx.taken.pop_front() else {
+                        unreachable!("a record is in front")
+                    };
+                    ctx.pulled += 1;
+                    let origin = r.origin;
+                    // The run's first record names itself in an error (the
+                    // worker adds it); a later one is named here.
+                    self.dispatch(r, ctx).map_err(|e| e.caused_by(origin))?;
+                }
             }
             Item::Marker(m) => crate::collector::pass_marker(
                 self.det.as_mut(),
@@ -90,6 +75,54 @@ impl SplitEntity {
             Item::Resume => ctx.send(&self.next, Item::Resume),
             Item::Wake => {}
         }
+        Ok(())
+    }
+
+    /// Sends a record to its replica (created if it is the first record
+    /// of its value), followed by its ordering marker if the split is
+    /// deterministic.
+    #[inline(always)]
+    fn dispatch(&mut self, mut r: Rec, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let def = &*self.def;
+        let Some(v) = r.rec.int(def.tag) else {
+            return Err(EngineError::Type {
+                error: RuntimeTypeError::MissingSplitTag {
+                    record: record_type(&r.rec),
+                    tag: def.tag,
+                    placement: def.placement,
+                },
+                loc: ctx.rt.loc(def.node),
+            });
+        };
+        if def.placement && !(0..i64::from(ctx.rt.nodes)).contains(&v) {
+            return Err(EngineError::Type {
+                error: RuntimeTypeError::NoSuchNode {
+                    value: v,
+                    tag: def.tag,
+                    nodes: ctx.rt.nodes,
+                },
+                loc: ctx.rt.loc(def.node),
+            });
+        }
+        let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
+        // Borrowed from the table, not cloned: no reference count
+        // traffic per record.
+        let target = match self.replicas.entry(v) {
+            Entry::Occupied(t) => t.into_mut(),
+            Entry::Vacant(slot) => {
+                let body = def.body;
+                // The replica's initialisers start as part of the record that creates it.
+                let t = if def.placement && v != i64::from(ctx.rt.node.0) {
+                    remote_instance(ctx, Rank(v as u32), body, self.next.clone(), &r.det)
+                } else {
+                    instantiate(ctx, body, self.next.clone(), &r.det)
+                };
+                t.mark_replica();
+                ctx.start();
+                slot.insert(t)
+            }
+        };
+        crate::collector::send_in(target, r, marker, ctx);
         Ok(())
     }
 }

@@ -7,7 +7,10 @@
 //!
 //! *Worker loop.* A worker takes, in order of preference:
 //! 1. the task it walked into (the last entity its previous task sent to
-//!    while that entity was idle — "walk the record");
+//!    while that entity was idle — "walk the record"), unless its previous
+//!    task was a split's replica ([`Entity::mark_replica`]) and replicas of
+//!    the same node wait on top of its queue: those run first, and the
+//!    walked-into task after them ([`defer_below_siblings`]);
 //! 2. the newest task of its own queue (LIFO: the entities its last work fed,
 //!    which are downstream of it, i.e. nearer the network's output — FRONT's
 //!    front-first preference);
@@ -23,7 +26,9 @@
 //!
 //! *Running a task.* The worker processes the entity's items until its inbox
 //! is empty (then the licence is released), at most [`BATCH`] items before it
-//! requeues the entity. Entities it obtained licences for while processing
+//! requeues the entity. What waits in the inbox when the task starts is
+//! taken with its first item, so that a box sees it as further inputs for a
+//! run of calls ([`crate::callstack`]). Entities it obtained licences for while processing
 //! are queued locally, except the last, which it runs next. Meanwhile its
 //! runs of sends to one entity are held and offered together
 //! ([`Ctx::hold_sends`]); they are flushed before every step that may give
@@ -68,6 +73,12 @@ pub struct Task {
 pub(super) struct LocalQueue {
     q: Mutex<VecDeque<Task>>,
     len: AtomicUsize,
+    /// The graph node of the task the owner last put on top of the queue
+    /// (`u32::MAX`: none known): a hint, written only by the owner, that
+    /// tells [`defer_below_siblings`] when looking is worth the lock
+    /// (stale after pops and thefts, which only costs a look or a missed
+    /// deferral).
+    top_node: std::sync::atomic::AtomicU32,
 }
 
 impl LocalQueue {
@@ -75,6 +86,7 @@ impl LocalQueue {
         LocalQueue {
             len: AtomicUsize::new(q.len()),
             q: Mutex::new(q),
+            top_node: std::sync::atomic::AtomicU32::new(u32::MAX),
         }
     }
 
@@ -84,6 +96,13 @@ impl LocalQueue {
         let r = f(&mut q);
         self.len.store(q.len(), Ordering::Relaxed);
         r
+    }
+
+    /// Notes the node of the task about to be put on top (see `top_node`).
+    fn note_top(&self, ent: Option<&Arc<Entity>>) {
+        let node = ent.and_then(|e| e.node()).unwrap_or(u32::MAX);
+        self.top_node
+            .store(node, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn maybe_empty(&self) -> bool {
@@ -182,6 +201,7 @@ impl Shared {
             self.steals.fetch_add(1, Ordering::Relaxed);
             let first = stolen.pop_back();
             if !stolen.is_empty() {
+                self.queues[me].note_top(stolen.back().map(|t| &t.ent));
                 self.queues[me].with(|q| q.extend(stolen));
                 self.sleep.notify_one();
             }
@@ -302,6 +322,17 @@ impl Shared {
         let Task { ent, mut item } = task;
         ctx.taken_of = Arc::as_ptr(&ent) as usize;
         let mut done = 0;
+        // What already waits behind the first item is taken with it, so
+        // that the first item's processing sees it (a box's run of calls
+        // takes its further inputs from `ctx.taken`): an entity fed a few
+        // records at a time (a split's instances, the box after them) then
+        // processes each batch in one step. The backlog is only a hint
+        // (exact for this worker's own sends); a stale zero takes nothing
+        // now and the loop takes it after the first item.
+        if ent.backlog() > 0 {
+            let n = ent.take(&mut ctx.taken, BATCH - 1);
+            ctx.count_queued(-(n as isize));
+        }
         // Runs of sends to one entity go out together (one lock for many
         // items: the star's leaves to the next synchrocell, a batch of
         // records to the output). Held sends are flushed before every step
@@ -405,15 +436,33 @@ impl Shared {
                 ctx.count_queued(-(n as isize));
                 item = ctx.taken.pop_front().expect("items were taken");
             }
-            if ctx.ready.len() > 1 {
+            // Licences beyond the one to walk into go to the queue at
+            // once, for thieves; alone, nobody steals, and they go at the
+            // end (in the same order: one lock instead of one per pair).
+            if ctx.ready.len() > 1 && self.queues.len() > 1 {
                 self.queue_ready(ctx, me);
             }
         }
         // Flushed before `take_or_release` gave the licence up.
         ctx.release_sends();
-        let next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
+        let mut next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
         self.queue_ready(ctx, me);
         ctx.flush_queued();
+        if let (true, Some(node), Some(n)) = (ent.is_replica(), ent.node(), &next) {
+            let top = self.queues[me]
+                .top_node
+                .load(std::sync::atomic::Ordering::Relaxed);
+            // Not when the entity fed is of the same node itself (a star's
+            // next stage): that is a chain, not replicas side by side.
+            if top == node
+                && n.ent.node() != Some(node)
+                && n.ent.backlog() < BATCH / 2
+                && !self.queues[me].maybe_empty()
+            {
+                let n = next.take().expect("checked");
+                next = self.queues[me].with(|q| defer_below_siblings(q, node, n));
+            }
+        }
         next
     }
 
@@ -421,10 +470,39 @@ impl Shared {
         if ctx.ready.is_empty() {
             return;
         }
+        self.queues[me].note_top(ctx.ready.last().map(|(ent, _)| ent));
         self.queues[me]
             .with(|q| q.extend(ctx.ready.drain(..).map(|(ent, item)| Task { ent, item })));
         self.sleep.notify_one();
     }
+}
+
+/// Replicas of one template node (a split's instances) that wait in a
+/// worker's queue right above each other were, in all likelihood, fed by
+/// one dispatch, and feed one entity downstream (the split's next). When
+/// the task just run (a replica of `node`) obtained the licence of the
+/// entity it feeds (`walk`), the worker runs the replicas still waiting on
+/// top of its queue first and `walk` after them, so that `walk` finds all
+/// their outputs in its inbox at once (one task, one run of calls) instead
+/// of a few after each replica. Returns the task to run next.
+///
+/// Only the order of licences this worker already holds changes (at most
+/// [`BATCH`] siblings are looked at): every task still runs, nothing waits
+/// for anything new (ARCHITECTURE.md, "It cannot deadlock", is untouched),
+/// each entity still processes its inbox in order, and what waits for
+/// `walk` meanwhile is what the siblings send it.
+fn defer_below_siblings(q: &mut VecDeque<Task>, node: u32, walk: Task) -> Option<Task> {
+    let siblings = q
+        .iter()
+        .rev()
+        .take(BATCH)
+        .take_while(|t| t.ent.node() == Some(node))
+        .count();
+    if siblings == 0 {
+        return Some(walk);
+    }
+    q.insert(q.len() - siblings, walk);
+    q.pop_back()
 }
 
 /// What the log notes before an item is processed (see [`crate::instrument`]).
