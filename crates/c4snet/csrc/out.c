@@ -26,6 +26,8 @@ struct snet_c4snet_current {
     void *inv;    /* its state */
     const struct snet_c4snet_variant *variants;  /* its box's output variants */
     long nvariants;
+    const char *name;   /* its box's name, for the crash handler (not NUL-terminated) */
+    unsigned long name_len;
 };
 
 /* The invocation running on this thread: the Rust side sets it around

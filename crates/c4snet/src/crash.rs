@@ -2,13 +2,15 @@
 //!
 //! [`install`] (once per process) installs a `sigaction` handler for
 //! SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT. While a box runs, the
-//! invoking thread's [`BOX_NAME`] slot points at its name ([`enter`] /
-//! [`leave`]). The handler reads the slot (a const-initialised thread local
-//! without destructor: a plain TLS load), and if a box is running writes
-//! `snet: box `NAME` crashed (signal SIGSEGV)` (under MPI `snet: node K:
-//! box ...`, see [`set_node`]) with `write(2)` (async-signal
-//! safe) and leaves with `_exit(1)`. Outside boxes it restores the previous
-//! disposition and returns, so the fault recurs and is handled as before
+//! invoking thread's invocation slot (a C thread-local, `current` in
+//! `csrc/out.c`, which the glue fills around every box call and clears
+//! while a call is suspended; other interfaces' boxes use [`enter`] /
+//! [`leave`]) points at its name. The handler reads the slot (plain TLS
+//! loads), and if a box is running writes `snet: box `NAME` crashed
+//! (signal SIGSEGV)` (under MPI `snet: node K: box ...`, see
+//! [`set_node`]) with `write(2)` (async-signal safe) and leaves with
+//! `_exit(1)`. Outside boxes it restores the previous disposition and
+//! returns, so the fault recurs and is handled as before
 //! (Rust's stack-overflow report, the default core dump).
 //!
 //! [`install`] also registers an `atexit(3)` handler: a box that calls
@@ -18,7 +20,6 @@
 //! is running on the thread that calls `exit`, the handler writes `snet:
 //! box `NAME` called exit()` and leaves with `_exit(1)`: a failure.
 
-use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;
@@ -41,11 +42,6 @@ const SIGNALS: [(c_int, &str); 5] = [
     (libc::SIGABRT, "SIGABRT"),
 ];
 
-thread_local! {
-    /// (pointer, length) of the running box's name; null when none runs.
-    static BOX_NAME: Cell<(*const u8, usize)> = const { Cell::new((std::ptr::null(), 0)) };
-}
-
 struct Old([libc::sigaction; 5]);
 // SAFETY: plain data (handler addresses and masks), written once before use.
 unsafe impl Sync for Old {}
@@ -54,20 +50,22 @@ unsafe impl Send for Old {}
 
 static OLD: OnceLock<Old> = OnceLock::new();
 
-/// Marks `name` as running on this thread; returns the previous slot for [`leave`].
+/// Marks `name` as running on this thread (a box of another interface:
+/// C4SNet's calls set the slot themselves); returns the previous name for
+/// [`leave`].
 pub fn enter(name: &str) -> (*const u8, usize) {
-    BOX_NAME.with(|c| c.replace((name.as_ptr(), name.len())))
+    crate::invoke::swap_running_name((name.as_ptr(), name.len()))
 }
 
 /// Marks no box as running on this thread (a suspended call); returns
-/// the previous slot for [`leave`].
+/// the previous name for [`leave`].
 pub fn clear() -> (*const u8, usize) {
-    BOX_NAME.with(|c| c.replace((std::ptr::null(), 0)))
+    crate::invoke::swap_running_name((std::ptr::null(), 0))
 }
 
-/// Restores the slot saved by [`enter`].
+/// Restores the name saved by [`enter`] or [`clear`].
 pub fn leave(prev: (*const u8, usize)) {
-    BOX_NAME.with(|c| c.set(prev));
+    crate::invoke::swap_running_name(prev);
 }
 
 fn write_all(bytes: &[u8]) {
@@ -109,7 +107,7 @@ fn write_box_prefix(p: *const u8, n: usize) {
 }
 
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    let (p, n) = BOX_NAME.with(|c| c.get());
+    let (p, n) = crate::invoke::running_name();
     let idx = SIGNALS.iter().position(|(s, _)| *s == sig).unwrap_or(0);
     if p.is_null() {
         if let Some(old) = OLD.get() {
@@ -135,7 +133,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_voi
 /// At `exit()`: a box running on this thread called it (the run is not
 /// over): a failure naming the box, not the normal end it would look like.
 extern "C" fn on_exit() {
-    let (p, n) = BOX_NAME.with(|c| c.get());
+    let (p, n) = crate::invoke::running_name();
     if p.is_null() {
         return;
     }

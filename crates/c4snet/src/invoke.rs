@@ -127,6 +127,10 @@ struct Current {
     /// Its box's output variants.
     variants: *const VariantKinds,
     nvariants: std::ffi::c_long,
+    /// Its box's name (null when none runs), for the crash handler
+    /// ([`crate::crash`]), which reads it from a signal handler.
+    name: *const u8,
+    name_len: usize,
 }
 
 impl Current {
@@ -135,6 +139,8 @@ impl Current {
         inv: std::ptr::null_mut(),
         variants: std::ptr::null(),
         nvariants: 0,
+        name: std::ptr::null(),
+        name_len: 0,
     };
 }
 
@@ -150,6 +156,32 @@ extern "C" {
 fn current() -> *mut Current {
     // SAFETY: no preconditions; it returns the address of a C thread-local.
     unsafe { snet_c4snet_current() }
+}
+
+/// (pointer, length) of the name of the box running on this thread;
+/// null when none runs (or its call is suspended). Async-signal safe: two
+/// loads from a thread-local.
+#[inline]
+pub(crate) fn running_name() -> (*const u8, usize) {
+    // SAFETY: this thread's slot (see `current`), read only.
+    unsafe {
+        let c = current();
+        ((*c).name, (*c).name_len)
+    }
+}
+
+/// Sets the name of the box running on this thread (for the crash
+/// handler; the rest of the slot is left as it is); returns the previous one.
+#[inline]
+pub(crate) fn swap_running_name(name: (*const u8, usize)) -> (*const u8, usize) {
+    // SAFETY: this thread's slot (see `current`).
+    unsafe {
+        let c = current();
+        let prev = ((*c).name, (*c).name_len);
+        (*c).name = name.0;
+        (*c).name_len = name.1;
+        prev
+    }
 }
 
 fn box_name(index: usize) -> String {
@@ -534,9 +566,7 @@ fn suspending<R>(f: impl FnOnce() -> R) -> R {
     // SAFETY: this thread's slot (see `current`); the call goes on on
     // the same thread (see `Emit::emit`).
     let saved = unsafe { std::ptr::replace(current(), Current::NONE) };
-    let name = crate::crash::clear();
     let r = f();
-    crate::crash::leave(name);
     // SAFETY: as above.
     unsafe { current().write(saved) };
     r
@@ -707,15 +737,15 @@ impl CBox {
                     inv: (&mut inv as *mut Invocation).cast(),
                     variants: self.variants.as_ptr(),
                     nvariants: self.variants.len() as std::ffi::c_long,
+                    name: self.name.as_ptr(),
+                    name_len: self.name.len(),
                 },
             )
         };
-        let prev_name = crate::crash::enter(&self.name);
         // SAFETY: the trampoline was generated for this box's signature and
         // reads exactly `inputs.len()` arguments; field arguments are owned
         // references handed to the box.
         unsafe { (self.call)(handle as *mut c_void, args.as_ptr()) };
-        crate::crash::leave(prev_name);
         // SAFETY: as above.
         unsafe { slot.write(prev) };
         debug_assert_eq!(inv.handle, handle);
