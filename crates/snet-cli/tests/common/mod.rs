@@ -407,6 +407,8 @@ pub fn check_backpressure(name: &str, args: &[&str]) {
         // Every record crossed to node 1, counted while unacknowledged.
         assert!(stats[0]["unacknowledged"] > 0, "{what}: {}", r.stderr);
         let peak = stats[0]["unacknowledged"];
+        // Shown with --nocapture (the margin below the bound).
+        eprintln!("{what}: node 0's peak {peak} unacknowledged");
         assert!(
             peak <= UNACKNOWLEDGED_MAX,
             "{what}: node 0 ran ahead of node 1: peak {peak} unacknowledged > {UNACKNOWLEDGED_MAX}\n{}",
