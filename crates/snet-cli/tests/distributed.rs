@@ -76,8 +76,9 @@ net around {
 fn items_sent_to_another_node_stay_bounded_without_an_input_limit() {
     // Back-pressure across nodes: node 0 admits input, and a box call on
     // node 0 goes on emitting, only while its backlog plus the items node 1
-    // has not acknowledged stay under 1024, so however far node 1 falls
-    // behind, node 0 never has much more than that unacknowledged. Without
+    // has not acknowledged (each weighing 1/8) stay under 1024, so however
+    // far node 1 falls behind, node 0 never has much more than 8192
+    // unacknowledged. Without
     // the admission rule, node 0 sends nearly all the input records at
     // once; without the suspension rule, the burst's call emits nearly all
     // its records at once (`check_backpressure`).

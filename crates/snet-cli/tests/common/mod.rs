@@ -344,8 +344,8 @@ void *lag(void *hnd, int k)
 "#;
 
 /// Input records straight to `lag` on node 1: only admission can hold node
-/// 0 back (it admits while its backlog plus its unacknowledged items stay
-/// under 1024).
+/// 0 back (it admits while its backlog plus its unacknowledged items,
+/// each weighing 1/8, stay under 1024).
 pub const LAG_INPUT_PROG: &str = r#"
 net lagging {
   box lag((<k>) -> (<k>));
@@ -354,7 +354,8 @@ net lagging {
 
 /// One input record, for which `burst` on node 0 emits every record in one
 /// call: only the call's suspension can hold node 0 back (it goes on only
-/// while the backlog plus the unacknowledged items stay under 1024).
+/// while the backlog plus the unacknowledged items, each weighing 1/8,
+/// stay under 1024).
 pub const LAG_BURST_PROG: &str = r#"
 net bursting {
   box burst((<n>) -> (<k>));
@@ -363,13 +364,15 @@ net bursting {
 "#;
 
 /// Records each back-pressure run sends to node 1.
-pub const LAG_RECORDS: usize = 10_000;
+pub const LAG_RECORDS: usize = 20_000;
 
 /// The most node 0 may have unacknowledged in a back-pressure run: the
-/// window (1024) plus what its workers add between two checks (a batch of
-/// admitted records, a batch of a box call's outputs each), with room to
-/// spare; far below [`LAG_RECORDS`].
-pub const UNACKNOWLEDGED_MAX: u64 = 2048;
+/// window across nodes (8192 items, `ACK_WINDOW` in the engine's
+/// `dist/mod.rs`) plus what its own inboxes hold and its workers add
+/// between two checks (a batch of admitted records, a batch of a box
+/// call's outputs each), with room to spare (seen: up to 8,580); far below
+/// [`LAG_RECORDS`].
+pub const UNACKNOWLEDGED_MAX: u64 = 8192 + 2048;
 
 /// Runs [`LAG_INPUT_PROG`] and [`LAG_BURST_PROG`] on two nodes (`args`
 /// choose the transport), without an input limit: every record arrives,
