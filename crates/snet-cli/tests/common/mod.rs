@@ -370,7 +370,7 @@ pub const LAG_RECORDS: usize = 20_000;
 /// window across nodes (8192 items, `ACK_WINDOW` in the engine's
 /// `dist/mod.rs`) plus what its own inboxes hold and its workers add
 /// between two checks (a batch of admitted records, a batch of a box
-/// call's outputs each), with room to spare (seen: up to 8,580); far below
+/// call's outputs each), with room to spare (seen: up to 8,590); far below
 /// [`LAG_RECORDS`].
 pub const UNACKNOWLEDGED_MAX: u64 = 8192 + 2048;
 
