@@ -215,6 +215,16 @@ fn a_box_error_on_node_2_ends_the_run_naming_the_node_and_the_box() {
     }
 }
 
+#[test]
+fn items_sent_to_another_node_stay_bounded_without_an_input_limit() {
+    // As on loopback (distributed.rs): the shm ring's own bound holds
+    // nothing back, since what node 0's output manager cannot send yet
+    // waits in its outbound queue, counted as unacknowledged.
+    let mut args = vec!["-w", "2"];
+    args.extend(shm_args("2", "sparse", "zero-copy"));
+    check_backpressure("shm-backpressure", &args);
+}
+
 /// The CPU time of each node process but node 0, from node 0's
 /// `snet: cpu time:` line.
 fn node_cpu(stderr: &str) -> Vec<f64> {

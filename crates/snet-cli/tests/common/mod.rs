@@ -316,6 +316,110 @@ net big {
 } connect (make @ 1) .. (touch @ 3) .. (check @ 2) .. [{big, <sum>} -> {<sum>}];
 "#;
 
+/// Back-pressure across nodes (ARCHITECTURE.md, "It cannot deadlock", rule
+/// 3): `lag` on node 1 takes far longer a record (100 µs) than node 0
+/// takes to produce one, and nothing else holds node 0 back (no
+/// `--input-limit`), so without the mechanism node 0 would send nearly all
+/// [`LAG_RECORDS`] before node 1 acknowledges much.
+pub const LAG_BOXES: &str = r#"
+#include <unistd.h>
+#include "C4SNet.h"
+
+/* Emits <k> = 0 .. n-1, all in one call. */
+void *burst(void *hnd, int n)
+{
+    for (int k = 0; k < n; k++) {
+        C4SNetOut(hnd, 1, k);
+    }
+    return hnd;
+}
+
+/* Far slower than node 0 (100 us a record). */
+void *lag(void *hnd, int k)
+{
+    usleep(100);
+    C4SNetOut(hnd, 1, k);
+    return hnd;
+}
+"#;
+
+/// Input records straight to `lag` on node 1: only admission can hold node
+/// 0 back (it admits while its backlog plus its unacknowledged items,
+/// each weighing 1/8, stay under 1024).
+pub const LAG_INPUT_PROG: &str = r#"
+net lagging {
+  box lag((<k>) -> (<k>));
+} connect (lag @ 1) .. [{<k>} -> {<k>, <done = 1>}];
+"#;
+
+/// One input record, for which `burst` on node 0 emits every record in one
+/// call: only the call's suspension can hold node 0 back (it goes on only
+/// while the backlog plus the unacknowledged items, each weighing 1/8,
+/// stay under 1024).
+pub const LAG_BURST_PROG: &str = r#"
+net bursting {
+  box burst((<n>) -> (<k>));
+  box lag((<k>) -> (<k>));
+} connect burst .. (lag @ 1) .. [{<k>} -> {<k>, <done = 1>}];
+"#;
+
+/// Records each back-pressure run sends to node 1.
+pub const LAG_RECORDS: usize = 20_000;
+
+/// The most node 0 may have unacknowledged in a back-pressure run: the
+/// window across nodes (8192 items, `ACK_WINDOW` in the engine's
+/// `dist/mod.rs`) plus what its own inboxes hold and its workers add
+/// between two checks (a batch of admitted records, a batch of a box
+/// call's outputs each), with room to spare (seen: up to 8,590); far below
+/// [`LAG_RECORDS`].
+pub const UNACKNOWLEDGED_MAX: u64 = 8192 + 2048;
+
+/// Runs [`LAG_INPUT_PROG`] and [`LAG_BURST_PROG`] on two nodes (`args`
+/// choose the transport), without an input limit: every record arrives,
+/// and node 0 never has more than [`UNACKNOWLEDGED_MAX`] unacknowledged.
+/// Counts only: how slow node 1 is makes the mechanism matter, never what
+/// is asserted.
+pub fn check_backpressure(name: &str, args: &[&str]) {
+    let dir = scratch(name);
+    std::fs::write(dir.join("lag.c"), LAG_BOXES).unwrap();
+    let n = LAG_RECORDS;
+    let one = format!(
+        "<record type=\"data\"><tag label=\"n\">{n}</tag></record><record type=\"terminate\" />"
+    );
+    let runs = [
+        ("input", LAG_INPUT_PROG, k_records(n)),
+        ("burst", LAG_BURST_PROG, one),
+    ];
+    for (what, prog, input) in runs {
+        let sub = dir.join(what);
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join("prog.snet"), prog).unwrap();
+        let exe = sub.join("prog");
+        snet_build(&sub.join("prog.snet"), &[dir.join("lag.c")], &exe);
+        let mut all = args.to_vec();
+        all.push("--stats");
+        let r = run(&exe, &input, &all);
+        assert!(r.ok, "{what}: {}", r.stderr);
+        assert_eq!(
+            r.stdout.matches("<tag label=\"done\">1</tag>").count(),
+            n,
+            "{what}: records lost"
+        );
+        let stats = node_stats(&r.stderr);
+        assert_eq!(stats[0]["output"], n as u64, "{what}: {}", r.stderr);
+        // Every record crossed to node 1, counted while unacknowledged.
+        assert!(stats[0]["unacknowledged"] > 0, "{what}: {}", r.stderr);
+        let peak = stats[0]["unacknowledged"];
+        // Shown with --nocapture (the margin below the bound).
+        eprintln!("{what}: node 0's peak {peak} unacknowledged");
+        assert!(
+            peak <= UNACKNOWLEDGED_MAX,
+            "{what}: node 0 ran ahead of node 1: peak {peak} unacknowledged > {UNACKNOWLEDGED_MAX}\n{}",
+            r.stderr
+        );
+    }
+}
+
 /// `mpirun` with what a test run needs and a user's never does: CI runs as
 /// root, on fewer cores than ranks (`--oversubscribe`), and tests run side
 /// by side (`--bind-to none`, or every run's rank 0 would share core 0;

@@ -238,6 +238,31 @@ pub(crate) struct Net {
     outstanding_hint: AtomicU64,
     /// Mirrors `NetState::owed_total` (workers check it after each task).
     owed_hint: AtomicU64,
+    /// Unacknowledged items that weigh as much as a full backlog
+    /// ([`ACK_WINDOW`], or `SNET_ACK_WINDOW`).
+    window: u64,
+}
+
+/// Items a node may have sent to other nodes and not had acknowledged
+/// before admission and suspended box calls wait: they weigh
+/// `BACKLOG_LIMIT / ACK_WINDOW` (1/8) of an item in the node's own inboxes
+/// in the figure those look at ([`Net::outstanding`]). A window of 1024
+/// (weight 1) cost `bench/soak` about 20 % of its time against no bound at
+/// all, the acknowledgements' round trip not keeping it full; 8192 gives
+/// nearly all of that back (docs/benchmarks.md, "Soak"). The environment
+/// variable `SNET_ACK_WINDOW` overrides it (measurements).
+pub(crate) const ACK_WINDOW: u64 = if cfg!(loom) { 1 } else { 8192 };
+
+/// [`ACK_WINDOW`], or a positive `SNET_ACK_WINDOW`.
+fn ack_window() -> u64 {
+    if cfg!(loom) {
+        return ACK_WINDOW;
+    }
+    std::env::var("SNET_ACK_WINDOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&w| w > 0)
+        .unwrap_or(ACK_WINDOW)
 }
 
 /// Sends a proxy's weight home when its last handle is dropped.
@@ -291,6 +316,7 @@ impl Net {
             inline_limit,
             outstanding_hint: AtomicU64::new(0),
             owed_hint: AtomicU64::new(0),
+            window: ack_window(),
         }
     }
 
@@ -321,10 +347,17 @@ impl Net {
     }
 
     /// Items sent to other nodes and not acknowledged yet, roughly (any
-    /// thread): what admission and suspended work add to the node's own
-    /// backlog.
+    /// thread), weighed against the node's own backlog ([`ACK_WINDOW`]
+    /// of them count as `BACKLOG_LIMIT`): what admission and suspended
+    /// work add to that backlog.
     pub fn outstanding(&self) -> u64 {
-        self.outstanding_hint.load(Ordering::Relaxed)
+        self.weigh(self.outstanding_hint.load(Ordering::Relaxed))
+    }
+
+    /// `items` unacknowledged, in items of the node's own backlog.
+    #[inline]
+    fn weigh(&self, items: u64) -> u64 {
+        items * crate::runtime::BACKLOG_LIMIT as u64 / self.window
     }
 
     /// As [`Net::outstanding`], for a worker about to sleep: `SeqCst`
@@ -332,7 +365,7 @@ impl Net {
     /// `SeqCst` hint (either the sleeper sees the ack, or the input manager
     /// that took it sees the sleeper and wakes it).
     pub fn outstanding_now(&self) -> u64 {
-        self.outstanding_hint.load(Ordering::SeqCst)
+        self.weigh(self.outstanding_hint.load(Ordering::SeqCst))
     }
 
     /// The most items that were ever outstanding at once.
@@ -533,7 +566,9 @@ mod tests {
 
     #[test]
     fn outstanding_counts_items_sent_until_acknowledged() {
-        let net = Net::new(Rank(0), 3, 1024);
+        let mut net = Net::new(Rank(0), 3, 1024);
+        // Each item weighs as much as one in the node's own backlog.
+        net.window = crate::runtime::BACKLOG_LIMIT as u64;
         for _ in 0..5 {
             net.push_item(Rank(1), conn(), Item::Wake);
         }
@@ -549,6 +584,22 @@ mod tests {
         assert!(net.acked(3));
         assert_eq!(net.outstanding(), 0);
         assert_eq!(net.peak_outstanding(), 6);
+    }
+
+    #[test]
+    fn unacknowledged_items_weigh_a_fraction_of_the_backlog() {
+        let mut net = Net::new(Rank(0), 2, 1024);
+        net.window = 8 * crate::runtime::BACKLOG_LIMIT as u64;
+        for _ in 0..15 {
+            net.push_item(Rank(1), conn(), Item::Wake);
+        }
+        assert_eq!(net.outstanding(), 1);
+        assert_eq!(net.outstanding_now(), 1);
+        net.push_item(Rank(1), conn(), Item::Wake);
+        assert_eq!(net.outstanding(), 2);
+        assert!(net.acked(16));
+        assert_eq!(net.outstanding(), 0);
+        assert_eq!(net.peak_outstanding(), 16);
     }
 
     #[test]
