@@ -285,6 +285,8 @@ pub struct Entity {
     node: std::sync::atomic::AtomicU32,
     /// The first entity of a split's replica ([`Entity::mark_replica`]).
     replica: std::sync::atomic::AtomicBool,
+    /// A box (fixed at construction, readable without the licence).
+    is_box: bool,
 }
 
 /// What an entity is.
@@ -307,20 +309,22 @@ unsafe impl Send for Entity {}
 
 impl Entity {
     pub fn new(kind: crate::runtime::Kind) -> Arc<Entity> {
-        Entity::with_body(Body::State(UnsafeCell::new(kind)))
+        let is_box = matches!(kind, crate::runtime::Kind::Box(_));
+        Entity::with_body(Body::State(UnsafeCell::new(kind)), is_box)
     }
 
     /// A stateless entity (see [`Body::Shared`]).
     pub fn new_stateless(s: crate::runtime::Stateless) -> Arc<Entity> {
-        Entity::with_body(Body::Shared(s))
+        Entity::with_body(Body::Shared(s), false)
     }
 
-    fn with_body(body: Body) -> Arc<Entity> {
+    fn with_body(body: Body, is_box: bool) -> Arc<Entity> {
         Arc::new(Entity {
             body,
             backlog: AtomicUsize::new(0),
             node: std::sync::atomic::AtomicU32::new(u32::MAX),
             replica: std::sync::atomic::AtomicBool::new(false),
+            is_box,
             inbox: Mutex::new(Inbox {
                 items: VecDeque::new(),
                 scheduled: false,
@@ -465,6 +469,12 @@ impl Entity {
     pub fn mark_replica(&self) {
         self.replica
             .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether this entity is a box.
+    #[inline]
+    pub fn is_box(&self) -> bool {
+        self.is_box
     }
 
     /// Whether [`Entity::mark_replica`] marked this entity.

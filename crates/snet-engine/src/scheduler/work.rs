@@ -8,9 +8,12 @@
 //! *Worker loop.* A worker takes, in order of preference:
 //! 1. the task it walked into (the last entity its previous task sent to
 //!    while that entity was idle — "walk the record"), unless its previous
-//!    task was a split's replica ([`Entity::mark_replica`]) and replicas of
-//!    the same node wait on top of its queue: those run first, and the
-//!    walked-into task after them ([`defer_below_siblings`]);
+//!    task was a split's replica ([`Entity::mark_replica`]), the task
+//!    walked into is a box's, and replicas of the same node wait on top of
+//!    its queue: those run first, and the walked-into task after them, so
+//!    that the box runs their outputs as one run of calls
+//!    ([`defer_below_siblings`]; only for a box, because holding records
+//!    back in front of anything else only costs memory);
 //! 2. the newest task of its own queue (LIFO: the entities its last work fed,
 //!    which are downstream of it, i.e. nearer the network's output — FRONT's
 //!    front-first preference);
@@ -455,6 +458,7 @@ impl Shared {
             // Not when the entity fed is of the same node itself (a star's
             // next stage): that is a chain, not replicas side by side.
             if top == node
+                && n.ent.is_box()
                 && n.ent.node() != Some(node)
                 && n.ent.backlog() < BATCH / 2
                 && !self.queues[me].maybe_empty()
