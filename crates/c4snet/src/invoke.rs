@@ -365,7 +365,10 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     unsafe { out_end(invp, variant, values, n) }
 }
 
-/// [`snet_c4snet_out_end`] but for its common case.
+/// [`snet_c4snet_out_end`] for everything but its common case (a field
+/// among the labels, an error so far, or an `Emit` that is not the
+/// engine's collector): through the [`Emit`] trait, which the engine's
+/// collector implements with the same contract as its direct calls.
 ///
 /// # Safety
 /// As for [`snet_c4snet_out_end`].
@@ -377,55 +380,24 @@ unsafe fn out_end(inv: *mut Invocation, variant: c_int, values: *const SnetArg, 
     let out = unsafe { &(&(*inv.cbox).outputs)[variant as usize - 1] };
     // SAFETY: `values` holds `n` initialised values (contract).
     let values = unsafe { std::slice::from_raw_parts(values, n as usize) };
-    // The engine's own collector is called directly (the common case),
-    // another `Emit` through the trait; only one of the two pointers is
-    // used during an invocation.
-    let direct = inv.direct;
-    // SAFETY: `emit` (or `direct`, which is the same collector, see
-    // `Emit::emitter`) is the engine's collector, alive and exclusively
-    // ours during the invocation.
-    let emit: &mut dyn Emit = unsafe {
-        if direct.is_null() {
-            &mut *inv.emit
-        } else {
-            &mut *direct
-        }
-    };
+    // SAFETY: `emit` is the engine's collector, alive and exclusively ours during the invocation.
+    let emit = unsafe { &mut *inv.emit };
     let mut null = None;
     // The output with its inherited labels, built where it waits to be
     // sent (no error so far: after one, outputs are only dropped).
     if inv.error.is_none() {
-        let slot = if direct.is_null() {
-            emit.slot(variant as usize)
-        } else {
-            // SAFETY: see `emit`.
-            unsafe { (*direct).slot(variant as usize) }
-        };
-        if let Some(slot) = slot {
+        if let Some(slot) = emit.slot(variant as usize) {
             let may_suspend = slot.may_suspend;
             // SAFETY: the values were read by the kinds of the variant's labels (contract).
             if let Some(l) = unsafe { fill(slot, out, values) } {
-                if direct.is_null() {
-                    emit.discard_slot(); // releases the fields
-                } else {
-                    // SAFETY: as above.
-                    unsafe { (*direct).discard_slot() };
-                }
+                emit.discard_slot(); // releases the fields
                 inv.error = Some(null_field(l, variant));
                 return;
             }
-            if direct.is_null() {
-                if may_suspend {
-                    suspending(|| emit.commit_slot());
-                } else {
-                    emit.commit_slot();
-                }
-            } else if may_suspend {
-                // SAFETY: as above.
-                suspending(|| unsafe { (*direct).commit_slot() });
+            if may_suspend {
+                suspending(|| emit.commit_slot());
             } else {
-                // SAFETY: as above.
-                unsafe { (*direct).commit_slot() };
+                emit.commit_slot();
             }
             return;
         }
