@@ -554,7 +554,7 @@ impl BoxEntity {
         // profiled (each call is logged on its own).
         let worker = ctx.stacks.worker();
         let runs = matches!(self.mode, Mode::Inline)
-            && ctx.taken_of == Arc::as_ptr(me) as usize
+            && ctx.taken_from(me)
             && !ctx.rt.net.distributed()
             && traced.is_none();
         self.c.io.more = if runs {

@@ -388,7 +388,17 @@ impl Entity {
         let n = inbox.items.len().min(max.max(1));
         if n == 0 {
             Self::release(&mut inbox);
-        } else if n == inbox.items.len() && out.is_empty() {
+        } else {
+            self.move_out(&mut inbox, out, n);
+        }
+        n
+    }
+
+    /// Moves the inbox's next `n` items (`n > 0`, at most all) to the end
+    /// of `out` and updates the backlog hint.
+    #[inline]
+    fn move_out(&self, inbox: &mut Inbox, out: &mut VecDeque<Item>, n: usize) {
+        if n == inbox.items.len() && out.is_empty() {
             // All of it: trade buffers instead of moving every item (the
             // inbox gets `out`'s empty one).
             std::mem::swap(&mut inbox.items, out);
@@ -397,7 +407,6 @@ impl Entity {
             out.extend(inbox.items.drain(..n));
             self.backlog.store(inbox.items.len(), Ordering::Relaxed);
         }
-        n
     }
 
     /// Like [`Entity::take_or_release`], but never releases the licence:
@@ -408,16 +417,8 @@ impl Entity {
     pub fn take(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
         let mut inbox = lock(&self.inbox);
         let n = inbox.items.len().min(max);
-        if n == 0 {
-            return 0;
-        }
-        if n == inbox.items.len() && out.is_empty() {
-            // All of it: trade buffers (as `take_or_release` does).
-            std::mem::swap(&mut inbox.items, out);
-            self.backlog.store(0, Ordering::Relaxed);
-        } else {
-            out.extend(inbox.items.drain(..n));
-            self.backlog.store(inbox.items.len(), Ordering::Relaxed);
+        if n > 0 {
+            self.move_out(&mut inbox, out, n);
         }
         n
     }

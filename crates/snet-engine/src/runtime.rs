@@ -389,6 +389,14 @@ impl<'a> Ctx<'a> {
         self.error.take()
     }
 
+    /// Whether [`Ctx::taken`] holds `ent`'s items: the entity processing
+    /// an item may then take the items behind it from there (a box's run
+    /// of calls, a split's run of records), counting them in [`Ctx::pulled`].
+    #[inline]
+    pub(crate) fn taken_from(&self, ent: &Arc<Entity>) -> bool {
+        self.taken_of == Arc::as_ptr(ent) as usize
+    }
+
     /// Counts `n` items queued (positive) or taken (negative).
     #[inline]
     pub fn count_queued(&mut self, n: isize) {

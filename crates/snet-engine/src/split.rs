@@ -51,7 +51,7 @@ impl SplitEntity {
                 // of the worker's loop for the whole run; each is sent as
                 // it is routed, as it would be one by one). Not in an
                 // instrumented run, which logs each item on its own.
-                if ctx.taken_of != Arc::as_ptr(me) as usize || ctx.log.is_some() {
+                if !ctx.taken_from(me) || ctx.log.is_some() {
                     return Ok(());
                 }
                 while matches!(ctx.taken.front(), Some(Item::Rec(_))) {
