@@ -200,24 +200,24 @@ fn streaming() {
 /// fails naming it and the node; the scenario prints the error for the
 /// driver and exits 0.
 fn failing() {
-    let err = network(2)
+    let err = two_node_run_error();
+    eprintln!("RUN ERROR: {err} (box {:?})", err.box_name());
+    assert_eq!(children(), Vec::<String>::new(), "node processes left");
+}
+
+/// Node 0's side of a two-node run that must fail: its error.
+fn two_node_run_error() -> snet::RunError {
+    network(2)
         .nodes(2)
         .transport(Transport::Shm)
         .run(inputs(COUNT))
-        .expect_err("the run fails");
-    eprintln!("RUN ERROR: {err} (box {:?})", err.box_name());
-    assert_eq!(children(), Vec::<String>::new(), "node processes left");
+        .expect_err("the run fails")
 }
 
 /// Node 0's side of a failing two-node run: the run must fail, and its
 /// error goes to stderr for the parent test to check.
 fn run_fails_on_two_nodes() {
-    let err = network(2)
-        .nodes(2)
-        .transport(Transport::Shm)
-        .run(inputs(COUNT))
-        .expect_err("the run fails");
-    eprintln!("RUN ERROR: {err}");
+    eprintln!("RUN ERROR: {}", two_node_run_error());
 }
 
 /// A node process that reaches another distributed run than the one it
