@@ -646,8 +646,10 @@ fn find_runner_lib() -> Option<PathBuf> {
     if let Some(p) = direct.into_iter().find(|p| p.exists()) {
         return Some(p);
     }
-    // Built as a dependency of this crate, cargo leaves it (hashed) in deps/: take the newest.
-    std::fs::read_dir(dir.join("deps"))
+    // Built as a dependency of this crate, cargo leaves it (hashed) in
+    // deps/, maybe beside others (`cargo test`'s, other features'): the one
+    // built with this snet holds its build identity; else the newest.
+    let candidates: Vec<std::fs::DirEntry> = std::fs::read_dir(dir.join("deps"))
         .ok()?
         .flatten()
         .filter(|e| {
@@ -655,7 +657,19 @@ fn find_runner_lib() -> Option<PathBuf> {
             let n = n.to_string_lossy();
             n.starts_with("libsnet_runner-") && n.ends_with(".a")
         })
-        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .collect();
+    let mark = snet_runner::BUILD_ID.as_bytes();
+    let built_with_me = |e: &&std::fs::DirEntry| {
+        std::fs::read(e.path()).is_ok_and(|b| b.windows(mark.len()).any(|w| w == mark))
+    };
+    candidates
+        .iter()
+        .find(built_with_me)
+        .or_else(|| {
+            candidates
+                .iter()
+                .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        })
         .map(|e| e.path())
 }
 
