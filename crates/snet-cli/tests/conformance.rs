@@ -52,7 +52,7 @@
 //! C) is built once with `snet build prog.snet <those files> -o <tmp>/prog`, and the produced executable is
 //! run with the same arguments instead of `snet run`. Such a case may hold
 //! `expected-build-error.txt` instead: the build must fail with a message
-//! containing that substring.
+//! containing each of its non-empty lines.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -255,13 +255,23 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             .and_then(|p| p.file_name())
             .is_some_and(|n| n == "c");
     if let Ok(want) = std::fs::read_to_string(dir.join("expected-build-error.txt")) {
-        let want = want.trim().to_lowercase();
+        // Every non-empty line is a substring the message must contain.
+        let wants: Vec<String> = want
+            .lines()
+            .map(|l| l.trim().to_lowercase())
+            .filter(|l| !l.is_empty())
+            .collect();
         return match built(dir) {
             Ok(_) => {
-                Err(format!("expected the build to fail with {want:?}, but it succeeded").into())
+                Err(format!("expected the build to fail with {wants:?}, but it succeeded").into())
             }
-            Err(e) if e.to_lowercase().contains(&want) => Ok(()),
-            Err(e) => Err(format!("build error lacks {want:?}:\n{e}").into()),
+            Err(e) => match wants
+                .iter()
+                .find(|w| !e.to_lowercase().contains(w.as_str()))
+            {
+                None => Ok(()),
+                Some(want) => Err(format!("build error lacks {want:?}:\n{e}").into()),
+            },
         };
     }
     let exe = if c_case {

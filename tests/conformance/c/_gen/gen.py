@@ -705,21 +705,8 @@ void *keep(void *hnd, c4snet_data_t *v)
     build_error='expected: void *pair(void *hnd, c4snet_data_t *v, int k);',
     notes='field and tag parameters in the wrong order; the other box of the same file is fine')
 
-case('err-sig-extra', '''
-box count((<n>) -> (<n>));
-net e connect count;
-''', {'count.c': r'''
-#include "C4SNet.h"
-
-/* One parameter too many: it would hold garbage. */
-void *count(void *hnd, int n, int step)
-{
-    C4SNetOut(hnd, 1, n + step);
-    return hnd;
-}
-'''}, [[tag('n', 1)]],
-    build_error='expected: void *count(void *hnd, int n);',
-    notes='a box function with a parameter its signature does not have')
+# Parameters beyond the signature build with a warning (they receive 0):
+# the hand-written case `sig-extra-params`.
 
 case('err-sig-type', '''
 box size((text) -> (<len>));
