@@ -1370,9 +1370,21 @@ fn extra_parameters(
             return None;
         }
         let at = format!("{}:{}", m.file, m.line);
-        match out.get(&b.name) {
+        let is_input = |file: &str| {
+            let f = Path::new(file).canonicalize().ok();
+            inputs
+                .iter()
+                .any(|i| i.extension().is_some_and(|x| x == "c") && i.canonicalize().ok() == f)
+        };
+        match out.get_mut(&b.name) {
             Some(e) if e.params.len() != extra.len() => return None,
-            Some(_) => {}
+            // Name the definition (a C source) rather than a header's declaration.
+            Some(e) => {
+                if is_input(&m.file) && !is_input(&e.at[..e.at.rfind(':').unwrap_or(0)]) {
+                    e.at = at;
+                    e.params = extra;
+                }
+            }
             None => {
                 // The C source that defines it: where the compiler saw it,
                 // if that is a C source given, else the first that calls
