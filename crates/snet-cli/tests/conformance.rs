@@ -3,8 +3,9 @@
 //! Each case holds `prog.snet`, `input.xml`, and either `expected.xml`
 //! (compared as a multiset of records, or as a sequence when an `ordered`
 //! file is present; field values compared as the exact text written, so
-//! C4SNet values must be in the canonical `printf` form) or `expected-error.txt` (a substring the error message
-//! must contain; the run must exit nonzero). Every case runs under 1, 2 and
+//! C4SNet values must be in the canonical `printf` form) or `expected-error.txt` (substrings, one
+//! per non-empty line, that the error message must contain, compared in
+//! lower case; the run must exit nonzero). Every case runs under 1, 2 and
 //! 8 workers on one node, and as a distributed run on the loopback
 //! transport: 4 nodes with the program's own placements, and 2 nodes (2
 //! workers each) and 4 nodes (1 and 2 workers) with random components of
@@ -51,7 +52,7 @@
 //! C) is built once with `snet build prog.snet <those files> -o <tmp>/prog`, and the produced executable is
 //! run with the same arguments instead of `snet run`. Such a case may hold
 //! `expected-build-error.txt` instead: the build must fail with a message
-//! containing that substring.
+//! containing each of its non-empty lines.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -254,13 +255,23 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             .and_then(|p| p.file_name())
             .is_some_and(|n| n == "c");
     if let Ok(want) = std::fs::read_to_string(dir.join("expected-build-error.txt")) {
-        let want = want.trim().to_lowercase();
+        // Every non-empty line is a substring the message must contain.
+        let wants: Vec<String> = want
+            .lines()
+            .map(|l| l.trim().to_lowercase())
+            .filter(|l| !l.is_empty())
+            .collect();
         return match built(dir) {
             Ok(_) => {
-                Err(format!("expected the build to fail with {want:?}, but it succeeded").into())
+                Err(format!("expected the build to fail with {wants:?}, but it succeeded").into())
             }
-            Err(e) if e.to_lowercase().contains(&want) => Ok(()),
-            Err(e) => Err(format!("build error lacks {want:?}:\n{e}").into()),
+            Err(e) => match wants
+                .iter()
+                .find(|w| !e.to_lowercase().contains(w.as_str()))
+            {
+                None => Ok(()),
+                Some(want) => Err(format!("build error lacks {want:?}:\n{e}").into()),
+            },
         };
     }
     let exe = if c_case {
@@ -318,14 +329,20 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             .map_err(|e| format!("cannot start snet: {e}"))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         if let Some(want) = &expected_err {
-            let want = want.trim().to_lowercase();
+            // Every non-empty line is a substring the message must contain.
+            let wants: Vec<String> = want
+                .lines()
+                .map(|l| l.trim().to_lowercase())
+                .filter(|l| !l.is_empty())
+                .collect();
             if out.status.success() {
                 return Err(format!(
-                    "expected an error containing {want:?}, but the run succeeded"
+                    "expected an error containing {wants:?}, but the run succeeded"
                 )
                 .into());
             }
-            if !stderr.to_lowercase().contains(&want) {
+            let lower = stderr.to_lowercase();
+            if let Some(want) = wants.iter().find(|w| !lower.contains(w.as_str())) {
                 return Err(format!("error message lacks {want:?}:\n{stderr}").into());
             }
             if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
