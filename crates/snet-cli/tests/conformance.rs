@@ -22,7 +22,8 @@
 //! run's standard error must contain exactly once (one warning per run,
 //! not per record) and that distributed runs must not print.
 //! `SNET_SEEDS=N` adds N-1 more random placements per case (the property
-//! test over more seeds). `SNET_REPEAT=N` repeats each run N times (flake hunting);
+//! test over more seeds; their trials' names end in `seed1` ... `seedN-1`,
+//! so the filter `seed` selects only them). `SNET_REPEAT=N` repeats each run N times (flake hunting);
 //! `SNET_CASES=substring` selects cases.
 //!
 //! Where `mpirun` is installed (and `SNET_MPI` is not `0`), every case also
@@ -526,8 +527,11 @@ fn main() {
             ];
             // More random placements on request (`SNET_SEEDS=N`): the
             // property "placement changes no output" over N seeds per case.
+            // Their trials' names end in `seedK` (the test script's property
+            // step selects them, and only them, with that word).
+            let mut more_seeds = Vec::new();
             for k in 1..seeds {
-                setups.push(Setup {
+                more_seeds.push(Setup {
                     workers: 1 + (k as usize % 2),
                     nodes: if k % 3 == 0 { 2 } else { 4 },
                     scatter: Some(seed + 1000 * k),
@@ -597,14 +601,20 @@ fn main() {
                 }
             }
             let allowed = allowed_nodes(&case);
-            for setup in setups
-                .into_iter()
-                .filter(|s| s.nodes == 1 || allowed.as_ref().is_none_or(|a| a.contains(&s.nodes)))
-                .filter(|s| !only_mpi || s.mpi.is_some())
-                .filter(|s| !only_shm || s.shm.is_some())
+            let named = setups.into_iter().map(|s| (s, s.name())).chain(
+                (1..)
+                    .zip(more_seeds)
+                    .map(|(k, s)| (s, format!("{} seed{k}", s.name()))),
+            );
+            for (setup, setup_name) in named
+                .filter(|(s, _)| {
+                    s.nodes == 1 || allowed.as_ref().is_none_or(|a| a.contains(&s.nodes))
+                })
+                .filter(|(s, _)| !only_mpi || s.mpi.is_some())
+                .filter(|(s, _)| !only_shm || s.shm.is_some())
             {
                 let case = case.clone();
-                trials.push(Trial::test(format!("{name} {}", setup.name()), move || {
+                trials.push(Trial::test(format!("{name} {setup_name}"), move || {
                     check_case(&case, setup, repeat)
                 }));
             }
