@@ -24,7 +24,8 @@
 //! `SNET_SEEDS=N` adds N-1 more random placements per case (the property
 //! test over more seeds; their trials' names end in `seed1` ... `seedN-1`,
 //! so the filter `seed` selects only them). `SNET_REPEAT=N` repeats each run N times (flake hunting);
-//! `SNET_CASES=substring` selects cases.
+//! `SNET_CASES=substring` selects cases (`a,b,c`: those whose name
+//! contains any of the substrings).
 //!
 //! Where `mpirun` is installed (and `SNET_MPI` is not `0`), every case also
 //! runs under `mpirun`, one process per node (`SNET_MPI=only`: only these;
@@ -458,7 +459,10 @@ fn main() {
                 suite.file_name().unwrap().to_string_lossy(),
                 case.file_name().unwrap().to_string_lossy()
             );
-            if select.as_ref().is_some_and(|s| !name.contains(s.as_str())) {
+            if select
+                .as_ref()
+                .is_some_and(|s| !s.split(',').any(|alt| name.contains(alt)))
+            {
                 continue;
             }
             // The seed of the random placements: fixed per case, so a
