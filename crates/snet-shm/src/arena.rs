@@ -85,8 +85,10 @@
 //! the smallest non-empty free list of order ≥ the wanted order `k`; split
 //! it down to `k` (each upper half becomes a free block: header written,
 //! map entry `0x40 | j`, pushed on its list); mark it live (map `0x80 | k`,
-//! `refs = 1`). After unlocking, zero its data unless it is *clean* (see
-//! below). The caller owns the one reference.
+//! `refs = 1`). After unlocking, map the pages of a big request in one
+//! system call ([`Arena::prefault`]), and zero the `len` bytes asked for
+//! unless the block is *clean* (see below; the rest of the block is never
+//! handed out, so it is not written). The caller owns the one reference.
 //!
 //! **References.** `refs` is an atomic count, changed without the lock, as
 //! `Arc` does:
