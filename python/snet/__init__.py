@@ -221,8 +221,12 @@ class Running:
 
     def send(self, record):
         """Sends a record (a dict) into the network; waits while 1024 sent
-        records have not been taken yet."""
-        self._raw.send(record)
+        records have not been taken yet. Raises :class:`RunError` if the
+        run has ended (``recv`` then gives the outputs it finished and
+        raises its error)."""
+        if not self._raw.send(record):
+            raise RunError("the run has ended: no more input is taken "
+                           "(recv() gives its outputs, then its error)")
 
     def recv(self):
         """The next output, waiting for it; None once the input is closed
@@ -275,7 +279,8 @@ class Running:
     def _outputs(self, records):
         try:
             for rec in records:
-                self.send(rec)
+                if not self._raw.send(rec):
+                    break  # the run failed: its outputs, then its error
                 while True:
                     out = self.try_recv()
                     if out is None:

@@ -618,15 +618,6 @@ impl RawRunning {
     fn lock(&self) -> MutexGuard<'_, Option<snet::Running>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
-
-    /// The run's error once it ended (its handle is then gone).
-    fn ended(&self, py: Python<'_>) -> PyErr {
-        let running = self.lock().take();
-        match running.map(|r| py.allow_threads(|| r.finish())) {
-            Some(Err(e)) => run_error(py, &e),
-            _ => RunError::new_err("the run has ended: no more input is taken"),
-        }
-    }
 }
 
 impl Drop for RawRunning {
@@ -642,27 +633,22 @@ impl Drop for RawRunning {
 
 #[pymethods]
 impl RawRunning {
-    /// Sends a record (a dict) into the network.
-    fn send(&self, py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Sends a record (a dict) into the network; `False` if the run has
+    /// ended (failed: `recv` gives the outputs it finished, then raises
+    /// its error).
+    fn send(&self, py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<bool> {
         let r = py_to_record(record, false)?;
-        let sent = {
-            let g = self.lock();
-            match g.as_ref() {
-                Some(running) => {
-                    let held = Held(running);
-                    py.allow_threads(move || {
-                        let h = held; // the whole `Held`, not its field
-                        h.0.send(r).is_ok()
-                    })
-                }
-                None => false,
+        let g = self.lock();
+        Ok(match g.as_ref() {
+            Some(running) => {
+                let held = Held(running);
+                py.allow_threads(move || {
+                    let h = held; // the whole `Held`, not its field
+                    h.0.send(r).is_ok()
+                })
             }
-        };
-        if sent {
-            Ok(())
-        } else {
-            Err(self.ended(py))
-        }
+            None => false,
+        })
     }
 
     /// Ends the input.
