@@ -30,3 +30,12 @@ fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
+
+# The Python package's tests (scripts/python-test): a virtual environment
+# with pytest and maturin (maturin builds the wheel; the tests themselves
+# load the extension cargo builds).
+if ! target/py-venv/bin/python -c "import pytest" >/dev/null 2>&1 \
+   || [ ! -x target/py-venv/bin/maturin ]; then
+  python3 -m venv target/py-venv
+  target/py-venv/bin/pip install -q --disable-pip-version-check pytest "maturin>=1.7,<2"
+fi

@@ -26,6 +26,7 @@ own interpreter), so placements (``box !@ <k>``) spread Python work over
 cores. See docs/python.md.
 """
 
+import itertools
 import os
 import pickle
 import sys
@@ -277,20 +278,33 @@ class Running:
             self._spec = None
 
     def _outputs(self, records):
+        # Records go in and outputs come out in batches, each converted
+        # with one hold of the GIL and sent with it released once, so that
+        # the boxes (which need the GIL) are not held up by this thread.
         try:
-            for rec in records:
-                if not self._raw.send(rec):
+            it = iter(records)
+            while True:
+                batch = list(itertools.islice(it, _BATCH))
+                if not batch:
+                    break
+                sent = self._raw.send_many(batch)
+                yield from self._raw.try_recv_many(_BATCH * 4)
+                if sent < len(batch):
                     break  # the run failed: its outputs, then its error
-                while True:
-                    out = self.try_recv()
-                    if out is None:
-                        break
-                    yield out
             self.close()
-            yield from self
+            while True:
+                out = self.recv()
+                if out is None:
+                    break
+                yield out
+                yield from self._raw.try_recv_many(_BATCH * 4)
         finally:
             self.close()
             self._done()
+
+
+# Records sent, and outputs taken, per hold of the GIL in Network.run.
+_BATCH = 256
 
 
 def load(path, entry=None):

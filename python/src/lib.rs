@@ -322,23 +322,54 @@ fn parse_label(text: &str) -> (String, Kind) {
     }
 }
 
+/// Labels by name and kind, in signature order.
+type Labels = Vec<(String, Kind)>;
+
 /// A Python function registered as a box, with its signature.
 struct PyBox {
     name: String,
     func: Py<PyAny>,
     /// Where the function is defined (`module.f (file:line)`).
     origin: String,
-    inputs: Vec<(String, Kind)>,
+    inputs: Labels,
     /// Each output variant's labels, and their names sorted (to match).
-    variants: Vec<(Vec<(String, Kind)>, Vec<String>)>,
+    variants: Vec<(Labels, Vec<String>)>,
     /// The variants as the program writes them: `(y) | (<e>)`.
     variants_text: String,
 }
 
 type Outputs = Vec<(usize, Record)>;
 
+thread_local! {
+    static THREAD_STATE_KEPT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Gives this worker thread an interpreter thread state that outlives
+/// each box call. `Python::with_gil` on a thread the interpreter does not
+/// know makes a thread state and deletes it again when it returns, which
+/// costs more than a small box's call; holding one `PyGILState_Ensure`
+/// for the thread's life keeps the state (the GIL is released at once),
+/// so each call only takes and drops the GIL. The state (a few hundred
+/// bytes) is not freed when the worker thread ends.
+fn keep_thread_state() {
+    if THREAD_STATE_KEPT.with(std::cell::Cell::get) {
+        return;
+    }
+    // SAFETY: the interpreter is initialised (this extension module is
+    // loaded in it) and this thread holds no GIL here (box calls start
+    // without it): `PyGILState_Ensure` takes the GIL with a new thread
+    // state, and `PyEval_SaveThread` releases the GIL while the thread
+    // state stays this thread's (the counter of the Ensure never drops).
+    unsafe {
+        let _ = pyo3::ffi::PyGILState_Ensure();
+        let _ = pyo3::ffi::PyEval_SaveThread();
+    }
+    THREAD_STATE_KEPT.with(|k| k.set(true));
+}
+
 impl PyBox {
     fn call(&self, input: &BoxInput<'_>, out: &mut Emitter<'_>) -> snet::BoxResult {
+        keep_thread_state();
         let outputs = Python::with_gil(|py| self.call_py(py, input))?;
         for (variant, r) in outputs {
             out.emit(variant, r)?;
@@ -526,7 +557,7 @@ impl RawNetwork {
             .outputs
             .iter()
             .map(|v| {
-                let labels: Vec<(String, Kind)> = v.iter().map(|l| parse_label(l)).collect();
+                let labels: Labels = v.iter().map(|l| parse_label(l)).collect();
                 let mut names: Vec<String> = labels.iter().map(|(n, _)| n.clone()).collect();
                 names.sort();
                 (labels, names)
@@ -649,6 +680,56 @@ impl RawRunning {
             }
             None => false,
         })
+    }
+
+    /// Sends the records of `records` (a list of dicts) with the GIL
+    /// released once; the number sent (fewer if the run ended).
+    fn send_many(&self, py: Python<'_>, records: &Bound<'_, PyList>) -> PyResult<usize> {
+        let rs = records
+            .iter()
+            .map(|r| py_to_record(&r, false))
+            .collect::<PyResult<Vec<Record>>>()?;
+        let g = self.lock();
+        Ok(match g.as_ref() {
+            Some(running) => {
+                let held = Held(running);
+                py.allow_threads(move || {
+                    let h = held;
+                    let mut n = 0;
+                    for r in rs {
+                        if h.0.send(r).is_err() {
+                            break;
+                        }
+                        n += 1;
+                    }
+                    n
+                })
+            }
+            None => 0,
+        })
+    }
+
+    /// The outputs waiting now, at most `max` (a list, maybe empty),
+    /// taken with the GIL released once.
+    fn try_recv_many(&self, py: Python<'_>, max: usize) -> PyResult<Py<PyList>> {
+        let got: Vec<Record> = {
+            let g = self.lock();
+            match g.as_ref() {
+                Some(running) => {
+                    let held = Held(running);
+                    py.allow_threads(move || {
+                        let h = held;
+                        std::iter::from_fn(|| h.0.try_recv()).take(max).collect()
+                    })
+                }
+                None => Vec::new(),
+            }
+        };
+        let list = PyList::empty(py);
+        for r in &got {
+            list.append(record_to_py(py, r)?)?;
+        }
+        Ok(list.unbind())
     }
 
     /// Ends the input.
