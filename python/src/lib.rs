@@ -325,6 +325,14 @@ fn parse_label(text: &str) -> (String, Kind) {
 /// Labels by name and kind, in signature order.
 type Labels = Vec<(String, Kind)>;
 
+/// An output variant: its labels, and for each the keys an output dict
+/// may give it by (its plain name, and as written: `<t>`, `<#b>`),
+/// made once so that a lookup hashes no new string.
+struct Variant {
+    labels: Labels,
+    keys: Vec<(Py<PyString>, Py<PyString>)>,
+}
+
 /// A Python function registered as a box, with its signature.
 struct PyBox {
     name: String,
@@ -332,8 +340,8 @@ struct PyBox {
     /// Where the function is defined (`module.f (file:line)`).
     origin: String,
     inputs: Labels,
-    /// Each output variant's labels, and their names sorted (to match).
-    variants: Vec<(Labels, Vec<String>)>,
+    /// Each output variant's labels, with their dict keys.
+    variants: Vec<Variant>,
     /// The variants as the program writes them: `(y) | (<e>)`.
     variants_text: String,
 }
@@ -433,53 +441,53 @@ impl PyBox {
         Ok(outputs)
     }
 
-    /// The record of output dict `d`, and its variant (from 1).
+    /// The record of output dict `d`, and its variant (from 1): the
+    /// variant whose labels are exactly the dict's keys (each looked up
+    /// by its plain name, then as written, `<t>`).
     fn output(&self, d: &Bound<'_, PyDict>) -> Result<(usize, Record), String> {
-        let mut given: Vec<(String, Bound<'_, PyAny>)> = Vec::with_capacity(d.len());
-        for (k, v) in d.iter() {
-            let k: String = k
-                .extract()
-                .map_err(|_| format!("an output dict's key {k} is not a str"))?;
-            given.push((parse_label(&k).0, v));
-        }
-        given.sort_by(|a, b| a.0.cmp(&b.0));
-        let found = self.variants.iter().position(|(_, names)| {
-            names.len() == given.len() && names.iter().zip(&given).all(|(n, (g, _))| n == g)
-        });
-        let Some(i) = found else {
-            let keys: Vec<&str> = given.iter().map(|(k, _)| k.as_str()).collect();
-            return Err(format!(
-                "Python function {} gave an output with labels ({}), which match none of \
-                 the box's output variants {}",
-                self.origin,
-                keys.join(", "),
-                self.variants_text
-            ));
-        };
-        let mut r = Record::new();
-        for (name, kind) in &self.variants[i].0 {
-            let pos = given.binary_search_by(|(g, _)| g.as_str().cmp(name));
-            let Ok(pos) = pos else { continue };
-            let v = &given[pos].1;
-            match kind {
-                Kind::Field => r.set_field(name, py_to_field(v)),
-                Kind::Tag | Kind::BTag => {
-                    let t = v.extract::<i64>().map_err(|_| {
-                        format!(
-                            "Python function {} gave tag <{name}> the value of a {}, not an int",
-                            self.origin,
-                            type_name(v)
-                        )
-                    })?;
-                    if *kind == Kind::Tag {
-                        r.set_tag(name, t);
-                    } else {
-                        r = r.with_btag(name, t);
+        let py = d.py();
+        let n = d.len();
+        'variants: for (i, v) in self.variants.iter().enumerate() {
+            if v.labels.len() != n {
+                continue;
+            }
+            let mut r = Record::new();
+            for ((name, kind), (plain, written)) in v.labels.iter().zip(&v.keys) {
+                let found = match d.get_item(plain.bind(py)) {
+                    Ok(Some(x)) => Some(x),
+                    _ => d.get_item(written.bind(py)).ok().flatten(),
+                };
+                let Some(value) = found else {
+                    continue 'variants;
+                };
+                match kind {
+                    Kind::Field => r.set_field(name, py_to_field(&value)),
+                    Kind::Tag | Kind::BTag => {
+                        let t = value.extract::<i64>().map_err(|_| {
+                            format!(
+                                "Python function {} gave tag <{name}> the value of a {}, not an int",
+                                self.origin,
+                                type_name(&value)
+                            )
+                        })?;
+                        if *kind == Kind::Tag {
+                            r.set_tag(name, t);
+                        } else {
+                            r = r.with_btag(name, t);
+                        }
                     }
                 }
             }
+            return Ok((i + 1, r));
         }
-        Ok((i + 1, r))
+        let keys: Vec<String> = d.keys().iter().map(|k| k.to_string()).collect();
+        Err(format!(
+            "Python function {} gave an output with labels ({}), which match none of \
+             the box's output variants {}",
+            self.origin,
+            keys.join(", "),
+            self.variants_text
+        ))
     }
 }
 
@@ -544,7 +552,7 @@ impl RawNetwork {
 
     /// Registers `func` (called as `func(*inputs)`) as box `name`;
     /// `origin` is where it is defined, for messages.
-    fn add_box(&mut self, name: &str, func: PyObject, origin: String) -> PyResult<()> {
+    fn add_box(&mut self, name: &str, func: Bound<'_, PyAny>, origin: String) -> PyResult<()> {
         let sigs = self.net.box_signatures();
         let Some(sig) = sigs.iter().find(|s| s.name == name) else {
             let names: Vec<&str> = sigs.iter().map(|s| s.name.as_str()).collect();
@@ -553,14 +561,19 @@ impl RawNetwork {
                 names.join(", ")
             )));
         };
+        let py = func.py();
         let variants = sig
             .outputs
             .iter()
-            .map(|v| {
-                let labels: Labels = v.iter().map(|l| parse_label(l)).collect();
-                let mut names: Vec<String> = labels.iter().map(|(n, _)| n.clone()).collect();
-                names.sort();
-                (labels, names)
+            .map(|v| Variant {
+                labels: v.iter().map(|l| parse_label(l)).collect(),
+                keys: v
+                    .iter()
+                    .map(|l| {
+                        let plain = PyString::intern(py, &parse_label(l).0).unbind();
+                        (plain, PyString::intern(py, l).unbind())
+                    })
+                    .collect(),
             })
             .collect();
         let variants_text = sig
@@ -571,7 +584,7 @@ impl RawNetwork {
             .join(" | ");
         let b = Arc::new(PyBox {
             name: name.to_string(),
-            func,
+            func: func.unbind(),
             origin,
             inputs: sig.inputs.iter().map(|l| parse_label(l)).collect(),
             variants,
