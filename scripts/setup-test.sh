@@ -2,9 +2,11 @@
 # Installs what the test command (scripts/test) needs beyond the demo's
 # set-up (scripts/setup.sh, run first), idempotently and silently when
 # nothing is missing: valgrind, rustfmt and clippy, the minimum supported
-# Rust, nightly with Miri, and cargo-fuzz.
+# Rust, the pinned nightly with Miri, and the pinned cargo-fuzz (both in
+# scripts/toolchains.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/toolchains.sh
 # valgrind: the leak check of the C-box programs (.ci/leakcheck.sh).
 scripts/setup.sh valgrind
 command -v cargo >/dev/null 2>&1 || . "$HOME/.cargo/env"
@@ -20,22 +22,24 @@ if ! rustup toolchain list | grep -q "^$MSRV"; then
   rustup toolchain install "$MSRV" --profile minimal
 fi
 
-# Nightly with Miri: the engine's unsafe code is checked under Miri in CI.
-if ! cargo +nightly miri --version >/dev/null 2>&1; then
-  rustup toolchain install nightly --profile minimal --component miri
+# The pinned nightly with Miri (and rust-src, which Miri builds its standard
+# library from): the engine's unsafe code is checked under Miri in CI.
+if ! cargo +"$SNET_NIGHTLY" miri --version >/dev/null 2>&1 ||
+   ! rustup +"$SNET_NIGHTLY" component list --installed 2>/dev/null | grep -q '^rust-src'; then
+  rustup toolchain install "$SNET_NIGHTLY" --profile minimal --component miri,rust-src
 fi
 
-# cargo-fuzz (on nightly): the test command runs every fuzz target for a
-# bounded time (fuzz/run).
-if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-  cargo install cargo-fuzz --locked
+# The pinned cargo-fuzz (run on the pinned nightly): the test command runs
+# every fuzz target for a bounded time (fuzz/run).
+if [ "$(cargo +"$SNET_NIGHTLY" fuzz --version 2>/dev/null)" != "cargo-fuzz $SNET_CARGO_FUZZ" ]; then
+  cargo install cargo-fuzz --version "$SNET_CARGO_FUZZ" --locked
 fi
 
 # The Python package's tests (scripts/python-test): a virtual environment
 # with pytest and maturin (maturin builds the wheel; the tests themselves
 # load the extension cargo builds).
-if ! target/py-venv/bin/python -c "import pytest" >/dev/null 2>&1 \
+if [ "$(target/py-venv/bin/python -m pytest --version 2>/dev/null)" != "pytest 9.2.0" ] \
    || [ ! -x target/py-venv/bin/maturin ]; then
   python3 -m venv target/py-venv
-  target/py-venv/bin/pip install -q --disable-pip-version-check pytest "maturin>=1.7,<2"
+  target/py-venv/bin/pip install -q --disable-pip-version-check pytest==9.2.0 maturin==1.16.0
 fi

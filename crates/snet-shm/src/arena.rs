@@ -1209,8 +1209,8 @@ fn process_alive(pid: u32) -> bool {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    //! Unit tests, small enough for Miri (`cargo +nightly miri test -p
-    //! snet-shm --lib arena`), which checks the unsafe code and, with
+    //! Unit tests, small enough for Miri (`cargo +"$SNET_NIGHTLY" miri test
+    //! -p snet-shm --lib arena`, the nightly of `scripts/toolchains.sh`), which checks the unsafe code and, with
     //! threads, the refcount orderings (its data-race detector sees the
     //! plain data accesses). The tests that need system calls (madvise,
     //! kill, fork, memfd) are skipped under Miri.
