@@ -30,7 +30,10 @@ if ! cargo +"$SNET_NIGHTLY" miri --version >/dev/null 2>&1 ||
 fi
 
 # The pinned cargo-fuzz (run on the pinned nightly): the test command runs
-# every fuzz target for a bounded time (fuzz/run).
+# every fuzz target for a bounded time (fuzz/run). Built with --debug: it
+# only drives cargo and libFuzzer (the fuzz targets themselves are built
+# optimised by `cargo fuzz build -O`), and an unoptimised build of it takes
+# a fraction of the CPU time of an optimised one on a fresh CI machine.
 if [ "$(cargo +"$SNET_NIGHTLY" fuzz --version 2>/dev/null)" != "cargo-fuzz $SNET_CARGO_FUZZ" ]; then
-  cargo install cargo-fuzz --version "$SNET_CARGO_FUZZ" --locked
+  cargo install cargo-fuzz --version "$SNET_CARGO_FUZZ" --locked --debug
 fi
