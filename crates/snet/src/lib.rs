@@ -100,6 +100,7 @@
 #![warn(missing_docs)]
 
 mod boxes;
+mod custom;
 mod network;
 mod record;
 mod run;
@@ -107,7 +108,8 @@ mod shm;
 mod xml;
 
 pub use boxes::{BoxInput, BoxResult, EmitError, Emitter, MissingLabel};
-pub use network::{Diagnostic, LoadError, Network, Severity, Transport};
+pub use custom::{CustomCodec, CustomValue};
+pub use network::{BoxSignature, Diagnostic, LoadError, Network, Severity, Transport};
 pub use record::{Element, Field, Record};
 pub use run::{RunError, Running};
 pub use xml::{XmlError, XmlReader, XmlWriter};
