@@ -525,6 +525,39 @@ fn tutorial_runs_as_written() {
     run_document("docs/tutorial-c-boxes.md");
 }
 
+/// The tutorial works for a user who installed `snet` and has no clone
+/// (issue 37 §5: step 7 did `cd ../examples/c-boxes`): after step 0 (which
+/// builds snet in a clone), no command names a path of the source tree or
+/// leaves the tutorial's directory.
+#[test]
+fn tutorial_needs_no_source_tree_after_step_0() {
+    let doc = std::fs::read_to_string(repo_root().join("docs/tutorial-c-boxes.md")).unwrap();
+    let step1 = doc.find("\n## 1.").expect("a step 1");
+    let first_line = doc[..step1].lines().count();
+    let steps = steps(&doc).expect("the tutorial's steps");
+    let mut bad = Vec::new();
+    for s in &steps {
+        if let Step::Run { line, cmd, .. } = s {
+            let tree = [
+                "examples/",
+                "crates/",
+                "scripts/",
+                "target/",
+                "tests/",
+                "../",
+            ];
+            if *line > first_line && tree.iter().any(|t| cmd.contains(t)) {
+                bad.push(format!("line {line}: {cmd}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "commands that need the source tree:\n{}",
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn observability_runs_as_written() {
     run_document("docs/observability.md");
