@@ -140,7 +140,11 @@ fn check_trace(path: &Path, what: &str) -> HashSet<i64> {
     // started; on one time base, a flow never goes back before its start.
     assert!(!flows.is_empty(), "{what}: no flow events");
     for (id, hops) in &flows {
-        assert_eq!(id % SAMPLE as i64, 0, "{what}: flow {id} was not sampled");
+        assert_eq!(
+            (id - 1) % SAMPLE as i64,
+            0,
+            "{what}: flow {id} was not sampled"
+        );
         let start = hops.iter().filter(|h| h.0 == "s").map(|h| h.1).min();
         let start = start.unwrap_or_else(|| panic!("{what}: flow {id} has no start: {hops:?}"));
         assert!(
@@ -269,6 +273,28 @@ fn traces_and_profiles_have_the_known_counts_on_every_transport() {
             .collect();
         assert!(parts.is_empty(), "{what}: parts left: {parts:?}");
     }
+    // At the default sample rate (1000) a run of fewer records still
+    // follows its first input record: the docs' ray tracer example (one
+    // input record) shows an arrow.
+    let trace = dir.join("default-sample.trace.json");
+    let r = common::run(
+        &exe,
+        &input,
+        &["-w", "1", "--trace", trace.to_str().unwrap()],
+    );
+    assert!(r.ok, "default sample: {}", r.stderr);
+    let text = std::fs::read_to_string(&trace).expect("the trace file");
+    let events: Vec<Value> = serde_json::from_str(&text).expect("the trace is JSON");
+    let ids: HashSet<i64> = events
+        .iter()
+        .filter(|e| matches!(s(e, "ph"), "s" | "t" | "f"))
+        .map(|e| e["id"].as_i64().expect("flow id"))
+        .collect();
+    assert_eq!(
+        ids,
+        HashSet::from([1]),
+        "default sample: the first input record's flow only"
+    );
     // The profile drawn on the network: each box labelled with its counts.
     let prof = dir.join("2-shm-nodes.profile.json");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_snet"))

@@ -20,8 +20,8 @@
 //! the [`Instrument`]; the embedder (`snet-runner`) writes the files.
 //!
 //! *Sampled records and flows.* A record is followed when the number of
-//! the input record it came from ([`crate::Origin`]) is a multiple of the
-//! sample rate. The origin already travels with every record, across the
+//! the input record it came from ([`crate::Origin`]) is 1 more than a
+//! multiple of the sample rate (the first input record always is). The origin already travels with every record, across the
 //! wire too, so following records costs nothing when tracing is off and
 //! adds nothing to messages when on. Flow id = the input record's number;
 //! the entry entity's processing of it starts the flow (`s`), each later
@@ -357,13 +357,15 @@ impl WorkerLog {
         &mut self.prof[i]
     }
 
-    /// Whether records of `origin` are followed.
+    /// Whether records of `origin` are followed: those of input records
+    /// 1, 1 + N, 1 + 2N, ... (N = the sample rate), so the first input
+    /// record is always followed, even in a run of fewer than N records.
     #[inline]
     pub(crate) fn sampled(&self, origin: crate::Origin) -> Option<u64> {
         if !self.trace || self.sample == 0 {
             return None;
         }
-        origin.number().filter(|n| n % self.sample == 0)
+        origin.number().filter(|&n| follows(self.sample, n))
     }
 
     #[inline]
@@ -417,6 +419,13 @@ impl WorkerLog {
             });
         }
     }
+}
+
+/// Whether the records of input record `number` (1, 2, ...) are followed
+/// at sample rate `sample` (> 0): numbers 1, 1 + sample, 1 + 2 sample, ...
+#[inline]
+fn follows(sample: u64, number: u64) -> bool {
+    number.wrapping_sub(1).is_multiple_of(sample)
 }
 
 /// A component as reports name it.
@@ -800,5 +809,22 @@ impl Logs {
 
     pub(crate) fn take(&self) -> Vec<WorkerLog> {
         std::mem::take(&mut *crate::sync::lock(&self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::follows;
+
+    #[test]
+    fn the_first_input_record_is_always_followed() {
+        for sample in [1, 2, 7, 1000] {
+            assert!(follows(sample, 1), "sample {sample}");
+        }
+        let at = |sample| (1..=25).filter(|&n| follows(sample, n)).collect::<Vec<_>>();
+        assert_eq!(at(1), (1..=25).collect::<Vec<_>>());
+        assert_eq!(at(7), [1, 8, 15, 22]);
+        assert_eq!(at(1000), [1]);
+        assert!(follows(1000, 1001) && !follows(1000, 1000));
     }
 }

@@ -49,7 +49,8 @@ pub struct RunOptions {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// With --trace: follow the records of every Nth input record hop by
-    /// hop (flow arrows; 0: none).
+    /// hop, starting with the first (records 1, 1+N, 1+2N, ...; flow
+    /// arrows; 0: none).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub trace_sample: u64,
     /// Print a table per component at the end (calls, records in and out,
