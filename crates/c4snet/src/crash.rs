@@ -126,8 +126,8 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_voi
         write_all(SIGNALS[idx].1.as_bytes());
         write_all(b")\n");
     }
-    // SAFETY: _exit is async-signal-safe.
-    unsafe { libc::_exit(1) };
+    // The records that finished are written first (`rescue`).
+    crate::rescue::exit(1);
 }
 
 /// At `exit()`: a box running on this thread called it (the run is not
@@ -139,8 +139,9 @@ extern "C" fn on_exit() {
     }
     write_box_prefix(p, n);
     write_all(b"` called exit() (a box must return; the run is stopped)\n");
-    // SAFETY: _exit ends the process at once (no further exit handlers).
-    unsafe { libc::_exit(1) };
+    // Ends the process at once (no further exit handlers), after the
+    // records that finished are written (`rescue`).
+    crate::rescue::exit(1);
 }
 
 /// Installs the handlers (idempotent).
