@@ -537,7 +537,12 @@ impl BoxEntity {
         // The live dump sees the call (stuck.rs).
         let now = ctx.now;
         if let Some(now) = now {
-            now.enter(self.t.node, me);
+            let held = if ctx.taken_from(me) {
+                ctx.taken.len()
+            } else {
+                0
+            };
+            now.enter(self.t.node, me, ctx.unflushed_queued(), held);
         }
         // Instrumented: when the call (or its continuation: it was
         // suspended) started (traced runs only), and whether it was.

@@ -149,7 +149,7 @@ impl CallIo {
         self.pulled += 1;
         if !self.now.is_null() {
             // SAFETY: the slot lives as long as the run (`Runtime::now`).
-            unsafe { (*self.now).again() };
+            unsafe { (*self.now).again(more.len()) };
         }
         true
     }
