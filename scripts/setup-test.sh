@@ -2,9 +2,11 @@
 # Installs what the test command (scripts/test) needs beyond the demo's
 # set-up (scripts/setup.sh, run first), idempotently and silently when
 # nothing is missing: valgrind, rustfmt and clippy, the minimum supported
-# Rust, nightly with Miri, and cargo-fuzz.
+# Rust, the pinned nightly with Miri, and the pinned cargo-fuzz (both in
+# scripts/toolchains.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/toolchains.sh
 # valgrind: the leak check of the C-box programs (.ci/leakcheck.sh).
 scripts/setup.sh valgrind
 command -v cargo >/dev/null 2>&1 || . "$HOME/.cargo/env"
@@ -20,13 +22,18 @@ if ! rustup toolchain list | grep -q "^$MSRV"; then
   rustup toolchain install "$MSRV" --profile minimal
 fi
 
-# Nightly with Miri: the engine's unsafe code is checked under Miri in CI.
-if ! cargo +nightly miri --version >/dev/null 2>&1; then
-  rustup toolchain install nightly --profile minimal --component miri
+# The pinned nightly with Miri (and rust-src, which Miri builds its standard
+# library from): the engine's unsafe code is checked under Miri in CI.
+if ! cargo +"$SNET_NIGHTLY" miri --version >/dev/null 2>&1 ||
+   ! rustup +"$SNET_NIGHTLY" component list --installed 2>/dev/null | grep -q '^rust-src'; then
+  rustup toolchain install "$SNET_NIGHTLY" --profile minimal --component miri,rust-src
 fi
 
-# cargo-fuzz (on nightly): the test command runs every fuzz target for a
-# bounded time (fuzz/run).
-if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-  cargo install cargo-fuzz --locked
+# The pinned cargo-fuzz (run on the pinned nightly): the test command runs
+# every fuzz target for a bounded time (fuzz/run). Built with --debug: it
+# only drives cargo and libFuzzer (the fuzz targets themselves are built
+# optimised by `cargo fuzz build -O`), and an unoptimised build of it takes
+# a fraction of the CPU time of an optimised one on a fresh CI machine.
+if [ "$(cargo +"$SNET_NIGHTLY" fuzz --version 2>/dev/null)" != "cargo-fuzz $SNET_CARGO_FUZZ" ]; then
+  cargo install cargo-fuzz --version "$SNET_CARGO_FUZZ" --locked --debug
 fi

@@ -2,7 +2,8 @@
 # Installs what the demo (scripts/demo) and a user's `snet` need on a fresh
 # machine of this kind, idempotently and silently when nothing is missing:
 # a C and a C++ compiler, Open MPI, Graphviz and Rust. The test command's extra tools
-# (valgrind, rustfmt, clippy, the minimum supported Rust, nightly with Miri)
+# (valgrind, rustfmt, clippy, the minimum supported Rust, the pinned nightly
+# with Miri, cargo-fuzz)
 # are scripts/setup-test.sh's job; it names its Debian packages as this
 # script's arguments, so that one apt-get run installs everything missing.
 #

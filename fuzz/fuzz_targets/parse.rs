@@ -1,5 +1,5 @@
 //! Fuzz target: the front end must never panic (or overflow its stack) on
-//! any text. Run: `cargo +nightly fuzz run parse -- -max_len=4096`
+//! any text. Run: `cargo +"$SNET_NIGHTLY" fuzz run parse -- -max_len=4096` (after `. scripts/toolchains.sh`)
 //! (seed the corpus with `tests/front/*/*.snet` for faster coverage).
 #![no_main]
 

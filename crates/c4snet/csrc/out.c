@@ -28,6 +28,9 @@ struct snet_c4snet_current {
     long nvariants;
     const char *name;   /* its box's name, for the crash handler (not NUL-terminated) */
     unsigned long name_len;
+    const char *loc;    /* where the box is declared (FILE:LINE:COL; null: unknown) */
+    unsigned long loc_len;
+    unsigned long long origin;  /* the input record behind the call (the engine's Origin bits) */
 };
 
 /* The invocation running on this thread: the Rust side sets it around

@@ -75,12 +75,14 @@ pub unsafe extern "C" fn C4SNetCreate(t: c_int, size: usize, data: *const c_void
     let Some(t) = ctype(t, "C4SNetCreate") else {
         return std::ptr::null_mut();
     };
-    let mut d = CData::zeroed(t, size);
-    if !data.is_null() && size > 0 {
+    let d = if !data.is_null() && size > 0 {
         // SAFETY: the caller provides size*sizeof(t) readable bytes at `data`.
         let src = unsafe { std::slice::from_raw_parts(data as *const u8, size * t.size()) };
-        d.bytes_mut().copy_from_slice(src);
-    }
+        // One write of the bytes (no zeroing first).
+        CData::from_bytes(t, size, src)
+    } else {
+        CData::zeroed(t, size)
+    };
     into_c(d)
 }
 

@@ -129,9 +129,11 @@ impl CData {
 
     /// An array holding a copy of `bytes` (`bytes.len()` must be `len * size`).
     pub fn from_bytes(ctype: CType, len: usize, bytes: &[u8]) -> CData {
-        let mut d = CData::zeroed(ctype, len);
-        d.bytes_mut().copy_from_slice(&bytes[..ctype.size() * len]);
-        d
+        if len == 0 {
+            return CData::zeroed(ctype, 0);
+        }
+        let buf = FieldBytes::for_field_copy(&bytes[..CData::size_of(ctype, len)]);
+        CData { ctype, len, buf }
     }
 
     /// An array of `len` elements whose storage is `buf` itself (no copy;

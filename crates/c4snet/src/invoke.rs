@@ -131,6 +131,12 @@ struct Current {
     /// ([`crate::crash`]), which reads it from a signal handler.
     name: *const u8,
     name_len: usize,
+    /// Where the box is declared (`FILE:LINE:COL`; null: not known), and
+    /// the input record behind the call ([`snet_engine::Origin`]'s bits),
+    /// for the crash handler.
+    loc: *const u8,
+    loc_len: usize,
+    origin: u64,
 }
 
 impl Current {
@@ -141,6 +147,27 @@ impl Current {
         nvariants: 0,
         name: std::ptr::null(),
         name_len: 0,
+        loc: std::ptr::null(),
+        loc_len: 0,
+        origin: 0,
+    };
+}
+
+/// What the crash handler knows about the box running on a thread: its
+/// name, the place of its declaration and the input record behind the
+/// call (see [`crate::crash`]).
+#[derive(Copy, Clone)]
+pub struct Running {
+    pub(crate) name: (*const u8, usize),
+    pub(crate) loc: (*const u8, usize),
+    pub(crate) origin: u64,
+}
+
+impl Running {
+    pub(crate) const NONE: Running = Running {
+        name: (std::ptr::null(), 0),
+        loc: (std::ptr::null(), 0),
+        origin: 0,
     };
 }
 
@@ -158,30 +185,37 @@ fn current() -> *mut Current {
     unsafe { snet_c4snet_current() }
 }
 
-/// (pointer, length) of the name of the box running on this thread;
-/// null when none runs (or its call is suspended). Async-signal safe: two
-/// loads from a thread-local.
+/// The box running on this thread (a null name when none runs, or its
+/// call is suspended). Async-signal safe: loads from a thread-local.
 #[inline]
-pub(crate) fn running_name() -> (*const u8, usize) {
+pub(crate) fn running() -> Running {
     // SAFETY: this thread's slot (see `current`), read only.
     unsafe {
         let c = current();
-        ((*c).name, (*c).name_len)
+        Running {
+            name: ((*c).name, (*c).name_len),
+            loc: ((*c).loc, (*c).loc_len),
+            origin: (*c).origin,
+        }
     }
 }
 
-/// Sets the name of the box running on this thread (for the crash
-/// handler; the rest of the slot is left as it is); returns the previous one.
+/// Sets what the crash handler is told about the box running on this
+/// thread (the rest of the slot is left as it is); returns the previous
+/// value.
 #[inline]
-pub(crate) fn swap_running_name(name: (*const u8, usize)) -> (*const u8, usize) {
+pub(crate) fn swap_running(r: Running) -> Running {
+    let prev = running();
     // SAFETY: this thread's slot (see `current`).
     unsafe {
         let c = current();
-        let prev = ((*c).name, (*c).name_len);
-        (*c).name = name.0;
-        (*c).name_len = name.1;
-        prev
+        (*c).name = r.name.0;
+        (*c).name_len = r.name.1;
+        (*c).loc = r.loc.0;
+        (*c).loc_len = r.loc.1;
+        (*c).origin = r.origin;
     }
+    prev
 }
 
 fn box_name(index: usize) -> String {
@@ -521,6 +555,19 @@ unsafe fn value(l: Label, v: &SnetArg, null: &mut Option<Label>) -> Option<Value
     }
 }
 
+/// A tag value that does not fit the box's `int` parameter: an error,
+/// not a wrapped value (tags are 64-bit, a C box takes `int`).
+#[cold]
+fn tag_out_of_range(label: Label, value: i64) -> BoxError {
+    BoxError::TagOutOfRange {
+        label,
+        value,
+        ty: "int",
+        min: i64::from(c_int::MIN),
+        max: i64::from(c_int::MAX),
+    }
+}
+
 #[cold]
 fn null_field(label: Label, variant: c_int) -> BoxError {
     BoxError::NullField {
@@ -575,6 +622,8 @@ pub unsafe extern "C" fn snet_c4snet_box_threw(hnd: *mut c_void, what: *const c_
 /// One resolved C box.
 pub struct CBox {
     name: Arc<str>,
+    /// Where the box is declared (`FILE:LINE:COL`), for crash reports.
+    loc: Box<str>,
     index: usize,
     call: BoxFn,
     inputs: Vec<Label>,
@@ -601,8 +650,16 @@ impl CBox {
             let l = inputs[k];
             if !l.is_field() {
                 if let Some(v) = input.int(l) {
-                    args[k] = SnetArg { tag: v as c_int };
-                    continue;
+                    match c_int::try_from(v) {
+                        Ok(t) => {
+                            args[k] = SnetArg { tag: t };
+                            continue;
+                        }
+                        Err(_) => {
+                            self.release(&args[..k]);
+                            return Err(tag_out_of_range(l, v));
+                        }
+                    }
                 }
             }
             match self.field_argument(input, l) {
@@ -684,9 +741,10 @@ impl CBox {
         self.arguments(input, args)?;
         let id = next_id();
         let handle = ((id << 16) as usize) | self.index;
-        let direct = out
-            .emitter()
-            .map_or(std::ptr::null_mut(), |e| e as *mut Emitter);
+        let (direct, origin) = match out.emitter() {
+            Some(e) => (e as *mut Emitter, e.origin().to_bits()),
+            None => (std::ptr::null_mut(), 0),
+        };
         // SAFETY: only the lifetime is erased; the pointer is dropped from
         // this thread's `Current` before `out` goes out of scope (below).
         let emit: *mut (dyn Emit + 'static) =
@@ -711,6 +769,9 @@ impl CBox {
                     nvariants: self.variants.len() as std::ffi::c_long,
                     name: self.name.as_ptr(),
                     name_len: self.name.len(),
+                    loc: self.loc.as_ptr(),
+                    loc_len: self.loc.len(),
+                    origin,
                 },
             )
         };
@@ -802,6 +863,7 @@ impl LanguageInterface for C4SNet {
             .collect();
         Ok(Arc::new(CBox {
             name: Arc::from(def.name.as_str()),
+            loc: def.loc.to_string().into_boxed_str(),
             index,
             call,
             inputs: def.inputs.clone(),
@@ -812,36 +874,56 @@ impl LanguageInterface for C4SNet {
     }
 }
 
+/// The prefix of every identifier that generated C code defines (the
+/// trampolines, their parameters, the box table, `snet build`'s program
+/// array): C reserves names starting with two underscores for the
+/// implementation, so no box function of a valid program can be named
+/// like one, and `snet build` refuses box names with this prefix.
+pub const GENERATED_PREFIX: &str = "__snet_";
+
+/// The arguments of the call of `def`'s box function in a trampoline:
+/// the handle, then one per input label, then `extra` zeros (a box
+/// function with parameters beyond its signature: `0` converts to any
+/// scalar type, so each receives 0, NULL or 0.0).
+fn call_args(def: &BoxDef, extra: usize) -> String {
+    let mut args = String::from("__snet_h");
+    for (i, l) in def.inputs.iter().enumerate() {
+        args.push_str(&format!(
+            ", __snet_a[{i}].{}",
+            if l.is_field() { "field" } else { "tag" }
+        ));
+    }
+    for _ in 0..extra {
+        args.push_str(", 0");
+    }
+    args
+}
+
 /// The C++ source of a trampoline for `def`, for programs with C++ box
 /// code: as [`trampoline_source`], but the call is in a `try` block, and an
 /// exception that escapes the box is reported through
 /// [`snet_c4snet_box_threw`] (with `what()` for a `std::exception`) instead
 /// of reaching the C and Rust frames below, where it would end the process
 /// through `std::terminate` without naming the box. Needs `<exception>`,
-/// `C4SNet.h`, the `snet_arg_t` typedef and a C-linkage declaration of
+/// the `__snet_arg_t` typedef and a C-linkage declaration of
 /// `snet_c4snet_box_threw` before it; the generated code puts it in an
 /// `extern "C"` block.
 pub fn trampoline_source_cxx(def: &BoxDef) -> String {
-    let mut call = format!(
-        "static void snet_call_{0}(void *hnd, const snet_arg_t *a)\n{{\n    try {{\n        (void){0}(hnd",
-        def.name
-    );
-    for (i, l) in def.inputs.iter().enumerate() {
-        call.push_str(&format!(
-            ", a[{i}].{}",
-            if l.is_field() { "field" } else { "tag" }
-        ));
-    }
-    call.push_str(");\n    } catch (const std::exception &e) {\n        snet_c4snet_box_threw(hnd, e.what());\n    } catch (...) {\n        snet_c4snet_box_threw(hnd, 0);\n    }\n}\n");
-    format!("{}{call}", prototype(def))
+    format!(
+        "{}static void __snet_call_{1}(void *__snet_h, const __snet_arg_t *__snet_a)\n{{\n    try {{\n        (void){1}({2});\n    }} catch (const std::exception &__snet_e) {{\n        snet_c4snet_box_threw(__snet_h, __snet_e.what());\n    }} catch (...) {{\n        snet_c4snet_box_threw(__snet_h, 0);\n    }}\n}}\n",
+        prototype(def),
+        def.name,
+        call_args(def, 0)
+    )
 }
 
-/// The C prototype of `def`'s box function.
+/// The C prototype of `def`'s box function (parameters unnamed; a field
+/// is a `struct cdata *`, which is `c4snet_data_t *`).
 fn prototype(def: &BoxDef) -> String {
-    let mut proto = format!("void *{}(void *hnd", def.name);
+    let mut proto = format!("void *{}(void *", def.name);
     for l in &def.inputs {
         proto.push_str(if l.is_field() {
-            ", c4snet_data_t *"
+            ", struct cdata *"
         } else {
             ", int"
         });
@@ -850,20 +932,27 @@ fn prototype(def: &BoxDef) -> String {
     proto
 }
 
-/// The C source of a trampoline for `def`: `static void snet_call_NAME(void *hnd, const snet_arg_t *a)`
-/// plus the box's prototype. Needs `C4SNet.h` and the `snet_arg_t` typedef before it.
+/// The C source of a trampoline for `def`: `static void
+/// __snet_call_NAME(void *__snet_h, const __snet_arg_t *__snet_a)` plus the
+/// box's prototype. Needs the `__snet_arg_t` typedef before it.
 pub fn trampoline_source(def: &BoxDef) -> String {
-    let proto = prototype(def);
-    let mut call = format!(
-        "static void snet_call_{0}(void *hnd, const snet_arg_t *a)\n{{\n    (void){0}(hnd",
-        def.name
-    );
-    for (i, l) in def.inputs.iter().enumerate() {
-        call.push_str(&format!(
-            ", a[{i}].{}",
-            if l.is_field() { "field" } else { "tag" }
-        ));
-    }
-    call.push_str(");\n}\n");
-    format!("{proto}{call}")
+    format!(
+        "{}static void __snet_call_{1}(void *__snet_h, const __snet_arg_t *__snet_a)\n{{\n    (void){1}({2});\n}}\n",
+        prototype(def),
+        def.name,
+        call_args(def, 0)
+    )
+}
+
+/// The C source of an external trampoline for `def`'s box function with
+/// `extra` parameters beyond its signature, which receive 0: compiled in
+/// the translation unit of the box source that defines the function (after
+/// it, so that its own type, extra parameters included, is the one called).
+/// Needs nothing before it but that definition.
+pub fn trampoline_source_extra(def: &BoxDef, extra: usize) -> String {
+    format!(
+        "typedef union {{ struct cdata *field; int tag; }} __snet_arg_{0}_t;\nvoid __snet_call_{0}(void *__snet_h, const __snet_arg_{0}_t *__snet_a);\nvoid __snet_call_{0}(void *__snet_h, const __snet_arg_{0}_t *__snet_a)\n{{\n    (void){0}({1});\n}}\n",
+        def.name,
+        call_args(def, extra)
+    )
 }

@@ -54,7 +54,10 @@ pub mod rescue;
 pub mod text;
 
 pub use data::{codec, data_field, data_of, C4Data, CData, CType, CODEC, INTERFACE};
-pub use invoke::{trampoline_source, trampoline_source_cxx, BoxEntry, BoxFn, C4SNet, SnetArg};
+pub use invoke::{
+    trampoline_source, trampoline_source_cxx, trampoline_source_extra, BoxEntry, BoxFn, C4SNet,
+    SnetArg, GENERATED_PREFIX,
+};
 pub use text::{decode_field, encode_data, text_codecs, text_field, C4TextCodec, FieldError};
 
 /// The checked-in header, for tools that write it next to generated code.

@@ -74,3 +74,34 @@ fn unreadable_programs_are_reported_with_the_os_reason() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A box function with parameters beyond its signature (code written for
+/// the original toolchain) builds, with one warning per box naming the box,
+/// its declaration and the parameters that receive no value
+/// (`tests/conformance/c/sig-extra-params` checks what they receive).
+#[test]
+fn extra_trailing_parameters_build_with_a_warning() {
+    let case =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/c/sig-extra-params");
+    let dir = scratch("extra");
+    let out = snet(&[
+        "build".as_ref(),
+        case.join("prog.snet").as_os_str(),
+        case.join("count.c").as_os_str(),
+        case.join("scale.c").as_os_str(),
+        "-o".as_ref(),
+        dir.join("prog").as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for want in [
+        "prog.snet:1:1): its C function at ",
+        "count.c:6 has 3 parameters more than the signature gives values for (`int step`, `char *tag`, `double ratio`); they receive 0 (NULL for a pointer) on every call",
+        "signature: void *count(void *hnd, int n);",
+        "scale.c:4 has 1 parameter more than the signature gives values for (`c4snet_data_t *unused`); it receives 0",
+    ] {
+        assert!(err.contains(want), "{want:?} not in:\n{err}");
+    }
+    assert_eq!(err.matches("warning: box `count`").count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,8 +3,9 @@
 //! Each case holds `prog.snet`, `input.xml`, and either `expected.xml`
 //! (compared as a multiset of records, or as a sequence when an `ordered`
 //! file is present; field values compared as the exact text written, so
-//! C4SNet values must be in the canonical `printf` form) or `expected-error.txt` (a substring the error message
-//! must contain; the run must exit nonzero). Every case runs under 1, 2 and
+//! C4SNet values must be in the canonical `printf` form) or `expected-error.txt` (substrings, one
+//! per non-empty line, that the error message must contain, compared in
+//! lower case; the run must exit nonzero). Every case runs under 1, 2 and
 //! 8 workers on one node, and as a distributed run on the loopback
 //! transport: 4 nodes with the program's own placements, and 2 nodes (2
 //! workers each) and 4 nodes (1 and 2 workers) with random components of
@@ -22,8 +23,10 @@
 //! run's standard error must contain exactly once (one warning per run,
 //! not per record) and that distributed runs must not print.
 //! `SNET_SEEDS=N` adds N-1 more random placements per case (the property
-//! test over more seeds). `SNET_REPEAT=N` repeats each run N times (flake hunting);
-//! `SNET_CASES=substring` selects cases.
+//! test over more seeds; their trials' names end in `seed1` ... `seedN-1`,
+//! so the filter `seed` selects only them). `SNET_REPEAT=N` repeats each run N times (flake hunting);
+//! `SNET_CASES=substring` selects cases (`a,b,c`: those whose name
+//! contains any of the substrings).
 //!
 //! Where `mpirun` is installed (and `SNET_MPI` is not `0`), every case also
 //! runs under `mpirun`, one process per node (`SNET_MPI=only`: only these;
@@ -35,11 +38,15 @@
 //!
 //! Every case also runs over the shared-memory transport (unless
 //! `SNET_SHM` is `0`; `SNET_SHM=only`: only these), one process per node,
-//! for each notify mode (`poll`, `interrupt`, `sparse`) and field mode
-//! (`chunked`, `single-copy`, `zero-copy`): 1 node; 2 nodes with random
-//! placements; 4 nodes with random placements, every field by reference,
-//! and tiny rings (8 slots of 192 bytes, so most messages are chunked or go
-//! through the arena and senders often wait for room).
+//! with the notify modes (`poll`, `interrupt`, `sparse`) and field modes
+//! (`chunked`, `single-copy`, `zero-copy`): 1 node in each field mode (no
+//! rings there, so the notify mode is unused); 2 nodes with random
+//! placements in every notify × fields combination; 4 nodes with random
+//! placements, every field by reference, and tiny rings (8 slots of 192
+//! bytes, so most messages are chunked or go through the arena and senders
+//! often wait for room) in three combinations that cover every notify mode
+//! and every field mode, chosen per case (from its placement seed) so that
+//! the corpus as a whole runs all nine at 4 nodes.
 //!
 //! An optional `args` file holds extra command-line arguments for the run,
 //! one argument per line (so a line may contain spaces, as in
@@ -51,7 +58,7 @@
 //! C) is built once with `snet build prog.snet <those files> -o <tmp>/prog`, and the produced executable is
 //! run with the same arguments instead of `snet run`. Such a case may hold
 //! `expected-build-error.txt` instead: the build must fail with a message
-//! containing that substring.
+//! containing each of its non-empty lines.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -254,13 +261,23 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             .and_then(|p| p.file_name())
             .is_some_and(|n| n == "c");
     if let Ok(want) = std::fs::read_to_string(dir.join("expected-build-error.txt")) {
-        let want = want.trim().to_lowercase();
+        // Every non-empty line is a substring the message must contain.
+        let wants: Vec<String> = want
+            .lines()
+            .map(|l| l.trim().to_lowercase())
+            .filter(|l| !l.is_empty())
+            .collect();
         return match built(dir) {
             Ok(_) => {
-                Err(format!("expected the build to fail with {want:?}, but it succeeded").into())
+                Err(format!("expected the build to fail with {wants:?}, but it succeeded").into())
             }
-            Err(e) if e.to_lowercase().contains(&want) => Ok(()),
-            Err(e) => Err(format!("build error lacks {want:?}:\n{e}").into()),
+            Err(e) => match wants
+                .iter()
+                .find(|w| !e.to_lowercase().contains(w.as_str()))
+            {
+                None => Ok(()),
+                Some(want) => Err(format!("build error lacks {want:?}:\n{e}").into()),
+            },
         };
     }
     let exe = if c_case {
@@ -318,14 +335,20 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             .map_err(|e| format!("cannot start snet: {e}"))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         if let Some(want) = &expected_err {
-            let want = want.trim().to_lowercase();
+            // Every non-empty line is a substring the message must contain.
+            let wants: Vec<String> = want
+                .lines()
+                .map(|l| l.trim().to_lowercase())
+                .filter(|l| !l.is_empty())
+                .collect();
             if out.status.success() {
                 return Err(format!(
-                    "expected an error containing {want:?}, but the run succeeded"
+                    "expected an error containing {wants:?}, but the run succeeded"
                 )
                 .into());
             }
-            if !stderr.to_lowercase().contains(&want) {
+            let lower = stderr.to_lowercase();
+            if let Some(want) = wants.iter().find(|w| !lower.contains(w.as_str())) {
                 return Err(format!("error message lacks {want:?}:\n{stderr}").into());
             }
             if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
@@ -453,7 +476,10 @@ fn main() {
                 suite.file_name().unwrap().to_string_lossy(),
                 case.file_name().unwrap().to_string_lossy()
             );
-            if select.as_ref().is_some_and(|s| !name.contains(s.as_str())) {
+            if select
+                .as_ref()
+                .is_some_and(|s| !s.split(',').any(|alt| name.contains(alt)))
+            {
                 continue;
             }
             // The seed of the random placements: fixed per case, so a
@@ -522,8 +548,11 @@ fn main() {
             ];
             // More random placements on request (`SNET_SEEDS=N`): the
             // property "placement changes no output" over N seeds per case.
+            // Their trials' names end in `seedK` (the test script's property
+            // step selects them, and only them, with that word).
+            let mut more_seeds = Vec::new();
             for k in 1..seeds {
-                setups.push(Setup {
+                more_seeds.push(Setup {
                     workers: 1 + (k as usize % 2),
                     nodes: if k % 3 == 0 { 2 } else { 4 },
                     scatter: Some(seed + 1000 * k),
@@ -551,38 +580,62 @@ fn main() {
                     m(2, 1, Some(seed + 5), true, true),
                 ]);
             }
-            // The same over shared memory, one process per node, for every
-            // notify × fields combination: 1 node, 2 nodes with random
-            // placements, 4 nodes with random placements, every field by
-            // reference and tiny rings.
+            // The same over shared memory, one process per node. 2 nodes
+            // with random placements: every notify × fields combination.
+            // 1 node: once per field mode (one node has no rings, so the
+            // notify mode is unused; zero-copy still allocates fields in the
+            // arena). 4 nodes with random placements, every field by
+            // reference and tiny rings (the costliest runs: 4 processes, most
+            // messages chunked, senders waiting for room): three
+            // combinations that use every notify mode and every field mode
+            // once (a Latin square), shifted per case by its seed, so that
+            // across the corpus every combination runs at 4 nodes too.
             if shm {
-                for notify in ["poll", "interrupt", "sparse"] {
-                    for fields in ["chunked", "single-copy", "zero-copy"] {
-                        let s = |nodes, workers, scatter, by_ref, tiny| Setup {
-                            workers,
-                            nodes,
-                            scatter,
-                            by_ref,
-                            mpi: None,
-                            shm: Some((notify, fields, tiny)),
-                        };
-                        setups.extend([
-                            s(1, 2, None, false, false),
-                            s(2, 2, Some(seed + 6), false, false),
-                            s(4, 1, Some(seed + 7), true, true),
-                        ]);
+                const NOTIFY: [&str; 3] = ["poll", "interrupt", "sparse"];
+                const FIELDS: [&str; 3] = ["chunked", "single-copy", "zero-copy"];
+                let s = |nodes, workers, scatter, by_ref, (notify, fields, tiny)| Setup {
+                    workers,
+                    nodes,
+                    scatter,
+                    by_ref,
+                    mpi: None,
+                    shm: Some((notify, fields, tiny)),
+                };
+                let shift = seed as usize;
+                for (i, fields) in FIELDS.into_iter().enumerate() {
+                    setups.push(s(
+                        1,
+                        2,
+                        None,
+                        false,
+                        (NOTIFY[(i + shift) % 3], fields, false),
+                    ));
+                }
+                for notify in NOTIFY {
+                    for fields in FIELDS {
+                        setups.push(s(2, 2, Some(seed + 6), false, (notify, fields, false)));
                     }
+                }
+                for (i, notify) in NOTIFY.into_iter().enumerate() {
+                    let fields = FIELDS[(i + shift / 3) % 3];
+                    setups.push(s(4, 1, Some(seed + 7), true, (notify, fields, true)));
                 }
             }
             let allowed = allowed_nodes(&case);
-            for setup in setups
-                .into_iter()
-                .filter(|s| s.nodes == 1 || allowed.as_ref().is_none_or(|a| a.contains(&s.nodes)))
-                .filter(|s| !only_mpi || s.mpi.is_some())
-                .filter(|s| !only_shm || s.shm.is_some())
+            let named = setups.into_iter().map(|s| (s, s.name())).chain(
+                (1..)
+                    .zip(more_seeds)
+                    .map(|(k, s)| (s, format!("{} seed{k}", s.name()))),
+            );
+            for (setup, setup_name) in named
+                .filter(|(s, _)| {
+                    s.nodes == 1 || allowed.as_ref().is_none_or(|a| a.contains(&s.nodes))
+                })
+                .filter(|(s, _)| !only_mpi || s.mpi.is_some())
+                .filter(|(s, _)| !only_shm || s.shm.is_some())
             {
                 let case = case.clone();
-                trials.push(Trial::test(format!("{name} {}", setup.name()), move || {
+                trials.push(Trial::test(format!("{name} {setup_name}"), move || {
                     check_case(&case, setup, repeat)
                 }));
             }

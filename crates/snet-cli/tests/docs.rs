@@ -6,8 +6,10 @@
 //! repository's files (`git ls-files`: tracked files and new, not ignored
 //! ones). Every command must exit 0. Another test checks that no Markdown
 //! file outside `tests/` links to `shared/`, a directory a user's clone does
-//! not have, and that every relative Markdown link names a file. The
-//! conventions for writers are in `docs/writing-docs.md`.
+//! not have, and that every relative Markdown link names a file; another that
+//! the README's layout table and ARCHITECTURE.md's table of crates name
+//! every crate under `crates/`, and that every path the layout table lists
+//! exists. The conventions for writers are in `docs/writing-docs.md`.
 //!
 //! # Markers
 //!
@@ -583,6 +585,136 @@ fn markdown_links_stay_in_the_repository() {
         "links that leave the repository (use docs/ instead) or name no file:\n{}",
         bad.join("\n")
     );
+}
+
+/// The first column of each row of the first Markdown table after the
+/// heading `heading` (a line equal to it), code spans unwrapped.
+fn table_first_column(doc: &str, heading: &str) -> Result<Vec<String>, String> {
+    let mut lines = doc.lines().skip_while(|l| l.trim() != heading);
+    if lines.next().is_none() {
+        return Err(format!("no heading `{heading}`"));
+    }
+    let rows: Vec<&str> = lines
+        .skip_while(|l| !l.trim_start().starts_with('|'))
+        .take_while(|l| l.trim_start().starts_with('|'))
+        .skip(2) // the header and the `|---|` line
+        .collect();
+    if rows.is_empty() {
+        return Err(format!("no table under `{heading}`"));
+    }
+    Ok(rows
+        .iter()
+        .filter_map(|row| row.trim().trim_start_matches('|').split('|').next())
+        .map(|cell| cell.trim().trim_matches('`').to_string())
+        .collect())
+}
+
+/// What is wrong with the README's layout table (`## Layout`) and
+/// ARCHITECTURE.md's table of crates for a tree whose `crates/` holds
+/// `crates`: a crate missing from either table, a listed path that does
+/// not exist (`exists` is asked with the path as the table spells it,
+/// without a trailing `/`).
+fn layout_problems(
+    readme: &str,
+    architecture: &str,
+    crates: &[String],
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut bad = Vec::new();
+    match table_first_column(readme, "## Layout") {
+        Err(e) => bad.push(format!("README.md: {e}")),
+        Ok(paths) => {
+            for c in crates {
+                let want = format!("crates/{c}");
+                if !paths.iter().any(|p| p.trim_end_matches('/') == want) {
+                    bad.push(format!("README.md, ## Layout: no row for `{want}`"));
+                }
+            }
+            for p in &paths {
+                if !exists(p.trim_end_matches('/')) {
+                    bad.push(format!("README.md, ## Layout: `{p}` does not exist"));
+                }
+            }
+        }
+    }
+    match table_first_column(
+        architecture,
+        "## Crates, what each may depend on, invariants",
+    ) {
+        Err(e) => bad.push(format!("ARCHITECTURE.md: {e}")),
+        Ok(names) => {
+            for c in crates {
+                if !names.contains(c) {
+                    bad.push(format!(
+                        "ARCHITECTURE.md, table of crates: no row for `{c}`"
+                    ));
+                }
+            }
+            for n in &names {
+                if !crates.contains(n) {
+                    bad.push(format!(
+                        "ARCHITECTURE.md, table of crates: `{n}` is not under crates/"
+                    ));
+                }
+            }
+        }
+    }
+    bad
+}
+
+/// The README's layout table and ARCHITECTURE.md's table of crates match
+/// the tree: every crate (a directory of `crates/` with a `Cargo.toml`) has
+/// a row in both, and every path the layout lists exists.
+#[test]
+fn layout_tables_match_the_tree() {
+    let root = repo_root();
+    let read =
+        |f: &str| std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    let mut crates: Vec<String> = std::fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    crates.sort();
+    assert!(crates.len() >= 10, "crates found: {crates:?}");
+    let bad = layout_problems(
+        &read("README.md"),
+        &read("ARCHITECTURE.md"),
+        &crates,
+        &|p| root.join(p).exists(),
+    );
+    assert!(
+        bad.is_empty(),
+        "the layout tables do not match the tree:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn layout_problems_are_found() {
+    let readme = "# x\n\n## Layout\n\n| path | what |\n|---|---|\n\
+                  | `crates/a` | one |\n| `crates/b` | two |\n| `bench/` | three |\n\ntext\n";
+    let arch = "## Crates, what each may depend on, invariants\n\n| crate | job |\n|---|---|\n\
+                | `a` | one |\n| `b` | two |\n";
+    let crates = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let all = |_: &str| true;
+    assert!(layout_problems(readme, arch, &crates(&["a", "b"]), &all).is_empty());
+    // A crate the tables do not list.
+    let bad = layout_problems(readme, arch, &crates(&["a", "b", "c"]), &all);
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(bad[0].contains("no row for `crates/c`") && bad[1].contains("no row for `c`"));
+    // A listed path that is not there, and a crate that is gone.
+    let bad = layout_problems(readme, arch, &crates(&["a"]), &|p: &str| p != "bench");
+    assert!(
+        bad.iter().any(|b| b.contains("`bench/` does not exist")),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter().any(|b| b.contains("`b` is not under crates/")),
+        "{bad:?}"
+    );
+    assert!(!layout_problems("no table", arch, &crates(&["a", "b"]), &all).is_empty());
 }
 
 #[test]

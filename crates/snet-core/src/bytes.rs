@@ -43,6 +43,13 @@ pub trait FieldAllocator: Send + Sync {
     /// `len` zero bytes, aligned to [`FieldBytes::ALIGN`], or `None` to let
     /// the heap serve this one (no room, or not worth it).
     fn alloc_zeroed(&self, len: usize) -> Option<FieldBytes>;
+
+    /// `len` bytes of unspecified (but initialised) contents, aligned as
+    /// [`FieldAllocator::alloc_zeroed`], for a caller that overwrites all
+    /// of them at once (a copy), or `None`; by default `alloc_zeroed`.
+    fn alloc_for_copy(&self, len: usize) -> Option<FieldBytes> {
+        self.alloc_zeroed(len)
+    }
 }
 
 static FIELD_ALLOCATOR: OnceLock<&'static dyn FieldAllocator> = OnceLock::new();
@@ -105,6 +112,22 @@ impl FieldBytes {
             .get()
             .and_then(|a| a.alloc_zeroed(len))
             .unwrap_or_else(|| FieldBytes::zeroed(len))
+    }
+
+    /// Storage for a field value holding a copy of `bytes`: from the
+    /// installed [`FieldAllocator`] if it serves the request (without
+    /// zeroing first), else the heap.
+    pub fn for_field_copy(bytes: &[u8]) -> FieldBytes {
+        match FIELD_ALLOCATOR
+            .get()
+            .and_then(|a| a.alloc_for_copy(bytes.len()))
+        {
+            Some(mut b) => {
+                b.copy_from_slice(bytes);
+                b
+            }
+            None => FieldBytes::copy_from(bytes),
+        }
     }
 
     /// `len` bytes at `ptr` that `owner` keeps alive: dropping the buffer

@@ -257,6 +257,14 @@ impl Emit for Emitter {
 }
 
 impl Emitter {
+    /// The origin of the call's input record (which input record it came
+    /// from), for a language interface's reports about the call (a crash).
+    #[inline]
+    pub fn origin(&self) -> Origin {
+        // SAFETY: as in `push`.
+        unsafe { *std::ptr::addr_of!((*self.io).origin) }
+    }
+
     /// [`Emit::slot`], without dynamic dispatch.
     #[inline(always)]
     pub fn slot(&mut self, variant: usize) -> Option<Slot<'_>> {

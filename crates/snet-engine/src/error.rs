@@ -255,6 +255,15 @@ pub enum BoxError {
     },
     /// The input record lacks a label the box takes.
     MissingInput { label: Label },
+    /// The value of tag (or binding tag) `label` does not fit the box
+    /// parameter it is passed in: a C `int` (`ty`), `min..=max`.
+    TagOutOfRange {
+        label: Label,
+        value: i64,
+        ty: &'static str,
+        min: i64,
+        max: i64,
+    },
     /// The value of field `label` is not on this node.
     NotLocal { label: Label },
     /// The value of field `label` cannot be handed to the box's language
@@ -322,6 +331,21 @@ impl fmt::Display for BoxError {
                 "input lacks {} `{}`",
                 if label.is_field() { "field" } else { "tag" },
                 label.name()
+            ),
+            BoxError::TagOutOfRange {
+                label,
+                value,
+                ty,
+                min,
+                max,
+            } => write!(
+                f,
+                "{} `{label}` has the value {value}, which does not fit the box's parameter of type `{ty}` ({min} to {max})",
+                if label.kind() == snet_core::LabelKind::BTag {
+                    "binding tag"
+                } else {
+                    "tag"
+                },
             ),
             BoxError::NotLocal { label } => {
                 write!(f, "field `{}` is not on this node", label.name())

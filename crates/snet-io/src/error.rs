@@ -57,8 +57,11 @@ pub enum ReadErrorKind {
     MissingLabel { element: &'static str },
     /// The same label twice in one record.
     DuplicateLabel { label: Label },
-    /// A tag or binding tag whose value is not a decimal integer (`i64`).
+    /// A tag or binding tag whose value is not a decimal integer.
     NonIntegerTag { label: Label, value: String },
+    /// A tag or binding tag whose value is a decimal integer outside the
+    /// range of tags (64-bit signed: `i64::MIN..=i64::MAX`).
+    TagOutOfRange { label: Label, value: String },
     /// A field whose value the text codec of its interface rejects.
     BadField { label: Label, error: FieldTextError },
     /// Text or a name that is not UTF-8.
@@ -152,6 +155,16 @@ impl fmt::Display for ReadErrorKind {
                     "{} \"{}\" has a non-integer value \"{value}\"",
                     kind_word(*label),
                     label.name()
+                )
+            }
+            ReadErrorKind::TagOutOfRange { label, value } => {
+                write!(
+                    f,
+                    "{} \"{}\" has the value {value}, outside the range of tags ({} to {}, 64-bit signed)",
+                    kind_word(*label),
+                    label.name(),
+                    i64::MIN,
+                    i64::MAX
                 )
             }
             ReadErrorKind::BadField { label, error } => {

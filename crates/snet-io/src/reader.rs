@@ -423,6 +423,16 @@ pub(crate) fn parse_tag(text: &[u8]) -> Option<i64> {
     s.parse::<i64>().ok()
 }
 
+/// Whether `text` is a decimal integer (an optional sign, then digits):
+/// one that [`parse_tag`] refuses is out of range.
+fn is_decimal(text: &[u8]) -> bool {
+    let digits = match text.first() {
+        Some(b'-' | b'+') => &text[1..],
+        _ => text,
+    };
+    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+}
+
 impl<R: BufRead> Parser<R> {
     fn pos(&self, offset: u64) -> Position {
         self.xml.get_ref().position(offset)
@@ -794,7 +804,12 @@ impl<R: BufRead> Parser<R> {
                 Some(v) => Ok(Value::Int(v)),
                 None => {
                     let value = lossy(self.text.trim_ascii());
-                    Err(self.err(ReadErrorKind::NonIntegerTag { label, value }, pos))
+                    let kind = if is_decimal(value.as_bytes()) {
+                        ReadErrorKind::TagOutOfRange { label, value }
+                    } else {
+                        ReadErrorKind::NonIntegerTag { label, value }
+                    };
+                    Err(self.err(kind, pos))
                 }
             };
         }
@@ -1136,7 +1151,15 @@ mod tests {
         );
         assert_eq!(
             error("<record type='data'><btag label='B'>99999999999999999999</btag></record>"),
-            "input:1:21: binding tag \"B\" has a non-integer value \"99999999999999999999\""
+            "input:1:21: binding tag \"B\" has the value 99999999999999999999, outside the range of tags (-9223372036854775808 to 9223372036854775807, 64-bit signed)"
+        );
+        assert_eq!(
+            error("<record type='data'><tag label='t'> -9223372036854775809 </tag></record>"),
+            "input:1:21: tag \"t\" has the value -9223372036854775809, outside the range of tags (-9223372036854775808 to 9223372036854775807, 64-bit signed)"
+        );
+        assert_eq!(
+            error("<record type='data'><tag label='t'>9223372036854775807</tag><btag label='b'>-9223372036854775808</btag><tag label='u'>1-2</tag></record>"),
+            "input:1:104: tag \"u\" has a non-integer value \"1-2\""
         );
         assert_eq!(
             error("\n\n  <record type='data'>\n<tag label='N'>1</tag>"),

@@ -85,8 +85,10 @@
 //! the smallest non-empty free list of order ≥ the wanted order `k`; split
 //! it down to `k` (each upper half becomes a free block: header written,
 //! map entry `0x40 | j`, pushed on its list); mark it live (map `0x80 | k`,
-//! `refs = 1`). After unlocking, zero its data unless it is *clean* (see
-//! below). The caller owns the one reference.
+//! `refs = 1`). After unlocking, map the pages of a big request in one
+//! system call ([`Arena::prefault`]), and zero the `len` bytes asked for
+//! unless the block is *clean* (see below; the rest of the block is never
+//! handed out, so it is not written). The caller owns the one reference.
 //!
 //! **References.** `refs` is an atomic count, changed without the lock, as
 //! `Arc` does:
@@ -230,6 +232,27 @@ const WAIT_SLICE: Duration = Duration::from_millis(50);
 /// How long a lock waiter waits before it asks whether the owner lives.
 const PATIENCE: Duration = Duration::from_millis(100);
 
+/// Fields of at least this many bytes have their pages mapped in one system
+/// call ([`Arena::prefault`]); below it the kernel's fault-around (16 pages
+/// a read fault) does about as well.
+pub const PREFAULT_MIN: usize = 64 << 10;
+
+/// The largest page bitmap (in words) a handle keeps for
+/// [`Arena::prefault`]: 8 MiB, for arenas up to 256 GiB of 4 KiB pages;
+/// beyond that the hint is off.
+#[cfg_attr(any(miri, loom), allow(dead_code))]
+const MAX_MAP_WORDS: usize = 1 << 20;
+
+/// The system's page size (4 KiB if it cannot be read).
+#[cfg_attr(any(miri, loom), allow(dead_code))]
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|p| p.is_power_of_two())
+        .unwrap_or(AREA_ALIGN)
+}
+
 /// Spins before a contended `lock` sleeps (critical sections are short).
 const SPINS: u32 = if cfg!(loom) { 0 } else { 100 };
 
@@ -372,6 +395,14 @@ pub struct Arena {
     /// hint that orders nothing, hence not from `sync`).
     #[cfg_attr(any(miri, loom), allow(dead_code))]
     can_remove: std::sync::atomic::AtomicBool,
+    /// This process's populated pages of the blocks area, one bit per 4 KiB
+    /// (made on first use): a hint for [`Arena::prefault`] that orders
+    /// nothing and that correctness never depends on.
+    #[cfg(not(any(miri, loom)))]
+    mapped: std::sync::OnceLock<Box<[std::sync::atomic::AtomicU64]>>,
+    /// Whether `MADV_POPULATE_READ`/`_WRITE` may still work (Linux 5.14+).
+    #[cfg(not(any(miri, loom)))]
+    can_populate: std::sync::atomic::AtomicBool,
     /// Whether the process with this pid lives (tests inject their own).
     #[cfg_attr(loom, allow(dead_code))]
     owner_alive: fn(u32) -> bool,
@@ -595,6 +626,10 @@ impl Arena {
             blocks_off,
             futex: Futex::new(),
             can_remove: std::sync::atomic::AtomicBool::new(true),
+            #[cfg(not(any(miri, loom)))]
+            mapped: std::sync::OnceLock::new(),
+            #[cfg(not(any(miri, loom)))]
+            can_populate: std::sync::atomic::AtomicBool::new(true),
             owner_alive: process_alive,
             patience: PATIENCE,
             #[cfg(loom)]
@@ -699,8 +734,10 @@ impl Arena {
     // ----- public operations -------------------------------------------
 
     /// A block of at least `len` bytes (`len` may be 0), its data
-    /// [`ALIGN`]-aligned and zeroed (all [`Arena::capacity`] bytes), with
-    /// one reference (the caller's). `None` if no free block is large
+    /// [`ALIGN`]-aligned and its first `len` bytes zero (the rest of
+    /// [`Arena::capacity`] holds whatever it held: a 16 MiB field takes a
+    /// 32 MiB block, and zeroing what nobody reads would cost a memset and
+    /// the faults of pages nobody uses), with one reference (the caller's). `None` if no free block is large
     /// enough (fall back to the heap) or the arena is poisoned. Returns the
     /// data's offset from the region's base (the same in every process).
     pub fn alloc(&self, len: usize) -> Option<u64> {
@@ -756,10 +793,15 @@ impl Arena {
         drop(g);
         let data = self.block_ptr(b).wrapping_add(HDR);
         self.shadow_write(b, order);
+        if len >= PREFAULT_MIN {
+            // The caller is about to write the bytes (or we zero them): map
+            // their pages in one system call rather than a fault each.
+            self.prefault((self.blocks_off + HDR) as u64 + b, len, true);
+        }
         if zeroed && !clean {
             // SAFETY: the block is ours (live, one reference, not yet handed
-            // out); its data is `2^order - HDR` bytes inside the region.
-            unsafe { data.write_bytes(0, size as usize - HDR) };
+            // out); its data is `2^order - HDR >= len` bytes inside the region.
+            unsafe { data.write_bytes(0, len) };
         }
         Some((self.blocks_off + HDR) as u64 + b)
     }
@@ -771,6 +813,97 @@ impl Arena {
             panic!("arena: offset {off:#x} is not a block's data");
         };
         self.block_ptr(b).wrapping_add(HDR)
+    }
+
+    /// Maps the pages of the first `len` data bytes of block `off` into
+    /// this process's page tables, once per page per process: the first time
+    /// with one `madvise(MADV_POPULATE_WRITE)` (`write`) or
+    /// `MADV_POPULATE_READ` for the lot instead of a page fault per page (or
+    /// per 16 pages, the kernel's fault-around for reads), afterwards
+    /// nothing (a bit per page of this process says it was done). Blocks
+    /// keep their pages when freed (unless the arena gives big blocks back),
+    /// so a block reused for the next field costs no fault in a process that
+    /// mapped it once. A hint: pages given back since (here or in another
+    /// process) fault again as usual; failures are ignored (before Linux
+    /// 5.14 the advice does not exist, and the handle stops asking).
+    /// Fields below [`PREFAULT_MIN`] bytes are left to the faults.
+    pub fn prefault(&self, off: u64, len: usize, write: bool) {
+        #[cfg(any(miri, loom))]
+        let _ = (off, len, write);
+        #[cfg(not(any(miri, loom)))]
+        {
+            use std::sync::atomic::AtomicU64 as Bits;
+            use std::sync::atomic::Ordering::Relaxed;
+            const MADV_POPULATE_READ: libc::c_int = 22;
+            const MADV_POPULATE_WRITE: libc::c_int = 23;
+            if len < PREFAULT_MIN || !self.can_populate.load(Relaxed) {
+                return;
+            }
+            let Some(b) = self.block_of(off) else {
+                return;
+            };
+            let cap = 1usize << self.max_order;
+            let (start, end) = (b as usize, (b as usize + HDR).saturating_add(len).min(cap));
+            let pages = cap / MIN_BLOCK;
+            if pages / 64 > MAX_MAP_WORDS || page_size() != MIN_BLOCK {
+                self.can_populate.store(false, Relaxed);
+                return;
+            }
+            let bits = self
+                .mapped
+                .get_or_init(|| (0..pages.div_ceil(64)).map(|_| Bits::new(0)).collect());
+            let is_set = |p: usize| bits[p / 64].load(Relaxed) & (1 << (p % 64)) != 0;
+            let (mut p, last) = (start / MIN_BLOCK, end.div_ceil(MIN_BLOCK));
+            while p < last {
+                if is_set(p) {
+                    p += 1;
+                    continue;
+                }
+                let run = p;
+                while p < last && !is_set(p) {
+                    p += 1;
+                }
+                let at = self.block_ptr((run * MIN_BLOCK) as u64);
+                let advice = if write {
+                    MADV_POPULATE_WRITE
+                } else {
+                    MADV_POPULATE_READ
+                };
+                // SAFETY: whole pages of the blocks area, inside the mapping;
+                // populating page tables changes no byte of them.
+                if unsafe { libc::madvise(at.cast(), (p - run) * MIN_BLOCK, advice) } != 0 {
+                    if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+                        self.can_populate.store(false, Relaxed);
+                    }
+                    return;
+                }
+                for q in run..p {
+                    bits[q / 64].fetch_or(1 << (q % 64), Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Turns [`Arena::prefault`] off or on for this handle (the transport's
+    /// `SNET_SHM_PREFAULT=0` turns it off, to measure it).
+    pub fn set_prefault(&self, on: bool) {
+        #[cfg(not(any(miri, loom)))]
+        self.can_populate
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        #[cfg(any(miri, loom))]
+        let _ = on;
+    }
+
+    /// Forgets that this process mapped the pages of `[start, end)` (block
+    /// area offsets, whole pages): they were given back.
+    #[cfg(not(any(miri, loom)))]
+    fn unmapped(&self, start: usize, end: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if let Some(bits) = self.mapped.get() {
+            for q in start / MIN_BLOCK..end / MIN_BLOCK {
+                bits[q / 64].fetch_and(!(1 << (q % 64)), Relaxed);
+            }
+        }
     }
 
     /// Usable bytes of the live block at `off` (at least what was asked
@@ -1030,11 +1163,7 @@ impl Arena {
             use std::sync::atomic::Ordering::Relaxed;
             let start = self.block_ptr(b).wrapping_add(HDR);
             let end = self.block_ptr(b).wrapping_add(1 << order);
-            // SAFETY: sysconf has no preconditions.
-            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-                .ok()
-                .filter(|p| p.is_power_of_two())
-                .unwrap_or(AREA_ALIGN);
+            let page = page_size();
             let a = start.addr().next_multiple_of(page);
             let e = end.addr() & !(page - 1);
             if e <= a {
@@ -1044,6 +1173,8 @@ impl Arena {
                 start.wrapping_add(a - start.addr()),
                 start.wrapping_add(e - start.addr()),
             );
+            let area = self.block_ptr(0).addr();
+            self.unmapped(a - area, e - area);
             if self.can_remove.load(Relaxed) {
                 // SAFETY: `[pa, pe)` is whole pages inside block `b`, which
                 // is ours: nobody reads or writes its data meanwhile, and
@@ -1209,8 +1340,8 @@ fn process_alive(pid: u32) -> bool {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    //! Unit tests, small enough for Miri (`cargo +nightly miri test -p
-    //! snet-shm --lib arena`), which checks the unsafe code and, with
+    //! Unit tests, small enough for Miri (`cargo +"$SNET_NIGHTLY" miri test
+    //! -p snet-shm --lib arena`, the nightly of `scripts/toolchains.sh`), which checks the unsafe code and, with
     //! threads, the refcount orderings (its data-race detector sees the
     //! plain data accesses). The tests that need system calls (madvise,
     //! kill, fork, memfd) are skipped under Miri.
@@ -1380,7 +1511,7 @@ mod tests {
                     Some(x) => {
                         let fill = rng.next() as u8 | 1;
                         let d = bytes(&a, x);
-                        assert!(is_all(d, 0), "reused block not zeroed");
+                        assert!(is_all(&d[..len], 0), "reused block not zeroed");
                         d.fill(fill);
                         held.push((x, fill));
                     }
@@ -1594,7 +1725,7 @@ mod tests {
                         let len = rng.below(3 * MIN_BLOCK as u64) as usize;
                         if let Some(x) = a.alloc(len) {
                             let d = bytes(&a, x);
-                            assert!(is_all(d, 0));
+                            assert!(is_all(&d[..len], 0));
                             d.fill(t as u8 + 1);
                             held.push(x);
                         }
@@ -1860,9 +1991,103 @@ mod tests {
         unsafe { a.release(x) };
         assert!(!a.can_remove.load(std::sync::atomic::Ordering::Relaxed));
         let y = a.alloc(2 << 20).unwrap();
-        assert!(is_all(bytes(&a, y), 0));
+        assert!(is_all(&bytes(&a, y)[..2 << 20], 0));
         // SAFETY: our reference.
         unsafe { a.release(y) };
         assert!(empty(&a));
+    }
+
+    /// A dirty block reused for a smaller request: what was asked for is
+    /// zero, the rest of the block is not written (a memset of bytes nobody
+    /// reads, and for big blocks the faults of their pages).
+    #[test]
+    fn allocation_zeroes_what_was_asked_for() {
+        let (_r, a) = arena(CAP);
+        let x = a.alloc(7000).unwrap(); // an 8 KiB block
+        bytes(&a, x).fill(0xee);
+        // SAFETY: our reference.
+        unsafe { a.release(x) };
+        let y = a.alloc(5000).unwrap();
+        assert_eq!(y, x);
+        assert!(is_all(&bytes(&a, y)[..5000], 0));
+        assert!(is_all(&bytes(&a, y)[5000..], 0xee));
+        // SAFETY: our reference.
+        unsafe { a.release(y) };
+        assert!(empty(&a));
+    }
+
+    /// This thread's minor page faults so far.
+    #[cfg(not(miri))]
+    fn minor_faults() -> i64 {
+        // SAFETY: getrusage writes the struct it is given.
+        unsafe {
+            let mut u: libc::rusage = std::mem::zeroed();
+            assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, &mut u), 0);
+            u.ru_minflt
+        }
+    }
+
+    /// A big block's pages are mapped in one system call, by the process
+    /// that allocates it and by one that receives it (two mappings of one
+    /// memfd stand for two processes): neither then faults on its bytes.
+    #[cfg(not(miri))]
+    #[test]
+    fn prefault_maps_big_blocks_without_faults() {
+        let len = Arena::layout(16 << 20);
+        // SAFETY: a fresh memfd, sized, mapped shared twice; unmapped at
+        // the end.
+        let (one, two) = unsafe {
+            let fd = libc::memfd_create(c"snet-arena-test".as_ptr(), libc::MFD_CLOEXEC);
+            assert!(fd >= 0);
+            assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
+            let map = || {
+                let p = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                );
+                assert_ne!(p, libc::MAP_FAILED);
+                p.cast::<u8>()
+            };
+            let v = (map(), map());
+            libc::close(fd);
+            v
+        };
+        // SAFETY: zeroed, page-aligned, unmapped only after the last use.
+        let a = unsafe { Arena::init(one, len) }.unwrap();
+        // SAFETY: as above; `a` initialised it.
+        let b = unsafe { Arena::attach(two, len) }.unwrap();
+        let n = 4 << 20;
+        let x = a.alloc(n).unwrap();
+        if !a.can_populate.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("MADV_POPULATE_WRITE not supported here: nothing to check");
+            return;
+        }
+        let allocated = minor_faults();
+        bytes(&a, x)[..n].fill(3);
+        let written = minor_faults();
+        b.prefault(x, n, false);
+        let mapped = minor_faults();
+        // SAFETY: `x` is live (a holds it); the other mapping reads it.
+        let seen = unsafe { std::slice::from_raw_parts(b.data(x), n) };
+        assert_eq!(
+            std::hint::black_box(seen)
+                .iter()
+                .map(|&v| v as u64)
+                .sum::<u64>(),
+            3 * n as u64
+        );
+        let read = minor_faults();
+        assert_eq!(written - allocated, 0, "the allocating side faulted");
+        assert_eq!(read - mapped, 0, "the receiving side faulted");
+        // SAFETY: our reference; then the mappings go.
+        unsafe {
+            a.release(x);
+            libc::munmap(one.cast(), len);
+            libc::munmap(two.cast(), len);
+        }
     }
 }

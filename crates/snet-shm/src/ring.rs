@@ -934,8 +934,8 @@ impl Drop for HeapRegion {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    //! Unit tests, small enough for Miri (`cargo +nightly miri test -p
-    //! snet-shm --lib`), which checks the unsafe code and, with threads, the
+    //! Unit tests, small enough for Miri (`cargo +"$SNET_NIGHTLY" miri test
+    //! -p snet-shm --lib`, the nightly of `scripts/toolchains.sh`), which checks the unsafe code and, with threads, the
     //! protocol's orderings (its data-race detector sees the plain payload
     //! accesses).
 

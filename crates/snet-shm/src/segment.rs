@@ -283,6 +283,7 @@ impl Segment {
             // SAFETY: the arena's bytes lie inside the fresh mapping.
             let a = unsafe { Arena::init_with(base.as_ptr().add(at), g.arena_len(), give_back()) }
                 .map_err(|e| io::Error::other(format!("arena: {e}")))?;
+            a.set_prefault(prefault());
             Some(a)
         } else {
             None
@@ -352,6 +353,7 @@ impl Segment {
             // SAFETY: inside the mapping.
             let a = unsafe { Arena::attach(base.as_ptr().add(at), g.arena_len()) }
                 .map_err(|e| io::Error::other(format!("arena: {e}")))?;
+            a.set_prefault(prefault());
             Some(a)
         } else {
             None
@@ -481,6 +483,12 @@ fn give_back() -> usize {
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(usize::MAX)
+}
+
+/// Whether big arena blocks get their pages mapped in one system call per
+/// process ([`Arena::prefault`]); `SNET_SHM_PREFAULT=0` turns it off.
+fn prefault() -> bool {
+    std::env::var("SNET_SHM_PREFAULT").map_or(true, |v| v.trim() != "0")
 }
 
 /// What a node's status word says, in words.

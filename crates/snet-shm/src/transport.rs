@@ -243,6 +243,16 @@ impl FieldAllocator for ArenaFields {
         let off = arena.alloc(len)?;
         Some(arena_bytes(&self.shared, arena, off, len))
     }
+
+    fn alloc_for_copy(&self, len: usize) -> Option<FieldBytes> {
+        if len < self.min {
+            return None;
+        }
+        let arena = self.shared.segment.arena()?;
+        // Not zeroed: the caller overwrites every byte at once.
+        let off = arena.alloc_uninit(len)?;
+        Some(arena_bytes(&self.shared, arena, off, len))
+    }
 }
 
 /// What one endpoint sent, by path (for `--stats` and tests).
@@ -563,7 +573,12 @@ impl ShmTransport {
                     let Some(arena) = self.segment().arena() else {
                         return bad("arena offset without an arena");
                     };
-                    (arena_bytes(&self.shared, arena, off, plen), true)
+                    let bytes = arena_bytes(&self.shared, arena, off, plen);
+                    // The receiver reads the field: its pages, once per
+                    // process, in one system call (a block reused later is
+                    // mapped already).
+                    arena.prefault(off, plen, false);
+                    (bytes, true)
                 };
                 let missing = hlen + if by_arena { 0 } else { plen };
                 let mut m = Partial {

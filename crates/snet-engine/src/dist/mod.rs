@@ -67,6 +67,8 @@
 
 pub(crate) mod fields;
 pub(crate) mod managers;
+#[cfg(test)]
+mod replay_model;
 pub mod wire;
 
 // The transport contract lives in `snet-transport` (the backends depend on

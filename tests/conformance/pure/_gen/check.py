@@ -21,7 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import refsnet  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-XML_ERRORS = {'err-malformed-unclosed', 'err-malformed-nonint', 'err-unknown-record-type',
+XML_ERRORS = {'err-malformed-unclosed', 'err-malformed-nonint', 'err-malformed-tag-range',
+              'err-unknown-record-type',
               'err-field-unknown-type', 'err-field-count', 'err-field-number'}
 
 

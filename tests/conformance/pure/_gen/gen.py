@@ -1281,6 +1281,15 @@ case('err-malformed-nonint', IDF, raw, error=':3:77: tag "a" has a non-integer v
      notes='A tag value that is not an integer is malformed input.')
 
 raw = (PROLOG + '\n'
+       '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">9223372036854775807</tag></record>\n'
+       '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">-9223372036854775809</tag></record>\n'
+       '<record type="terminate" />\n')
+case('err-malformed-tag-range', IDF, raw,
+     error=':3:77: tag "a" has the value -9223372036854775809, outside the range of tags (-9223372036854775808 to 9223372036854775807',
+     notes='Tags are 64-bit signed integers (records.md): a decimal value outside that range is malformed input, '
+           'reported with its position and the range; the largest value itself is read.')
+
+raw = (PROLOG + '\n'
        '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet"><tag label="a">1</tag></record>\n'
        '<record xmlns="snet-home.org" type="bogus" mode="textual" interface="C4SNet"><tag label="a">2</tag></record>\n'
        '<record type="terminate" />\n')

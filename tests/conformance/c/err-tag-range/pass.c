@@ -1,0 +1,6 @@
+#include "C4SNet.h"
+void *pass(void *hnd, int x, int k)
+{
+    C4SNetOut(hnd, 1, x, k);
+    return hnd;
+}
