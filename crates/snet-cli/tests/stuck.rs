@@ -149,7 +149,17 @@ fn sigusr1_dump(workers: &str) {
     assert_eq!(unsafe { libc_kill(child.id() as i32, 10) }, 0);
     // The dump: its first line, then a line per worker; one of them is
     // in the call, with the four other records waiting for it.
-    let first = rx.recv().expect("a dump");
+    // (A bound that only tells a dump that never comes from one that does.)
+    let line = || rx.recv_timeout(std::time::Duration::from_secs(60));
+    /// Releases the box when dropped, also when an assertion fails.
+    struct Release(PathBuf);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            let _ = std::fs::write(&self.0, "");
+        }
+    }
+    let release_guard = Release(release.clone());
+    let first = line().expect("a dump");
     assert!(
         first.starts_with("snet: node 0 at ")
             && first.contains(
@@ -158,7 +168,7 @@ fn sigusr1_dump(workers: &str) {
         "-w {workers}: {first}"
     );
     let lines: Vec<String> = (0..workers.parse::<usize>().unwrap())
-        .map(|_| rx.recv().expect("a worker line"))
+        .map(|_| line().expect("a worker line"))
         .collect();
     let in_call: Vec<&String> = lines
         .iter()
@@ -168,7 +178,7 @@ fn sigusr1_dump(workers: &str) {
         in_call.len() == 1 && in_call[0].ends_with(", 4 items waiting in its inbox"),
         "-w {workers}: {lines:?}"
     );
-    std::fs::write(&release, "").unwrap();
+    drop(release_guard);
     let out = child.wait_with_output().unwrap();
     let all = reader.join().unwrap();
     assert!(out.status.success(), "{all}");

@@ -316,7 +316,10 @@ fn arena_child() {
         // SAFETY: our block, live, one reference: nobody else touches it
         // until we send it.
         let d = unsafe { std::slice::from_raw_parts_mut(node.arena.data(off), cap) };
-        assert!(d[..len] == node.zeroes[..len], "child {me}: a block not zeroed");
+        assert!(
+            d[..len] == node.zeroes[..len],
+            "child {me}: a block not zeroed"
+        );
         node.fill(me, id, &mut d[..len]);
         let mut msg = Msg {
             done: false,
