@@ -36,7 +36,10 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "$from" ]; then
   if [ "$build" = yes ]; then
     command -v cargo >/dev/null 2>&1 || . "$HOME/.cargo/env"
-    (cd "$src" && cargo build --release --quiet)
+    echo "building snet (cargo build --release; a few minutes the first time)..."
+    # Cargo's own progress (the crates it compiles, and a progress bar on
+    # a terminal) goes to standard error.
+    (cd "$src" && cargo build --release)
   fi
   # Cargo's target directory: $CARGO_TARGET_DIR, relative to the source tree.
   target=${CARGO_TARGET_DIR:-target}
@@ -46,13 +49,23 @@ fi
 
 exe=$from/snet
 [ -x "$exe" ] || { echo "install.sh: no snet executable in $from" >&2; exit 1; }
-# Built as a workspace member, the runtime library lies next to snet (and in
-# deps/); built only as a dependency of snet-cli (cargo test), cargo leaves
-# it in deps/ alone, with a hash in its name. The newest is the one built
-# with this snet.
-# shellcheck disable=SC2012
-lib=$(ls -t "$from"/libsnet_runner.a "$from"/deps/libsnet_runner-*.a 2>/dev/null | head -n 1 || true)
-[ -n "$lib" ] && [ -f "$lib" ] || { echo "install.sh: no libsnet_runner.a in $from or $from/deps" >&2; exit 1; }
+# The runtime library built with this snet: each compilation of the
+# runtime gives it an identity (crates/snet-runner/build.rs), which the
+# snet executable and that library both hold. Built as a workspace member
+# it lies next to snet (and in deps/); built only as a dependency of
+# snet-cli, in deps/ alone, with a hash in its name, maybe beside others
+# (`cargo test`'s, another feature set's).
+id=$(grep -a -o -m 1 'snet-runner-build:[0-9a-f]*' "$exe" | head -n 1 || true)
+[ -n "$id" ] || { echo "install.sh: $exe holds no runtime build identity (not a snet built from this source?)" >&2; exit 1; }
+lib=""
+for f in "$from"/libsnet_runner.a "$from"/deps/libsnet_runner-*.a; do
+  if [ -f "$f" ] && grep -a -q -F "$id" "$f"; then lib=$f; break; fi
+done
+[ -n "$lib" ] || {
+  echo "install.sh: no libsnet_runner.a built with $exe in $from or $from/deps;" >&2
+  echo "  build both with 'cargo build --release' (or run install.sh without --no-build)" >&2
+  exit 1
+}
 headers=$src/crates/c4snet/include
 
 install -d "$prefix/bin" "$prefix/lib/snet" "$prefix/include/snet"

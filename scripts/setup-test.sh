@@ -37,3 +37,12 @@ fi
 if [ "$(cargo +"$SNET_NIGHTLY" fuzz --version 2>/dev/null)" != "cargo-fuzz $SNET_CARGO_FUZZ" ]; then
   cargo install cargo-fuzz --version "$SNET_CARGO_FUZZ" --locked --debug
 fi
+
+# The Python package's tests (scripts/python-test): a virtual environment
+# with pytest and maturin (maturin builds the wheel; the tests themselves
+# load the extension cargo builds).
+if [ "$(target/py-venv/bin/python -m pytest --version 2>/dev/null)" != "pytest 9.2.0" ] \
+   || [ ! -x target/py-venv/bin/maturin ]; then
+  python3 -m venv target/py-venv
+  target/py-venv/bin/pip install -q --disable-pip-version-check pytest==9.2.0 maturin==1.16.0
+fi

@@ -1,5 +1,5 @@
 //! Records the git revision this `snet` is built from, for `snet --version`
-//! (`snet 0.1.0 (git 60fab58)`): `SNET_GIT_REV` is the short hash of `HEAD`,
+//! (`snet 0.1.0 (git <rev>)`): `SNET_GIT_REV` is the short hash of `HEAD`,
 //! or `unknown` outside snet's own git checkout (a source archive, a
 //! registry).
 //!

@@ -109,6 +109,11 @@ enum Cmd {
         /// Keep the generated C file and header (the directory is printed).
         #[arg(long)]
         keep: bool,
+        /// Keep debug information and symbols (the runtime library's and your sources'):
+        /// without it the program is linked without any, several times
+        /// smaller. A `-g` in --cflags keeps it too.
+        #[arg(long)]
+        debug: bool,
     },
     /// The communication benchmark's ping-pong between node 0 and node 1
     /// (one JSON line per message size; `bench/comm` runs it everywhere).
@@ -286,6 +291,7 @@ fn main() -> ExitCode {
             cxxflags,
             entry,
             keep,
+            debug,
         } => ExitCode::from(buildcmd::build(buildcmd::BuildArgs {
             file,
             inputs,
@@ -301,6 +307,7 @@ fn main() -> ExitCode {
                 .unwrap_or_default(),
             entry,
             keep,
+            debug,
             color,
         })),
         Cmd::Run { file, entry, opts } => match compile(&file, entry.as_deref(), color) {

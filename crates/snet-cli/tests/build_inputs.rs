@@ -1,6 +1,7 @@
 //! `snet build` and `snet check` on files they cannot read: the message
 //! names the file and gives the OS's reason, as people read it (no
-//! `(os error N)`), and the exit status is 2. Nothing is compiled.
+//! `(os error N)`), and the exit status is 2. Nothing is compiled. And what
+//! `snet build` leaves out of a program by default (debug information).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -72,6 +73,83 @@ fn unreadable_programs_are_reported_with_the_os_reason() {
             "{cmd}"
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether the ELF file has a `.debug_info` section (read from its section
+/// headers: the bytes `.debug_info` also occur in the standard library's
+/// backtrace code).
+fn has_debug_info(exe: &Path) -> bool {
+    let b = std::fs::read(exe).expect("the program");
+    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap()) as usize;
+    assert_eq!(&b[..5], b"\x7fELF\x02", "a 64-bit ELF file");
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let names = u64_at(shoff + shstrndx * shentsize + 0x18);
+    (0..shnum).any(|i| {
+        let start = names + u32_at(shoff + i * shentsize);
+        b[start..].starts_with(b".debug_info\0")
+    })
+}
+
+/// A built program carries no debug information or symbol table unless
+/// asked (`--debug`, or `-g` in `--cflags`): they are 25 MB of a one-box
+/// program's 30 (issue 37 §5). Stripped, a box's error still names the
+/// box, its declaration and the input record (snet's own tables, not DWARF).
+#[test]
+fn programs_are_small_without_debug_info_and_still_name_boxes() {
+    let dir = scratch("strip");
+    let prog = dir.join("prog.snet");
+    std::fs::write(&prog, "box f((<x>) -> (<y>));\nnet n connect f;\n").unwrap();
+    let src = dir.join("f.c");
+    std::fs::write(
+        &src,
+        "#include \"C4SNet.h\"\nvoid *f(void *hnd, int x) { C4SNetOut(hnd, x == 2 ? 7 : 1, x); return hnd; }\n",
+    )
+    .unwrap();
+    let build = |exe: &Path, extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "build".as_ref(),
+            prog.as_os_str(),
+            src.as_os_str(),
+            "-o".as_ref(),
+            exe.as_os_str(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let out = snet(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let small = dir.join("small");
+    build(&small, &[]);
+    let size = std::fs::metadata(&small).unwrap().len();
+    assert!(!has_debug_info(&small));
+    assert!(size < 5_000_000, "{size} bytes");
+    let input = "<record type=\"data\"><tag label=\"x\">1</tag></record>\n\
+                 <record type=\"data\"><tag label=\"x\">2</tag></record>\n";
+    let inp = dir.join("in.xml");
+    std::fs::write(&inp, input).unwrap();
+    let out = Command::new(&small)
+        .arg("-i")
+        .arg(&inp)
+        .output()
+        .expect("run the program");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("box `f`") && err.contains("prog.snet:2:15") && err.contains("input record 2"),
+        "{err}"
+    );
+    let big = dir.join("big");
+    build(&big, &["--debug"]);
+    assert!(has_debug_info(&big));
+    build(&big, &["--cflags", "-O1 -g"]);
+    assert!(has_debug_info(&big));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

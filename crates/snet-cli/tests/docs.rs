@@ -1,6 +1,7 @@
 //! The documentation runs as written.
 //!
-//! For `README.md`, `docs/tutorial-c-boxes.md`, `docs/observability.md` and every
+//! For `README.md`, `docs/tutorial-c-boxes.md`, `docs/observability.md`,
+//! `docs/python.md` and every
 //! `examples/*/README.md`, this test takes the shell blocks in order and
 //! runs them, one document at a time, in one `bash` in a scratch copy of the
 //! repository's files (`git ls-files`: tracked files and new, not ignored
@@ -44,6 +45,9 @@
 //! * `mpirun` gets what the other tests give it and a user's machine does
 //!   not need (`--allow-run-as-root --oversubscribe --bind-to none` and a
 //!   session directory of its own), or, without Open MPI, is skipped;
+//! * `pip install ./python` is a stand-in: the snet Python package (its
+//!   sources and the extension module `cargo build -p snet-python` made,
+//!   built by this test if missing) is on `PYTHONPATH`;
 //! * `HOME` is a scratch directory, so commands that install (e.g. into
 //!   `$HOME/.local`) write into the copy.
 //!
@@ -385,6 +389,15 @@ fn scratch_copy(root: &Path, files: &[String], name: &str) -> (PathBuf, PathBuf,
         None => "#!/bin/sh\necho \"docs-test: mpirun is not installed: skipped 'mpirun $*'\"\n".into(),
     };
     write_exe(&shims.join("mpirun"), &mpirun);
+    write_exe(
+        &shims.join("pip"),
+        "#!/bin/sh\n\
+         # docs test: the snet Python package is on PYTHONPATH already (see crates/snet-cli/tests/docs.rs).\n\
+         case \"$1 $2\" in\n\
+         \"install ./python\"|\"install ../../python\") echo \"docs-test: 'pip $*' stands in (the package is built already)\"; exit 0 ;;\n\
+         *) echo \"docs-test: 'pip $*' is not available in the docs test\" >&2; exit 1 ;;\n\
+         esac\n",
+    );
     (copy, shims, home)
 }
 
@@ -406,6 +419,7 @@ fn run_document(doc: &str) {
         path.extend(std::env::split_paths(&p));
     }
     let tmp = copy.parent().expect("base").join("tmp");
+    let pypkg = python_package(&root, bin, copy.parent().expect("base"));
 
     let mut child = Command::new("bash")
         .arg("-c")
@@ -415,6 +429,7 @@ fn run_document(doc: &str) {
         .env("PATH", std::env::join_paths(path).expect("PATH"))
         .env("HOME", &home)
         .env("TMPDIR", &tmp)
+        .env("PYTHONPATH", &pypkg)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -465,6 +480,36 @@ fn run_document(doc: &str) {
     }
 }
 
+/// The snet Python package, as `pip install ./python` would install it:
+/// its Python sources and the extension module (`lib_snet.so`, beside the
+/// `snet` this test was built with; built here if it is not), in a
+/// directory for `PYTHONPATH`.
+fn python_package(root: &Path, bin: &Path, base: &Path) -> PathBuf {
+    let lib = bin.join("lib_snet.so");
+    if !lib.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "--release", "-q", "-p", "snet-python"])
+            .current_dir(root)
+            .status()
+            .expect("run cargo build -p snet-python");
+        assert!(ok.success(), "cargo build --release -p snet-python failed");
+    }
+    let dir = base.join("pypkg");
+    let pkg = dir.join("snet");
+    std::fs::create_dir_all(&pkg).expect("mkdir pypkg");
+    for e in std::fs::read_dir(root.join("python/snet"))
+        .expect("python/snet")
+        .flatten()
+    {
+        if e.path().extension().is_some_and(|x| x == "py") {
+            std::fs::copy(e.path(), pkg.join(e.file_name())).expect("copy a package source");
+        }
+    }
+    std::fs::copy(&lib, pkg.join("_snet.abi3.so")).expect("copy lib_snet.so");
+    dir
+}
+
 fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
@@ -480,9 +525,47 @@ fn tutorial_runs_as_written() {
     run_document("docs/tutorial-c-boxes.md");
 }
 
+/// The tutorial works for a user who installed `snet` and has no clone
+/// (issue 37 §5: step 7 did `cd ../examples/c-boxes`): after step 0 (which
+/// builds snet in a clone), no command names a path of the source tree or
+/// leaves the tutorial's directory.
+#[test]
+fn tutorial_needs_no_source_tree_after_step_0() {
+    let doc = std::fs::read_to_string(repo_root().join("docs/tutorial-c-boxes.md")).unwrap();
+    let step1 = doc.find("\n## 1.").expect("a step 1");
+    let first_line = doc[..step1].lines().count();
+    let steps = steps(&doc).expect("the tutorial's steps");
+    let mut bad = Vec::new();
+    for s in &steps {
+        if let Step::Run { line, cmd, .. } = s {
+            let tree = [
+                "examples/",
+                "crates/",
+                "scripts/",
+                "target/",
+                "tests/",
+                "../",
+            ];
+            if *line > first_line && tree.iter().any(|t| cmd.contains(t)) {
+                bad.push(format!("line {line}: {cmd}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "commands that need the source tree:\n{}",
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn observability_runs_as_written() {
     run_document("docs/observability.md");
+}
+
+#[test]
+fn python_runs_as_written() {
+    run_document("docs/python.md");
 }
 
 #[test]
@@ -510,6 +593,7 @@ fn markers_are_well_formed() {
         "README.md".to_string(),
         "docs/tutorial-c-boxes.md".to_string(),
         "docs/observability.md".to_string(),
+        "docs/python.md".to_string(),
     ];
     for e in std::fs::read_dir(root.join("examples"))
         .expect("examples/")

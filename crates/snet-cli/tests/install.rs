@@ -180,3 +180,66 @@ fn snet_without_its_library_says_how_to_install_it() {
     );
     let _ = std::fs::remove_dir_all(bin);
 }
+
+/// `install.sh --from DIR` (and `--no-build`) installs the runtime library
+/// built with DIR's `snet`, not the newest one in DIR (issue 37 §5: it
+/// picked a `deps/libsnet_runner-*.a` that `cargo test` had left), and
+/// refuses, saying why, when DIR holds none built with it.
+#[test]
+fn install_takes_the_library_built_with_this_snet_or_none() {
+    let built = Path::new(env!("CARGO_BIN_EXE_snet"))
+        .parent()
+        .expect("the profile directory");
+    let mark = snet_runner::BUILD_ID.as_bytes();
+    let holds_mark =
+        |p: &Path| std::fs::read(p).is_ok_and(|b| b.windows(mark.len()).any(|w| w == mark));
+    let mut libs = vec![built.join("libsnet_runner.a")];
+    if let Ok(rd) = std::fs::read_dir(built.join("deps")) {
+        libs.extend(rd.flatten().map(|e| e.path()).filter(|p| {
+            let n = p.file_name().unwrap_or_default().to_string_lossy();
+            n.starts_with("libsnet_runner-") && n.ends_with(".a")
+        }));
+    }
+    let right = libs
+        .into_iter()
+        .find(|p| holds_mark(p))
+        .expect("the runtime library built with this snet");
+    // A profile directory: this snet, its library in deps/, and a newer
+    // library of another build (a copy without the identity).
+    let from = fresh_dir("from");
+    std::fs::create_dir_all(from.join("deps")).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_snet"), from.join("snet")).unwrap();
+    std::fs::copy(&right, from.join("deps/libsnet_runner-1111.a")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut other = std::fs::read(&right).unwrap();
+    let at = other
+        .windows(mark.len())
+        .position(|w| w == mark)
+        .expect("the mark");
+    other[at + mark.len() - 2] ^= 1;
+    std::fs::write(from.join("deps/libsnet_runner-2222.a"), &other).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install.sh");
+    let prefix = fresh_dir("prefix-pick");
+    let mut cmd = Command::new(&script);
+    cmd.arg("--from").arg(&from).arg(&prefix);
+    must("scripts/install.sh", output_guarded(cmd));
+    let installed = std::fs::read(prefix.join("lib/snet/libsnet_runner.a")).unwrap();
+    assert!(
+        installed == std::fs::read(&right).unwrap(),
+        "install.sh installed another build's runtime library"
+    );
+    // Only the other build's library: a clear refusal.
+    std::fs::remove_file(from.join("deps/libsnet_runner-1111.a")).unwrap();
+    let mut cmd = Command::new(&script);
+    cmd.arg("--from").arg(&from).arg(&prefix);
+    let out = output_guarded(cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no libsnet_runner.a built with") && err.contains("cargo build --release"),
+        "{err}"
+    );
+    for d in [from, prefix] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

@@ -47,7 +47,7 @@ fn records_left_in_a_synchrocell_are_reported_and_the_run_succeeds() {
     assert_eq!(stdout.matches("type=\"data\"").count(), 1, "{stdout}");
     assert_eq!(
         stderr.trim_end(),
-        "warning: prog.snet:1:19: synchrocell [| {a}, {b} |] still holds 2 records whose partner never came: 1 x {a,<k>}, 1 x {a,<k>,<x>}"
+        "warning: prog.snet:1:19: synchrocell [| {a}, {b} |] still holds 2 records whose partner never came: 1 x {a, <k>}, 1 x {a, <k>, <x>}"
             .replace("prog.snet", &dir("split").join("prog.snet").display().to_string()),
     );
 }

@@ -132,12 +132,17 @@ impl Variant {
     }
 }
 
+/// The one way every message writes a record type or a set of labels:
+/// `{a, b, <t>, <#k>}`, fields then tags then binding tags, each kind by
+/// name (an order that does not depend on interning), `, ` between them.
 impl fmt::Display for Variant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut labels: SmallVec<[Label; 8]> = self.0.iter().copied().collect();
+        labels.sort_by_key(|l| (l.kind(), l.name()));
         f.write_str("{")?;
-        for (i, l) in self.0.iter().enumerate() {
+        for (i, l) in labels.iter().enumerate() {
             if i > 0 {
-                f.write_str(",")?;
+                f.write_str(", ")?;
             }
             write!(f, "{l}")?;
         }

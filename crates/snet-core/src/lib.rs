@@ -30,3 +30,28 @@ pub use graph::{
 };
 pub use label::{Label, LabelKind};
 pub use record::{Record, Value};
+
+/// Input text as a message shows it: as it is (quotes, backslashes and
+/// non-ASCII letters unchanged), only characters that would not show or
+/// would break the line (controls, line breaks) escaped as Rust writes
+/// them (`\n`, `\0`, `\u{1b}`).
+pub fn shown_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod shown_text_tests {
+    #[test]
+    fn quotes_and_backslashes_as_they_are_controls_escaped() {
+        assert_eq!(super::shown_text(r#"a"b\c'é"#), r#"a"b\c'é"#);
+        assert_eq!(super::shown_text("a\nb\0"), "a\\nb\\0");
+    }
+}

@@ -349,17 +349,10 @@ impl Record {
         self.matches(v).then(|| v.len())
     }
 
-    /// The labels as S-Net would write the record's type: `{a, <t>, <#b>}`.
+    /// The labels as S-Net would write the record's type: `{a, <t>, <#b>}`
+    /// (the `Display` of [`crate::Variant`], which every message uses).
     pub fn type_string(&self) -> String {
-        let mut s = String::from("{");
-        for (i, l) in self.labels().enumerate() {
-            if i > 0 {
-                s.push_str(", ");
-            }
-            s.push_str(&l.to_string());
-        }
-        s.push('}');
-        s
+        crate::Variant::new(self.labels()).to_string()
     }
 }
 

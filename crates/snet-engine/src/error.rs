@@ -684,19 +684,12 @@ impl fmt::Display for InternalError {
 
 impl Error for InternalError {}
 
-/// A record's type as `Record::type_string` writes it: `{a, <t>}`.
+/// A record's type as every message writes it (`Display` of [`Variant`]).
 struct RecordType<'a>(&'a Variant);
 
 impl fmt::Display for RecordType<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("{")?;
-        for (i, l) in self.0.labels().iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{l}")?;
-        }
-        f.write_str("}")
+        self.0.fmt(f)
     }
 }
 
@@ -752,7 +745,7 @@ mod tests {
                 record: rec(&[a, t]),
                 accepted: vec![rec(&[a]), rec(&[t, b])],
             }),
-            "p.snet:3:7: runtime type error: record {a, <t>} matches no branch of the parallel composition (branches accept {a}, {<t>,<#b>})"
+            "p.snet:3:7: runtime type error: record {a, <t>} matches no branch of the parallel composition (branches accept {a}, {<t>, <#b>})"
         );
         assert_eq!(
             e(RuntimeTypeError::MissingSplitTag {
@@ -779,7 +772,7 @@ mod tests {
                 pattern: rec(&[a, t]),
                 record: rec(&[a]),
             }),
-            "p.snet:3:7: runtime type error: filter for {a,<t>} received record {a}"
+            "p.snet:3:7: runtime type error: filter for {a, <t>} received record {a}"
         );
         assert_eq!(
             EngineError::Type {
@@ -840,7 +833,7 @@ mod tests {
                 record: rec(&[n]),
                 takes: rec(&[x, n]),
             }),
-            "p.snet:3:7: box `f`: called with record {<n>}, but it takes {x,<n>}"
+            "p.snet:3:7: box `f`: called with record {<n>}, but it takes {x, <n>}"
         );
         assert_eq!(
             e(BoxError::VariantOutOfRange {

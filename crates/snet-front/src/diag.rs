@@ -132,6 +132,33 @@ impl Diagnostics {
         }
     }
 
+    /// The diagnostics so far, in the order they were pushed.
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.list.iter()
+    }
+
+    pub fn error_count_since(&self, mark: usize) -> usize {
+        self.list[mark..].iter().filter(|d| d.is_error()).count()
+    }
+
+    /// Turns the errors pushed since `mark` that `which` selects into
+    /// warnings, each with `note`.
+    pub fn downgrade_since(
+        &mut self,
+        mark: usize,
+        which: impl Fn(&Diagnostic) -> bool,
+        note: &str,
+    ) {
+        for d in &mut self.list[mark..] {
+            if d.is_error() && which(d) {
+                self.seen.remove(d);
+                d.severity = Severity::Warning;
+                d.notes.push(note.to_string());
+                self.seen.insert(d.clone());
+            }
+        }
+    }
+
     pub fn has_errors(&self) -> bool {
         self.list.iter().any(Diagnostic::is_error)
     }

@@ -5,8 +5,6 @@
 //! Expressions live in one arena ([`Hir::nodes`]) so that later passes can
 //! keep per-expression facts in plain vectors indexed by [`HId`].
 
-use std::fmt::Write;
-
 use snet_core::{FilterDef, Label, LabelKind, Pattern, SynchrocellDef, Variant};
 
 use crate::diag::Span;
@@ -169,19 +167,10 @@ fn label_key(l: &Label) -> (LabelKind, &'static str) {
     (l.kind(), l.name())
 }
 
-/// `{a,<t>,<#b>}` with labels in a stable (kind, name) order.
+/// `{a, <t>, <#b>}`: the `Display` of [`Variant`], the one printer of
+/// record types in messages.
 pub fn fmt_variant(v: &Variant) -> String {
-    let mut labels: Vec<Label> = v.labels().to_vec();
-    labels.sort_by_key(label_key);
-    let mut s = String::from("{");
-    for (i, l) in labels.iter().enumerate() {
-        if i > 0 {
-            s.push_str(", ");
-        }
-        let _ = write!(s, "{l}");
-    }
-    s.push('}');
-    s
+    v.to_string()
 }
 
 /// `{a} | {b}` with variants in a stable order; `(none)` for the empty set.

@@ -391,7 +391,10 @@ pub fn lex(src: &str, start: usize, diags: &mut Diagnostics) -> Lexed {
                     diags.push(
                         Diagnostic::error(
                             pos..pos + len,
-                            format!("unexpected character `{}`", ch.escape_debug()),
+                            format!(
+                                "unexpected character `{}`",
+                                snet_core::shown_text(ch.encode_utf8(&mut [0; 4]))
+                            ),
                         )
                         .with_label("not part of S-Net's syntax"),
                     );

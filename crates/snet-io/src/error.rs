@@ -201,15 +201,16 @@ impl std::error::Error for ReadError {
 
 const MAX_SHOWN: usize = 40;
 
-/// `s` for an error message: shortened to about 40 bytes, with control
-/// characters and quotes escaped (for text codecs' errors too).
+/// `s` for an error message: shortened to about 40 bytes, shown as it is
+/// but for control characters ([`snet_core::shown_text`]; for text
+/// codecs' errors too).
 pub fn shown(s: &str) -> String {
     if s.len() <= MAX_SHOWN {
-        return s.escape_debug().to_string();
+        return snet_core::shown_text(s);
     }
     let mut end = MAX_SHOWN;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}...", s[..end].escape_debug())
+    format!("{}...", snet_core::shown_text(&s[..end]))
 }

@@ -60,6 +60,25 @@ pub use alloc::{tune_allocator, SnetAlloc};
 pub use entry::snet_runner_main;
 pub use iobench::iobench_command;
 pub use mpi::{mpi_launched, MPI_LINK_ARGS};
+
+/// This compilation's identity (see `build.rs`), as the text
+/// `snet-runner-build:ID`: the static library keeps it ([`BUILD_MARK`]),
+/// and `snet build` looks for it in a candidate library to find the one
+/// built with itself.
+pub const BUILD_ID: &str = concat!("snet-runner-build:", env!("SNET_RUNNER_BUILD_ID"), "\n");
+
+/// [`BUILD_ID`] as data the static library keeps, whether or not it is used.
+#[used]
+pub static BUILD_MARK: [u8; BUILD_ID.len()] = {
+    let mut out = [0u8; BUILD_ID.len()];
+    let bytes = BUILD_ID.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        out[i] = bytes[i];
+        i += 1;
+    }
+    out
+};
 pub use options::{fields_parser, notify_parser, RunOptions, TransportKind};
 pub use pingpong::{pingpong_command, PingpongTarget};
 pub use run::run;

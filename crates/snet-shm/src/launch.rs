@@ -138,6 +138,18 @@ impl Nodes {
     pub fn start_with_env(t: &Arc<ShmTransport>, env: &[(&str, &str)]) -> io::Result<Nodes> {
         let exe = std::env::current_exe()?;
         let args: Vec<_> = std::env::args_os().skip(1).collect();
+        Nodes::start_command(t, &exe, &args, env)
+    }
+
+    /// As [`Nodes::start_with_env`], with the node processes started as
+    /// `exe args...` instead of copies of this process (an interpreter's
+    /// program whose nodes run a module of its own: the Python package).
+    pub fn start_command(
+        t: &Arc<ShmTransport>,
+        exe: &std::path::Path,
+        args: &[std::ffi::OsString],
+        env: &[(&str, &str)],
+    ) -> io::Result<Nodes> {
         let fd = t.segment().fd();
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
@@ -147,8 +159,8 @@ impl Nodes {
             ended,
         };
         for k in 1..t.segment().geometry().nodes {
-            let mut cmd = Command::new(&exe);
-            cmd.args(&args)
+            let mut cmd = Command::new(exe);
+            cmd.args(args)
                 .env(NODE_VAR, k.to_string())
                 .env(FD_VAR, fd.to_string())
                 .envs(env.iter().copied())

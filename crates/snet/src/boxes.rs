@@ -148,7 +148,9 @@ impl Emitter<'_> {
             });
         };
         let rec = record.0;
-        if rec.len() != labels.len() || !rec.has_labels(labels) {
+        // A set comparison: the record keeps its labels in its own order,
+        // which need not be the signature's.
+        if rec.len() != labels.len() || !labels.iter().all(|l| rec.get(*l).is_some()) {
             return self.fail(BoxError::Misuse(format!(
                 "output variant {variant} is {}, but the record emitted holds {}",
                 type_text(&mut labels.iter().copied()),

@@ -102,6 +102,7 @@
 #![warn(missing_docs)]
 
 mod boxes;
+mod custom;
 mod network;
 mod record;
 mod run;
@@ -109,7 +110,8 @@ mod shm;
 mod xml;
 
 pub use boxes::{BoxInput, BoxResult, EmitError, Emitter, MissingLabel};
-pub use network::{Diagnostic, LoadError, Network, Severity, Transport};
+pub use custom::{CustomCodec, CustomValue};
+pub use network::{BoxSignature, Diagnostic, LoadError, Network, Severity, Transport};
 pub use record::{Element, Field, Record};
 pub use run::{RunError, RunErrorKind, Running, SendError};
 pub use xml::{XmlError, XmlReader, XmlWriter};

@@ -1,8 +1,9 @@
 //! Loading a program, registering its boxes, choosing where it runs.
 
+use std::ffi::OsString;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use snet_core::Graph;
@@ -49,6 +50,26 @@ pub struct Network {
     /// and the box names, what a node process checks it joins (`shm.rs`).
     pub(crate) source_hash: u64,
     warnings: Vec<Diagnostic>,
+    /// The codecs of custom field values ([`Network::add_codec`]).
+    pub(crate) codecs: Vec<Arc<dyn crate::CustomCodec>>,
+    /// The command node processes are started with, if not a copy of
+    /// this program ([`Network::node_command`]).
+    pub(crate) node_command: Option<(PathBuf, Vec<OsString>)>,
+}
+
+/// A box the program declares, as [`Network::box_signatures`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoxSignature {
+    /// The box's name.
+    pub name: String,
+    /// Its input labels in signature (argument) order, as S-Net writes
+    /// them (`x`, `<t>`, `<#b>`).
+    pub inputs: Vec<String>,
+    /// Its output variants in signature order (variant k is
+    /// `outputs[k-1]`), each its labels in order.
+    pub outputs: Vec<Vec<String>>,
+    /// Its box-language interface (`C4SNet` unless the program says).
+    pub interface: String,
 }
 
 /// How the nodes of a run with [`Network::nodes`] above 1 talk.
@@ -212,6 +233,8 @@ impl Network {
                     h.finish()
                 },
                 warnings: diagnostics,
+                codecs: Vec::new(),
+                node_command: None,
             }),
             _ => Err(LoadError {
                 rendered: snet_front::render(&compiled.diagnostics, name, text, false),
@@ -299,6 +322,59 @@ impl Network {
     /// outputs keep their input order either way.
     pub fn box_concurrency(&mut self, n: usize) -> &mut Network {
         self.box_concurrency = n.max(1);
+        self
+    }
+
+    /// The boxes the program declares, in declaration order, with their
+    /// signatures: what an embedding for another language needs to call a
+    /// function with a box's inputs and to match its outputs to variants.
+    ///
+    /// ```
+    /// let net = snet::Network::from_source("p.snet", "box f((x, <n>) -> (y) | (<e>)); net p connect f;")?;
+    /// let f = &net.box_signatures()[0];
+    /// assert_eq!((f.name.as_str(), &f.inputs[..]), ("f", &["x".to_string(), "<n>".to_string()][..]));
+    /// assert_eq!(f.outputs, [vec!["y".to_string()], vec!["<e>".to_string()]]);
+    /// # Ok::<(), snet::LoadError>(())
+    /// ```
+    pub fn box_signatures(&self) -> Vec<BoxSignature> {
+        let text =
+            |ls: &[snet_core::Label]| ls.iter().map(|l| crate::record::label_text(*l)).collect();
+        let mut seen = std::collections::HashSet::new();
+        self.graph
+            .boxes
+            .iter()
+            .filter(|b| seen.insert(b.name.clone()))
+            .map(|b| BoxSignature {
+                name: b.name.clone(),
+                inputs: text(&b.inputs),
+                outputs: b.outputs.iter().map(|v| text(v)).collect(),
+                interface: b.interface.clone(),
+            })
+            .collect()
+    }
+
+    /// Registers the codec of custom field values ([`crate::CustomValue`])
+    /// of its name, so that they can cross between nodes. Every process of
+    /// a run registers the same codecs.
+    pub fn add_codec(&mut self, codec: Arc<dyn crate::CustomCodec>) -> &mut Network {
+        self.codecs.retain(|c| c.name() != codec.name());
+        self.codecs.push(codec);
+        self
+    }
+
+    /// Starts the node processes of a [`Transport::Shm`] run as
+    /// `program args...` instead of as copies of this program (the same
+    /// executable with the same arguments). For programs run by an
+    /// interpreter, whose node processes run a module of their own that
+    /// rebuilds the network and reaches [`Network::run`] (the Python
+    /// package does this); the node processes get the same environment
+    /// variables either way.
+    pub fn node_command(
+        &mut self,
+        program: impl Into<PathBuf>,
+        args: Vec<OsString>,
+    ) -> &mut Network {
+        self.node_command = Some((program.into(), args));
         self
     }
 }

@@ -242,7 +242,7 @@ impl Record {
     }
 }
 
-fn label_text(l: Label) -> String {
+pub(crate) fn label_text(l: Label) -> String {
     match l.kind() {
         LabelKind::Field => l.name().to_string(),
         LabelKind::Tag => format!("<{}>", l.name()),

@@ -462,6 +462,19 @@ impl Running {
         self.output.recv().ok()
     }
 
+    /// The next output record, waiting at most `timeout`: `None` if none
+    /// came in that time, `Some(None)` once the run has ended and every
+    /// output has been received (as [`Running::recv`] returns `None`).
+    /// For callers that must do something else while they wait (an
+    /// interpreter checking for Ctrl-C, say).
+    pub fn recv_timeout(&self, timeout: std::time::Duration) -> Option<Option<Record>> {
+        match self.output.recv_timeout(timeout) {
+            Ok(r) => Some(Some(r)),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Some(None),
+        }
+    }
+
     /// The next output record if one is waiting.
     pub fn try_recv(&self) -> Option<Record> {
         self.output.try_recv().ok()
@@ -525,6 +538,9 @@ impl Network {
     pub(crate) fn config(&self) -> Config {
         let mut codecs = snet_core::Codecs::default();
         codecs.add(c4snet::codec());
+        for c in &self.codecs {
+            codecs.add(Arc::new(crate::custom::CodecAdapter(c.clone())));
+        }
         Config {
             workers: self.workers,
             box_concurrency: self.box_concurrency,
@@ -575,6 +591,7 @@ impl Network {
         let config = self.config();
         let boxes = Arc::new(self.boxes.clone());
         let nodes = self.nodes;
+        let node_command = self.node_command.clone();
         let io: (Box<dyn Source>, Box<dyn Sink>) = (
             Box::new(ChannelSource(in_rx)),
             Box::new(ChannelSink(out_tx)),
@@ -587,7 +604,15 @@ impl Network {
                     return Err(RunError(Kind::UnknownBox(m)));
                 }
                 if shm {
-                    crate::shm::run_root(graph, &config, io, &boxes, nodes, &fingerprint)
+                    crate::shm::run_root(
+                        graph,
+                        &config,
+                        io,
+                        &boxes,
+                        nodes,
+                        &fingerprint,
+                        node_command.as_ref(),
+                    )
                 } else if nodes > 1 {
                     snet_engine::run_loopback(graph, &config, Some(io), &*boxes, nodes)
                         .map(|_| ())

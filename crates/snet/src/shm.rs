@@ -70,6 +70,7 @@ pub(crate) fn run_root(
     boxes: &RustBoxes,
     nodes: u32,
     fingerprint: &str,
+    command: Option<&(std::path::PathBuf, Vec<std::ffi::OsString>)>,
 ) -> Result<(), RunError> {
     let setup = |e: String| RunError::new(Kind::Setup(e));
     let g = snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy);
@@ -77,8 +78,12 @@ pub(crate) fn run_root(
         .map_err(|e| setup(format!("cannot create the shared-memory segment: {e}")))?;
     let t =
         Arc::new(snet_shm::transport::ShmTransport::new(seg, 0).map_err(|e| setup(e.to_string()))?);
-    let started = launch::Nodes::start_with_env(&t, &[(NETWORK_VAR, fingerprint)])
-        .map_err(|e| setup(e.to_string()))?;
+    let env = [(NETWORK_VAR, fingerprint)];
+    let started = match command {
+        Some((exe, args)) => launch::Nodes::start_command(&t, exe, args, &env),
+        None => launch::Nodes::start_with_env(&t, &env),
+    }
+    .map_err(|e| setup(e.to_string()))?;
     let result = snet_engine::run(graph, config, Some(io), boxes, &*t);
     // The others end right after the run; after a failure they were told
     // (or are killed after a short grace).

@@ -581,3 +581,24 @@ fn a_box_panic_prints_no_backtrace_note() {
     assert_eq!(err.matches("panicked at").count(), 1, "{err}");
     assert!(err.contains("elsewhere"), "{err}");
 }
+
+/// An output variant whose labels are not in the order the record keeps
+/// them (labels are ordered by first appearance in the program: `<w>`,
+/// then `<p>`; the variant names `<p>` first) is still the record's
+/// variant: `emit` compares label sets, not sequences.
+#[test]
+fn emit_takes_a_variant_whose_labels_are_out_of_the_records_order() {
+    let mut net = Network::from_source(
+        "order.snet",
+        "box f((<w>) -> (<w>) | (<p>, <w>)); net main connect f;",
+    )
+    .expect("compiles");
+    net.add_box("f", |input, out| {
+        let w = input.tag("w")?;
+        out.emit(2, Record::new().with_tag("p", w + 1).with_tag("w", w))?;
+        Ok(())
+    });
+    let out = net.run([Record::new().with_tag("w", 4)]).expect("runs");
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].tag("p"), out[0].tag("w")), (Some(5), Some(4)));
+}
