@@ -98,8 +98,9 @@ pub fn set_crash_hook(hook: extern "C" fn()) {
 }
 
 /// Ends the process after a crash report: the [`set_crash_hook`] hook,
-/// then `_exit(1)` (no exit handlers, no unwinding: the crashed box's
-/// thread cannot go on). Async-signal-safe.
+/// then [`crate::rescue::exit`] (a live thread writes the records that
+/// finished, then `_exit(1)`: no exit handlers, no unwinding: the crashed
+/// box's thread cannot go on). Async-signal-safe.
 fn end_process() -> ! {
     let hook = HOOK.load(Ordering::Acquire);
     if hook != 0 {
@@ -107,8 +108,8 @@ fn end_process() -> ! {
         let f: extern "C" fn() = unsafe { std::mem::transmute::<usize, extern "C" fn()>(hook) };
         f();
     }
-    // SAFETY: _exit is async-signal-safe.
-    unsafe { libc::_exit(1) }
+    // The records that finished are written first (`rescue`), then _exit.
+    crate::rescue::exit(1)
 }
 
 fn write_all(bytes: &[u8]) {

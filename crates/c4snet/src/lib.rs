@@ -7,6 +7,8 @@
 //!   [`snet_engine::LanguageInterface`] over a table of box trampolines, and
 //!   the per-invocation handle the box passes back to `C4SNetOut`;
 //! - [`crash`]: the signal handler that names the box a crash happened in;
+//! - [`rescue`]: before a crash ends the process, a live thread writes the
+//!   records that finished;
 //! - [`data`]: C4SNet values: [`CType`], [`CData`] (a typed array) and
 //!   [`C4Data`], the value a C4SNet field holds, with the field store's
 //!   hooks (serialise, copy, free) and its [`codec`] (deserialise);
@@ -48,6 +50,7 @@ pub mod abi;
 pub mod crash;
 pub mod data;
 pub mod invoke;
+pub mod rescue;
 pub mod text;
 
 pub use data::{codec, data_field, data_of, C4Data, CData, CType, CODEC, INTERFACE};

@@ -198,12 +198,24 @@ fn main() -> ExitCode {
             let (out, err, code) = match profile {
                 None => snet_front::graph_command(&file, entry.as_deref(), svg),
                 Some(p) => match profile::load(&p) {
-                    Ok(prof) => snet_front::graph_command_decorated(
-                        &file,
-                        entry.as_deref(),
-                        svg,
-                        &|g, n| prof.decor(g, n),
-                    ),
+                    Ok(prof) => {
+                        let drawn = snet_front::graph_command_decorated(
+                            &file,
+                            entry.as_deref(),
+                            svg,
+                            &|g, n| prof.decor(g, n),
+                        );
+                        // A profile of another program would draw nothing
+                        // (or half): an error naming the mismatch.
+                        match prof.mismatch(&p, &file).filter(|_| drawn.2 == 0) {
+                            Some(e) => {
+                                eprint!("{}", drawn.1);
+                                eprintln!("error: {e}");
+                                return ExitCode::from(2);
+                            }
+                            None => drawn,
+                        }
+                    }
                     Err(e) => {
                         eprintln!("error: {e}");
                         return ExitCode::from(2);

@@ -23,6 +23,11 @@ struct Counts {
 pub struct Profile {
     /// By (kind, line, column).
     by_pos: HashMap<(String, u32, u32), Counts>,
+    /// By (kind, line, column): the component's name and `file:line:col`
+    /// as the profile gives them (for the mismatch message).
+    named: HashMap<(String, u32, u32), (String, String)>,
+    /// The components drawn so far (`decor` was asked for them).
+    drawn: std::sync::Mutex<std::collections::HashSet<(String, u32, u32)>>,
     /// Worker time of all nodes (wall time × workers), nanoseconds.
     worker_ns: f64,
     /// The largest busy time of a component (the reddest).
@@ -54,6 +59,8 @@ pub fn load(path: &Path) -> Result<Profile, String> {
     })?;
     let mut p = Profile {
         by_pos: HashMap::new(),
+        named: HashMap::new(),
+        drawn: Default::default(),
         worker_ns: 0.0,
         max_busy: 0,
     };
@@ -65,6 +72,12 @@ pub fn load(path: &Path) -> Result<Profile, String> {
                 continue;
             };
             let kind = c["kind"].as_str().unwrap_or("").to_string();
+            p.named.entry((kind.clone(), line, col)).or_insert_with(|| {
+                (
+                    c["name"].as_str().unwrap_or("").to_string(),
+                    c["loc"].as_str().unwrap_or("").to_string(),
+                )
+            });
             let e = p.by_pos.entry((kind, line, col)).or_default();
             e.calls += num(c, "calls");
             e.records_in += num(c, "records_in");
@@ -77,10 +90,60 @@ pub fn load(path: &Path) -> Result<Profile, String> {
 }
 
 impl Profile {
+    /// After drawing `program` with [`Profile::decor`]: an error if the
+    /// profile is not of this program (a component of the profile that
+    /// the drawing has not, or a profile that matches nothing of it).
+    pub fn mismatch(&self, profile: &Path, program: &Path) -> Option<String> {
+        let drawn = self.drawn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut missing: Vec<&(String, u32, u32)> =
+            self.by_pos.keys().filter(|k| !drawn.contains(*k)).collect();
+        if missing.is_empty() && (!drawn.is_empty() || self.by_pos.is_empty()) {
+            return None;
+        }
+        missing.sort();
+        // The program the profile is of, as its components' places name it.
+        let of = self
+            .named
+            .values()
+            .filter_map(|(_, loc)| loc.rsplitn(3, ':').nth(2))
+            .min()
+            .unwrap_or("another program");
+        let first = missing
+            .first()
+            .and_then(|k| self.named.get(*k).map(|(name, loc)| (k, name, loc)))
+            .map(|(k, name, loc)| {
+                let what = if name.is_empty() || *name == k.0 {
+                    k.0.clone()
+                } else {
+                    format!("{} `{name}`", k.0)
+                };
+                format!(
+                    "; e.g. its {what} at {loc}: {} has no {} at line {}, column {}",
+                    program.display(),
+                    k.0,
+                    k.1,
+                    k.2
+                )
+            })
+            .unwrap_or_default();
+        Some(format!(
+            "the profile {} is not of {}: it is of {of} ({} of its {} components are not in this program{first}); profile this program with `snet run {} --profile-json FILE`",
+            profile.display(),
+            program.display(),
+            missing.len(),
+            self.by_pos.len(),
+            program.display()
+        ))
+    }
+
     pub fn decor(&self, g: &Graph, n: NodeId) -> Option<Decor> {
         let node = g.node(n);
         let key = (node.describe().to_string(), node.loc.line, node.loc.col);
         let c = self.by_pos.get(&key)?;
+        self.drawn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key);
         let share = c.busy_ns as f64 / self.worker_ns.max(1.0);
         // White to red by busy time relative to the busiest component.
         let heat = c.busy_ns as f64 / (self.max_busy.max(1) as f64);

@@ -344,3 +344,54 @@ fn box_observer_in_a_built_program() {
         "{text}"
     );
 }
+
+/// `snet graph --profile` with a profile of another program is an error
+/// naming the mismatch (it drew nothing and exited 0); the program's own
+/// profile draws.
+#[test]
+fn a_profile_of_another_program_is_refused() {
+    let d = dir("profile-mismatch");
+    let prof = d.join("prog.profile.json");
+    let out = snet_run(&d, NETS, &["--profile-json", prof.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let graph = |prog: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_snet"))
+            .arg("graph")
+            .arg(prog)
+            .arg("--profile")
+            .arg(&prof)
+            .output()
+            .unwrap()
+    };
+    let same = graph(&d.join("prog.snet"));
+    let dot = String::from_utf8_lossy(&same.stdout);
+    assert!(
+        same.status.success(),
+        "{}",
+        String::from_utf8_lossy(&same.stderr)
+    );
+    assert!(dot.contains(" in, "), "{dot}");
+    let other = d.join("other.snet");
+    std::fs::write(
+        &other,
+        "box g((<n>) -> (<n>));\nnet other connect g .. [{<n>} -> {<n>}];\n",
+    )
+    .unwrap();
+    let out = graph(&other);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty(), "drew something");
+    assert!(
+        err.contains(&format!(
+            "error: the profile {} is not of {}: it is of ",
+            prof.display(),
+            other.display()
+        )) && err.contains("prog.snet")
+            && err.contains("components are not in this program"),
+        "{err}"
+    );
+}

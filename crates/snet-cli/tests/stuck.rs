@@ -88,16 +88,31 @@ net w {
 } connect wait .. [| {<k>}, {<j>} |];
 "#;
 
+/// Five records reach the box `wait`, whose first call blocks: the dump
+/// counts the four behind it once, the same in the node's line and in the
+/// worker's (issue 37: "about 0 items waiting in inboxes" beside "4 items
+/// waiting in its inbox", and at -w 1 none of the four in either).
 #[test]
 fn sigusr1_prints_what_the_run_is_doing_and_the_run_goes_on() {
+    for workers in ["1", "2", "4"] {
+        sigusr1_dump(workers);
+    }
+}
+
+fn sigusr1_dump(workers: &str) {
     use std::io::BufRead;
-    let d = dir("sigusr1");
+    let d = dir(&format!("sigusr1-w{workers}"));
     std::fs::write(d.join("w.snet"), WAITING).unwrap();
     let exe = d.join("w");
     common::snet_build(&d.join("w.snet"), &[], &exe);
     std::fs::write(
         d.join("input.xml"),
-        "<record type=\"data\"><tag label=\"k\">1</tag></record><record type=\"terminate\"/>",
+        "<record type=\"data\"><tag label=\"k\">1</tag></record>\
+         <record type=\"data\"><tag label=\"k\">2</tag></record>\
+         <record type=\"data\"><tag label=\"k\">3</tag></record>\
+         <record type=\"data\"><tag label=\"k\">4</tag></record>\
+         <record type=\"data\"><tag label=\"k\">5</tag></record>\
+         <record type=\"terminate\"/>",
     )
     .unwrap();
     let (started, release) = (d.join("started"), d.join("release"));
@@ -106,7 +121,7 @@ fn sigusr1_prints_what_the_run_is_doing_and_the_run_goes_on() {
     let mut child = Command::new(&exe)
         .arg("-i")
         .arg(d.join("input.xml"))
-        .args(["-w", "1"])
+        .args(["-w", workers])
         .env("STARTED", &started)
         .env("RELEASE", &release)
         .stdout(std::process::Stdio::piped())
@@ -132,26 +147,46 @@ fn sigusr1_prints_what_the_run_is_doing_and_the_run_goes_on() {
     });
     // SAFETY: a plain kill(2) of our own child.
     assert_eq!(unsafe { libc_kill(child.id() as i32, 10) }, 0);
-    // The dump: its first line, then worker 0's (the only worker).
-    let first = rx.recv().expect("a dump");
+    // The dump: its first line, then a line per worker; one of them is
+    // in the call, with the four other records waiting for it.
+    // (A bound that only tells a dump that never comes from one that does.)
+    let line = || rx.recv_timeout(std::time::Duration::from_secs(60));
+    /// Releases the box when dropped, also when an assertion fails.
+    struct Release(PathBuf);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            let _ = std::fs::write(&self.0, "");
+        }
+    }
+    let release_guard = Release(release.clone());
+    let first = line().expect("a dump");
     assert!(
         first.starts_with("snet: node 0 at ")
-            && first.contains("(asked by SIGUSR1): 1 records in, 0 out"),
-        "{first}"
+            && first.contains(
+                "(asked by SIGUSR1): 5 records in, 0 out, about 4 items waiting in inboxes"
+            ),
+        "-w {workers}: {first}"
     );
-    let worker = rx.recv().expect("a worker line");
+    let lines: Vec<String> = (0..workers.parse::<usize>().unwrap())
+        .map(|_| line().expect("a worker line"))
+        .collect();
+    let in_call: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains(": box `wait` ("))
+        .collect();
     assert!(
-        worker.starts_with("snet:   worker 0: box `wait` (")
-            && worker.contains("waiting in its inbox"),
-        "{worker}"
+        in_call.len() == 1 && in_call[0].ends_with(", 4 items waiting in its inbox"),
+        "-w {workers}: {lines:?}"
     );
-    std::fs::write(&release, "").unwrap();
+    drop(release_guard);
     let out = child.wait_with_output().unwrap();
     let all = reader.join().unwrap();
     assert!(out.status.success(), "{all}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("<record type=\"terminate\" />"), "{stdout}");
-    // The record then waits in the synchrocell: the end-of-run warning.
+    // A record then waits in the synchrocell: the end-of-run warning.
+    // (The first; the synchrocell passes the four after it on.)
+    assert_eq!(stdout.matches("type=\"data\"").count(), 4, "{stdout}");
     assert!(
         all.contains("still holds 1 record whose partner never came: 1 x {<k>}"),
         "{all}"

@@ -421,6 +421,7 @@ impl BoxEntity {
                     det: Stamps::new(),
                     origin: Origin::NONE,
                     outs: VecDeque::new(),
+                    call_outs: 0,
                     error: None,
                     more: std::ptr::null_mut(),
                     pulled: 0,
@@ -481,6 +482,7 @@ impl BoxEntity {
         self.c.io.input = rec.rec;
         self.c.io.det = rec.det;
         self.c.io.origin = rec.origin;
+        self.c.io.call_outs = self.c.io.outs.len();
         let stack = match ctx.stacks.take() {
             Ok(s) => s,
             Err(e) => return Err(self.no_stack(e, ctx)),
@@ -535,7 +537,12 @@ impl BoxEntity {
         // The live dump sees the call (stuck.rs).
         let now = ctx.now;
         if let Some(now) = now {
-            now.enter(self.t.node, me);
+            let held = if ctx.taken_from(me) {
+                ctx.taken.len()
+            } else {
+                0
+            };
+            now.enter(self.t.node, me, ctx.unflushed_queued(), held);
         }
         // Instrumented: when the call (or its continuation: it was
         // suspended) started (traced runs only), and whether it was.
@@ -578,6 +585,7 @@ impl BoxEntity {
         match ev {
             Event::Batch => {
                 self.send_outs(false, ctx);
+                self.c.io.call_outs = 0;
                 self.c.suspended = Some(stack);
                 ctx.rt.set_suspended(me, &mut self.c.listed, true);
                 ctx.rt.suspensions.fetch_add(1, Ordering::Relaxed);
@@ -594,6 +602,14 @@ impl BoxEntity {
                         Ok(())
                     }
                     Some(e) => {
+                        // The calls of the run before the failing one
+                        // finished: their outputs go on (nothing lost);
+                        // the failing call's do not.
+                        let done = std::mem::take(&mut self.c.io.call_outs);
+                        self.c.io.outs.truncate(done);
+                        if done > 0 {
+                            self.send_outs(true, ctx);
+                        }
                         self.c.io.outs.clear();
                         Err(self.error(e, ctx).caused_by(self.c.io.origin))
                     }

@@ -78,6 +78,10 @@ pub struct CallIo {
     /// `2 * YIELD_AFTER - 1`, in a run of calls), inheritance added, ready
     /// to send.
     pub outs: std::collections::VecDeque<Item>,
+    /// How many of [`CallIo::outs`] were emitted by calls before the
+    /// current one (a run of calls): if the current call fails, those
+    /// calls finished, and their outputs are still sent (nothing lost).
+    pub call_outs: usize,
     /// The error the call returned, set with [`Event::Done`].
     pub error: Option<BoxError>,
     /// During one resume: the worker's items taken from this entity's
@@ -108,6 +112,7 @@ impl CallIo {
             Some(Item::Rec(r)) if self.inherit.fits(&r.rec) => r,
             _ => return false,
         };
+        self.call_outs = self.outs.len();
         // The record goes straight from the worker's buffer into the call
         // (an item is 128 bytes: moved out and in again it costs three
         // copies): the last input is dropped where it is, the new one
@@ -144,7 +149,7 @@ impl CallIo {
         self.pulled += 1;
         if !self.now.is_null() {
             // SAFETY: the slot lives as long as the run (`Runtime::now`).
-            unsafe { (*self.now).again() };
+            unsafe { (*self.now).again(more.len()) };
         }
         true
     }

@@ -57,6 +57,16 @@ pub enum EngineError {
         nodes: u32,
         loc: Option<Loc>,
     },
+    /// A dynamic placement (`!@ <tag>`, `!!@ <tag>`) got a record whose
+    /// tag `tag` has value `value`, which is not a node of the run (which
+    /// has `nodes` nodes): a placement error, not a type error (the
+    /// record's type is right; the run is too small for it).
+    DynamicPlacement {
+        value: i64,
+        tag: Label,
+        nodes: u32,
+        loc: Option<Loc>,
+    },
     /// Another node failed; `message` is its error (as text: it crossed
     /// processes).
     Node { node: Rank, message: String },
@@ -81,7 +91,10 @@ impl EngineError {
     /// and records of no input record (an initialiser's), stay as they are.
     pub fn caused_by(self, origin: crate::Origin) -> EngineError {
         match self {
-            EngineError::Type { .. } | EngineError::Eval { .. } | EngineError::Box { .. }
+            EngineError::Type { .. }
+            | EngineError::Eval { .. }
+            | EngineError::Box { .. }
+            | EngineError::DynamicPlacement { .. }
                 if origin.number().is_some() =>
             {
                 EngineError::FromInput {
@@ -143,6 +156,19 @@ impl fmt::Display for EngineError {
                 write!(
                     f,
                     "placement error: `@ {node}` places a component on node {node}, but the run has {nodes} node(s): 0..{}",
+                    nodes.saturating_sub(1)
+                )
+            }
+            EngineError::DynamicPlacement {
+                value,
+                tag,
+                nodes,
+                loc,
+            } => {
+                at(f, loc)?;
+                write!(
+                    f,
+                    "placement error: dynamic placement to node {value} (tag {tag}), but the run has {nodes} node(s): 0..{}",
                     nodes.saturating_sub(1)
                 )
             }
@@ -438,9 +464,6 @@ pub enum RuntimeTypeError {
         tag: Label,
         placement: bool,
     },
-    /// A dynamic placement's tag `tag` has value `value`, which is not a
-    /// node of the run (which has `nodes` nodes).
-    NoSuchNode { value: i64, tag: Label, nodes: u32 },
     /// A record that reaches a repeated synchronisation matches neither an
     /// exit pattern nor a synchrocell pattern.
     EndlessSynchronisation { record: Variant },
@@ -480,11 +503,6 @@ impl fmt::Display for RuntimeTypeError {
                 } else {
                     "parallel replication"
                 }
-            ),
-            RuntimeTypeError::NoSuchNode { value, tag, nodes } => write!(
-                f,
-                "dynamic placement to node {value} (tag {tag}), but the run has {nodes} node(s): 0..{}",
-                nodes.saturating_sub(1)
             ),
             RuntimeTypeError::EndlessSynchronisation { record } => write!(
                 f,
@@ -700,6 +718,24 @@ mod tests {
         Variant::new(labels.iter().copied())
     }
 
+    /// A dynamic placement out of range is a placement error (the record's
+    /// type is right), and names the input record behind it.
+    #[test]
+    fn a_dynamic_placement_out_of_range_is_a_placement_error() {
+        let e = EngineError::DynamicPlacement {
+            value: -1,
+            tag: Label::tag("t"),
+            nodes: 2,
+            loc: loc(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "p.snet:3:7: placement error: dynamic placement to node -1 (tag <t>), but the run has 2 node(s): 0..1"
+        );
+        let from = e.caused_by(crate::Origin::input(3, Some(4)));
+        assert!(matches!(from, EngineError::FromInput { .. }), "{from:?}");
+    }
+
     #[test]
     fn runtime_type_errors() {
         let (a, t, b) = (Label::field("a"), Label::tag("t"), Label::btag("b"));
@@ -726,14 +762,6 @@ mod tests {
                 placement: true,
             }),
             "p.snet:3:7: runtime type error: record {} lacks the tag <t> that the dynamic placement splits on"
-        );
-        assert_eq!(
-            e(RuntimeTypeError::NoSuchNode {
-                value: -1,
-                tag: t,
-                nodes: 2,
-            }),
-            "p.snet:3:7: runtime type error: dynamic placement to node -1 (tag <t>), but the run has 2 node(s): 0..1"
         );
         assert_eq!(
             e(RuntimeTypeError::EndlessSynchronisation { record: rec(&[t]) }),

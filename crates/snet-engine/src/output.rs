@@ -41,6 +41,29 @@ impl OutputEntity {
         Ok(())
     }
 
+    /// After a failed run (every worker stopped): writes the records that
+    /// reached the output but were not written yet, `pending` in stream
+    /// order behind the parked ones, skipping any whose fields are still
+    /// on another node (they cannot be fetched any more). Returns how many
+    /// were written; stops at the sink's first error.
+    pub fn write_finished(&mut self, pending: impl IntoIterator<Item = Item>) -> usize {
+        let mut written = 0;
+        for item in self.parked.resume().into_iter().chain(pending) {
+            let Item::Rec(r) = item else { continue };
+            if r.rec
+                .labels()
+                .any(|l| l.is_field() && r.rec.field(l).is_some_and(|f| f.get().is_none()))
+            {
+                continue;
+            }
+            if self.sink.write(&r.rec).is_err() {
+                break;
+            }
+            written += 1;
+        }
+        written
+    }
+
     fn write(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {

@@ -414,6 +414,12 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// This thread's count not yet added to the node's (see `flush_queued`).
+    #[inline]
+    pub fn unflushed_queued(&self) -> isize {
+        self.queued
+    }
+
     /// Items waiting in this node's inboxes, roughly (see [`Runtime`]).
     pub fn queued(&self) -> isize {
         self.rt.queued.load(Ordering::Relaxed) + self.queued
@@ -594,13 +600,6 @@ impl<'a> Ctx<'a> {
         if let Some(item) = first {
             self.ready.push((to, item));
         }
-    }
-
-    /// Drops the held items (the run is failing) and stops holding.
-    pub fn drop_held_sends(&mut self) {
-        self.held_to = None;
-        self.held.clear();
-        self.holding = false;
     }
 
     /// Sends the start-up items of the instances `instantiate` created.

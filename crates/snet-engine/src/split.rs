@@ -95,12 +95,10 @@ impl SplitEntity {
             });
         };
         if def.placement && !(0..i64::from(ctx.rt.nodes)).contains(&v) {
-            return Err(EngineError::Type {
-                error: RuntimeTypeError::NoSuchNode {
-                    value: v,
-                    tag: def.tag,
-                    nodes: ctx.rt.nodes,
-                },
+            return Err(EngineError::DynamicPlacement {
+                value: v,
+                tag: def.tag,
+                nodes: ctx.rt.nodes,
                 loc: ctx.rt.loc(def.node),
             });
         }

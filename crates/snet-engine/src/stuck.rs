@@ -134,12 +134,24 @@ pub(crate) struct WorkerNow {
     ent: AtomicPtr<Entity>,
     /// Box calls started by this worker.
     calls: AtomicU64,
+    /// The worker's own count of items it queued minus items it took, not
+    /// yet added to the node's ([`crate::runtime::Ctx::count_queued`]), as
+    /// of the call's start: the dump adds it to the node's count while the
+    /// call runs (a worker blocked in a call adds nothing meanwhile), so
+    /// that the node's total and the inbox of the call agree.
+    unflushed: std::sync::atomic::AtomicIsize,
+    /// Items the worker took from the call's entity's inbox for the calls
+    /// after this one (a run of calls, [`crate::callstack`]): still waiting
+    /// for the box, counted as in its inbox.
+    held: std::sync::atomic::AtomicUsize,
 }
 
 impl WorkerNow {
     /// A box call of template `node` at `ent` starts (or resumes).
     #[inline(always)]
-    pub fn enter(&self, node: NodeId, ent: &std::sync::Arc<Entity>) {
+    pub fn enter(&self, node: NodeId, ent: &std::sync::Arc<Entity>, unflushed: isize, held: usize) {
+        self.unflushed.store(unflushed, Ordering::Relaxed);
+        self.held.store(held, Ordering::Relaxed);
         let n = self.calls.load(Ordering::Relaxed).wrapping_add(1);
         self.calls.store(n, Ordering::Relaxed);
         self.ent.store(
@@ -153,7 +165,8 @@ impl WorkerNow {
     /// The next call of a run of calls at the same entity starts
     /// ([`crate::callstack`]): a new call number, the same box and entity.
     #[inline(always)]
-    pub fn again(&self) {
+    pub fn again(&self, held: usize) {
+        self.held.store(held, Ordering::Relaxed);
         let n = self.calls.load(Ordering::Relaxed).wrapping_add(1);
         self.calls.store(n, Ordering::Relaxed);
         // Only this worker writes its token.
@@ -256,18 +269,23 @@ fn dump(
 ) -> String {
     use std::fmt::Write;
     let g = rt.graph();
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "snet: node {} at {:.1} s ({why}): {} records in, {} out, about {} items waiting in inboxes",
-        rt.node,
-        now.duration_since(start).as_secs_f64(),
-        admitted.load(Ordering::Relaxed),
-        rt.outputs.load(Ordering::Relaxed),
-        rt.queued_now().max(0),
-    );
+    let mut lines = String::new();
+    // The node's count of waiting items, plus what the workers in a call
+    // counted and had not added to it yet (see `WorkerNow::unflushed`).
+    let mut queued = rt.queued_now();
     for (i, (w, (tok, at))) in rt.now.iter().zip(since).enumerate() {
         let t = w.token.load(Ordering::Acquire);
+        let mut held = 0;
+        if t != 0 {
+            let unflushed = w.unflushed.load(Ordering::Relaxed);
+            held = w.held.load(Ordering::Relaxed);
+            if w.token.load(Ordering::Acquire) == t {
+                queued += unflushed + held as isize;
+            } else {
+                held = 0;
+            }
+        }
+        let s = &mut lines;
         if t == 0 || t != *tok {
             let _ = writeln!(s, "snet:   worker {i}: not in a box call");
             continue;
@@ -282,7 +300,7 @@ fn dump(
         // SAFETY: the token is the same as when `ptr` was stored before it
         // (Release/Acquire) and is read again below: the call was in
         // progress throughout, and its worker holds the entity meanwhile.
-        let backlog = unsafe { (*ptr).backlog() };
+        let backlog = unsafe { (*ptr).backlog() } + held;
         if w.token.load(Ordering::Acquire) != t {
             let _ = writeln!(s, "snet:   worker {i}: not in a box call");
             continue;
@@ -294,6 +312,17 @@ fn dump(
             now.duration_since(*at).as_secs_f64()
         );
     }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "snet: node {} at {:.1} s ({why}): {} records in, {} out, about {} items waiting in inboxes",
+        rt.node,
+        now.duration_since(start).as_secs_f64(),
+        admitted.load(Ordering::Relaxed),
+        rt.outputs.load(Ordering::Relaxed),
+        queued.max(0),
+    );
+    s.push_str(&lines);
     for (node, n) in rt.held_now() {
         let g = g.node(node);
         let what = match &g.kind {

@@ -112,6 +112,31 @@ impl FlushSoon {
         self.0.soon.store(true, Ordering::Release);
         self.0.wake_thread();
     }
+
+    /// Like [`Write::flush`] of the writer, from any thread (the producer
+    /// may be stuck, e.g. in a crashed box's thread): waits, at most
+    /// `limit`, until the thread has written and flushed every byte
+    /// appended before the call. Returns whether it did.
+    pub fn flush_wait(&self, limit: Duration) -> bool {
+        let shared = &self.0;
+        // AcqRel: as in `flush`.
+        let ticket = shared.flush_asked.fetch_add(1, Ordering::AcqRel) + 1;
+        shared.wake_thread();
+        let end = Instant::now() + limit;
+        let mut done = lock(&shared.flush_done);
+        while *done < ticket {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            done = shared
+                .flushed
+                .wait_timeout(done, left.min(MAX_DELAY))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
 }
 
 /// Writes to `W` on a background thread (see the module docs).
@@ -427,6 +452,21 @@ mod tests {
         drop(w);
         let got = out.bytes.lock().unwrap();
         assert_eq!(&got[data.len()..], b"tail");
+    }
+
+    /// `flush_wait` from another thread writes what the producer appended,
+    /// while the producer (the writer) stays alive and untouched.
+    #[test]
+    fn flush_wait_writes_what_waits_without_the_producer() {
+        let out = Shared::new(usize::MAX);
+        let mut w = BackgroundWriter::new(out.clone(), "test-out").unwrap();
+        let handle = w.flush_soon_handle();
+        w.write_all(b"finished record\n").unwrap();
+        let t = std::thread::spawn(move || handle.flush_wait(Duration::from_secs(10)));
+        assert!(t.join().unwrap());
+        assert_eq!(&out.bytes.lock().unwrap()[..], b"finished record\n");
+        assert!(*out.flushes.lock().unwrap() >= 1);
+        drop(w);
     }
 
     #[test]

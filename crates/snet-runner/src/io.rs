@@ -113,6 +113,13 @@ fn open_streams(opts: &RunOptions) -> Result<Streams, OpenError> {
     let background = |out: Box<dyn Write + Send>| {
         BackgroundWriter::new(out, "snet-writer")
             .map(|w| {
+                // A crashing box ends the process from a signal handler:
+                // the output thread first writes what finished (c4snet's
+                // `rescue`; nothing lost).
+                let rescue = w.flush_soon_handle();
+                let _ = c4snet::rescue::on_crash(move || {
+                    rescue.flush_wait(std::time::Duration::from_secs(4));
+                });
                 let flush = Some(w.flush_soon_handle());
                 Box::new(WriterSink {
                     writer: writer(w).unbuffered(),

@@ -160,7 +160,9 @@ impl Emitter<'_> {
         // The call may pause here and the thread run other work meanwhile:
         // no box of ours is running on it then (crash reports, see `invoke`).
         let running = c4snet::crash::clear();
+        let in_box = IN_BOX.with(|b| b.replace(false));
         let sent = self.out.emit(variant, rec);
+        IN_BOX.with(|b| b.set(in_box));
         c4snet::crash::leave(running);
         match sent {
             Ok(()) => Ok(()),
@@ -189,6 +191,33 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> Option<String> {
         .or_else(|| p.downcast_ref::<String>().cloned())
 }
 
+thread_local! {
+    /// A Rust box runs on this thread (under `catch_unwind`).
+    static IN_BOX: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Where the last panic in a box on this thread happened (`file:line:col`).
+    static PANICKED_AT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs (once per process) a panic hook that prints nothing for a
+/// panic inside a Rust box (the run's error reports it: box, message and
+/// place) and passes every other panic to the hook installed before.
+pub(crate) fn quiet_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if IN_BOX.with(std::cell::Cell::get) {
+                let at = info
+                    .location()
+                    .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
+                PANICKED_AT.with(|p| *p.borrow_mut() = at);
+                return;
+            }
+            before(info)
+        }));
+    });
+}
+
 impl BoxImpl for RustBox {
     fn invoke(&self, input: &snet_core::Record, out: &mut dyn Emit) -> Result<(), BoxError> {
         let view = BoxInput {
@@ -205,7 +234,11 @@ impl BoxImpl for RustBox {
         // Names the box if it crashes or calls `exit` (reported where the
         // handlers are installed: in the node processes of a shm run).
         let outer = c4snet::crash::enter(&self.name);
+        // (Saved and restored: a box's call may pause in `emit` and the
+        // thread run another box's call meanwhile.)
+        let was_in_box = IN_BOX.with(|b| b.replace(true));
         let r = catch_unwind(AssertUnwindSafe(|| (self.f)(&view, &mut em)));
+        IN_BOX.with(|b| b.set(was_in_box));
         c4snet::crash::leave(outer);
         if let Some(e) = em.error {
             return Err(e);
@@ -215,9 +248,15 @@ impl BoxImpl for RustBox {
             Ok(Err(e)) => Err(BoxError::Failed {
                 message: e.to_string(),
             }),
-            Err(p) => Err(BoxError::Panicked {
-                message: panic_message(&*p),
-            }),
+            Err(p) => {
+                let at = PANICKED_AT.with(|a| a.borrow_mut().take());
+                let message = match (panic_message(&*p), at) {
+                    (Some(m), Some(at)) => Some(format!("{m} (at {at})")),
+                    (None, Some(at)) => Some(format!("(at {at})")),
+                    (m, None) => m,
+                };
+                Err(BoxError::Panicked { message })
+            }
         }
     }
 }

@@ -62,7 +62,8 @@
 //! * [`XmlReader`], [`XmlWriter`], [`XmlError`]: records in the XML
 //!   record format that `snet run` reads and writes.
 //! * Errors as values: [`LoadError`] (with [`Diagnostic`]s, rendered as
-//!   `snet check` renders them), [`RunError`], [`EmitError`],
+//!   `snet check` renders them), [`RunError`] (with its [`RunErrorKind`]),
+//!   [`SendError`], [`EmitError`],
 //!   [`MissingLabel`].
 //!
 //! Nothing of the engine, the front end or the transports is re-exported:
@@ -78,8 +79,9 @@
 //! or ([`Transport::Shm`]) node processes that are copies of this program
 //! (see [`node_process`] for what that asks of it). A box that returns an
 //! error or panics ends the run with an error naming the box (its panic
-//! message is in the error; the panic hook still prints it, as for any
-//! panic, unless you replace the hook).
+//! message and place are in the error; the panic hook prints nothing for
+//! a box's panic: the first run installs a hook that passes every other
+//! panic to the hook that was there before).
 //!
 //! # Fields across nodes
 //!
@@ -111,7 +113,7 @@ pub use boxes::{BoxInput, BoxResult, EmitError, Emitter, MissingLabel};
 pub use custom::{CustomCodec, CustomValue};
 pub use network::{BoxSignature, Diagnostic, LoadError, Network, Severity, Transport};
 pub use record::{Element, Field, Record};
-pub use run::{RunError, Running};
+pub use run::{RunError, RunErrorKind, Running, SendError};
 pub use xml::{XmlError, XmlReader, XmlWriter};
 
 /// `Some(k)` when this process is node `k` (1 or more) of a shared-memory

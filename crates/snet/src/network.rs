@@ -250,6 +250,9 @@ impl Network {
     }
 
     /// Registers `f` as the box named `name` (replacing an earlier one).
+    /// A name the program has no box of makes the run fail
+    /// ([`RunErrorKind::UnknownBox`](crate::RunErrorKind), naming the
+    /// nearest box name).
     /// It is called once per input record, on any worker, possibly on
     /// several at once (so it is `Fn + Send + Sync`); it reads its input
     /// from the [`BoxInput`] and emits outputs through the [`Emitter`].
@@ -260,6 +263,35 @@ impl Network {
     {
         self.boxes.table.insert(name.to_string(), Arc::new(f));
         self
+    }
+
+    /// The message for functions registered ([`Network::add_box`]) under
+    /// names the program has no box of, if there are any: the run then
+    /// fails with it ([`RunErrorKind::UnknownBox`](crate::RunErrorKind)).
+    pub(crate) fn unknown_boxes(&self) -> Option<String> {
+        let declared: Vec<&str> = self.graph.boxes.iter().map(|b| b.name.as_str()).collect();
+        let mut unknown: Vec<&str> = self
+            .boxes
+            .table
+            .keys()
+            .map(String::as_str)
+            .filter(|n| !declared.contains(n))
+            .collect();
+        if unknown.is_empty() {
+            return None;
+        }
+        unknown.sort_unstable();
+        let lines: Vec<String> = unknown
+            .iter()
+            .map(|n| {
+                let hint = match snet_front::suggest::nearest(n, declared.iter().copied()) {
+                    Some(c) => format!("; did you mean `{c}`?"),
+                    None => String::new(),
+                };
+                format!("Network::add_box(\"{n}\", ...): the program has no box `{n}`{hint}")
+            })
+            .collect();
+        Some(lines.join("\n"))
     }
 
     /// The number of worker threads per node (default: one per core).

@@ -9,9 +9,10 @@
 //! drained, or at the first runtime error.
 
 use std::fmt;
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use snet_engine::{Config, EngineError, SingleNode, Sink, Source, SourceError};
 
@@ -21,11 +22,15 @@ use crate::record::Record;
 /// Records the input channel holds before [`Running::send`] waits.
 const INPUT_BOUND: usize = 1024;
 
-/// Why a run failed: the engine's error (a box's error names the box and
-/// its place in the program), or the run was gone when records were sent.
+/// Why a run failed: a box's error or panic, a record the network cannot
+/// take, a node that vanished, ... ([`RunError::kind`] says which, for a
+/// program to match on), with the box, the input record and the node it
+/// happened at where there are ones. `Display` is the message `snet run`
+/// prints for the same failure (a box's error names the box and its place
+/// in the program).
 ///
 /// ```
-/// use snet::{Network, Record};
+/// use snet::{Network, Record, RunErrorKind};
 ///
 /// let mut net = Network::from_source("p.snet", "box f((<n>) -> (<n>)); net p connect f;")?;
 /// net.add_box("f", |input, _out| {
@@ -35,11 +40,12 @@ const INPUT_BOUND: usize = 1024;
 ///     Ok(())
 /// });
 /// let err = net.run((0..4).map(|n| Record::new().with_tag("n", n))).unwrap_err();
+/// assert_eq!(err.kind(), RunErrorKind::BoxPanic);
 /// assert_eq!(err.box_name(), Some("f"));
+/// assert_eq!(err.input_record(), Some(3)); // the third record sent (numbered from 1)
 /// assert!(err.to_string().contains("box `f`: panicked: two is not allowed"), "{err}");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
 pub struct RunError(Kind);
 
 #[derive(Debug)]
@@ -56,11 +62,145 @@ pub(crate) enum Kind {
         node: u32,
         how: String,
     },
+    /// Functions registered for names the program has no box of.
+    UnknownBox(String),
+}
+
+/// What kind of failure a [`RunError`] is. More kinds may come: match
+/// with a `_` arm.
+///
+/// ```
+/// # use snet::{Network, Record, RunErrorKind};
+/// # let mut net = Network::from_source("p.snet", "box f((<n>) -> (<n>)); net p connect f;").unwrap();
+/// # net.add_box("f", |_, _| Err("no".into()));
+/// match net.run([Record::new().with_tag("n", 1)]) {
+///     Ok(_) => {}
+///     Err(e) if e.kind() == RunErrorKind::BoxError => eprintln!("box {:?} failed: {e}", e.box_name()),
+///     Err(e) => eprintln!("the run failed: {e}"),
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RunErrorKind {
+    /// A box returned an error, or misused its interface (an output
+    /// record of the wrong variant or labels).
+    BoxError,
+    /// A box panicked (the panic's message is in the error).
+    BoxPanic,
+    /// A box crashed (a signal) or ended its process (`exit`): in a node
+    /// process of a [`Transport::Shm`] run, where crashes are caught.
+    BoxCrash,
+    /// A record does not fit the component it reached (no parallel branch
+    /// takes it, a box or filter lacks a label of it): the input did not
+    /// have the type the network takes, or the program routes a record
+    /// nowhere.
+    TypeError,
+    /// A tag expression failed (a division by zero, ...).
+    TagExpression,
+    /// The input could not be read (malformed input of a source).
+    BadInput,
+    /// A node stopped answering: its process ended, or the transport
+    /// between nodes failed.
+    LostNode,
+    /// A placement names a node the run does not have (`@ n` with `n` at
+    /// least the node count, or `!@ <t>` with such a value).
+    Placement,
+    /// The program has a box no function was registered for
+    /// ([`Network::add_box`]).
+    MissingBox,
+    /// A function was registered for a name the program has no box of
+    /// (the message says which, and the nearest box name).
+    UnknownBox,
+    /// Records were sent after the run had ended.
+    Ended,
+    /// A run over shared memory could not start.
+    Setup,
+    /// An error of the runtime itself (a bug: please report it).
+    Internal,
+}
+
+/// `, caused by input record N (line L)` at the end of a message of
+/// another node: (N, L).
+fn origin_in_text(message: &str) -> Option<(u64, Option<u64>)> {
+    let at = message.rfind(", caused by input record ")?;
+    let rest = &message[at + ", caused by input record ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let number = digits.parse().ok()?;
+    let line = rest[digits.len()..]
+        .strip_prefix(" (line ")
+        .and_then(|l| l.split(')').next())
+        .and_then(|l| l.parse().ok());
+    Some((number, line))
+}
+
+/// The kind of an error that reached node 0 from another node, as text.
+fn kind_in_text(message: &str) -> RunErrorKind {
+    let message = match message.rfind(", caused by input record ") {
+        Some(at) => &message[..at],
+        None => message,
+    };
+    if message.contains("runtime type error: ") {
+        RunErrorKind::TypeError
+    } else if message.contains("placement error: ") {
+        RunErrorKind::Placement
+    } else if let Some(b) = message.find("box `") {
+        let rest = &message[b..];
+        let after = rest.find("`: ").map_or("", |i| &rest[i + 3..]);
+        if after.starts_with("called with record") || after.starts_with("input lacks") {
+            RunErrorKind::TypeError
+        } else if after.starts_with("panicked") {
+            RunErrorKind::BoxPanic
+        } else if rest.contains("` crashed (signal") || rest.contains("` called exit()") {
+            RunErrorKind::BoxCrash
+        } else {
+            RunErrorKind::BoxError
+        }
+    } else if message.contains("malformed input: ") {
+        RunErrorKind::BadInput
+    } else if message.contains("internal error: ") {
+        RunErrorKind::Internal
+    } else {
+        RunErrorKind::LostNode
+    }
 }
 
 impl RunError {
     pub(crate) fn new(kind: Kind) -> RunError {
         RunError(kind)
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> RunErrorKind {
+        match &self.0 {
+            Kind::Engine(e) => match e.component_error() {
+                EngineError::Box { error, .. } => match error {
+                    snet_engine::BoxError::Panicked { .. } => RunErrorKind::BoxPanic,
+                    snet_engine::BoxError::WrongInput { .. }
+                    | snet_engine::BoxError::MissingInput { .. } => RunErrorKind::TypeError,
+                    _ => RunErrorKind::BoxError,
+                },
+                EngineError::Type { .. } => RunErrorKind::TypeError,
+                EngineError::Eval { .. } => RunErrorKind::TagExpression,
+                EngineError::Input(_) => RunErrorKind::BadInput,
+                EngineError::Setup(_) => RunErrorKind::MissingBox,
+                EngineError::Placement { .. } | EngineError::DynamicPlacement { .. } => {
+                    RunErrorKind::Placement
+                }
+                EngineError::Node { message, .. } => kind_in_text(message),
+                EngineError::Distribution(_) => RunErrorKind::LostNode,
+                _ => RunErrorKind::Internal,
+            },
+            Kind::Ended => RunErrorKind::Ended,
+            Kind::Setup(_) => RunErrorKind::Setup,
+            Kind::NodeEnded { how, .. } => {
+                if how.contains("signal") {
+                    RunErrorKind::BoxCrash
+                } else {
+                    RunErrorKind::LostNode
+                }
+            }
+            Kind::UnknownBox(_) => RunErrorKind::UnknownBox,
+        }
     }
 
     /// The name of the box whose error ended the run, if a box's did (on
@@ -81,6 +221,57 @@ impl RunError {
             _ => None,
         }
     }
+
+    /// The number of the input record behind the failure (the records
+    /// sent are numbered from 1), when the failure came from one.
+    pub fn input_record(&self) -> Option<u64> {
+        self.origin().map(|(n, _)| n)
+    }
+
+    /// The line of that input record in its XML text, when it was read
+    /// from one (records read by an [`XmlReader`](crate::XmlReader) and
+    /// sent keep no line: `None`).
+    pub fn input_line(&self) -> Option<u64> {
+        self.origin().and_then(|(_, l)| l)
+    }
+
+    fn origin(&self) -> Option<(u64, Option<u64>)> {
+        match &self.0 {
+            Kind::Engine(EngineError::FromInput { origin, .. }) => {
+                origin.number().map(|n| (n, origin.line()))
+            }
+            Kind::Engine(EngineError::Node { message, .. }) => origin_in_text(message),
+            _ => None,
+        }
+    }
+
+    /// The node the failure happened on, in a run on several nodes
+    /// (`None`: node 0, or not known).
+    pub fn node(&self) -> Option<u32> {
+        match &self.0 {
+            Kind::Engine(EngineError::Node { node, .. }) => Some(node.0),
+            Kind::Engine(EngineError::Distribution(snet_engine::DistributionError::Send {
+                to,
+                ..
+            })) => Some(to.0),
+            Kind::NodeEnded { node, .. } => Some(*node),
+            _ => None,
+        }
+    }
+}
+
+/// The error's kind, place and message (no runtime internals).
+impl fmt::Debug for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunError")
+            .field("kind", &self.kind())
+            .field("box_name", &self.box_name())
+            .field("input_record", &self.input_record())
+            .field("input_line", &self.input_line())
+            .field("node", &self.node())
+            .field("message", &self.to_string())
+            .finish()
+    }
 }
 
 impl fmt::Display for RunError {
@@ -92,6 +283,7 @@ impl fmt::Display for RunError {
             Kind::NodeEnded { node, how } => {
                 write!(f, "node {node} {how} (after node 0's part of the run)")
             }
+            Kind::UnknownBox(m) => f.write_str(m),
         }
     }
 }
@@ -166,6 +358,39 @@ impl fmt::Debug for Running {
     }
 }
 
+/// Why [`Running::try_send`] or [`Running::send_timeout`] did not send a
+/// record; the record comes back.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The network has not taken the records sent before (1024 wait):
+    /// try again later, or receive outputs meanwhile.
+    Full(Record),
+    /// The run has ended (a runtime error, which [`Running::finish`]
+    /// returns, or the input was closed).
+    Ended(Record),
+}
+
+impl SendError {
+    /// The record that was not sent.
+    pub fn into_record(self) -> Record {
+        match self {
+            SendError::Full(r) | SendError::Ended(r) => r,
+        }
+    }
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendError::Full(_) => f.write_str("the network's input is full"),
+            SendError::Ended(_) => f.write_str("the run has ended: no more input is taken"),
+        }
+    }
+}
+
+impl std::error::Error for SendError {}
+
 impl Running {
     /// Sends a record into the network; waits while 1024 sent records
     /// have not been taken yet. `Err` if the run has ended (a runtime
@@ -174,6 +399,54 @@ impl Running {
         match &self.input {
             Some(tx) => tx.send(record.0).map_err(|_| RunError(Kind::Ended)),
             None => Err(RunError(Kind::Ended)),
+        }
+    }
+
+    /// Sends a record if the network's input has room now (fewer than
+    /// 1024 sent records wait); never waits.
+    ///
+    /// ```
+    /// # use snet::{Network, Record, SendError};
+    /// # let mut net = Network::from_source("p.snet", "box f((<n>) -> (<n>)); net p connect f;")?;
+    /// # net.add_box("f", |i, out| { out.emit(1, Record::new().with_tag("n", i.tag("n")?))?; Ok(()) });
+    /// let running = net.start();
+    /// match running.try_send(Record::new().with_tag("n", 1)) {
+    ///     Ok(()) => {}
+    ///     Err(SendError::Full(record)) => { /* receive outputs, then send `record` again */ }
+    ///     Err(e) => return Err(e.into()),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_send(&self, record: Record) -> Result<(), SendError> {
+        match &self.input {
+            Some(tx) => tx.try_send(record.0).map_err(|e| match e {
+                TrySendError::Full(r) => SendError::Full(Record(r)),
+                TrySendError::Disconnected(r) => SendError::Ended(Record(r)),
+            }),
+            None => Err(SendError::Ended(record)),
+        }
+    }
+
+    /// Sends a record, waiting at most `timeout` for room in the
+    /// network's input; [`SendError::Full`] if there was none by then.
+    pub fn send_timeout(&self, record: Record, timeout: Duration) -> Result<(), SendError> {
+        let end = Instant::now() + timeout;
+        let mut record = record;
+        let mut pause = Duration::from_micros(10);
+        loop {
+            match self.try_send(record) {
+                Err(SendError::Full(r)) => {
+                    let left = end.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(SendError::Full(r));
+                    }
+                    record = r;
+                    // (std's bounded channel has no stable timed send.)
+                    std::thread::sleep(pause.min(left));
+                    pause = (pause * 2).min(Duration::from_millis(1));
+                }
+                other => return other,
+            }
         }
     }
 
@@ -226,6 +499,34 @@ impl Running {
     }
 }
 
+/// The outputs, in the order [`Running::recv`] gives them: the iteration
+/// ends when the run has ended and every output was received, so close the
+/// input first ([`Running::close_input`]) or iterate on another thread
+/// than the one that sends; the run's error, if any, is then
+/// [`Running::finish`]'s.
+///
+/// ```
+/// # use snet::{Network, Record};
+/// # let mut net = Network::from_source("p.snet", "box f((<n>) -> (<n>)); net p connect f;")?;
+/// # net.add_box("f", |i, out| { out.emit(1, Record::new().with_tag("n", i.tag("n")? * 2))?; Ok(()) });
+/// let mut running = net.start();
+/// for n in 0..3 {
+///     running.send(Record::new().with_tag("n", n))?;
+/// }
+/// running.close_input();
+/// let doubled: Vec<i64> = running.by_ref().filter_map(|r| r.tag("n")).collect();
+/// assert_eq!(doubled, [0, 2, 4]);
+/// running.finish()?; // Ok: no error, no outputs left
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl Iterator for Running {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        self.recv()
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         self.close_input();
@@ -274,11 +575,15 @@ impl Network {
     /// (nor from [`Network::run`]): it runs its part and ends the process.
     pub fn start(&self) -> Running {
         let shm = self.nodes > 1 && self.transport == Transport::Shm;
-        if shm {
+        // A node process joins only a run its node 0 started: node 0 does
+        // not start one with an unknown box (below).
+        if shm && self.unknown_boxes().is_none() {
             if let Some(started) = snet_shm::launch::started_as_node() {
                 crate::shm::run_node(self, started);
             }
         }
+        crate::boxes::quiet_panics();
+        let unknown = self.unknown_boxes();
         let fingerprint = crate::shm::fingerprint(self);
         let (in_tx, in_rx) = mpsc::sync_channel(INPUT_BOUND);
         let (out_tx, out_rx) = mpsc::channel();
@@ -295,6 +600,9 @@ impl Network {
             .name("snet-run".into())
             .spawn(move || {
                 let engine = |e| RunError(Kind::Engine(e));
+                if let Some(m) = unknown {
+                    return Err(RunError(Kind::UnknownBox(m)));
+                }
                 if shm {
                     crate::shm::run_root(
                         graph,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use snet::{Field, Network, Record, Severity};
+use snet::{Field, Network, Record, RunErrorKind, SendError, Severity};
 
 /// `expand` emits `<i>` = 0..n for each `<n>`; `square` turns `<i>` into a
 /// field `v` = [i, i*i] (i64); a tag `<id>` and a field `note` the boxes
@@ -370,6 +370,216 @@ fn xml_records_are_read_run_and_written_as_snet_run_does() {
         .expect("an item")
         .unwrap_err();
     assert!(err.to_string().starts_with("bad.xml:1:"), "{err}");
+}
+
+/// A run's error says what failed, for a program to match on, with the
+/// box, the input record and the node; its `Debug` shows those, not the
+/// runtime's internals.
+#[test]
+fn run_errors_have_a_kind_and_a_place() {
+    let text = "box f((<n>) -> (<n>)); net main connect f;";
+    let run = |f: fn(i64) -> snet::BoxResult, input: Record| {
+        let mut net = Network::from_source("f.snet", text).unwrap();
+        net.add_box("f", move |i, out| {
+            f(i.tag("n")?)?;
+            out.emit(1, Record::new().with_tag("n", i.tag("n")?))?;
+            Ok(())
+        });
+        let inputs = (0..3)
+            .map(|n| Record::new().with_tag("n", n))
+            .chain([input]);
+        net.workers(1).run(inputs).unwrap_err()
+    };
+    let n = |v| Record::new().with_tag("n", v);
+    let e = run(|n| if n == 7 { panic!("no sevens") } else { Ok(()) }, n(7));
+    assert_eq!(e.kind(), RunErrorKind::BoxPanic, "{e}");
+    assert_eq!(
+        (e.box_name(), e.input_record(), e.node()),
+        (Some("f"), Some(4), None)
+    );
+    // The panic's message and place, without RUST_BACKTRACE.
+    assert!(
+        e.to_string().contains("box `f`: panicked: no sevens (at "),
+        "{e}"
+    );
+    assert!(e.to_string().contains("api.rs:"), "{e}");
+    let debug = format!("{e:?}");
+    assert!(
+        debug
+            .starts_with("RunError { kind: BoxPanic, box_name: Some(\"f\"), input_record: Some(4)"),
+        "{debug}"
+    );
+    assert!(
+        !debug.contains("Origin") && !debug.contains("FromInput"),
+        "{debug}"
+    );
+
+    let e = run(
+        |n| {
+            if n == 7 {
+                Err("no luck".into())
+            } else {
+                Ok(())
+            }
+        },
+        n(7),
+    );
+    assert_eq!(
+        (e.kind(), e.box_name()),
+        (RunErrorKind::BoxError, Some("f"))
+    );
+
+    // A record the box cannot take: a type error, naming the box.
+    let e = run(|_| Ok(()), Record::new().with_tag("m", 1));
+    assert_eq!(e.kind(), RunErrorKind::TypeError, "{e}");
+    assert_eq!((e.box_name(), e.input_record()), (Some("f"), Some(4)));
+
+    // A dynamic placement out of range, on two nodes.
+    let mut net =
+        Network::from_source("p.snet", "box f((<n>) -> (<n>)); net p connect f !@ <n>;").unwrap();
+    net.add_box("f", |i, out| {
+        Ok(out.emit(1, Record::new().with_tag("n", i.tag("n")?))?)
+    })
+    .nodes(2);
+    let e = net.run([n(1), n(5)]).unwrap_err();
+    assert_eq!(e.kind(), RunErrorKind::Placement, "{e}");
+    assert!(
+        e.to_string()
+            .contains("placement error: dynamic placement to node 5"),
+        "{e}"
+    );
+    assert_eq!(e.input_record(), Some(2));
+}
+
+/// A box registered under a name the program does not have: the run
+/// fails before it starts, with the nearest box name.
+#[test]
+fn a_box_the_program_does_not_have_is_an_error() {
+    let mut net =
+        Network::from_source("g.snet", "box greet((<n>) -> (<n>)); net g connect greet;").unwrap();
+    net.add_box("greet", |i, out| {
+        Ok(out.emit(1, Record::new().with_tag("n", i.tag("n")?))?)
+    })
+    .add_box("g_typo", |_, _| Ok(()))
+    .add_box("gret", |_, _| Ok(()));
+    let e = net.run([Record::new().with_tag("n", 1)]).unwrap_err();
+    assert_eq!(e.kind(), RunErrorKind::UnknownBox, "{e}");
+    assert_eq!(
+        e.to_string(),
+        "Network::add_box(\"g_typo\", ...): the program has no box `g_typo`\n\
+         Network::add_box(\"gret\", ...): the program has no box `gret`; did you mean `greet`?"
+    );
+    let running = net.start();
+    assert!(running
+        .finish()
+        .is_err_and(|e| e.kind() == RunErrorKind::UnknownBox));
+}
+
+/// `Running` iterates over the outputs; `try_send` never waits and
+/// `send_timeout` waits at most its time, both giving the record back.
+#[test]
+fn running_iterates_and_sends_without_waiting() {
+    use std::sync::{Arc, Condvar, Mutex};
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let g = gate.clone();
+    let mut net =
+        Network::from_source("s.snet", "box hold((<n>) -> (<n>)); net s connect hold;").unwrap();
+    net.add_box("hold", move |i, out| {
+        // Every call waits until the test opens the gate: the input fills.
+        let (open, cv) = &*g;
+        let mut o = open.lock().unwrap();
+        while !*o {
+            o = cv.wait(o).unwrap();
+        }
+        out.emit(1, Record::new().with_tag("n", i.tag("n")?))?;
+        Ok(())
+    })
+    .workers(1);
+    /// Opens the gate when dropped (also when an assertion fails: the run
+    /// must not wait for ever in `Running`'s drop).
+    struct Open(Arc<(Mutex<bool>, Condvar)>);
+    impl Drop for Open {
+        fn drop(&mut self) {
+            *self.0 .0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            self.0 .1.notify_all();
+        }
+    }
+    let mut running = net.start();
+    let opener = Open(gate);
+    let mut sent = 0i64;
+    let full = loop {
+        match running.try_send(Record::new().with_tag("n", sent)) {
+            Ok(()) => sent += 1,
+            Err(SendError::Full(r)) => break r,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(sent < 100_000, "the input never filled");
+    };
+    assert_eq!(full.tag("n"), Some(sent));
+    // The engine may still take a few (its reader fills its read-ahead):
+    // `send_timeout` sends until nothing is taken within its time.
+    let mut next = full;
+    let full = loop {
+        match running.send_timeout(next, std::time::Duration::from_millis(20)) {
+            Ok(()) => sent += 1,
+            Err(SendError::Full(r)) => break r,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(sent < 100_000, "the input never filled");
+        next = Record::new().with_tag("n", sent);
+    };
+    assert_eq!(full.tag("n"), Some(sent));
+    drop(opener);
+    running.close_input();
+    let mut got: Vec<i64> = running.by_ref().filter_map(|r| r.tag("n")).collect();
+    got.sort_unstable();
+    assert_eq!(got, (0..sent).collect::<Vec<_>>());
+    assert!(running.finish().unwrap().is_empty());
+    // After the end: the record comes back.
+    let mut ended = net.start();
+    ended.close_input();
+    assert!(matches!(
+        ended.try_send(Record::new()),
+        Err(SendError::Ended(_))
+    ));
+}
+
+/// A box's panic prints nothing on standard error (the run's error has
+/// its message and place), while other panics still reach the hook
+/// installed before: checked in a child process of this test binary.
+#[test]
+fn a_box_panic_prints_no_backtrace_note() {
+    if std::env::var_os("SNET_PANIC_CHILD").is_some() {
+        let mut net =
+            Network::from_source("q.snet", "box f((<n>) -> (<n>)); net q connect f;").unwrap();
+        net.add_box("f", |_, _| panic!("quietly"));
+        let e = net.run([Record::new().with_tag("n", 1)]).unwrap_err();
+        eprintln!("RUN ERROR: {e}");
+        let other = std::thread::spawn(|| panic!("elsewhere")).join();
+        assert!(other.is_err());
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_box_panic_prints_no_backtrace_note",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("SNET_PANIC_CHILD", "1")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("RUN ERROR: q.snet:1:38: box `f`: panicked: quietly (at "),
+        "{err}"
+    );
+    // The box's panic is not printed by the hook; the other one is.
+    assert_eq!(err.matches("panicked at").count(), 1, "{err}");
+    assert!(err.contains("elsewhere"), "{err}");
 }
 
 /// An output variant whose labels are not in the order the record keeps

@@ -201,7 +201,12 @@ fn streaming() {
 /// driver and exits 0.
 fn failing() {
     let err = two_node_run_error();
-    eprintln!("RUN ERROR: {err} (box {:?})", err.box_name());
+    eprintln!(
+        "RUN ERROR: {err} (box {:?}) (kind {:?}, node {:?})",
+        err.box_name(),
+        err.kind(),
+        err.node()
+    );
     assert_eq!(children(), Vec::<String>::new(), "node processes left");
 }
 
@@ -288,7 +293,7 @@ fn main() -> ExitCode {
             &[("PANIC_AT_7", "1")],
             &[
                 "RUN ERROR: node 1: spread.snet:5:18: box `grow`: panicked: seven is not allowed",
-                "(box Some(\"grow\"))",
+                "(box Some(\"grow\")) (kind BoxPanic, node Some(1))",
             ],
         ),
         (

@@ -316,7 +316,25 @@ pub fn run(
     });
     match error {
         Some(e) => {
-            if let Some(out) = out {
+            if let (Some(out), Some(ent)) = (out, output.as_ref()) {
+                // Nothing lost: records that reached the network's output
+                // before the run failed are written before the error is
+                // reported (the task holding the output's licence first,
+                // then its inbox; the workers put back the tasks in hand).
+                let mut pending: VecDeque<Item> = VecDeque::new();
+                let mine = |t: &Task| Arc::ptr_eq(&t.ent, ent);
+                let mut take = |q: &mut VecDeque<Task>| {
+                    let (out_tasks, rest): (VecDeque<Task>, VecDeque<Task>) =
+                        q.drain(..).partition(mine);
+                    *q = rest;
+                    pending.extend(out_tasks.into_iter().map(|t| t.item));
+                };
+                for q in shared.queues.iter() {
+                    q.with(&mut take);
+                }
+                take(&mut lock(&shared.injector));
+                ent.take(&mut pending, usize::MAX);
+                out.write_finished(pending);
                 let _ = out.sink.abort();
             }
             Err(e)

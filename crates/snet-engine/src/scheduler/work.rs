@@ -94,7 +94,7 @@ impl LocalQueue {
     }
 
     /// Runs `f` on the locked queue and updates the length hint.
-    fn with<R>(&self, f: impl FnOnce(&mut VecDeque<Task>) -> R) -> R {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut VecDeque<Task>) -> R) -> R {
         let mut q = lock(&self.q);
         let r = f(&mut q);
         self.len.store(q.len(), Ordering::Relaxed);
@@ -344,10 +344,15 @@ impl Shared {
         loop {
             let hop = if LOG { item_hook(ctx, &item) } else { None };
             if let Err(e) = process(&ent, item, ctx) {
-                ctx.drop_held_sends();
+                // What the entity sent before the failing item was sent:
+                // offered (not dropped), so that records on their way out
+                // reach the output, which writes them before the error
+                // (`scheduler::node`, "nothing lost").
+                ctx.release_sends();
                 ctx.taken.clear();
                 ctx.pulled = 0;
                 self.fail(e);
+                self.queue_ready(ctx, me);
                 return None;
             }
             if LOG {
@@ -536,6 +541,11 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
     let mut spins = 0u32;
     loop {
         if sh.abort.load(Ordering::Relaxed) {
+            // The task in hand stays queued: if it is the output's, its
+            // record is written after the workers stopped (`scheduler::node`).
+            if let Some(t) = next.take() {
+                sh.queues[me].with(|q| q.push_back(t));
+            }
             return;
         }
         let task = match next.take() {
