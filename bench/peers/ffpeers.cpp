@@ -28,22 +28,9 @@
 #include <memory>
 #include <vector>
 
+#include "peer_work.hpp"
+
 using namespace ff;
-
-static std::uint64_t xorshift_rounds(std::uint64_t x, long rounds)
-{
-    for (long r = 0; r < rounds; r++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-    }
-    return x;
-}
-
-static void report(long count, std::uint64_t sum)
-{
-    std::printf("%ld %llu\n", count, (unsigned long long)sum);
-}
 
 /// Keep the first `workers` processors of the allowed set.
 static void limit_cpus(int workers)

@@ -18,20 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
-static std::uint64_t xorshift_rounds(std::uint64_t x, long rounds)
-{
-    for (long r = 0; r < rounds; r++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-    }
-    return x;
-}
-
-static void report(long count, std::uint64_t sum)
-{
-    std::printf("%ld %llu\n", count, (unsigned long long)sum);
-}
+#include "peer_work.hpp"
 
 /// The pipelines' first stage: x = 1..n, in order (`next` is its counter).
 static tbb::filter<void, long> generator(long &next, long n)
