@@ -662,6 +662,22 @@ impl RawRunning {
     fn lock(&self) -> MutexGuard<'_, Option<snet::Running>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Runs `f` on the `Running` with its lock held and the GIL released
+    /// (the run's boxes need the GIL meanwhile); `None` once the run was
+    /// taken (finished or dropped).
+    fn without_gil<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&snet::Running) -> T + Send,
+    ) -> Option<T> {
+        let g = self.lock();
+        let held = Held(g.as_ref()?);
+        Some(py.allow_threads(move || {
+            let h = held; // the whole `Held`, not its field
+            f(h.0)
+        }))
+    }
 }
 
 impl Drop for RawRunning {
@@ -682,17 +698,9 @@ impl RawRunning {
     /// its error).
     fn send(&self, py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<bool> {
         let r = py_to_record(record, false)?;
-        let g = self.lock();
-        Ok(match g.as_ref() {
-            Some(running) => {
-                let held = Held(running);
-                py.allow_threads(move || {
-                    let h = held; // the whole `Held`, not its field
-                    h.0.send(r).is_ok()
-                })
-            }
-            None => false,
-        })
+        Ok(self
+            .without_gil(py, move |running| running.send(r).is_ok())
+            .unwrap_or(false))
     }
 
     /// Sends the records of `records` (a list of dicts) with the GIL
@@ -702,42 +710,30 @@ impl RawRunning {
             .iter()
             .map(|r| py_to_record(&r, false))
             .collect::<PyResult<Vec<Record>>>()?;
-        let g = self.lock();
-        Ok(match g.as_ref() {
-            Some(running) => {
-                let held = Held(running);
-                py.allow_threads(move || {
-                    let h = held;
-                    let mut n = 0;
-                    for r in rs {
-                        if h.0.send(r).is_err() {
-                            break;
-                        }
-                        n += 1;
+        Ok(self
+            .without_gil(py, move |running| {
+                let mut n = 0;
+                for r in rs {
+                    if running.send(r).is_err() {
+                        break;
                     }
-                    n
-                })
-            }
-            None => 0,
-        })
+                    n += 1;
+                }
+                n
+            })
+            .unwrap_or(0))
     }
 
     /// The outputs waiting now, at most `max` (a list, maybe empty),
     /// taken with the GIL released once.
     fn try_recv_many(&self, py: Python<'_>, max: usize) -> PyResult<Py<PyList>> {
-        let got: Vec<Record> = {
-            let g = self.lock();
-            match g.as_ref() {
-                Some(running) => {
-                    let held = Held(running);
-                    py.allow_threads(move || {
-                        let h = held;
-                        std::iter::from_fn(|| h.0.try_recv()).take(max).collect()
-                    })
-                }
-                None => Vec::new(),
-            }
-        };
+        let got: Vec<Record> = self
+            .without_gil(py, |running| {
+                std::iter::from_fn(|| running.try_recv())
+                    .take(max)
+                    .collect()
+            })
+            .unwrap_or_default();
         let list = PyList::empty(py);
         for r in &got {
             list.append(record_to_py(py, r)?)?;
@@ -757,19 +753,9 @@ impl RawRunning {
     /// when it failed.
     fn recv(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
         loop {
-            let got = {
-                let g = self.lock();
-                match g.as_ref() {
-                    Some(running) => {
-                        let held = Held(running);
-                        py.allow_threads(move || {
-                            let h = held;
-                            h.0.recv_timeout(SIGNAL_CHECK)
-                        })
-                    }
-                    None => Some(None),
-                }
-            };
+            let got = self
+                .without_gil(py, |running| running.recv_timeout(SIGNAL_CHECK))
+                .unwrap_or(Some(None));
             match got {
                 Some(Some(r)) => return record_to_py(py, &r).map(Some),
                 Some(None) => {
