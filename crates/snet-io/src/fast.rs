@@ -228,6 +228,11 @@ struct ChildTag {
     empty: bool,
 }
 
+/// `b` if it is UTF-8; `None` (the fallback reports it) if not.
+fn utf8(b: &[u8]) -> Option<&[u8]> {
+    std::str::from_utf8(b).ok().map(|_| b)
+}
+
 /// Parses a child start tag at `c` (after its name); `None` for anything
 /// unusual or wrong.
 fn child_tag(
@@ -243,9 +248,11 @@ fn child_tag(
     let mut interface: Option<&[u8]> = None;
     let field = kind == LabelKind::Field;
     let close = c.attributes(|name, value| {
+        // Every value is checked, a repeated one too (the fallback checks
+        // each before the last one wins).
         match name {
-            b"label" => label = Some(value),
-            b"interface" if field => interface = Some(value),
+            b"label" => label = Some(utf8(value)?),
+            b"interface" if field => interface = Some(utf8(value)?),
             _ => {}
         }
         Some(())
@@ -318,12 +325,13 @@ pub(crate) fn scan(b: &[u8], cx: &mut ScanCtx<'_>) -> Option<(StreamItem, usize)
                     b"binary" => binary = true,
                     _ => return None,
                 },
-                b"interface" => interface = value,
+                // Checked even where unused, and each of a repeated
+                // attribute's values, as the fallback does.
+                b"interface" => interface = utf8(value)?,
                 _ => {}
             }
             Some(())
         })?;
-        // Checked even where unused, as the fallback does.
         let interface = std::str::from_utf8(interface).ok()?;
         if terminate {
             return Some((StreamItem::Terminate, c.i));

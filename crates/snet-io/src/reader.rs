@@ -1401,6 +1401,11 @@ mod tests {
             b"<record/><record><field label='f' interface='\xff'>1</field></record>",
             b"<record/><record><field label='f' interface='Other'>\xff</field></record>",
             b"<record/>\xef\xbb\xbf<record/>",
+            // Found by the `records` fuzz target: a bad byte in the first
+            // of two values of one attribute.
+            b"<record></record><record interface=\"\xe1\" interface=\"\"></record>",
+            b"<record/><record><tag label='\xff' label='a'>1</tag></record>",
+            b"<record/><record><field label='f' interface='\xff' interface='Other'>1</field></record>",
         ] {
             same_both_ways(bad);
         }
