@@ -13,7 +13,9 @@
 //!    it defines but `main` has the prefix `__snet_`, reserved by C, and it
 //!    includes no header, so any box name that is a valid C identifier
 //!    works, except those [`box_name_problem`] refuses up front (`main`, C
-//!    keywords, C4SNet.h's names, the runtime library's). If boxes have inline C
+//!    keywords, C4SNet.h's names, the runtime library's API) and those the
+//!    runtime library defines as global symbols (read from its symbol
+//!    table, [`crate::archive`]: mimalloc's `mi_*`, ...). If boxes have inline C
 //!    bodies, a second file defines each as the box function
 //!    `void *NAME(void *hnd, c4snet_data_t *FIELD, int TAG, ...)` (parameters
 //!    named after the input labels, in signature order) with `#line`
@@ -965,6 +967,37 @@ pub fn build(a: BuildArgs) -> u8 {
         );
         return 2;
     };
+    // A box's C function named like a symbol of the runtime library would
+    // clash with it at the link (a duplicate definition, or a weak symbol
+    // silently replaced): refused here, by name and declaration.
+    match crate::archive::global_symbols(&runner) {
+        Ok(symbols) => {
+            let clash: Vec<&&BoxDef> = boxes
+                .values()
+                .filter(|b| symbols.contains(b.name.as_str()))
+                .collect();
+            for b in &clash {
+                eprintln!(
+                    "error: box `{}` ({}) cannot be built as a C function: `{}` is a symbol of snet's runtime library ({} defines it, and the program is linked with it): rename the box",
+                    b.name,
+                    b.loc,
+                    b.name,
+                    runner.file_name().map_or_else(|| runner.display().to_string(), |n| n.to_string_lossy().into_owned())
+                );
+            }
+            if !clash.is_empty() {
+                return 1;
+            }
+        }
+        Err(e) => {
+            eprintln!(
+                "error: cannot read the runtime library {}: {}",
+                runner.display(),
+                snet_front::os_reason(&e)
+            );
+            return 2;
+        }
+    }
     for f in &a.inputs {
         if let Err(e) = readable(f) {
             eprintln!(

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use snet_runner::{FieldMode, Notify, PingpongTarget, TransportKind};
 
+mod archive;
 mod buildcmd;
 mod profile;
 

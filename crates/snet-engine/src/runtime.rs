@@ -134,6 +134,7 @@ impl Runtime {
         Some(Box::new(crate::instrument::WorkerLog::new(
             ins,
             self.graph(),
+            self.node,
             tid,
             name,
         )))
@@ -307,8 +308,12 @@ pub struct Ctx<'a> {
     /// Items this thread queued minus items it took, not yet added to
     /// [`Runtime::queued`].
     queued: isize,
-    /// Sends are held back and coalesced (see [`Ctx::hold_sends`]).
-    holding: bool,
+    /// [`HOLD`]: sends are held back and coalesced (see
+    /// [`Ctx::hold_sends`]); [`FLOWS`]: records are followed in trace
+    /// flows, and every record that lands in an inbox goes by
+    /// [`crate::instrument::WorkerLog::sending`]. One byte, so that an
+    /// untraced send tests one value.
+    holding: u8,
     /// While holding: the destination of the held items.
     held_to: Option<Arc<Entity>>,
     /// While holding: items for `held_to`, in the order they were sent.
@@ -346,6 +351,10 @@ pub struct Ctx<'a> {
     pub(crate) log: Option<Box<crate::instrument::WorkerLog>>,
 }
 
+/// Bits of [`Ctx::holding`].
+const HOLD: u8 = 1;
+const FLOWS: u8 = 2;
+
 impl<'a> Ctx<'a> {
     pub fn new(rt: &'a Runtime) -> Ctx<'a> {
         Ctx {
@@ -355,7 +364,7 @@ impl<'a> Ctx<'a> {
             yielded: false,
             error: None,
             queued: 0,
-            holding: false,
+            holding: 0,
             held_to: None,
             held: VecDeque::new(),
             last_to: 0,
@@ -377,6 +386,9 @@ impl<'a> Ctx<'a> {
         ctx.stacks = crate::callstack::Stacks::for_worker_thread(rt.box_stack, worker);
         ctx.now = rt.now.get(worker);
         ctx.log = rt.new_log(worker as u32 + 1, format!("worker {worker}"));
+        if ctx.log.as_ref().is_some_and(|l| l.follows_flows()) {
+            ctx.holding = FLOWS;
+        }
         ctx
     }
 
@@ -479,7 +491,7 @@ impl<'a> Ctx<'a> {
 
     /// Sends an item to an entity; collects the licence if it was idle.
     #[inline]
-    pub fn send(&mut self, to: &Arc<Entity>, item: Item) {
+    pub fn send(&mut self, to: &Arc<Entity>, mut item: Item) {
         self.sent += matches!(item, Item::Rec(_)) as u64;
         if let Some(kind) = to.shared_state() {
             // A stateless entity runs here, under the sender's licence: the
@@ -494,7 +506,17 @@ impl<'a> Ctx<'a> {
             }
             return;
         }
-        if self.holding {
+        if self.holding != HOLD {
+            // Not holding (outside a task), or records are followed in
+            // trace flows: one test on the path of untraced tasks.
+            if self.holding & FLOWS != 0 {
+                self.sending(&mut item);
+            }
+            if self.holding & HOLD == 0 {
+                return self.offer(to, item);
+            }
+        }
+        {
             let addr = Arc::as_ptr(to) as usize;
             match &self.held_to {
                 Some(held) if Arc::ptr_eq(held, to) => {
@@ -513,9 +535,33 @@ impl<'a> Ctx<'a> {
             }
             self.last_to = addr;
         }
+        self.offer(to, item)
+    }
+
+    #[inline(always)]
+    fn offer(&mut self, to: &Arc<Entity>, item: Item) {
         match to.offer(item) {
             crate::entity::Offer::Licensed(item) => self.ready.push((to.clone(), item)),
             crate::entity::Offer::Queued => self.count_queued(1),
+        }
+    }
+
+    /// A record about to land in an inbox, while records are followed in
+    /// trace flows (see [`crate::instrument`]).
+    #[cold]
+    #[inline(never)]
+    fn sending(&mut self, item: &mut Item) {
+        if let Some(log) = self.log.as_deref_mut() {
+            log.sending(item);
+        }
+    }
+
+    /// [`Ctx::sending`] for each of `items`.
+    #[cold]
+    #[inline(never)]
+    fn sending_all(&mut self, items: &mut VecDeque<Item>) {
+        for item in items.iter_mut() {
+            self.sending(item);
         }
     }
 
@@ -561,6 +607,9 @@ impl<'a> Ctx<'a> {
         // Whatever was held goes first: the items stay behind it.
         self.flush_sends();
         self.sent += items.len() as u64;
+        if self.holding & FLOWS != 0 {
+            self.sending_all(items);
+        }
         let (first, queued) = to.offer_many(items);
         self.count_queued(queued as isize);
         if let Some(item) = first {
@@ -579,14 +628,14 @@ impl<'a> Ctx<'a> {
     /// entity and send newer items ahead of the held ones.
     pub fn hold_sends(&mut self) {
         debug_assert!(self.held.is_empty());
-        self.holding = true;
+        self.holding |= HOLD;
         self.last_to = 0;
     }
 
     /// Offers the held items, and stops holding.
     pub fn release_sends(&mut self) {
         self.flush_sends();
-        self.holding = false;
+        self.holding &= !HOLD;
     }
 
     /// Offers the held items now (a no-op when none are held).

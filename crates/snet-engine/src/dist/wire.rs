@@ -47,6 +47,7 @@
 //! | kind | item | fields |
 //! |---|---|---|
 //! | 0 | record | stamps, origin (input number, input line), entry count, entries |
+//! | 4 | record followed in a trace | as kind 0, with the trace flow id after the origin |
 //! | 1 | marker | owner, sequence, weight, 0 or 1 and the payload marker |
 //! | 2 | `Resume` | |
 //!
@@ -296,13 +297,21 @@ fn count4(v: u64) -> [u8; 4] {
     ]
 }
 
+/// Bit of a record's kind byte: a trace flow id follows its origin (only
+/// records followed in a traced run have one; see `crate::instrument`).
+const ITEM_FLOW: u8 = 4;
+
 #[inline(always)]
 fn put_record_head(out: &mut Vec<u8>, det: &Stamps, origin: Origin, entries: usize) {
-    out.push(0);
+    let flow = det.flow();
+    out.push(if flow == 0 { 0 } else { ITEM_FLOW });
     put_stamps(out, det);
     // The origin as two small numbers (most are short varints).
     put_u(out, origin.to_bits() >> 32);
     put_u(out, origin.to_bits() & u64::from(u32::MAX));
+    if flow != 0 {
+        put_u(out, flow);
+    }
     put_u(out, entries as u64);
 }
 
@@ -972,13 +981,20 @@ impl<'a> Reader<'a> {
     #[inline(always)]
     fn item_head(&mut self) -> Result<ItemHead, WireError> {
         match self.byte()? {
-            0 => {
-                let det = self.stamps()?;
+            kind @ (0 | ITEM_FLOW) => {
+                let mut det = self.stamps()?;
                 let (number, line) = (self.u()?, self.u()?);
                 if number > u64::from(u32::MAX) || line > u64::from(u32::MAX) {
                     return self.err(Malformed::BadOrigin);
                 }
                 let origin = Origin::from_bits(number << 32 | line);
+                if kind == ITEM_FLOW {
+                    let flow = self.u()?;
+                    if flow == 0 {
+                        return self.err(Malformed::BadOrigin);
+                    }
+                    det.set_flow(flow);
+                }
                 let entries = self.u()?;
                 Ok(ItemHead::Rec {
                     det,

@@ -500,3 +500,81 @@ mod props {
         }
     }
 }
+
+/// A record followed in a traced run carries its flow id to the next node
+/// (the flag bit of the record's kind byte); an unfollowed record's bytes
+/// have no trace of it (kind 0, as before flows existed).
+#[test]
+fn followed_records_carry_their_flow_id() {
+    let store0 = FieldStore::new(Rank(0), Arc::new(NoRelease));
+    let store1 = FieldStore::new(Rank(1), Arc::new(NoRelease));
+    let mut enc = Encoder::new(Rank(0), 2, 16);
+    let mut dec = Decoder::new(Rank(1), 2);
+    let conn = ConnId {
+        origin: Rank(0),
+        seq: 1,
+    };
+    let mut stamped = Stamps::new();
+    stamped.push(5);
+    stamped.set_flow((17 << 28) | (1 << 12) | 2);
+    let mut followed = Stamps::new();
+    followed.set_flow(8);
+    let origins = [
+        (Origin::input(8, Some(3)), Stamps::new()),
+        (Origin::input(8, Some(3)), followed),
+        (Origin::input(1, None), stamped),
+    ];
+    let mut frames = Frames::default();
+    let mut heads = Vec::new();
+    for (o, det) in origins.clone() {
+        let mut rec = Record::new();
+        rec.set_int(Label::tag("wire-flow"), 1);
+        let item = Item::Rec(Rec {
+            rec,
+            det,
+            origin: o,
+        });
+        // Each alone (an encoder of its own: the label is new to each).
+        let mut one = Vec::new();
+        Encoder::new(Rank(0), 2, 16)
+            .item(Rank(1), &item, &store0, &mut one)
+            .unwrap();
+        heads.push(one[0]);
+        frames
+            .item(conn, &mut enc, Rank(1), &item, &store0)
+            .unwrap();
+    }
+    assert_eq!(heads, [0, ITEM_FLOW, ITEM_FLOW]);
+    let mut out = Vec::new();
+    frames.message(&Dyadic::one(), &mut out);
+    // The syntax keeps the id (the bytes written again are the same).
+    let m = Message::decode(&out).unwrap();
+    let mut again = Vec::new();
+    m.encode(&mut again);
+    assert_eq!(again, out);
+    let codecs = Codecs::default();
+    let (_, mut r) = MessageReader::new(&out).unwrap();
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(FrameRef::Items { conn, count: 3 })
+    );
+    for (origin, det) in origins {
+        match r.next_item(&mut dec, Rank(0), &store1, &codecs).unwrap() {
+            Some(Item::Rec(got)) => {
+                assert_eq!(got.origin, origin);
+                assert_eq!(got.det.as_slice(), det.as_slice());
+                assert_eq!(got.det.flow(), det.flow());
+            }
+            _ => panic!("not a record"),
+        }
+    }
+    // The flag with a zero id is malformed: kind, no stamps, number 2,
+    // line 0, flow 0, no entries.
+    let bad = [0, ITEMS, 0, 0, 1, ITEM_FLOW, 0, 2, 0, 0, 0];
+    assert_eq!(
+        Message::decode(&bad).unwrap_err().what,
+        Malformed::BadOrigin
+    );
+    let good = [0, ITEMS, 0, 0, 1, ITEM_FLOW, 0, 2, 0, 9, 0];
+    assert!(Message::decode(&good).is_ok());
+}
