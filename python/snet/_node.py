@@ -33,6 +33,8 @@ def main():
 
     name, text, entry = head["source"]
     net = snet.Network(text, name=name, entry=entry)
+    for path in head["c_libraries"]:
+        net.add_c_boxes(path)
     for box, func in boxes.items():
         net.add_box(box, func)
     net.start(workers=head["workers"], nodes=head["nodes"], transport="shm",

@@ -6,6 +6,8 @@
 //! - [`invoke`]: the engine side: [`C4SNet`], a
 //!   [`snet_engine::LanguageInterface`] over a table of box trampolines, and
 //!   the per-invocation handle the box passes back to `C4SNetOut`;
+//! - [`library`]: C box libraries, shared objects of C boxes loaded at
+//!   run time next to boxes of another language;
 //! - [`crash`]: the signal handler that names the box a crash happened in;
 //! - [`rescue`]: before a crash ends the process, a live thread writes the
 //!   records that finished;
@@ -50,6 +52,7 @@ pub mod abi;
 pub mod crash;
 pub mod data;
 pub mod invoke;
+pub mod library;
 pub mod rescue;
 pub mod text;
 

@@ -110,8 +110,7 @@ pub enum Transport {
 
 impl fmt::Debug for Network {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut boxes: Vec<&str> = self.boxes.table.keys().map(String::as_str).collect();
-        boxes.sort_unstable();
+        let boxes = self.boxes.names();
         f.debug_struct("Network")
             .field("boxes", &boxes)
             .field("workers", &self.workers)
@@ -360,6 +359,70 @@ impl Network {
         self.codecs.retain(|c| c.name() != codec.name());
         self.codecs.push(codec);
         self
+    }
+
+    /// Takes the C boxes of the C box library at `path` (a shared object
+    /// compiled from [`Network::c_library_files`] and the boxes' C
+    /// sources): every box of the program the library defines runs its C
+    /// function, unless a function is registered for it
+    /// ([`Network::add_box`], which wins). Returns the names of those
+    /// boxes. Fails naming the library when it cannot be loaded (the
+    /// loader's message names a symbol it lacks), was not made by snet, or
+    /// was made for another declaration of one of the boxes. Every process
+    /// of a [`Transport::Shm`] run loads the same libraries.
+    ///
+    /// Fields pass between C boxes and the others as C4SNet data
+    /// ([`Field`](crate::Field) is a C4SNet array already).
+    pub fn add_c_library(&mut self, path: impl AsRef<Path>) -> Result<Vec<String>, LoadError> {
+        let fail = |e: c4snet::library::LibraryError| LoadError {
+            rendered: format!("error: {e}"),
+            diagnostics: Vec::new(),
+        };
+        let lib = c4snet::library::Library::open(path.as_ref()).map_err(fail)?;
+        let mut names = Vec::new();
+        for def in self.c_boxes() {
+            if lib.find(def).map_err(fail)?.is_some() {
+                names.push(def.name.clone());
+            }
+        }
+        self.boxes.c_libraries.push(Arc::new(lib));
+        Ok(names)
+    }
+
+    /// The program's boxes of the C4SNet interface, each name once.
+    fn c_boxes(&self) -> Vec<&snet_core::BoxDef> {
+        let mut seen = std::collections::HashSet::new();
+        self.graph
+            .boxes
+            .iter()
+            .filter(|b| b.interface == c4snet::INTERFACE && seen.insert(b.name.as_str()))
+            .collect()
+    }
+
+    /// The files to compile, with the C sources of the program's C boxes,
+    /// into a C box library for [`Network::add_c_library`]: `(file name,
+    /// text)` of the generated box table (`snet_library.c`), the C4SNet
+    /// functions of the library (`snet_c4snet.c`) and the header the box
+    /// sources include (`C4SNet.h`). For example, with the three written
+    /// to a directory `gen`:
+    ///
+    /// ```text
+    /// cc -shared -fPIC -Wl,-z,defs -I gen -o libboxes.so gen/snet_library.c gen/snet_c4snet.c boxes.c
+    /// ```
+    ///
+    /// (`-z defs` makes the link report a box function used but defined
+    /// nowhere, by name.) The box table refers to every C box of the
+    /// program weakly: boxes the sources do not define are left to other
+    /// languages.
+    pub fn c_library_files(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                "snet_library.c",
+                c4snet::library::library_source(&self.c_boxes()),
+            ),
+            ("snet_c4snet.c", c4snet::library::LIBRARY_GLUE.to_string()),
+            ("C4SNet.h", c4snet::HEADER.to_string()),
+        ]
     }
 
     /// Starts the node processes of a [`Transport::Shm`] run as

@@ -53,8 +53,7 @@ pub(crate) const NETWORK_VAR: &str = "SNET_RUST_NETWORK";
 /// What a node process checks it joins: the program (its name, text and
 /// entry), the node count and the names of the registered boxes, as hex.
 pub(crate) fn fingerprint(net: &Network) -> String {
-    let mut names: Vec<&str> = net.boxes.table.keys().map(String::as_str).collect();
-    names.sort_unstable();
+    let names = net.boxes.names();
     let mut h = DefaultHasher::new();
     (net.source_hash, net.nodes, names).hash(&mut h);
     format!("{:016x}", h.finish())
