@@ -162,9 +162,10 @@ class Network:
         libraries = [f for f in files if f.endswith(".so")]
         sources = [f for f in files if not f.endswith(".so")]
         if sources:
-            libraries.append(self.build_c_boxes(
-                sources, os.path.join(_scratch(), f"boxes-{len(self._c_libraries)}.so"),
-                cflags=cflags))
+            # A name of its own: a process loads a library path once.
+            fd, out = tempfile.mkstemp(prefix="boxes-", suffix=".so", dir=_scratch())
+            os.close(fd)
+            libraries.append(self.build_c_boxes(sources, out, cflags=cflags))
         names = []
         for lib in libraries:
             path = os.path.abspath(lib)
