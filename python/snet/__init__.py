@@ -211,14 +211,21 @@ class Network:
                 f"{', '.join(sources)}:\n{done.stderr.rstrip()}")
         return output
 
-    def start(self, *, workers=None, nodes=1, transport="shm", box_concurrency=1):
+    def start(self, *, workers=None, nodes=1, transport="shm", box_concurrency=1,
+              trace=None, trace_sample=1000, profile=None):
         """Starts the network and returns its :class:`Running`.
 
         ``workers``: threads per node (default one per core); ``nodes``:
         nodes, 1..N-1 as processes of their own with ``transport="shm"``
         (the default) or as threads of this process with ``"loopback"``;
-        ``box_concurrency``: calls of one box instance at once.
+        ``box_concurrency``: calls of one box instance at once;
+        ``trace``, ``profile``: files the run's trace (Trace Event Format
+        JSON, every ``trace_sample``-th input record followed) and profile
+        (JSON) are written to when it ends, as ``snet run --trace`` and
+        ``--profile-json`` write them.
         """
+        trace = trace and os.path.abspath(os.fspath(trace))
+        profile = profile and os.path.abspath(os.fspath(profile))
         missing = [s.name for s in self.boxes
                    if s.name not in self._boxes and s.name not in self._c_boxes]
         if missing:
@@ -226,10 +233,12 @@ class Network:
                 "no Python function is registered for box " + ", ".join(
                     f"`{m}`" for m in missing) + " (net.add_box(name, f) or @net.box), "
                 "nor does a C box library define it (net.add_c_boxes)")
-        self._raw.configure(workers, nodes, transport, box_concurrency)
+        self._raw.configure(workers, nodes, transport, box_concurrency,
+                            trace, trace_sample, profile)
         spec = None
         if nodes > 1 and transport == "shm" and node_process() is None:
-            spec = self._node_spec(workers, nodes, box_concurrency)
+            spec = self._node_spec(workers, nodes, box_concurrency,
+                                   (trace, trace_sample, profile))
             self._raw.node_command(sys.executable, ["-m", "snet._node", spec])
         try:
             return Running(self._raw.start(), spec)
@@ -246,7 +255,7 @@ class Network:
         finished before it."""
         return self.start(**options)._outputs(records)
 
-    def _node_spec(self, workers, nodes, box_concurrency):
+    def _node_spec(self, workers, nodes, box_concurrency, report):
         """Writes what a node process needs to rebuild this network (the
         program, the options, the box functions by reference) to a file
         and returns its name."""
@@ -262,7 +271,7 @@ class Network:
                     "these are defined in an interactive session: define them in a module")
         head = {"source": (name, text, entry), "workers": workers, "nodes": nodes,
                 "box_concurrency": box_concurrency, "sys_path": list(sys.path),
-                "c_libraries": list(self._c_libraries),
+                "c_libraries": list(self._c_libraries), "report": report,
                 "main_file": main_file and os.path.abspath(main_file)}
         try:
             body = pickle.dumps(self._boxes)

@@ -5,6 +5,7 @@ Python modules, on records in the XML record format.
                        -i in.xml [-o out.xml]
                        [-w N] [--nodes N] [--transport shm|loopback]
                        [--box-concurrency N] [--entry NET]
+                       [--trace FILE] [--profile FILE]
     python -m snet check prog.snet
 """
 
@@ -51,7 +52,8 @@ def _run(args):
     try:
         for out in net.run(records, workers=args.workers, nodes=args.nodes,
                            transport=args.transport,
-                           box_concurrency=args.box_concurrency):
+                           box_concurrency=args.box_concurrency, trace=args.trace,
+                           trace_sample=args.trace_sample, profile=args.profile):
             outputs.append(out)
     except snet.RunError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -85,6 +87,12 @@ def main(argv=None):
     r.add_argument("--transport", choices=["shm", "loopback"], default="shm")
     r.add_argument("--box-concurrency", type=int, default=1)
     r.add_argument("--entry", help="the entry network (default: the last defined)")
+    r.add_argument("--trace", metavar="FILE",
+                   help="write a trace of the run to FILE (Trace Event Format JSON, as snet run)")
+    r.add_argument("--trace-sample", type=int, default=1000, metavar="N",
+                   help="with --trace: follow the records of every Nth input record (0: none)")
+    r.add_argument("--profile", metavar="FILE",
+                   help="write the run's profile to FILE as JSON (snet run --profile-json)")
     c = sub.add_parser("check", help="compile a program and report its diagnostics")
     c.add_argument("program")
     args = p.parse_args(argv)

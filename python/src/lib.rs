@@ -647,13 +647,17 @@ impl RawNetwork {
     }
 
     /// Sets the run options.
-    #[pyo3(signature = (workers, nodes, transport, box_concurrency))]
+    #[pyo3(signature = (workers, nodes, transport, box_concurrency, trace=None, trace_sample=1000, profile=None))]
+    #[allow(clippy::too_many_arguments)]
     fn configure(
         &mut self,
         workers: Option<usize>,
         nodes: u32,
         transport: &str,
         box_concurrency: usize,
+        trace: Option<PathBuf>,
+        trace_sample: u64,
+        profile: Option<PathBuf>,
     ) -> PyResult<()> {
         let t = match transport {
             "shm" => snet::Transport::Shm,
@@ -672,6 +676,13 @@ impl RawNetwork {
             .nodes(nodes)
             .transport(t)
             .box_concurrency(box_concurrency);
+        self.net.no_trace();
+        if let Some(p) = trace {
+            self.net.trace(p, trace_sample);
+        }
+        if let Some(p) = profile {
+            self.net.profile(p);
+        }
         Ok(())
     }
 

@@ -55,6 +55,11 @@ pub struct Network {
     /// The command node processes are started with, if not a copy of
     /// this program ([`Network::node_command`]).
     pub(crate) node_command: Option<(PathBuf, Vec<OsString>)>,
+    /// The trace file, every how many input records one is followed, and
+    /// the profile file ([`Network::trace`], [`Network::profile`]).
+    pub(crate) trace: Option<PathBuf>,
+    pub(crate) trace_sample: u64,
+    pub(crate) profile: Option<PathBuf>,
 }
 
 /// A box the program declares, as [`Network::box_signatures`] lists it.
@@ -234,6 +239,9 @@ impl Network {
                 warnings: diagnostics,
                 codecs: Vec::new(),
                 node_command: None,
+                trace: None,
+                trace_sample: 1000,
+                profile: None,
             }),
             _ => Err(LoadError {
                 rendered: snet_front::render(&compiled.diagnostics, name, text, false),
@@ -321,6 +329,34 @@ impl Network {
     /// outputs keep their input order either way.
     pub fn box_concurrency(&mut self, n: usize) -> &mut Network {
         self.box_concurrency = n.max(1);
+        self
+    }
+
+    /// Writes a trace of each run to `path`, as `snet run --trace` does
+    /// (Trace Event Format JSON, for Perfetto or `chrome://tracing`: one
+    /// process per node, one thread per worker, an event per box call,
+    /// synchrocell firing and entity batch, boxes by name), following the
+    /// records of every `sample`th input record hop by hop (`snet run
+    /// --trace-sample`; 0: none). With node processes each writes its part
+    /// beside the file and node 0 merges them when the run has ended.
+    pub fn trace(&mut self, path: impl Into<PathBuf>, sample: u64) -> &mut Network {
+        self.trace = Some(path.into());
+        self.trace_sample = sample;
+        self
+    }
+
+    /// Writes no trace and no profile (the default).
+    pub fn no_trace(&mut self) -> &mut Network {
+        self.trace = None;
+        self.profile = None;
+        self
+    }
+
+    /// Writes the profile of each run to `path` as JSON, as `snet run
+    /// --profile-json` does (per node and component: calls, records in and
+    /// out, busy time, longest inbox; what `snet graph --profile` draws).
+    pub fn profile(&mut self, path: impl Into<PathBuf>) -> &mut Network {
+        self.profile = Some(path.into());
         self
     }
 

@@ -70,6 +70,7 @@ pub(crate) fn run_root(
     nodes: u32,
     fingerprint: &str,
     command: Option<&(std::path::PathBuf, Vec<std::ffi::OsString>)>,
+    files: &snet_engine::instrument_files::Files<'_>,
 ) -> Result<(), RunError> {
     let setup = |e: String| RunError::new(Kind::Setup(e));
     let g = snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy);
@@ -88,13 +89,22 @@ pub(crate) fn run_root(
     // (or are killed after a short grace).
     let grace = Duration::from_secs(if result.is_ok() { 30 } else { 3 });
     let ended = started.wait(grace);
+    // The trace and profile: the other nodes' parts (a failed run's nodes
+    // may never write theirs).
+    let written = match &config.instrument {
+        Some(ins) => {
+            let nodes = if result.is_ok() { nodes } else { 1 };
+            snet_engine::instrument_files::finish_node(files, ins, snet_core::Rank::ROOT, nodes)
+        }
+        None => Ok(()),
+    };
     match result {
         Ok(_) => match ended.iter().find(|e| !e.clean()) {
             Some(e) => Err(RunError::new(Kind::NodeEnded {
                 node: e.node,
                 how: e.describe(),
             })),
-            None => Ok(()),
+            None => written.map_err(|e| RunError::new(Kind::Report(e))),
         },
         Err(e) => Err(RunError::new(Kind::Engine(e))),
     }
@@ -137,7 +147,20 @@ fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(),
     c4snet::crash::set_node(k);
     c4snet::crash::install();
     t.install_field_allocator();
-    match snet_engine::run(net.graph.clone(), &net.config(), None, &net.boxes, &t) {
+    let config = net.config();
+    let result = snet_engine::run(net.graph.clone(), &config, None, &net.boxes, &t);
+    if let Some(ins) = &config.instrument {
+        let me = snet_core::Rank(k);
+        if let Err(e) =
+            snet_engine::instrument_files::finish_node(&net.report_files(), ins, me, net.nodes)
+        {
+            let _ = std::io::stderr()
+                .lock()
+                .write_all(format!("error: node {k}: {e}
+").as_bytes());
+        }
+    }
+    match result {
         Ok(_) => Ok(()),
         Err(e @ EngineError::Distribution(_)) => Err(fail(e.to_string())),
         Err(_) => Err(None),
