@@ -264,8 +264,12 @@ impl Library {
         }
         // SAFETY: the symbols of a snet box library have these types
         // (`library_source`, `csrc/library.c`).
-        let (table, bind): (TableFn, BindFn) =
-            unsafe { (std::mem::transmute(table), std::mem::transmute(bind)) };
+        let (table, bind) = unsafe {
+            (
+                std::mem::transmute::<*mut c_void, TableFn>(table),
+                std::mem::transmute::<*mut c_void, BindFn>(bind),
+            )
+        };
         // SAFETY: `API` lives for the program; the library copies it.
         if unsafe { bind(&API) } != 0 {
             return Err(fail(

@@ -548,8 +548,9 @@ impl Network {
         for c in &self.codecs {
             codecs.add(Arc::new(crate::custom::CodecAdapter(c.clone())));
         }
-        let instrument = (self.trace.is_some() || self.profile.is_some())
-            .then(|| snet_engine::instrument::Instrument::new(self.trace.is_some(), self.trace_sample));
+        let instrument = (self.trace.is_some() || self.profile.is_some()).then(|| {
+            snet_engine::instrument::Instrument::new(self.trace.is_some(), self.trace_sample)
+        });
         Config {
             workers: self.workers,
             box_concurrency: self.box_concurrency,
@@ -635,8 +636,10 @@ impl Network {
                         io,
                         &boxes,
                         nodes,
-                        &fingerprint,
-                        node_command.as_ref(),
+                        crate::shm::Launch {
+                            fingerprint: &fingerprint,
+                            command: node_command.as_ref(),
+                        },
                         &files,
                     );
                 }

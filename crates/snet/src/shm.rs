@@ -59,8 +59,16 @@ pub(crate) fn fingerprint(net: &Network) -> String {
     format!("{:016x}", h.finish())
 }
 
+/// How node 0 starts the node processes: the network's [`fingerprint`]
+/// they check, and the command they run, if not a copy of this program.
+pub(crate) struct Launch<'a> {
+    pub(crate) fingerprint: &'a str,
+    pub(crate) command: Option<&'a (std::path::PathBuf, Vec<std::ffi::OsString>)>,
+}
+
 /// Node 0 of a shared-memory run of `nodes` nodes: creates the segment,
-/// starts the node processes, runs on `io` and waits for the others.
+/// starts the node processes, runs on `io`, waits for the others and
+/// gathers the trace and profile `files`.
 /// Call it on a thread that lives as long as the run.
 pub(crate) fn run_root(
     graph: Arc<snet_core::Graph>,
@@ -68,10 +76,13 @@ pub(crate) fn run_root(
     io: (Box<dyn Source>, Box<dyn Sink>),
     boxes: &RustBoxes,
     nodes: u32,
-    fingerprint: &str,
-    command: Option<&(std::path::PathBuf, Vec<std::ffi::OsString>)>,
+    launch: Launch<'_>,
     files: &snet_engine::instrument_files::Files<'_>,
 ) -> Result<(), RunError> {
+    let Launch {
+        fingerprint,
+        command,
+    } = launch;
     let setup = |e: String| RunError::new(Kind::Setup(e));
     let g = snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy);
     let seg = snet_shm::segment::Segment::create(g)
@@ -154,10 +165,13 @@ fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(),
         if let Err(e) =
             snet_engine::instrument_files::finish_node(&net.report_files(), ins, me, net.nodes)
         {
-            let _ = std::io::stderr()
-                .lock()
-                .write_all(format!("error: node {k}: {e}
-").as_bytes());
+            let _ = std::io::stderr().lock().write_all(
+                format!(
+                    "error: node {k}: {e}
+"
+                )
+                .as_bytes(),
+            );
         }
     }
     match result {
