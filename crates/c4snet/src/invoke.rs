@@ -824,6 +824,12 @@ impl C4SNet {
         crate::crash::install();
         C4SNet { table }
     }
+
+    /// As [`C4SNet::from_table`], without installing the crash handlers
+    /// (for C box libraries loaded into a process that keeps its own).
+    pub(crate) fn without_crash_handlers(table: HashMap<String, BoxFn>) -> C4SNet {
+        C4SNet { table }
+    }
 }
 
 impl LanguageInterface for C4SNet {

@@ -9,6 +9,8 @@
 //! - [`codegen`]: the C source generated for a program's boxes: their
 //!   prototypes, the trampolines that call them, and the names generated
 //!   code reserves (used by `snet build`);
+//! - [`library`]: C box libraries, shared objects of C boxes loaded at
+//!   run time next to boxes of another language;
 //! - [`crash`]: the signal handler that names the box a crash happened in;
 //! - [`rescue`]: before a crash ends the process, a live thread writes the
 //!   records that finished;
@@ -54,6 +56,7 @@ pub mod codegen;
 pub mod crash;
 pub mod data;
 pub mod invoke;
+pub mod library;
 pub mod rescue;
 pub mod text;
 
