@@ -86,7 +86,7 @@ enum Cmd {
         file: PathBuf,
         /// Box code: C or C++ (.cpp, .cc, .cxx) sources, objects, static or shared libraries.
         inputs: Vec<PathBuf>,
-        /// The executable to write.
+        /// The executable to write (with --library, the library).
         #[arg(short, long)]
         output: PathBuf,
         /// Extra include directory for the C sources (C4SNet.h is always found).
@@ -115,6 +115,12 @@ enum Cmd {
         /// smaller. A `-g` in --cflags keeps it too.
         #[arg(long)]
         debug: bool,
+        /// Write a C box library (a shared object) instead of an executable:
+        /// the C boxes of a program whose other boxes are Python functions
+        /// (the Python package's `add_c_boxes`) or Rust functions
+        /// (`Network::add_c_library`). C sources only.
+        #[arg(long)]
+        library: bool,
     },
     /// The communication benchmark's ping-pong between node 0 and node 1
     /// (one JSON line per message size; `bench/comm` runs it everywhere).
@@ -293,6 +299,7 @@ fn main() -> ExitCode {
             entry,
             keep,
             debug,
+            library,
         } => ExitCode::from(buildcmd::build(buildcmd::BuildArgs {
             file,
             inputs,
@@ -310,6 +317,7 @@ fn main() -> ExitCode {
             keep,
             debug,
             color,
+            library,
         })),
         Cmd::Run { file, entry, opts } => match compile(&file, entry.as_deref(), color) {
             Ok(graph) => ExitCode::from(snet_runner::run(graph, &opts, &snet_engine::NoBoxes)),
