@@ -1,3 +1,4 @@
+//! The end of a run: its error and exit status ([`error_status`]), and
 //! `--trace`, `--profile` and `--profile-json`: what the engine recorded
 //! ([`snet_engine::instrument`]), written out.
 //!
@@ -14,22 +15,33 @@
 //! multi-process run each node prints its own, in one write).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use snet_core::Rank;
 use snet_engine::instrument::{Instrument, NodeReport, TID_WRITER};
+use snet_engine::EngineError;
 
+use crate::io::OpenError;
 use crate::RunOptions;
+
+/// Prints a run's error (node 0's); returns the exit status: 2 for input
+/// or output that cannot be opened or written, 1 for any other.
+pub(crate) fn error_status(e: &EngineError) -> u8 {
+    if let EngineError::Input(s) = e {
+        if let Some(o) = s.downcast_ref::<OpenError>() {
+            say!("error: {o}");
+            return 2;
+        }
+    }
+    say!("error: {e}");
+    match e {
+        EngineError::Output(_) => 2,
+        _ => 1,
+    }
+}
 
 /// How long node 0 waits for the other nodes' parts after the run.
 const PART_WAIT: Duration = Duration::from_secs(20);
-
-/// The instrument the options ask for, if any.
-pub(crate) fn instrument(opts: &RunOptions) -> Option<Arc<Instrument>> {
-    let any = opts.trace.is_some() || opts.profile || opts.profile_json.is_some();
-    any.then(|| Instrument::new(opts.trace.is_some(), opts.trace_sample))
-}
 
 fn part_path(file: &Path, node: Rank) -> PathBuf {
     let mut s = file.as_os_str().to_owned();

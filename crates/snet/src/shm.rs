@@ -36,10 +36,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write as _;
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::time::Duration;
 
 use snet_engine::{Config, EngineError, Sink, Source};
-use snet_shm::launch::{self, LaunchError};
+use snet_shm::launch::{self, LaunchError, NodeCommand};
 use snet_shm::{FieldMode, Notify};
 
 use crate::boxes::RustBoxes;
@@ -61,8 +60,9 @@ pub(crate) fn fingerprint(net: &Network) -> String {
 }
 
 /// Node 0 of a shared-memory run of `nodes` nodes: creates the segment,
-/// starts the node processes, runs on `io` and waits for the others.
-/// Call it on a thread that lives as long as the run.
+/// starts the node processes, runs on `io` and waits for the others (all
+/// but the engine's run is `snet_shm::launch::run`'s). Call it on a thread
+/// that lives as long as the run.
 pub(crate) fn run_root(
     graph: Arc<snet_core::Graph>,
     config: &Config,
@@ -72,25 +72,22 @@ pub(crate) fn run_root(
     fingerprint: &str,
     command: Option<&(std::path::PathBuf, Vec<std::ffi::OsString>)>,
 ) -> Result<(), RunError> {
-    let setup = |e: String| RunError::new(Kind::Setup(e));
-    let g = snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy);
-    let seg = snet_shm::segment::Segment::create(g)
-        .map_err(|e| setup(format!("cannot create the shared-memory segment: {e}")))?;
-    let t =
-        Arc::new(snet_shm::transport::ShmTransport::new(seg, 0).map_err(|e| setup(e.to_string()))?);
-    let env = [(NETWORK_VAR, fingerprint)];
-    let started = match command {
-        Some((exe, args)) => launch::Nodes::start_command(&t, exe, args, &env),
-        None => launch::Nodes::start_with_env(&t, &env),
-    }
-    .map_err(|e| setup(e.to_string()))?;
-    let result = snet_engine::run(graph, config, Some(io), boxes, &*t);
-    // The others end right after the run; after a failure they were told
-    // (or are killed after a short grace).
-    let grace = Duration::from_secs(if result.is_ok() { 30 } else { 3 });
-    let ended = started.wait(grace);
-    match result {
-        Ok(_) => match ended.iter().find(|e| !e.clean()) {
+    let how = launch::Launch {
+        geometry: snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy),
+        command: match command {
+            Some((exe, args)) => NodeCommand::Command { exe, args },
+            None => NodeCommand::ThisProgram,
+        },
+        env: &[(NETWORK_VAR, fingerprint)],
+    };
+    let ran = launch::run(&how, |t| {
+        let result = snet_engine::run(graph, config, Some(io), boxes, &**t);
+        let ok = result.is_ok();
+        (result, ok)
+    })
+    .map_err(|e| RunError::new(Kind::Setup(e.to_string())))?;
+    match ran.output {
+        Ok(_) => match ran.ended.iter().find(|e| !e.clean()) {
             Some(e) => Err(RunError::new(Kind::NodeEnded {
                 node: e.node,
                 how: e.describe(),
@@ -122,7 +119,7 @@ pub(crate) fn run_node(net: &Network, started: Result<(u32, RawFd), LaunchError>
 /// cannot report it (node 0 reports the errors of boxes and components,
 /// which reach it).
 fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(), Option<String>> {
-    let (k, fd) = started.map_err(|e| Some(format!("error: {e}\n")))?;
+    let (k, _) = started.map_err(|e| Some(format!("error: {e}\n")))?;
     let fail = |e: String| Some(format!("error: node {k}: {e}\n"));
     let expected = std::env::var(NETWORK_VAR).unwrap_or_default();
     if expected != fingerprint(net) {
@@ -134,11 +131,23 @@ fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(),
             fingerprint(net)
         )));
     }
-    let t = launch::attach_as_node(k, fd).map_err(|e| fail(e.to_string()))?;
-    c4snet::crash::set_node(k);
-    c4snet::crash::install();
-    t.install_field_allocator();
-    match snet_engine::run(net.graph.clone(), &net.config(), None, &net.boxes, &t) {
+    // The geometry and command are node 0's: a started node finds its
+    // segment's.
+    let how = launch::Launch {
+        geometry: snet_shm::Geometry::new(net.nodes, Notify::Sparse, FieldMode::ZeroCopy),
+        command: NodeCommand::ThisProgram,
+        env: &[],
+    };
+    let ran = launch::run(&how, |t| {
+        c4snet::crash::set_node(k);
+        c4snet::crash::install();
+        t.install_field_allocator();
+        let result = snet_engine::run(net.graph.clone(), &net.config(), None, &net.boxes, &**t);
+        let ok = result.is_ok();
+        (result, ok)
+    })
+    .map_err(|e| fail(e.to_string()))?;
+    match ran.output {
         Ok(_) => Ok(()),
         Err(e @ EngineError::Distribution(_)) => Err(fail(e.to_string())),
         Err(_) => Err(None),
