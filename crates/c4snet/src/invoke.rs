@@ -591,7 +591,7 @@ fn suspending<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Called by a C++ trampoline ([`trampoline_source_cxx`]) when an exception
+/// Called by a C++ trampoline ([`crate::codegen::trampoline_source_cxx`]) when an exception
 /// escaped box code: fails the invocation with [`BoxError::Threw`], whose
 /// message is `what` (a `std::exception`'s `what()`, copied here) or, when
 /// null, says the exception's type is unknown. The first error of an
@@ -824,6 +824,12 @@ impl C4SNet {
         crate::crash::install();
         C4SNet { table }
     }
+
+    /// As [`C4SNet::from_table`], without installing the crash handlers
+    /// (for C box libraries loaded into a process that keeps its own).
+    pub(crate) fn without_crash_handlers(table: HashMap<String, BoxFn>) -> C4SNet {
+        C4SNet { table }
+    }
 }
 
 impl LanguageInterface for C4SNet {
@@ -872,87 +878,4 @@ impl LanguageInterface for C4SNet {
             variants,
         }))
     }
-}
-
-/// The prefix of every identifier that generated C code defines (the
-/// trampolines, their parameters, the box table, `snet build`'s program
-/// array): C reserves names starting with two underscores for the
-/// implementation, so no box function of a valid program can be named
-/// like one, and `snet build` refuses box names with this prefix.
-pub const GENERATED_PREFIX: &str = "__snet_";
-
-/// The arguments of the call of `def`'s box function in a trampoline:
-/// the handle, then one per input label, then `extra` zeros (a box
-/// function with parameters beyond its signature: `0` converts to any
-/// scalar type, so each receives 0, NULL or 0.0).
-fn call_args(def: &BoxDef, extra: usize) -> String {
-    let mut args = String::from("__snet_h");
-    for (i, l) in def.inputs.iter().enumerate() {
-        args.push_str(&format!(
-            ", __snet_a[{i}].{}",
-            if l.is_field() { "field" } else { "tag" }
-        ));
-    }
-    for _ in 0..extra {
-        args.push_str(", 0");
-    }
-    args
-}
-
-/// The C++ source of a trampoline for `def`, for programs with C++ box
-/// code: as [`trampoline_source`], but the call is in a `try` block, and an
-/// exception that escapes the box is reported through
-/// [`snet_c4snet_box_threw`] (with `what()` for a `std::exception`) instead
-/// of reaching the C and Rust frames below, where it would end the process
-/// through `std::terminate` without naming the box. Needs `<exception>`,
-/// the `__snet_arg_t` typedef and a C-linkage declaration of
-/// `snet_c4snet_box_threw` before it; the generated code puts it in an
-/// `extern "C"` block.
-pub fn trampoline_source_cxx(def: &BoxDef) -> String {
-    format!(
-        "{}static void __snet_call_{1}(void *__snet_h, const __snet_arg_t *__snet_a)\n{{\n    try {{\n        (void){1}({2});\n    }} catch (const std::exception &__snet_e) {{\n        snet_c4snet_box_threw(__snet_h, __snet_e.what());\n    }} catch (...) {{\n        snet_c4snet_box_threw(__snet_h, 0);\n    }}\n}}\n",
-        prototype(def),
-        def.name,
-        call_args(def, 0)
-    )
-}
-
-/// The C prototype of `def`'s box function (parameters unnamed; a field
-/// is a `struct cdata *`, which is `c4snet_data_t *`).
-fn prototype(def: &BoxDef) -> String {
-    let mut proto = format!("void *{}(void *", def.name);
-    for l in &def.inputs {
-        proto.push_str(if l.is_field() {
-            ", struct cdata *"
-        } else {
-            ", int"
-        });
-    }
-    proto.push_str(");\n");
-    proto
-}
-
-/// The C source of a trampoline for `def`: `static void
-/// __snet_call_NAME(void *__snet_h, const __snet_arg_t *__snet_a)` plus the
-/// box's prototype. Needs the `__snet_arg_t` typedef before it.
-pub fn trampoline_source(def: &BoxDef) -> String {
-    format!(
-        "{}static void __snet_call_{1}(void *__snet_h, const __snet_arg_t *__snet_a)\n{{\n    (void){1}({2});\n}}\n",
-        prototype(def),
-        def.name,
-        call_args(def, 0)
-    )
-}
-
-/// The C source of an external trampoline for `def`'s box function with
-/// `extra` parameters beyond its signature, which receive 0: compiled in
-/// the translation unit of the box source that defines the function (after
-/// it, so that its own type, extra parameters included, is the one called).
-/// Needs nothing before it but that definition.
-pub fn trampoline_source_extra(def: &BoxDef, extra: usize) -> String {
-    format!(
-        "typedef union {{ struct cdata *field; int tag; }} __snet_arg_{0}_t;\nvoid __snet_call_{0}(void *__snet_h, const __snet_arg_{0}_t *__snet_a);\nvoid __snet_call_{0}(void *__snet_h, const __snet_arg_{0}_t *__snet_a)\n{{\n    (void){0}({1});\n}}\n",
-        def.name,
-        call_args(def, extra)
-    )
 }

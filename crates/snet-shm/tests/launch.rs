@@ -52,7 +52,9 @@ fn a_node_that_cannot_start_fails_the_setup() {
         exe: Path::new("/nonexistent/snet-node"),
         args: &args,
     };
-    let err = match launch::run(&launch(2, cmd), |_| -> ((), bool) { panic!("the part ran") }) {
+    let err = match launch::run(&launch(2, cmd), |_| -> ((), bool) {
+        panic!("the part ran")
+    }) {
         Err(e) => e,
         Ok(_) => panic!("a missing executable started"),
     };
