@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use bench::pingpong::PingpongTarget;
 use clap::{Parser, Subcommand};
-use snet_runner::{FieldMode, Notify, PingpongTarget, TransportKind};
+use snet_runner::{FieldMode, Notify, TransportKind};
 
 mod archive;
+mod bench;
 mod buildcmd;
 mod profile;
 
@@ -249,7 +251,7 @@ fn main() -> ExitCode {
             } else {
                 sizes
             };
-            ExitCode::from(snet_runner::pingpong_command(
+            ExitCode::from(bench::pingpong::pingpong_command(
                 transport, notify, fields, &sizes,
             ))
         }
@@ -258,7 +260,7 @@ fn main() -> ExitCode {
             rounds,
             output,
             fallback,
-        } => ExitCode::from(snet_runner::iobench_command(
+        } => ExitCode::from(bench::iobench::iobench_command(
             &file,
             rounds,
             output.as_deref(),
