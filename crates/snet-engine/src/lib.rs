@@ -156,6 +156,9 @@ pub struct Config {
     /// run in this process deposits its report there. `None` (the
     /// default): nothing is recorded, and nothing is paid.
     pub instrument: Option<Arc<instrument::Instrument>>,
+    /// What a distributed run does when a node other than 0 is lost
+    /// ([`dist::OnNodeLoss`]; the default ends the run).
+    pub on_node_loss: dist::OnNodeLoss,
 }
 
 /// The default of [`Config::warn`]: `warning: MESSAGE` on standard error.
@@ -180,6 +183,7 @@ impl Default for Config {
             field_text: None,
             watch: None,
             instrument: None,
+            on_node_loss: dist::OnNodeLoss::Fail,
         }
     }
 }
@@ -211,6 +215,11 @@ pub struct Stats {
     /// The most items this node had sent to other nodes and not yet had
     /// acknowledged at once (back-pressure across nodes).
     pub peak_outstanding: u64,
+    /// Node 0 with [`dist::OnNodeLoss::Respawn`]: the records its custody
+    /// log still held after the run (zero: every node reported every
+    /// record done) and the most it held at once.
+    pub log_live: u64,
+    pub log_peak: u64,
 }
 
 impl fmt::Display for Stats {

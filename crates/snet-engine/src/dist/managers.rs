@@ -130,6 +130,20 @@ fn send_batch(
                         EngineError::Distribution(DistributionError::Field { node: me, error })
                     })?;
             }
+            Out::Commit { to, id, items } => {
+                // The records and the `Done` in one message (custody.rs).
+                net.sending(items.len() as u64);
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                for (conn, item) in &items {
+                    b.frames
+                        .item(*conn, enc, to, item, &net.store)
+                        .map_err(|error| {
+                            EngineError::Distribution(DistributionError::Field { node: me, error })
+                        })?;
+                }
+                b.frames.push(&Frame::Done { id });
+            }
             Out::Fetch { to, id } => {
                 let b = msgs.entry((to, ch)).or_default();
                 b.needs_credit = true;
@@ -348,17 +362,19 @@ fn handle(
                 let entry = instantiate(ctx, template, next, &start);
                 ctx.start();
                 lock(&net.inbound).insert(conn, entry);
+                net.opened(from, conn, rt.graph().replayable(template));
             }
             FrameRef::Items { conn, .. } => {
                 let to = lock(&net.inbound)
                     .get(&conn)
                     .cloned()
                     .ok_or_else(|| proto(ProtocolError::UnknownConnection { from, conn }))?;
-                while let Some(item) = r
+                while let Some(mut item) = r
                     .next_item(dec, from, &net.store, host.codecs())
                     .map_err(|error| proto(ProtocolError::Item { from, error }))?
                 {
                     got.items += 1;
+                    net.arrived(from, conn, &mut item);
                     ctx.send(&to, item);
                 }
             }
@@ -402,6 +418,11 @@ fn handle(
                     return Err(proto(ProtocolError::OverAcknowledged { from, count }));
                 }
                 got.acked = true;
+            }
+            FrameRef::Done { id } => {
+                if !net.done(from, id) {
+                    return Err(proto(ProtocolError::UnknownDone { from, id }));
+                }
             }
         }
     }

@@ -19,6 +19,16 @@
 //! S-Net that is not a function of record contents, and state (the cell
 //! has fired) that outlives the records that built it.
 //!
+//! **What the engine implements of it** (`custody.rs`): node 0's half of
+//! `Msg::Item` with its log entry (an item sent to another node takes an
+//! identity and stays in the per-node log; the identity is the item's
+//! number on the channel, which the model's `H(parent, j)` identities
+//! coincide with for items node 0 sends, node 0 never being lost) and
+//! `Msg::Retire` received by node 0 (the wire's `Done`, which drops the
+//! entry). Nothing else: no receiver sends `Retire`, and there is no
+//! `Pin`, `Restore`, `Adopt`, `StateDone`, `Lost`, `Flush`, duplicate set
+//! or respawn, so every `Loss` action of the model still ends a real run.
+//!
 //! Properties checked at every state the explorer reaches:
 //! * **exact output**: when node 0 ends the run, its output (a multiset)
 //!   is one that some failure-free run gives (the set of those is found

@@ -38,6 +38,7 @@
 //! | 6 | Shutdown | |
 //! | 7 | Bytes | field id (at the sender), codec name, meta bytes; the body is the payload |
 //! | 8 | Ack | count (items received from the receiver, now acknowledged) |
+//! | 9 | Done | item identity (everything derived from it has left the sender) |
 //!
 //! A connection is its creator node and counter; stamps are a count and
 //! the numbers. The Items count is written as a four-byte varint (padded
@@ -232,6 +233,7 @@ const FAIL: u8 = 5;
 const SHUTDOWN: u8 = 6;
 const BYTES: u8 = 7;
 const ACK: u8 = 8;
+const DONE: u8 = 9;
 
 /// Items counts below this fit the four-byte form patched in place.
 const COUNT4_LIMIT: u64 = 1 << 28;
@@ -443,6 +445,12 @@ pub enum Frame<'a> {
     /// The sender acknowledges `count` items the receiver sent it
     /// (back-pressure across nodes).
     Ack { count: u64 },
+    /// Custody (`--on-node-loss respawn`): every record derived on the
+    /// sender from the item the receiver sent it as its `id`th item (from
+    /// 0, counting every item the receiver sent the sender) has left the
+    /// sender, in this message or an earlier one: the receiver drops the
+    /// item from its log (`dist::custody`).
+    Done { id: u64 },
 }
 
 /// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
@@ -478,6 +486,9 @@ pub enum FrameRef<'a> {
     },
     Ack {
         count: u64,
+    },
+    Done {
+        id: u64,
     },
 }
 
@@ -576,6 +587,7 @@ impl<'a> Message<'a> {
                     meta: Cow::Borrowed(meta),
                 },
                 FrameRef::Ack { count } => Frame::Ack { count },
+                FrameRef::Done { id } => Frame::Done { id },
             });
         }
         Ok(Message { credit, frames })
@@ -644,6 +656,10 @@ impl Frame<'_> {
                 out.push(ACK);
                 put_u(out, *count);
             }
+            Frame::Done { id } => {
+                out.push(DONE);
+                put_u(out, *id);
+            }
         }
     }
 
@@ -677,6 +693,7 @@ impl Frame<'_> {
                 meta: owned(meta),
             },
             Frame::Ack { count } => Frame::Ack { count },
+            Frame::Done { id } => Frame::Done { id },
         }
     }
 }
@@ -962,6 +979,7 @@ impl<'a> Reader<'a> {
                 meta: self.bytes()?,
             },
             ACK => FrameRef::Ack { count: self.u()? },
+            DONE => FrameRef::Done { id: self.u()? },
             k => {
                 self.at -= 1;
                 return self.err(Malformed::UnknownFrame(k));
@@ -1317,7 +1335,12 @@ impl Decoder {
                     };
                     rec.set(l, v);
                 }
-                Item::Rec(Rec { rec, det, origin })
+                Item::Rec(Rec {
+                    rec,
+                    det,
+                    origin,
+                    custody: None,
+                })
             }
             ItemHead::Marker(m) => Item::Marker(m),
             ItemHead::Resume => Item::Resume,
