@@ -19,15 +19,20 @@
 //! S-Net that is not a function of record contents, and state (the cell
 //! has fired) that outlives the records that built it.
 //!
-//! **What the engine implements of it** (`custody.rs`): node 0's half of
-//! `Msg::Item` with its log entry (an item sent to another node takes an
-//! identity and stays in the per-node log; the identity is the item's
-//! number on the channel, which the model's `H(parent, j)` identities
-//! coincide with for items node 0 sends, node 0 never being lost) and
-//! `Msg::Retire` received by node 0 (the wire's `Done`, which drops the
-//! entry). Nothing else: no receiver sends `Retire`, and there is no
-//! `Pin`, `Restore`, `Adopt`, `StateDone`, `Lost`, `Flush`, duplicate set
-//! or respawn, so every `Loss` action of the model still ends a real run.
+//! **What the engine implements of it** (`custody.rs`), for the first
+//! slice (records from node 0 to one node and back, through placed
+//! subnetworks without state): `Msg::Item` with its log entry at node 0
+//! (the identity is the item's number on the channel, which agrees with
+//! the model's `H(parent, j)` for items node 0 sends, node 0 never being
+//! lost) and `Msg::Retire` (the wire's `Done`), which the receiving node
+//! sends when everything derived from the item has left it; retiring
+//! waits for the derived records to be *handed to the transport in the
+//! same message* rather than for the next hop's `Ack` (`RetireOnSend` in
+//! the model): the engine makes the two one atomic step, which the model
+//! does not, and that is what makes it exact there (node 0 never loses
+//! them). Not implemented: `Pin`, `PinOk`, `Restore`, `Adopt`,
+//! `StateDone`, `Lost`, `Flush`, duplicate sets, and the `Loss` action's
+//! recovery: a real loss still ends the run.
 //!
 //! Properties checked at every state the explorer reaches:
 //! * **exact output**: when node 0 ends the run, its output (a multiset)
