@@ -111,28 +111,65 @@ pub enum OnNodeLoss {
     Respawn,
 }
 
-/// Node 0's records sent to each node and not yet reported done.
+/// Losses of a node a record may be in custody of before the run gives
+/// up on it as a poison record (one that kills the node each time).
+pub const REPLAY_TRIES: u32 = 3;
+
+/// An `Open` node 0 sent a node: sent again to its replacement first.
+#[derive(Clone)]
+pub(crate) struct Opened {
+    pub conn: ConnId,
+    pub template: snet_core::NodeId,
+    pub back: ConnId,
+    pub start: crate::entity::Stamps,
+}
+
+/// Node 0's records sent to each node and not yet reported done, and
+/// what it needs to replace a lost node: the connections it opened
+/// there, the items it has not had acknowledged, and the credit it sent
+/// the node and got back (the node's own credit is the difference when
+/// it exchanges messages with node 0 only, as the replayable
+/// placements do).
 pub(crate) struct Log {
     /// Per node: the identity of the next item sent to it.
     next: Vec<u64>,
-    /// Per node: the records it holds, by identity, with their connection.
-    held: Vec<BTreeMap<u64, (ConnId, Rec)>>,
+    /// Per node: the records it holds, by identity, with their connection
+    /// and the losses of the node they were in custody of.
+    held: Vec<BTreeMap<u64, (ConnId, Rec, u32)>>,
     live: u64,
     peak: u64,
-    /// Per node: markers and other non-record items sent to it (they are
-    /// numbered, not logged: a loss of a node they reached cannot be
-    /// replayed by this slice).
-    unlogged: Vec<u64>,
+    /// Per node: the connections opened there.
+    opens: Vec<Vec<Opened>>,
+    /// Per node: items sent and not acknowledged.
+    unacked: Vec<u64>,
+    /// Per node: credit sent to it less credit received from it (what it
+    /// holds, or is on its way between it and node 0).
+    credit: Vec<crate::weight::Dyadic>,
+    /// Nodes replaced so far.
+    pub replaced: u64,
+}
+
+/// What replacing node `k` takes from the log ([`Log::lose`]).
+pub(crate) struct Replay {
+    pub opens: Vec<Opened>,
+    pub items: Vec<(u64, ConnId, Rec)>,
+    pub next: u64,
+    pub unacked: u64,
+    pub lost_credit: crate::weight::Dyadic,
 }
 
 impl Log {
     pub fn new(nodes: u32) -> Log {
+        let n = nodes as usize;
         Log {
-            next: vec![0; nodes as usize],
-            held: (0..nodes).map(|_| BTreeMap::new()).collect(),
+            next: vec![0; n],
+            held: (0..n).map(|_| BTreeMap::new()).collect(),
             live: 0,
             peak: 0,
-            unlogged: vec![0; nodes as usize],
+            opens: vec![Vec::new(); n],
+            unacked: vec![0; n],
+            credit: vec![crate::weight::Dyadic::zero(); n],
+            replaced: 0,
         }
     }
 
@@ -142,22 +179,87 @@ impl Log {
         let k = to.0 as usize;
         let id = self.next[k];
         self.next[k] += 1;
-        match item {
-            Item::Rec(r) => {
-                self.held[k].insert(id, (conn, r.clone()));
-                self.live += 1;
-                self.peak = self.peak.max(self.live);
+        self.unacked[k] += 1;
+        // Markers are numbered, not logged: a node they reach holds
+        // ordering state, which replay cannot restore
+        // (`Graph::replay_boundary` ends such a run at a loss).
+        if let Item::Rec(r) = item {
+            self.held[k].insert(id, (conn, r.clone(), 0));
+            self.live += 1;
+            self.peak = self.peak.max(self.live);
+        }
+    }
+
+    /// Node `to` was sent `Open` for `o`.
+    pub fn opened(&mut self, to: Rank, o: Opened) {
+        if let Some(v) = self.opens.get_mut(to.0 as usize) {
+            v.push(o);
+        }
+    }
+
+    /// Node `from` acknowledged `count` items.
+    pub fn acked(&mut self, from: Rank, count: u64) {
+        if let Some(n) = self.unacked.get_mut(from.0 as usize) {
+            *n = n.saturating_sub(count);
+        }
+    }
+
+    /// Credit `c` went to node `to`.
+    pub fn credit_sent(&mut self, to: Rank, c: &crate::weight::Dyadic) {
+        if let Some(d) = self.credit.get_mut(to.0 as usize) {
+            d.add_all(c);
+        }
+    }
+
+    /// Credit `c` came from node `from`. A node that sends credit it did
+    /// not get from node 0 (possible only where it talks to other nodes,
+    /// outside what replay restores) leaves the balance at zero.
+    pub fn credit_received(&mut self, from: Rank, c: &crate::weight::Dyadic) {
+        if let Some(d) = self.credit.get_mut(from.0 as usize) {
+            if !d.sub(c) {
+                *d = crate::weight::Dyadic::zero();
             }
-            _ => self.unlogged[k] += 1,
         }
     }
 
     /// Node `from` reports done the item numbered `id`: the record, or
     /// `None` if the log does not hold it.
     pub fn done(&mut self, from: Rank, id: u64) -> Option<(ConnId, Rec)> {
-        let r = self.held.get_mut(from.0 as usize)?.remove(&id)?;
+        let (c, r, _) = self.held.get_mut(from.0 as usize)?.remove(&id)?;
         self.live -= 1;
-        Some(r)
+        Some((c, r))
+    }
+
+    /// Node `k` is lost: each record it held counts one more loss; the
+    /// first that reaches [`REPLAY_TRIES`], if any, is a poison record
+    /// (`Err`, its origin). Else what its replacement is sent (the log
+    /// keeps the records, now numbered again from the same identities),
+    /// and the acknowledgements and credit the old incarnation took with it.
+    pub fn lose(&mut self, k: Rank) -> Result<Replay, crate::entity::Origin> {
+        let i = k.0 as usize;
+        for (_, r, tries) in self.held[i].values_mut() {
+            *tries += 1;
+            if *tries >= REPLAY_TRIES {
+                return Err(r.origin);
+            }
+        }
+        let lost_credit = std::mem::take(&mut self.credit[i]);
+        self.replaced += 1;
+        Ok(Replay {
+            opens: self.opens[i].clone(),
+            items: self.held[i]
+                .iter()
+                .map(|(id, (c, r, _))| (*id, *c, r.clone()))
+                .collect(),
+            next: self.next[i],
+            unacked: std::mem::take(&mut self.unacked[i]),
+            lost_credit,
+        })
+    }
+
+    /// Items replayed to node `k` are unacknowledged again.
+    pub fn resent(&mut self, k: Rank, n: u64) {
+        self.unacked[k.0 as usize] += n;
     }
 
     /// Records held, for every node.
@@ -170,19 +272,12 @@ impl Log {
         self.peak
     }
 
-    /// Node `k`'s records in identity order (the order they were sent):
-    /// what its replacement is sent again.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Node `k`'s records in identity order (the order they were sent).
+    #[cfg(test)]
     pub fn held(&self, k: Rank) -> impl Iterator<Item = (u64, &ConnId, &Rec)> {
         self.held
             .get(k.0 as usize)
             .into_iter()
-            .flat_map(|m| m.iter().map(|(id, (c, r))| (*id, c, r)))
-    }
-
-    /// Items sent to node `k` that are numbered but not logged.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn unlogged(&self, k: Rank) -> u64 {
-        self.unlogged.get(k.0 as usize).copied().unwrap_or(0)
+            .flat_map(|m| m.iter().map(|(id, (c, r, _))| (*id, c, r)))
     }
 }

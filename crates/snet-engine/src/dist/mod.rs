@@ -167,6 +167,18 @@ pub(crate) enum Out {
         id: u64,
         items: Vec<(ConnId, Item)>,
     },
+    /// Node 0 replaying its log to a replacement: item `id` again.
+    Replay {
+        to: Rank,
+        conn: ConnId,
+        id: u64,
+        item: Item,
+    },
+    /// Node 0 after a replay: the next item to `to` is its `next`th.
+    Seq {
+        to: Rank,
+        next: u64,
+    },
     /// Acknowledges `count` items received from `to` (back-pressure across
     /// nodes: [`Net::flush_acks`]).
     Ack {
@@ -184,7 +196,11 @@ pub(crate) enum Out {
 impl Out {
     pub fn channel(&self) -> Channel {
         match self {
-            Out::Open { .. } | Out::Item { .. } | Out::Commit { .. } => Channel::Records,
+            Out::Open { .. }
+            | Out::Item { .. }
+            | Out::Commit { .. }
+            | Out::Replay { .. }
+            | Out::Seq { .. } => Channel::Records,
             Out::Bytes { .. } => Channel::Field,
             _ => Channel::Control,
         }
@@ -213,6 +229,9 @@ pub(crate) struct NetState {
     /// Node 0 of a run that survives a lost node: the records sent to
     /// each node until it reports them done ([`custody`]).
     pub log: Option<custody::Log>,
+    /// Node 0 queued `Shutdown`: the run is over, a node lost now lost
+    /// nothing.
+    pub finished: bool,
 }
 
 /// What [`Net::settle`] found.
@@ -245,13 +264,16 @@ pub(crate) struct Net {
     pub inbound: Mutex<FxHashMap<ConnId, Arc<Entity>>>,
     next_conn: AtomicU64,
     pub traffic: Traffic,
-    /// Fields of at most this many encoded bytes travel inline.
-    pub inline_limit: usize,
     /// Mirrors `NetState::outstanding` for lock-free reads (admission and
     /// box suspension add it to the node's backlog).
     outstanding_hint: AtomicU64,
     /// Mirrors `NetState::owed_total` (workers check it after each task).
     owed_hint: AtomicU64,
+    /// Node 0 of a run that survives a lost node (it keeps a log).
+    pub respawn_root: bool,
+    /// The output manager's encoder; node 0 holds it while it replaces a
+    /// lost node, so that nothing is sent meanwhile.
+    pub enc: Mutex<wire::Encoder>,
     /// A node other than 0 of a run that survives a lost node: the
     /// connections from node 0 whose records get a custody token, and the
     /// number of the next item from node 0 ([`custody`]).
@@ -333,6 +355,7 @@ impl Net {
                 peak_outstanding: 0,
                 owed: vec![0; nodes as usize],
                 owed_total: 0,
+                finished: false,
                 log: (loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1)
                     .then(|| custody::Log::new(nodes)),
             }),
@@ -347,9 +370,10 @@ impl Net {
             inbound: Mutex::new(FxHashMap::default()),
             next_conn: AtomicU64::new(0),
             traffic: Traffic::default(),
-            inline_limit,
             outstanding_hint: AtomicU64::new(0),
             owed_hint: AtomicU64::new(0),
+            respawn_root: loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1,
+            enc: Mutex::new(wire::Encoder::new(me, nodes, inline_limit)),
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
             window: ack_window(),
@@ -364,8 +388,141 @@ impl Net {
     /// Queues a message for the output manager.
     pub fn push(&self, out: Out) {
         let (m, cv) = &*self.state;
-        lock(m).out.push_back(out);
+        let mut st = lock(m);
+        if matches!(out, Out::Shutdown) {
+            st.finished = true;
+        }
+        if let (
+            Some(log),
+            Out::Open {
+                to,
+                conn,
+                template,
+                back,
+                start,
+            },
+        ) = (st.log.as_mut(), &out)
+        {
+            log.opened(
+                *to,
+                custody::Opened {
+                    conn: *conn,
+                    template: *template,
+                    back: *back,
+                    start: start.clone(),
+                },
+            );
+        }
+        st.out.push_back(out);
+        drop(st);
         cv.notify_one();
+    }
+
+    /// Node 0 with a log: credit `c` goes to (`sent`) or came from node `k`.
+    pub fn credit_flow(&self, k: Rank, c: &crate::weight::Dyadic, sent: bool) {
+        if !self.respawn_root || c.is_zero() {
+            return;
+        }
+        if let Some(log) = lock(&self.state.0).log.as_mut() {
+            if sent {
+                log.credit_sent(k, c);
+            } else {
+                log.credit_received(k, c);
+            }
+        }
+    }
+
+    /// Node `k` (not 0) is lost and its replacement started: takes from
+    /// the log what the replacement is sent again, drops what was queued
+    /// for the old incarnation, and gives back the acknowledgements and
+    /// credit it took with it. The caller holds [`Net::enc`] (nothing is
+    /// being sent). `Err`: a poison record's origin.
+    pub fn replay(&self, k: Rank) -> Result<(), crate::entity::Origin> {
+        let (m, cv) = &*self.state;
+        let mut guard = lock(m);
+        let st = &mut *guard;
+        let Some(log) = st.log.as_mut() else {
+            return Ok(());
+        };
+        if st.finished {
+            return Ok(());
+        }
+        let r = log.lose(k)?;
+        log.resent(k, r.items.len() as u64);
+        // What was queued for the old incarnation: its records are in the
+        // log, its connections are opened again, and nothing else
+        // (acknowledgements, fields) means anything to the replacement.
+        let old = std::mem::take(&mut st.out);
+        let mut dropped = Vec::new();
+        for o in old {
+            let to = match &o {
+                Out::Open { to, .. }
+                | Out::Item { to, .. }
+                | Out::Fetch { to, .. }
+                | Out::Bytes { to, .. }
+                | Out::Release { to, .. }
+                | Out::Ack { to, .. }
+                | Out::Commit { to, .. }
+                | Out::Replay { to, .. }
+                | Out::Seq { to, .. } => Some(*to),
+                Out::Credit(_) | Out::Fail(_) | Out::Shutdown => None,
+            };
+            if to == Some(k) {
+                dropped.push(o);
+            } else {
+                st.out.push_back(o);
+            }
+        }
+        st.outstanding = st.outstanding.saturating_sub(r.unacked) + r.items.len() as u64;
+        self.outstanding_hint
+            .store(st.outstanding, Ordering::SeqCst);
+        let owed = std::mem::take(&mut st.owed[k.0 as usize]);
+        st.owed_total -= owed;
+        self.owed_hint.store(st.owed_total, Ordering::Relaxed);
+        st.pool.add_all(&r.lost_credit);
+        for o in r.opens {
+            st.out.push_back(Out::Open {
+                to: k,
+                conn: o.conn,
+                template: o.template,
+                back: o.back,
+                start: o.start,
+            });
+        }
+        for (id, conn, rec) in r.items {
+            st.out.push_back(Out::Replay {
+                to: k,
+                conn,
+                id,
+                item: Item::Rec(rec),
+            });
+        }
+        st.out.push_back(Out::Seq {
+            to: k,
+            next: r.next,
+        });
+        drop(guard);
+        // Dropping records may release fields (which locks the state).
+        drop(dropped);
+        cv.notify_one();
+        Ok(())
+    }
+
+    /// Nodes node 0 replaced during the run.
+    pub fn replaced(&self) -> u64 {
+        lock(&self.state.0).log.as_ref().map_or(0, |l| l.replaced)
+    }
+
+    /// A run that survives a lost node (custody on either side).
+    pub fn custody_on(&self) -> bool {
+        self.respawn_root || self.custody.is_some()
+    }
+
+    /// A node other than 0: the next item from `from` is its `next`th.
+    pub fn set_next(&self, from: Rank, next: u64) {
+        if let (Some(c), Rank::ROOT) = (&self.custody, from) {
+            lock(c).next = next;
+        }
     }
 
     /// Queues an item for connection `conn` on node `to`: one more item
@@ -412,13 +569,16 @@ impl Net {
         lock(&self.state.0).peak_outstanding
     }
 
-    /// A node acknowledged `count` items; false if that is more than are
-    /// outstanding (a protocol error).
-    pub fn acked(&self, count: u64) -> bool {
+    /// Node `from` acknowledged `count` items; false if that is more than
+    /// are outstanding (a protocol error).
+    pub fn acked(&self, from: Rank, count: u64) -> bool {
         let mut st = lock(&self.state.0);
         let Some(left) = st.outstanding.checked_sub(count) else {
             return false;
         };
+        if let Some(log) = st.log.as_mut() {
+            log.acked(from, count);
+        }
         st.outstanding = left;
         self.outstanding_hint.store(left, Ordering::SeqCst);
         true
@@ -679,14 +839,14 @@ mod tests {
         }
         net.push_item(Rank(2), conn(), Item::Wake);
         assert_eq!(net.outstanding(), 6);
-        assert!(net.acked(4));
+        assert!(net.acked(Rank(1), 4));
         assert_eq!(net.outstanding(), 2);
         net.push_item(Rank(2), conn(), Item::Wake);
         assert_eq!(net.outstanding(), 3);
         // More than outstanding is refused and changes nothing.
-        assert!(!net.acked(4));
+        assert!(!net.acked(Rank(1), 4));
         assert_eq!(net.outstanding(), 3);
-        assert!(net.acked(3));
+        assert!(net.acked(Rank(1), 3));
         assert_eq!(net.outstanding(), 0);
         assert_eq!(net.peak_outstanding(), 6);
     }
@@ -702,7 +862,7 @@ mod tests {
         assert_eq!(net.outstanding_now(), 1);
         net.push_item(Rank(1), conn(), Item::Wake);
         assert_eq!(net.outstanding(), 2);
-        assert!(net.acked(16));
+        assert!(net.acked(Rank(1), 16));
         assert_eq!(net.outstanding(), 0);
         assert_eq!(net.peak_outstanding(), 16);
     }
@@ -737,13 +897,9 @@ mod tests {
         net.push_item(Rank(1), conn(), rec(11));
         assert_eq!(logged(&net, 1), vec![(0, 10), (2, 11)]);
         assert_eq!(logged(&net, 2), vec![(0, 20)]);
-        assert_eq!(
-            lock(&net.state.0).log.as_ref().unwrap().unlogged(Rank(1)),
-            1
-        );
         assert_eq!(net.log_size(), (3, 3));
         // Done out of order; acknowledgement does not retire anything.
-        assert!(net.acked(4));
+        assert!(net.acked(Rank(1), 3));
         assert!(net.done(Rank(1), 2));
         assert_eq!(logged(&net, 1), vec![(0, 10)]);
         // Twice, the marker's number, another node's number: refused.

@@ -39,6 +39,7 @@
 //! | 7 | Bytes | field id (at the sender), codec name, meta bytes; the body is the payload |
 //! | 8 | Ack | count (items received from the receiver, now acknowledged) |
 //! | 9 | Done | item identity (everything derived from it has left the sender) |
+//! | 10 | Seq | the identity of the next item from the sender (a replay's) |
 //!
 //! A connection is its creator node and counter; stamps are a count and
 //! the numbers. The Items count is written as a four-byte varint (padded
@@ -234,6 +235,7 @@ const SHUTDOWN: u8 = 6;
 const BYTES: u8 = 7;
 const ACK: u8 = 8;
 const DONE: u8 = 9;
+const SEQ: u8 = 10;
 
 /// Items counts below this fit the four-byte form patched in place.
 const COUNT4_LIMIT: u64 = 1 << 28;
@@ -451,6 +453,9 @@ pub enum Frame<'a> {
     /// sender, in this message or an earlier one: the receiver drops the
     /// item from its log (`dist::custody`).
     Done { id: u64 },
+    /// Custody: the next item the sender sends the receiver is its `next`th
+    /// (node 0 replaying its log to a replacement node).
+    Seq { next: u64 },
 }
 
 /// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
@@ -489,6 +494,9 @@ pub enum FrameRef<'a> {
     },
     Done {
         id: u64,
+    },
+    Seq {
+        next: u64,
     },
 }
 
@@ -588,6 +596,7 @@ impl<'a> Message<'a> {
                 },
                 FrameRef::Ack { count } => Frame::Ack { count },
                 FrameRef::Done { id } => Frame::Done { id },
+                FrameRef::Seq { next } => Frame::Seq { next },
             });
         }
         Ok(Message { credit, frames })
@@ -660,6 +669,10 @@ impl Frame<'_> {
                 out.push(DONE);
                 put_u(out, *id);
             }
+            Frame::Seq { next } => {
+                out.push(SEQ);
+                put_u(out, *next);
+            }
         }
     }
 
@@ -694,6 +707,7 @@ impl Frame<'_> {
             },
             Frame::Ack { count } => Frame::Ack { count },
             Frame::Done { id } => Frame::Done { id },
+            Frame::Seq { next } => Frame::Seq { next },
         }
     }
 }
@@ -980,6 +994,7 @@ impl<'a> Reader<'a> {
             },
             ACK => FrameRef::Ack { count: self.u()? },
             DONE => FrameRef::Done { id: self.u()? },
+            SEQ => FrameRef::Seq { next: self.u()? },
             k => {
                 self.at -= 1;
                 return self.err(Malformed::UnknownFrame(k));
@@ -1164,6 +1179,13 @@ impl Encoder {
         }
     }
 
+    /// Node `to` was replaced: its dictionary starts again.
+    pub fn forget(&mut self, to: Rank) {
+        if let Some(d) = self.dicts.get_mut(to.index()) {
+            d.clear();
+        }
+    }
+
     fn label(&mut self, to: Rank, l: Label, out: &mut Vec<u8>) {
         let dict = &mut self.dicts[to.index()];
         match dict.get(&l) {
@@ -1260,6 +1282,13 @@ impl Decoder {
         Decoder {
             me,
             dicts: (0..nodes).map(|_| Vec::new()).collect(),
+        }
+    }
+
+    /// Node `from` was replaced: its dictionary starts again.
+    pub fn forget(&mut self, from: Rank) {
+        if let Some(d) = self.dicts.get_mut(from.index()) {
+            d.clear();
         }
     }
 

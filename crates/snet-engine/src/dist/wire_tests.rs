@@ -133,11 +133,12 @@ fn done_frames_round_trip_after_their_items() {
             },
             Frame::Done { id: 0 },
             Frame::Done { id: 300 },
+            Frame::Seq { next: 5 },
         ],
     };
     let mut b = Vec::new();
     m.encode(&mut b);
-    assert_eq!(&b[b.len() - 5..], &[DONE, 0, DONE, 0xac, 0x02]);
+    assert_eq!(&b[b.len() - 7..], &[DONE, 0, DONE, 0xac, 0x02, SEQ, 5]);
     assert_eq!(Message::decode(&b).unwrap(), m);
     let (_, mut r) = MessageReader::new(&b).unwrap();
     assert_eq!(
@@ -146,6 +147,7 @@ fn done_frames_round_trip_after_their_items() {
     );
     assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Done { id: 0 }));
     assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Done { id: 300 }));
+    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Seq { next: 5 }));
     assert_eq!(r.next_frame().unwrap(), None);
 }
 
@@ -157,17 +159,18 @@ fn malformed_messages_are_errors_that_say_where() {
     assert_eq!(err(&[2, 0, 3]).what, Malformed::BadCredit);
     assert_eq!(err(&[2, 3, 1]).what, Malformed::BadCredit);
     assert_eq!(
-        err(&[0, 10]),
+        err(&[0, 11]),
         WireError {
             at: 1,
-            what: Malformed::UnknownFrame(10)
+            what: Malformed::UnknownFrame(11)
         }
     );
     assert_eq!(
-        err(&[0, 10]).to_string(),
-        "malformed message at byte 1: unknown frame kind 10"
+        err(&[0, 11]).to_string(),
+        "malformed message at byte 1: unknown frame kind 11"
     );
     assert_eq!(err(&[0, DONE]).what, Malformed::Truncated);
+    assert_eq!(err(&[0, SEQ, 0x80]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH, 0x80]).what, Malformed::Truncated);
     let mut long = vec![0, FETCH];
@@ -460,6 +463,7 @@ mod props {
             Just(Frame::Shutdown),
             any::<u64>().prop_map(|count| Frame::Ack { count }),
             any::<u64>().prop_map(|id| Frame::Done { id }),
+            any::<u64>().prop_map(|next| Frame::Seq { next }),
             (any::<u64>(), text(), bytes()).prop_map(|(id, codec, meta)| Frame::Bytes {
                 id,
                 codec,

@@ -316,6 +316,7 @@ pub fn run(
         peak_outstanding: shared.rt.net.peak_outstanding(),
         log_live,
         log_peak,
+        nodes_replaced: shared.rt.net.replaced(),
     };
     // SAFETY: all workers have been joined; nothing else can hold the output's licence.
     let out = output.as_ref().map(|o| match unsafe { o.state() } {
