@@ -26,9 +26,13 @@ own interpreter), so placements (``box !@ <k>``) spread Python work over
 cores. See docs/python.md.
 """
 
+import atexit
 import itertools
 import os
 import pickle
+import shlex
+import shutil
+import subprocess
 import sys
 import tempfile
 from collections import namedtuple
@@ -76,6 +80,8 @@ class Network:
         self._raw = _snet.RawNetwork(name, text, entry)
         self._source = (name, text, entry)
         self._boxes = {}
+        self._c_libraries = []  # absolute paths of the C box libraries loaded
+        self._c_boxes = set()  # the boxes they define
 
     @classmethod
     def from_source(cls, text, name="<string>", entry=None):
@@ -124,14 +130,15 @@ class Network:
         return register
 
     def add_boxes(self, namespace):
-        """Registers, for every declared box without a function yet, the
+        """Registers, for every declared box without a function yet (and
+        not a C box of a library added with :meth:`add_c_boxes`), the
         attribute of that name of ``namespace`` (a module, a class, a
         dict); returns the names of the boxes still without one."""
         get = namespace.get if isinstance(namespace, dict) else (
             lambda n: getattr(namespace, n, None))
         missing = []
         for sig in self.boxes:
-            if sig.name in self._boxes:
+            if sig.name in self._boxes or sig.name in self._c_boxes:
                 continue
             func = get(sig.name)
             if callable(func):
@@ -140,23 +147,98 @@ class Network:
                 missing.append(sig.name)
         return missing
 
-    def start(self, *, workers=None, nodes=1, transport="shm", box_concurrency=1):
+    def add_c_boxes(self, *files, cflags=()):
+        """Takes boxes written in C (C4SNet) from ``files``: a C box
+        library (``.so``) made by :meth:`build_c_boxes`, or C sources
+        (``.c``, and ``.o``/``.a`` files) compiled into one now. Every box of
+        the program the library defines runs its C function, unless a
+        Python function is registered for it (which wins). Returns the
+        names of those boxes. ``cflags``: more arguments for the C
+        compiler (``-O3``, ``-lm``, ``-I dir``), as a list or a string.
+        Raises :class:`LoadError` naming the library (a symbol it lacks, a
+        box it was built for with another signature) or with the C
+        compiler's messages."""
+        files = [os.fspath(f) for f in files]
+        libraries = [f for f in files if f.endswith(".so")]
+        sources = [f for f in files if not f.endswith(".so")]
+        if sources:
+            # A name of its own: a process loads a library path once.
+            fd, out = tempfile.mkstemp(prefix="boxes-", suffix=".so", dir=_scratch())
+            os.close(fd)
+            libraries.append(self.build_c_boxes(sources, out, cflags=cflags))
+        names = []
+        for lib in libraries:
+            path = os.path.abspath(lib)
+            got = self._raw.add_c_library(path)
+            self._c_libraries.append(path)
+            self._c_boxes.update(got)
+            names.extend(got)
+        return names
+
+    def build_c_boxes(self, sources, output, cflags=()):
+        """Compiles C box ``sources`` (with this program's box table)
+        into the C box library ``output`` (a ``.so``) with the C compiler
+        (``$CC``, default ``cc``); returns ``output``. Raises
+        :class:`LoadError` with the compiler's messages when it fails (a
+        box function defined nowhere is named: ``undefined reference to
+        `f'``)."""
+        if isinstance(cflags, str):
+            cflags = shlex.split(cflags)
+        gen = tempfile.mkdtemp(prefix="gen-", dir=_scratch())
+        for name, text in self._raw.c_library_files():
+            with open(os.path.join(gen, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        sources = [os.fspath(s) for s in sources]
+        dirs = []
+        for s in sources:
+            d = os.path.dirname(os.path.abspath(s))
+            if d not in dirs:
+                dirs.append(d)
+        cc = shlex.split(os.environ.get("CC", "cc"))
+        cmd = (cc + ["-shared", "-fPIC", "-O2", "-Wl,-z,defs", "-I", gen]
+               + [a for d in dirs for a in ("-I", d)]
+               + ["-o", os.fspath(output), os.path.join(gen, "snet_library.c"),
+                  os.path.join(gen, "snet_c4snet.c")] + sources + list(cflags))
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as e:
+            raise LoadError(f"error: cannot run the C compiler `{cc[0]}`: {e}") from None
+        finally:
+            shutil.rmtree(gen, ignore_errors=True)
+        if done.returncode != 0:
+            raise LoadError(
+                f"error: the C compiler (`{cc[0]}`) failed to build the C boxes of "
+                f"{', '.join(sources)}:\n{done.stderr.rstrip()}")
+        return output
+
+    def start(self, *, workers=None, nodes=1, transport="shm", box_concurrency=1,
+              trace=None, trace_sample=1000, profile=None):
         """Starts the network and returns its :class:`Running`.
 
         ``workers``: threads per node (default one per core); ``nodes``:
         nodes, 1..N-1 as processes of their own with ``transport="shm"``
         (the default) or as threads of this process with ``"loopback"``;
-        ``box_concurrency``: calls of one box instance at once.
+        ``box_concurrency``: calls of one box instance at once;
+        ``trace``, ``profile``: files the run's trace (Trace Event Format
+        JSON, every ``trace_sample``-th input record followed) and profile
+        (JSON) are written to when it ends, as ``snet run --trace`` and
+        ``--profile-json`` write them.
         """
-        missing = [s.name for s in self.boxes if s.name not in self._boxes]
+        trace = trace and os.path.abspath(os.fspath(trace))
+        profile = profile and os.path.abspath(os.fspath(profile))
+        missing = [s.name for s in self.boxes
+                   if s.name not in self._boxes and s.name not in self._c_boxes]
         if missing:
             raise SnetError(
                 "no Python function is registered for box " + ", ".join(
-                    f"`{m}`" for m in missing) + " (net.add_box(name, f) or @net.box)")
-        self._raw.configure(workers, nodes, transport, box_concurrency)
+                    f"`{m}`" for m in missing) + " (net.add_box(name, f) or @net.box), "
+                "nor does a C box library define it (net.add_c_boxes)")
+        self._raw.configure(workers, nodes, transport, box_concurrency,
+                            trace, trace_sample, profile)
         spec = None
         if nodes > 1 and transport == "shm" and node_process() is None:
-            spec = self._node_spec(workers, nodes, box_concurrency)
+            spec = self._node_spec(workers, nodes, box_concurrency,
+                                   (trace, trace_sample, profile))
             self._raw.node_command(sys.executable, ["-m", "snet._node", spec])
         try:
             return Running(self._raw.start(), spec)
@@ -173,7 +255,7 @@ class Network:
         finished before it."""
         return self.start(**options)._outputs(records)
 
-    def _node_spec(self, workers, nodes, box_concurrency):
+    def _node_spec(self, workers, nodes, box_concurrency, report):
         """Writes what a node process needs to rebuild this network (the
         program, the options, the box functions by reference) to a file
         and returns its name."""
@@ -189,6 +271,7 @@ class Network:
                     "these are defined in an interactive session: define them in a module")
         head = {"source": (name, text, entry), "workers": workers, "nodes": nodes,
                 "box_concurrency": box_concurrency, "sys_path": list(sys.path),
+                "c_libraries": list(self._c_libraries), "report": report,
                 "main_file": main_file and os.path.abspath(main_file)}
         try:
             body = pickle.dumps(self._boxes)
@@ -305,6 +388,19 @@ class Running:
 
 # Records sent, and outputs taken, per hold of the GIL in Network.run.
 _BATCH = 256
+
+_SCRATCH = []
+
+
+def _scratch():
+    """A directory of this process for C box libraries it compiles,
+    removed when the process ends (node processes load them at their
+    start, while it lives)."""
+    if not _SCRATCH:
+        d = tempfile.mkdtemp(prefix="snet-c-boxes-")
+        _SCRATCH.append(d)
+        atexit.register(shutil.rmtree, d, True)
+    return _SCRATCH[0]
 
 
 def load(path, entry=None):

@@ -1,9 +1,11 @@
 """``python -m snet``: run an S-Net program whose boxes are functions of
 Python modules, on records in the XML record format.
 
-    python -m snet run prog.snet --boxes boxes.py -i in.xml [-o out.xml]
+    python -m snet run prog.snet --boxes boxes.py [--c-boxes boxes.c|lib.so]
+                       -i in.xml [-o out.xml]
                        [-w N] [--nodes N] [--transport shm|loopback]
                        [--box-concurrency N] [--entry NET]
+                       [--trace FILE] [--profile FILE]
     python -m snet check prog.snet
 """
 
@@ -32,11 +34,14 @@ def _run(args):
     net = snet.Network.from_file(args.program, entry=args.entry)
     for w in net.warnings:
         print(f"{args.program}:{w}", file=sys.stderr)
+    if args.c_boxes:
+        net.add_c_boxes(*args.c_boxes, cflags=args.cflags or ())
     for spec in args.boxes:
         net.add_boxes(_import(spec))
-    missing = [b.name for b in net.boxes if b.name not in net._boxes]
+    missing = [b.name for b in net.boxes
+               if b.name not in net._boxes and b.name not in net._c_boxes]
     if missing:
-        mods = ", ".join(args.boxes) or "no --boxes module"
+        mods = ", ".join(args.boxes + args.c_boxes) or "no --boxes module"
         raise SystemExit(
             "error: no function for box " + ", ".join(f"`{m}`" for m in missing)
             + f" in {mods}")
@@ -47,7 +52,8 @@ def _run(args):
     try:
         for out in net.run(records, workers=args.workers, nodes=args.nodes,
                            transport=args.transport,
-                           box_concurrency=args.box_concurrency):
+                           box_concurrency=args.box_concurrency, trace=args.trace,
+                           trace_sample=args.trace_sample, profile=args.profile):
             outputs.append(out)
     except snet.RunError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -70,6 +76,10 @@ def main(argv=None):
     r.add_argument("program")
     r.add_argument("--boxes", action="append", default=[], metavar="MODULE",
                    help="a Python file or module whose functions of the boxes' names are the boxes")
+    r.add_argument("--c-boxes", action="append", default=[], metavar="FILE",
+                   help="a C box library (.so) or C box sources (.c, .o, .a; compiled together)")
+    r.add_argument("--cflags", metavar="FLAGS",
+                   help="more arguments for the C compiler of --c-boxes sources")
     r.add_argument("-i", "--input", default="-", help="input stream (default: standard input)")
     r.add_argument("-o", "--output", help="output stream (default: standard output)")
     r.add_argument("-w", "--workers", type=int, help="worker threads per node (default: one per core)")
@@ -77,6 +87,12 @@ def main(argv=None):
     r.add_argument("--transport", choices=["shm", "loopback"], default="shm")
     r.add_argument("--box-concurrency", type=int, default=1)
     r.add_argument("--entry", help="the entry network (default: the last defined)")
+    r.add_argument("--trace", metavar="FILE",
+                   help="write a trace of the run to FILE (Trace Event Format JSON, as snet run)")
+    r.add_argument("--trace-sample", type=int, default=1000, metavar="N",
+                   help="with --trace: follow the records of every Nth input record (0: none)")
+    r.add_argument("--profile", metavar="FILE",
+                   help="write the run's profile to FILE as JSON (snet run --profile-json)")
     c = sub.add_parser("check", help="compile a program and report its diagnostics")
     c.add_argument("program")
     args = p.parse_args(argv)

@@ -33,10 +33,14 @@ def main():
 
     name, text, entry = head["source"]
     net = snet.Network(text, name=name, entry=entry)
+    for path in head["c_libraries"]:
+        net.add_c_boxes(path)
     for box, func in boxes.items():
         net.add_box(box, func)
+    trace, trace_sample, profile = head["report"]
     net.start(workers=head["workers"], nodes=head["nodes"], transport="shm",
-              box_concurrency=head["box_concurrency"])
+              box_concurrency=head["box_concurrency"], trace=trace,
+              trace_sample=trace_sample, profile=profile)
     # The library ends a node process with its run.
     sys.exit(f"error: node process {snet.node_process()} returned from its run")
 

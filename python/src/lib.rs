@@ -175,9 +175,69 @@ fn field_to_py(py: Python<'_>, f: &Field) -> PyResult<PyObject> {
     }
 }
 
+/// `array.array`, looked up once.
+fn array_type(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static ARRAY: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+    ARRAY
+        .get_or_try_init(py, || {
+            py.import("array")
+                .and_then(|m| m.getattr("array"))
+                .map(Bound::unbind)
+        })
+        .map(|t| t.bind(py))
+}
+
 /// A Python object as a field value: C4SNet data for `int`, `float`,
-/// `str` and `bytes`, the object itself otherwise.
+/// `str`, `bytes` and `array.array` (an array of its C type), the object
+/// itself otherwise.
 fn py_to_field(obj: &Bound<'_, PyAny>) -> Field {
+    let py = obj.py();
+    if let Ok(t) = array_type(py) {
+        if obj.get_type().is(t) {
+            if let Some(f) = helper(py, "typed_buffer")
+                .and_then(|h| h.call1((obj,)))
+                .ok()
+                .filter(|t| !t.is_none())
+                .and_then(|t| t.extract::<(String, Vec<u8>)>().ok())
+                .and_then(|(ctype, bytes)| typed_field(&ctype, &bytes))
+            {
+                return f;
+            }
+        }
+    }
+    plain_to_field(obj)
+}
+
+/// C4SNet data of `bytes` holding numbers of C type `ctype`.
+fn typed_field(ctype: &str, bytes: &[u8]) -> Option<Field> {
+    macro_rules! from {
+        ($t:ty) => {{
+            let n = std::mem::size_of::<$t>();
+            let v: Vec<$t> = bytes
+                .chunks_exact(n)
+                .map(|c| <$t>::from_ne_bytes(c.try_into().unwrap_or_default()))
+                .collect();
+            Field::from_slice(&v)
+        }};
+    }
+    Some(match ctype {
+        "char" => from!(i8),
+        "unsigned char" => Field::from_slice(bytes),
+        "short" => from!(i16),
+        "unsigned short" => from!(u16),
+        "int" => from!(i32),
+        "unsigned int" => from!(u32),
+        "long" => from!(i64),
+        "unsigned long" => from!(u64),
+        "float" => from!(f32),
+        "double" => from!(f64),
+        _ => return None,
+    })
+}
+
+/// [`py_to_field`] for the four kinds of Python value C4SNet holds as
+/// they are; any other object stays the object.
+fn plain_to_field(obj: &Bound<'_, PyAny>) -> Field {
     if obj.is_exact_instance_of::<PyInt>() {
         if let Ok(v) = obj.extract::<i64>() {
             return Field::scalar(v);
@@ -212,33 +272,8 @@ fn py_to_c4_field(py: Python<'_>, label: &str, obj: &Bound<'_, PyAny>) -> PyResu
         )));
     }
     let (ctype, bytes): (String, Vec<u8>) = typed.extract()?;
-    macro_rules! from {
-        ($t:ty) => {{
-            let n = std::mem::size_of::<$t>();
-            let v: Vec<$t> = bytes
-                .chunks_exact(n)
-                .map(|c| <$t>::from_ne_bytes(c.try_into().unwrap_or_default()))
-                .collect();
-            Field::from_slice(&v)
-        }};
-    }
-    Ok(match ctype.as_str() {
-        "char" => from!(i8),
-        "unsigned char" => Field::from_slice(&bytes),
-        "short" => from!(i16),
-        "unsigned short" => from!(u16),
-        "int" => from!(i32),
-        "unsigned int" => from!(u32),
-        "long" => from!(i64),
-        "unsigned long" => from!(u64),
-        "float" => from!(f32),
-        "double" => from!(f64),
-        other => {
-            return Err(XmlError::new_err(format!(
-                "field {label}: no C type {other}"
-            )))
-        }
-    })
+    typed_field(&ctype, &bytes)
+        .ok_or_else(|| XmlError::new_err(format!("field {label}: no C type {ctype}")))
 }
 
 /// A record as a dict: fields by name, tags as `'<t>'`, binding tags as
@@ -595,14 +630,34 @@ impl RawNetwork {
         Ok(())
     }
 
+    /// Takes the C boxes of the C box library at `path`; returns the
+    /// names of the program's boxes it defines.
+    fn add_c_library(&mut self, path: PathBuf) -> PyResult<Vec<String>> {
+        self.net.add_c_library(&path).map_err(|e| load_error(&e))
+    }
+
+    /// `[(file name, text)]` to compile with C box sources into a C box
+    /// library of this program.
+    fn c_library_files(&self) -> Vec<(String, String)> {
+        self.net
+            .c_library_files()
+            .into_iter()
+            .map(|(n, t)| (n.to_string(), t))
+            .collect()
+    }
+
     /// Sets the run options.
-    #[pyo3(signature = (workers, nodes, transport, box_concurrency))]
+    #[pyo3(signature = (workers, nodes, transport, box_concurrency, trace=None, trace_sample=1000, profile=None))]
+    #[allow(clippy::too_many_arguments)]
     fn configure(
         &mut self,
         workers: Option<usize>,
         nodes: u32,
         transport: &str,
         box_concurrency: usize,
+        trace: Option<PathBuf>,
+        trace_sample: u64,
+        profile: Option<PathBuf>,
     ) -> PyResult<()> {
         let t = match transport {
             "shm" => snet::Transport::Shm,
@@ -621,6 +676,13 @@ impl RawNetwork {
             .nodes(nodes)
             .transport(t)
             .box_concurrency(box_concurrency);
+        self.net.no_trace();
+        if let Some(p) = trace {
+            self.net.trace(p, trace_sample);
+        }
+        if let Some(p) = profile {
+            self.net.profile(p);
+        }
         Ok(())
     }
 

@@ -591,7 +591,7 @@ fn suspending<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Called by a C++ trampoline ([`trampoline_source_cxx`]) when an exception
+/// Called by a C++ trampoline ([`crate::codegen::trampoline_source_cxx`]) when an exception
 /// escaped box code: fails the invocation with [`BoxError::Threw`], whose
 /// message is `what` (a `std::exception`'s `what()`, copied here) or, when
 /// null, says the exception's type is unknown. The first error of an
@@ -757,30 +757,46 @@ impl CBox {
             error: None,
         };
         let slot = current();
-        // SAFETY: this thread's slot (see `current`); restored below, once
-        // the box returned (`inv` is alive until then).
-        let prev = unsafe {
-            std::ptr::replace(
-                slot,
-                Current {
-                    hnd: handle,
-                    inv: (&mut inv as *mut Invocation).cast(),
-                    variants: self.variants.as_ptr(),
-                    nvariants: self.variants.len() as std::ffi::c_long,
-                    name: self.name.as_ptr(),
-                    name_len: self.name.len(),
-                    loc: self.loc.as_ptr(),
-                    loc_len: self.loc.len(),
-                    origin,
-                },
-            )
+        let running = Current {
+            hnd: handle,
+            inv: (&mut inv as *mut Invocation).cast(),
+            variants: self.variants.as_ptr(),
+            nvariants: self.variants.len() as std::ffi::c_long,
+            name: self.name.as_ptr(),
+            name_len: self.name.len(),
+            loc: self.loc.as_ptr(),
+            loc_len: self.loc.len(),
+            origin,
         };
-        // SAFETY: the trampoline was generated for this box's signature and
-        // reads exactly `inputs.len()` arguments; field arguments are owned
-        // references handed to the box.
-        unsafe { (self.call)(handle as *mut c_void, args.as_ptr()) };
-        // SAFETY: as above.
-        unsafe { slot.write(prev) };
+        // The common case: nothing runs on this thread, the slot is
+        // `Current::NONE`, so it is set, and cleared again, without saving
+        // the old one first. A zero handle and no name mean exactly that:
+        // the handle, `inv` and the variants are only ever written
+        // together (here and in `suspending`, a zero handle always with
+        // null and 0 beside it), and the crash handler's part (`name`,
+        // `loc`, `origin`, which `crash::enter` sets for boxes of other
+        // interfaces) is `Running::NONE` whenever its name is null.
+        // SAFETY: this thread's slot (see `current`), read only.
+        let idle = unsafe { (*slot).hnd == 0 && (*slot).name.is_null() };
+        if idle {
+            // SAFETY: this thread's slot, cleared once the box returned
+            // (`inv` is alive until then); the trampoline was generated
+            // for this box's signature and reads exactly `inputs.len()`
+            // arguments; field arguments are owned references handed to
+            // the box.
+            unsafe {
+                slot.write(running);
+                (self.call)(handle as *mut c_void, args.as_ptr());
+                slot.write(Current::NONE);
+            }
+        } else {
+            // SAFETY: as above, with the slot restored as it was.
+            unsafe {
+                let prev = std::ptr::replace(slot, running);
+                (self.call)(handle as *mut c_void, args.as_ptr());
+                slot.write(prev);
+            }
+        }
         debug_assert_eq!(inv.handle, handle);
         match inv.error.take() {
             None => Ok(()),
@@ -822,6 +838,12 @@ impl C4SNet {
 
     pub fn from_table(table: HashMap<String, BoxFn>) -> C4SNet {
         crate::crash::install();
+        C4SNet { table }
+    }
+
+    /// As [`C4SNet::from_table`], without installing the crash handlers
+    /// (for C box libraries loaded into a process that keeps its own).
+    pub(crate) fn without_crash_handlers(table: HashMap<String, BoxFn>) -> C4SNet {
         C4SNet { table }
     }
 }
@@ -874,85 +896,59 @@ impl LanguageInterface for C4SNet {
     }
 }
 
-/// The prefix of every identifier that generated C code defines (the
-/// trampolines, their parameters, the box table, `snet build`'s program
-/// array): C reserves names starting with two underscores for the
-/// implementation, so no box function of a valid program can be named
-/// like one, and `snet build` refuses box names with this prefix.
-pub const GENERATED_PREFIX: &str = "__snet_";
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The arguments of the call of `def`'s box function in a trampoline:
-/// the handle, then one per input label, then `extra` zeros (a box
-/// function with parameters beyond its signature: `0` converts to any
-/// scalar type, so each receives 0, NULL or 0.0).
-fn call_args(def: &BoxDef, extra: usize) -> String {
-    let mut args = String::from("__snet_h");
-    for (i, l) in def.inputs.iter().enumerate() {
-        args.push_str(&format!(
-            ", __snet_a[{i}].{}",
-            if l.is_field() { "field" } else { "tag" }
-        ));
+    /// `void *quiet(void *hnd)`: emits nothing.
+    unsafe extern "C" fn quiet(_hnd: *mut c_void, _args: *const SnetArg) {}
+
+    struct Nothing;
+
+    impl Emit for Nothing {
+        fn emit(&mut self, _variant: usize, _rec: Record) -> Result<(), BoxError> {
+            Ok(())
+        }
     }
-    for _ in 0..extra {
-        args.push_str(", 0");
+
+    fn name_of(r: Running) -> Option<String> {
+        (!r.name.0.is_null()).then(|| {
+            // SAFETY: a name the slot was given: a live `str`'s bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(r.name.0, r.name.1) };
+            String::from_utf8_lossy(bytes).into_owned()
+        })
     }
-    args
-}
 
-/// The C++ source of a trampoline for `def`, for programs with C++ box
-/// code: as [`trampoline_source`], but the call is in a `try` block, and an
-/// exception that escapes the box is reported through
-/// [`snet_c4snet_box_threw`] (with `what()` for a `std::exception`) instead
-/// of reaching the C and Rust frames below, where it would end the process
-/// through `std::terminate` without naming the box. Needs `<exception>`,
-/// the `__snet_arg_t` typedef and a C-linkage declaration of
-/// `snet_c4snet_box_threw` before it; the generated code puts it in an
-/// `extern "C"` block.
-pub fn trampoline_source_cxx(def: &BoxDef) -> String {
-    format!(
-        "{}static void __snet_call_{1}(void *__snet_h, const __snet_arg_t *__snet_a)\n{{\n    try {{\n        (void){1}({2});\n    }} catch (const std::exception &__snet_e) {{\n        snet_c4snet_box_threw(__snet_h, __snet_e.what());\n    }} catch (...) {{\n        snet_c4snet_box_threw(__snet_h, 0);\n    }}\n}}\n",
-        prototype(def),
-        def.name,
-        call_args(def, 0)
-    )
-}
-
-/// The C prototype of `def`'s box function (parameters unnamed; a field
-/// is a `struct cdata *`, which is `c4snet_data_t *`).
-fn prototype(def: &BoxDef) -> String {
-    let mut proto = format!("void *{}(void *", def.name);
-    for l in &def.inputs {
-        proto.push_str(if l.is_field() {
-            ", struct cdata *"
-        } else {
-            ", int"
-        });
+    /// A C box called while a box of another interface is marked as
+    /// running on the thread (`crash::enter`: a zero handle, but a name)
+    /// leaves that mark as it found it, and a call with nothing running
+    /// leaves nothing running.
+    #[test]
+    fn a_call_restores_what_ran_on_the_thread_before_it() {
+        let lang = C4SNet::from_table(HashMap::from([("quiet".to_string(), quiet as BoxFn)]));
+        let b = lang
+            .resolve(&BoxDef {
+                name: "quiet".into(),
+                inputs: vec![],
+                init: false,
+                outputs: vec![],
+                interface: "C4SNet".into(),
+                code: None,
+                loc: snet_core::Loc {
+                    file: "test.snet".into(),
+                    line: 1,
+                    col: 1,
+                },
+            })
+            .expect("resolves");
+        let prev = crate::crash::enter("outer");
+        b.invoke(&Record::new(), &mut Nothing).expect("runs");
+        assert_eq!(name_of(running()).as_deref(), Some("outer"));
+        crate::crash::leave(prev);
+        assert_eq!(name_of(running()), None);
+        b.invoke(&Record::new(), &mut Nothing).expect("runs");
+        assert_eq!(name_of(running()), None);
+        // SAFETY: this thread's slot, read only.
+        assert_eq!(unsafe { (*current()).hnd }, 0);
     }
-    proto.push_str(");\n");
-    proto
-}
-
-/// The C source of a trampoline for `def`: `static void
-/// __snet_call_NAME(void *__snet_h, const __snet_arg_t *__snet_a)` plus the
-/// box's prototype. Needs the `__snet_arg_t` typedef before it.
-pub fn trampoline_source(def: &BoxDef) -> String {
-    format!(
-        "{}static void __snet_call_{1}(void *__snet_h, const __snet_arg_t *__snet_a)\n{{\n    (void){1}({2});\n}}\n",
-        prototype(def),
-        def.name,
-        call_args(def, 0)
-    )
-}
-
-/// The C source of an external trampoline for `def`'s box function with
-/// `extra` parameters beyond its signature, which receive 0: compiled in
-/// the translation unit of the box source that defines the function (after
-/// it, so that its own type, extra parameters included, is the one called).
-/// Needs nothing before it but that definition.
-pub fn trampoline_source_extra(def: &BoxDef, extra: usize) -> String {
-    format!(
-        "typedef union {{ struct cdata *field; int tag; }} __snet_arg_{0}_t;\nvoid __snet_call_{0}(void *__snet_h, const __snet_arg_{0}_t *__snet_a);\nvoid __snet_call_{0}(void *__snet_h, const __snet_arg_{0}_t *__snet_a)\n{{\n    (void){0}({1});\n}}\n",
-        def.name,
-        call_args(def, extra)
-    )
 }

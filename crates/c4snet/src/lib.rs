@@ -6,6 +6,11 @@
 //! - [`invoke`]: the engine side: [`C4SNet`], a
 //!   [`snet_engine::LanguageInterface`] over a table of box trampolines, and
 //!   the per-invocation handle the box passes back to `C4SNetOut`;
+//! - [`codegen`]: the C source generated for a program's boxes: their
+//!   prototypes, the trampolines that call them, and the names generated
+//!   code reserves (used by `snet build`);
+//! - [`library`]: C box libraries, shared objects of C boxes loaded at
+//!   run time next to boxes of another language;
 //! - [`crash`]: the signal handler that names the box a crash happened in;
 //! - [`rescue`]: before a crash ends the process, a live thread writes the
 //!   records that finished;
@@ -47,17 +52,19 @@
 //! is handed to [`C4SNet::from_table`].
 
 pub mod abi;
+pub mod codegen;
 pub mod crash;
 pub mod data;
 pub mod invoke;
+pub mod library;
 pub mod rescue;
 pub mod text;
 
-pub use data::{codec, data_field, data_of, C4Data, CData, CType, CODEC, INTERFACE};
-pub use invoke::{
-    trampoline_source, trampoline_source_cxx, trampoline_source_extra, BoxEntry, BoxFn, C4SNet,
-    SnetArg, GENERATED_PREFIX,
+pub use codegen::{
+    trampoline_source, trampoline_source_cxx, trampoline_source_extra, GENERATED_PREFIX,
 };
+pub use data::{codec, data_field, data_of, C4Data, CData, CType, CODEC, INTERFACE};
+pub use invoke::{BoxEntry, BoxFn, C4SNet, SnetArg};
 pub use text::{decode_field, encode_data, text_codecs, text_field, C4TextCodec, FieldError};
 
 /// The checked-in header, for tools that write it next to generated code.

@@ -79,7 +79,7 @@ pub struct CallIo {
     /// Outputs emitted since the worker last took them (at most
     /// `2 * YIELD_AFTER - 1`, in a run of calls), inheritance added, ready
     /// to send.
-    pub outs: std::collections::VecDeque<Item>,
+    pub outs: Vec<Item>,
     /// How many of [`CallIo::outs`] were emitted by calls before the
     /// current one (a run of calls): if the current call fails, those
     /// calls finished, and their outputs are still sent (nothing lost).
@@ -292,19 +292,19 @@ impl Emitter {
         let steps = inherit.steps(variant)?;
         let det = det.clone();
         let custody = custody.clone();
-        // The item goes in as a placeholder and is written where it is:
+        // The item is written where it will wait, in the spare room of
+        // `outs` (a `Vec`, which has room to spare; a `VecDeque` has not):
         // only its fields and the empty record's length are stored (an
-        // item pushed whole is built apart and copied, 128 bytes, twice).
-        // The record is empty (the filling makes room if its entries do
-        // not fit inline).
-        outs.push_back(Item::Resume);
-        let may_suspend = !self.y.is_null() && outs.len() >= self.base + YIELD_AFTER;
-        let Some(item) = outs.back_mut() else {
-            unreachable!("just pushed")
-        };
-        // SAFETY: `item` is valid for writes; the placeholder owns
-        // nothing, so it is overwritten without a drop.
-        unsafe {
+        // item pushed whole is built apart and copied, 128 bytes). The
+        // record is empty (the filling makes room if its entries do not
+        // fit inline).
+        outs.reserve(1);
+        let len = outs.len();
+        let may_suspend = !self.y.is_null() && len + 1 >= self.base + YIELD_AFTER;
+        // SAFETY: `reserve` made room for one more item at `len`; it is
+        // written whole before the length covers it.
+        let item = unsafe {
+            let item = outs.as_mut_ptr().add(len);
             std::ptr::write(
                 item,
                 Item::Rec(Rec {
@@ -313,7 +313,9 @@ impl Emitter {
                     origin,
                     custody,
                 }),
-            )
+            );
+            outs.set_len(len + 1);
+            &mut *item
         };
         let Item::Rec(r) = item else {
             unreachable!("just written")
@@ -337,7 +339,7 @@ impl Emitter {
     pub fn discard_slot(&mut self) {
         // SAFETY: as in `push`.
         let outs = unsafe { &mut *std::ptr::addr_of_mut!((*self.io).outs) };
-        outs.pop_back();
+        outs.pop();
     }
 
     #[inline]
@@ -369,7 +371,7 @@ impl Emitter {
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
-        outs.push_back(Item::Rec(Rec {
+        outs.push(Item::Rec(Rec {
             rec,
             det: det.clone(),
             origin,

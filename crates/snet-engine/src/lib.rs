@@ -34,6 +34,7 @@ mod feedback;
 mod filter;
 mod instantiate;
 pub mod instrument;
+pub mod instrument_files;
 mod limit;
 pub mod observe;
 mod output;

@@ -230,9 +230,13 @@ impl SplitSynchrocell {
             loc: ctx.rt.loc(self.sync_node),
         })?;
         match stored {
-            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed, self.sync_node),
+            Stored::Kept => {
+                ctx.rt
+                    .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker())
+            }
             Stored::Fired(rec) => {
-                ctx.rt.released(self.sync_node, pats.len() - 1);
+                ctx.rt
+                    .released(self.sync_node, pats.len() - 1, ctx.stacks.worker());
                 // Only an open cell can fire here after a first `Kept`.
                 if self.open.remove(&v).is_some() {
                     self.fired.insert(v);

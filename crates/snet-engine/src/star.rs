@@ -326,11 +326,13 @@ impl FusedSynchrocell {
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
                 None => {
-                    ctx.rt.note_holding(me, &mut self.listed, self.sync_node);
+                    ctx.rt
+                        .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker());
                     return Ok(());
                 }
                 Some(merged) => {
-                    ctx.rt.released(self.sync_node, pats.len() - 1);
+                    ctx.rt
+                        .released(self.sync_node, pats.len() - 1, ctx.stacks.worker());
                     self.cells.remove(&pos);
                     rec = merged;
                     from = pos + 1;

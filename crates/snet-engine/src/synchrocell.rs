@@ -165,9 +165,13 @@ impl SynchrocellEntity {
                     loc: ctx.rt.loc(self.node),
                 })?;
         match stored {
-            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed, self.node),
+            Stored::Kept => {
+                ctx.rt
+                    .note_holding(me, &mut self.listed, self.node, ctx.stacks.worker())
+            }
             Stored::Fired(rec) => {
-                ctx.rt.released(self.node, self.def.patterns.len() - 1);
+                ctx.rt
+                    .released(self.node, self.def.patterns.len() - 1, ctx.stacks.worker());
                 if let Some(log) = ctx.log.as_deref_mut() {
                     log.fire(self.node, t0, crate::instrument::now_ns());
                 }

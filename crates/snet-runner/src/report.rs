@@ -1,29 +1,17 @@
 //! `--trace`, `--profile` and `--profile-json`: what the engine recorded
-//! ([`snet_engine::instrument`]), written out.
-//!
-//! Every node records its own events and counters. Nodes run in this
-//! process (one node, or `--transport loopback`) are written together.
-//! In a multi-process run (shared memory, MPI) node K ≥ 1 writes its part
-//! of each file beside it (`FILE.node-K`, written under a temporary name
-//! and renamed, so a part that exists is complete) before its process
-//! ends; node 0, after the run, waits for every part (at most
-//! [`PART_WAIT`]), merges them into FILE in node order and removes them.
-//! A trace is one JSON array of Trace Event Format events (each node a
-//! process, `pid` = node); a profile file one JSON object with a `nodes`
-//! array. `--profile` prints each node's table on standard error (in a
+//! ([`snet_engine::instrument`]), written out by
+//! [`snet_engine::instrument_files`] (which says how the nodes of a
+//! multi-process run write their parts and node 0 merges them).
+//! `--profile` prints each node's table on standard error (in a
 //! multi-process run each node prints its own, in one write).
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use snet_core::Rank;
-use snet_engine::instrument::{Instrument, NodeReport, TID_WRITER};
+use snet_engine::instrument::Instrument;
+use snet_engine::instrument_files::{self, Files};
 
 use crate::RunOptions;
-
-/// How long node 0 waits for the other nodes' parts after the run.
-const PART_WAIT: Duration = Duration::from_secs(20);
 
 /// The instrument the options ask for, if any.
 pub(crate) fn instrument(opts: &RunOptions) -> Option<Arc<Instrument>> {
@@ -31,68 +19,11 @@ pub(crate) fn instrument(opts: &RunOptions) -> Option<Arc<Instrument>> {
     any.then(|| Instrument::new(opts.trace.is_some(), opts.trace_sample))
 }
 
-fn part_path(file: &Path, node: Rank) -> PathBuf {
-    let mut s = file.as_os_str().to_owned();
-    s.push(format!(".node-{node}"));
-    PathBuf::from(s)
-}
-
-/// Writes `text` to `path` whole: under a temporary name, then renamed.
-fn write_whole(path: &Path, text: &str) -> Result<(), String> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-fn trace_text(reports: &[NodeReport]) -> String {
-    let mut s = String::new();
-    for r in reports {
-        r.trace_events(&mut s);
-    }
-    s
-}
-
-fn profile_text(reports: &[NodeReport]) -> String {
-    let mut parts = Vec::new();
-    for r in reports {
-        let mut s = String::new();
-        r.profile_json(&mut s);
-        parts.push(s);
-    }
-    parts.join(",\n")
-}
-
-/// Writes the trace file: the events of every part, as one JSON array.
-fn write_trace(path: &Path, parts: &mut [String]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    // Every event line ends with `,`: the last one must not.
-    if let Some(last) = parts.iter_mut().rev().find(|p| !p.is_empty()) {
-        while last.ends_with('\n') || last.ends_with(',') {
-            last.pop();
-        }
-    }
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    f.write_all(b"[\n")?;
-    for p in parts.iter() {
-        f.write_all(p.as_bytes())?;
-    }
-    f.write_all(b"\n]\n")?;
-    f.flush()
-}
-
-fn profile_file(parts: &[String]) -> String {
-    let parts: Vec<&String> = parts.iter().filter(|p| !p.is_empty()).collect();
-    let body: Vec<&str> = parts.iter().map(|s| s.as_str()).collect();
-    format!("{{\"nodes\":[\n{}\n]}}\n", body.join(",\n"))
-}
-
-fn print_tables(reports: &[NodeReport]) {
-    for r in reports {
-        let mut s = String::new();
-        r.profile_table(&mut s);
-        crate::say_raw(&s);
+fn files(opts: &RunOptions) -> Files<'_> {
+    Files {
+        trace: opts.trace.as_deref(),
+        profile: opts.profile_json.as_deref(),
+        table: opts.profile,
     }
 }
 
@@ -100,84 +31,16 @@ fn print_tables(reports: &[NodeReport]) {
 /// prints the tables. Returns an error message for a file that could not
 /// be written.
 pub(crate) fn finish_local(opts: &RunOptions, ins: &Instrument) -> Result<(), String> {
-    let mut reports = ins.take_reports();
-    if let Some(r) = reports.first_mut() {
-        r.name_thread(TID_WRITER, "writer");
-    }
-    if opts.profile {
-        print_tables(&reports);
-    }
-    if let Some(f) = &opts.trace {
-        write_trace(f, &mut [trace_text(&reports)])
-            .map_err(|e| format!("cannot write the trace {}: {e}", f.display()))?;
-    }
-    if let Some(f) = &opts.profile_json {
-        std::fs::write(f, profile_file(&[profile_text(&reports)]))
-            .map_err(|e| format!("cannot write the profile {}: {e}", f.display()))?;
-    }
-    Ok(())
+    instrument_files::finish_local(&files(opts), ins)
 }
 
 /// After node `me`'s run in a multi-process run of `nodes` nodes. Node
-/// K ≥ 1 writes its parts; node 0 gathers them (see the module docs).
+/// K ≥ 1 writes its parts; node 0 gathers them.
 pub(crate) fn finish_node(
     opts: &RunOptions,
     ins: &Instrument,
     me: Rank,
     nodes: u32,
 ) -> Result<(), String> {
-    let mut reports = ins.take_reports();
-    if me == Rank::ROOT {
-        if let Some(r) = reports.first_mut() {
-            r.name_thread(TID_WRITER, "writer");
-        }
-    }
-    if opts.profile {
-        print_tables(&reports);
-    }
-    let files = [
-        (opts.trace.as_ref(), trace_text(&reports), true),
-        (opts.profile_json.as_ref(), profile_text(&reports), false),
-    ];
-    if me != Rank::ROOT {
-        for (file, text, _) in files {
-            if let Some(f) = file {
-                write_whole(&part_path(f, me), &text)?;
-            }
-        }
-        return Ok(());
-    }
-    let deadline = Instant::now() + PART_WAIT;
-    for (file, text, is_trace) in files {
-        let Some(f) = file else { continue };
-        let mut parts = vec![text];
-        let mut missing = Vec::new();
-        for k in Rank::all(nodes).skip(1) {
-            let p = part_path(f, k);
-            while !p.exists() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            match std::fs::read_to_string(&p) {
-                Ok(t) => {
-                    parts.push(t);
-                    let _ = std::fs::remove_file(&p);
-                }
-                Err(_) => missing.push(k.to_string()),
-            }
-        }
-        let written = if is_trace {
-            write_trace(f, &mut parts)
-        } else {
-            std::fs::write(f, profile_file(&parts))
-        };
-        written.map_err(|e| format!("cannot write {}: {e}", f.display()))?;
-        if !missing.is_empty() {
-            return Err(format!(
-                "{}: no part from node {} (it may run on another machine: see docs/observability.md)",
-                f.display(),
-                missing.join(", ")
-            ));
-        }
-    }
-    Ok(())
+    instrument_files::finish_node(&files(opts), ins, me, nodes)
 }

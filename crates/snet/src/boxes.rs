@@ -261,19 +261,47 @@ impl BoxImpl for RustBox {
     }
 }
 
-/// The language interface of Rust boxes: functions by box name.
+/// The language interface of a network's boxes: Rust functions by box
+/// name, then the C boxes of the C box libraries loaded
+/// ([`crate::Network::add_c_library`]), in the order they were added.
 #[derive(Clone, Default)]
 pub(crate) struct RustBoxes {
     pub(crate) table: HashMap<String, Arc<BoxFn>>,
+    pub(crate) c_libraries: Vec<Arc<c4snet::library::Library>>,
+}
+
+impl RustBoxes {
+    /// The names of every box with an implementation: functions and the
+    /// boxes of the C libraries.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.table.keys().map(String::as_str).collect();
+        for l in &self.c_libraries {
+            names.extend(l.names());
+        }
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
 }
 
 impl LanguageInterface for RustBoxes {
     fn resolve(&self, def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+        if !self.table.contains_key(&def.name) {
+            for l in &self.c_libraries {
+                let found = l
+                    .find(def)
+                    .map_err(|e| ResolveError::new(def, ResolveReason::Other(e.to_string())))?;
+                if let Some(call) = found {
+                    let table = HashMap::from([(def.name.clone(), call)]);
+                    return c4snet::library::interface(table).resolve(def);
+                }
+            }
+        }
         let f = self.table.get(&def.name).ok_or_else(|| {
             ResolveError::new(
                 def,
                 ResolveReason::Other(
-                    "no Rust function is registered for it (Network::add_box)".into(),
+                    "no Rust function is registered for it (Network::add_box), nor does a C box library define it (Network::add_c_library)".into(),
                 ),
             )
         })?;

@@ -55,6 +55,11 @@ pub struct Network {
     /// The command node processes are started with, if not a copy of
     /// this program ([`Network::node_command`]).
     pub(crate) node_command: Option<(PathBuf, Vec<OsString>)>,
+    /// The trace file, every how many input records one is followed, and
+    /// the profile file ([`Network::trace`], [`Network::profile`]).
+    pub(crate) trace: Option<PathBuf>,
+    pub(crate) trace_sample: u64,
+    pub(crate) profile: Option<PathBuf>,
 }
 
 /// A box the program declares, as [`Network::box_signatures`] lists it.
@@ -110,8 +115,7 @@ pub enum Transport {
 
 impl fmt::Debug for Network {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut boxes: Vec<&str> = self.boxes.table.keys().map(String::as_str).collect();
-        boxes.sort_unstable();
+        let boxes = self.boxes.names();
         f.debug_struct("Network")
             .field("boxes", &boxes)
             .field("workers", &self.workers)
@@ -235,6 +239,9 @@ impl Network {
                 warnings: diagnostics,
                 codecs: Vec::new(),
                 node_command: None,
+                trace: None,
+                trace_sample: 1000,
+                profile: None,
             }),
             _ => Err(LoadError {
                 rendered: snet_front::render(&compiled.diagnostics, name, text, false),
@@ -325,6 +332,34 @@ impl Network {
         self
     }
 
+    /// Writes a trace of each run to `path`, as `snet run --trace` does
+    /// (Trace Event Format JSON, for Perfetto or `chrome://tracing`: one
+    /// process per node, one thread per worker, an event per box call,
+    /// synchrocell firing and entity batch, boxes by name), following the
+    /// records of every `sample`th input record hop by hop (`snet run
+    /// --trace-sample`; 0: none). With node processes each writes its part
+    /// beside the file and node 0 merges them when the run has ended.
+    pub fn trace(&mut self, path: impl Into<PathBuf>, sample: u64) -> &mut Network {
+        self.trace = Some(path.into());
+        self.trace_sample = sample;
+        self
+    }
+
+    /// Writes no trace and no profile (the default).
+    pub fn no_trace(&mut self) -> &mut Network {
+        self.trace = None;
+        self.profile = None;
+        self
+    }
+
+    /// Writes the profile of each run to `path` as JSON, as `snet run
+    /// --profile-json` does (per node and component: calls, records in and
+    /// out, busy time, longest inbox; what `snet graph --profile` draws).
+    pub fn profile(&mut self, path: impl Into<PathBuf>) -> &mut Network {
+        self.profile = Some(path.into());
+        self
+    }
+
     /// The boxes the program declares, in declaration order, with their
     /// signatures: what an embedding for another language needs to call a
     /// function with a box's inputs and to match its outputs to variants.
@@ -360,6 +395,70 @@ impl Network {
         self.codecs.retain(|c| c.name() != codec.name());
         self.codecs.push(codec);
         self
+    }
+
+    /// Takes the C boxes of the C box library at `path` (a shared object
+    /// compiled from [`Network::c_library_files`] and the boxes' C
+    /// sources): every box of the program the library defines runs its C
+    /// function, unless a function is registered for it
+    /// ([`Network::add_box`], which wins). Returns the names of those
+    /// boxes. Fails naming the library when it cannot be loaded (the
+    /// loader's message names a symbol it lacks), was not made by snet, or
+    /// was made for another declaration of one of the boxes. Every process
+    /// of a [`Transport::Shm`] run loads the same libraries.
+    ///
+    /// Fields pass between C boxes and the others as C4SNet data
+    /// ([`Field`](crate::Field) is a C4SNet array already).
+    pub fn add_c_library(&mut self, path: impl AsRef<Path>) -> Result<Vec<String>, LoadError> {
+        let fail = |e: c4snet::library::LibraryError| LoadError {
+            rendered: format!("error: {e}"),
+            diagnostics: Vec::new(),
+        };
+        let lib = c4snet::library::Library::open(path.as_ref()).map_err(fail)?;
+        let mut names = Vec::new();
+        for def in self.c_boxes() {
+            if lib.find(def).map_err(fail)?.is_some() {
+                names.push(def.name.clone());
+            }
+        }
+        self.boxes.c_libraries.push(Arc::new(lib));
+        Ok(names)
+    }
+
+    /// The program's boxes of the C4SNet interface, each name once.
+    fn c_boxes(&self) -> Vec<&snet_core::BoxDef> {
+        let mut seen = std::collections::HashSet::new();
+        self.graph
+            .boxes
+            .iter()
+            .filter(|b| b.interface == c4snet::INTERFACE && seen.insert(b.name.as_str()))
+            .collect()
+    }
+
+    /// The files to compile, with the C sources of the program's C boxes,
+    /// into a C box library for [`Network::add_c_library`]: `(file name,
+    /// text)` of the generated box table (`snet_library.c`), the C4SNet
+    /// functions of the library (`snet_c4snet.c`) and the header the box
+    /// sources include (`C4SNet.h`). For example, with the three written
+    /// to a directory `gen`:
+    ///
+    /// ```text
+    /// cc -shared -fPIC -Wl,-z,defs -I gen -o libboxes.so gen/snet_library.c gen/snet_c4snet.c boxes.c
+    /// ```
+    ///
+    /// (`-z defs` makes the link report a box function used but defined
+    /// nowhere, by name.) The box table refers to every C box of the
+    /// program weakly: boxes the sources do not define are left to other
+    /// languages.
+    pub fn c_library_files(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                "snet_library.c",
+                c4snet::library::library_source(&self.c_boxes()),
+            ),
+            ("snet_c4snet.c", c4snet::library::LIBRARY_GLUE.to_string()),
+            ("C4SNet.h", c4snet::HEADER.to_string()),
+        ]
     }
 
     /// Starts the node processes of a [`Transport::Shm`] run as

@@ -64,6 +64,8 @@ pub(crate) enum Kind {
     },
     /// Functions registered for names the program has no box of.
     UnknownBox(String),
+    /// The trace or profile file could not be written.
+    Report(String),
 }
 
 /// What kind of failure a [`RunError`] is. More kinds may come: match
@@ -115,6 +117,10 @@ pub enum RunErrorKind {
     Ended,
     /// A run over shared memory could not start.
     Setup,
+    /// The trace or profile file ([`Network::trace`],
+    /// [`Network::profile`]) could not be written (the run itself went
+    /// well).
+    Report,
     /// An error of the runtime itself (a bug: please report it).
     Internal,
 }
@@ -200,6 +206,7 @@ impl RunError {
                 }
             }
             Kind::UnknownBox(_) => RunErrorKind::UnknownBox,
+            Kind::Report(_) => RunErrorKind::Report,
         }
     }
 
@@ -283,7 +290,7 @@ impl fmt::Display for RunError {
             Kind::NodeEnded { node, how } => {
                 write!(f, "node {node} {how} (after node 0's part of the run)")
             }
-            Kind::UnknownBox(m) => f.write_str(m),
+            Kind::UnknownBox(m) | Kind::Report(m) => f.write_str(m),
         }
     }
 }
@@ -541,11 +548,24 @@ impl Network {
         for c in &self.codecs {
             codecs.add(Arc::new(crate::custom::CodecAdapter(c.clone())));
         }
+        let instrument = (self.trace.is_some() || self.profile.is_some()).then(|| {
+            snet_engine::instrument::Instrument::new(self.trace.is_some(), self.trace_sample)
+        });
         Config {
             workers: self.workers,
             box_concurrency: self.box_concurrency,
             codecs,
+            instrument,
             ..Config::default()
+        }
+    }
+
+    /// The trace and profile files asked for.
+    pub(crate) fn report_files(&self) -> snet_engine::instrument_files::Files<'_> {
+        snet_engine::instrument_files::Files {
+            trace: self.trace.as_deref(),
+            profile: self.profile.as_deref(),
+            table: false,
         }
     }
 
@@ -592,6 +612,7 @@ impl Network {
         let boxes = Arc::new(self.boxes.clone());
         let nodes = self.nodes;
         let node_command = self.node_command.clone();
+        let (trace, profile) = (self.trace.clone(), self.profile.clone());
         let io: (Box<dyn Source>, Box<dyn Sink>) = (
             Box::new(ChannelSource(in_rx)),
             Box::new(ChannelSink(out_tx)),
@@ -603,17 +624,26 @@ impl Network {
                 if let Some(m) = unknown {
                     return Err(RunError(Kind::UnknownBox(m)));
                 }
+                let files = snet_engine::instrument_files::Files {
+                    trace: trace.as_deref(),
+                    profile: profile.as_deref(),
+                    table: false,
+                };
                 if shm {
-                    crate::shm::run_root(
+                    return crate::shm::run_root(
                         graph,
                         &config,
                         io,
                         &boxes,
                         nodes,
-                        &fingerprint,
-                        node_command.as_ref(),
-                    )
-                } else if nodes > 1 {
+                        crate::shm::Launch {
+                            fingerprint: &fingerprint,
+                            command: node_command.as_ref(),
+                        },
+                        &files,
+                    );
+                }
+                let result = if nodes > 1 {
                     snet_engine::run_loopback(graph, &config, Some(io), &*boxes, nodes)
                         .map(|_| ())
                         .map_err(engine)
@@ -621,6 +651,14 @@ impl Network {
                     snet_engine::run(graph, &config, Some(io), &*boxes, &SingleNode)
                         .map(|_| ())
                         .map_err(engine)
+                };
+                let written = match &config.instrument {
+                    Some(ins) => snet_engine::instrument_files::finish_local(&files, ins),
+                    None => Ok(()),
+                };
+                match (result, written) {
+                    (Ok(()), Err(e)) => Err(RunError(Kind::Report(e))),
+                    (result, _) => result,
                 }
             })
             .expect("spawn the run's thread");

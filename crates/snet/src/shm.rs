@@ -53,15 +53,22 @@ pub(crate) const NETWORK_VAR: &str = "SNET_RUST_NETWORK";
 /// What a node process checks it joins: the program (its name, text and
 /// entry), the node count and the names of the registered boxes, as hex.
 pub(crate) fn fingerprint(net: &Network) -> String {
-    let mut names: Vec<&str> = net.boxes.table.keys().map(String::as_str).collect();
-    names.sort_unstable();
+    let names = net.boxes.names();
     let mut h = DefaultHasher::new();
     (net.source_hash, net.nodes, names).hash(&mut h);
     format!("{:016x}", h.finish())
 }
 
+/// How node 0 starts the node processes: the network's [`fingerprint`]
+/// they check, and the command they run, if not a copy of this program.
+pub(crate) struct Launch<'a> {
+    pub(crate) fingerprint: &'a str,
+    pub(crate) command: Option<&'a (std::path::PathBuf, Vec<std::ffi::OsString>)>,
+}
+
 /// Node 0 of a shared-memory run of `nodes` nodes: creates the segment,
-/// starts the node processes, runs on `io` and waits for the others.
+/// starts the node processes, runs on `io`, waits for the others and
+/// gathers the trace and profile `files`.
 /// Call it on a thread that lives as long as the run.
 pub(crate) fn run_root(
     graph: Arc<snet_core::Graph>,
@@ -69,9 +76,13 @@ pub(crate) fn run_root(
     io: (Box<dyn Source>, Box<dyn Sink>),
     boxes: &RustBoxes,
     nodes: u32,
-    fingerprint: &str,
-    command: Option<&(std::path::PathBuf, Vec<std::ffi::OsString>)>,
+    launch: Launch<'_>,
+    files: &snet_engine::instrument_files::Files<'_>,
 ) -> Result<(), RunError> {
+    let Launch {
+        fingerprint,
+        command,
+    } = launch;
     let setup = |e: String| RunError::new(Kind::Setup(e));
     let g = snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy);
     let seg = snet_shm::segment::Segment::create(g)
@@ -89,13 +100,22 @@ pub(crate) fn run_root(
     // (or are killed after a short grace).
     let grace = Duration::from_secs(if result.is_ok() { 30 } else { 3 });
     let ended = started.wait(grace);
+    // The trace and profile: the other nodes' parts (a failed run's nodes
+    // may never write theirs).
+    let written = match &config.instrument {
+        Some(ins) => {
+            let nodes = if result.is_ok() { nodes } else { 1 };
+            snet_engine::instrument_files::finish_node(files, ins, snet_core::Rank::ROOT, nodes)
+        }
+        None => Ok(()),
+    };
     match result {
         Ok(_) => match ended.iter().find(|e| !e.clean()) {
             Some(e) => Err(RunError::new(Kind::NodeEnded {
                 node: e.node,
                 how: e.describe(),
             })),
-            None => Ok(()),
+            None => written.map_err(|e| RunError::new(Kind::Report(e))),
         },
         Err(e) => Err(RunError::new(Kind::Engine(e))),
     }
@@ -138,7 +158,23 @@ fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(),
     c4snet::crash::set_node(k);
     c4snet::crash::install();
     t.install_field_allocator();
-    match snet_engine::run(net.graph.clone(), &net.config(), None, &net.boxes, &t) {
+    let config = net.config();
+    let result = snet_engine::run(net.graph.clone(), &config, None, &net.boxes, &t);
+    if let Some(ins) = &config.instrument {
+        let me = snet_core::Rank(k);
+        if let Err(e) =
+            snet_engine::instrument_files::finish_node(&net.report_files(), ins, me, net.nodes)
+        {
+            let _ = std::io::stderr().lock().write_all(
+                format!(
+                    "error: node {k}: {e}
+"
+                )
+                .as_bytes(),
+            );
+        }
+    }
+    match result {
         Ok(_) => Ok(()),
         Err(e @ EngineError::Distribution(_)) => Err(fail(e.to_string())),
         Err(_) => Err(None),

@@ -602,3 +602,71 @@ fn emit_takes_a_variant_whose_labels_are_out_of_the_records_order() {
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].tag("p"), out[0].tag("w")), (Some(5), Some(4)));
 }
+
+/// A C box library (`Network::c_library_files` and a C source, compiled
+/// with `cc`) gives the program's C box; a Rust function for the other box
+/// of the library wins over its C one; the library refuses a program that
+/// declares one of its boxes otherwise.
+#[test]
+fn c_boxes_from_a_library_next_to_rust_boxes() {
+    let program = "box inc((a) -> (b)); box twice((b) -> (c)); net flow connect inc .. twice;";
+    let mut net = Network::from_source("flow.snet", program).expect("compiles");
+    let dir = std::env::temp_dir().join(format!("snet-api-clib-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    for (name, text) in net.c_library_files() {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+    std::fs::write(
+        dir.join("boxes.c"),
+        "#include \"C4SNet.h\"\n\
+         void *inc(void *hnd, c4snet_data_t *a)\n\
+         { long v = *(long *)C4SNetGetData(a) + 1; C4SNetFree(a); C4SNetOut(hnd, 1, C4SNetCreate(CTYPE_long, 1, &v)); return hnd; }\n\
+         void *twice(void *hnd, c4snet_data_t *b) { C4SNetOut(hnd, 1, b); return hnd; }\n",
+    )
+    .expect("write");
+    let lib = dir.join("libflow.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = std::process::Command::new(cc)
+        .args(["-shared", "-fPIC", "-Wl,-z,defs", "-I"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&lib)
+        .args(["snet_library.c", "snet_c4snet.c", "boxes.c"].map(|f| dir.join(f)))
+        .status()
+        .expect("run cc");
+    assert!(built.success());
+    let mut names = net.add_c_library(&lib).expect("loads");
+    names.sort();
+    assert_eq!(names, ["inc", "twice"]);
+    net.add_box("twice", |input, out| {
+        let b = input
+            .field("b")?
+            .as_slice::<i64>()
+            .ok_or("b is not a long")?[0];
+        out.emit(1, Record::new().with_field("c", Field::scalar(b * 2)))?;
+        Ok(())
+    })
+    .workers(2);
+    let out = net
+        .run((0..5).map(|i| Record::new().with_field("a", Field::scalar(i as i64))))
+        .expect("runs");
+    let mut cs: Vec<i64> = out
+        .iter()
+        .map(|r| r.field("c").and_then(|f| f.as_slice::<i64>()).expect("c")[0])
+        .collect();
+    cs.sort();
+    assert_eq!(cs, [2, 4, 6, 8, 10]);
+
+    let mut other =
+        Network::from_source("other.snet", "box inc((a, <t>) -> (b)); net o connect inc;")
+            .expect("compiles");
+    let e = other.add_c_library(&lib).expect_err("another signature");
+    let text = e.to_string();
+    assert!(
+        text.contains("libflow.so")
+            && text.contains("inc((a) -> (b))")
+            && text.contains("inc((a, <t>) -> (b))"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
