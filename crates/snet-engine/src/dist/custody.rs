@@ -26,10 +26,17 @@
 //!   of the node then ends the run, naming what it held:
 //!   [`snet_core::Graph::replay_boundary`]).
 //!
-//! Not built yet (so `Respawn` is not offered to users): respawning a lost
-//! node and replaying the log to it. With [`OnNodeLoss::Fail`] (the
-//! default) nothing here runs: no log, no token, no frame, the same bytes
-//! on the wire as before.
+//! * **A lost node** (`managers::replace`): node 0 ends the run if the
+//!   node may have held what replay cannot restore, or held a record
+//!   through [`REPLAY_TRIES`] losses (a poison record); else it has the
+//!   transport start a replacement ([`super::Transport::replace`]: the
+//!   loopback transport can, shm cannot yet) and sends it the node's
+//!   `Open`s and the log again ([`Log::lose`], `Seq` frames numbering
+//!   the records as before).
+//!
+//! `Respawn` is not offered by `snet run` yet (shm cannot replace a node).
+//! With [`OnNodeLoss::Fail`] (the default) nothing here runs: no log, no
+//! token, no frame, the same bytes on the wire as before.
 
 use std::collections::BTreeMap;
 use std::sync::Weak;

@@ -30,9 +30,14 @@
 //! same message* rather than for the next hop's `Ack` (`RetireOnSend` in
 //! the model): the engine makes the two one atomic step, which the model
 //! does not, and that is what makes it exact there (node 0 never loses
-//! them). Not implemented: `Pin`, `PinOk`, `Restore`, `Adopt`,
-//! `StateDone`, `Lost`, `Flush`, duplicate sets, and the `Loss` action's
-//! recovery: a real loss still ends the run.
+//! them). The `Loss` action's recovery in `respawn` mode, for that slice
+//! and on loopback nodes only: node 0 replaces the node and sends it its
+//! log again (the model's replay of unretired log entries); the credit
+//! is recovered from node 0's per-node balance instead of an epoch
+//! (`Lost`/`Flush`), which is exact when the lost node talks to node 0
+//! only. Not implemented: `Pin`, `PinOk`, `Restore`, `Adopt`,
+//! `StateDone`, `Lost`, `Flush`, duplicate sets: a loss where those are
+//! needed ends the run (`Graph::replay_boundary`).
 //!
 //! Properties checked at every state the explorer reaches:
 //! * **exact output**: when node 0 ends the run, its output (a multiset)
