@@ -420,6 +420,7 @@ impl BoxEntity {
                     inherit: Inherit::default(),
                     det: Stamps::new(),
                     origin: Origin::NONE,
+                    custody: None,
                     outs: Vec::new(),
                     call_outs: 0,
                     error: None,
@@ -482,6 +483,7 @@ impl BoxEntity {
         self.c.io.input = rec.rec;
         self.c.io.det = rec.det;
         self.c.io.origin = rec.origin;
+        self.c.io.custody = rec.custody;
         self.c.io.call_outs = self.c.io.outs.len();
         let stack = match ctx.stacks.take() {
             Ok(s) => s,
@@ -614,8 +616,10 @@ impl BoxEntity {
                         Err(self.error(e, ctx).caused_by(self.c.io.origin))
                     }
                 };
-                // The input's fields are released when the call returns.
+                // The input's fields are released when the call returns,
+                // and its custody (the outputs hold their own).
                 self.c.io.input = Record::new();
+                self.c.io.custody = None;
                 if self.c.io.outs.capacity() > 2 * YIELD_AFTER {
                     self.c.io.outs = Vec::new();
                 }
@@ -748,6 +752,7 @@ impl BoxEntity {
             rec,
             mut det,
             origin,
+            custody,
         }) = item
         else {
             order.deliver(s, VecDeque::from([item]), true, ctx);
@@ -769,7 +774,15 @@ impl BoxEntity {
         }
         det.push(s);
         let lane = lanes[k].clone();
-        ctx.send(&lane, Item::Rec(Rec { rec, det, origin }));
+        ctx.send(
+            &lane,
+            Item::Rec(Rec {
+                rec,
+                det,
+                origin,
+                custody,
+            }),
+        );
         Ok(())
     }
 }

@@ -128,7 +128,14 @@ pub struct Rec {
     pub rec: Record,
     pub det: Stamps,
     pub origin: Origin,
+    /// On a node other than 0 of a run that survives a lost node: the
+    /// item from node 0 this record derives from, whose `Done` waits for
+    /// it ([`crate::dist::custody`]); `None` everywhere else.
+    pub custody: Custody,
 }
+
+/// A record's custody token ([`Rec::custody`]).
+pub type Custody = Option<std::sync::Arc<crate::dist::custody::Token>>;
 
 impl Rec {
     /// A record of no input record (for the model checks).
@@ -138,6 +145,7 @@ impl Rec {
             rec,
             det: Stamps::new(),
             origin: Origin::NONE,
+            custody: None,
         }
     }
 }

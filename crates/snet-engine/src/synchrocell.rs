@@ -141,7 +141,13 @@ impl SynchrocellEntity {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det, origin }) = item else {
+        let Item::Rec(Rec {
+            rec,
+            det,
+            origin,
+            custody,
+        }) = item
+        else {
             ctx.send(&self.next, item);
             return Ok(());
         };
@@ -169,9 +175,25 @@ impl SynchrocellEntity {
                 if let Some(log) = ctx.log.as_deref_mut() {
                     log.fire(self.node, t0, crate::instrument::now_ns());
                 }
-                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
+                ctx.send(
+                    &self.next,
+                    Item::Rec(Rec {
+                        rec,
+                        det,
+                        origin,
+                        custody,
+                    }),
+                )
             }
-            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
+            Stored::Passed(rec) => ctx.send(
+                &self.next,
+                Item::Rec(Rec {
+                    rec,
+                    det,
+                    origin,
+                    custody,
+                }),
+            ),
         }
         Ok(())
     }

@@ -38,6 +38,8 @@
 //! | 6 | Shutdown | |
 //! | 7 | Bytes | field id (at the sender), codec name, meta bytes; the body is the payload |
 //! | 8 | Ack | count (items received from the receiver, now acknowledged) |
+//! | 9 | Done | item identity (everything derived from it has left the sender) |
+//! | 10 | Seq | the identity of the next item from the sender (a replay's) |
 //!
 //! A connection is its creator node and counter; stamps are a count and
 //! the numbers. The Items count is written as a four-byte varint (padded
@@ -233,6 +235,8 @@ const FAIL: u8 = 5;
 const SHUTDOWN: u8 = 6;
 const BYTES: u8 = 7;
 const ACK: u8 = 8;
+const DONE: u8 = 9;
+const SEQ: u8 = 10;
 
 /// Items counts below this fit the four-byte form patched in place.
 const COUNT4_LIMIT: u64 = 1 << 28;
@@ -452,6 +456,15 @@ pub enum Frame<'a> {
     /// The sender acknowledges `count` items the receiver sent it
     /// (back-pressure across nodes).
     Ack { count: u64 },
+    /// Custody (`--on-node-loss respawn`): every record derived on the
+    /// sender from the item the receiver sent it as its `id`th item (from
+    /// 0, counting every item the receiver sent the sender) has left the
+    /// sender, in this message or an earlier one: the receiver drops the
+    /// item from its log (`dist::custody`).
+    Done { id: u64 },
+    /// Custody: the next item the sender sends the receiver is its `next`th
+    /// (node 0 replaying its log to a replacement node).
+    Seq { next: u64 },
 }
 
 /// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
@@ -487,6 +500,12 @@ pub enum FrameRef<'a> {
     },
     Ack {
         count: u64,
+    },
+    Done {
+        id: u64,
+    },
+    Seq {
+        next: u64,
     },
 }
 
@@ -585,6 +604,8 @@ impl<'a> Message<'a> {
                     meta: Cow::Borrowed(meta),
                 },
                 FrameRef::Ack { count } => Frame::Ack { count },
+                FrameRef::Done { id } => Frame::Done { id },
+                FrameRef::Seq { next } => Frame::Seq { next },
             });
         }
         Ok(Message { credit, frames })
@@ -653,6 +674,14 @@ impl Frame<'_> {
                 out.push(ACK);
                 put_u(out, *count);
             }
+            Frame::Done { id } => {
+                out.push(DONE);
+                put_u(out, *id);
+            }
+            Frame::Seq { next } => {
+                out.push(SEQ);
+                put_u(out, *next);
+            }
         }
     }
 
@@ -686,6 +715,8 @@ impl Frame<'_> {
                 meta: owned(meta),
             },
             Frame::Ack { count } => Frame::Ack { count },
+            Frame::Done { id } => Frame::Done { id },
+            Frame::Seq { next } => Frame::Seq { next },
         }
     }
 }
@@ -971,6 +1002,8 @@ impl<'a> Reader<'a> {
                 meta: self.bytes()?,
             },
             ACK => FrameRef::Ack { count: self.u()? },
+            DONE => FrameRef::Done { id: self.u()? },
+            SEQ => FrameRef::Seq { next: self.u()? },
             k => {
                 self.at -= 1;
                 return self.err(Malformed::UnknownFrame(k));
@@ -1162,6 +1195,13 @@ impl Encoder {
         }
     }
 
+    /// Node `to` was replaced: its dictionary starts again.
+    pub fn forget(&mut self, to: Rank) {
+        if let Some(d) = self.dicts.get_mut(to.index()) {
+            d.clear();
+        }
+    }
+
     fn label(&mut self, to: Rank, l: Label, out: &mut Vec<u8>) {
         let dict = &mut self.dicts[to.index()];
         match dict.get(&l) {
@@ -1261,6 +1301,13 @@ impl Decoder {
         }
     }
 
+    /// Node `from` was replaced: its dictionary starts again.
+    pub fn forget(&mut self, from: Rank) {
+        if let Some(d) = self.dicts.get_mut(from.index()) {
+            d.clear();
+        }
+    }
+
     /// The label `l` (read at byte `at`) from node `from` stands for.
     #[inline(always)]
     fn label(&mut self, from: Rank, l: WireLabel, at: usize) -> Result<Label, WireError> {
@@ -1333,7 +1380,12 @@ impl Decoder {
                     };
                     rec.set(l, v);
                 }
-                Item::Rec(Rec { rec, det, origin })
+                Item::Rec(Rec {
+                    rec,
+                    det,
+                    origin,
+                    custody: None,
+                })
             }
             ItemHead::Marker(m) => Item::Marker(m),
             ItemHead::Resume => Item::Resume,

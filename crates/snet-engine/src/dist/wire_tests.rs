@@ -33,6 +33,7 @@ fn records_markers_and_labels_round_trip() {
             rec,
             det,
             origin: Origin::input(7, Some(9)),
+            custody: None,
         }),
         Item::Marker(Marker {
             owner: 1 << 48,
@@ -115,6 +116,41 @@ fn records_markers_and_labels_round_trip() {
     );
 }
 
+/// Custody's `Done` frame: kind 9 and the item's identity as a varint,
+/// after the items of the same message (a commit is one message).
+#[test]
+fn done_frames_round_trip_after_their_items() {
+    let conn = ConnId {
+        origin: Rank(0),
+        seq: 3,
+    };
+    let m = Message {
+        credit: Dyadic::zero(),
+        frames: vec![
+            Frame::Items {
+                conn,
+                items: vec![WireItem::Resume],
+            },
+            Frame::Done { id: 0 },
+            Frame::Done { id: 300 },
+            Frame::Seq { next: 5 },
+        ],
+    };
+    let mut b = Vec::new();
+    m.encode(&mut b);
+    assert_eq!(&b[b.len() - 7..], &[DONE, 0, DONE, 0xac, 0x02, SEQ, 5]);
+    assert_eq!(Message::decode(&b).unwrap(), m);
+    let (_, mut r) = MessageReader::new(&b).unwrap();
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(FrameRef::Items { conn, count: 1 })
+    );
+    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Done { id: 0 }));
+    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Done { id: 300 }));
+    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Seq { next: 5 }));
+    assert_eq!(r.next_frame().unwrap(), None);
+}
+
 #[test]
 fn malformed_messages_are_errors_that_say_where() {
     let err = |b: &[u8]| Message::decode(b).unwrap_err();
@@ -123,16 +159,18 @@ fn malformed_messages_are_errors_that_say_where() {
     assert_eq!(err(&[2, 0, 3]).what, Malformed::BadCredit);
     assert_eq!(err(&[2, 3, 1]).what, Malformed::BadCredit);
     assert_eq!(
-        err(&[0, 9]),
+        err(&[0, 11]),
         WireError {
             at: 1,
-            what: Malformed::UnknownFrame(9)
+            what: Malformed::UnknownFrame(11)
         }
     );
     assert_eq!(
-        err(&[0, 9]).to_string(),
-        "malformed message at byte 1: unknown frame kind 9"
+        err(&[0, 11]).to_string(),
+        "malformed message at byte 1: unknown frame kind 11"
     );
+    assert_eq!(err(&[0, DONE]).what, Malformed::Truncated);
+    assert_eq!(err(&[0, SEQ, 0x80]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH, 0x80]).what, Malformed::Truncated);
     let mut long = vec![0, FETCH];
@@ -424,6 +462,8 @@ mod props {
             text().prop_map(|message| Frame::Fail { message }),
             Just(Frame::Shutdown),
             any::<u64>().prop_map(|count| Frame::Ack { count }),
+            any::<u64>().prop_map(|id| Frame::Done { id }),
+            any::<u64>().prop_map(|next| Frame::Seq { next }),
             (any::<u64>(), text(), bytes()).prop_map(|(id, codec, meta)| Frame::Bytes {
                 id,
                 codec,

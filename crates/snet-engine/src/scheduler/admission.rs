@@ -189,6 +189,7 @@ impl Shared {
                 rec,
                 det: Stamps::new(),
                 origin,
+                custody: None,
             })) {
                 Offer::Licensed(item) => {
                     debug_assert!(task.is_none(), "two licences for one entity");
