@@ -573,6 +573,7 @@ fn followed_records_carry_their_flow_id() {
             rec,
             det,
             origin: o,
+            custody: None,
         });
         // Each alone (an encoder of its own: the label is new to each).
         let mut one = Vec::new();
