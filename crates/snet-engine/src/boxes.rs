@@ -420,7 +420,6 @@ impl BoxEntity {
                     inherit: Inherit::default(),
                     det: Stamps::new(),
                     origin: Origin::NONE,
-                    custody: None,
                     outs: Vec::new(),
                     call_outs: 0,
                     error: None,
@@ -483,7 +482,6 @@ impl BoxEntity {
         self.c.io.input = rec.rec;
         self.c.io.det = rec.det;
         self.c.io.origin = rec.origin;
-        self.c.io.custody = rec.custody;
         self.c.io.call_outs = self.c.io.outs.len();
         let stack = match ctx.stacks.take() {
             Ok(s) => s,
@@ -617,9 +615,9 @@ impl BoxEntity {
                     }
                 };
                 // The input's fields are released when the call returns,
-                // and its custody (the outputs hold their own).
+                // and its custody token (the outputs hold their own).
                 self.c.io.input = Record::new();
-                self.c.io.custody = None;
+                drop(self.c.io.det.take_custody());
                 if self.c.io.outs.capacity() > 2 * YIELD_AFTER {
                     self.c.io.outs = Vec::new();
                 }
@@ -752,7 +750,6 @@ impl BoxEntity {
             rec,
             mut det,
             origin,
-            custody,
         }) = item
         else {
             order.deliver(s, VecDeque::from([item]), true, ctx);
@@ -774,15 +771,7 @@ impl BoxEntity {
         }
         det.push(s);
         let lane = lanes[k].clone();
-        ctx.send(
-            &lane,
-            Item::Rec(Rec {
-                rec,
-                det,
-                origin,
-                custody,
-            }),
-        );
+        ctx.send(&lane, Item::Rec(Rec { rec, det, origin }));
         Ok(())
     }
 }

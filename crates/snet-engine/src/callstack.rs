@@ -74,8 +74,6 @@ pub struct CallIo {
     /// The stamps and origin of the input, which every output carries.
     pub det: Stamps,
     pub origin: Origin,
-    /// The input's custody token, which every output carries too.
-    pub custody: crate::entity::Custody,
     /// Outputs emitted since the worker last took them (at most
     /// `2 * YIELD_AFTER - 1`, in a run of calls), inheritance added, ready
     /// to send.
@@ -147,8 +145,6 @@ impl CallIo {
         // SAFETY: as for the record.
         self.det = unsafe { std::ptr::read(&r.det) };
         self.origin = r.origin;
-        // SAFETY: as for the record (the previous call's token is dropped).
-        self.custody = unsafe { std::ptr::read(&r.custody) };
         std::mem::forget(more.pop_front());
         self.pulled += 1;
         if !self.now.is_null() {
@@ -275,14 +271,13 @@ impl Emitter {
         // SAFETY: as in `push`; `outs` is not borrowed elsewhere while the
         // slot lives (the interface only fills it, then commits or
         // discards it).
-        let (def, input, inherit, det, origin, custody, outs) = unsafe {
+        let (def, input, inherit, det, origin, outs) = unsafe {
             (
                 &*std::ptr::addr_of!((*self.io).def),
                 &*std::ptr::addr_of!((*self.io).input),
                 &*std::ptr::addr_of!((*self.io).inherit),
                 &*std::ptr::addr_of!((*self.io).det),
                 *std::ptr::addr_of!((*self.io).origin),
-                &*std::ptr::addr_of!((*self.io).custody),
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
@@ -291,7 +286,6 @@ impl Emitter {
         }
         let steps = inherit.steps(variant)?;
         let det = det.clone();
-        let custody = custody.clone();
         // The item is written where it will wait, in the spare room of
         // `outs` (a `Vec`, which has room to spare; a `VecDeque` has not):
         // only its fields and the empty record's length are stored (an
@@ -311,7 +305,6 @@ impl Emitter {
                     rec: Record::new(),
                     det,
                     origin,
-                    custody,
                 }),
             );
             outs.set_len(len + 1);
@@ -363,11 +356,10 @@ impl Emitter {
         // SAFETY: `io` is the pointer the last resume passed in; the worker
         // does not touch the `CallIo` while the call runs. Only the fields
         // used are borrowed: the box holds a reference to `input`.
-        let (det, origin, custody, outs) = unsafe {
+        let (det, origin, outs) = unsafe {
             (
                 &*std::ptr::addr_of!((*self.io).det),
                 *std::ptr::addr_of!((*self.io).origin),
-                &*std::ptr::addr_of!((*self.io).custody),
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
@@ -375,7 +367,6 @@ impl Emitter {
             rec,
             det: det.clone(),
             origin,
-            custody: custody.clone(),
         }));
         self.batch_full();
     }

@@ -30,8 +30,8 @@ impl RemoteEntity {
         // A record in custody for the node it goes to is held until every
         // record derived from the same item is (`dist::custody`).
         if let Item::Rec(r) = &mut item {
-            if r.custody.as_ref().is_some_and(|t| t.from() == self.to) {
-                if let Some(t) = r.custody.take() {
+            if r.det.custody().is_some_and(|t| t.from() == self.to) {
+                if let Some(t) = r.det.take_custody() {
                     t.hold(self.conn, item);
                 }
                 return Ok(());

@@ -181,13 +181,7 @@ impl SplitSynchrocell {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec {
-            rec,
-            det,
-            origin,
-            custody,
-        }) = item
-        else {
+        let Item::Rec(Rec { rec, det, origin }) = item else {
             if !matches!(item, Item::Wake) {
                 ctx.send(&self.next, item);
             }
@@ -244,25 +238,9 @@ impl SplitSynchrocell {
                 if let Some(log) = ctx.log.as_deref_mut() {
                     log.fire(self.sync_node, t0, crate::instrument::now_ns());
                 }
-                ctx.send(
-                    &self.next,
-                    Item::Rec(Rec {
-                        rec,
-                        det,
-                        origin,
-                        custody,
-                    }),
-                );
+                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }));
             }
-            Stored::Passed(rec) => ctx.send(
-                &self.next,
-                Item::Rec(Rec {
-                    rec,
-                    det,
-                    origin,
-                    custody,
-                }),
-            ),
+            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
         }
         Ok(())
     }

@@ -252,13 +252,7 @@ impl FusedSynchrocell {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec {
-            rec,
-            det,
-            origin,
-            custody,
-        }) = item
-        else {
+        let Item::Rec(Rec { rec, det, origin }) = item else {
             ctx.send(&self.next, item);
             return Ok(());
         };
@@ -274,15 +268,7 @@ impl FusedSynchrocell {
         let mut from = 0u64; // the first position the record may still reach
         loop {
             if matches_any(exits, &rec).map_err(eval_err)? {
-                ctx.send(
-                    &self.next,
-                    Item::Rec(Rec {
-                        rec,
-                        det,
-                        origin,
-                        custody,
-                    }),
-                );
+                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }));
                 return Ok(());
             }
             // Patterns that accept the record (guards evaluated on the record alone).
@@ -369,8 +355,6 @@ pub struct FilterStar {
     det: Stamps,
     /// The origin of the input being expanded.
     origin: crate::entity::Origin,
-    /// Its custody token.
-    custody: crate::entity::Custody,
     /// Outputs of the filter being applied.
     outs: Vec<Record>,
     /// In the node's list of suspended entities (an expansion is suspended).
@@ -393,7 +377,6 @@ impl FilterStar {
             work: Vec::new(),
             det: Stamps::new(),
             origin: crate::entity::Origin::NONE,
-            custody: None,
             outs: Vec::new(),
             listed: false,
         }
@@ -414,17 +397,11 @@ impl FilterStar {
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
         match item {
-            Item::Rec(Rec {
-                rec,
-                det,
-                origin,
-                custody,
-            }) => {
+            Item::Rec(Rec { rec, det, origin }) => {
                 debug_assert!(self.work.is_empty(), "an input while another is suspended");
                 self.work.push(rec);
                 self.det = det;
                 self.origin = origin;
-                self.custody = custody;
             }
             Item::Wake if self.work.is_empty() => return Ok(()),
             Item::Wake => {
@@ -451,7 +428,6 @@ impl FilterStar {
             self.work.clear();
             self.outs.clear();
             self.det = Stamps::new();
-            self.custody = None;
         }
         r
     }
@@ -471,7 +447,6 @@ impl FilterStar {
                         rec,
                         det: self.det.clone(),
                         origin: self.origin,
-                        custody: self.custody.clone(),
                     }),
                 );
                 sent += 1;

@@ -141,13 +141,7 @@ impl SynchrocellEntity {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec {
-            rec,
-            det,
-            origin,
-            custody,
-        }) = item
-        else {
+        let Item::Rec(Rec { rec, det, origin }) = item else {
             ctx.send(&self.next, item);
             return Ok(());
         };
@@ -175,25 +169,9 @@ impl SynchrocellEntity {
                 if let Some(log) = ctx.log.as_deref_mut() {
                     log.fire(self.node, t0, crate::instrument::now_ns());
                 }
-                ctx.send(
-                    &self.next,
-                    Item::Rec(Rec {
-                        rec,
-                        det,
-                        origin,
-                        custody,
-                    }),
-                )
+                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
-            Stored::Passed(rec) => ctx.send(
-                &self.next,
-                Item::Rec(Rec {
-                    rec,
-                    det,
-                    origin,
-                    custody,
-                }),
-            ),
+            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
         }
         Ok(())
     }

@@ -623,7 +623,7 @@ impl Net {
         if let Item::Rec(r) = item {
             let t = custody::Token::new(from, id, Arc::downgrade(&self.state));
             if replayable {
-                r.custody = Some(Arc::new(t));
+                r.det.set_custody(Some(Arc::new(t)));
             }
             // Else `t` is dropped here: done at once.
         }
@@ -874,7 +874,6 @@ mod tests {
             rec: r,
             det: Stamps::new(),
             origin: crate::entity::Origin::input(n as u64, None),
-            custody: None,
         })
     }
 

@@ -1380,12 +1380,7 @@ impl Decoder {
                     };
                     rec.set(l, v);
                 }
-                Item::Rec(Rec {
-                    rec,
-                    det,
-                    origin,
-                    custody: None,
-                })
+                Item::Rec(Rec { rec, det, origin })
             }
             ItemHead::Marker(m) => Item::Marker(m),
             ItemHead::Resume => Item::Resume,

@@ -33,7 +33,6 @@ fn records_markers_and_labels_round_trip() {
             rec,
             det,
             origin: Origin::input(7, Some(9)),
-            custody: None,
         }),
         Item::Marker(Marker {
             owner: 1 << 48,
@@ -573,7 +572,6 @@ fn followed_records_carry_their_flow_id() {
             rec,
             det,
             origin: o,
-            custody: None,
         });
         // Each alone (an encoder of its own: the label is new to each).
         let mut one = Vec::new();

@@ -102,7 +102,6 @@ fn record_stamped(seq: u64) -> Item {
         rec: Record::new(),
         det,
         origin: crate::Origin::NONE,
-        custody: None,
     })
 }
 

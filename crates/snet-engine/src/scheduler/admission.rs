@@ -189,7 +189,6 @@ impl Shared {
                 rec,
                 det: Stamps::new(),
                 origin,
-                custody: None,
             })) {
                 Offer::Licensed(item) => {
                     debug_assert!(task.is_none(), "two licences for one entity");
