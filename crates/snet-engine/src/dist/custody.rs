@@ -15,7 +15,7 @@
 //!   connection whose template replay can restore
 //!   ([`snet_core::Graph::replayable`]: no state across records, no
 //!   markers, no placement inside), a [`Token`]; every record derived
-//!   from it carries a clone ([`crate::entity::Rec::custody`]). A record
+//!   from it carries a clone ([`crate::entity::Stamps::custody`]). A record
 //!   on its way back to node 0 does not leave: the token *holds* it. When
 //!   the last clone is dropped (the last derived record was held, written
 //!   off by a filter, or taken by the next node), the held records and
