@@ -36,8 +36,10 @@ pub mod writer;
 
 pub use background::{BackgroundWriter, FlushSoon};
 pub use codec::{FieldTextError, TextCodec, TextCodecs};
-pub use compare::{canonical, equivalent_multiset, field_string, read_all, read_all_verbatim};
+pub use compare::{
+    canonical, equivalent_multiset, field_string, read_all, read_all_verbatim, StreamDiff,
+};
 pub use error::{ReadError, ReadErrorKind, Unclosed};
 pub use position::Position;
 pub use reader::{RecordReader, StreamItem, DEFAULT_INTERFACE};
-pub use writer::RecordWriter;
+pub use writer::{NoTextForm, RecordWriter};
