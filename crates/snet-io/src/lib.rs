@@ -25,6 +25,8 @@
 //! over the buffered bytes first (`fast.rs`, ~7x fewer instructions); it
 //! leaves anything unusual, and every error, to quick-xml.
 
+#![warn(missing_docs)]
+
 pub mod background;
 pub mod codec;
 pub mod compare;

@@ -186,6 +186,7 @@ impl<W: Write> RecordWriter<W> {
         Ok(self.out.take().expect("present until into_inner"))
     }
 
+    /// The underlying writer.
     pub fn get_ref(&self) -> &W {
         self.out.as_ref().expect("present until into_inner")
     }
