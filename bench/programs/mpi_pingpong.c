@@ -6,7 +6,7 @@
  * Rank 0 sends a message of `bytes` bytes to rank 1 with MPI_Send, rank 1
  * receives it with MPI_Recv into its buffer and sends that buffer back;
  * one round trip.  Same rules as `snet pingpong`
- * (crates/snet-runner/src/pingpong.rs): sizes 8 B .. 256 MiB doubling by
+ * (crates/snet-cli/src/bench/pingpong.rs): sizes 8 B .. 256 MiB doubling by
  * default, reps_for(bytes) timed round trips after max(reps/10, 2) warm-up
  * round trips, the median round trip, and the busy time = CPU time of the
  * thread that calls MPI (CLOCK_THREAD_CPUTIME_ID; Open MPI progresses its

@@ -761,30 +761,46 @@ impl CBox {
             error: None,
         };
         let slot = current();
-        // SAFETY: this thread's slot (see `current`); restored below, once
-        // the box returned (`inv` is alive until then).
-        let prev = unsafe {
-            std::ptr::replace(
-                slot,
-                Current {
-                    hnd: handle,
-                    inv: (&mut inv as *mut Invocation).cast(),
-                    variants: self.variants.as_ptr(),
-                    nvariants: self.variants.len() as std::ffi::c_long,
-                    name: self.name.as_ptr(),
-                    name_len: self.name.len(),
-                    loc: self.loc.as_ptr(),
-                    loc_len: self.loc.len(),
-                    origin,
-                },
-            )
+        let running = Current {
+            hnd: handle,
+            inv: (&mut inv as *mut Invocation).cast(),
+            variants: self.variants.as_ptr(),
+            nvariants: self.variants.len() as std::ffi::c_long,
+            name: self.name.as_ptr(),
+            name_len: self.name.len(),
+            loc: self.loc.as_ptr(),
+            loc_len: self.loc.len(),
+            origin,
         };
-        // SAFETY: the trampoline was generated for this box's signature and
-        // reads exactly `inputs.len()` arguments; field arguments are owned
-        // references handed to the box.
-        unsafe { (self.call)(handle as *mut c_void, args.as_ptr()) };
-        // SAFETY: as above.
-        unsafe { slot.write(prev) };
+        // The common case: nothing runs on this thread, the slot is
+        // `Current::NONE`, so it is set, and cleared again, without saving
+        // the old one first. A zero handle and no name mean exactly that:
+        // the handle, `inv` and the variants are only ever written
+        // together (here and in `suspending`, a zero handle always with
+        // null and 0 beside it), and the crash handler's part (`name`,
+        // `loc`, `origin`, which `crash::enter` sets for boxes of other
+        // interfaces) is `Running::NONE` whenever its name is null.
+        // SAFETY: this thread's slot (see `current`), read only.
+        let idle = unsafe { (*slot).hnd == 0 && (*slot).name.is_null() };
+        if idle {
+            // SAFETY: this thread's slot, cleared once the box returned
+            // (`inv` is alive until then); the trampoline was generated
+            // for this box's signature and reads exactly `inputs.len()`
+            // arguments; field arguments are owned references handed to
+            // the box.
+            unsafe {
+                slot.write(running);
+                (self.call)(handle as *mut c_void, args.as_ptr());
+                slot.write(Current::NONE);
+            }
+        } else {
+            // SAFETY: as above, with the slot restored as it was.
+            unsafe {
+                let prev = std::ptr::replace(slot, running);
+                (self.call)(handle as *mut c_void, args.as_ptr());
+                slot.write(prev);
+            }
+        }
         debug_assert_eq!(inv.handle, handle);
         match inv.error.take() {
             None => Ok(()),
@@ -883,5 +899,62 @@ impl LanguageInterface for C4SNet {
             kinds,
             variants,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `void *quiet(void *hnd)`: emits nothing.
+    unsafe extern "C" fn quiet(_hnd: *mut c_void, _args: *const SnetArg) {}
+
+    struct Nothing;
+
+    impl Emit for Nothing {
+        fn emit(&mut self, _variant: usize, _rec: Record) -> Result<(), BoxError> {
+            Ok(())
+        }
+    }
+
+    fn name_of(r: Running) -> Option<String> {
+        (!r.name.0.is_null()).then(|| {
+            // SAFETY: a name the slot was given: a live `str`'s bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(r.name.0, r.name.1) };
+            String::from_utf8_lossy(bytes).into_owned()
+        })
+    }
+
+    /// A C box called while a box of another interface is marked as
+    /// running on the thread (`crash::enter`: a zero handle, but a name)
+    /// leaves that mark as it found it, and a call with nothing running
+    /// leaves nothing running.
+    #[test]
+    fn a_call_restores_what_ran_on_the_thread_before_it() {
+        let lang = C4SNet::from_table(HashMap::from([("quiet".to_string(), quiet as BoxFn)]));
+        let b = lang
+            .resolve(&BoxDef {
+                name: "quiet".into(),
+                inputs: vec![],
+                init: false,
+                outputs: vec![],
+                interface: "C4SNet".into(),
+                code: None,
+                loc: snet_core::Loc {
+                    file: "test.snet".into(),
+                    line: 1,
+                    col: 1,
+                },
+            })
+            .expect("resolves");
+        let prev = crate::crash::enter("outer");
+        b.invoke(&Record::new(), &mut Nothing).expect("runs");
+        assert_eq!(name_of(running()).as_deref(), Some("outer"));
+        crate::crash::leave(prev);
+        assert_eq!(name_of(running()), None);
+        b.invoke(&Record::new(), &mut Nothing).expect("runs");
+        assert_eq!(name_of(running()), None);
+        // SAFETY: this thread's slot, read only.
+        assert_eq!(unsafe { (*current()).hnd }, 0);
     }
 }

@@ -11,9 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use bench::pingpong::PingpongTarget;
 use clap::{Parser, Subcommand};
-use snet_runner::{FieldMode, Notify, PingpongTarget, TransportKind};
+use snet_runner::{FieldMode, Notify, TransportKind};
 
+mod archive;
+mod bench;
 mod buildcmd;
 mod profile;
 
@@ -85,7 +88,7 @@ enum Cmd {
         file: PathBuf,
         /// Box code: C or C++ (.cpp, .cc, .cxx) sources, objects, static or shared libraries.
         inputs: Vec<PathBuf>,
-        /// The executable to write.
+        /// The executable to write (with --library, the library).
         #[arg(short, long)]
         output: PathBuf,
         /// Extra include directory for the C sources (C4SNet.h is always found).
@@ -114,6 +117,12 @@ enum Cmd {
         /// smaller. A `-g` in --cflags keeps it too.
         #[arg(long)]
         debug: bool,
+        /// Write a C box library (a shared object) instead of an executable:
+        /// the C boxes of a program whose other boxes are Python functions
+        /// (the Python package's `add_c_boxes`) or Rust functions
+        /// (`Network::add_c_library`). C sources only.
+        #[arg(long)]
+        library: bool,
     },
     /// The communication benchmark's ping-pong between node 0 and node 1
     /// (one JSON line per message size; `bench/comm` runs it everywhere).
@@ -242,7 +251,7 @@ fn main() -> ExitCode {
             } else {
                 sizes
             };
-            ExitCode::from(snet_runner::pingpong_command(
+            ExitCode::from(bench::pingpong::pingpong_command(
                 transport, notify, fields, &sizes,
             ))
         }
@@ -251,7 +260,7 @@ fn main() -> ExitCode {
             rounds,
             output,
             fallback,
-        } => ExitCode::from(snet_runner::iobench_command(
+        } => ExitCode::from(bench::iobench::iobench_command(
             &file,
             rounds,
             output.as_deref(),
@@ -292,6 +301,7 @@ fn main() -> ExitCode {
             entry,
             keep,
             debug,
+            library,
         } => ExitCode::from(buildcmd::build(buildcmd::BuildArgs {
             file,
             inputs,
@@ -309,6 +319,7 @@ fn main() -> ExitCode {
             keep,
             debug,
             color,
+            library,
         })),
         Cmd::Run { file, entry, opts } => match compile(&file, entry.as_deref(), color) {
             Ok(graph) => ExitCode::from(snet_runner::run(graph, &opts, &snet_engine::NoBoxes)),

@@ -183,3 +183,83 @@ fn extra_trailing_parameters_build_with_a_warning() {
     assert_eq!(err.matches("warning: box `count`").count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `snet build --library` writes a shared object with the box table a
+/// loader reads (`__snet_c4snet_library`) and no `main`; a function a box
+/// calls that nothing defines is named (the link uses `-z defs`), and C++
+/// sources are refused.
+#[test]
+fn libraries_are_shared_objects_whose_symbols_are_all_defined() {
+    let dir = scratch("library");
+    let prog = dir.join("prog.snet");
+    std::fs::write(
+        &prog,
+        "box f((<x>) -> (<x>));\nbox g((<x>) -> (<x>));\nnet n connect f .. g;\n",
+    )
+    .unwrap();
+    let good = dir.join("f.c");
+    std::fs::write(
+        &good,
+        "#include \"C4SNet.h\"\nvoid *f(void *hnd, int x) { C4SNetOut(hnd, 1, x); return hnd; }\n",
+    )
+    .unwrap();
+    let lib = dir.join("libf.so");
+    let out = snet(&[
+        "build".as_ref(),
+        "--library".as_ref(),
+        prog.as_os_str(),
+        good.as_os_str(),
+        "-o".as_ref(),
+        lib.as_os_str(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let syms = Command::new("nm")
+        .arg("-D")
+        .arg("--defined-only")
+        .arg(&lib)
+        .output()
+        .expect("run nm");
+    let syms = String::from_utf8_lossy(&syms.stdout);
+    assert!(
+        syms.contains("__snet_c4snet_library") && syms.contains("C4SNetOut"),
+        "{syms}"
+    );
+    assert!(!syms.lines().any(|l| l.ends_with(" main")), "{syms}");
+
+    let bad = dir.join("bad.c");
+    std::fs::write(
+        &bad,
+        "int helper(int);\nvoid *f(void *hnd, int x) { helper(x); return hnd; }\n",
+    )
+    .unwrap();
+    let out = snet(&[
+        "build".as_ref(),
+        "--library".as_ref(),
+        prog.as_os_str(),
+        bad.as_os_str(),
+        "-o".as_ref(),
+        lib.as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("undefined reference to `helper'"), "{err}");
+
+    let cxx = dir.join("f.cpp");
+    std::fs::write(&cxx, "").unwrap();
+    let out = snet(&[
+        "build".as_ref(),
+        "--library".as_ref(),
+        prog.as_os_str(),
+        cxx.as_os_str(),
+        "-o".as_ref(),
+        lib.as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--library takes C sources"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

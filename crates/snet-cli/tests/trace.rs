@@ -50,6 +50,72 @@ fn s<'a>(e: &'a Value, k: &str) -> &'a str {
 /// A complete event: start and end (ns), name.
 type Slice = (i64, i64, String);
 
+/// The flows that start from an input record (no `parent`): their ids are
+/// the input records' numbers.
+fn root_flows(events: &[Value]) -> HashSet<i64> {
+    events
+        .iter()
+        .filter(|e| s(e, "ph") == "s" && e["args"]["parent"].is_null())
+        .map(|e| e["id"].as_i64().expect("flow id"))
+        .collect()
+}
+
+/// Every flow is a chain a viewer (Perfetto, chrome://tracing) draws
+/// whole: exactly one `s`, first in time, exactly one `f`, last; `t`s
+/// between. A record that fans out starts child flows, each naming its
+/// parent flow (`args.parent`) and starting at an event of that parent on
+/// the same thread at the same time (the step that made it). There are
+/// children: the program fans out (`dup` emits two records per call).
+fn check_chains(events: &[Value], what: &str) {
+    let mut by_id: HashMap<i64, Vec<&Value>> = HashMap::new();
+    for e in events {
+        if matches!(s(e, "ph"), "s" | "t" | "f") {
+            by_id
+                .entry(e["id"].as_i64().expect("flow id"))
+                .or_default()
+                .push(e);
+        }
+    }
+    let mut children = 0;
+    for (id, evs) in &by_id {
+        let of = |ph: &str| evs.iter().filter(|e| s(e, "ph") == ph).collect::<Vec<_>>();
+        let (starts, steps, ends) = (of("s"), of("t"), of("f"));
+        assert!(
+            starts.len() == 1 && ends.len() == 1,
+            "{what}: flow {id} has {} s, {} t and {} f events",
+            starts.len(),
+            steps.len(),
+            ends.len()
+        );
+        let (t0, t1) = (ns(&starts[0]["ts"]), ns(&ends[0]["ts"]));
+        for e in evs {
+            let t = ns(&e["ts"]);
+            assert!(
+                t0 <= t && t <= t1,
+                "{what}: flow {id}: {e} is not between its s ({t0} ns) and its f ({t1} ns)"
+            );
+        }
+        if let Some(p) = starts[0]["args"]["parent"].as_i64() {
+            children += 1;
+            let st = starts[0];
+            let parent = by_id
+                .get(&p)
+                .unwrap_or_else(|| panic!("{what}: flow {id}'s parent {p} has no events"));
+            assert!(
+                parent.iter().any(|q| q["pid"] == st["pid"]
+                    && q["tid"] == st["tid"]
+                    && ns(&q["ts"]) == t0
+                    && s(q, "ph") != "f"),
+                "{what}: flow {id} does not start at an event of its parent {p}: {st}"
+            );
+        }
+    }
+    assert!(
+        children > 0,
+        "{what}: no flow starts from a parent: the fan-out is not drawn"
+    );
+}
+
 /// Checks the trace's structure; returns the pids with events.
 fn check_trace(path: &Path, what: &str) -> HashSet<i64> {
     let text = std::fs::read_to_string(path).expect("the trace file");
@@ -58,6 +124,7 @@ fn check_trace(path: &Path, what: &str) -> HashSet<i64> {
         .as_array()
         .unwrap_or_else(|| panic!("{what}: the trace is not an array"))
         .clone();
+    check_chains(&events, what);
     let mut slices: HashMap<(i64, i64), Vec<Slice>> = HashMap::new();
     let mut count: HashMap<(String, String), u64> = HashMap::new();
     let mut named_threads = HashSet::new();
@@ -139,10 +206,10 @@ fn check_trace(path: &Path, what: &str) -> HashSet<i64> {
     // Every flow that starts ends, and nothing continues a flow that never
     // started; on one time base, a flow never goes back before its start.
     assert!(!flows.is_empty(), "{what}: no flow events");
+    let roots = root_flows(&events);
     for (id, hops) in &flows {
-        assert_eq!(
-            (id - 1) % SAMPLE as i64,
-            0,
+        assert!(
+            !roots.contains(id) || (id - 1) % SAMPLE as i64 == 0,
             "{what}: flow {id} was not sampled"
         );
         let start = hops.iter().filter(|h| h.0 == "s").map(|h| h.1).min();
@@ -285,16 +352,12 @@ fn traces_and_profiles_have_the_known_counts_on_every_transport() {
     assert!(r.ok, "default sample: {}", r.stderr);
     let text = std::fs::read_to_string(&trace).expect("the trace file");
     let events: Vec<Value> = serde_json::from_str(&text).expect("the trace is JSON");
-    let ids: HashSet<i64> = events
-        .iter()
-        .filter(|e| matches!(s(e, "ph"), "s" | "t" | "f"))
-        .map(|e| e["id"].as_i64().expect("flow id"))
-        .collect();
     assert_eq!(
-        ids,
+        root_flows(&events),
         HashSet::from([1]),
         "default sample: the first input record's flow only"
     );
+    check_chains(&events, "default sample");
     // The profile drawn on the network: each box labelled with its counts.
     let prof = dir.join("2-shm-nodes.profile.json");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_snet"))

@@ -563,6 +563,114 @@ impl Graph {
         first.map(|f| (g, f))
     }
 
+    /// What a run that replays the records lost with node `k` (issue 40's
+    /// first slice) cannot restore if `k` is lost: the first construct, in
+    /// the program's text, that may run on `k` and holds state across
+    /// records (a synchrocell, a star, a feedback loop), orders records
+    /// with markers (a deterministic combinator, inside or around a
+    /// placement on `k`), or is a placement inside one on another node
+    /// (its records go between two nodes other than 0). `None`: everything
+    /// that may run on `k` is a function of each record (boxes, filters,
+    /// splits, placed farms `!@`), which replay restores. A dynamic
+    /// placement's body counts as running on every node.
+    pub fn replay_boundary(&self, k: Rank) -> Option<Placement> {
+        #[derive(Copy, Clone)]
+        struct At {
+            /// Inside a placement that may run on `k`.
+            on_k: bool,
+            /// Inside a placement on another node than 0 and `k`.
+            elsewhere: bool,
+            /// Inside a deterministic combinator.
+            det: bool,
+        }
+        let mut first: Option<Placement> = None;
+        let mut found = |node: &Node| {
+            let key = |l: &Loc| (l.file.clone(), l.line, l.col);
+            if first.as_ref().is_none_or(|f| key(&node.loc) < key(&f.loc)) {
+                first = Some(Placement {
+                    what: node.describe().to_string(),
+                    loc: node.loc.clone(),
+                });
+            }
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![(
+            self.entry,
+            At {
+                on_k: false,
+                elsewhere: false,
+                det: false,
+            },
+        )];
+        while let Some((id, at)) = stack.pop() {
+            // A template shared by several places is visited once per context.
+            if !seen.insert((id, at.on_k, at.elsewhere, at.det)) {
+                continue;
+            }
+            let node = self.node(id);
+            let mut inner = at;
+            match &node.kind {
+                NodeKind::Synchrocell(_) | NodeKind::Star { .. } | NodeKind::Feedback { .. }
+                    if at.on_k =>
+                {
+                    found(node)
+                }
+                NodeKind::Parallel { det: true, .. } | NodeKind::Split { det: true, .. }
+                    if at.on_k =>
+                {
+                    found(node)
+                }
+                NodeKind::Parallel { det: true, .. }
+                | NodeKind::Split { det: true, .. }
+                | NodeKind::Star { det: true, .. } => inner.det = true,
+                NodeKind::Place { node: n, .. } => {
+                    if *n == k {
+                        if at.det || at.elsewhere {
+                            found(node);
+                        }
+                        inner.on_k = true;
+                    } else if *n != Rank::ROOT {
+                        if at.on_k {
+                            found(node);
+                        }
+                        inner.elsewhere = true;
+                    }
+                }
+                NodeKind::DynPlace { det, .. } => {
+                    if at.on_k || at.det || at.elsewhere || *det {
+                        found(node);
+                    }
+                    inner.on_k = true;
+                }
+                _ => {}
+            }
+            stack.extend(self.children(id).into_iter().map(|c| (c, inner)));
+        }
+        first
+    }
+
+    /// Whether replaying its records restores what an instance of
+    /// `template` held: it holds no state across records (no synchrocell,
+    /// star or feedback loop), makes no ordering markers (no deterministic
+    /// combinator) and places nothing on another node. Boxes, filters,
+    /// parallel composition and splits are functions of each record.
+    pub fn replayable(&self, template: NodeId) -> bool {
+        let mut stack = vec![template];
+        while let Some(id) = stack.pop() {
+            match &self.node(id).kind {
+                NodeKind::Synchrocell(_)
+                | NodeKind::Star { .. }
+                | NodeKind::Feedback { .. }
+                | NodeKind::Place { .. }
+                | NodeKind::DynPlace { .. }
+                | NodeKind::Parallel { det: true, .. }
+                | NodeKind::Split { det: true, .. } => return false,
+                _ => stack.extend(self.children(id)),
+            }
+        }
+        true
+    }
+
     /// Direct children of a node, in order.
     pub fn children(&self, id: NodeId) -> SmallVec<[NodeId; 2]> {
         match &self.node(id).kind {

@@ -420,7 +420,8 @@ impl BoxEntity {
                     inherit: Inherit::default(),
                     det: Stamps::new(),
                     origin: Origin::NONE,
-                    outs: VecDeque::new(),
+                    custody: None,
+                    outs: Vec::new(),
                     call_outs: 0,
                     error: None,
                     more: std::ptr::null_mut(),
@@ -482,6 +483,7 @@ impl BoxEntity {
         self.c.io.input = rec.rec;
         self.c.io.det = rec.det;
         self.c.io.origin = rec.origin;
+        self.c.io.custody = rec.custody;
         self.c.io.call_outs = self.c.io.outs.len();
         let stack = match ctx.stacks.take() {
             Ok(s) => s,
@@ -614,10 +616,12 @@ impl BoxEntity {
                         Err(self.error(e, ctx).caused_by(self.c.io.origin))
                     }
                 };
-                // The input's fields are released when the call returns.
+                // The input's fields are released when the call returns,
+                // and its custody (the outputs hold their own).
                 self.c.io.input = Record::new();
+                self.c.io.custody = None;
                 if self.c.io.outs.capacity() > 2 * YIELD_AFTER {
-                    self.c.io.outs = VecDeque::new();
+                    self.c.io.outs = Vec::new();
                 }
                 r
             }
@@ -642,12 +646,16 @@ impl BoxEntity {
     /// `finished`: the call returned.
     #[inline(always)]
     fn send_outs(&mut self, finished: bool, ctx: &mut Ctx) {
-        let outs = &mut self.c.io.outs;
+        // A `Vec` and a `VecDeque` trade buffers in O(1) (the deque
+        // comes back empty, so it needs no rotation either).
+        let outs = VecDeque::from(std::mem::take(&mut self.c.io.outs));
         if let Mode::Lane { order } = &self.mode {
-            order.deliver(self.c.seq, std::mem::take(outs), finished, ctx);
+            order.deliver(self.c.seq, outs, finished, ctx);
             return;
         }
-        ctx.send_all(&self.next, outs);
+        let mut outs = outs;
+        ctx.send_all(&self.next, &mut outs);
+        self.c.io.outs = Vec::from(outs);
     }
 
     /// Processes one item. In a distributed run a record whose field
@@ -744,6 +752,7 @@ impl BoxEntity {
             rec,
             mut det,
             origin,
+            custody,
         }) = item
         else {
             order.deliver(s, VecDeque::from([item]), true, ctx);
@@ -765,7 +774,15 @@ impl BoxEntity {
         }
         det.push(s);
         let lane = lanes[k].clone();
-        ctx.send(&lane, Item::Rec(Rec { rec, det, origin }));
+        ctx.send(
+            &lane,
+            Item::Rec(Rec {
+                rec,
+                det,
+                origin,
+                custody,
+            }),
+        );
         Ok(())
     }
 }

@@ -74,10 +74,12 @@ pub struct CallIo {
     /// The stamps and origin of the input, which every output carries.
     pub det: Stamps,
     pub origin: Origin,
+    /// The input's custody token, which every output carries too.
+    pub custody: crate::entity::Custody,
     /// Outputs emitted since the worker last took them (at most
     /// `2 * YIELD_AFTER - 1`, in a run of calls), inheritance added, ready
     /// to send.
-    pub outs: std::collections::VecDeque<Item>,
+    pub outs: Vec<Item>,
     /// How many of [`CallIo::outs`] were emitted by calls before the
     /// current one (a run of calls): if the current call fails, those
     /// calls finished, and their outputs are still sent (nothing lost).
@@ -145,6 +147,8 @@ impl CallIo {
         // SAFETY: as for the record.
         self.det = unsafe { std::ptr::read(&r.det) };
         self.origin = r.origin;
+        // SAFETY: as for the record (the previous call's token is dropped).
+        self.custody = unsafe { std::ptr::read(&r.custody) };
         std::mem::forget(more.pop_front());
         self.pulled += 1;
         if !self.now.is_null() {
@@ -271,13 +275,14 @@ impl Emitter {
         // SAFETY: as in `push`; `outs` is not borrowed elsewhere while the
         // slot lives (the interface only fills it, then commits or
         // discards it).
-        let (def, input, inherit, det, origin, outs) = unsafe {
+        let (def, input, inherit, det, origin, custody, outs) = unsafe {
             (
                 &*std::ptr::addr_of!((*self.io).def),
                 &*std::ptr::addr_of!((*self.io).input),
                 &*std::ptr::addr_of!((*self.io).inherit),
                 &*std::ptr::addr_of!((*self.io).det),
                 *std::ptr::addr_of!((*self.io).origin),
+                &*std::ptr::addr_of!((*self.io).custody),
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
@@ -286,27 +291,31 @@ impl Emitter {
         }
         let steps = inherit.steps(variant)?;
         let det = det.clone();
-        // The item goes in as a placeholder and is written where it is:
+        let custody = custody.clone();
+        // The item is written where it will wait, in the spare room of
+        // `outs` (a `Vec`, which has room to spare; a `VecDeque` has not):
         // only its fields and the empty record's length are stored (an
-        // item pushed whole is built apart and copied, 128 bytes, twice).
-        // The record is empty (the filling makes room if its entries do
-        // not fit inline).
-        outs.push_back(Item::Resume);
-        let may_suspend = !self.y.is_null() && outs.len() >= self.base + YIELD_AFTER;
-        let Some(item) = outs.back_mut() else {
-            unreachable!("just pushed")
-        };
-        // SAFETY: `item` is valid for writes; the placeholder owns
-        // nothing, so it is overwritten without a drop.
-        unsafe {
+        // item pushed whole is built apart and copied, 128 bytes). The
+        // record is empty (the filling makes room if its entries do not
+        // fit inline).
+        outs.reserve(1);
+        let len = outs.len();
+        let may_suspend = !self.y.is_null() && len + 1 >= self.base + YIELD_AFTER;
+        // SAFETY: `reserve` made room for one more item at `len`; it is
+        // written whole before the length covers it.
+        let item = unsafe {
+            let item = outs.as_mut_ptr().add(len);
             std::ptr::write(
                 item,
                 Item::Rec(Rec {
                     rec: Record::new(),
                     det,
                     origin,
+                    custody,
                 }),
-            )
+            );
+            outs.set_len(len + 1);
+            &mut *item
         };
         let Item::Rec(r) = item else {
             unreachable!("just written")
@@ -330,7 +339,7 @@ impl Emitter {
     pub fn discard_slot(&mut self) {
         // SAFETY: as in `push`.
         let outs = unsafe { &mut *std::ptr::addr_of_mut!((*self.io).outs) };
-        outs.pop_back();
+        outs.pop();
     }
 
     #[inline]
@@ -354,17 +363,19 @@ impl Emitter {
         // SAFETY: `io` is the pointer the last resume passed in; the worker
         // does not touch the `CallIo` while the call runs. Only the fields
         // used are borrowed: the box holds a reference to `input`.
-        let (det, origin, outs) = unsafe {
+        let (det, origin, custody, outs) = unsafe {
             (
                 &*std::ptr::addr_of!((*self.io).det),
                 *std::ptr::addr_of!((*self.io).origin),
+                &*std::ptr::addr_of!((*self.io).custody),
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
-        outs.push_back(Item::Rec(Rec {
+        outs.push(Item::Rec(Rec {
             rec,
             det: det.clone(),
             origin,
+            custody: custody.clone(),
         }));
         self.batch_full();
     }

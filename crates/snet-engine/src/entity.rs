@@ -32,12 +32,25 @@ use snet_core::Record;
 
 use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
 
-/// Stamps of enclosing deterministic combinators, innermost last.
+/// Stamps of enclosing deterministic combinators, innermost last; and, in
+/// a traced run, the trace flow the record is followed in.
 ///
 /// One pointer wide: records outside deterministic combinators (the common
-/// case) carry no stamps and move through the engine as small as possible.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stamps(Option<Box<SmallVec<[u64; 2]>>>);
+/// case) carry no stamps and move through the engine as small as possible
+/// (a `Rec` of 120 bytes, an `Item` of 128: larger, every move of an item
+/// became a call of `memcpy`). The flow id of a followed record (see
+/// [`crate::instrument`]) lives beside the stamps, so it costs nothing
+/// when tracing is off, and travels wherever the stamps do: every
+/// component hands its input's stamps on to its outputs.
+#[derive(Clone, Default)]
+pub struct Stamps(Option<Box<StampsIn>>);
+
+#[derive(Clone, Default)]
+struct StampsIn {
+    v: SmallVec<[u64; 2]>,
+    /// 0: not followed.
+    flow: u64,
+}
 
 impl Stamps {
     pub fn new() -> Stamps {
@@ -45,29 +58,66 @@ impl Stamps {
     }
 
     pub fn push(&mut self, s: u64) {
-        self.0.get_or_insert_with(Default::default).push(s);
+        self.0.get_or_insert_with(Default::default).v.push(s);
     }
 
     pub fn pop(&mut self) -> Option<u64> {
-        let v = self.0.as_mut()?;
-        let s = v.pop();
-        if v.is_empty() {
+        let b = self.0.as_mut()?;
+        let s = b.v.pop();
+        if b.v.is_empty() && b.flow == 0 {
             self.0 = None;
         }
         s
     }
 
     pub fn last(&self) -> Option<&u64> {
-        self.0.as_ref().and_then(|v| v.last())
+        self.0.as_ref().and_then(|b| b.v.last())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_none()
+        self.0.as_ref().is_none_or(|b| b.v.is_empty())
     }
 
     /// Outermost first.
     pub fn as_slice(&self) -> &[u64] {
-        self.0.as_deref().map_or(&[], |v| v.as_slice())
+        self.0.as_deref().map_or(&[], |b| b.v.as_slice())
+    }
+
+    /// The trace flow the record is followed in (0: not followed).
+    #[inline]
+    pub fn flow(&self) -> u64 {
+        self.0.as_ref().map_or(0, |b| b.flow)
+    }
+
+    /// Follows the record in trace flow `flow` (0: no more).
+    pub fn set_flow(&mut self, flow: u64) {
+        if flow != 0 {
+            self.0.get_or_insert_with(Default::default).flow = flow;
+        } else if let Some(b) = self.0.as_mut() {
+            b.flow = 0;
+            if b.v.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+}
+
+/// Stamps are equal when their stamps are (the flow is no part of the order).
+impl PartialEq for Stamps {
+    fn eq(&self, o: &Stamps) -> bool {
+        self.as_slice() == o.as_slice()
+    }
+}
+
+impl Eq for Stamps {}
+
+impl std::fmt::Debug for Stamps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()?;
+        match self.flow() {
+            0 => Ok(()),
+            flow => write!(f, " (flow {flow})"),
+        }
     }
 }
 
@@ -78,7 +128,14 @@ pub struct Rec {
     pub rec: Record,
     pub det: Stamps,
     pub origin: Origin,
+    /// On a node other than 0 of a run that survives a lost node: the
+    /// item from node 0 this record derives from, whose `Done` waits for
+    /// it ([`crate::dist::custody`]); `None` everywhere else.
+    pub custody: Custody,
 }
+
+/// A record's custody token ([`Rec::custody`]).
+pub type Custody = Option<std::sync::Arc<crate::dist::custody::Token>>;
 
 impl Rec {
     /// A record of no input record (for the model checks).
@@ -88,6 +145,7 @@ impl Rec {
             rec,
             det: Stamps::new(),
             origin: Origin::NONE,
+            custody: None,
         }
     }
 }
@@ -520,5 +578,21 @@ impl Entity {
             Body::State(c) => unsafe { &mut *c.get() },
             Body::Shared(_) => panic!("a stateless entity's state is shared, never exclusive"),
         }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn the_flow_rides_beside_the_stamps() {
+        let mut s = super::Stamps::new();
+        s.set_flow(9);
+        assert_eq!((s.flow(), s.is_empty()), (9, true));
+        s.push(3);
+        assert_eq!(s.pop(), Some(3));
+        assert_eq!((s.flow(), s.is_empty()), (9, true));
+        assert_eq!(s, super::Stamps::new());
+        s.set_flow(0);
+        assert!(s.0.is_none());
     }
 }

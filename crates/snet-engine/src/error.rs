@@ -610,6 +610,9 @@ pub enum ProtocolError {
     TwoFieldValues { from: Rank },
     /// Node `from` acknowledged more items than this node has outstanding.
     OverAcknowledged { from: Rank, count: u64 },
+    /// Node `from` reported done an item this node does not hold in its
+    /// custody log (or has no log).
+    UnknownDone { from: Rank, id: u64 },
     /// The field store refused a request or an answer.
     FieldStore(crate::dist::fields::StoreError),
 }
@@ -631,6 +634,10 @@ impl fmt::Display for ProtocolError {
             ProtocolError::OverAcknowledged { from, count } => write!(
                 f,
                 "node {from} acknowledged {count} items, more than this node sent"
+            ),
+            ProtocolError::UnknownDone { from, id } => write!(
+                f,
+                "node {from} reported done item {id}, which this node does not hold"
             ),
             ProtocolError::FieldStore(e) => write!(f, "{e}"),
         }

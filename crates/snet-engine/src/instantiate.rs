@@ -68,6 +68,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                     rec: Record::new(),
                     det: start.clone(),
                     origin: crate::entity::Origin::NONE,
+                    custody: None,
                 });
                 ctx.startup.borrow_mut().push((e.clone(), call));
             }

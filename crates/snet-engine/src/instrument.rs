@@ -19,15 +19,35 @@
 //! ([`crate::scheduler`]), which makes a [`NodeReport`] and deposits it in
 //! the [`Instrument`]; the embedder (`snet-runner`) writes the files.
 //!
-//! *Sampled records and flows.* A record is followed when the number of
-//! the input record it came from ([`crate::Origin`]) is 1 more than a
-//! multiple of the sample rate (the first input record always is). The origin already travels with every record, across the
-//! wire too, so following records costs nothing when tracing is off and
-//! adds nothing to messages when on. Flow id = the input record's number;
-//! the entry entity's processing of it starts the flow (`s`), each later
-//! entity that processes a record of that origin steps it (`t`), and the
-//! output, or an entity that sends nothing on (a synchrocell storing it, a
-//! box with no output), ends it (`f`); all bind to the enclosing batch.
+//! *Sampled records and flows.* An input record is followed when its
+//! number is 1 more than a multiple of the sample rate (the first input
+//! record always is). Every record carries the id of the flow it is
+//! followed in (0: none) beside its deterministic-order stamps
+//! ([`crate::entity::Stamps::flow`]: no byte more per record, nothing to
+//! do when off), which every component hands on from its input to its
+//! outputs and the wire carries (only when nonzero: a flag in the record
+//! head). The entry entity's step on a
+//! followed input record gives it flow id = the input record's number and
+//! starts the flow (`s`); each later entity that processes a record of a
+//! flow steps it (`t`), and the output, or an entity that sends nothing of
+//! it on (a synchrocell storing it, a box with no output, a filter that
+//! drops it), ends it (`f`). So each flow is one chain: one `s`, `t`s and
+//! one `f`, in time order, which viewers draw whole.
+//!
+//! A step that sends on several records of its flow (a box's several
+//! outputs, a filter's several output records) continues its flow with the
+//! first that reaches a stateful entity and starts a new flow for each of
+//! the others: a fresh id (unique in the run: above every input number,
+//! with the node and thread in it), whose `s` carries `"args":{"parent":P}`
+//! and lies at the step's own `t` (or `s`) of flow P, on the same thread at
+//! the same time. A record of a flow sent by a step of another record (a
+//! stored record released later, a suspended box call going on) starts a
+//! new flow too, naming its old flow as parent. The renaming runs in
+//! [`crate::runtime::Ctx::send`] only when flows are followed (a bit of
+//! the byte an untraced send tests anyway); stateless entities run inside
+//! a send see the records before it, so only records that land in an
+//! inbox are counted.
+//! All flow events bind to the enclosing batch or box call.
 //!
 //! *One time base.* Timestamps are `CLOCK_MONOTONIC` nanoseconds, which
 //! every process of one machine shares (loopback and shared-memory runs;
@@ -175,6 +195,8 @@ pub(crate) enum Ev {
         ph: u8,
         id: u64,
         ts: u64,
+        /// The flow an `s` of a new flow was split from (0: none).
+        parent: u64,
     },
     Counter {
         ts: u64,
@@ -201,6 +223,16 @@ pub struct WorkerLog {
     /// When the last box call of this thread started (a sampled record's
     /// flow event at a box binds to its call).
     last_call: u64,
+    /// The node's rank and new flows made so far (for fresh flow ids).
+    rank: u32,
+    new_flows: u64,
+    /// The flow of the record the current step processes (0: none), and
+    /// whether a record sent on by the step continues it.
+    follow: u64,
+    continued: bool,
+    /// New flows split from `follow` in the current step (their `s` is
+    /// logged with the step's event, at its time).
+    children: Vec<u64>,
 }
 
 /// What the log needs to know of the entity whose task runs.
@@ -262,17 +294,21 @@ impl Current {
     }
 }
 
-/// A sampled record about to be processed: its flow id, when, and the
-/// worker's count of records sent before.
+/// A sampled record about to be processed: its flow id and when.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Hop {
     id: u64,
     ts: u64,
-    sent: u64,
 }
 
 impl WorkerLog {
-    pub(crate) fn new(ins: &Instrument, graph: &Graph, tid: u32, name: String) -> WorkerLog {
+    pub(crate) fn new(
+        ins: &Instrument,
+        graph: &Graph,
+        rank: Rank,
+        tid: u32,
+        name: String,
+    ) -> WorkerLog {
         let nodes = graph.nodes.len() as u32;
         WorkerLog {
             tid,
@@ -286,7 +322,18 @@ impl WorkerLog {
             cur_items: 0,
             cur_records: 0,
             last_call: 0,
+            rank: rank.0,
+            new_flows: 0,
+            follow: 0,
+            continued: false,
+            children: Vec::new(),
         }
+    }
+
+    /// Whether records are followed in flows: [`crate::runtime::Ctx`] then
+    /// hands each record it sends to [`WorkerLog::sending`].
+    pub(crate) fn follows_flows(&self) -> bool {
+        self.trace && self.sample > 0
     }
 
     /// A task of `cur`'s entity starts, with `inbox` items waiting.
@@ -310,10 +357,13 @@ impl WorkerLog {
         s.max_inbox = s.max_inbox.max(n);
     }
 
-    /// An item of the current task is about to be processed.
+    /// An item of the current task is about to be processed (a followed
+    /// input record gets its flow at the entry).
     #[inline]
-    pub(crate) fn item(&mut self, item: &Item, sent: u64) -> Option<Hop> {
+    pub(crate) fn item(&mut self, item: &mut Item) -> Option<Hop> {
         self.cur_items += 1;
+        self.follow = 0;
+        self.children.clear();
         let Item::Rec(r) = item else {
             return None;
         };
@@ -324,31 +374,85 @@ impl WorkerLog {
         if c.counts_calls {
             s.calls += 1;
         }
-        let id = self.sampled(r.origin)?;
-        Some(Hop {
-            id,
-            ts: now_ns(),
-            sent,
-        })
+        if !self.follows_flows() {
+            return None;
+        }
+        if c.entry && r.det.flow() == 0 {
+            if let Some(n) = self.sampled(r.origin) {
+                r.det.set_flow(n);
+            }
+        }
+        let id = r.det.flow();
+        if id == 0 {
+            return None;
+        }
+        self.follow = id;
+        self.continued = false;
+        Some(Hop { id, ts: now_ns() })
     }
 
-    /// A sampled record was processed; `sent`: the worker's count of records sent now.
-    pub(crate) fn hop(&mut self, mut h: Hop, sent: u64) {
+    /// A followed record was processed: its flow's event for the step, and
+    /// the starts of the flows split from it.
+    pub(crate) fn hop(&mut self, mut h: Hop) {
         let c = self.cur;
         if c.is_box && self.last_call >= h.ts {
             // Inside the call's event (a box's batch has none).
             h.ts = self.last_call;
         }
-        let stopped = sent == h.sent && !c.remote;
+        // A connection to another node sends its records on by the wire.
+        let stopped = !self.continued && !c.remote;
         if c.entry {
-            self.flow(b's', h.id, h.ts);
+            self.flow(b's', h.id, h.ts, 0);
             if stopped {
-                self.flow(b'f', h.id, h.ts);
+                self.flow(b'f', h.id, h.ts, 0);
             }
+        } else {
+            let ph = if c.output || stopped { b'f' } else { b't' };
+            self.flow(ph, h.id, h.ts, 0);
+        }
+        for i in 0..self.children.len() {
+            let child = self.children[i];
+            self.flow(b's', child, h.ts, h.id);
+        }
+        self.children.clear();
+        self.follow = 0;
+    }
+
+    /// A record of a flow is about to land in an entity's inbox (sent by
+    /// the current step): the first of the step's own flow continues it;
+    /// any other starts a new flow split from the one it was in.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn sending(&mut self, item: &mut Item) {
+        let Item::Rec(r) = item else {
+            return;
+        };
+        let id = r.det.flow();
+        if id == 0 {
             return;
         }
-        let ph = if c.output || stopped { b'f' } else { b't' };
-        self.flow(ph, h.id, h.ts);
+        if id == self.follow && !self.continued {
+            self.continued = true;
+            return;
+        }
+        let child = self.fresh_flow();
+        r.det.set_flow(child);
+        if id == self.follow {
+            self.children.push(child);
+        } else {
+            // Not the current step's record: its flow starts here and now.
+            self.flow(b's', child, now_ns(), id);
+        }
+    }
+
+    /// A flow id no other flow of the run has: above every input number
+    /// (those stop at `u32::MAX`), then the thread (12 bits) and the node
+    /// (16 bits) below a count of this thread's new flows; below 2^53
+    /// (exact in a viewer's JavaScript numbers) for 2^25 new flows a thread.
+    fn fresh_flow(&mut self) -> u64 {
+        let n = self.new_flows;
+        self.new_flows += 1;
+        ((n + 16) << 28) | (u64::from(self.rank & 0xffff) << 12) | u64::from(self.tid & 0xfff)
     }
 
     #[inline]
@@ -382,8 +486,8 @@ impl WorkerLog {
     }
 
     #[inline]
-    pub(crate) fn flow(&mut self, ph: u8, id: u64, ts: u64) {
-        self.events.push(Ev::Flow { ph, id, ts });
+    pub(crate) fn flow(&mut self, ph: u8, id: u64, ts: u64, parent: u64) {
+        self.events.push(Ev::Flow { ph, id, ts, parent });
     }
 
     /// A box call (or its continuation) from `t0` to `t1` on node `node`'s box.
@@ -633,14 +737,20 @@ impl NodeReport {
                         }
                         out.push_str("}},\n");
                     }
-                    Ev::Flow { ph, id, ts } => {
+                    Ev::Flow { ph, id, ts, parent } => {
                         out.push_str("{\"name\":\"record\",\"cat\":\"flow\",\"ph\":\"");
                         out.push(ph as char);
                         out.push_str("\",\"id\":");
                         out.push_str(num.format(id));
                         out.push_str(&place);
                         micros(out, &mut num, ts);
-                        out.push_str(",\"bp\":\"e\"},\n");
+                        out.push_str(",\"bp\":\"e\"");
+                        if parent != 0 {
+                            out.push_str(",\"args\":{\"parent\":");
+                            out.push_str(num.format(parent));
+                            out.push('}');
+                        }
+                        out.push_str("},\n");
                     }
                     Ev::Counter {
                         ts,

@@ -157,6 +157,9 @@ pub struct Config {
     /// run in this process deposits its report there. `None` (the
     /// default): nothing is recorded, and nothing is paid.
     pub instrument: Option<Arc<instrument::Instrument>>,
+    /// What a distributed run does when a node other than 0 is lost
+    /// ([`dist::OnNodeLoss`]; the default ends the run).
+    pub on_node_loss: dist::OnNodeLoss,
 }
 
 /// The default of [`Config::warn`]: `warning: MESSAGE` on standard error.
@@ -181,6 +184,7 @@ impl Default for Config {
             field_text: None,
             watch: None,
             instrument: None,
+            on_node_loss: dist::OnNodeLoss::Fail,
         }
     }
 }
@@ -212,6 +216,13 @@ pub struct Stats {
     /// The most items this node had sent to other nodes and not yet had
     /// acknowledged at once (back-pressure across nodes).
     pub peak_outstanding: u64,
+    /// Node 0 with [`dist::OnNodeLoss::Respawn`]: the records its custody
+    /// log still held after the run (zero: every node reported every
+    /// record done) and the most it held at once.
+    pub log_live: u64,
+    pub log_peak: u64,
+    /// Node 0: the nodes it replaced after they were lost.
+    pub nodes_replaced: u64,
 }
 
 impl fmt::Display for Stats {
@@ -255,10 +266,44 @@ pub fn run_loopback(
     language: &(dyn LanguageInterface + Sync),
     nodes: u32,
 ) -> Result<Vec<Stats>, EngineError> {
+    run_loopback_with(graph, config, io, language, nodes, &|t| Box::new(t))
+}
+
+/// As [`run_loopback`], with each node's endpoint wrapped by `wrap`
+/// (tests: a transport that fails on cue). With
+/// [`dist::OnNodeLoss::Respawn`], a node node 0 replaces runs again on a
+/// new thread, with a new endpoint (wrapped too); the results of the
+/// incarnations it replaced are not the run's.
+pub fn run_loopback_with(
+    graph: Arc<Graph>,
+    config: &Config,
+    io: Option<(Box<dyn Source>, Box<dyn Sink>)>,
+    language: &(dyn LanguageInterface + Sync),
+    nodes: u32,
+    wrap: &(dyn Fn(Loopback) -> Box<dyn Transport> + Sync),
+) -> Result<Vec<Stats>, EngineError> {
     let endpoints = Loopback::create(nodes.max(1));
+    let respawn = config.on_node_loss == dist::OnNodeLoss::Respawn;
+    let (respawned, replacements) = std::sync::mpsc::channel();
+    if respawn {
+        endpoints[0].on_replace(respawned);
+    } else {
+        drop(respawned);
+    }
     let mut io = io;
     let results: Vec<Result<Stats, EngineError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = endpoints
+        let start = |t: Box<dyn Transport>, io| {
+            let graph = graph.clone();
+            std::thread::Builder::new()
+                .name(format!("snet-node-{}", t.node()))
+                .spawn_scoped(s, move || {
+                    let r = run(graph, config, io, language, &*t);
+                    // The endpoint is closed by `run`; dropping it now is orderly.
+                    r
+                })
+                .expect("spawn node thread")
+        };
+        let mut handles: Vec<Vec<_>> = endpoints
             .into_iter()
             .map(|t| {
                 let io = if t.node() == Rank::ROOT {
@@ -266,22 +311,29 @@ pub fn run_loopback(
                 } else {
                     None
                 };
-                let graph = graph.clone();
-                std::thread::Builder::new()
-                    .name(format!("snet-node-{}", t.node()))
-                    .spawn_scoped(s, move || {
-                        let r = run(graph, config, io, language, &t);
-                        // The endpoint is closed by `run`; dropping it now is orderly.
-                        r
-                    })
-                    .expect("spawn node thread")
+                vec![start(wrap(t), io)]
             })
             .collect();
+        // Replacements, until node 0 is done (it makes them).
+        while respawn && !handles[0][0].is_finished() {
+            if let Ok(t) = replacements.recv_timeout(std::time::Duration::from_millis(20)) {
+                let k = t.node().index();
+                handles[k].push(start(wrap(t), None));
+            }
+        }
         handles
             .into_iter()
             .enumerate()
-            .map(|(i, h)| {
-                h.join().unwrap_or_else(|_| {
+            .map(|(i, hs)| {
+                let mut last = None;
+                for h in hs {
+                    last = Some(h.join().unwrap_or_else(|_| {
+                        Err(EngineError::Internal(InternalError::NodePanicked {
+                            node: Rank(i as u32),
+                        }))
+                    }));
+                }
+                last.unwrap_or_else(|| {
                     Err(EngineError::Internal(InternalError::NodePanicked {
                         node: Rank(i as u32),
                     }))

@@ -23,9 +23,19 @@ impl RemoteEntity {
         RemoteEntity { to, conn }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub fn process(&mut self, mut item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         if matches!(item, Item::Wake) {
             return Ok(());
+        }
+        // A record in custody for the node it goes to is held until every
+        // record derived from the same item is (`dist::custody`).
+        if let Item::Rec(r) = &mut item {
+            if r.custody.as_ref().is_some_and(|t| t.from() == self.to) {
+                if let Some(t) = r.custody.take() {
+                    t.hold(self.conn, item);
+                }
+                return Ok(());
+            }
         }
         ctx.rt.net.push_item(self.to, self.conn, item);
         Ok(())

@@ -33,6 +33,16 @@ use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::synchrocell::SynchrocellEntity;
 use crate::EngineError;
 
+/// Shards of the counts of records held in synchrocells ([`Runtime::held_now`]).
+const HELD_SHARDS: usize = 8;
+
+/// Counters per shard: the template nodes, rounded up to 8 (64 bytes), so
+/// that two shards share at most the line where one ends and the next
+/// begins (the slice itself is not aligned to a line).
+fn held_stride(nodes: usize) -> usize {
+    nodes.div_ceil(8).max(1) * 8
+}
+
 /// What every entity of a run shares.
 pub struct Runtime {
     pub prog: Program,
@@ -67,8 +77,12 @@ pub struct Runtime {
     /// report of records that never left, [`Runtime::left_in_cells`]).
     holding: crate::sync::Mutex<Vec<Arc<Entity>>>,
     /// Per template node: the records its synchrocells hold right now (the
-    /// live dump, [`crate::stuck`]).
+    /// live dump, [`crate::stuck`]), in [`HELD_SHARDS`] shards of
+    /// `held_stride` counters each (a worker adds to the shard of its
+    /// number: workers storing records in cells of one template, e.g. a
+    /// split's, do not pass one cache line back and forth per record).
     held: Box<[std::sync::atomic::AtomicI64]>,
+    held_stride: usize,
     /// Per worker: the box call in progress (the live dump).
     pub(crate) now: Box<[crate::stuck::WorkerNow]>,
     /// Traces and profiles (`None`: off, the workers keep no logs).
@@ -114,9 +128,10 @@ impl Runtime {
             suspended: crate::sync::Mutex::new(Vec::new()),
             observers: Default::default(),
             holding: crate::sync::Mutex::new(Vec::new()),
-            held: (0..prog.graph.nodes.len())
+            held: (0..HELD_SHARDS * held_stride(prog.graph.nodes.len()))
                 .map(|_| std::sync::atomic::AtomicI64::new(0))
                 .collect(),
+            held_stride: held_stride(prog.graph.nodes.len()),
             now: Box::new([]),
             instrument: None,
             logs: Default::default(),
@@ -134,6 +149,7 @@ impl Runtime {
         Some(Box::new(crate::instrument::WorkerLog::new(
             ins,
             self.graph(),
+            self.node,
             tid,
             name,
         )))
@@ -178,33 +194,45 @@ impl Runtime {
         Some((l.len(), what))
     }
 
-    /// Called by a synchrocell entity that stored a record: lists it
-    /// (once; `listed` is its own record of that) for the end-of-run report.
+    /// Adds `n` to the count of template `node` in the shard of worker `worker`.
     #[inline]
-    pub fn note_holding(&self, e: &Arc<Entity>, listed: &mut bool, node: NodeId) {
-        self.held[node.index()].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    fn held_add(&self, node: NodeId, worker: usize, n: i64) {
+        self.held[(worker % HELD_SHARDS) * self.held_stride + node.index()]
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Called by a synchrocell entity that stored a record on worker
+    /// `worker`: lists it (once; `listed` is its own record of that) for
+    /// the end-of-run report.
+    #[inline]
+    pub fn note_holding(&self, e: &Arc<Entity>, listed: &mut bool, node: NodeId, worker: usize) {
+        self.held_add(node, worker, 1);
         if !*listed {
             *listed = true;
             crate::sync::lock(&self.holding).push(e.clone());
         }
     }
 
-    /// A synchrocell of template `node` fired, releasing `n` held records.
+    /// A synchrocell of template `node` fired on worker `worker`,
+    /// releasing `n` held records (stored on any worker: a shard's count
+    /// may go below zero, the sum over the shards cannot).
     #[inline]
-    pub fn released(&self, node: NodeId, n: usize) {
-        self.held[node.index()].fetch_sub(n as i64, std::sync::atomic::Ordering::Relaxed);
+    pub fn released(&self, node: NodeId, n: usize, worker: usize) {
+        self.held_add(node, worker, -(n as i64));
     }
 
     /// The records synchrocells hold right now, per template (non-zero only).
     pub fn held_now(&self) -> Vec<(NodeId, i64)> {
-        self.held
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                (
-                    NodeId(i as u32),
-                    n.load(std::sync::atomic::Ordering::Relaxed),
-                )
+        let nodes = self.held.len() / HELD_SHARDS;
+        (0..nodes)
+            .map(|i| {
+                let n: i64 = (0..HELD_SHARDS)
+                    .map(|k| {
+                        self.held[k * self.held_stride + i]
+                            .load(std::sync::atomic::Ordering::Relaxed)
+                    })
+                    .sum();
+                (NodeId(i as u32), n)
             })
             .filter(|(_, n)| *n > 0)
             .collect()
@@ -307,8 +335,12 @@ pub struct Ctx<'a> {
     /// Items this thread queued minus items it took, not yet added to
     /// [`Runtime::queued`].
     queued: isize,
-    /// Sends are held back and coalesced (see [`Ctx::hold_sends`]).
-    holding: bool,
+    /// [`HOLD`]: sends are held back and coalesced (see
+    /// [`Ctx::hold_sends`]); [`FLOWS`]: records are followed in trace
+    /// flows, and every record that lands in an inbox goes by
+    /// [`crate::instrument::WorkerLog::sending`]. One byte, so that an
+    /// untraced send tests one value.
+    holding: u8,
     /// While holding: the destination of the held items.
     held_to: Option<Arc<Entity>>,
     /// While holding: items for `held_to`, in the order they were sent.
@@ -346,6 +378,10 @@ pub struct Ctx<'a> {
     pub(crate) log: Option<Box<crate::instrument::WorkerLog>>,
 }
 
+/// Bits of [`Ctx::holding`].
+const HOLD: u8 = 1;
+const FLOWS: u8 = 2;
+
 impl<'a> Ctx<'a> {
     pub fn new(rt: &'a Runtime) -> Ctx<'a> {
         Ctx {
@@ -355,7 +391,7 @@ impl<'a> Ctx<'a> {
             yielded: false,
             error: None,
             queued: 0,
-            holding: false,
+            holding: 0,
             held_to: None,
             held: VecDeque::new(),
             last_to: 0,
@@ -377,6 +413,9 @@ impl<'a> Ctx<'a> {
         ctx.stacks = crate::callstack::Stacks::for_worker_thread(rt.box_stack, worker);
         ctx.now = rt.now.get(worker);
         ctx.log = rt.new_log(worker as u32 + 1, format!("worker {worker}"));
+        if ctx.log.as_ref().is_some_and(|l| l.follows_flows()) {
+            ctx.holding = FLOWS;
+        }
         ctx
     }
 
@@ -479,7 +518,7 @@ impl<'a> Ctx<'a> {
 
     /// Sends an item to an entity; collects the licence if it was idle.
     #[inline]
-    pub fn send(&mut self, to: &Arc<Entity>, item: Item) {
+    pub fn send(&mut self, to: &Arc<Entity>, mut item: Item) {
         self.sent += matches!(item, Item::Rec(_)) as u64;
         if let Some(kind) = to.shared_state() {
             // A stateless entity runs here, under the sender's licence: the
@@ -494,7 +533,17 @@ impl<'a> Ctx<'a> {
             }
             return;
         }
-        if self.holding {
+        if self.holding != HOLD {
+            // Not holding (outside a task), or records are followed in
+            // trace flows: one test on the path of untraced tasks.
+            if self.holding & FLOWS != 0 {
+                self.sending(&mut item);
+            }
+            if self.holding & HOLD == 0 {
+                return self.offer(to, item);
+            }
+        }
+        {
             let addr = Arc::as_ptr(to) as usize;
             match &self.held_to {
                 Some(held) if Arc::ptr_eq(held, to) => {
@@ -513,9 +562,33 @@ impl<'a> Ctx<'a> {
             }
             self.last_to = addr;
         }
+        self.offer(to, item)
+    }
+
+    #[inline(always)]
+    fn offer(&mut self, to: &Arc<Entity>, item: Item) {
         match to.offer(item) {
             crate::entity::Offer::Licensed(item) => self.ready.push((to.clone(), item)),
             crate::entity::Offer::Queued => self.count_queued(1),
+        }
+    }
+
+    /// A record about to land in an inbox, while records are followed in
+    /// trace flows (see [`crate::instrument`]).
+    #[cold]
+    #[inline(never)]
+    fn sending(&mut self, item: &mut Item) {
+        if let Some(log) = self.log.as_deref_mut() {
+            log.sending(item);
+        }
+    }
+
+    /// [`Ctx::sending`] for each of `items`.
+    #[cold]
+    #[inline(never)]
+    fn sending_all(&mut self, items: &mut VecDeque<Item>) {
+        for item in items.iter_mut() {
+            self.sending(item);
         }
     }
 
@@ -561,6 +634,9 @@ impl<'a> Ctx<'a> {
         // Whatever was held goes first: the items stay behind it.
         self.flush_sends();
         self.sent += items.len() as u64;
+        if self.holding & FLOWS != 0 {
+            self.sending_all(items);
+        }
         let (first, queued) = to.offer_many(items);
         self.count_queued(queued as isize);
         if let Some(item) = first {
@@ -579,14 +655,14 @@ impl<'a> Ctx<'a> {
     /// entity and send newer items ahead of the held ones.
     pub fn hold_sends(&mut self) {
         debug_assert!(self.held.is_empty());
-        self.holding = true;
+        self.holding |= HOLD;
         self.last_to = 0;
     }
 
     /// Offers the held items, and stops holding.
     pub fn release_sends(&mut self) {
         self.flush_sends();
-        self.holding = false;
+        self.holding &= !HOLD;
     }
 
     /// Offers the held items now (a no-op when none are held).
@@ -687,6 +763,41 @@ fn process_stateless(s: &Stateless, item: Item, ctx: &mut Ctx) -> Result<(), Eng
         Stateless::Chain(e) => e.process(item, ctx),
         Stateless::FilterParallel(e) => e.process(item, ctx),
         Stateless::Parallel(e) => e.process_shared(item, ctx),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod held_tests {
+    use snet_core::{Graph, NodeId, Rank};
+
+    use super::Runtime;
+    use crate::program::Program;
+    use crate::sync::Arc;
+
+    /// The counts of held records are sharded by worker: a record stored
+    /// on one worker and released on another leaves the sum right, and
+    /// workers beyond the shards share them.
+    #[test]
+    fn held_records_are_summed_over_the_shards() {
+        let graph = Graph {
+            nodes: Vec::new(),
+            boxes: Vec::new(),
+            entry: NodeId(0),
+        };
+        let net = crate::dist::Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS);
+        let rt = Runtime::new(Program::new(Arc::new(graph)), Vec::new(), net, 1);
+        let (a, b) = (NodeId(0), NodeId(3));
+        rt.held_add(a, 0, 1);
+        rt.held_add(a, 1, 1);
+        rt.held_add(a, 11, 1);
+        rt.held_add(b, 2, 1);
+        assert_eq!(rt.held_now(), vec![(a, 3), (b, 1)]);
+        // Stored on workers 0 and 1, released on worker 5 (and 3).
+        rt.released(a, 2, 5);
+        rt.released(b, 1, 3);
+        assert_eq!(rt.held_now(), vec![(a, 1)]);
+        rt.released(a, 1, 0);
+        assert_eq!(rt.held_now(), vec![]);
     }
 }
 

@@ -181,7 +181,13 @@ impl SplitSynchrocell {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det, origin }) = item else {
+        let Item::Rec(Rec {
+            rec,
+            det,
+            origin,
+            custody,
+        }) = item
+        else {
             if !matches!(item, Item::Wake) {
                 ctx.send(&self.next, item);
             }
@@ -224,9 +230,13 @@ impl SplitSynchrocell {
             loc: ctx.rt.loc(self.sync_node),
         })?;
         match stored {
-            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed, self.sync_node),
+            Stored::Kept => {
+                ctx.rt
+                    .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker())
+            }
             Stored::Fired(rec) => {
-                ctx.rt.released(self.sync_node, pats.len() - 1);
+                ctx.rt
+                    .released(self.sync_node, pats.len() - 1, ctx.stacks.worker());
                 // Only an open cell can fire here after a first `Kept`.
                 if self.open.remove(&v).is_some() {
                     self.fired.insert(v);
@@ -234,9 +244,25 @@ impl SplitSynchrocell {
                 if let Some(log) = ctx.log.as_deref_mut() {
                     log.fire(self.sync_node, t0, crate::instrument::now_ns());
                 }
-                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }));
+                ctx.send(
+                    &self.next,
+                    Item::Rec(Rec {
+                        rec,
+                        det,
+                        origin,
+                        custody,
+                    }),
+                );
             }
-            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
+            Stored::Passed(rec) => ctx.send(
+                &self.next,
+                Item::Rec(Rec {
+                    rec,
+                    det,
+                    origin,
+                    custody,
+                }),
+            ),
         }
         Ok(())
     }

@@ -252,7 +252,13 @@ impl FusedSynchrocell {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det, origin }) = item else {
+        let Item::Rec(Rec {
+            rec,
+            det,
+            origin,
+            custody,
+        }) = item
+        else {
             ctx.send(&self.next, item);
             return Ok(());
         };
@@ -268,7 +274,15 @@ impl FusedSynchrocell {
         let mut from = 0u64; // the first position the record may still reach
         loop {
             if matches_any(exits, &rec).map_err(eval_err)? {
-                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }));
+                ctx.send(
+                    &self.next,
+                    Item::Rec(Rec {
+                        rec,
+                        det,
+                        origin,
+                        custody,
+                    }),
+                );
                 return Ok(());
             }
             // Patterns that accept the record (guards evaluated on the record alone).
@@ -312,11 +326,13 @@ impl FusedSynchrocell {
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
                 None => {
-                    ctx.rt.note_holding(me, &mut self.listed, self.sync_node);
+                    ctx.rt
+                        .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker());
                     return Ok(());
                 }
                 Some(merged) => {
-                    ctx.rt.released(self.sync_node, pats.len() - 1);
+                    ctx.rt
+                        .released(self.sync_node, pats.len() - 1, ctx.stacks.worker());
                     self.cells.remove(&pos);
                     rec = merged;
                     from = pos + 1;
@@ -353,6 +369,8 @@ pub struct FilterStar {
     det: Stamps,
     /// The origin of the input being expanded.
     origin: crate::entity::Origin,
+    /// Its custody token.
+    custody: crate::entity::Custody,
     /// Outputs of the filter being applied.
     outs: Vec<Record>,
     /// In the node's list of suspended entities (an expansion is suspended).
@@ -375,6 +393,7 @@ impl FilterStar {
             work: Vec::new(),
             det: Stamps::new(),
             origin: crate::entity::Origin::NONE,
+            custody: None,
             outs: Vec::new(),
             listed: false,
         }
@@ -395,11 +414,17 @@ impl FilterStar {
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
         match item {
-            Item::Rec(Rec { rec, det, origin }) => {
+            Item::Rec(Rec {
+                rec,
+                det,
+                origin,
+                custody,
+            }) => {
                 debug_assert!(self.work.is_empty(), "an input while another is suspended");
                 self.work.push(rec);
                 self.det = det;
                 self.origin = origin;
+                self.custody = custody;
             }
             Item::Wake if self.work.is_empty() => return Ok(()),
             Item::Wake => {
@@ -426,6 +451,7 @@ impl FilterStar {
             self.work.clear();
             self.outs.clear();
             self.det = Stamps::new();
+            self.custody = None;
         }
         r
     }
@@ -445,6 +471,7 @@ impl FilterStar {
                         rec,
                         det: self.det.clone(),
                         origin: self.origin,
+                        custody: self.custody.clone(),
                     }),
                 );
                 sent += 1;

@@ -141,7 +141,13 @@ impl SynchrocellEntity {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det, origin }) = item else {
+        let Item::Rec(Rec {
+            rec,
+            det,
+            origin,
+            custody,
+        }) = item
+        else {
             ctx.send(&self.next, item);
             return Ok(());
         };
@@ -159,15 +165,35 @@ impl SynchrocellEntity {
                     loc: ctx.rt.loc(self.node),
                 })?;
         match stored {
-            Stored::Kept => ctx.rt.note_holding(me, &mut self.listed, self.node),
+            Stored::Kept => {
+                ctx.rt
+                    .note_holding(me, &mut self.listed, self.node, ctx.stacks.worker())
+            }
             Stored::Fired(rec) => {
-                ctx.rt.released(self.node, self.def.patterns.len() - 1);
+                ctx.rt
+                    .released(self.node, self.def.patterns.len() - 1, ctx.stacks.worker());
                 if let Some(log) = ctx.log.as_deref_mut() {
                     log.fire(self.node, t0, crate::instrument::now_ns());
                 }
-                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
+                ctx.send(
+                    &self.next,
+                    Item::Rec(Rec {
+                        rec,
+                        det,
+                        origin,
+                        custody,
+                    }),
+                )
             }
-            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
+            Stored::Passed(rec) => ctx.send(
+                &self.next,
+                Item::Rec(Rec {
+                    rec,
+                    det,
+                    origin,
+                    custody,
+                }),
+            ),
         }
         Ok(())
     }

@@ -114,6 +114,26 @@ impl Dyadic {
         }
     }
 
+    /// Subtracts `other` (a node's credit that is known lost): false,
+    /// and `self` unchanged, if `other` is more than `self`.
+    pub fn sub(&mut self, other: &Dyadic) -> bool {
+        let mut left = self.0.clone();
+        for &e in &other.0 {
+            if left.remove(&e) {
+                continue;
+            }
+            // Break the smallest piece larger than `2^-e`: `2^-f` is
+            // `2^-(f+1) + ... + 2^-e + 2^-e`; no piece lies between.
+            let Some(&f) = left.range(..e).next_back() else {
+                return false;
+            };
+            left.remove(&f);
+            left.extend(f + 1..=e);
+        }
+        self.0 = left;
+        true
+    }
+
     /// Takes everything, leaving zero.
     pub fn take(&mut self) -> Dyadic {
         std::mem::take(self)
@@ -163,6 +183,22 @@ pub fn split_piece(e: u64, n: usize) -> smallvec::SmallVec<[u64; 4]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subtraction_breaks_larger_pieces_and_refuses_too_much() {
+        // 1 - 1/8 = 1/2 + 1/4 + 1/8.
+        let mut d = Dyadic::one();
+        assert!(d.sub(&Dyadic::from_pieces([3])));
+        assert_eq!(d.pieces().collect::<Vec<_>>(), vec![1, 2, 3]);
+        // Less 1/2 + 1/8 leaves 1/4.
+        assert!(d.sub(&Dyadic::from_pieces([1, 3])));
+        assert_eq!(d.pieces().collect::<Vec<_>>(), vec![2]);
+        // 1/2 is more than 1/4: refused, unchanged.
+        assert!(!d.sub(&Dyadic::from_pieces([1])));
+        assert_eq!(d.pieces().collect::<Vec<_>>(), vec![2]);
+        assert!(d.sub(&Dyadic::from_pieces([2])));
+        assert!(d.is_zero());
+    }
 
     fn sum_is_one(pieces: &[u64]) -> bool {
         Dyadic::from_pieces(pieces.iter().copied()).is_one()

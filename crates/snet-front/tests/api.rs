@@ -264,3 +264,43 @@ connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -
     assert!(g.boxes.iter().all(|b| b.name != "t" || !b.is_init()));
     assert!(g.boxes.iter().any(|b| b.name == "t"));
 }
+
+/// What replaying a lost node cannot restore yet (`Graph::replay_boundary`):
+/// state, ordering markers and chains of placements that may run on the
+/// lost node, the first in the text; boxes, filters, splits and `!@`
+/// farms are fine.
+#[test]
+fn replay_boundary_names_the_first_construct_a_lost_node_held() {
+    let boundary = |src: &str, k: u32| {
+        let c = compile("b.snet", src, None);
+        assert!(
+            c.diagnostics.iter().all(|d| !d.is_error()),
+            "{:?}",
+            c.diagnostics
+        );
+        c.graph
+            .expect("graph")
+            .replay_boundary(snet_core::Rank(k))
+            .map(|p| (p.what, p.loc.line, p.loc.col))
+    };
+    let stateless = "net s connect ([{<x>} -> {<x>, <y=x>}] @ 1) .. ([{<x>} -> {<x>}] ! <x>) .. ([{<x>} -> {<x>}] !@ <x>);";
+    assert_eq!(boundary(stateless, 1), None);
+    assert_eq!(boundary(stateless, 2), None);
+    // A synchrocell on node 2 (not on node 1).
+    let cell = "net c connect ([{<x>} -> {<x>}] @ 1) ..\n  ([| {<x>}, {<w>} |] @ 2);";
+    assert_eq!(boundary(cell, 1), None);
+    assert_eq!(boundary(cell, 2), Some(("synchrocell".into(), 2, 4)));
+    // A star inside a farm: any node may run it.
+    let star = "net t connect ([{<x>} -> {<x>}] * {<x>}) !@ <x>;";
+    assert_eq!(
+        boundary(star, 3).map(|b| b.0),
+        Some("serial replication".into())
+    );
+    // Markers of a deterministic combinator around a placement.
+    let det = "net d connect ([{<x>} -> {<x>}] @ 1) !! <x>;";
+    assert_eq!(boundary(det, 1), Some(("placement".into(), 1, 33)));
+    // A placement inside a placement on another node.
+    let nested = "net n connect (([{<x>} -> {<x>}] @ 2) .. [{<x>} -> {<x>}]) @ 1;";
+    assert_eq!(boundary(nested, 1).map(|b| b.0), Some("placement".into()));
+    assert_eq!(boundary(nested, 2).map(|b| b.0), Some("placement".into()));
+}

@@ -14,17 +14,26 @@
 //! * `alloc.rs`: the global allocator (mimalloc, or the system allocator
 //!   under `SNET_SYSTEM_ALLOC`) and [`tune_allocator`];
 //! * `options.rs`: [`RunOptions`], the options of `snet run` and of a
-//!   built program;
+//!   built program, and what they ask for (the recorder, the placement);
 //! * `io.rs`: node 0's record streams (the source and sink adapters over
 //!   the record reader and writer);
-//! * `run.rs`: [`run`], the one run path: transport choice, `--stats`,
-//!   exit statuses;
-//! * `report.rs`: the files and tables of `--trace` and `--profile`;
-//! * `shm.rs` and `mpi.rs`: the set-up of a shared-memory and of an MPI
-//!   run ([`mpi_launched`], [`MPI_LINK_ARGS`]);
+//! * `run.rs`: [`run`], the one entry of a run: the engine's configuration,
+//!   the transport's choice, and the runs whose nodes all live in this
+//!   process (one node, loopback), with their `--stats` and exit statuses;
+//! * `nodes.rs`: a run whose nodes are processes, written once over the
+//!   engine's `Transport`;
+//! * `shm.rs` and `mpi.rs`: how a process joins a shared-memory and an MPI
+//!   run and how the run ends for it ([`mpi_launched`], [`MPI_LINK_ARGS`]);
+//! * `report.rs`: the end of a run: its error and exit status, and the
+//!   files and tables of `--trace` and `--profile`;
+//! * `fault.rs`: test-only fault injection (`SNET_TEST_FAULT`);
+//! * `watch.rs`: `SIGUSR1`, `--watchdog` and `--progress`;
 //! * `selftest.rs`: `snet selftest` ([`selftest`]);
-//! * [`pingpong`] and [`iobench`]: the hidden benchmark commands;
 //! * `entry.rs`: [`snet_runner_main`], the C entry point.
+//!
+//! The benchmark commands (`snet pingpong`, `snet iobench`) live in the
+//! `snet` command (`crates/snet-cli/src/bench/`), not here: this library is
+//! linked into every built program.
 
 use std::io::Write as _;
 
@@ -38,7 +47,7 @@ macro_rules! say {
 }
 
 /// Writes `text` to stderr in one `write_all` on the locked handle.
-pub(crate) fn say_raw(text: &str) {
+pub fn say_raw(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
@@ -46,10 +55,9 @@ mod alloc;
 mod entry;
 mod fault;
 mod io;
-pub mod iobench;
 mod mpi;
+mod nodes;
 mod options;
-pub mod pingpong;
 mod report;
 mod run;
 mod selftest;
@@ -58,7 +66,6 @@ mod watch;
 
 pub use alloc::{tune_allocator, SnetAlloc};
 pub use entry::snet_runner_main;
-pub use iobench::iobench_command;
 pub use mpi::{mpi_launched, MPI_LINK_ARGS};
 
 /// This compilation's identity (see `build.rs`), as the text
@@ -80,7 +87,6 @@ pub static BUILD_MARK: [u8; BUILD_ID.len()] = {
     out
 };
 pub use options::{fields_parser, notify_parser, RunOptions, TransportKind};
-pub use pingpong::{pingpong_command, PingpongTarget};
 pub use run::run;
 pub use selftest::selftest;
 /// The shared-memory modes that `--notify` and `--fields` name.

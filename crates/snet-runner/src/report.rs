@@ -1,3 +1,4 @@
+//! The end of a run: its error and exit status ([`error_status`]), and
 //! `--trace`, `--profile` and `--profile-json`: what the engine recorded
 //! ([`snet_engine::instrument`]), written out by
 //! [`snet_engine::instrument_files`] (which says how the nodes of a
@@ -5,18 +6,28 @@
 //! `--profile` prints each node's table on standard error (in a
 //! multi-process run each node prints its own, in one write).
 
-use std::sync::Arc;
-
 use snet_core::Rank;
 use snet_engine::instrument::Instrument;
 use snet_engine::instrument_files::{self, Files};
+use snet_engine::EngineError;
 
+use crate::io::OpenError;
 use crate::RunOptions;
 
-/// The instrument the options ask for, if any.
-pub(crate) fn instrument(opts: &RunOptions) -> Option<Arc<Instrument>> {
-    let any = opts.trace.is_some() || opts.profile || opts.profile_json.is_some();
-    any.then(|| Instrument::new(opts.trace.is_some(), opts.trace_sample))
+/// Prints a run's error (node 0's); returns the exit status: 2 for input
+/// or output that cannot be opened or written, 1 for any other.
+pub(crate) fn error_status(e: &EngineError) -> u8 {
+    if let EngineError::Input(s) = e {
+        if let Some(o) = s.downcast_ref::<OpenError>() {
+            say!("error: {o}");
+            return 2;
+        }
+    }
+    say!("error: {e}");
+    match e {
+        EngineError::Output(_) => 2,
+        _ => 1,
+    }
 }
 
 fn files(opts: &RunOptions) -> Files<'_> {

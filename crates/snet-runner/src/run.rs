@@ -1,16 +1,19 @@
-//! The run: a program's graph with [`RunOptions`] on the chosen transport
-//! (single node, loopback, shared memory, MPI), its `--stats` lines and
-//! its exit status.
+//! The run: a program's graph with [`RunOptions`]: the engine's
+//! configuration (once), the transport's choice, and the runs whose nodes
+//! all live in this process (one node, `--transport loopback`) with their
+//! `--stats` lines. Runs whose nodes are processes (shared memory, MPI) go
+//! on in `nodes.rs`; both end in `report.rs`.
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use snet_core::Rank;
-use snet_engine::{Config, EngineError, InputLimit, LanguageInterface, SingleNode};
+use snet_engine::{Config, InputLimit, LanguageInterface, SingleNode};
 
 use crate::alloc::GLOBAL;
-use crate::io::{open_io, OpenError};
-use crate::mpi::{mpi_launched, run_mpi};
-use crate::shm::run_shm;
+use crate::io::open_io;
+use crate::mpi::{mpi_launched, Mpi};
+use crate::report::error_status;
+use crate::shm::Shm;
 use crate::{RunOptions, TransportKind};
 
 /// Runs `graph` with `opts`; returns the exit status (0 ok, 1 run error, 2 usage/I-O).
@@ -19,6 +22,40 @@ pub fn run(
     opts: &RunOptions,
     language: &(dyn LanguageInterface + Sync),
 ) -> u8 {
+    let config = match config(opts) {
+        Ok(c) => c,
+        Err(e) => {
+            say!("error: {e}");
+            return 2;
+        }
+    };
+    let start = Instant::now();
+    let run = crate::nodes::Run {
+        graph,
+        opts,
+        config: &config,
+        language,
+        start,
+    };
+    match opts.transport {
+        Some(TransportKind::Shm) => run.on(Shm::new(opts)),
+        Some(TransportKind::Mpi) => run.on(Mpi::new(opts)),
+        None if mpi_launched() => run.on(Mpi::new(opts)),
+        Some(TransportKind::Loopback) => run_here(&run, opts.nodes.unwrap_or(1)),
+        None => {
+            if let Some(n) = opts.nodes.filter(|&n| n > 1) {
+                say!(
+                    "error: --nodes {n} needs a transport: --transport shm (processes on this machine), --transport loopback, or start the program with mpirun"
+                );
+                return 2;
+            }
+            run_here(&run, 1)
+        }
+    }
+}
+
+/// The engine's configuration for `opts`, or what is wrong with them.
+fn config(opts: &RunOptions) -> Result<Config, String> {
     // fast_exit: the process ends right after the run; freeing the entity graph would only cost time.
     // Under the leak checker (system allocator) the graph is freed so that leaks stand out.
     let mut config = Config {
@@ -38,8 +75,7 @@ pub fn run(
     })));
     if let Some(w) = opts.workers {
         if w == 0 {
-            say!("error: --workers must be at least 1");
-            return 2;
+            return Err("--workers must be at least 1".into());
         }
         config.workers = w;
     }
@@ -47,48 +83,29 @@ pub fn run(
         config.box_stack = b;
     }
     if let Some(l) = &opts.input_limit {
-        match InputLimit::parse(l) {
-            Ok(l) => config.input_limit = Some(l),
-            Err(e) => {
-                say!("error: --input-limit: {e}");
-                return 2;
-            }
-        }
+        config.input_limit = Some(InputLimit::parse(l).map_err(|e| format!("--input-limit: {e}"))?);
     }
     config.inline_fields = opts.inline_fields;
-    config.instrument = crate::report::instrument(opts);
+    config.instrument = opts.instrument();
     if opts.nodes == Some(0) {
-        say!("error: --nodes must be at least 1");
-        return 2;
+        return Err("--nodes must be at least 1".into());
     }
-    let start = std::time::Instant::now();
-    let result = match opts.transport {
-        Some(TransportKind::Shm) => return run_shm(graph, &config, opts, language),
-        Some(TransportKind::Mpi) => return run_mpi(graph, &config, opts, language),
-        None if mpi_launched() => return run_mpi(graph, &config, opts, language),
-        Some(TransportKind::Loopback) => {
-            let nodes = opts.nodes.unwrap_or(1);
-            let io = match open_io(opts) {
-                Ok(io) => io,
-                Err(code) => return code,
-            };
-            let graph = scatter(graph, opts, nodes);
-            snet_engine::run_loopback(graph, &config, Some(io), language, nodes)
-        }
-        None => {
-            if let Some(n) = opts.nodes.filter(|&n| n > 1) {
-                say!(
-                    "error: --nodes {n} needs a transport: --transport shm (processes on this machine), --transport loopback, or start the program with mpirun"
-                );
-                return 2;
-            }
-            let io = match open_io(opts) {
-                Ok(io) => io,
-                Err(code) => return code,
-            };
-            let graph = scatter(graph, opts, 1);
-            snet_engine::run(graph, &config, Some(io), language, &SingleNode).map(|s| vec![s])
-        }
+    Ok(config)
+}
+
+/// A run whose `nodes` nodes all live in this process: one node, or
+/// `--transport loopback` (each node its own engine).
+fn run_here(run: &crate::nodes::Run<'_>, nodes: u32) -> u8 {
+    let (opts, config) = (run.opts, run.config);
+    let io = match open_io(opts) {
+        Ok(io) => io,
+        Err(code) => return code,
+    };
+    let graph = opts.place(run.graph.clone(), nodes);
+    let result = if opts.transport == Some(TransportKind::Loopback) {
+        snet_engine::run_loopback(graph, config, Some(io), run.language, nodes)
+    } else {
+        snet_engine::run(graph, config, Some(io), run.language, &SingleNode).map(|s| vec![s])
     };
     if let Some(ins) = &config.instrument {
         if let Err(e) = crate::report::finish_local(opts, ins) {
@@ -98,74 +115,34 @@ pub fn run(
             }
         }
     }
-    match result {
-        Ok(stats) => {
-            if opts.stats {
-                if stats.len() == 1 {
-                    let s = &stats[0];
-                    say!(
-                        "snet: {} input, {} output records, {} entities, {} steals, {} suspensions, {} workers, {:.3} s",
-                        s.input_records,
-                        s.output_records,
-                        s.entities_created,
-                        s.steals,
-                        s.suspensions,
-                        config.workers,
-                        start.elapsed().as_secs_f64()
-                    );
-                } else {
-                    for s in &stats {
-                        say!("snet: {s}");
-                    }
-                    say!(
-                        "snet: {} nodes, {} workers each, {:.3} s",
-                        stats.len(),
-                        config.workers,
-                        start.elapsed().as_secs_f64()
-                    );
-                }
+    let stats = match result {
+        Ok(stats) => stats,
+        Err(e) => return error_status(&e),
+    };
+    if opts.stats {
+        let elapsed = run.start.elapsed().as_secs_f64();
+        if let [s] = &stats[..] {
+            say!(
+                "snet: {} input, {} output records, {} entities, {} steals, {} suspensions, {} workers, {:.3} s",
+                s.input_records,
+                s.output_records,
+                s.entities_created,
+                s.steals,
+                s.suspensions,
+                config.workers,
+                elapsed
+            );
+        } else {
+            for s in &stats {
+                say!("snet: {s}");
             }
-            0
-        }
-        Err(e) => report_error(&e),
-    }
-}
-
-/// Prints a run's error; returns the exit status.
-pub(crate) fn report_error(e: &EngineError) -> u8 {
-    if let EngineError::Input(s) = e {
-        if let Some(o) = s.downcast_ref::<OpenError>() {
-            say!("error: {o}");
-            return 2;
+            say!(
+                "snet: {} nodes, {} workers each, {:.3} s",
+                stats.len(),
+                config.workers,
+                elapsed
+            );
         }
     }
-    say!("error: {e}");
-    match e {
-        EngineError::Output(_) => 2,
-        _ => 1,
-    }
-}
-
-pub(crate) fn scatter(
-    graph: Arc<snet_core::Graph>,
-    opts: &RunOptions,
-    nodes: u32,
-) -> Arc<snet_core::Graph> {
-    match opts.scatter {
-        Some(seed) => Arc::new(graph.scatter(nodes, seed, 0.3)),
-        None => graph,
-    }
-}
-/// The exit status of node `me` (not node 0) of a multi-process run: its
-/// `--stats` line, and only errors of its own transport (node 0 reports
-/// the others, which reached it).
-pub(crate) fn other_node_status(me: Rank, result: &Result<snet_engine::Stats, EngineError>) -> u8 {
-    match result {
-        Ok(_) => 0,
-        Err(e @ EngineError::Distribution(_)) => {
-            say!("error: node {me}: {e}");
-            1
-        }
-        Err(_) => 1,
-    }
+    0
 }

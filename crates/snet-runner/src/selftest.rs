@@ -1,14 +1,12 @@
 //! `snet selftest`: the transport conformance suite over loopback, shared
 //! memory or MPI.
 
-use std::time::Duration;
-
 #[cfg(feature = "mpi")]
 use crate::mpi::mpi_launched;
 use snet_core::Rank;
 use snet_shm::{FieldMode, Notify};
 
-use crate::shm::shm_endpoint;
+use crate::shm::Shm;
 use crate::TransportKind;
 
 /// Runs the transport conformance suite (`snet selftest`): with
@@ -86,43 +84,47 @@ fn selftest_shm(
             )
         };
     }
-    let (t, started) = match shm_endpoint(nodes, notify, fields) {
-        Ok(e) => e,
+    let die = || {
+        // SAFETY: kill(2) on this very process; SIGKILL cannot be caught.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    };
+    let ran = snet_shm::launch::run(&Shm::launch(nodes, notify, fields), |t| {
+        let g = t.geometry();
+        let mut status = 0;
+        for case in cases {
+            match conformance::run_case(case, &**t, &die) {
+                Ok(()) if t.node() == Rank::ROOT => println!(
+                    "shm (notify {}, fields {}), {} nodes: {case} ok",
+                    g.notify.name(),
+                    g.fields.name(),
+                    t.nodes()
+                ),
+                Ok(()) => {}
+                Err(e) => {
+                    say!("error: node {}: case {case}: {e}", t.node());
+                    status = 1;
+                    break;
+                }
+            }
+        }
+        t.close();
+        (status, status == 0)
+    });
+    let ran = match ran {
+        Ok(r) => r,
         Err(e) => {
             say!("error: shm: {e}");
             return 2;
         }
     };
-    let die = || {
-        // SAFETY: kill(2) on this very process; SIGKILL cannot be caught.
-        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
-    };
-    let g = t.geometry();
-    let mut status = 0;
-    for case in cases {
-        match conformance::run_case(case, &*t, &die) {
-            Ok(()) if t.node() == Rank::ROOT => println!(
-                "shm (notify {}, fields {}), {} nodes: {case} ok",
-                g.notify.name(),
-                g.fields.name(),
-                t.nodes()
-            ),
-            Ok(()) => {}
-            Err(e) => {
-                say!("error: node {}: case {case}: {e}", t.node());
-                status = 1;
-                break;
-            }
-        }
-    }
-    t.close();
-    if let Some(n) = started {
-        let died = cases.contains(&"peer-dies").then_some(t.nodes() - 1);
-        for e in n.wait(Duration::from_secs(if status == 0 { 30 } else { 3 })) {
-            if !e.clean() && Some(e.node) != died {
-                say!("error: node {} {}", e.node, e.describe());
-                status = 1;
-            }
+    let mut status = ran.output;
+    let died = cases
+        .contains(&"peer-dies")
+        .then_some(ran.transport.nodes() - 1);
+    for e in &ran.ended {
+        if !e.clean() && Some(e.node) != died {
+            say!("error: node {} {}", e.node, e.describe());
+            status = 1;
         }
     }
     status

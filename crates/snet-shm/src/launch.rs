@@ -22,8 +22,13 @@
 //!   calling `_exit(0)`, say) did not finish its part of the run: it is
 //!   `DEAD` with status 0 ([`Ended::early`]), never taken for a clean exit.
 //! * **Nothing is left behind**: the segment is a memfd, not a file
-//!   (`segment.rs`), and [`Nodes::wait`] kills node processes that outlive
+//!   (`segment.rs`), and [`run`] kills node processes that outlive
 //!   a run by more than a grace period.
+//!
+//! [`run`] is the one way to take part in a run: every caller (`snet run
+//! --transport shm`, built programs, `snet selftest`, `snet pingpong`, the
+//! `snet` library's `Transport::Shm`) goes through it, so segment
+//! creation, node launch and the grace wait are written once.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -87,9 +92,127 @@ pub fn started_as_node() -> Option<Result<(u32, RawFd), LaunchError>> {
 }
 
 /// This process's endpoint as a started node: maps the inherited segment.
-pub fn attach_as_node(node: u32, fd: RawFd) -> Result<ShmTransport, LaunchError> {
+fn attach_as_node(node: u32, fd: RawFd) -> Result<ShmTransport, LaunchError> {
     let seg = Segment::attach(fd).map_err(LaunchError::Map)?;
     ShmTransport::new(seg, node).map_err(LaunchError::Endpoint)
+}
+
+/// How node 0 starts the other node processes of a [`run`].
+#[derive(Copy, Clone, Debug)]
+pub enum NodeCommand<'a> {
+    /// Copies of this process: this executable with this process's
+    /// arguments (`snet`, or a program made by `snet build`).
+    ThisProgram,
+    /// `exe args...` (an interpreter's program whose nodes run a module of
+    /// its own: the Python package).
+    Command {
+        /// The executable.
+        exe: &'a std::path::Path,
+        /// Its arguments.
+        args: &'a [std::ffi::OsString],
+    },
+}
+
+/// How a process takes part in a [`run`]: the segment's shape (node 0
+/// creates it; a started node finds it in its inherited segment), how the
+/// other nodes are started, and the environment variables they get
+/// besides [`NODE_VAR`] and [`FD_VAR`].
+#[derive(Copy, Clone, Debug)]
+pub struct Launch<'a> {
+    /// The segment node 0 creates (nodes, notification, field mode).
+    pub geometry: crate::Geometry,
+    /// What node 0 starts as nodes 1..N.
+    pub command: NodeCommand<'a>,
+    /// Variables set in every node process (the `snet` library names the
+    /// network a node process is to join).
+    pub env: &'a [(&'a str, &'a str)],
+}
+
+/// Why a [`run`] could not start.
+#[derive(Debug)]
+pub enum SetupError {
+    /// This process was started as a node and cannot join its run.
+    Join(LaunchError),
+    /// Node 0 cannot create the segment.
+    Create(io::Error),
+    /// Node 0's endpoint cannot be made.
+    Endpoint(snet_transport::TransportError),
+    /// Node 0 cannot start the node processes.
+    Start(io::Error),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Join(e) => write!(f, "{e}"),
+            SetupError::Create(e) => write!(f, "cannot create the shared-memory segment: {e}"),
+            SetupError::Endpoint(e) => write!(f, "{e}"),
+            SetupError::Start(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// How long node 0 waits for the node processes after its part of a run
+/// before it kills them: they end right after a run that went well; after
+/// a failure they were told (or cannot be), so the wait is short.
+pub fn grace(went_well: bool) -> Duration {
+    Duration::from_secs(if went_well { 30 } else { 3 })
+}
+
+/// What a [`run`] gives back: the part's own result, this process's
+/// endpoint (its counters and geometry for reports) and, on node 0, how
+/// the other node processes ended (empty on a started node).
+pub struct Ran<T> {
+    /// What the part returned.
+    pub output: T,
+    /// This process's endpoint.
+    pub transport: Arc<ShmTransport>,
+    /// How nodes 1..N ended, by node (node 0 only).
+    pub ended: Vec<Ended>,
+}
+
+/// Takes part in a shared-memory run: a process started as a node (see
+/// [`started_as_node`]) maps its inherited segment; any other process is
+/// node 0, which creates the segment of `launch.geometry` and starts nodes
+/// 1..N (`launch.command`, with `launch.env`) from the calling thread,
+/// which must live as long as the run (see the module docs). Then `part`
+/// runs this process's part on the endpoint and says whether it went well;
+/// node 0 then waits for the node processes ([`grace`] of that) and
+/// returns how they ended.
+pub fn run<T>(
+    launch: &Launch<'_>,
+    part: impl FnOnce(&Arc<ShmTransport>) -> (T, bool),
+) -> Result<Ran<T>, SetupError> {
+    if let Some(started) = started_as_node() {
+        let (k, fd) = started.map_err(SetupError::Join)?;
+        let t = Arc::new(attach_as_node(k, fd).map_err(SetupError::Join)?);
+        let (output, _) = part(&t);
+        return Ok(Ran {
+            output,
+            transport: t,
+            ended: Vec::new(),
+        });
+    }
+    let seg = Segment::create(launch.geometry).map_err(SetupError::Create)?;
+    let t = Arc::new(ShmTransport::new(seg, 0).map_err(SetupError::Endpoint)?);
+    let nodes = if launch.geometry.nodes > 1 {
+        let started = match launch.command {
+            NodeCommand::ThisProgram => Nodes::start_with_env(&t, launch.env),
+            NodeCommand::Command { exe, args } => Nodes::start_command(&t, exe, args, launch.env),
+        };
+        Some(started.map_err(SetupError::Start)?)
+    } else {
+        None
+    };
+    let (output, went_well) = part(&t);
+    let ended = nodes.map(|n| n.wait(grace(went_well))).unwrap_or_default();
+    Ok(Ran {
+        output,
+        transport: t,
+        ended,
+    })
 }
 
 /// How a node process ended.
@@ -119,32 +242,26 @@ impl Ended {
 }
 
 /// The node processes node 0 started.
-pub struct Nodes {
+struct Nodes {
     pids: Vec<(u32, u32)>,
     ended: mpsc::Receiver<Ended>,
 }
 
 impl Nodes {
-    /// Starts nodes 1..N of `t`'s segment as copies of this process.
-    /// Call it from the thread that lives as long as the run (see the
-    /// module docs).
-    pub fn start(t: &Arc<ShmTransport>) -> io::Result<Nodes> {
-        Nodes::start_with_env(t, &[])
-    }
-
-    /// As [`Nodes::start`], with the environment variables `env` set in
-    /// every node process besides [`NODE_VAR`] and [`FD_VAR`] (the `snet`
-    /// library names the network a node process is to join).
-    pub fn start_with_env(t: &Arc<ShmTransport>, env: &[(&str, &str)]) -> io::Result<Nodes> {
+    /// Starts nodes 1..N of `t`'s segment as copies of this process, with
+    /// the environment variables `env` set in every node process besides
+    /// [`NODE_VAR`] and [`FD_VAR`]. Call it from the thread that lives as
+    /// long as the run (see the module docs).
+    fn start_with_env(t: &Arc<ShmTransport>, env: &[(&str, &str)]) -> io::Result<Nodes> {
         let exe = std::env::current_exe()?;
         let args: Vec<_> = std::env::args_os().skip(1).collect();
         Nodes::start_command(t, &exe, &args, env)
     }
 
-    /// As [`Nodes::start_with_env`], with the node processes started as
+    /// As `start_with_env`, with the node processes started as
     /// `exe args...` instead of copies of this process (an interpreter's
     /// program whose nodes run a module of its own: the Python package).
-    pub fn start_command(
+    fn start_command(
         t: &Arc<ShmTransport>,
         exe: &std::path::Path,
         args: &[std::ffi::OsString],
@@ -223,7 +340,7 @@ impl Nodes {
 
     /// Waits until every node process has ended; a process still running
     /// `grace` from now is killed. Returns how each ended, by node.
-    pub fn wait(self, grace: Duration) -> Vec<Ended> {
+    fn wait(self, grace: Duration) -> Vec<Ended> {
         let deadline = Instant::now() + grace;
         let mut ended: Vec<Ended> = Vec::new();
         let mut killed = false;

@@ -335,4 +335,11 @@ pub trait Transport: Send + Sync {
     }
     /// A short name for messages and statistics (`loopback`, `mpi`, `shm`).
     fn name(&self) -> &str;
+    /// Node 0 of a run that survives a lost node: starts a replacement
+    /// for node `node`, which is gone, with a fresh endpoint; everything
+    /// the old incarnation sent that was not received yet, and everything
+    /// sent to it, is dropped. `Ok(false)`: this backend cannot.
+    fn replace(&self, _node: Rank) -> Result<bool, TransportError> {
+        Ok(false)
+    }
 }

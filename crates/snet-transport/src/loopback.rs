@@ -8,7 +8,10 @@
 //! order holds per pair of nodes (stronger than the per-channel contract).
 //! Dropping an endpoint without [`Transport::close`] (a node thread that
 //! panicked) or calling [`Loopback::kill`] marks the node dead: sends to it
-//! fail and every other node's `recv` reports it.
+//! fail and every other node's `recv` reports it. [`Transport::replace`]
+//! gives a dead node a new endpoint (a new *incarnation*: the old one's
+//! endpoint stays closed) and hands it to the function set with
+//! [`Loopback::on_replace`], which starts the node again.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -29,14 +32,18 @@ struct Mailbox {
 
 struct Hub {
     boxes: Vec<(Mutex<Mailbox>, Condvar)>,
-    /// Per node: 0 alive, 1 closed, 2 dead.
-    state: Mutex<Vec<u8>>,
+    /// Per node: 0 alive, 1 closed, 2 dead, and its incarnation.
+    state: Mutex<Vec<(u8, u32)>>,
     window: usize,
+    /// Where [`Transport::replace`] hands a replacement's endpoint.
+    spawn: Mutex<Option<std::sync::mpsc::Sender<Loopback>>>,
 }
 
 /// One node's endpoint of an in-process run.
 pub struct Loopback {
     me: Rank,
+    /// Its incarnation (0, then one more per replacement).
+    gen: u32,
     hub: Arc<Hub>,
 }
 
@@ -66,15 +73,23 @@ impl Loopback {
                     )
                 })
                 .collect(),
-            state: Mutex::new(vec![0; n]),
+            state: Mutex::new(vec![(0, 0); n]),
             window: window.max(1),
+            spawn: Mutex::new(None),
         });
         Rank::all(nodes.max(1))
             .map(|me| Loopback {
                 me,
+                gen: 0,
                 hub: hub.clone(),
             })
             .collect()
+    }
+
+    /// Replacements made by [`Transport::replace`] go to `to` (the code
+    /// that runs the nodes starts each on its own thread).
+    pub fn on_replace(&self, to: std::sync::mpsc::Sender<Loopback>) {
+        *lock(&self.hub.spawn) = Some(to);
     }
 
     /// Marks this node dead, as if its process had been killed (tests).
@@ -85,10 +100,10 @@ impl Loopback {
     fn leave(&self, how: u8) {
         {
             let mut st = lock(&self.hub.state);
-            if st[self.me.index()] != 0 {
+            if st[self.me.index()] != (0, self.gen) {
                 return;
             }
-            st[self.me.index()] = how;
+            st[self.me.index()].0 = how;
         }
         for (i, (m, cv)) in self.hub.boxes.iter().enumerate() {
             let mut mb = lock(m);
@@ -101,7 +116,17 @@ impl Loopback {
     }
 
     fn peer_state(&self, node: Rank) -> u8 {
-        lock(&self.hub.state)[node.index()]
+        lock(&self.hub.state)[node.index()].0
+    }
+
+    /// This endpoint's own state: an old incarnation's is closed.
+    fn own_state(&self) -> u8 {
+        let (s, gen) = lock(&self.hub.state)[self.me.index()];
+        if gen == self.gen {
+            s
+        } else {
+            1
+        }
     }
 }
 
@@ -141,7 +166,7 @@ impl Transport for Loopback {
                     })
                 }
             }
-            if self.peer_state(self.me) != 0 {
+            if self.own_state() != 0 {
                 return Err(TransportError::Closed);
             }
             if mb.inflight[self.me.index()] < self.hub.window {
@@ -166,6 +191,10 @@ impl Transport for Loopback {
         let mut mb = lock(m);
         let deadline = std::time::Instant::now() + timeout;
         loop {
+            // An old incarnation takes nothing from its replacement.
+            if lock(&self.hub.state)[self.me.index()].1 != self.gen {
+                return Err(TransportError::Closed);
+            }
             if let Some(node) = mb.unreported.pop() {
                 return Err(TransportError::PeerGone {
                     node,
@@ -179,7 +208,7 @@ impl Transport for Loopback {
                 cv.notify_all();
                 return Ok(Some(r));
             }
-            if self.peer_state(self.me) != 0 {
+            if self.own_state() != 0 {
                 return Err(TransportError::Closed);
             }
             let now = std::time::Instant::now();
@@ -208,6 +237,46 @@ impl Transport for Loopback {
 
     fn name(&self) -> &str {
         "loopback"
+    }
+
+    fn replace(&self, node: Rank) -> Result<bool, TransportError> {
+        let spawn = lock(&self.hub.spawn).clone();
+        let Some(spawn) = spawn else {
+            return Ok(false);
+        };
+        let k = node.index();
+        let gen = {
+            let mut st = lock(&self.hub.state);
+            match st.get_mut(k) {
+                Some(s) if s.0 == 2 => {
+                    *s = (0, s.1 + 1);
+                    s.1
+                }
+                _ => return Ok(false),
+            }
+        };
+        // What was sent to the old incarnation is lost with it, and what
+        // it sent that was not received yet is dropped.
+        for (i, (m, cv)) in self.hub.boxes.iter().enumerate() {
+            let mut mb = lock(m);
+            if i == k {
+                mb.queue.clear();
+                mb.inflight.iter_mut().for_each(|n| *n = 0);
+                mb.unreported.clear();
+            } else {
+                mb.queue.retain(|r| r.from != node);
+                mb.inflight[k] = 0;
+                mb.unreported.retain(|&n| n != node);
+            }
+            drop(mb);
+            cv.notify_all();
+        }
+        let ep = Loopback {
+            me: node,
+            gen,
+            hub: self.hub.clone(),
+        };
+        Ok(spawn.send(ep).is_ok())
     }
 }
 

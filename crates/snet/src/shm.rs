@@ -36,10 +36,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write as _;
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::time::Duration;
 
 use snet_engine::{Config, EngineError, Sink, Source};
-use snet_shm::launch::{self, LaunchError};
+use snet_shm::launch::{self, LaunchError, NodeCommand};
 use snet_shm::{FieldMode, Notify};
 
 use crate::boxes::RustBoxes;
@@ -67,8 +66,9 @@ pub(crate) struct Launch<'a> {
 }
 
 /// Node 0 of a shared-memory run of `nodes` nodes: creates the segment,
-/// starts the node processes, runs on `io`, waits for the others and
-/// gathers the trace and profile `files`.
+/// starts the node processes, runs on `io`, waits for the others (all of
+/// that but the engine's run is `snet_shm::launch::run`'s) and gathers the
+/// trace and profile `files`.
 /// Call it on a thread that lives as long as the run.
 pub(crate) fn run_root(
     graph: Arc<snet_core::Graph>,
@@ -83,23 +83,21 @@ pub(crate) fn run_root(
         fingerprint,
         command,
     } = launch;
-    let setup = |e: String| RunError::new(Kind::Setup(e));
-    let g = snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy);
-    let seg = snet_shm::segment::Segment::create(g)
-        .map_err(|e| setup(format!("cannot create the shared-memory segment: {e}")))?;
-    let t =
-        Arc::new(snet_shm::transport::ShmTransport::new(seg, 0).map_err(|e| setup(e.to_string()))?);
-    let env = [(NETWORK_VAR, fingerprint)];
-    let started = match command {
-        Some((exe, args)) => launch::Nodes::start_command(&t, exe, args, &env),
-        None => launch::Nodes::start_with_env(&t, &env),
-    }
-    .map_err(|e| setup(e.to_string()))?;
-    let result = snet_engine::run(graph, config, Some(io), boxes, &*t);
-    // The others end right after the run; after a failure they were told
-    // (or are killed after a short grace).
-    let grace = Duration::from_secs(if result.is_ok() { 30 } else { 3 });
-    let ended = started.wait(grace);
+    let how = launch::Launch {
+        geometry: snet_shm::Geometry::new(nodes, Notify::Sparse, FieldMode::ZeroCopy),
+        command: match command {
+            Some((exe, args)) => NodeCommand::Command { exe, args },
+            None => NodeCommand::ThisProgram,
+        },
+        env: &[(NETWORK_VAR, fingerprint)],
+    };
+    let ran = launch::run(&how, |t| {
+        let result = snet_engine::run(graph, config, Some(io), boxes, &**t);
+        let ok = result.is_ok();
+        (result, ok)
+    })
+    .map_err(|e| RunError::new(Kind::Setup(e.to_string())))?;
+    let (result, ended) = (ran.output, ran.ended);
     // The trace and profile: the other nodes' parts (a failed run's nodes
     // may never write theirs).
     let written = match &config.instrument {
@@ -142,7 +140,7 @@ pub(crate) fn run_node(net: &Network, started: Result<(u32, RawFd), LaunchError>
 /// cannot report it (node 0 reports the errors of boxes and components,
 /// which reach it).
 fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(), Option<String>> {
-    let (k, fd) = started.map_err(|e| Some(format!("error: {e}\n")))?;
+    let (k, _) = started.map_err(|e| Some(format!("error: {e}\n")))?;
     let fail = |e: String| Some(format!("error: node {k}: {e}\n"));
     let expected = std::env::var(NETWORK_VAR).unwrap_or_default();
     if expected != fingerprint(net) {
@@ -154,26 +152,34 @@ fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(),
             fingerprint(net)
         )));
     }
-    let t = launch::attach_as_node(k, fd).map_err(|e| fail(e.to_string()))?;
-    c4snet::crash::set_node(k);
-    c4snet::crash::install();
-    t.install_field_allocator();
-    let config = net.config();
-    let result = snet_engine::run(net.graph.clone(), &config, None, &net.boxes, &t);
-    if let Some(ins) = &config.instrument {
-        let me = snet_core::Rank(k);
-        if let Err(e) =
-            snet_engine::instrument_files::finish_node(&net.report_files(), ins, me, net.nodes)
-        {
-            let _ = std::io::stderr().lock().write_all(
-                format!(
-                    "error: node {k}: {e}
-"
-                )
-                .as_bytes(),
-            );
+    // The geometry and command are node 0's: a started node finds its
+    // segment's.
+    let how = launch::Launch {
+        geometry: snet_shm::Geometry::new(net.nodes, Notify::Sparse, FieldMode::ZeroCopy),
+        command: NodeCommand::ThisProgram,
+        env: &[],
+    };
+    let ran = launch::run(&how, |t| {
+        c4snet::crash::set_node(k);
+        c4snet::crash::install();
+        t.install_field_allocator();
+        let config = net.config();
+        let result = snet_engine::run(net.graph.clone(), &config, None, &net.boxes, &**t);
+        if let Some(ins) = &config.instrument {
+            let me = snet_core::Rank(k);
+            if let Err(e) =
+                snet_engine::instrument_files::finish_node(&net.report_files(), ins, me, net.nodes)
+            {
+                let _ = std::io::stderr()
+                    .lock()
+                    .write_all(format!("error: node {k}: {e}\n").as_bytes());
+            }
         }
-    }
+        let ok = result.is_ok();
+        (result, ok)
+    })
+    .map_err(|e| fail(e.to_string()))?;
+    let result = ran.output;
     match result {
         Ok(_) => Ok(()),
         Err(e @ EngineError::Distribution(_)) => Err(fail(e.to_string())),

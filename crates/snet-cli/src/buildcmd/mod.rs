@@ -13,7 +13,9 @@
 //!    it defines but `main` has the prefix `__snet_`, reserved by C, and it
 //!    includes no header, so any box name that is a valid C identifier
 //!    works, except those [`box_name_problem`] refuses up front (`main`, C
-//!    keywords, C4SNet.h's names, the runtime library's). If boxes have inline C
+//!    keywords, C4SNet.h's names, the runtime library's API) and those the
+//!    runtime library defines as global symbols (read from its symbol
+//!    table, [`crate::archive`]: mimalloc's `mi_*`, ...). If boxes have inline C
 //!    bodies, a second file defines each as the box function
 //!    `void *NAME(void *hnd, c4snet_data_t *FIELD, int TAG, ...)` (parameters
 //!    named after the input labels, in signature order) with `#line`
@@ -79,6 +81,9 @@ pub struct BuildArgs {
     /// Keep debug information in the program (`--debug`, or `-g` in the C flags).
     pub debug: bool,
     pub color: bool,
+    /// Write a C box library (a shared object, `c4snet::library`) instead
+    /// of an executable (`--library`).
+    pub library: bool,
 }
 
 /// Whether the program keeps its debug information: `--debug`, or a `-g`
@@ -296,7 +301,14 @@ pub fn build(a: BuildArgs) -> u8 {
     if bad {
         return 1;
     }
-    let Some(runner) = find_runner_lib() else {
+    if a.library && cxx {
+        eprintln!(
+            "error: --library takes C sources (a C box library's trampolines are C): build C++ boxes into a program"
+        );
+        return 2;
+    }
+    let runner = if a.library { None } else { find_runner_lib() };
+    if runner.is_none() && !a.library {
         eprintln!(
             "error: cannot find the runtime library libsnet_runner.a (looked next to the snet executable and in ../lib/snet/ beside it)\n\
              help: install snet with `scripts/install.sh PREFIX` from the source tree, which puts the library in PREFIX/lib/snet \
@@ -304,7 +316,40 @@ pub fn build(a: BuildArgs) -> u8 {
              or set SNET_RUNNER_LIB to the library's path"
         );
         return 2;
-    };
+    }
+    // A box's C function named like a symbol of the runtime library would
+    // clash with it at the link (a duplicate definition, or a weak symbol
+    // silently replaced): refused here, by name and declaration.
+    if let Some(runner) = &runner {
+        match crate::archive::global_symbols(runner) {
+            Ok(symbols) => {
+                let clash: Vec<&&BoxDef> = boxes
+                    .values()
+                    .filter(|b| symbols.contains(b.name.as_str()))
+                    .collect();
+                for b in &clash {
+                    eprintln!(
+                    "error: box `{}` ({}) cannot be built as a C function: `{}` is a symbol of snet's runtime library ({} defines it, and the program is linked with it): rename the box",
+                    b.name,
+                    b.loc,
+                    b.name,
+                    runner.file_name().map_or_else(|| runner.display().to_string(), |n| n.to_string_lossy().into_owned())
+                );
+                }
+                if !clash.is_empty() {
+                    return 1;
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "error: cannot read the runtime library {}: {}",
+                    runner.display(),
+                    snet_front::os_reason(&e)
+                );
+                return 2;
+            }
+        }
+    }
     for f in &a.inputs {
         if let Err(e) = readable(f) {
             eprintln!(
@@ -322,7 +367,15 @@ pub fn build(a: BuildArgs) -> u8 {
         COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let boxes: Vec<&BoxDef> = boxes.into_values().collect();
-    let gen = tmp.join(if cxx { "snet_main.cpp" } else { "snet_main.c" });
+    let gen = tmp.join(if a.library {
+        "snet_library.c"
+    } else if cxx {
+        "snet_main.cpp"
+    } else {
+        "snet_main.c"
+    });
+    // A library's own C4SNet functions (forwarding to the runtime that loads it).
+    let glue = a.library.then(|| tmp.join("snet_c4snet.c"));
     let protos = tmp.join("snet_boxes.h");
     let inline = boxes
         .iter()
@@ -332,10 +385,16 @@ pub fn build(a: BuildArgs) -> u8 {
         .and_then(|_| std::fs::write(tmp.join("C4SNet.h"), c4snet::HEADER))
         .and_then(|_| std::fs::write(tmp.join("bool.h"), c4snet::BOOL_HEADER))
         .and_then(|_| {
-            std::fs::write(
-                &gen,
-                generate::generate(&boxes, &source, &name, a.entry.as_deref(), cxx),
-            )
+            let text = if a.library {
+                c4snet::library::library_source(&boxes)
+            } else {
+                generate::generate(&boxes, &source, &name, a.entry.as_deref(), cxx)
+            };
+            std::fs::write(&gen, text)
+        })
+        .and_then(|_| match &glue {
+            Some(f) => std::fs::write(f, c4snet::library::LIBRARY_GLUE),
+            None => Ok(()),
         })
         .and_then(|_| {
             std::fs::write(
@@ -386,6 +445,12 @@ pub fn build(a: BuildArgs) -> u8 {
     // box functions that have extra parameters.
     let link = |wrapped: &BTreeMap<PathBuf, PathBuf>| {
         let mut cmd = Command::new(&cc);
+        if a.library {
+            // A shared object whose every symbol is defined (box functions
+            // are referred to weakly: a box it lacks is left to another
+            // language, but a function a box calls must be there).
+            cmd.args(["-shared", "-fPIC", "-Wl,-z,defs"]);
+        }
         cmd.arg("-O2").args(&a.cflags).arg("-I").arg(&tmp);
         // Every C source sees the box prototypes first, so the compiler checks each box function's type.
         cmd.arg("-include").arg(&protos);
@@ -399,7 +464,8 @@ pub fn build(a: BuildArgs) -> u8 {
         )
         .arg(compiled(&gen))
         .args(&inline)
-        .arg(&runner);
+        .args(&glue)
+        .args(&runner);
         for d in &a.lib_dirs {
             cmd.arg("-L").arg(d);
         }
@@ -410,10 +476,11 @@ pub fn build(a: BuildArgs) -> u8 {
             // The C++ standard library (and through it the C++ runtime: exceptions, RTTI).
             cmd.arg("-lstdc++");
         }
-        cmd.args(NATIVE_LIBS)
-            .args(snet_runner::MPI_LINK_ARGS.split_whitespace())
-            .arg("-o")
-            .arg(&a.output);
+        if runner.is_some() {
+            cmd.args(NATIVE_LIBS)
+                .args(snet_runner::MPI_LINK_ARGS.split_whitespace());
+        }
+        cmd.arg("-o").arg(&a.output);
         if !keeps_debug_info(&a) {
             // The runtime library's debug information and symbol table are
             // most of the program (25 MB of a one-box program's 30; 4.8 MB
@@ -428,7 +495,7 @@ pub fn build(a: BuildArgs) -> u8 {
     // for the original toolchain): built again with those parameters
     // receiving 0, with a warning.
     if let Ok(o) = &out {
-        if !o.status.success() && !cxx {
+        if !o.status.success() && !cxx && !a.library {
             let err = String::from_utf8_lossy(&o.stderr).into_owned();
             if let Some(extra) = diagnose::extra_parameters(&err, &boxes, &a.inputs) {
                 match generate::rebuild_files(

@@ -40,23 +40,32 @@ pub(crate) trait Host: Sync {
 /// Sends everything workers and the input manager queue, until stopped.
 pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
     let net = &host.rt().net;
-    let me = net.me;
-    let mut enc = Encoder::new(me, net.nodes, net.inline_limit);
     loop {
-        let batch: Vec<Out> = {
+        {
             let (m, cv) = &*net.state;
             let mut st = lock(m);
             while st.out.is_empty() && !st.stop {
                 st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
             }
+        }
+        // The encoder first, then the batch: a lost node's replacement
+        // (which holds the encoder) sees no batch taken and not sent.
+        let mut enc = lock(&net.enc);
+        let batch: Vec<Out> = {
+            let mut st = lock(&net.state.0);
             if st.out.is_empty() {
-                return;
+                if st.stop {
+                    return;
+                }
+                continue;
             }
             st.busy += 1;
             let n = st.out.len().min(4096);
             st.out.drain(..n).collect()
         };
-        if let Err(e) = send_batch(host, t, &mut enc, batch) {
+        let r = send_batch(host, t, &mut enc, batch);
+        drop(enc);
+        if let Err(e) = r {
             host.fail(e, false);
         }
         net.end();
@@ -130,6 +139,35 @@ fn send_batch(
                         EngineError::Distribution(DistributionError::Field { node: me, error })
                     })?;
             }
+            Out::Commit { to, id, items } => {
+                // The records and the `Done` in one message (custody.rs).
+                net.sending(items.len() as u64);
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                for (conn, item) in &items {
+                    b.frames
+                        .item(*conn, enc, to, item, &net.store)
+                        .map_err(|error| {
+                            EngineError::Distribution(DistributionError::Field { node: me, error })
+                        })?;
+                }
+                b.frames.push(&Frame::Done { id });
+            }
+            Out::Replay { to, conn, id, item } => {
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                b.frames.push(&Frame::Seq { next: id });
+                b.frames
+                    .item(conn, enc, to, &item, &net.store)
+                    .map_err(|error| {
+                        EngineError::Distribution(DistributionError::Field { node: me, error })
+                    })?;
+            }
+            Out::Seq { to, next } => {
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                b.frames.push(&Frame::Seq { next });
+            }
             Out::Fetch { to, id } => {
                 let b = msgs.entry((to, ch)).or_default();
                 b.needs_credit = true;
@@ -161,19 +199,28 @@ fn send_batch(
             let share = lock(&net.state.0).pool.share(me == Rank::ROOT);
             credit.add_all(&share);
         }
+        net.credit_flow(to, &credit, true);
         header.clear();
         frames.message(&credit, &mut header);
         net.traffic.messages_sent.fetch_add(1, Ordering::Relaxed);
         net.traffic
             .bytes_sent
             .fetch_add((header.len() + payload.len()) as u64, Ordering::Relaxed);
-        t.send(to, ch, &header, payload).map_err(|error| {
-            EngineError::Distribution(DistributionError::Send {
-                from: me,
-                to,
-                error,
-            })
-        })
+        match t.send(to, ch, &header, payload) {
+            // A lost node's messages are replayed to its replacement.
+            Err(TransportError::PeerGone { node, .. })
+                if net.respawn_root && node != Rank::ROOT =>
+            {
+                Ok(())
+            }
+            r => r.map_err(|error| {
+                EngineError::Distribution(DistributionError::Send {
+                    from: me,
+                    to,
+                    error,
+                })
+            }),
+        }
     };
     // Every message is attempted even if one fails (a failure notice must
     // reach the nodes still running when another has gone); the first
@@ -226,6 +273,19 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
             Ok(Some(m)) => m,
             Ok(None) => continue,
             Err(TransportError::Closed) => return,
+            // A run that survives a lost node: node 0 replaces it; the
+            // other nodes go on.
+            Err(TransportError::PeerGone { node, why })
+                if net.custody_on() && node != Rank::ROOT =>
+            {
+                if net.me == Rank::ROOT {
+                    if let Err(e) = replace(host, t, &mut dec, node, &why) {
+                        host.fail(e, false);
+                        return;
+                    }
+                }
+                continue;
+            }
             Err(TransportError::PeerGone { node, why }) => {
                 host.fail(
                     EngineError::Node {
@@ -269,6 +329,7 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
                 return;
             }
         };
+        net.credit_flow(from, &credit, false);
         net.begin(&credit);
         let mut ctx = Ctx::new(rt);
         let mut got = Got::default();
@@ -299,6 +360,68 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
             Err(Handled::Remote(e)) => host.fail(e, true),
         }
         host.settle();
+    }
+}
+
+/// Node 0 of a run that survives a lost node: node `k` is gone. Ends
+/// the run if `k` may have held what replay cannot restore, or held the
+/// same record in three losses (a poison record); else starts a
+/// replacement and sends it again what the log holds for it.
+fn replace(
+    host: &dyn Host,
+    t: &dyn Transport,
+    dec: &mut Decoder,
+    k: Rank,
+    why: &super::Gone,
+) -> Result<(), EngineError> {
+    let rt = host.rt();
+    let net = &rt.net;
+    let gone = |message: String| EngineError::Node { node: k, message };
+    if let Some(held) = rt.graph().replay_boundary(k) {
+        return Err(gone(format!(
+            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits and farms)",
+            held.what, held.loc
+        )));
+    }
+    // Nothing is sent while the old incarnation's traffic is dropped and
+    // the new one's dictionaries start empty.
+    let mut enc = lock(&net.enc);
+    if lock(&net.state.0).finished {
+        // Lost after the end (in the shutdown exchange): it held nothing.
+        return Ok(());
+    }
+    if let Err(origin) = net.replay(k) {
+        return Err(gone(format!(
+            "node {k} stopped unexpectedly ({why}), for the {} time with {origin} in its care: a record that makes the node fail each time it is replayed (a poison record; the node's own message names the box); the run stops",
+            ordinal(super::custody::REPLAY_TRIES)
+        )));
+    }
+    match t.replace(k) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(gone(format!(
+                "node {k} stopped unexpectedly ({why}), and the {} transport cannot start a replacement",
+                t.name()
+            )))
+        }
+        Err(e) => {
+            return Err(gone(format!(
+                "node {k} stopped unexpectedly ({why}), and its replacement cannot start: {e}"
+            )))
+        }
+    }
+    enc.forget(k);
+    dec.forget(k);
+    drop(enc);
+    Ok(())
+}
+
+fn ordinal(n: u32) -> String {
+    match n {
+        1 => "first".into(),
+        2 => "second".into(),
+        3 => "third".into(),
+        n => format!("{n}th"),
     }
 }
 
@@ -348,17 +471,19 @@ fn handle(
                 let entry = instantiate(ctx, template, next, &start);
                 ctx.start();
                 lock(&net.inbound).insert(conn, entry);
+                net.opened(from, conn, rt.graph().replayable(template));
             }
             FrameRef::Items { conn, .. } => {
                 let to = lock(&net.inbound)
                     .get(&conn)
                     .cloned()
                     .ok_or_else(|| proto(ProtocolError::UnknownConnection { from, conn }))?;
-                while let Some(item) = r
+                while let Some(mut item) = r
                     .next_item(dec, from, &net.store, host.codecs())
                     .map_err(|error| proto(ProtocolError::Item { from, error }))?
                 {
                     got.items += 1;
+                    net.arrived(from, conn, &mut item);
                     ctx.send(&to, item);
                 }
             }
@@ -398,10 +523,16 @@ fn handle(
             }
             FrameRef::Shutdown => host.shutdown(),
             FrameRef::Ack { count } => {
-                if !net.acked(count) {
+                if !net.acked(from, count) {
                     return Err(proto(ProtocolError::OverAcknowledged { from, count }));
                 }
                 got.acked = true;
+            }
+            FrameRef::Seq { next } => net.set_next(from, next),
+            FrameRef::Done { id } => {
+                if !net.done(from, id) {
+                    return Err(proto(ProtocolError::UnknownDone { from, id }));
+                }
             }
         }
     }

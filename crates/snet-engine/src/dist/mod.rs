@@ -65,6 +65,7 @@
 //!
 //! By reference, fetched on demand: [`fields`].
 
+pub(crate) mod custody;
 pub(crate) mod fields;
 pub(crate) mod managers;
 #[cfg(test)]
@@ -84,6 +85,7 @@ use snet_core::{FieldData, NodeId, Rank, ReleaseRemote, RemoteField};
 use crate::entity::{Entity, Item, Stamps};
 use crate::sync::{lock, Arc, AtomicU64, Condvar, Mutex, Ordering};
 use crate::weight::Dyadic;
+pub use custody::OnNodeLoss;
 
 pub use snet_transport::{
     BackendError, Channel, FieldBytes, Gone, Header, Payload, PayloadBytes, Received, Transport,
@@ -158,6 +160,25 @@ pub(crate) enum Out {
         id: u64,
         weight: u64,
     },
+    /// The records derived from node `to`'s item `id` and the item's
+    /// `Done`, in one message ([`custody`]).
+    Commit {
+        to: Rank,
+        id: u64,
+        items: Vec<(ConnId, Item)>,
+    },
+    /// Node 0 replaying its log to a replacement: item `id` again.
+    Replay {
+        to: Rank,
+        conn: ConnId,
+        id: u64,
+        item: Item,
+    },
+    /// Node 0 after a replay: the next item to `to` is its `next`th.
+    Seq {
+        to: Rank,
+        next: u64,
+    },
     /// Acknowledges `count` items received from `to` (back-pressure across
     /// nodes: [`Net::flush_acks`]).
     Ack {
@@ -175,7 +196,11 @@ pub(crate) enum Out {
 impl Out {
     pub fn channel(&self) -> Channel {
         match self {
-            Out::Open { .. } | Out::Item { .. } => Channel::Records,
+            Out::Open { .. }
+            | Out::Item { .. }
+            | Out::Commit { .. }
+            | Out::Replay { .. }
+            | Out::Seq { .. } => Channel::Records,
             Out::Bytes { .. } => Channel::Field,
             _ => Channel::Control,
         }
@@ -201,6 +226,12 @@ pub(crate) struct NetState {
     pub owed: Vec<u64>,
     /// The sum of `owed`.
     pub owed_total: u64,
+    /// Node 0 of a run that survives a lost node: the records sent to
+    /// each node until it reports them done ([`custody`]).
+    pub log: Option<custody::Log>,
+    /// Node 0 queued `Shutdown`: the run is over, a node lost now lost
+    /// nothing.
+    pub finished: bool,
 }
 
 /// What [`Net::settle`] found.
@@ -233,16 +264,30 @@ pub(crate) struct Net {
     pub inbound: Mutex<FxHashMap<ConnId, Arc<Entity>>>,
     next_conn: AtomicU64,
     pub traffic: Traffic,
-    /// Fields of at most this many encoded bytes travel inline.
-    pub inline_limit: usize,
     /// Mirrors `NetState::outstanding` for lock-free reads (admission and
     /// box suspension add it to the node's backlog).
     outstanding_hint: AtomicU64,
     /// Mirrors `NetState::owed_total` (workers check it after each task).
     owed_hint: AtomicU64,
+    /// Node 0 of a run that survives a lost node (it keeps a log).
+    pub respawn_root: bool,
+    /// The output manager's encoder; node 0 holds it while it replaces a
+    /// lost node, so that nothing is sent meanwhile.
+    pub enc: Mutex<wire::Encoder>,
+    /// A node other than 0 of a run that survives a lost node: the
+    /// connections from node 0 whose records get a custody token, and the
+    /// number of the next item from node 0 ([`custody`]).
+    custody: Option<Mutex<Receiving>>,
     /// Unacknowledged items that weigh as much as a full backlog
     /// ([`ACK_WINDOW`], or `SNET_ACK_WINDOW`).
     window: u64,
+}
+
+/// A node's custody of what node 0 sends it ([`Net::custody`]).
+#[derive(Default)]
+pub(crate) struct Receiving {
+    pub next: u64,
+    pub replayable: rustc_hash::FxHashSet<ConnId>,
 }
 
 /// Items a node may have sent to other nodes and not had acknowledged
@@ -288,7 +333,14 @@ impl ReleaseRemote for Releaser {
 }
 
 impl Net {
+    #[cfg(any(test, loom))]
     pub fn new(me: Rank, nodes: u32, inline_limit: usize) -> Net {
+        Net::with_loss(me, nodes, inline_limit, OnNodeLoss::Fail)
+    }
+
+    /// As [`Net::new`], with what the run does when a node is lost: with
+    /// [`OnNodeLoss::Respawn`], node 0 keeps a [`custody::Log`].
+    pub fn with_loss(me: Rank, nodes: u32, inline_limit: usize, loss: OnNodeLoss) -> Net {
         let state = Arc::new((
             Mutex::new(NetState {
                 out: VecDeque::new(),
@@ -303,6 +355,9 @@ impl Net {
                 peak_outstanding: 0,
                 owed: vec![0; nodes as usize],
                 owed_total: 0,
+                finished: false,
+                log: (loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1)
+                    .then(|| custody::Log::new(nodes)),
             }),
             Condvar::new(),
         ));
@@ -315,9 +370,12 @@ impl Net {
             inbound: Mutex::new(FxHashMap::default()),
             next_conn: AtomicU64::new(0),
             traffic: Traffic::default(),
-            inline_limit,
             outstanding_hint: AtomicU64::new(0),
             owed_hint: AtomicU64::new(0),
+            respawn_root: loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1,
+            enc: Mutex::new(wire::Encoder::new(me, nodes, inline_limit)),
+            custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
+                .then(|| Mutex::new(Receiving::default())),
             window: ack_window(),
         }
     }
@@ -330,8 +388,141 @@ impl Net {
     /// Queues a message for the output manager.
     pub fn push(&self, out: Out) {
         let (m, cv) = &*self.state;
-        lock(m).out.push_back(out);
+        let mut st = lock(m);
+        if matches!(out, Out::Shutdown) {
+            st.finished = true;
+        }
+        if let (
+            Some(log),
+            Out::Open {
+                to,
+                conn,
+                template,
+                back,
+                start,
+            },
+        ) = (st.log.as_mut(), &out)
+        {
+            log.opened(
+                *to,
+                custody::Opened {
+                    conn: *conn,
+                    template: *template,
+                    back: *back,
+                    start: start.clone(),
+                },
+            );
+        }
+        st.out.push_back(out);
+        drop(st);
         cv.notify_one();
+    }
+
+    /// Node 0 with a log: credit `c` goes to (`sent`) or came from node `k`.
+    pub fn credit_flow(&self, k: Rank, c: &crate::weight::Dyadic, sent: bool) {
+        if !self.respawn_root || c.is_zero() {
+            return;
+        }
+        if let Some(log) = lock(&self.state.0).log.as_mut() {
+            if sent {
+                log.credit_sent(k, c);
+            } else {
+                log.credit_received(k, c);
+            }
+        }
+    }
+
+    /// Node `k` (not 0) is lost and its replacement started: takes from
+    /// the log what the replacement is sent again, drops what was queued
+    /// for the old incarnation, and gives back the acknowledgements and
+    /// credit it took with it. The caller holds [`Net::enc`] (nothing is
+    /// being sent). `Err`: a poison record's origin.
+    pub fn replay(&self, k: Rank) -> Result<(), crate::entity::Origin> {
+        let (m, cv) = &*self.state;
+        let mut guard = lock(m);
+        let st = &mut *guard;
+        let Some(log) = st.log.as_mut() else {
+            return Ok(());
+        };
+        if st.finished {
+            return Ok(());
+        }
+        let r = log.lose(k)?;
+        log.resent(k, r.items.len() as u64);
+        // What was queued for the old incarnation: its records are in the
+        // log, its connections are opened again, and nothing else
+        // (acknowledgements, fields) means anything to the replacement.
+        let old = std::mem::take(&mut st.out);
+        let mut dropped = Vec::new();
+        for o in old {
+            let to = match &o {
+                Out::Open { to, .. }
+                | Out::Item { to, .. }
+                | Out::Fetch { to, .. }
+                | Out::Bytes { to, .. }
+                | Out::Release { to, .. }
+                | Out::Ack { to, .. }
+                | Out::Commit { to, .. }
+                | Out::Replay { to, .. }
+                | Out::Seq { to, .. } => Some(*to),
+                Out::Credit(_) | Out::Fail(_) | Out::Shutdown => None,
+            };
+            if to == Some(k) {
+                dropped.push(o);
+            } else {
+                st.out.push_back(o);
+            }
+        }
+        st.outstanding = st.outstanding.saturating_sub(r.unacked) + r.items.len() as u64;
+        self.outstanding_hint
+            .store(st.outstanding, Ordering::SeqCst);
+        let owed = std::mem::take(&mut st.owed[k.0 as usize]);
+        st.owed_total -= owed;
+        self.owed_hint.store(st.owed_total, Ordering::Relaxed);
+        st.pool.add_all(&r.lost_credit);
+        for o in r.opens {
+            st.out.push_back(Out::Open {
+                to: k,
+                conn: o.conn,
+                template: o.template,
+                back: o.back,
+                start: o.start,
+            });
+        }
+        for (id, conn, rec) in r.items {
+            st.out.push_back(Out::Replay {
+                to: k,
+                conn,
+                id,
+                item: Item::Rec(rec),
+            });
+        }
+        st.out.push_back(Out::Seq {
+            to: k,
+            next: r.next,
+        });
+        drop(guard);
+        // Dropping records may release fields (which locks the state).
+        drop(dropped);
+        cv.notify_one();
+        Ok(())
+    }
+
+    /// Nodes node 0 replaced during the run.
+    pub fn replaced(&self) -> u64 {
+        lock(&self.state.0).log.as_ref().map_or(0, |l| l.replaced)
+    }
+
+    /// A run that survives a lost node (custody on either side).
+    pub fn custody_on(&self) -> bool {
+        self.respawn_root || self.custody.is_some()
+    }
+
+    /// A node other than 0: the next item from `from` is its `next`th.
+    pub fn set_next(&self, from: Rank, next: u64) {
+        if let (Some(c), Rank::ROOT) = (&self.custody, from) {
+            lock(c).next = next;
+        }
     }
 
     /// Queues an item for connection `conn` on node `to`: one more item
@@ -343,6 +534,9 @@ impl Net {
         st.peak_outstanding = st.peak_outstanding.max(st.outstanding);
         self.outstanding_hint
             .store(st.outstanding, Ordering::Relaxed);
+        if let Some(log) = st.log.as_mut() {
+            log.sent(to, conn, &item);
+        }
         st.out.push_back(Out::Item { to, conn, item });
         drop(st);
         cv.notify_one();
@@ -375,16 +569,85 @@ impl Net {
         lock(&self.state.0).peak_outstanding
     }
 
-    /// A node acknowledged `count` items; false if that is more than are
-    /// outstanding (a protocol error).
-    pub fn acked(&self, count: u64) -> bool {
+    /// Node `from` acknowledged `count` items; false if that is more than
+    /// are outstanding (a protocol error).
+    pub fn acked(&self, from: Rank, count: u64) -> bool {
         let mut st = lock(&self.state.0);
         let Some(left) = st.outstanding.checked_sub(count) else {
             return false;
         };
+        if let Some(log) = st.log.as_mut() {
+            log.acked(from, count);
+        }
         st.outstanding = left;
         self.outstanding_hint.store(left, Ordering::SeqCst);
         true
+    }
+
+    /// Items `count` more items sent to another node outside
+    /// [`Net::push_item`] (a commit's): outstanding until acknowledged.
+    pub fn sending(&self, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let mut st = lock(&self.state.0);
+        st.outstanding += count;
+        st.peak_outstanding = st.peak_outstanding.max(st.outstanding);
+        self.outstanding_hint
+            .store(st.outstanding, Ordering::Relaxed);
+    }
+
+    /// A node other than 0 of a run that survives a lost node: connection
+    /// `conn` from node 0 was opened for `template`, whose records get
+    /// custody tokens if replay can restore it.
+    pub fn opened(&self, from: Rank, conn: ConnId, replayable: bool) {
+        if let (Some(c), Rank::ROOT, true) = (&self.custody, from, replayable) {
+            lock(c).replayable.insert(conn);
+        }
+    }
+
+    /// An item arrived from `from` on `conn`: with custody, it takes its
+    /// number, and a record on a replayable connection its token (one on
+    /// another connection is reported done at once).
+    pub fn arrived(&self, from: Rank, conn: ConnId, item: &mut Item) {
+        let Some(c) = &self.custody else { return };
+        if from != Rank::ROOT {
+            return;
+        }
+        let (id, replayable) = {
+            let mut c = lock(c);
+            let id = c.next;
+            c.next += 1;
+            (id, c.replayable.contains(&conn))
+        };
+        if let Item::Rec(r) = item {
+            let t = custody::Token::new(from, id, Arc::downgrade(&self.state));
+            if replayable {
+                r.custody = Some(Arc::new(t));
+            }
+            // Else `t` is dropped here: done at once.
+        }
+    }
+
+    /// Node `from` reports done the `id`th item this node sent it
+    /// (`Done`); false if the log does not hold it (a protocol error).
+    pub fn done(&self, from: Rank, id: u64) -> bool {
+        // The record leaves the log outside the lock (dropping it may
+        // release fields, which queue messages).
+        let left = lock(&self.state.0)
+            .log
+            .as_mut()
+            .and_then(|log| log.done(from, id));
+        left.is_some()
+    }
+
+    /// The records node 0's log holds, and the most it ever held (both
+    /// zero without a log).
+    pub fn log_size(&self) -> (u64, u64) {
+        lock(&self.state.0)
+            .log
+            .as_ref()
+            .map_or((0, 0), |l| (l.live(), l.peak()))
     }
 
     /// `count` items arrived from node `from`: they are owed an
@@ -576,14 +839,14 @@ mod tests {
         }
         net.push_item(Rank(2), conn(), Item::Wake);
         assert_eq!(net.outstanding(), 6);
-        assert!(net.acked(4));
+        assert!(net.acked(Rank(1), 4));
         assert_eq!(net.outstanding(), 2);
         net.push_item(Rank(2), conn(), Item::Wake);
         assert_eq!(net.outstanding(), 3);
         // More than outstanding is refused and changes nothing.
-        assert!(!net.acked(4));
+        assert!(!net.acked(Rank(1), 4));
         assert_eq!(net.outstanding(), 3);
-        assert!(net.acked(3));
+        assert!(net.acked(Rank(1), 3));
         assert_eq!(net.outstanding(), 0);
         assert_eq!(net.peak_outstanding(), 6);
     }
@@ -599,9 +862,66 @@ mod tests {
         assert_eq!(net.outstanding_now(), 1);
         net.push_item(Rank(1), conn(), Item::Wake);
         assert_eq!(net.outstanding(), 2);
-        assert!(net.acked(16));
+        assert!(net.acked(Rank(1), 16));
         assert_eq!(net.outstanding(), 0);
         assert_eq!(net.peak_outstanding(), 16);
+    }
+
+    fn rec(n: i64) -> Item {
+        let mut r = snet_core::Record::new();
+        r.set_int(snet_core::Label::tag("n"), n);
+        Item::Rec(crate::entity::Rec {
+            rec: r,
+            det: Stamps::new(),
+            origin: crate::entity::Origin::input(n as u64, None),
+            custody: None,
+        })
+    }
+
+    fn logged(net: &Net, k: u32) -> Vec<(u64, i64)> {
+        let st = lock(&net.state.0);
+        let log = st.log.as_ref().expect("a log");
+        log.held(Rank(k))
+            .map(|(id, _, r)| (id, r.rec.int(snet_core::Label::tag("n")).expect("n")))
+            .collect()
+    }
+
+    #[test]
+    fn node_0_logs_each_record_it_sends_until_the_node_reports_it_done() {
+        let net = Net::with_loss(Rank(0), 3, 1024, OnNodeLoss::Respawn);
+        net.push_item(Rank(1), conn(), rec(10));
+        net.push_item(Rank(2), conn(), rec(20));
+        // A marker takes a number (the receiver counts every item) but is
+        // not logged.
+        net.push_item(Rank(1), conn(), Item::Resume);
+        net.push_item(Rank(1), conn(), rec(11));
+        assert_eq!(logged(&net, 1), vec![(0, 10), (2, 11)]);
+        assert_eq!(logged(&net, 2), vec![(0, 20)]);
+        assert_eq!(net.log_size(), (3, 3));
+        // Done out of order; acknowledgement does not retire anything.
+        assert!(net.acked(Rank(1), 3));
+        assert!(net.done(Rank(1), 2));
+        assert_eq!(logged(&net, 1), vec![(0, 10)]);
+        // Twice, the marker's number, another node's number: refused.
+        assert!(!net.done(Rank(1), 2));
+        assert!(!net.done(Rank(1), 1));
+        assert!(!net.done(Rank(2), 1));
+        assert!(net.done(Rank(2), 0));
+        assert!(net.done(Rank(1), 0));
+        assert_eq!(net.log_size(), (0, 3));
+    }
+
+    #[test]
+    fn without_respawn_nothing_is_logged() {
+        let net = Net::new(Rank(0), 2, 1024);
+        net.push_item(Rank(1), conn(), rec(1));
+        assert!(lock(&net.state.0).log.is_none());
+        assert!(!net.done(Rank(1), 0));
+        assert_eq!(net.log_size(), (0, 0));
+        // Only node 0 keeps a log.
+        let other = Net::with_loss(Rank(1), 2, 1024, OnNodeLoss::Respawn);
+        other.push_item(Rank(0), conn(), rec(1));
+        assert!(lock(&other.state.0).log.is_none());
     }
 
     #[test]

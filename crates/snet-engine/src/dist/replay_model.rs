@@ -19,6 +19,26 @@
 //! S-Net that is not a function of record contents, and state (the cell
 //! has fired) that outlives the records that built it.
 //!
+//! **What the engine implements of it** (`custody.rs`), for the first
+//! slice (records from node 0 to one node and back, through placed
+//! subnetworks without state): `Msg::Item` with its log entry at node 0
+//! (the identity is the item's number on the channel, which agrees with
+//! the model's `H(parent, j)` for items node 0 sends, node 0 never being
+//! lost) and `Msg::Retire` (the wire's `Done`), which the receiving node
+//! sends when everything derived from the item has left it; retiring
+//! waits for the derived records to be *handed to the transport in the
+//! same message* rather than for the next hop's `Ack` (`RetireOnSend` in
+//! the model): the engine makes the two one atomic step, which the model
+//! does not, and that is what makes it exact there (node 0 never loses
+//! them). The `Loss` action's recovery in `respawn` mode, for that slice
+//! and on loopback nodes only: node 0 replaces the node and sends it its
+//! log again (the model's replay of unretired log entries); the credit
+//! is recovered from node 0's per-node balance instead of an epoch
+//! (`Lost`/`Flush`), which is exact when the lost node talks to node 0
+//! only. Not implemented: `Pin`, `PinOk`, `Restore`, `Adopt`,
+//! `StateDone`, `Lost`, `Flush`, duplicate sets: a loss where those are
+//! needed ends the run (`Graph::replay_boundary`).
+//!
 //! Properties checked at every state the explorer reaches:
 //! * **exact output**: when node 0 ends the run, its output (a multiset)
 //!   is one that some failure-free run gives (the set of those is found

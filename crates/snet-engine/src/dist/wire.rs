@@ -38,6 +38,8 @@
 //! | 6 | Shutdown | |
 //! | 7 | Bytes | field id (at the sender), codec name, meta bytes; the body is the payload |
 //! | 8 | Ack | count (items received from the receiver, now acknowledged) |
+//! | 9 | Done | item identity (everything derived from it has left the sender) |
+//! | 10 | Seq | the identity of the next item from the sender (a replay's) |
 //!
 //! A connection is its creator node and counter; stamps are a count and
 //! the numbers. The Items count is written as a four-byte varint (padded
@@ -47,6 +49,7 @@
 //! | kind | item | fields |
 //! |---|---|---|
 //! | 0 | record | stamps, origin (input number, input line), entry count, entries |
+//! | 4 | record followed in a trace | as kind 0, with the trace flow id after the origin |
 //! | 1 | marker | owner, sequence, weight, 0 or 1 and the payload marker |
 //! | 2 | `Resume` | |
 //!
@@ -232,6 +235,8 @@ const FAIL: u8 = 5;
 const SHUTDOWN: u8 = 6;
 const BYTES: u8 = 7;
 const ACK: u8 = 8;
+const DONE: u8 = 9;
+const SEQ: u8 = 10;
 
 /// Items counts below this fit the four-byte form patched in place.
 const COUNT4_LIMIT: u64 = 1 << 28;
@@ -296,13 +301,21 @@ fn count4(v: u64) -> [u8; 4] {
     ]
 }
 
+/// Bit of a record's kind byte: a trace flow id follows its origin (only
+/// records followed in a traced run have one; see `crate::instrument`).
+const ITEM_FLOW: u8 = 4;
+
 #[inline(always)]
 fn put_record_head(out: &mut Vec<u8>, det: &Stamps, origin: Origin, entries: usize) {
-    out.push(0);
+    let flow = det.flow();
+    out.push(if flow == 0 { 0 } else { ITEM_FLOW });
     put_stamps(out, det);
     // The origin as two small numbers (most are short varints).
     put_u(out, origin.to_bits() >> 32);
     put_u(out, origin.to_bits() & u64::from(u32::MAX));
+    if flow != 0 {
+        put_u(out, flow);
+    }
     put_u(out, entries as u64);
 }
 
@@ -443,6 +456,15 @@ pub enum Frame<'a> {
     /// The sender acknowledges `count` items the receiver sent it
     /// (back-pressure across nodes).
     Ack { count: u64 },
+    /// Custody (`--on-node-loss respawn`): every record derived on the
+    /// sender from the item the receiver sent it as its `id`th item (from
+    /// 0, counting every item the receiver sent the sender) has left the
+    /// sender, in this message or an earlier one: the receiver drops the
+    /// item from its log (`dist::custody`).
+    Done { id: u64 },
+    /// Custody: the next item the sender sends the receiver is its `next`th
+    /// (node 0 replaying its log to a replacement node).
+    Seq { next: u64 },
 }
 
 /// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
@@ -478,6 +500,12 @@ pub enum FrameRef<'a> {
     },
     Ack {
         count: u64,
+    },
+    Done {
+        id: u64,
+    },
+    Seq {
+        next: u64,
     },
 }
 
@@ -576,6 +604,8 @@ impl<'a> Message<'a> {
                     meta: Cow::Borrowed(meta),
                 },
                 FrameRef::Ack { count } => Frame::Ack { count },
+                FrameRef::Done { id } => Frame::Done { id },
+                FrameRef::Seq { next } => Frame::Seq { next },
             });
         }
         Ok(Message { credit, frames })
@@ -644,6 +674,14 @@ impl Frame<'_> {
                 out.push(ACK);
                 put_u(out, *count);
             }
+            Frame::Done { id } => {
+                out.push(DONE);
+                put_u(out, *id);
+            }
+            Frame::Seq { next } => {
+                out.push(SEQ);
+                put_u(out, *next);
+            }
         }
     }
 
@@ -677,6 +715,8 @@ impl Frame<'_> {
                 meta: owned(meta),
             },
             Frame::Ack { count } => Frame::Ack { count },
+            Frame::Done { id } => Frame::Done { id },
+            Frame::Seq { next } => Frame::Seq { next },
         }
     }
 }
@@ -962,6 +1002,8 @@ impl<'a> Reader<'a> {
                 meta: self.bytes()?,
             },
             ACK => FrameRef::Ack { count: self.u()? },
+            DONE => FrameRef::Done { id: self.u()? },
+            SEQ => FrameRef::Seq { next: self.u()? },
             k => {
                 self.at -= 1;
                 return self.err(Malformed::UnknownFrame(k));
@@ -972,13 +1014,20 @@ impl<'a> Reader<'a> {
     #[inline(always)]
     fn item_head(&mut self) -> Result<ItemHead, WireError> {
         match self.byte()? {
-            0 => {
-                let det = self.stamps()?;
+            kind @ (0 | ITEM_FLOW) => {
+                let mut det = self.stamps()?;
                 let (number, line) = (self.u()?, self.u()?);
                 if number > u64::from(u32::MAX) || line > u64::from(u32::MAX) {
                     return self.err(Malformed::BadOrigin);
                 }
                 let origin = Origin::from_bits(number << 32 | line);
+                if kind == ITEM_FLOW {
+                    let flow = self.u()?;
+                    if flow == 0 {
+                        return self.err(Malformed::BadOrigin);
+                    }
+                    det.set_flow(flow);
+                }
                 let entries = self.u()?;
                 Ok(ItemHead::Rec {
                     det,
@@ -1146,6 +1195,13 @@ impl Encoder {
         }
     }
 
+    /// Node `to` was replaced: its dictionary starts again.
+    pub fn forget(&mut self, to: Rank) {
+        if let Some(d) = self.dicts.get_mut(to.index()) {
+            d.clear();
+        }
+    }
+
     fn label(&mut self, to: Rank, l: Label, out: &mut Vec<u8>) {
         let dict = &mut self.dicts[to.index()];
         match dict.get(&l) {
@@ -1245,6 +1301,13 @@ impl Decoder {
         }
     }
 
+    /// Node `from` was replaced: its dictionary starts again.
+    pub fn forget(&mut self, from: Rank) {
+        if let Some(d) = self.dicts.get_mut(from.index()) {
+            d.clear();
+        }
+    }
+
     /// The label `l` (read at byte `at`) from node `from` stands for.
     #[inline(always)]
     fn label(&mut self, from: Rank, l: WireLabel, at: usize) -> Result<Label, WireError> {
@@ -1317,7 +1380,12 @@ impl Decoder {
                     };
                     rec.set(l, v);
                 }
-                Item::Rec(Rec { rec, det, origin })
+                Item::Rec(Rec {
+                    rec,
+                    det,
+                    origin,
+                    custody: None,
+                })
             }
             ItemHead::Marker(m) => Item::Marker(m),
             ItemHead::Resume => Item::Resume,

@@ -33,6 +33,7 @@ fn records_markers_and_labels_round_trip() {
             rec,
             det,
             origin: Origin::input(7, Some(9)),
+            custody: None,
         }),
         Item::Marker(Marker {
             owner: 1 << 48,
@@ -115,6 +116,41 @@ fn records_markers_and_labels_round_trip() {
     );
 }
 
+/// Custody's `Done` frame: kind 9 and the item's identity as a varint,
+/// after the items of the same message (a commit is one message).
+#[test]
+fn done_frames_round_trip_after_their_items() {
+    let conn = ConnId {
+        origin: Rank(0),
+        seq: 3,
+    };
+    let m = Message {
+        credit: Dyadic::zero(),
+        frames: vec![
+            Frame::Items {
+                conn,
+                items: vec![WireItem::Resume],
+            },
+            Frame::Done { id: 0 },
+            Frame::Done { id: 300 },
+            Frame::Seq { next: 5 },
+        ],
+    };
+    let mut b = Vec::new();
+    m.encode(&mut b);
+    assert_eq!(&b[b.len() - 7..], &[DONE, 0, DONE, 0xac, 0x02, SEQ, 5]);
+    assert_eq!(Message::decode(&b).unwrap(), m);
+    let (_, mut r) = MessageReader::new(&b).unwrap();
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(FrameRef::Items { conn, count: 1 })
+    );
+    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Done { id: 0 }));
+    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Done { id: 300 }));
+    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Seq { next: 5 }));
+    assert_eq!(r.next_frame().unwrap(), None);
+}
+
 #[test]
 fn malformed_messages_are_errors_that_say_where() {
     let err = |b: &[u8]| Message::decode(b).unwrap_err();
@@ -123,16 +159,18 @@ fn malformed_messages_are_errors_that_say_where() {
     assert_eq!(err(&[2, 0, 3]).what, Malformed::BadCredit);
     assert_eq!(err(&[2, 3, 1]).what, Malformed::BadCredit);
     assert_eq!(
-        err(&[0, 9]),
+        err(&[0, 11]),
         WireError {
             at: 1,
-            what: Malformed::UnknownFrame(9)
+            what: Malformed::UnknownFrame(11)
         }
     );
     assert_eq!(
-        err(&[0, 9]).to_string(),
-        "malformed message at byte 1: unknown frame kind 9"
+        err(&[0, 11]).to_string(),
+        "malformed message at byte 1: unknown frame kind 11"
     );
+    assert_eq!(err(&[0, DONE]).what, Malformed::Truncated);
+    assert_eq!(err(&[0, SEQ, 0x80]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH, 0x80]).what, Malformed::Truncated);
     let mut long = vec![0, FETCH];
@@ -424,6 +462,8 @@ mod props {
             text().prop_map(|message| Frame::Fail { message }),
             Just(Frame::Shutdown),
             any::<u64>().prop_map(|count| Frame::Ack { count }),
+            any::<u64>().prop_map(|id| Frame::Done { id }),
+            any::<u64>().prop_map(|next| Frame::Seq { next }),
             (any::<u64>(), text(), bytes()).prop_map(|(id, codec, meta)| Frame::Bytes {
                 id,
                 codec,
@@ -499,4 +539,83 @@ mod props {
             }
         }
     }
+}
+
+/// A record followed in a traced run carries its flow id to the next node
+/// (the flag bit of the record's kind byte); an unfollowed record's bytes
+/// have no trace of it (kind 0, as before flows existed).
+#[test]
+fn followed_records_carry_their_flow_id() {
+    let store0 = FieldStore::new(Rank(0), Arc::new(NoRelease));
+    let store1 = FieldStore::new(Rank(1), Arc::new(NoRelease));
+    let mut enc = Encoder::new(Rank(0), 2, 16);
+    let mut dec = Decoder::new(Rank(1), 2);
+    let conn = ConnId {
+        origin: Rank(0),
+        seq: 1,
+    };
+    let mut stamped = Stamps::new();
+    stamped.push(5);
+    stamped.set_flow((17 << 28) | (1 << 12) | 2);
+    let mut followed = Stamps::new();
+    followed.set_flow(8);
+    let origins = [
+        (Origin::input(8, Some(3)), Stamps::new()),
+        (Origin::input(8, Some(3)), followed),
+        (Origin::input(1, None), stamped),
+    ];
+    let mut frames = Frames::default();
+    let mut heads = Vec::new();
+    for (o, det) in origins.clone() {
+        let mut rec = Record::new();
+        rec.set_int(Label::tag("wire-flow"), 1);
+        let item = Item::Rec(Rec {
+            rec,
+            det,
+            origin: o,
+            custody: None,
+        });
+        // Each alone (an encoder of its own: the label is new to each).
+        let mut one = Vec::new();
+        Encoder::new(Rank(0), 2, 16)
+            .item(Rank(1), &item, &store0, &mut one)
+            .unwrap();
+        heads.push(one[0]);
+        frames
+            .item(conn, &mut enc, Rank(1), &item, &store0)
+            .unwrap();
+    }
+    assert_eq!(heads, [0, ITEM_FLOW, ITEM_FLOW]);
+    let mut out = Vec::new();
+    frames.message(&Dyadic::one(), &mut out);
+    // The syntax keeps the id (the bytes written again are the same).
+    let m = Message::decode(&out).unwrap();
+    let mut again = Vec::new();
+    m.encode(&mut again);
+    assert_eq!(again, out);
+    let codecs = Codecs::default();
+    let (_, mut r) = MessageReader::new(&out).unwrap();
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(FrameRef::Items { conn, count: 3 })
+    );
+    for (origin, det) in origins {
+        match r.next_item(&mut dec, Rank(0), &store1, &codecs).unwrap() {
+            Some(Item::Rec(got)) => {
+                assert_eq!(got.origin, origin);
+                assert_eq!(got.det.as_slice(), det.as_slice());
+                assert_eq!(got.det.flow(), det.flow());
+            }
+            _ => panic!("not a record"),
+        }
+    }
+    // The flag with a zero id is malformed: kind, no stamps, number 2,
+    // line 0, flow 0, no entries.
+    let bad = [0, ITEMS, 0, 0, 1, ITEM_FLOW, 0, 2, 0, 0, 0];
+    assert_eq!(
+        Message::decode(&bad).unwrap_err().what,
+        Malformed::BadOrigin
+    );
+    let good = [0, ITEMS, 0, 0, 1, ITEM_FLOW, 0, 2, 0, 9, 0];
+    assert!(Message::decode(&good).is_ok());
 }

@@ -55,8 +55,13 @@ impl FilterChain {
                 return Ok(());
             }
         };
-        let Rec { rec, det, origin } = rec;
-        self.stage(0, rec, &det, origin, ctx)
+        let Rec {
+            rec,
+            det,
+            origin,
+            custody,
+        } = rec;
+        self.stage(0, rec, &det, origin, &custody, ctx)
     }
 
     fn stage(
@@ -65,6 +70,7 @@ impl FilterChain {
         mut rec: Record,
         det: &crate::entity::Stamps,
         origin: crate::entity::Origin,
+        custody: &crate::entity::Custody,
         ctx: &mut Ctx,
     ) -> Result<(), EngineError> {
         // One-to-one filters change the record in turn: a loop, not a
@@ -92,6 +98,7 @@ impl FilterChain {
                     rec,
                     det: det.clone(),
                     origin,
+                    custody: custody.clone(),
                 }),
             );
             return Ok(());
@@ -111,9 +118,10 @@ impl FilterChain {
                         rec: out,
                         det: det.clone(),
                         origin,
+                        custody: custody.clone(),
                     }),
                 );
-            } else if let Err(e) = self.stage(i + 1, out, det, origin, ctx) {
+            } else if let Err(e) = self.stage(i + 1, out, det, origin, custody, ctx) {
                 failed = Some(e);
             }
         };

@@ -102,6 +102,7 @@ fn record_stamped(seq: u64) -> Item {
         rec: Record::new(),
         det,
         origin: crate::Origin::NONE,
+        custody: None,
     })
 }
 

@@ -121,12 +121,18 @@ pub(super) fn reader_loop(input: &Input, sleep: &Sleep, mut source: Box<dyn Sour
 
 impl Shared {
     pub(super) fn admissible(&self) -> bool {
+        self.admissible_after(self.admitted.load(Ordering::Relaxed))
+    }
+
+    /// Whether one more record may enter after `admitted` did.
+    #[inline]
+    fn admissible_after(&self, admitted: u64) -> bool {
         match &self.limit {
             None => true,
             Some(l) => {
                 // Acquire: pairs with the Release increment in the output entity.
                 let out = self.rt.outputs.load(Ordering::Acquire);
-                (self.admitted.load(Ordering::Relaxed) as i64) < l.allowed(out)
+                (admitted as i64) < l.allowed(out)
             }
         }
     }
@@ -161,13 +167,19 @@ impl Shared {
         let before = st.records.len();
         let mut task = None;
         let mut n = 0;
-        while n < ADMIT_BATCH && (n == 0 || self.admissible()) {
+        // The count of admitted records is only written here, under the
+        // input lock: counted locally and stored once per batch (one store
+        // instead of an atomic add per record; readers outside the lock,
+        // the live dump and the profile's counters, only sample it).
+        let mut admitted = self.admitted.load(Ordering::Relaxed);
+        while n < ADMIT_BATCH && (n == 0 || self.admissible_after(admitted)) {
             let Some((rec, line)) = st.records.pop_front() else {
                 break;
             };
             n += 1;
             // Admission happens in input order, under the input lock.
-            let number = self.admitted.fetch_add(1, Ordering::Relaxed) + 1;
+            admitted += 1;
+            let number = admitted;
             // An offer may license the entry (the first, or a later one if
             // the holder released it meanwhile); from then on this worker
             // holds the licence and the others queue behind in its inbox, in
@@ -177,6 +189,7 @@ impl Shared {
                 rec,
                 det: Stamps::new(),
                 origin,
+                custody: None,
             })) {
                 Offer::Licensed(item) => {
                     debug_assert!(task.is_none(), "two licences for one entity");
@@ -188,6 +201,7 @@ impl Shared {
                 Offer::Queued => ctx.count_queued(1),
             }
         }
+        self.admitted.store(admitted, Ordering::Relaxed);
         // The reader sleeps only on a full buffer; wake it when the buffer
         // has drained to half (not as soon as one slot is free, which made
         // the reader and the workers take turns one record at a time, two

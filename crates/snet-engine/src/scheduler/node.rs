@@ -107,7 +107,12 @@ pub fn run(
     };
     check_placements(&graph, transport.nodes())?;
 
-    let net = Net::new(transport.node(), transport.nodes(), config.inline_fields);
+    let net = Net::with_loss(
+        transport.node(),
+        transport.nodes(),
+        config.inline_fields,
+        config.on_node_loss,
+    );
     let mut rt = Runtime::new(
         Program::new(graph.clone()),
         boxes,
@@ -291,6 +296,7 @@ pub fn run(
     let (exports_live, proxies_live, fetched, fetched_bytes, exported) =
         shared.rt.net.store.counts();
     let traffic = &shared.rt.net.traffic;
+    let (log_live, log_peak) = shared.rt.net.log_size();
     let stats = Stats {
         node: shared.rt.node,
         input_records: shared.admitted.load(Ordering::Relaxed),
@@ -308,6 +314,9 @@ pub fn run(
         exports_live,
         proxies_live,
         peak_outstanding: shared.rt.net.peak_outstanding(),
+        log_live,
+        log_peak,
+        nodes_replaced: shared.rt.net.replaced(),
     };
     // SAFETY: all workers have been joined; nothing else can hold the output's licence.
     let out = output.as_ref().map(|o| match unsafe { o.state() } {

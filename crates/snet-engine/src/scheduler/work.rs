@@ -342,7 +342,7 @@ impl Shared {
         // that may give up `ent`'s licence, so `ent`'s outputs stay in order.
         ctx.hold_sends();
         loop {
-            let hop = if LOG { item_hook(ctx, &item) } else { None };
+            let hop = if LOG { item_hook(ctx, &mut item) } else { None };
             if let Err(e) = process(&ent, item, ctx) {
                 // What the entity sent before the failing item was sent:
                 // offered (not dropped), so that records on their way out
@@ -357,7 +357,7 @@ impl Shared {
             }
             if LOG {
                 if let (Some(hop), Some(log)) = (hop, ctx.log.as_deref_mut()) {
-                    log.hop(hop, ctx.sent);
+                    log.hop(hop);
                 }
             }
             done += 1 + std::mem::take(&mut ctx.pulled);
@@ -516,9 +516,8 @@ fn defer_below_siblings(q: &mut VecDeque<Task>, node: u32, walk: Task) -> Option
 
 /// What the log notes before an item is processed (see [`crate::instrument`]).
 #[inline(never)]
-fn item_hook(ctx: &mut Ctx, item: &Item) -> Option<crate::instrument::Hop> {
-    let sent = ctx.sent;
-    ctx.log.as_deref_mut()?.item(item, sent)
+fn item_hook(ctx: &mut Ctx, item: &mut Item) -> Option<crate::instrument::Hop> {
+    ctx.log.as_deref_mut()?.item(item)
 }
 
 pub(crate) fn worker_loop(sh: &Shared, me: usize) {

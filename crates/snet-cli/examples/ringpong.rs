@@ -1,6 +1,6 @@
 //! Diagnostic: 8-byte round trips between two pinned threads, through
 //! layers of the shared-memory transport, to see what each layer costs.
-//! `cargo run --release -p snet-runner --example ringpong [reps] [solo]`
+//! `cargo run --release -p snet-cli --example ringpong [reps] [solo]`
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +9,11 @@ use snet_core::{FieldBytes, Rank};
 use snet_engine::dist::{Channel, Payload, Transport};
 use snet_shm::{FieldMode, Geometry, HeapRegion, Notify, Ring, ShmTransport};
 
-// (Linking snet_runner also brings snet's global allocator.)
+// snet's global allocator, as in the `snet` command.
+use snet_runner as _;
+
+#[path = "../src/bench/pin.rs"]
+mod pin;
 
 /// Two polled rings of 256 slots of `payload` bytes, with their memory.
 fn two_rings(payload: usize) -> ([HeapRegion; 2], Ring, Ring) {
@@ -31,12 +35,12 @@ fn run(name: &str, reps: usize, ping: impl FnMut() + Send, pong: impl FnMut() + 
     let (mut ping, mut pong) = (ping, pong);
     let times = std::thread::scope(|s| {
         s.spawn(move || {
-            snet_runner::pingpong::pin(1);
+            pin::pin(1);
             for _ in 0..reps + reps / 10 {
                 pong();
             }
         });
-        snet_runner::pingpong::pin(0);
+        pin::pin(0);
         let mut t = Vec::with_capacity(reps);
         for r in 0..reps + reps / 10 {
             let a = Instant::now();

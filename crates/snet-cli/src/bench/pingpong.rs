@@ -46,7 +46,16 @@ use snet_engine::dist::{Channel, Payload, Transport};
 
 use snet_shm::{FieldMode, Notify};
 
-use crate::shm::shm_endpoint;
+use snet_runner::say_raw;
+
+use super::pin::pin;
+
+/// One line on standard error in one write (as the runner's `say!`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        say_raw(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
 
 /// CPU time (user + system) of this whole process so far.
 fn proc_cpu_now() -> u64 {
@@ -146,42 +155,6 @@ impl Cpu {
             busy: u64::from_le_bytes(b.get(..8)?.try_into().ok()?),
             proc: u64::from_le_bytes(b.get(8..16)?.try_into().ok()?),
         })
-    }
-}
-
-/// Pins the calling thread to CPU `k` (mod the CPUs the process could use
-/// when it first pinned), as MPI benchmarks bind their ranks: a ping-pong
-/// of two spinning threads or processes that the scheduler happens to start
-/// on one CPU would measure time slices, not the transport. Best effort: an
-/// error leaves the thread unpinned. The CPU list is read once: a thread
-/// started by a pinned one inherits its single CPU, and must still be able
-/// to pin itself elsewhere.
-pub fn pin(k: u32) {
-    static CPUS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
-    if std::env::var_os("SNET_PINGPONG_PIN").is_some_and(|v| v == "0") {
-        return;
-    }
-    let cpus = CPUS.get_or_init(|| {
-        // SAFETY: a zeroed cpu_set_t is empty; the call fills it.
-        unsafe {
-            let mut allowed: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0
-            {
-                return Vec::new();
-            }
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &allowed))
-                .collect()
-        }
-    });
-    if cpus.len() < 2 {
-        return;
-    }
-    // SAFETY: a zeroed cpu_set_t is empty; the calls fill and read it.
-    unsafe {
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpus[k as usize % cpus.len()], &mut one);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
     }
 }
 
@@ -509,26 +482,33 @@ pub fn pingpong_command(
             raw(target == PingpongTarget::RawFutex, 20000)
         }
         PingpongTarget::Shm => {
-            let (t, started) = match shm_endpoint(2, notify, fields) {
-                Ok(e) => e,
+            let how = snet_shm::launch::Launch {
+                geometry: snet_shm::Geometry::new(2, notify, fields),
+                command: snet_shm::launch::NodeCommand::ThisProgram,
+                env: &[],
+            };
+            let ran = snet_shm::launch::run(&how, |t| {
+                t.install_field_allocator();
+                let g = t.geometry();
+                let r = over_transport(&**t, sizes, ("shm", g.notify.name(), g.fields.name()));
+                t.close();
+                let ok = r.is_ok();
+                (r, ok)
+            });
+            let ran = match ran {
+                Ok(r) => r,
                 Err(e) => {
                     say!("error: shm: {e}");
                     return 2;
                 }
             };
-            t.install_field_allocator();
-            let g = t.geometry();
-            let r = over_transport(&*t, sizes, ("shm", g.notify.name(), g.fields.name()));
-            t.close();
-            if let Some(n) = started {
-                for e in n.wait(Duration::from_secs(10)) {
-                    if !e.clean() {
-                        say!("error: node {} {}", e.node, e.describe());
-                        return 1;
-                    }
+            for e in &ran.ended {
+                if !e.clean() {
+                    say!("error: node {} {}", e.node, e.describe());
+                    return 1;
                 }
             }
-            r
+            ran.output
         }
         PingpongTarget::Mpi => pingpong_mpi(sizes),
     };

@@ -139,7 +139,7 @@ pub fn iobench_command(path: &Path, rounds: usize, output: Option<&Path>, fallba
             0
         }
         Err(e) => {
-            crate::say_raw(&format!("error: iobench: {e}\n"));
+            snet_runner::say_raw(&format!("error: iobench: {e}\n"));
             2
         }
     }

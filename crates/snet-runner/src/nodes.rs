@@ -1,0 +1,167 @@
+//! A run whose nodes are processes (`--transport shm`, MPI), written once
+//! over the engine's `Transport`: every process runs this with its
+//! [`Processes`] (`shm.rs`, `mpi.rs`: how a process joins the run, and how
+//! the run ends for it), and node 0 reads and writes the records.
+//!
+//! Each process: joins (node 0 of a shared-memory run starts the others),
+//! places the graph (`--scatter`), opens node 0's record streams, arms a
+//! test fault if asked (`fault.rs`), runs its engine, then reports. Node 0
+//! prints the run's errors (the others' reach it); node K ≥ 1 prints only
+//! its `--stats` lines and errors of its own transport. `--trace` and
+//! `--profile-json`: node K ≥ 1 writes its parts, node 0 gathers them once
+//! every other node has ended (`report.rs`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use snet_core::Rank;
+use snet_engine::dist::Transport;
+use snet_engine::{Config, EngineError, LanguageInterface, Stats};
+use snet_shm::launch::Ended;
+
+use crate::io::node_streams;
+use crate::report::error_status;
+use crate::RunOptions;
+
+/// One run: what every transport's path needs.
+pub(crate) struct Run<'a> {
+    pub(crate) graph: Arc<snet_core::Graph>,
+    pub(crate) opts: &'a RunOptions,
+    pub(crate) config: &'a Config,
+    pub(crate) language: &'a (dyn LanguageInterface + Sync),
+    /// When the run started (for `--stats`).
+    pub(crate) start: Instant,
+}
+
+/// This process's part of a run, done.
+pub(crate) struct Part {
+    pub(crate) result: Result<Stats, EngineError>,
+    pub(crate) me: Rank,
+    pub(crate) nodes: u32,
+    /// Node 0: how the other node processes ended, if it started them.
+    pub(crate) ended: Vec<Ended>,
+    /// The transport's own counters, for `--stats` (`shm node K: ...`).
+    pub(crate) counters: Option<String>,
+    /// The transport as `--stats` names it (`mpi`, `shm, notify ...`).
+    pub(crate) name: String,
+}
+
+/// A transport whose nodes are processes.
+pub(crate) trait Processes {
+    /// Joins the run and runs `part` (this process's part) on this
+    /// process's endpoint; `Err(status)` when it could not (said on
+    /// standard error).
+    fn run(
+        &mut self,
+        part: impl FnOnce(&dyn Transport) -> Result<Stats, EngineError>,
+    ) -> Result<Part, u8>;
+
+    /// Whether this process must report before [`Processes::end`]: MPI,
+    /// where a rank that ends with a nonzero status makes `mpirun` stop
+    /// the job, and node 0's report must be out by then.
+    fn report_first(&self) -> bool;
+
+    /// Ends this process's membership of the run (MPI: finalize with the
+    /// other ranks). Node 0 gathers the other nodes' report parts after it.
+    fn end(&mut self);
+}
+
+impl Run<'_> {
+    /// This process's node of the run over `processes`; returns its exit
+    /// status.
+    pub(crate) fn on(&self, mut processes: impl Processes) -> u8 {
+        let opts = self.opts;
+        let part = processes.run(|t| {
+            let (me, nodes) = (t.node(), t.nodes());
+            if nodes > 1 {
+                c4snet::crash::set_node(me.0);
+            }
+            let graph = opts.place(self.graph.clone(), nodes);
+            let io = node_streams(me, opts);
+            let faulty = crate::fault::wrap(t);
+            let tr: &dyn Transport = match &faulty {
+                Some(f) => f,
+                None => t,
+            };
+            snet_engine::run(graph, self.config, io, self.language, tr)
+        });
+        let part = match part {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
+        let (me, ok) = (part.me, part.result.is_ok());
+        let mut code = processes.report_first().then(|| self.report(&part));
+        if me != Rank::ROOT {
+            if let Some(ins) = &self.config.instrument {
+                if let Err(e) = crate::report::finish_node(opts, ins, me, part.nodes) {
+                    say!("error: node {me}: {e}");
+                }
+            }
+        }
+        processes.end();
+        if me == Rank::ROOT {
+            if let Some(ins) = &self.config.instrument {
+                // A failed run's nodes may never write their parts.
+                let nodes = if ok { part.nodes } else { 1 };
+                if let Err(e) = crate::report::finish_node(opts, ins, Rank::ROOT, nodes) {
+                    say!("error: {e}");
+                    if ok {
+                        return 2;
+                    }
+                }
+            }
+        }
+        *code.get_or_insert_with(|| self.report(&part))
+    }
+
+    /// This node's `--stats` lines and errors; its exit status.
+    fn report(&self, part: &Part) -> u8 {
+        let me = part.me;
+        let s = match &part.result {
+            Ok(s) => s,
+            Err(e) if me == Rank::ROOT => return error_status(e),
+            // Only errors of its own transport: node 0 reports the others,
+            // which reached it.
+            Err(e @ EngineError::Distribution(_)) => {
+                say!("error: node {me}: {e}");
+                return 1;
+            }
+            Err(_) => return 1,
+        };
+        let unclean: Vec<_> = part.ended.iter().filter(|e| !e.clean()).collect();
+        for e in &unclean {
+            say!(
+                "error: node {} {} (after node 0's run)",
+                e.node,
+                e.describe()
+            );
+        }
+        if !unclean.is_empty() {
+            return 1;
+        }
+        if self.opts.stats {
+            say!("snet: {s}");
+            if let Some(c) = &part.counters {
+                say!("snet: shm node {me}: {c}");
+            }
+            if me == Rank::ROOT {
+                if !part.ended.is_empty() {
+                    let cpu: Vec<String> = part
+                        .ended
+                        .iter()
+                        .map(|e| format!("node {} {:.3} s", e.node, e.cpu.as_secs_f64()))
+                        .collect();
+                    say!("snet: cpu time: {}", cpu.join(", "));
+                }
+                say!(
+                    "snet: {} nodes ({}), {} workers each, {:.3} s",
+                    part.nodes,
+                    part.name,
+                    self.config.workers,
+                    self.start.elapsed().as_secs_f64()
+                );
+            }
+        }
+        0
+    }
+}
