@@ -32,21 +32,34 @@ pub const CODEC: &str = "C4SNet";
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub enum CType {
+    /// `unsigned char` (`CTYPE_uchar`).
     UChar = 0,
+    /// `char` (`CTYPE_char`).
     Char,
+    /// `unsigned short` (`CTYPE_ushort`).
     UShort,
+    /// `short` (`CTYPE_short`).
     Short,
+    /// `unsigned int` (`CTYPE_uint`).
     UInt,
+    /// `int` (`CTYPE_int`).
     Int,
+    /// `unsigned long` (`CTYPE_ulong`).
     ULong,
+    /// `long` (`CTYPE_long`).
     Long,
+    /// `float` (`CTYPE_float`).
     Float,
+    /// `double` (`CTYPE_double`).
     Double,
+    /// `long double` (`CTYPE_ldouble`).
     LDouble,
+    /// `void *` (`CTYPE_pointer`): meaningful only in its process.
     Pointer,
 }
 
 impl CType {
+    /// Every type, in the order of their values.
     pub const ALL: [CType; 12] = [
         CType::UChar,
         CType::Char,
@@ -62,6 +75,7 @@ impl CType {
         CType::Pointer,
     ];
 
+    /// The type with `c4snet_type_t` value `v`, if there is one.
     pub fn from_raw(v: i32) -> Option<CType> {
         CType::ALL.get(usize::try_from(v).ok()?).copied()
     }
@@ -96,6 +110,7 @@ impl CType {
         }
     }
 
+    /// The type whose C name ([`CType::c_name`]) is `s`, if there is one.
     pub fn from_c_name(s: &str) -> Option<CType> {
         CType::ALL.iter().copied().find(|t| t.c_name() == s)
     }
@@ -157,14 +172,17 @@ impl CData {
         Ok(CData { ctype, len, buf })
     }
 
+    /// The element type.
     pub fn ctype(&self) -> CType {
         self.ctype
     }
 
+    /// The number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the array has no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -176,10 +194,12 @@ impl CData {
         self.buf.as_ptr() as *mut u8
     }
 
+    /// The elements' bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len * self.ctype.size()]
     }
 
+    /// The elements' bytes, to write.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         let n = self.len * self.ctype.size();
         &mut self.buf[..n]
@@ -215,6 +235,7 @@ impl C4Data {
         }
     }
 
+    /// The typed array.
     pub fn data(&self) -> &CData {
         &self.data
     }
@@ -326,8 +347,11 @@ pub enum C4DecodeError {
     ElementType(u8),
     /// The body's `bytes` do not hold `len` elements of `ctype`.
     Size {
+        /// The body's length in bytes.
         bytes: usize,
+        /// The element count of the meta part.
         len: usize,
+        /// The element type of the meta part.
         ctype: CType,
     },
 }

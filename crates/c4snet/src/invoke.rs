@@ -47,7 +47,9 @@ use crate::data::C4Data;
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union SnetArg {
+    /// A field: an owned C reference.
     pub field: *mut CField,
+    /// A tag.
     pub tag: c_int,
 }
 
@@ -61,7 +63,9 @@ pub type BoxFn = unsafe extern "C" fn(hnd: *mut c_void, args: *const SnetArg);
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct BoxEntry {
+    /// The box's name, NUL-terminated.
     pub name: *const c_char,
+    /// Its trampoline.
     pub call: BoxFn,
 }
 
@@ -836,6 +840,8 @@ impl C4SNet {
         C4SNet::from_table(table)
     }
 
+    /// The interface over trampolines by box name (and the crash handler
+    /// installed).
     pub fn from_table(table: HashMap<String, BoxFn>) -> C4SNet {
         crate::crash::install();
         C4SNet { table }

@@ -51,6 +51,8 @@
 //! declarations ([`trampoline_source`]). The table of (name, trampoline) pairs
 //! is handed to [`C4SNet::from_table`].
 
+#![warn(missing_docs)]
+
 pub mod abi;
 pub mod codegen;
 pub mod crash;

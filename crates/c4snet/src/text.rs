@@ -51,23 +51,45 @@ pub enum FieldError {
     /// The value does not start with `(TYPE)` or `(TYPE[N])`.
     MissingType,
     /// The type name is not a C4SNet type.
-    UnknownType { name: String },
+    UnknownType {
+        /// The name given.
+        name: String,
+    },
     /// The `[N]` element count is not a non-negative decimal number.
-    BadCount { text: String },
+    BadCount {
+        /// The count as written.
+        text: String,
+    },
     /// The header announces `expected` elements but the value holds `found`.
-    WrongCount { expected: usize, found: usize },
+    WrongCount {
+        /// The count the header announces.
+        expected: usize,
+        /// The count of elements given.
+        found: usize,
+    },
     /// Element `index` (0-based) is not a valid value of `ctype`.
     BadElement {
+        /// The element's index (0-based).
         index: usize,
+        /// The element type.
         ctype: CType,
+        /// The element as written.
         text: String,
     },
     /// A binary value is not valid base64.
     BadBase64,
     /// A binary value decodes to the wrong number of bytes.
-    WrongByteCount { expected: usize, found: usize },
+    WrongByteCount {
+        /// The bytes the header's type and count need.
+        expected: usize,
+        /// The bytes decoded.
+        found: usize,
+    },
     /// The field belongs to another box language than C4SNet.
-    UnsupportedInterface { interface: String },
+    UnsupportedInterface {
+        /// The field's interface.
+        interface: String,
+    },
 }
 
 impl fmt::Display for FieldError {
@@ -113,6 +135,7 @@ impl std::error::Error for FieldError {}
 /// The `(TYPE)` / `(TYPE[N])` header of a field value.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// The element type.
     pub ctype: CType,
     /// Element count (1 for the scalar form).
     pub len: usize,

@@ -298,7 +298,7 @@ fn items(s: &str) -> Vec<StreamItem> {
 }
 
 fn same(a: &[StreamItem], b: &[StreamItem]) -> Result<(), String> {
-    equivalent_multiset(a, b, &text_codecs())
+    equivalent_multiset(a, b, &text_codecs()).map_err(|d| d.to_string())
 }
 
 #[test]

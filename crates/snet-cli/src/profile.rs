@@ -42,21 +42,45 @@ fn position(loc: &str) -> Option<(u32, u32)> {
     Some((line, col))
 }
 
-pub fn load(path: &Path) -> Result<Profile, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the profile {}: {e}", path.display()))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{} is not a profile written by `snet run --profile-json`: {e}",
-            path.display()
-        )
-    })?;
-    let nodes = v["nodes"].as_array().ok_or_else(|| {
-        format!(
-            "{} is not a profile written by `snet run --profile-json` (no `nodes`)",
-            path.display()
-        )
-    })?;
+/// Why a profile could not be loaded ([`load`]); each names the file.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The file could not be read.
+    Read(std::path::PathBuf, std::io::Error),
+    /// It is not JSON.
+    NotJson(std::path::PathBuf, serde_json::Error),
+    /// It is JSON without a `nodes` array.
+    NoNodes(std::path::PathBuf),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Read(p, e) => write!(f, "cannot read the profile {}: {e}", p.display()),
+            LoadError::NotJson(p, e) => write!(
+                f,
+                "{} is not a profile written by `snet run --profile-json`: {e}",
+                p.display()
+            ),
+            LoadError::NoNodes(p) => write!(
+                f,
+                "{} is not a profile written by `snet run --profile-json` (no `nodes`)",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Reads a profile written by `snet run --profile-json`.
+pub fn load(path: &Path) -> Result<Profile, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError::Read(path.to_path_buf(), e))?;
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| LoadError::NotJson(path.to_path_buf(), e))?;
+    let nodes = v["nodes"]
+        .as_array()
+        .ok_or_else(|| LoadError::NoNodes(path.to_path_buf()))?;
     let mut p = Profile {
         by_pos: HashMap::new(),
         named: HashMap::new(),
@@ -164,5 +188,46 @@ impl Profile {
                 100.0 * share
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_errors_name_the_file_and_why() {
+        let dir = std::env::temp_dir().join(format!("snet-profile-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.json");
+        let e = load(&missing).err().expect("missing file");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot read the profile {}: No such file or directory (os error 2)",
+                missing.display()
+            )
+        );
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, "not json").unwrap();
+        let e = load(&bad).err().expect("not JSON");
+        assert!(
+            e.to_string().starts_with(&format!(
+                "{} is not a profile written by `snet run --profile-json`: expected",
+                bad.display()
+            )),
+            "{e}"
+        );
+        let empty = dir.join("empty.json");
+        std::fs::write(&empty, "{}").unwrap();
+        let e = load(&empty).err().expect("no nodes");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{} is not a profile written by `snet run --profile-json` (no `nodes`)",
+                empty.display()
+            )
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -217,24 +217,41 @@ impl ObserverEntity {
         written.map_err(|e| self.fail(format!("cannot write: {e}")))?;
         if self.obs.interactive {
             if let Conn::Tcp { r, .. } = &mut *conn {
-                wait_answer(r, self.obs.oid).map_err(|e| self.fail(e))?;
+                wait_answer(r, self.obs.oid).map_err(|e| self.fail(e.to_string()))?;
             }
         }
         Ok(())
     }
 }
 
+/// Why an interactive observer got no answer ([`wait_answer`]).
+enum NoAnswer {
+    /// The listener closed the connection first.
+    Closed,
+    /// Reading the answer failed.
+    Read(std::io::Error),
+}
+
+impl std::fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoAnswer::Closed => f.write_str("the listener closed the connection before answering"),
+            NoAnswer::Read(e) => write!(f, "cannot read the listener's answer: {e}"),
+        }
+    }
+}
+
 /// Reads the listener's answers until `<observer oid="OID"/>` (answers for
 /// other numbers are skipped); an error if the connection ends first.
-fn wait_answer(r: &mut TcpStream, oid: u32) -> Result<(), String> {
+fn wait_answer(r: &mut TcpStream, oid: u32) -> Result<(), NoAnswer> {
     let mut tag = Vec::new();
     let mut byte = [0u8; 1];
     loop {
         match r.read(&mut byte) {
-            Ok(0) => return Err("the listener closed the connection before answering".into()),
+            Ok(0) => return Err(NoAnswer::Closed),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("cannot read the listener's answer: {e}")),
+            Err(e) => return Err(NoAnswer::Read(e)),
         }
         match byte[0] {
             b'<' => {

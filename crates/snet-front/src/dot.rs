@@ -51,8 +51,34 @@ pub fn to_dot_decorated(g: &Graph, decor: Decorate) -> String {
     d.out
 }
 
+/// Why `dot -Tsvg` gave no SVG ([`to_svg`]).
+#[derive(Debug)]
+pub enum SvgError {
+    /// Graphviz's `dot` could not be started.
+    Start(std::io::Error),
+    /// Writing the DOT text to it failed.
+    Write(std::io::Error),
+    /// Waiting for it failed.
+    Wait(std::io::Error),
+    /// It failed; its messages.
+    Failed(String),
+}
+
+impl std::fmt::Display for SvgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SvgError::Start(e) => write!(f, "cannot run Graphviz `dot` ({e}); install Graphviz for SVG output (Debian: `apt-get install graphviz`; scripts/setup.sh does it), or leave out --svg to get DOT text"),
+            SvgError::Write(e) => write!(f, "writing to `dot`: {e}"),
+            SvgError::Wait(e) => write!(f, "waiting for `dot`: {e}"),
+            SvgError::Failed(msg) => write!(f, "`dot` failed: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for SvgError {}
+
 /// Runs `dot -Tsvg` on a DOT text.
-pub fn to_svg(dot_text: &str) -> Result<String, String> {
+pub fn to_svg(dot_text: &str) -> Result<String, SvgError> {
     use std::io::Write as _;
     use std::process::{Command, Stdio};
     let mut child = Command::new("dot")
@@ -61,19 +87,16 @@ pub fn to_svg(dot_text: &str) -> Result<String, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run Graphviz `dot` ({e}); install Graphviz for SVG output (Debian: `apt-get install graphviz`; scripts/setup.sh does it), or leave out --svg to get DOT text"))?;
+        .map_err(SvgError::Start)?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin
             .write_all(dot_text.as_bytes())
-            .map_err(|e| format!("writing to `dot`: {e}"))?;
+            .map_err(SvgError::Write)?;
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("waiting for `dot`: {e}"))?;
+    let out = child.wait_with_output().map_err(SvgError::Wait)?;
     if !out.status.success() {
-        return Err(format!(
-            "`dot` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+        return Err(SvgError::Failed(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -424,6 +447,25 @@ pub fn fmt_expr(e: &ExprTree) -> String {
                 "{name}({})",
                 args.iter().map(fmt_expr).collect::<Vec<_>>().join(", ")
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svg_errors_read_as_before() {
+        let e = SvgError::Start(std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(e.to_string(), "cannot run Graphviz `dot` (entity not found); install Graphviz for SVG output (Debian: `apt-get install graphviz`; scripts/setup.sh does it), or leave out --svg to get DOT text");
+        assert_eq!(
+            SvgError::Failed("Error: syntax".into()).to_string(),
+            "`dot` failed: Error: syntax"
+        );
+        // A DOT text `dot` rejects, where Graphviz is installed.
+        if let Err(SvgError::Failed(msg)) = to_svg("digraph {") {
+            assert!(!msg.is_empty());
         }
     }
 }

@@ -107,6 +107,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct FlushSoon(Arc<Shared>);
 
 impl FlushSoon {
+    /// Asks the writer thread to flush what it has written so far soon.
     pub fn flush_soon(&self) {
         // Release: the thread's Acquire swap then sees the ring's tail as of now.
         self.0.soon.store(true, Ordering::Release);

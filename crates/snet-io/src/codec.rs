@@ -81,6 +81,7 @@ impl TextCodecs {
             .map(|c| &**c)
     }
 
+    /// Whether no codec is registered.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

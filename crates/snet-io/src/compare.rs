@@ -34,7 +34,7 @@ use snet_core::{Field, LabelKind, Record, TextField, Value};
 use crate::codec::TextCodecs;
 use crate::error::ReadError;
 use crate::reader::{RecordReader, StreamItem};
-use crate::writer;
+use crate::writer::{self, NoTextForm};
 
 /// Reads a whole stream (up to `terminate`, which is included, or the end),
 /// parsing the values of interfaces with a codec as the runtime does.
@@ -129,6 +129,19 @@ fn item_canonical(item: &StreamItem, codecs: &TextCodecs) -> String {
     }
 }
 
+/// Two record streams that differ ([`equivalent_multiset`]): its text
+/// lists the records only in one of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamDiff(pub String);
+
+impl std::fmt::Display for StreamDiff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StreamDiff {}
+
 /// How many differing records a diff lists before summarising.
 const SHOWN: usize = 20;
 
@@ -139,7 +152,7 @@ pub fn equivalent_multiset(
     a: &[StreamItem],
     b: &[StreamItem],
     codecs: &TextCodecs,
-) -> Result<(), String> {
+) -> Result<(), StreamDiff> {
     let mut counts: BTreeMap<String, i64> = BTreeMap::new();
     for item in a {
         *counts.entry(item_canonical(item, codecs)).or_default() += 1;
@@ -185,12 +198,12 @@ pub fn equivalent_multiset(
             );
         }
     }
-    Err(msg)
+    Err(StreamDiff(msg))
 }
 
 /// The text a field is written as in a textual stream (unescaped), or why
 /// it has none.
-pub fn field_string(f: &Field, codecs: &TextCodecs) -> Result<String, String> {
+pub fn field_string(f: &Field, codecs: &TextCodecs) -> Result<String, NoTextForm> {
     let mut out = Vec::new();
     writer::field_text(f, false, codecs, &mut out)?;
     Ok(String::from_utf8_lossy(&out).into_owned())
@@ -205,7 +218,7 @@ mod tests {
         read_all(s.as_bytes(), &toy::codecs()).expect("valid input")
     }
 
-    fn same(a: &[StreamItem], b: &[StreamItem]) -> Result<(), String> {
+    fn same(a: &[StreamItem], b: &[StreamItem]) -> Result<(), StreamDiff> {
         equivalent_multiset(a, b, &toy::codecs())
     }
 
@@ -239,7 +252,9 @@ mod tests {
         let long = "<record type='data'><field label='d' interface='Up'>ABC</field></record>";
         let verbatim =
             |s: &str| read_all_verbatim(s.as_bytes(), &toy::codecs()).expect("valid input");
-        let msg = same(&verbatim(short), &verbatim(long)).expect_err("different texts");
+        let msg = same(&verbatim(short), &verbatim(long))
+            .expect_err("different texts")
+            .to_string();
         assert!(msg.contains(r#"field "d"="abc""#), "{msg}");
         assert_eq!(
             same(&verbatim(long), &items(short)),
@@ -263,7 +278,9 @@ mod tests {
         let textual = read("<record><field label='d' interface='Up'>abc</field></record>");
         let binary =
             read("<record mode='binary'><field label='d' interface='Up'>abc</field></record>");
-        let msg = equivalent_multiset(&textual, &binary, &none).expect_err("modes differ");
+        let msg = equivalent_multiset(&textual, &binary, &none)
+            .expect_err("modes differ")
+            .to_string();
         assert!(msg.contains(r#"field "d"="[Up]abc""#), "{msg}");
         assert!(msg.contains(r#"field "d"="[Up binary]abc""#), "{msg}");
         let StreamItem::Data(r) = &textual[0] else {
@@ -286,7 +303,7 @@ mod tests {
         let a = items("<record><tag label='x'>1</tag></record><record><tag label='x'>1</tag></record><record><tag label='z'>0</tag></record>");
         let b =
             items("<record><tag label='x'>1</tag></record><record><tag label='y'>1</tag></record>");
-        let msg = same(&a, &b).expect_err("different");
+        let msg = same(&a, &b).expect_err("different").to_string();
         assert!(
             msg.contains("only in the first (missing from the second): 2 record(s)"),
             "{msg}"

@@ -25,9 +25,11 @@ pub struct Unclosed {
     /// The element's name (`tag`, `record`, ...).
     pub name: String,
     /// Its start tag as it is shown, without `<` `>` (`tag label="x"`).
+    /// The tag it was opened with, as shown in messages.
     pub opening: String,
     /// Where its start tag is.
     pub opened: Position,
+    /// The tag found where its end tag belongs (`None`: the input ended).
     pub found: Option<String>,
 }
 
@@ -38,36 +40,78 @@ pub enum ReadErrorKind {
     /// The input could not be read.
     Io(Arc<io::Error>),
     /// The input is not well-formed XML (the parser's message).
-    Syntax { message: String },
+    Syntax {
+        /// The parser's message.
+        message: String,
+    },
     /// An element that is not closed where it must be (boxed: errors
     /// stay small for the `Result`s of the reading path).
     UnclosedElement(Box<Unclosed>),
     /// An element other than `record` (top level) or `tag`, `btag`,
     /// `field` (inside a record), or any element inside those.
-    UnknownElement { name: String },
+    UnknownElement {
+        /// The element's name.
+        name: String,
+    },
     /// An XML declaration or document type inside a record.
-    Misplaced { what: &'static str },
+    Misplaced {
+        /// Which (`an XML declaration`, ...).
+        what: &'static str,
+    },
     /// Non-blank text between elements.
-    UnexpectedText { text: String },
+    UnexpectedText {
+        /// The text.
+        text: String,
+    },
     /// A `type` other than `data` or `terminate`.
-    UnknownRecordType { ty: String },
+    UnknownRecordType {
+        /// The type given.
+        ty: String,
+    },
     /// A `mode` other than `textual` or `binary`.
-    UnknownMode { mode: String },
+    UnknownMode {
+        /// The mode given.
+        mode: String,
+    },
     /// A `tag`, `btag` or `field` without a (non-empty) `label`.
-    MissingLabel { element: &'static str },
+    MissingLabel {
+        /// The element (`tag`, `btag` or `field`).
+        element: &'static str,
+    },
     /// The same label twice in one record.
-    DuplicateLabel { label: Label },
+    DuplicateLabel {
+        /// The label.
+        label: Label,
+    },
     /// A tag or binding tag whose value is not a decimal integer.
-    NonIntegerTag { label: Label, value: String },
+    NonIntegerTag {
+        /// The tag's label.
+        label: Label,
+        /// Its value as written.
+        value: String,
+    },
     /// A tag or binding tag whose value is a decimal integer outside the
     /// range of tags (64-bit signed: `i64::MIN..=i64::MAX`).
-    TagOutOfRange { label: Label, value: String },
+    TagOutOfRange {
+        /// The tag's label.
+        label: Label,
+        /// Its value as written.
+        value: String,
+    },
     /// A field whose value the text codec of its interface rejects.
-    BadField { label: Label, error: FieldTextError },
+    BadField {
+        /// The field's label.
+        label: Label,
+        /// What the codec says.
+        error: FieldTextError,
+    },
     /// Text or a name that is not UTF-8.
     InvalidUtf8,
     /// An entity reference other than the XML ones and character references.
-    UnknownEntity { name: String },
+    UnknownEntity {
+        /// The reference's text (between `&` and `;`).
+        name: String,
+    },
 }
 
 impl ReadError {
@@ -79,6 +123,7 @@ impl ReadError {
         }
     }
 
+    /// What went wrong.
     pub fn kind(&self) -> &ReadErrorKind {
         &self.kind
     }

@@ -25,6 +25,8 @@
 //! over the buffered bytes first (`fast.rs`, ~7x fewer instructions); it
 //! leaves anything unusual, and every error, to quick-xml.
 
+#![warn(missing_docs)]
+
 pub mod background;
 pub mod codec;
 pub mod compare;
@@ -36,8 +38,10 @@ pub mod writer;
 
 pub use background::{BackgroundWriter, FlushSoon};
 pub use codec::{FieldTextError, TextCodec, TextCodecs};
-pub use compare::{canonical, equivalent_multiset, field_string, read_all, read_all_verbatim};
+pub use compare::{
+    canonical, equivalent_multiset, field_string, read_all, read_all_verbatim, StreamDiff,
+};
 pub use error::{ReadError, ReadErrorKind, Unclosed};
 pub use position::Position;
 pub use reader::{RecordReader, StreamItem, DEFAULT_INTERFACE};
-pub use writer::RecordWriter;
+pub use writer::{NoTextForm, RecordWriter};

@@ -13,8 +13,11 @@ use std::io::{self, BufRead, Read};
 /// the column counted in bytes).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Position {
+    /// Byte offset from the start of the input (0-based).
     pub offset: u64,
+    /// Line (1-based).
     pub line: u64,
+    /// Column in bytes (1-based).
     pub column: u64,
 }
 
@@ -44,6 +47,7 @@ pub struct LineCounter<R> {
 }
 
 impl<R: BufRead> LineCounter<R> {
+    /// Counts the lines of `inner`.
     pub fn new(inner: R) -> LineCounter<R> {
         LineCounter {
             inner,
@@ -60,10 +64,12 @@ impl<R: BufRead> LineCounter<R> {
         self.avail > 0
     }
 
+    /// The input.
     pub fn get_ref(&self) -> &R {
         &self.inner
     }
 
+    /// The input, no longer counted.
     pub fn into_inner(self) -> R {
         self.inner
     }

@@ -399,15 +399,18 @@ fn push_char(out: &mut Vec<u8>, c: char) {
     out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
 }
 
+/// An entity reference that is unknown or unterminated: its text.
+struct BadEntity(String);
+
 /// Appends `raw` to `out`, replacing entity references; on an unknown or
 /// unterminated reference returns its text.
-fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> Result<(), BadEntity> {
     let mut rest = raw;
     while let Some(amp) = memchr::memchr(b'&', rest) {
         out.extend_from_slice(&rest[..amp]);
         let after = &rest[amp + 1..];
-        let semi = memchr::memchr(b';', after).ok_or_else(|| lossy(after))?;
-        let c = resolve_entity(&after[..semi]).ok_or_else(|| lossy(&after[..semi]))?;
+        let semi = memchr::memchr(b';', after).ok_or_else(|| BadEntity(lossy(after)))?;
+        let c = resolve_entity(&after[..semi]).ok_or_else(|| BadEntity(lossy(&after[..semi])))?;
         push_char(out, c);
         rest = &after[semi + 1..];
     }
@@ -537,7 +540,7 @@ impl<R: BufRead> Parser<R> {
     /// Unescapes an attribute value into `self.attr` and returns it as text.
     fn attr_value(&mut self, raw: &[u8], pos: Position) -> Result<&str, ReadError> {
         self.attr.clear();
-        if let Err(name) = unescape_into(raw, &mut self.attr) {
+        if let Err(BadEntity(name)) = unescape_into(raw, &mut self.attr) {
             return Err(self.err(ReadErrorKind::UnknownEntity { name }, pos));
         }
         match std::str::from_utf8(&self.attr) {
@@ -731,7 +734,7 @@ impl<R: BufRead> Parser<R> {
                 .map_err(|e| self.xml_error_in(e, child.name(), &opening, child_pos))?;
             match ev {
                 Event::Text(t) => {
-                    if let Err(name) = unescape_into(&t, &mut self.text) {
+                    if let Err(BadEntity(name)) = unescape_into(&t, &mut self.text) {
                         return Err(
                             self.err(ReadErrorKind::UnknownEntity { name }, self.pos(start))
                         );

@@ -186,6 +186,7 @@ impl<W: Write> RecordWriter<W> {
         Ok(self.out.take().expect("present until into_inner"))
     }
 
+    /// The underlying writer.
     pub fn get_ref(&self) -> &W {
         self.out.as_ref().expect("present until into_inner")
     }
@@ -215,12 +216,40 @@ impl<W: Write> Drop for RecordWriter<W> {
     }
 }
 
-fn no_text(label: &str, why: String) -> io::Error {
+fn no_text(label: &str, why: NoTextForm) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
         format!("cannot write field `{label}`: {why}"),
     )
 }
+
+/// Why a field has no text form ([`field_text`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoTextForm {
+    /// Its value is not on this node (the field, as `Debug` shows it).
+    NotLocal(String),
+    /// The text codec of its interface (named) does not know its value.
+    UnknownValue(String),
+    /// No text codec of its interface (named) is registered.
+    NoCodec(String),
+}
+
+impl std::fmt::Display for NoTextForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoTextForm::NotLocal(field) => write!(f, "its value is not on this node ({field})"),
+            NoTextForm::UnknownValue(i) => {
+                write!(
+                    f,
+                    "the text codec of interface `{i}` does not know its value"
+                )
+            }
+            NoTextForm::NoCodec(i) => write!(f, "no text codec of interface `{i}` is registered"),
+        }
+    }
+}
+
+impl std::error::Error for NoTextForm {}
 
 /// Appends the (unescaped) text a field is written as: a value of an
 /// interface with a codec in `codecs` in the codec's form for the mode
@@ -232,9 +261,9 @@ pub fn field_text(
     binary: bool,
     codecs: &TextCodecs,
     out: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<(), NoTextForm> {
     let Some(v) = f.get() else {
-        return Err(format!("its value is not on this node ({f:?})"));
+        return Err(NoTextForm::NotLocal(format!("{f:?}")));
     };
     if let Some(t) = v.as_any().downcast_ref::<TextField>() {
         if let Some(c) = codecs.get(t.interface()) {
@@ -251,14 +280,8 @@ pub fn field_text(
     }
     match codecs.get(v.interface()) {
         Some(c) if c.format(&**v, binary, out) => Ok(()),
-        Some(_) => Err(format!(
-            "the text codec of interface `{}` does not know its value",
-            v.interface()
-        )),
-        None => Err(format!(
-            "no text codec of interface `{}` is registered",
-            v.interface()
-        )),
+        Some(_) => Err(NoTextForm::UnknownValue(v.interface().to_string())),
+        None => Err(NoTextForm::NoCodec(v.interface().to_string())),
     }
 }
 

@@ -24,7 +24,9 @@ pub(crate) fn mpi_error(code: c_int) -> MpiCallError {
 /// when the call failed: only the communication thread may ask MPI).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MpiCallError {
+    /// The code the call returned.
     pub code: c_int,
+    /// MPI's text for it (`MPI_Error_string`).
     pub text: String,
 }
 
@@ -54,7 +56,12 @@ pub enum MpiError {
     /// An MPI call failed.
     Call(MpiCallError),
     /// Node `from` sent a message this node cannot read (`what`).
-    Malformed { from: u32, what: &'static str },
+    Malformed {
+        /// The sending node.
+        from: u32,
+        /// What is wrong with the message.
+        what: &'static str,
+    },
 }
 
 impl std::fmt::Display for MpiError {

@@ -62,6 +62,8 @@
 //! [`TransportError::PeerGone`]: snet_transport::TransportError::PeerGone
 //! [`TransportError::Failed`]: snet_transport::TransportError::Failed
 
+#![warn(missing_docs)]
+
 mod comm;
 mod error;
 mod ffi;
@@ -73,6 +75,8 @@ use std::time::Duration;
 pub use error::{MpiCallError, MpiError};
 pub use transport::MpiTransport;
 
+/// The linker flags of the MPI library this crate was built against (for
+/// `snet build`, which links executables with the same library).
 pub const LINK_ARGS: &str = env!("SNET_MPI_LINK_ARGS");
 
 /// Messages one node may have sent to another and not yet had taken there.

@@ -143,16 +143,47 @@ pub fn fields_parser() -> impl TypedValueParser<Value = FieldMode> {
         .try_map(|s| s.parse::<FieldMode>())
 }
 
+/// A value of `--watchdog` or `--box-stack` that is refused (the value as
+/// given).
+#[derive(Debug, PartialEq, Eq)]
+pub enum ValueError {
+    /// Not a positive number of seconds.
+    NotSeconds(String),
+    /// Not a size.
+    NotSize(String),
+    /// A size too large to count in bytes.
+    TooLarge(String),
+    /// A box stack below 64K.
+    StackTooSmall(String),
+}
+
+impl std::fmt::Display for ValueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValueError::NotSeconds(s) => write!(f, "`{s}` is not a positive number of seconds"),
+            ValueError::NotSize(s) => {
+                write!(f, "`{s}` is not a size (bytes, or a number with K, M or G)")
+            }
+            ValueError::TooLarge(s) => write!(f, "`{s}` is too large"),
+            ValueError::StackTooSmall(s) => {
+                write!(f, "`{s}` is too small: a box's stack needs at least 64K")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ValueError {}
+
 /// `--watchdog`: a positive number of seconds.
-fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+fn parse_seconds(s: &str) -> Result<std::time::Duration, ValueError> {
     match s.trim().parse::<f64>() {
         Ok(x) if x > 0.0 && x.is_finite() && x < 1e9 => Ok(std::time::Duration::from_secs_f64(x)),
-        _ => Err(format!("`{s}` is not a positive number of seconds")),
+        _ => Err(ValueError::NotSeconds(s.to_string())),
     }
 }
 
 /// `--box-stack`: bytes, with an optional K, M or G suffix (powers of 1024).
-fn parse_size(s: &str) -> Result<usize, String> {
+fn parse_size(s: &str) -> Result<usize, ValueError> {
     let t = s.trim();
     let (digits, shift) = match t.as_bytes().last().map(u8::to_ascii_uppercase) {
         Some(b'K') => (&t[..t.len() - 1], 10),
@@ -162,14 +193,12 @@ fn parse_size(s: &str) -> Result<usize, String> {
     };
     let n: usize = digits
         .parse()
-        .map_err(|_| format!("`{s}` is not a size (bytes, or a number with K, M or G)"))?;
+        .map_err(|_| ValueError::NotSize(s.to_string()))?;
     let n = n
         .checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{s}` is too large"))?;
+        .ok_or_else(|| ValueError::TooLarge(s.to_string()))?;
     if n < 64 << 10 {
-        return Err(format!(
-            "`{s}` is too small: a box's stack needs at least 64K"
-        ));
+        return Err(ValueError::StackTooSmall(s.to_string()));
     }
     Ok(n)
 }
@@ -221,9 +250,13 @@ mod tests {
         assert_eq!(super::parse_size("8m"), Ok(8 << 20));
         assert_eq!(super::parse_size("1G"), Ok(1 << 30));
         assert_eq!(super::parse_size("1048576"), Ok(1 << 20));
-        assert!(super::parse_size("12K").unwrap_err().contains("too small"));
+        assert!(super::parse_size("12K")
+            .unwrap_err()
+            .to_string()
+            .contains("too small"));
         assert!(super::parse_size("lots")
             .unwrap_err()
+            .to_string()
             .contains("not a size"));
         assert!(super::parse_size("99999999999999999999G").is_err());
     }

@@ -31,6 +31,8 @@
 //! that a backend can move the payload straight from and into the field's
 //! memory (no extra copy) while headers go through small buffers.
 
+#![warn(missing_docs)]
+
 pub mod conformance;
 pub mod loopback;
 
@@ -56,8 +58,10 @@ pub enum Channel {
 }
 
 impl Channel {
+    /// Every channel, in the order of their numbers.
     pub const ALL: [Channel; 3] = [Channel::Control, Channel::Records, Channel::Field];
 
+    /// The channel numbered `v` on the wire, if there is one.
     pub fn from_raw(v: u8) -> Option<Channel> {
         Channel::ALL.get(usize::from(v)).copied()
     }
@@ -65,6 +69,7 @@ impl Channel {
 
 /// Bytes that can be sent as a payload while someone else keeps them.
 pub trait PayloadBytes: Send + Sync {
+    /// The bytes, alive as long as `self`.
     fn bytes(&self) -> &[u8];
 }
 
@@ -121,14 +126,17 @@ impl Payload {
         }
     }
 
+    /// The payload's bytes (none for an empty payload).
     pub fn bytes(&self) -> &[u8] {
         self.0.as_ref().map_or(&[], |b| b.bytes())
     }
 
+    /// The payload's length in bytes.
     pub fn len(&self) -> usize {
         self.bytes().len()
     }
 
+    /// Whether the payload has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -148,9 +156,13 @@ pub type Header = smallvec::SmallVec<[u8; 48]>;
 /// language interface can adopt as a field's storage without a copy.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Received {
+    /// The sending node.
     pub from: Rank,
+    /// The channel it was sent on.
     pub channel: Channel,
+    /// The message's header.
     pub header: Header,
+    /// The message's payload (empty if it had none).
     pub payload: FieldBytes,
 }
 
@@ -158,12 +170,22 @@ pub struct Received {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TransportError {
     /// Node `node` is gone (crashed, killed, or left without closing).
-    PeerGone { node: Rank, why: Gone },
+    PeerGone {
+        /// The node that is gone.
+        node: Rank,
+        /// How it went.
+        why: Gone,
+    },
     /// This endpoint (or the whole run) was closed.
     Closed,
     /// Node `from` was asked to send to node `to`, which is itself or not
     /// a node of the run (a bug of the caller; [`Transport::send`]).
-    NoRoute { from: Rank, to: Rank },
+    NoRoute {
+        /// The sending node.
+        from: Rank,
+        /// The destination asked for.
+        to: Rank,
+    },
     /// A backend's own failure (its error type, [`BackendError`]).
     Failed(BackendError),
 }
@@ -231,6 +253,7 @@ impl fmt::Display for Gone {
 pub struct BackendError(Arc<dyn std::error::Error + Send + Sync>);
 
 impl BackendError {
+    /// A backend's error `e`, shared.
     pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> BackendError {
         BackendError(Arc::new(e))
     }
