@@ -24,16 +24,25 @@ const HEADER: usize = 60;
 /// which the linker then reports itself).
 pub fn global_symbols(path: &Path) -> std::io::Result<HashSet<String>> {
     let mut f = std::fs::File::open(path)?;
-    let mut head = [0u8; MAGIC.len() + HEADER];
-    f.read_exact(&mut head)?;
     let bad = |what: &str| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("not a static library ({what})"),
         )
     };
-    if &head[..MAGIC.len()] != MAGIC {
+    let mut head = Vec::with_capacity(MAGIC.len() + HEADER);
+    f.by_ref()
+        .take((MAGIC.len() + HEADER) as u64)
+        .read_to_end(&mut head)?;
+    if head.len() < MAGIC.len() || &head[..MAGIC.len()] != MAGIC {
         return Err(bad("no archive magic"));
+    }
+    if head.len() == MAGIC.len() {
+        // An archive of no members: no symbols.
+        return Ok(HashSet::new());
+    }
+    if head.len() < MAGIC.len() + HEADER {
+        return Err(bad("a member header cut short"));
     }
     let h = &head[MAGIC.len()..];
     let name = std::str::from_utf8(&h[..16]).map_err(|_| bad("member name"))?;
@@ -73,6 +82,24 @@ fn symbol_names(data: &[u8], width: usize) -> Option<HashSet<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_and_cut_archives_read_as_such() {
+        let dir = std::env::temp_dir().join(format!("snet-archive-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = dir.join("empty.a");
+        std::fs::write(&empty, MAGIC).unwrap();
+        assert!(global_symbols(&empty).unwrap().is_empty());
+        let cut = dir.join("cut.a");
+        std::fs::write(&cut, b"!<arch>\n/     ").unwrap();
+        let e = global_symbols(&cut).unwrap_err().to_string();
+        assert_eq!(e, "not a static library (a member header cut short)");
+        let other = dir.join("other.a");
+        std::fs::write(&other, b"hello").unwrap();
+        let e = global_symbols(&other).unwrap_err().to_string();
+        assert_eq!(e, "not a static library (no archive magic)");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// An archive of one symbol table (as `ar` writes it) and no members.
     fn archive(names: &[&str], sym64: bool) -> Vec<u8> {

@@ -263,3 +263,61 @@ fn libraries_are_shared_objects_whose_symbols_are_all_defined() {
     assert!(err.contains("--library takes C sources"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_runtime_library_built_with_this_snet_wins_over_a_stale_one_beside_it() {
+    // A copy of this snet whose directory holds a stale library (here not
+    // even a runtime: an empty archive) and, in deps/, the libraries cargo
+    // built, one of them with this snet: that one is linked.
+    let dir = scratch("stale-runtime");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(bin.join("deps")).unwrap();
+    let real = Path::new(env!("CARGO_BIN_EXE_snet"));
+    let snet_copy = bin.join("snet");
+    std::fs::copy(real, &snet_copy).unwrap();
+    std::fs::write(bin.join("libsnet_runner.a"), "!<arch>\n").unwrap();
+    let mut linked = 0;
+    for e in std::fs::read_dir(real.parent().unwrap().join("deps")).unwrap() {
+        let e = e.unwrap();
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with("libsnet_runner-") && n.ends_with(".a") {
+            std::os::unix::fs::symlink(e.path(), bin.join("deps").join(&n)).unwrap();
+            linked += 1;
+        }
+    }
+    assert!(linked > 0, "cargo left no runtime library in deps/");
+    std::fs::write(
+        dir.join("prog.snet"),
+        "box inc((<x>) -> (<x>));\nnet n connect inc;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("boxes.c"),
+        "#include \"C4SNet.h\"\nvoid *inc(void *h, int x) { C4SNetOut(h, 1, x + 1); return h; }\n",
+    )
+    .unwrap();
+    let out = Command::new(&snet_copy)
+        .current_dir(&dir)
+        .env_remove("SNET_RUNNER_LIB")
+        .args(["build", "prog.snet", "boxes.c", "-o", "prog"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(
+        dir.join("in.xml"),
+        "<record><tag label=\"x\">41</tag></record>\n",
+    )
+    .unwrap();
+    let run = Command::new(dir.join("prog"))
+        .current_dir(&dir)
+        .args(["-i", "in.xml", "-w", "1"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success() && stdout.contains(">42<"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

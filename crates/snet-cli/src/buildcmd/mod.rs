@@ -150,38 +150,44 @@ fn find_runner_lib() -> Option<PathBuf> {
     // Through a symlink (`~/bin/snet -> PREFIX/bin/snet`), look beside the real file.
     let exe = exe.canonicalize().unwrap_or(exe);
     let dir = exe.parent()?;
-    let direct = [
+    let direct: Vec<PathBuf> = [
         dir.join("libsnet_runner.a"),
         dir.join("../lib/snet/libsnet_runner.a"),
-    ];
-    if let Some(p) = direct.into_iter().find(|p| p.exists()) {
-        return Some(p);
-    }
+    ]
+    .into_iter()
+    .filter(|p| p.exists())
+    .collect();
     // Built as a dependency of this crate, cargo leaves it (hashed) in
-    // deps/, maybe beside others (`cargo test`'s, other features'): the one
-    // built with this snet holds its build identity; else the newest.
-    let candidates: Vec<std::fs::DirEntry> = std::fs::read_dir(dir.join("deps"))
-        .ok()?
-        .flatten()
-        .filter(|e| {
-            let n = e.file_name();
-            let n = n.to_string_lossy();
-            n.starts_with("libsnet_runner-") && n.ends_with(".a")
-        })
-        .collect();
+    // deps/, maybe beside others (`cargo test`'s, other features'). The
+    // library built with this snet holds its build identity: it is taken
+    // first wherever it is, so a library left beside the executable by an
+    // older build (another profile, another commit) is never linked
+    // silently while the matching one is in deps/. Without a match: the
+    // library beside the executable (an installed snet), else the newest.
+    let mut deps: Vec<(PathBuf, Option<std::time::SystemTime>)> =
+        std::fs::read_dir(dir.join("deps"))
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| {
+                        let n = e.file_name();
+                        let n = n.to_string_lossy();
+                        n.starts_with("libsnet_runner-") && n.ends_with(".a")
+                    })
+                    .map(|e| (e.path(), e.metadata().and_then(|m| m.modified()).ok()))
+                    .collect()
+            })
+            .unwrap_or_default();
+    deps.sort_by_key(|(_, modified)| std::cmp::Reverse(*modified));
     let mark = snet_runner::BUILD_ID.as_bytes();
-    let built_with_me = |e: &&std::fs::DirEntry| {
-        std::fs::read(e.path()).is_ok_and(|b| b.windows(mark.len()).any(|w| w == mark))
-    };
-    candidates
+    let built_with_me =
+        |p: &PathBuf| std::fs::read(p).is_ok_and(|b| b.windows(mark.len()).any(|w| w == mark));
+    direct
         .iter()
-        .find(built_with_me)
-        .or_else(|| {
-            candidates
-                .iter()
-                .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
-        })
-        .map(|e| e.path())
+        .chain(deps.iter().map(|(p, _)| p))
+        .find(|p| built_with_me(p))
+        .or_else(|| direct.first())
+        .or_else(|| deps.first().map(|(p, _)| p))
+        .cloned()
 }
 
 /// Runs `snet build`; returns the exit status.
