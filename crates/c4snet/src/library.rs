@@ -107,25 +107,6 @@ pub fn signature_text(def: &BoxDef) -> String {
     format!("{}({inputs}-> {})", def.name, outputs.join(" | "))
 }
 
-/// C's spelling of `s` as a string literal.
-fn c_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for b in s.bytes() {
-        match b {
-            b'"' | b'\\' => {
-                out.push('\\');
-                out.push(b as char);
-            }
-            0x20..=0x7e => out.push(b as char),
-            _ => {
-                let _ = write!(out, "\\{b:03o}");
-            }
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// The generated C source of a box library for `boxes` (C4SNet boxes,
 /// each name once): a weak prototype and a trampoline per box, the table,
 /// the signatures, and `__snet_c4snet_library`, which reports them and
@@ -150,13 +131,13 @@ pub fn library_source(boxes: &[&BoxDef]) -> String {
         let _ = writeln!(
             c,
             "    {{ {}, __snet_call_{} }},",
-            c_string(&b.name),
+            crate::codegen::c_quote(&b.name),
             b.name
         );
     }
     c.push_str("    { 0, 0 }\n};\n\nstatic const char *const __snet_signatures[] = {\n");
     for b in boxes {
-        let _ = writeln!(c, "    {},", c_string(&signature_text(b)));
+        let _ = writeln!(c, "    {},", crate::codegen::c_quote(&signature_text(b)));
     }
     c.push_str("    0\n};\n\n");
     let _ = writeln!(
