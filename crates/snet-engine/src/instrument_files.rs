@@ -23,6 +23,69 @@ use crate::instrument::{Instrument, NodeReport, TID_WRITER};
 /// How long node 0 waits for the other nodes' parts after the run.
 pub const PART_WAIT: Duration = Duration::from_secs(20);
 
+/// A trace or profile file (or a node's part of one) that could not be
+/// written, or node parts node 0 never found.
+#[derive(Debug)]
+pub enum FilesError {
+    /// Writing `path` failed; `what` names the file when it is known
+    /// (`trace`, `profile`).
+    Write {
+        /// The file's kind, as the message names it, if known.
+        what: Option<&'static str>,
+        /// The file (or part, or its temporary name).
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The merged file was written without the parts of these nodes.
+    MissingParts {
+        /// The merged file.
+        path: PathBuf,
+        /// The nodes whose parts never appeared.
+        nodes: Vec<Rank>,
+    },
+}
+
+impl std::fmt::Display for FilesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FilesError::Write { what, path, error } => {
+                f.write_str("cannot write ")?;
+                if let Some(what) = what {
+                    write!(f, "the {what} ")?;
+                }
+                write!(f, "{}: {error}", path.display())
+            }
+            FilesError::MissingParts { path, nodes } => {
+                let nodes: Vec<String> = nodes.iter().map(|k| k.to_string()).collect();
+                write!(
+                    f,
+                    "{}: no part from node {} (it may run on another machine: see docs/observability.md)",
+                    path.display(),
+                    nodes.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for FilesError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FilesError::Write { error, .. } => Some(error),
+            FilesError::MissingParts { .. } => None,
+        }
+    }
+}
+
+fn write_error(
+    what: Option<&'static str>,
+    path: &Path,
+) -> impl FnOnce(std::io::Error) -> FilesError {
+    let path = path.to_path_buf();
+    move |error| FilesError::Write { what, path, error }
+}
+
 /// The files to write: the trace and the profile (JSON), each if asked for.
 #[derive(Clone, Debug, Default)]
 pub struct Files<'a> {
@@ -41,12 +104,12 @@ fn part_path(file: &Path, node: Rank) -> PathBuf {
 }
 
 /// Writes `text` to `path` whole: under a temporary name, then renamed.
-fn write_whole(path: &Path, text: &str) -> Result<(), String> {
+fn write_whole(path: &Path, text: &str) -> Result<(), FilesError> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(&tmp, text).map_err(write_error(None, &tmp))?;
+    std::fs::rename(&tmp, path).map_err(write_error(None, path))
 }
 
 fn trace_text(reports: &[NodeReport]) -> String {
@@ -102,9 +165,8 @@ fn print_tables(reports: &[NodeReport]) {
 }
 
 /// After a run whose nodes all ran in this process: writes the files and
-/// prints the tables. Returns an error message for a file that could not
-/// be written.
-pub fn finish_local(files: &Files<'_>, ins: &Instrument) -> Result<(), String> {
+/// prints the tables. The error names a file that could not be written.
+pub fn finish_local(files: &Files<'_>, ins: &Instrument) -> Result<(), FilesError> {
     let mut reports = ins.take_reports();
     if let Some(r) = reports.first_mut() {
         r.name_thread(TID_WRITER, "writer");
@@ -113,12 +175,11 @@ pub fn finish_local(files: &Files<'_>, ins: &Instrument) -> Result<(), String> {
         print_tables(&reports);
     }
     if let Some(f) = files.trace {
-        write_trace(f, &mut [trace_text(&reports)])
-            .map_err(|e| format!("cannot write the trace {}: {e}", f.display()))?;
+        write_trace(f, &mut [trace_text(&reports)]).map_err(write_error(Some("trace"), f))?;
     }
     if let Some(f) = files.profile {
         std::fs::write(f, profile_file(&[profile_text(&reports)]))
-            .map_err(|e| format!("cannot write the profile {}: {e}", f.display()))?;
+            .map_err(write_error(Some("profile"), f))?;
     }
     Ok(())
 }
@@ -130,7 +191,7 @@ pub fn finish_node(
     ins: &Instrument,
     me: Rank,
     nodes: u32,
-) -> Result<(), String> {
+) -> Result<(), FilesError> {
     let mut reports = ins.take_reports();
     if me == Rank::ROOT {
         if let Some(r) = reports.first_mut() {
@@ -167,7 +228,7 @@ pub fn finish_node(
                     parts.push(t);
                     let _ = std::fs::remove_file(&p);
                 }
-                Err(_) => missing.push(k.to_string()),
+                Err(_) => missing.push(k),
             }
         }
         let written = if is_trace {
@@ -175,14 +236,42 @@ pub fn finish_node(
         } else {
             std::fs::write(f, profile_file(&parts))
         };
-        written.map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        written.map_err(write_error(None, f))?;
         if !missing.is_empty() {
-            return Err(format!(
-                "{}: no part from node {} (it may run on another machine: see docs/observability.md)",
-                f.display(),
-                missing.join(", ")
-            ));
+            return Err(FilesError::MissingParts {
+                path: f.to_path_buf(),
+                nodes: missing,
+            });
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_read_as_the_messages_users_knew() {
+        let gone = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = write_error(Some("trace"), Path::new("d/t.json"))(gone());
+        assert_eq!(
+            e.to_string(),
+            format!("cannot write the trace d/t.json: {}", gone())
+        );
+        let e = write_error(None, Path::new("p.json.node-1.tmp"))(gone());
+        assert_eq!(
+            e.to_string(),
+            format!("cannot write p.json.node-1.tmp: {}", gone())
+        );
+        assert!(std::error::Error::source(&e).is_some());
+        let e = FilesError::MissingParts {
+            path: PathBuf::from("t.json"),
+            nodes: vec![Rank(2), Rank(3)],
+        };
+        assert_eq!(
+            e.to_string(),
+            "t.json: no part from node 2, 3 (it may run on another machine: see docs/observability.md)"
+        );
+    }
 }

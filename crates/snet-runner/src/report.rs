@@ -41,7 +41,10 @@ fn files(opts: &RunOptions) -> Files<'_> {
 /// After a run whose nodes all ran in this process: writes the files and
 /// prints the tables. Returns an error message for a file that could not
 /// be written.
-pub(crate) fn finish_local(opts: &RunOptions, ins: &Instrument) -> Result<(), String> {
+pub(crate) fn finish_local(
+    opts: &RunOptions,
+    ins: &Instrument,
+) -> Result<(), instrument_files::FilesError> {
     instrument_files::finish_local(&files(opts), ins)
 }
 
@@ -52,6 +55,6 @@ pub(crate) fn finish_node(
     ins: &Instrument,
     me: Rank,
     nodes: u32,
-) -> Result<(), String> {
+) -> Result<(), instrument_files::FilesError> {
     instrument_files::finish_node(&files(opts), ins, me, nodes)
 }

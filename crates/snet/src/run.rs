@@ -657,7 +657,7 @@ impl Network {
                     None => Ok(()),
                 };
                 match (result, written) {
-                    (Ok(()), Err(e)) => Err(RunError(Kind::Report(e))),
+                    (Ok(()), Err(e)) => Err(RunError(Kind::Report(e.to_string()))),
                     (result, _) => result,
                 }
             })

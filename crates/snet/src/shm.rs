@@ -113,7 +113,7 @@ pub(crate) fn run_root(
                 node: e.node,
                 how: e.describe(),
             })),
-            None => written.map_err(|e| RunError::new(Kind::Report(e))),
+            None => written.map_err(|e| RunError::new(Kind::Report(e.to_string()))),
         },
         Err(e) => Err(RunError::new(Kind::Engine(e))),
     }

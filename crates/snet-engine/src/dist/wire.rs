@@ -1404,26 +1404,22 @@ pub mod fuzzing {
     /// node `me` of `nodes` does: frame by frame, the items of each
     /// `Items` frame through one node's label dictionaries, inline fields
     /// decoded by `codecs`, references through a field store. The number
-    /// of items read, or the first error in words (a peer's garbage must
-    /// end here, never in a panic).
+    /// of items read, or the first error (a peer's garbage must end here,
+    /// never in a panic).
     pub fn receive(
         me: u32,
         nodes: u32,
         messages: &[(u32, &[u8])],
         codecs: &Codecs,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, ItemError> {
         let store = FieldStore::new(Rank(me), std::sync::Arc::new(NoRelease));
         let mut dec = Decoder::new(Rank(me), nodes);
         let mut items = 0;
         for &(from, header) in messages {
-            let (_, mut r) = MessageReader::new(header).map_err(|e| e.to_string())?;
-            while let Some(f) = r.next_frame().map_err(|e| e.to_string())? {
+            let (_, mut r) = MessageReader::new(header)?;
+            while let Some(f) = r.next_frame()? {
                 if let FrameRef::Items { .. } = f {
-                    while r
-                        .next_item(&mut dec, Rank(from), &store, codecs)
-                        .map_err(|e| e.to_string())?
-                        .is_some()
-                    {
+                    while r.next_item(&mut dec, Rank(from), &store, codecs)?.is_some() {
                         items += 1;
                     }
                 }
