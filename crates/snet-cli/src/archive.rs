@@ -85,7 +85,8 @@ mod tests {
 
     #[test]
     fn empty_and_cut_archives_read_as_such() {
-        let dir = std::env::temp_dir().join(format!("snet-archive-{}", std::process::id()));
+        // A directory of its own: tests run in parallel in one process.
+        let dir = std::env::temp_dir().join(format!("snet-archive-empty-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let empty = dir.join("empty.a");
         std::fs::write(&empty, MAGIC).unwrap();
