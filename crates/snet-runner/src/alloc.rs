@@ -13,6 +13,8 @@ use std::ffi::c_int;
 #[global_allocator]
 pub(crate) static GLOBAL: SnetAlloc = SnetAlloc;
 
+/// The allocator: mimalloc, or the system's under `SNET_SYSTEM_ALLOC`
+/// (decided on first use).
 pub struct SnetAlloc;
 
 /// 0: not decided yet, 1: mimalloc, 2: system.

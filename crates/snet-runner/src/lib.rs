@@ -35,6 +35,8 @@
 //! `snet` command (`crates/snet-cli/src/bench/`), not here: this library is
 //! linked into every built program.
 
+#![warn(missing_docs)]
+
 use std::io::Write as _;
 
 /// Prints one line on stderr with a single `write`: under `mpirun` every

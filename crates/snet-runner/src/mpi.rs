@@ -8,6 +8,8 @@ use snet_engine::{EngineError, Stats};
 use crate::nodes::{Part, Processes};
 use crate::RunOptions;
 
+/// Whether this process was started by `mpirun` (an MPI launcher's
+/// environment).
 #[cfg(feature = "mpi")]
 pub fn mpi_launched() -> bool {
     snet_mpi::launched()

@@ -123,6 +123,7 @@ impl RunOptions {
 /// How the nodes of a run talk (`--transport`; `snet selftest` takes the
 /// same values).
 #[derive(ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // the names say it: shm, loopback, mpi
 pub enum TransportKind {
     // No doc comments on the variants: clap would print them as a list in
     // `--help` instead of the one line of possible values.

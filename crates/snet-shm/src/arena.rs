@@ -335,7 +335,12 @@ fn geometry(max_order: u32) -> (usize, usize, usize) {
 pub enum ArenaError {
     /// The region is smaller than the smallest arena (or, `attach`, than the
     /// arena in it).
-    TooSmall { needed: usize, len: usize },
+    TooSmall {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes the region has.
+        len: usize,
+    },
     /// The base is not [`ALIGN`]-aligned (or null).
     Misaligned,
     /// `attach`: the region holds no initialised arena (yet), or one of

@@ -218,6 +218,7 @@ pub fn run<T>(
 /// How a node process ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Ended {
+    /// The node the process ran.
     pub node: u32,
     /// Its exit status, or minus the signal that killed it.
     pub status: i32,

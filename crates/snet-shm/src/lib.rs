@@ -61,6 +61,8 @@
 //! its README), and `tests/stress.rs` (threads and processes, all modes,
 //! idle CPU use).
 
+#![warn(missing_docs)]
+
 pub mod arena;
 pub mod notify;
 pub mod ring;

@@ -187,9 +187,19 @@ fn payload_offset() -> usize {
 pub enum RingError {
     /// `slots` is not a power of two in `2..=MAX_SLOTS`, or `payload` is not
     /// in `1..=MAX_PAYLOAD`.
-    Geometry { slots: usize, payload: usize },
+    Geometry {
+        /// Slots asked for.
+        slots: usize,
+        /// Payload bytes per slot asked for.
+        payload: usize,
+    },
     /// The region is smaller than the ring needs.
-    TooSmall { needed: usize, len: usize },
+    TooSmall {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes the region has.
+        len: usize,
+    },
     /// The base is not [`ALIGN`]-aligned.
     Misaligned,
     /// `attach`: the region holds no initialised ring (yet), or one of
@@ -224,7 +234,12 @@ pub enum PushError {
     /// Every slot is taken: retry after the consumer made room.
     Full,
     /// The message is longer than a slot's payload: chunk it.
-    TooLarge { len: usize, max: usize },
+    TooLarge {
+        /// The message's length.
+        len: usize,
+        /// A slot's payload.
+        max: usize,
+    },
 }
 
 impl fmt::Display for PushError {

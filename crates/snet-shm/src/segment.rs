@@ -51,9 +51,14 @@ const HEADER: usize = NODE_WORDS + MAX_NODES as usize * NODE_STRIDE;
 
 /// A node's state word values.
 pub mod state {
+    /// The node joined and runs.
     pub const UP: u32 = 1;
+    /// The node finished its part of the run.
     pub const CLOSED: u32 = 2;
+    /// The node's process ended normally, after closing.
     pub const EXITED: u32 = 3;
+    /// The node's process died: killed, a nonzero status, or an end
+    /// without closing (the status is beside the state).
     pub const DEAD: u32 = 4;
 }
 
@@ -72,12 +77,14 @@ pub enum FieldMode {
 }
 
 impl FieldMode {
+    /// Every mode, in the order benchmarks report them.
     pub const ALL: [FieldMode; 3] = [
         FieldMode::Chunked,
         FieldMode::SingleCopy,
         FieldMode::ZeroCopy,
     ];
 
+    /// The mode's name on the command line (`--fields`).
     pub fn name(self) -> &'static str {
         match self {
             FieldMode::Chunked => "chunked",
@@ -115,12 +122,15 @@ impl std::fmt::Display for FieldMode {
 /// The shape of a run's segment.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Geometry {
+    /// Nodes of the run (each has a ring).
     pub nodes: u32,
     /// Slots per ring (a power of two).
     pub slots: usize,
     /// Bytes a slot holds.
     pub slot_bytes: usize,
+    /// How a waiting receiver is woken.
     pub notify: Notify,
+    /// How field bytes cross nodes.
     pub fields: FieldMode,
     /// Bytes of field arena (single-copy and zero-copy; 0 for chunked).
     pub arena: usize,
@@ -368,6 +378,7 @@ impl Segment {
         })
     }
 
+    /// The segment's shape.
     pub fn geometry(&self) -> Geometry {
         self.geometry
     }
@@ -440,6 +451,8 @@ impl Segment {
         self.node(k).pid.store(pid, Ordering::Relaxed);
     }
 
+    /// Node `k`'s process id as recorded by [`Segment::set_pid`] (for
+    /// messages and diagnostics).
     pub fn pid(&self, k: u32) -> u32 {
         self.node(k).pid.load(Ordering::Relaxed)
     }

@@ -95,9 +95,17 @@ const NO_ARENA: u64 = u64::MAX;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShmError {
     /// An endpoint for a node the segment does not have.
-    NoSuchNode { me: u32, nodes: u32 },
+    NoSuchNode {
+        /// The node asked for.
+        me: u32,
+        /// The segment's node count.
+        nodes: u32,
+    },
     /// A second endpoint for one node.
-    RingTaken { me: u32 },
+    RingTaken {
+        /// The node.
+        me: u32,
+    },
     /// A frame could not be pushed.
     Push(PushError),
     /// A malformed frame (`what` is wrong with it).
@@ -106,7 +114,10 @@ pub enum ShmError {
     HeaderTooLong,
     /// A node process ended (`status` as in the segment's node word:
     /// an exit status, or minus a signal).
-    Died { status: i32 },
+    Died {
+        /// The exit status, or minus the signal.
+        status: i32,
+    },
 }
 
 impl fmt::Display for ShmError {
@@ -365,10 +376,12 @@ impl ShmTransport {
         Ok(out)
     }
 
+    /// The segment this endpoint runs on.
     pub fn segment(&self) -> &Segment {
         &self.shared.segment
     }
 
+    /// The segment's shape.
     pub fn geometry(&self) -> Geometry {
         self.shared.segment.geometry()
     }
