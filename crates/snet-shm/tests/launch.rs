@@ -2,6 +2,9 @@
 //! (segment, node processes, the wait for them), with node processes that
 //! are not S-Net programs, so nothing here joins the run.
 
+// The launcher is part of the default feature `transport`.
+#![cfg(feature = "transport")]
+
 use std::ffi::OsString;
 use std::path::Path;
 
