@@ -4,16 +4,19 @@
 //! (every record it sent was reported done by the node it went to, with
 //! everything derived from it), at 1, 2 and 8 workers per node.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::vec_io;
 use snet_core::*;
+use snet_engine::dist::hooked::{Hooked, Hooks};
 use snet_engine::dist::wire::{FrameRef, MessageReader};
-use snet_engine::dist::{OnNodeLoss, Payload, Received};
+use snet_engine::dist::{OnNodeLoss, Received};
 use snet_engine::{
-    run_loopback, run_loopback_with, Channel, Config, EngineError, Loopback, NoBoxes, Sink, Source,
-    SourceError, Stats, Transport, TransportError,
+    run_loopback, run_loopback_with, Config, EngineError, Loopback, NoBoxes, Stats, Transport,
+    TransportError,
 };
 
 fn loc() -> Loc {
@@ -144,55 +147,22 @@ fn graph() -> Arc<Graph> {
     Arc::new(g)
 }
 
-struct VecSource(std::vec::IntoIter<Record>);
-impl Source for VecSource {
-    fn next_record(&mut self) -> Result<Option<Record>, SourceError> {
-        Ok(self.0.next())
-    }
-}
-
-struct VecSink(Arc<Mutex<Vec<Record>>>);
-impl Sink for VecSink {
-    fn write(&mut self, rec: &Record) -> std::io::Result<()> {
-        self.0.lock().unwrap().push(rec.clone());
-        Ok(())
-    }
-    fn finish(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn abort(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// An output record's `X`, `Y`, `Z` and `V`.
 type Out = (i64, i64, i64, i64);
 
-fn run(loss: OnNodeLoss, workers: usize, n: i64) -> (Vec<Out>, Vec<Stats>) {
-    let config = Config {
-        workers,
-        on_node_loss: loss,
-        ..Config::default()
-    };
-    let input: Vec<Record> = (0..n)
+/// Input records `<X>` 0..n.
+fn input(n: i64) -> Vec<Record> {
+    (0..n)
         .map(|i| {
             let mut r = Record::new();
             r.set_int(t("X"), i);
             r
         })
-        .collect();
-    let out = Arc::new(Mutex::new(Vec::new()));
-    let stats = run_loopback(
-        graph(),
-        &config,
-        Some((
-            Box::new(VecSource(input.into_iter())),
-            Box::new(VecSink(out.clone())),
-        )),
-        &NoBoxes,
-        4,
-    )
-    .expect("run");
+        .collect()
+}
+
+/// The output records' `X`, `Y`, `Z` and `V`, sorted.
+fn outs(out: &std::sync::Mutex<Vec<Record>>) -> Vec<Out> {
     let mut got: Vec<_> = out
         .lock()
         .unwrap()
@@ -203,7 +173,18 @@ fn run(loss: OnNodeLoss, workers: usize, n: i64) -> (Vec<Out>, Vec<Stats>) {
         })
         .collect();
     got.sort_unstable();
-    (got, stats)
+    got
+}
+
+fn run(loss: OnNodeLoss, workers: usize, n: i64) -> (Vec<Out>, Vec<Stats>) {
+    let config = Config {
+        workers,
+        on_node_loss: loss,
+        ..Config::default()
+    };
+    let (io, out) = vec_io(input(n));
+    let stats = run_loopback(graph(), &config, Some(io), &NoBoxes, 4).expect("run");
+    (outs(&out), stats)
 }
 
 #[test]
@@ -226,59 +207,28 @@ fn a_failure_free_run_with_custody_gives_the_same_output_and_empties_the_log() {
     }
 }
 
-/// A loopback endpoint that kills its node (as if its process died) when
-/// it is about to deliver the node's `after`th message, if `armed` (taken
-/// on firing, so a replacement does not repeat it; `again` re-arms it for
-/// each new endpoint: a poison record).
+/// Hooks that kill the node (as if its process died) when it is about
+/// to deliver its `after`th message, if `armed` (taken on firing, so a
+/// replacement does not repeat it; re-armed for each new endpoint: a
+/// poison record).
 struct Killing {
-    inner: Loopback,
     after: u64,
-    seen: AtomicU64,
     armed: Arc<AtomicBool>,
 }
 
-impl Transport for Killing {
-    fn node(&self) -> Rank {
-        self.inner.node()
-    }
-    fn nodes(&self) -> u32 {
-        self.inner.nodes()
-    }
-    fn send_to_peer(
-        &self,
-        to: Rank,
-        channel: Channel,
-        header: &[u8],
-        payload: Payload,
-    ) -> Result<(), TransportError> {
-        self.inner.send_to_peer(to, channel, header, payload)
-    }
-    fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
-        let m = self.inner.recv(timeout)?;
+impl Hooks<Loopback> for Killing {
+    fn received(&self, inner: &Loopback, n: u64, m: &Received) -> Result<(), TransportError> {
         // Not in the shutdown exchange: a node lost after the run's end
         // lost nothing, and its failure is the run's (as on shm).
-        let shutdown = m.as_ref().is_some_and(|m| {
-            MessageReader::new(&m.header).is_ok_and(|(_, mut r)| {
-                std::iter::from_fn(|| r.next_frame().ok().flatten())
-                    .any(|f| f == FrameRef::Shutdown)
-            })
+        let shutdown = MessageReader::new(&m.header).is_ok_and(|(_, mut r)| {
+            std::iter::from_fn(|| r.next_frame().ok().flatten()).any(|f| f == FrameRef::Shutdown)
         });
-        if m.is_some()
-            && !shutdown
-            && self.seen.fetch_add(1, Ordering::Relaxed) + 1 == self.after
-            && self.armed.swap(false, Ordering::Relaxed)
-        {
-            self.inner.kill();
+        if !shutdown && n + 1 == self.after && self.armed.swap(false, Ordering::Relaxed) {
+            inner.kill();
             // The node fails at once (a killed process would be gone).
             return Err(TransportError::backend(std::io::Error::other("killed")));
         }
-        Ok(m)
-    }
-    fn close(&self) {
-        self.inner.close()
-    }
-    fn name(&self) -> &str {
-        "loopback"
+        Ok(())
     }
 }
 
@@ -297,14 +247,7 @@ fn run_killing(
         on_node_loss: OnNodeLoss::Respawn,
         ..Config::default()
     };
-    let input: Vec<Record> = (0..n)
-        .map(|i| {
-            let mut r = Record::new();
-            r.set_int(t("X"), i);
-            r
-        })
-        .collect();
-    let out = Arc::new(Mutex::new(Vec::new()));
+    let (io, out) = vec_io(input(n));
     let armed = Arc::new(AtomicBool::new(true));
     let wrap = |l: Loopback| -> Box<dyn Transport> {
         if l.node() != Rank(victim) {
@@ -313,35 +256,16 @@ fn run_killing(
         if poison {
             armed.store(true, Ordering::Relaxed);
         }
-        Box::new(Killing {
-            inner: l,
-            after,
-            seen: AtomicU64::new(0),
-            armed: armed.clone(),
-        })
+        Box::new(Hooked::new(
+            Box::new(l),
+            Killing {
+                after,
+                armed: armed.clone(),
+            },
+        ))
     };
-    let stats = run_loopback_with(
-        graph(),
-        &config,
-        Some((
-            Box::new(VecSource(input.into_iter())),
-            Box::new(VecSink(out.clone())),
-        )),
-        &NoBoxes,
-        4,
-        &wrap,
-    )?;
-    let mut got: Vec<_> = out
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let v = |l: &str| r.int(t(l)).expect("tag");
-            (v("X"), v("Y"), v("Z"), v("V"))
-        })
-        .collect();
-    got.sort_unstable();
-    Ok((got, stats))
+    let stats = run_loopback_with(graph(), &config, Some(io), &NoBoxes, 4, &wrap)?;
+    Ok((outs(&out), stats))
 }
 
 /// Node 1 (two records from each input) or node 2 (a split) is killed

@@ -4,15 +4,18 @@
 //! Checked end to end on two loopback nodes (`A @ 1` with a box that needs
 //! its field), with a transport that records the pointers it sees.
 
+mod common;
+
 use std::any::Any;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use common::vec_io;
 use snet_core::*;
+use snet_engine::dist::hooked::{Hooked, Hooks};
 use snet_engine::dist::{FieldBytes, Payload, Received};
 use snet_engine::{
-    BoxError, BoxImpl, Channel, Config, Emit, LanguageInterface, Loopback, ResolveError, Sink,
-    Source, SourceError, Transport, TransportError,
+    BoxError, BoxImpl, Channel, Config, Emit, LanguageInterface, Loopback, ResolveError, Transport,
+    TransportError,
 };
 
 /// A field value that is nothing but its body, kept in a `FieldBytes`.
@@ -63,47 +66,32 @@ struct Seen {
     in_box: Vec<usize>,
 }
 
-/// Loopback, recording the payloads of field messages.
-struct Recording {
-    inner: Loopback,
-    seen: Arc<Mutex<Seen>>,
-}
+/// Hooks recording the payloads of field messages.
+struct Recording(Arc<Mutex<Seen>>);
 
-impl Transport for Recording {
-    fn node(&self) -> Rank {
-        self.inner.node()
-    }
-    fn nodes(&self) -> u32 {
-        self.inner.nodes()
-    }
-    fn send_to_peer(
+impl Hooks<Loopback> for Recording {
+    fn sending(
         &self,
-        to: Rank,
+        inner: &Loopback,
+        _: u64,
+        _: Rank,
         channel: Channel,
-        header: &[u8],
-        payload: Payload,
-    ) -> Result<(), TransportError> {
+        _: &[u8],
+        payload: &Payload,
+    ) -> Option<Vec<u8>> {
         if channel == Channel::Field {
             let at = payload.bytes().as_ptr() as usize;
-            self.seen.lock().unwrap().sent.push((self.node(), at));
+            self.0.lock().unwrap().sent.push((inner.node(), at));
         }
-        self.inner.send(to, channel, header, payload)
+        None
     }
-    fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
-        let r = self.inner.recv(timeout)?;
-        if let Some(m) = &r {
-            if m.channel == Channel::Field {
-                let at = m.payload.as_ptr() as usize;
-                self.seen.lock().unwrap().received.push((self.node(), at));
-            }
+
+    fn received(&self, inner: &Loopback, _: u64, m: &Received) -> Result<(), TransportError> {
+        if m.channel == Channel::Field {
+            let at = m.payload.as_ptr() as usize;
+            self.0.lock().unwrap().received.push((inner.node(), at));
         }
-        Ok(r)
-    }
-    fn close(&self) {
-        self.inner.close()
-    }
-    fn name(&self) -> &str {
-        "recording"
+        Ok(())
     }
 }
 
@@ -129,29 +117,6 @@ impl BoxImpl for Look {
 impl LanguageInterface for Look {
     fn resolve(&self, _def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
         Ok(Arc::new(Look(self.0.clone())))
-    }
-}
-
-struct One(Option<Record>);
-
-impl Source for One {
-    fn next_record(&mut self) -> Result<Option<Record>, SourceError> {
-        Ok(self.0.take())
-    }
-}
-
-struct Collect(Arc<Mutex<Vec<Record>>>);
-
-impl Sink for Collect {
-    fn write(&mut self, rec: &Record) -> std::io::Result<()> {
-        self.0.lock().unwrap().push(rec.clone());
-        Ok(())
-    }
-    fn finish(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn abort(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -207,20 +172,14 @@ fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
     };
     config.codecs.add(Arc::new(BlobCodec));
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let out = Arc::new(Mutex::new(Vec::new()));
     let look = Look(seen.clone());
-    let mut io = Some((
-        Box::new(One(Some(rec))) as Box<dyn Source>,
-        Box::new(Collect(out.clone())) as Box<dyn Sink>,
-    ));
+    let (io, out) = vec_io(vec![rec]);
+    let mut io = Some(io);
     std::thread::scope(|s| {
         let nodes: Vec<_> = Loopback::create(2)
             .into_iter()
             .map(|inner| {
-                let t = Recording {
-                    inner,
-                    seen: seen.clone(),
-                };
+                let t = Hooked::new(Box::new(inner), Recording(seen.clone()));
                 let io = if t.node() == Rank::ROOT {
                     io.take()
                 } else {

@@ -11,11 +11,11 @@
 //! | `die-sending-field` | starts sending a payload of 1 MiB or more and is killed (`SIGKILL`) 2 ms into the send |
 //! | `die-at-shutdown` | is killed (`SIGKILL`) when node 0's shutdown notice reaches it |
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use snet_core::Rank;
 
+use snet_engine::dist::hooked::{Hooked, Hooks};
 use snet_engine::dist::wire::{FrameRef, MessageReader};
 use snet_engine::dist::{Channel, Payload, Received, Transport, TransportError};
 
@@ -29,12 +29,12 @@ enum Kind {
     DieAtShutdown,
 }
 
-/// A transport with a fault armed on this node.
-pub(crate) struct Faulty<'a> {
-    inner: &'a dyn Transport,
-    kind: Kind,
-    sent: AtomicU64,
-}
+/// A transport with a fault armed on this node (the transport crate's
+/// one test wrapper, with this fault as its hooks).
+pub(crate) type Faulty<'a> = Hooked<&'a dyn Transport, Fault>;
+
+/// The fault armed on this node.
+pub(crate) struct Fault(Kind);
 
 /// `inner`, wrapped if [`VAR`] arms a fault on this node.
 pub(crate) fn wrap(inner: &dyn Transport) -> Option<Faulty<'_>> {
@@ -46,11 +46,7 @@ pub(crate) fn wrap(inner: &dyn Transport) -> Option<Faulty<'_>> {
         "die-at-shutdown" => Kind::DieAtShutdown,
         _ => return None,
     };
-    (node.parse().map(Rank) == Ok(inner.node())).then_some(Faulty {
-        inner,
-        kind,
-        sent: AtomicU64::new(0),
-    })
+    (node.parse().map(Rank) == Ok(inner.node())).then(|| Hooked::new(inner, Fault(kind)))
 }
 
 fn die() {
@@ -58,28 +54,18 @@ fn die() {
     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
 }
 
-impl Transport for Faulty<'_> {
-    fn node(&self) -> Rank {
-        self.inner.node()
-    }
-
-    fn nodes(&self) -> u32 {
-        self.inner.nodes()
-    }
-
-    fn send_to_peer(
+impl<'x> Hooks<dyn Transport + 'x> for Fault {
+    fn sending(
         &self,
-        to: Rank,
-        channel: Channel,
+        _: &(dyn Transport + 'x),
+        n: u64,
+        _: Rank,
+        _: Channel,
         header: &[u8],
-        payload: Payload,
-    ) -> Result<(), TransportError> {
-        let n = self.sent.fetch_add(1, Ordering::Relaxed);
-        match self.kind {
-            Kind::Garbage if n == 2 => {
-                let junk = vec![0xff; header.len().max(16)];
-                return self.inner.send(to, channel, &junk, payload);
-            }
+        payload: &Payload,
+    ) -> Option<Vec<u8>> {
+        match self.0 {
+            Kind::Garbage if n == 2 => return Some(vec![0xff; header.len().max(16)]),
             Kind::DieSendingField if payload.bytes().len() >= 1 << 20 => {
                 std::thread::spawn(|| {
                     std::thread::sleep(Duration::from_millis(2));
@@ -88,12 +74,16 @@ impl Transport for Faulty<'_> {
             }
             _ => {}
         }
-        self.inner.send(to, channel, header, payload)
+        None
     }
 
-    fn recv(&self, timeout: Duration) -> Result<Option<Received>, TransportError> {
-        let m = self.inner.recv(timeout)?;
-        if let (Kind::DieAtShutdown, Some(m)) = (self.kind, &m) {
+    fn received(
+        &self,
+        _: &(dyn Transport + 'x),
+        _: u64,
+        m: &Received,
+    ) -> Result<(), TransportError> {
+        if self.0 == Kind::DieAtShutdown {
             if let Ok((_, mut r)) = MessageReader::new(&m.header) {
                 while let Ok(Some(f)) = r.next_frame() {
                     if f == FrameRef::Shutdown {
@@ -102,22 +92,6 @@ impl Transport for Faulty<'_> {
                 }
             }
         }
-        Ok(m)
-    }
-
-    fn close(&self) {
-        self.inner.close()
-    }
-
-    fn buffered(&self, to: Rank) -> Option<usize> {
-        self.inner.buffered(to)
-    }
-
-    fn window(&self) -> Option<usize> {
-        self.inner.window()
-    }
-
-    fn name(&self) -> &str {
-        self.inner.name()
+        Ok(())
     }
 }

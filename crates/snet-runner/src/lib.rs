@@ -88,7 +88,7 @@ pub static BUILD_MARK: [u8; BUILD_ID.len()] = {
     }
     out
 };
-pub use options::{fields_parser, notify_parser, RunOptions, TransportKind};
+pub use options::{fields_parser, notify_parser, NodeLoss, RunOptions, TransportKind};
 pub use run::run;
 pub use selftest::selftest;
 /// The shared-memory modes that `--notify` and `--fields` name.

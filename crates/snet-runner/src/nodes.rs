@@ -139,6 +139,13 @@ impl Run<'_> {
         if !unclean.is_empty() {
             return 1;
         }
+        if s.nodes_replaced > 0 {
+            // Said even without --stats: the run went on after a loss.
+            say!(
+                "snet: node 0 replaced {} lost node process(es) during the run (--on-node-loss respawn)",
+                s.nodes_replaced
+            );
+        }
         if self.opts.stats {
             say!("snet: {s}");
             if let Some(c) = &part.counters {

@@ -90,6 +90,14 @@ pub struct RunOptions {
     /// where a box needs them.
     #[arg(long, value_name = "BYTES", default_value_t = snet_engine::DEFAULT_INLINE_FIELDS)]
     pub inline_fields: usize,
+    /// What a distributed run does when a node other than 0 is lost (its
+    /// process killed, or a box ending it): `fail` ends the run; `respawn`
+    /// (shared memory and loopback) starts the node again and sends it
+    /// again the records it had not finished with, so the run goes on
+    /// with the same output (boxes must be deterministic);
+    /// `redistribute` is not built.
+    #[arg(long, value_name = "MODE", value_enum, default_value = "fail")]
+    pub on_node_loss: NodeLoss,
     /// Testing aid: place random components of the program on random
     /// nodes (chosen from SEED), which must change no output.
     #[arg(long, value_name = "SEED", hide = true)]
@@ -130,6 +138,16 @@ pub enum TransportKind {
     Shm,
     Loopback,
     Mpi,
+}
+
+/// What a distributed run does when a node other than 0 is lost
+/// (`--on-node-loss`; `docs/distributed.md`, "What a failure does").
+#[derive(ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // the names say it; `--help` lists them on one line
+pub enum NodeLoss {
+    Fail,
+    Respawn,
+    Redistribute,
 }
 
 /// The parser of `--notify` ([`Notify`]'s names, in `--help` and in the

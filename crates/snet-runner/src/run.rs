@@ -14,7 +14,8 @@ use crate::io::open_io;
 use crate::mpi::{mpi_launched, Mpi};
 use crate::report::error_status;
 use crate::shm::Shm;
-use crate::{RunOptions, TransportKind};
+use crate::{NodeLoss, RunOptions, TransportKind};
+use snet_engine::dist::OnNodeLoss;
 
 /// Runs `graph` with `opts`; returns the exit status (0 ok, 1 run error, 2 usage/I-O).
 pub fn run(
@@ -37,6 +38,14 @@ pub fn run(
         language,
         start,
     };
+    let on_mpi = matches!(opts.transport, Some(TransportKind::Mpi))
+        || (opts.transport.is_none() && mpi_launched());
+    if on_mpi && opts.on_node_loss == NodeLoss::Respawn {
+        say!(
+            "error: --on-node-loss respawn needs --transport shm or loopback: under MPI a lost rank ends the job in mpirun before snet could act (the MPI library here has no fault-tolerance interface, ULFM)"
+        );
+        return 2;
+    }
     match opts.transport {
         Some(TransportKind::Shm) => run.on(Shm::new(opts)),
         Some(TransportKind::Mpi) => run.on(Mpi::new(opts)),
@@ -86,6 +95,13 @@ fn config(opts: &RunOptions) -> Result<Config, String> {
         config.input_limit = Some(InputLimit::parse(l).map_err(|e| format!("--input-limit: {e}"))?);
     }
     config.inline_fields = opts.inline_fields;
+    config.on_node_loss = match opts.on_node_loss {
+        NodeLoss::Fail => OnNodeLoss::Fail,
+        NodeLoss::Respawn => OnNodeLoss::Respawn,
+        NodeLoss::Redistribute => {
+            return Err("--on-node-loss redistribute (the lost node's work moved to the surviving nodes) is not built: use respawn (a new process for the lost node) or fail".into())
+        }
+    };
     config.instrument = opts.instrument();
     if opts.nodes == Some(0) {
         return Err("--nodes must be at least 1".into());

@@ -21,6 +21,14 @@
 //!   process that ends with status 0 *before* its transport closed (a box
 //!   calling `_exit(0)`, say) did not finish its part of the run: it is
 //!   `DEAD` with status 0 ([`Ended::early`]), never taken for a clean exit.
+//! * **A lost node is replaced** (`--on-node-loss respawn`): node 0's
+//!   transport ([`ShmTransport`]'s `Transport::replace`) asks the
+//!   *launcher thread* to start node K again, the same way, with
+//!   [`INCARNATION_VAR`] set to the new incarnation. That thread is
+//!   started beside the first nodes and lives until every node's current
+//!   process has ended (a node dies with the thread that started it).
+//!   The end of a replaced process is not its node's ([`Ended`] is the
+//!   current process's).
 //! * **Nothing is left behind**: the segment is a memfd, not a file
 //!   (`segment.rs`), and [`run`] kills node processes that outlive
 //!   a run by more than a grace period.
@@ -35,7 +43,7 @@ use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::segment::{state, Segment};
@@ -45,6 +53,10 @@ use crate::transport::ShmTransport;
 pub const NODE_VAR: &str = "SNET_SHM_NODE";
 /// The environment variable holding the segment's descriptor number.
 pub const FD_VAR: &str = "SNET_SHM_FD";
+/// The environment variable holding a started node's incarnation: 0 for
+/// the process node 0 started first, one more for each replacement
+/// (`--on-node-loss respawn`). Boxes may read it (tests do, to fail once).
+pub const INCARNATION_VAR: &str = "SNET_SHM_INCARNATION";
 
 /// Why a started node cannot join its run.
 #[derive(Debug)]
@@ -242,10 +254,99 @@ impl Ended {
     }
 }
 
-/// The node processes node 0 started.
+/// The node processes node 0 started, and the thread that starts
+/// replacements.
 struct Nodes {
-    pids: Vec<(u32, u32)>,
-    ended: mpsc::Receiver<Ended>,
+    /// By node: the pid of its current process.
+    pids: Arc<Mutex<Vec<(u32, u32)>>>,
+    /// Every process's end, with its pid (a replaced incarnation's too).
+    ended: mpsc::Receiver<(u32, Ended)>,
+    /// The replacement thread: requests, and the thread to join.
+    launcher: Option<(mpsc::Sender<Request>, std::thread::JoinHandle<()>)>,
+}
+
+/// A request to the replacement thread: start node `k` as incarnation
+/// `gen` and answer; or end (`None`).
+type Request = Option<(u32, u32, mpsc::Sender<io::Result<()>>)>;
+
+/// How node processes are started: everything a start needs, owned, so
+/// that the replacement thread can start a node again.
+struct Starter {
+    exe: std::path::PathBuf,
+    args: Vec<std::ffi::OsString>,
+    env: Vec<(String, String)>,
+    fd: RawFd,
+    parent: libc::pid_t,
+    t: Arc<ShmTransport>,
+    tx: mpsc::Sender<(u32, Ended)>,
+}
+
+impl Starter {
+    /// Starts node `k`'s process, incarnation `gen` (its number in
+    /// [`INCARNATION_VAR`]), and the thread that waits for its end; the
+    /// process's pid.
+    fn start(&self, k: u32, gen: u32) -> io::Result<u32> {
+        let (fd, parent) = (self.fd, self.parent);
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(&self.args)
+            .env(NODE_VAR, k.to_string())
+            .env(FD_VAR, fd.to_string())
+            .env(INCARNATION_VAR, gen.to_string())
+            .envs(self.env.iter().map(|(a, b)| (a, b)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        // SAFETY: the closure runs between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid, fcntl, _exit).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    libc::_exit(1); // node 0 died already
+                }
+                // Keep the segment's descriptor across exec.
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot start node {k} ({}): {e}", self.exe.display()),
+            )
+        })?;
+        let pid = child.id();
+        self.t.segment().set_pid(k, pid);
+        let tx = self.tx.clone();
+        let t = self.t.clone();
+        std::thread::Builder::new()
+            .name(format!("snet-shm-watch-{k}"))
+            .spawn(move || {
+                let (status, cpu) = reap(pid);
+                let seg = t.segment();
+                // A node closes its transport (CLOSED) before it ends
+                // normally; status 0 without that is an early end.
+                let early = status == 0 && seg.state(k).0 != state::CLOSED;
+                if status == 0 && !early {
+                    seg.set_state(k, state::EXITED, 0);
+                } else {
+                    seg.set_state(k, state::DEAD, status);
+                }
+                let _ = tx.send((
+                    pid,
+                    Ended {
+                        node: k,
+                        status,
+                        cpu,
+                        early,
+                    },
+                ));
+            })?;
+        Ok(pid)
+    }
 }
 
 impl Nodes {
@@ -262,96 +363,108 @@ impl Nodes {
     /// As `start_with_env`, with the node processes started as
     /// `exe args...` instead of copies of this process (an interpreter's
     /// program whose nodes run a module of its own: the Python package).
+    /// Also starts the thread that starts replacements
+    /// ([`ShmTransport::on_replace`]): a node process dies with the
+    /// thread that started it, and this one lives until [`Nodes::wait`]
+    /// has seen every node end.
     fn start_command(
         t: &Arc<ShmTransport>,
         exe: &std::path::Path,
         args: &[std::ffi::OsString],
         env: &[(&str, &str)],
     ) -> io::Result<Nodes> {
-        let fd = t.segment().fd();
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
         let (tx, ended) = mpsc::channel();
+        let starter = Starter {
+            exe: exe.to_path_buf(),
+            args: args.to_vec(),
+            env: env
+                .iter()
+                .map(|&(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            fd: t.segment().fd(),
+            // SAFETY: getpid has no preconditions.
+            parent: unsafe { libc::getpid() },
+            t: t.clone(),
+            tx,
+        };
         let mut nodes = Nodes {
-            pids: Vec::new(),
+            pids: Arc::new(Mutex::new(Vec::new())),
             ended,
+            launcher: None,
         };
         for k in 1..t.segment().geometry().nodes {
-            let mut cmd = Command::new(exe);
-            cmd.args(args)
-                .env(NODE_VAR, k.to_string())
-                .env(FD_VAR, fd.to_string())
-                .envs(env.iter().copied())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null());
-            // SAFETY: the closure runs between fork and exec and calls only
-            // async-signal-safe functions (prctl, getppid, fcntl, _exit).
-            unsafe {
-                cmd.pre_exec(move || {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                    if libc::getppid() != parent {
-                        libc::_exit(1); // node 0 died already
-                    }
-                    // Keep the segment's descriptor across exec.
-                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-            let child = match cmd.spawn() {
-                Ok(c) => c,
+            match starter.start(k, 0) {
+                Ok(pid) => lock(&nodes.pids).push((k, pid)),
                 Err(e) => {
                     nodes.kill_all();
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("cannot start node {k} ({}): {e}", exe.display()),
-                    ));
+                    return Err(e);
                 }
-            };
-            t.segment().set_pid(k, child.id());
-            nodes.pids.push((k, child.id()));
-            let tx = tx.clone();
-            let t = t.clone();
-            std::thread::Builder::new()
-                .name(format!("snet-shm-watch-{k}"))
-                .spawn(move || {
-                    let (status, cpu) = reap(child.id());
-                    let seg = t.segment();
-                    // A node closes its transport (CLOSED) before it ends
-                    // normally; status 0 without that is an early end.
-                    let early = status == 0 && seg.state(k).0 != state::CLOSED;
-                    if status == 0 && !early {
-                        seg.set_state(k, state::EXITED, 0);
-                    } else {
-                        seg.set_state(k, state::DEAD, status);
-                    }
-                    let _ = tx.send(Ended {
-                        node: k,
-                        status,
-                        cpu,
-                        early,
-                    });
-                })?;
+            }
         }
+        let (req_tx, req_rx) = mpsc::channel::<Request>();
+        let pids = nodes.pids.clone();
+        let thread = std::thread::Builder::new()
+            .name("snet-shm-launcher".into())
+            .spawn(move || {
+                while let Ok(Some((k, gen, answer))) = req_rx.recv() {
+                    let r = starter.start(k, gen).map(|pid| {
+                        if let Some(p) = lock(&pids).iter_mut().find(|p| p.0 == k) {
+                            p.1 = pid;
+                        }
+                    });
+                    let _ = answer.send(r);
+                }
+            });
+        let thread = match thread {
+            Ok(h) => h,
+            Err(e) => {
+                nodes.kill_all();
+                return Err(e);
+            }
+        };
+        let requests = Mutex::new(req_tx.clone());
+        t.on_replace(Box::new(move |k, gen| {
+            let (answer, answered) = mpsc::channel();
+            let sent = lock(&requests).send(Some((k, gen, answer)));
+            sent.map_err(|_| io::Error::other("the run is over"))?;
+            answered
+                .recv()
+                .map_err(|_| io::Error::other("the launcher thread is gone"))?
+        }));
+        nodes.launcher = Some((req_tx, thread));
         Ok(nodes)
     }
 
-    /// Waits until every node process has ended; a process still running
-    /// `grace` from now is killed. Returns how each ended, by node.
-    fn wait(self, grace: Duration) -> Vec<Ended> {
+    /// Waits until every node's current process has ended; a process
+    /// still running `grace` from now is killed. Returns how each ended,
+    /// by node (a replaced incarnation's end is not the node's).
+    fn wait(mut self, grace: Duration) -> Vec<Ended> {
         let deadline = Instant::now() + grace;
         let mut ended: Vec<Ended> = Vec::new();
         let mut killed = false;
-        while ended.len() < self.pids.len() {
+        let current = |pid: u32, node: u32| lock(&self.pids).contains(&(node, pid));
+        let want = lock(&self.pids).len();
+        let mut stale = Vec::new();
+        while ended.len() < want {
+            // Ends that came before their node was replaced are not its.
+            stale.retain(|&(pid, e): &(u32, Ended)| {
+                if current(pid, e.node) {
+                    ended.push(e);
+                    false
+                } else {
+                    true
+                }
+            });
+            if ended.len() >= want {
+                break;
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             match self
                 .ended
                 .recv_timeout(if killed { Duration::from_secs(5) } else { left })
             {
-                Ok(e) => ended.push(e),
+                Ok((pid, e)) if current(pid, e.node) => ended.push(e),
+                Ok(other) => stale.push(other),
                 Err(mpsc::RecvTimeoutError::Timeout) if !killed => {
                     self.kill_all();
                     killed = true;
@@ -359,17 +472,26 @@ impl Nodes {
                 Err(_) => break,
             }
         }
+        // Every node has ended: the replacement thread may end too.
+        if let Some((tx, thread)) = self.launcher.take() {
+            let _ = tx.send(None);
+            let _ = thread.join();
+        }
         ended.sort_unstable_by_key(|e| e.node);
         ended
     }
 
     fn kill_all(&self) {
-        for &(_, pid) in &self.pids {
+        for &(_, pid) in lock(&self.pids).iter() {
             // SAFETY: kill(2) on a child we started and have not reaped
             // (its watcher reaps it only after it ended).
             unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Waits for child `pid` to end: its status (exit status, or minus the

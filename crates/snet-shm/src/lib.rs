@@ -53,7 +53,10 @@
 //!   (single-copy or zero-copy) outside the ring.
 //! * Treat a head that stays [`Head::Pending`] as the symptom of a producer
 //!   process that died mid-push: find the dead process (its exit, a pidfd)
-//!   and fail the run, as for any vanished peer.
+//!   and fail the run, as for any vanished peer, or, to go on without it,
+//!   give each producing node a reservation word
+//!   ([`Ring::set_reservation_word`]) and skip the dead one's slot with
+//!   [`Consumer::abandon_head`] (`transport.rs`, "Replacing a lost node").
 //! * Wake the input manager for shutdown with [`Ring::kick`] (after setting
 //!   its stop flag).
 //!

@@ -87,7 +87,12 @@
 //! * **consumer claim (Acquire CAS) ← consumer release (Release store)**:
 //!   a new [`Consumer`] handle continues at the `head` the previous one left.
 //!
-//! The tail CAS is Relaxed: it carries no data. (The notification words
+//! The tail CAS carries no data: Relaxed would do for the protocol above.
+//! It is Release on success for the recovery of a dead producer (below):
+//! a producer that was given a *reservation word*
+//! ([`Ring::set_reservation_word`]) stores there which position it is
+//! about to claim before its CAS, so whoever reads `tail` past the
+//! position (Acquire, [`Ring::tail`]) sees the word. (The notification words
 //! have their own protocol, in `notify.rs`.)
 //!
 //! Why it holds:
@@ -114,9 +119,19 @@
 //!   position `p + S` never has room and the ring reports full), but the consumer
 //!   cannot get past the stuck slot, so the ring stalls there and fills up.
 //!   The consumer sees it as [`Head::Pending`] that never resolves; detecting
-//!   the dead process (and failing the run, which is what the distribution
-//!   layer does for a vanished peer) is the transport's node-death path. A
-//!   process that dies *after* publishing leaves nothing behind.
+//!   the dead process is the transport's node-death path, which either
+//!   fails the run or, to go on without the dead producer, tells its slot
+//!   apart with the reservation words: a head position that is reserved,
+//!   unpublished, named by the dead producer's last word and by no live
+//!   producer's (a live owner's word names its slot until it publishes;
+//!   one word per producing *node*, so a node's pushes into rings must come
+//!   from one thread at a time for this to hold) is the dead one's, and
+//!   the consumer publishes it as abandoned itself
+//!   ([`Consumer::abandon_head`]). A process that dies *after* publishing
+//!   leaves nothing behind.
+//! * A consumer process that dies holds its claim; the process that
+//!   replaces it ends the claim with [`Ring::force_release_consumer`] and
+//!   continues at the dead one's `head`.
 //! * A consumer that dies leaves the ring full; producers see `Full`.
 //!
 //! The whole protocol is model-checked by loom (`loom_tests/`), exercised
@@ -136,6 +151,16 @@ const MAGIC: u64 = 0x736e_6574_7368_6d02;
 
 /// `len` of a slot whose producer panicked while writing it.
 const ABANDONED: u32 = u32::MAX;
+
+/// The bits of a reservation tag that hold the position (plus one).
+const POS_MASK: u64 = (1 << 48) - 1;
+
+/// What a producer records before it reserves position `pos` of ring
+/// `index` ([`Ring::set_reservation_word`]): the ring's index plus one in
+/// the top 16 bits, the position plus one in the low 48 (0 is no tag).
+pub fn reservation_tag(index: u32, pos: u64) -> u64 {
+    (u64::from(index) + 1) << 48 | (pos.wrapping_add(1) & POS_MASK)
+}
 
 /// The largest payload of a slot (1 GiB; a slot this large is silly anyway).
 pub const MAX_PAYLOAD: usize = 1 << 30;
@@ -297,6 +322,9 @@ pub struct Ring {
     shadow: Shadow,
     /// The last consumer `head` this handle's producers read (step 1).
     head_hint: AtomicU64,
+    /// Where this process's producers record the position they are about
+    /// to reserve, and the ring's tag bits ([`Ring::set_reservation_word`]).
+    resv: Option<(NonNull<AtomicU64>, u64)>,
 }
 
 // SAFETY: the handle is a base pointer and constants; everything it reaches
@@ -452,7 +480,38 @@ impl Ring {
             futex: Futex::new(),
             shadow: Shadow::new(slots),
             head_hint: AtomicU64::new(0),
+            resv: None,
         }
+    }
+
+    /// Makes this handle's producers record, before each reservation,
+    /// which position of ring `index` they are about to claim
+    /// ([`reservation_tag`]) in `word`: the word of the producing node, so
+    /// that the ring's consumer can tell a slot whose producer process
+    /// died between reserving and publishing (see "Failures").
+    ///
+    /// # Safety
+    /// `word` stays valid (mapped) as long as this handle is used.
+    #[cfg(not(loom))]
+    pub unsafe fn set_reservation_word(&mut self, word: NonNull<AtomicU64>, index: u32) {
+        self.resv = Some((word, reservation_tag(index, u64::MAX) & !POS_MASK));
+    }
+
+    /// The next position a producer will reserve (Acquire: the
+    /// reservation word its producer wrote before moving `tail` past a
+    /// position is visible).
+    pub fn tail(&self) -> u64 {
+        self.header().tail.0.load(Ordering::Acquire)
+    }
+
+    /// Ends the claim of a consumer whose process died (a new
+    /// [`Ring::consumer`] continues at the head the dead one left).
+    ///
+    /// # Safety
+    /// The consumer handle that holds the claim is in a process that is
+    /// gone (no longer maps the ring).
+    pub unsafe fn force_release_consumer(&self) {
+        self.header().meta.0.consumer.store(0, Ordering::Release);
     }
 
     /// The number of slots.
@@ -633,10 +692,17 @@ impl Ring {
                 pos = tail.load(Ordering::Relaxed);
                 continue;
             }
+            if let Some((word, tag)) = self.resv {
+                // SAFETY: `set_reservation_word`'s contract: still mapped.
+                let word = unsafe { word.as_ref() };
+                word.store(tag | (pos.wrapping_add(1) & POS_MASK), Ordering::Relaxed);
+            }
+            // Release on success: whoever sees `tail` past `pos` sees the
+            // reservation word written above (`Ring::tail`).
             match tail.compare_exchange_weak(
                 pos,
                 pos.wrapping_add(1),
-                Ordering::Relaxed,
+                Ordering::Release,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return Ok(pos),
@@ -851,6 +917,32 @@ impl Consumer<'_> {
             || self.is_ready(),
             timeout,
         )
+    }
+
+    /// The position of the head message (taken next).
+    pub fn position(&self) -> u64 {
+        self.head
+    }
+
+    /// Publishes the head position as abandoned (the next `try_pop` skips
+    /// it) if it is reserved and not published; returns whether it did.
+    ///
+    /// # Safety
+    /// The producer that reserved the head position is gone: its process
+    /// died between reserving and publishing ("Failures").
+    pub unsafe fn abandon_head(&mut self) -> bool {
+        if self.is_ready() || self.ring.tail().wrapping_sub(self.head) as i64 <= 0 {
+            return false;
+        }
+        let (_, slot) = self.ring.slot(self.head);
+        // SAFETY: the slot's owner is gone (the caller's contract) and
+        // nobody else writes a reserved slot.
+        unsafe { slot.add(len_offset()).cast::<u32>().write(ABANDONED) };
+        // R1, on the dead producer's behalf.
+        self.ring
+            .seq(slot)
+            .store(self.head.wrapping_add(1), Ordering::Release);
+        true
     }
 
     /// How many times a sparse-mode wait looks at the ring before it goes to
@@ -1145,6 +1237,41 @@ mod tests {
         // The ring fills up behind the stuck slot; nothing is overwritten.
         assert_eq!(r.try_push(b"x"), Err(PushError::Full));
         assert_eq!(c.head(), Head::Pending(2));
+    }
+
+    /// A dead producer's slot, recovered: its reservation word named the
+    /// position it claimed; the consumer publishes it as abandoned and the
+    /// ring goes on, losing nothing else.
+    #[test]
+    fn a_dead_producers_slot_is_abandoned_and_the_ring_goes_on() {
+        let (_region, mut dead) = ring(2, 8, Notify::Poll);
+        let word = Box::new(AtomicU64::new(0));
+        // SAFETY: the word outlives the handle (dropped at the end).
+        unsafe { dead.set_reservation_word(NonNull::from(&*word), 5) };
+        let mut c = dead.consumer().unwrap();
+        let pos = dead.reserve().unwrap();
+        assert_eq!(word.load(Ordering::Relaxed), reservation_tag(5, pos));
+        assert_eq!(dead.tail(), 1);
+        dead.try_push(b"later").unwrap();
+        assert_eq!(c.head(), Head::Pending(2));
+        assert_eq!(c.position(), pos);
+        // SAFETY: the producer of position 0 is "dead" (never publishes).
+        assert!(unsafe { c.abandon_head() });
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), b"later");
+        assert_eq!(c.head(), Head::Empty);
+        // SAFETY: nothing is reserved: there is nothing to abandon.
+        assert!(!unsafe { c.abandon_head() });
+        dead.try_push(b"again").unwrap();
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), b"again");
+        // A consumer whose process died: its claim is ended, and the next
+        // one continues where it stopped.
+        std::mem::forget(c);
+        assert!(dead.consumer().is_err());
+        // SAFETY: the forgotten consumer is never used again.
+        unsafe { dead.force_release_consumer() };
+        dead.try_push(b"next").unwrap();
+        let mut c = dead.consumer().unwrap();
+        assert_eq!(c.try_pop(|m| m.to_vec()).unwrap(), b"next");
     }
 
     /// Producer threads and a consumer thread: every message once, in order

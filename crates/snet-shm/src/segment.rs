@@ -17,7 +17,8 @@
 //!
 //! ```text
 //! 0                 header: magic, version, nodes, ring geometry, notify mode, field mode, arena place
-//! 4096              node words, 64 bytes per node (MAX_NODES): state, exit status, pid
+//! 4096              node words, 64 bytes per node (MAX_NODES): state, exit status, pid, incarnation, lost reservation
+//! 4096 + 64*MAX     reservation words, 64 bytes per node (the ring protocol's, see `ring.rs`)
 //! HEADER            ring of node 0, ring of node 1, ... (each RING bytes, a page multiple)
 //! HEADER + n*RING   the field arena (single-copy and zero-copy modes), ARENA bytes
 //! ```
@@ -30,6 +31,16 @@
 //! children and writes `EXITED`/`DEAD` (see `launch.rs`); tests write
 //! `DEAD` to simulate a death. Every store is Release and every load
 //! Acquire, pairing the status word (written first) with the state.
+//!
+//! # Replacing a node (`--on-node-loss respawn`)
+//!
+//! A `DEAD` node goes back to `UP` only through [`Segment::revive`], which
+//! node 0 calls before it starts the node's replacement process: the node
+//! word's *incarnation* counts up (the replacement's frames carry it, so
+//! receivers drop what the dead incarnation sent), and the dead process's
+//! last reservation word is kept as its *lost reservation*, which tells
+//! every ring's consumer the slot it may have reserved and never
+//! published ([`Segment::orphaned`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -47,7 +58,8 @@ const MAGIC: u64 = 0x736e_6574_7365_6701; // "snetseg" + version 1
 const PAGE: usize = 4096;
 const NODE_WORDS: usize = 4096;
 const NODE_STRIDE: usize = 64;
-const HEADER: usize = NODE_WORDS + MAX_NODES as usize * NODE_STRIDE;
+const RESV_WORDS: usize = NODE_WORDS + MAX_NODES as usize * NODE_STRIDE;
+const HEADER: usize = RESV_WORDS + MAX_NODES as usize * NODE_STRIDE;
 
 /// A node's state word values.
 pub mod state {
@@ -211,7 +223,8 @@ struct Header {
     slots: AtomicU64,
     slot_bytes: AtomicU64,
     fields: AtomicU32,
-    _pad: AtomicU32,
+    /// Nodes replaced so far ([`Segment::revive`]).
+    replaced: AtomicU32,
     arena: AtomicU64,
 }
 
@@ -220,6 +233,10 @@ struct NodeWords {
     state: AtomicU32,
     status: AtomicI32,
     pid: AtomicU32,
+    /// The node's incarnation: 0, then one more per replacement.
+    gen: AtomicU32,
+    /// The last reservation word of its last lost incarnation.
+    lost: AtomicU64,
 }
 
 /// One process's mapping of a run's segment.
@@ -444,6 +461,88 @@ impl Segment {
             }
         }
         true
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the mapping starts with the header; all atomics.
+        unsafe { &*self.base.as_ptr().cast::<Header>() }
+    }
+
+    /// Node `k`'s reservation word (its own cache line: written before
+    /// every push of the node, read only to recover a dead producer).
+    fn resv(&self, k: u32) -> &AtomicU64 {
+        assert!(k < self.geometry.nodes);
+        // SAFETY: inside the header's reservation words; an atomic.
+        unsafe {
+            &*self
+                .base
+                .as_ptr()
+                .add(RESV_WORDS + k as usize * NODE_STRIDE)
+                .cast::<AtomicU64>()
+        }
+    }
+
+    /// Makes this mapping's ring handles record node `me`'s reservations
+    /// (a node's endpoint does this once, before it sends).
+    pub fn set_producer(&mut self, me: u32) {
+        let word = NonNull::from(self.resv(me));
+        for (i, r) in self.rings.iter_mut().enumerate() {
+            // SAFETY: the word lies in this mapping, which outlives the
+            // ring handles (they are dropped with the segment).
+            unsafe { r.set_reservation_word(word, i as u32) };
+        }
+    }
+
+    /// Node `k`'s incarnation (0 for the process node 0 started first).
+    pub fn incarnation(&self, k: u32) -> u32 {
+        self.node(k).gen.load(Ordering::Acquire)
+    }
+
+    /// Nodes replaced in this run so far.
+    pub fn replaced(&self) -> u32 {
+        self.header().replaced.load(Ordering::Acquire)
+    }
+
+    /// Node `k`, `DEAD`, gets a new incarnation and is `UP` again (node 0
+    /// does this before it starts the replacement process); its last
+    /// reservation becomes its lost one. Returns the new incarnation, or
+    /// `None` if the node is not `DEAD`.
+    pub fn revive(&self, k: u32) -> Option<u32> {
+        let w = self.node(k);
+        if w.state.load(Ordering::Acquire) != state::DEAD {
+            return None;
+        }
+        w.lost
+            .store(self.resv(k).swap(0, Ordering::AcqRel), Ordering::Release);
+        let gen = w.gen.load(Ordering::Relaxed) + 1;
+        w.gen.store(gen, Ordering::Release);
+        w.status.store(0, Ordering::Relaxed);
+        w.pid.store(0, Ordering::Relaxed);
+        self.header().replaced.fetch_add(1, Ordering::AcqRel);
+        // Release: the incarnation and the lost word come with the state.
+        w.state.store(state::UP, Ordering::Release);
+        Some(gen)
+    }
+
+    /// Whether position `pos` of ring `ring` was reserved by a producer
+    /// that is gone: some node's lost reservation (or, for a `DEAD` node,
+    /// its last one) names it and no other node's current one does (a
+    /// live owner's word names its slot until it publishes). The caller
+    /// saw the position reserved and not published.
+    pub fn orphaned(&self, ring: u32, pos: u64) -> bool {
+        let tag = crate::ring::reservation_tag(ring, pos);
+        let mut dead = false;
+        for k in 0..self.geometry.nodes {
+            let w = self.node(k);
+            let gone = w.state.load(Ordering::Acquire) == state::DEAD;
+            let now = self.resv(k).load(Ordering::Acquire) == tag;
+            if w.lost.load(Ordering::Acquire) == tag || (gone && now) {
+                dead = true;
+            } else if now {
+                return false;
+            }
+        }
+        dead
     }
 
     /// Records node `k`'s process id (for messages and diagnostics).

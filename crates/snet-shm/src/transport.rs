@@ -66,6 +66,36 @@
 //! dead peer as [`TransportError::PeerGone`]; `send` to a dead node fails at
 //! once. Node 0's launcher (`launch.rs`) watches the processes and marks
 //! the dead; a node process dies with node 0 (`PR_SET_PDEATHSIG`).
+//!
+//! # Replacing a lost node (`Transport::replace`, node 0)
+//!
+//! With `--on-node-loss respawn` the engine of node 0 asks the transport
+//! to replace a dead node `k` (holding its own sends meanwhile). Then:
+//!
+//! * **What was sent to the dead process is dropped**: node 0 ends the
+//!   dead consumer's claim on ring `k` and takes everything in it,
+//!   giving back the arena reference of each message that went by the
+//!   arena (a slot reserved and never published by a dead producer is
+//!   skipped), so the replacement starts at an empty ring, with no
+//!   partly received message.
+//! * **What the dead process sent and was not taken is dropped**: every
+//!   frame carries its sender's *incarnation* (mod 64, in the top six
+//!   bits of the channel byte); a receiver that sees a frame of another
+//!   incarnation than it expects looks at the sender's node word: the
+//!   current incarnation's frame starts it afresh (a message half
+//!   received from the old one is dropped with its arena reference),
+//!   an old one's is dropped. So a message from a process that died is
+//!   delivered whole or not at all (the engine's commit of held records
+//!   and `Done` is one message, which may span many frames).
+//! * **A slot the dead process reserved and never published** would stop
+//!   a ring at that position for ever (`ring.rs`, "Failures"): every
+//!   producer records in its node's reservation word the position it is
+//!   about to claim; node 0 keeps the lost process's last word in the
+//!   node word, and a receiver whose head is such a slot, named by no
+//!   live producer's word, publishes it as abandoned and goes on.
+//! * The node word goes back to `UP` with the next incarnation, and the
+//!   launcher starts the process (`launch.rs`), which maps the segment
+//!   and takes ring `k` as the first one did.
 
 use std::fmt;
 use std::ptr::NonNull;
@@ -194,6 +224,16 @@ struct Inbox {
     consumer: Consumer<'static>,
     /// By sender: the message being reassembled.
     partial: Vec<Option<Partial>>,
+    /// By sender: the incarnation whose frames are taken (mod [`GENS`]).
+    gens: Vec<u8>,
+}
+
+/// Incarnations a frame tells apart (the channel byte's top 6 bits).
+const GENS: u32 = 64;
+
+/// A frame's channel byte: the channel and the sender's incarnation.
+fn channel_byte(channel: Channel, gen: u8) -> u8 {
+    channel as u8 | gen << 2
 }
 
 /// What the endpoint and the arena blocks it hands out share.
@@ -316,15 +356,29 @@ pub struct ShmTransport {
     send_locks: Vec<Mutex<()>>,
     closed: AtomicBool,
     counters: AtomicCounters,
+    /// This endpoint's incarnation (mod [`GENS`]), in every frame it sends.
+    gen: u8,
+    /// Node 0 of a run that replaces lost nodes: starts node `k`'s
+    /// replacement process, incarnation `gen` ([`ShmTransport::on_replace`]).
+    respawn: std::sync::OnceLock<Respawn>,
 }
+
+/// What [`ShmTransport::on_replace`] is given: starts a replacement
+/// process for node `k` as incarnation `gen`.
+pub type Respawn = Box<dyn Fn(u32, u32) -> std::io::Result<()> + Send + Sync>;
 
 impl ShmTransport {
     /// Node `me`'s endpoint on `segment`.
-    pub fn new(segment: Segment, me: u32) -> Result<ShmTransport, TransportError> {
+    pub fn new(mut segment: Segment, me: u32) -> Result<ShmTransport, TransportError> {
         let nodes = segment.geometry().nodes;
         if me >= nodes {
             return Err(TransportError::backend(ShmError::NoSuchNode { me, nodes }));
         }
+        segment.set_producer(me);
+        let gens: Vec<u8> = (0..nodes)
+            .map(|k| (segment.incarnation(k) % GENS) as u8)
+            .collect();
+        let gen = gens[me as usize];
         let shared = Arc::new(Shared { segment });
         let ring = shared.segment.ring(me);
         // SAFETY: the consumer borrows a ring handle inside `shared`, which
@@ -339,6 +393,7 @@ impl ShmTransport {
             inbox: SpinLock::new(Inbox {
                 consumer,
                 partial: (0..nodes).map(|_| None).collect(),
+                gens,
             }),
             shared,
             me,
@@ -346,7 +401,70 @@ impl ShmTransport {
             send_locks: (0..nodes).map(|_| Mutex::new(())).collect(),
             closed: AtomicBool::new(false),
             counters: AtomicCounters::default(),
+            gen,
+            respawn: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Node 0: how [`Transport::replace`] starts a replacement process
+    /// (the launcher's, `launch.rs`; set once). Without it this endpoint
+    /// cannot replace a node.
+    pub fn on_replace(&self, f: Respawn) {
+        let _ = self.respawn.set(f);
+    }
+
+    /// This endpoint's incarnation (0 for the first process of its node).
+    pub fn incarnation(&self) -> u32 {
+        self.segment().incarnation(self.me)
+    }
+
+    /// Node 0 replacing node `k`, whose process is gone: drops what was
+    /// sent to it and not taken (ring `k`, giving back the arena blocks
+    /// of the messages that went by the arena; a slot a dead producer
+    /// reserved and never published is skipped), ends its dead consumer's
+    /// claim so that the replacement can take the ring, and forgets the
+    /// message it was sending this node, if any.
+    fn clear_lost(&self, k: u32, gen: u32) {
+        let seg = self.segment();
+        let ring = seg.ring(k);
+        // SAFETY: node `k`'s process is gone (its node word is `DEAD`,
+        // written by the launcher after it reaped the process).
+        unsafe { ring.force_release_consumer() };
+        if let Ok(mut c) = ring.consumer() {
+            let end = ring.tail();
+            while (end.wrapping_sub(c.position()) as i64) > 0 {
+                if c.try_pop(|f| self.release_frame(f)).is_some() {
+                    continue;
+                }
+                if c.is_ready() {
+                    continue;
+                }
+                if seg.orphaned(k, c.position()) {
+                    // SAFETY: `orphaned`: its producer is gone.
+                    unsafe { c.abandon_head() };
+                } else {
+                    // A live producer is writing it: it publishes soon.
+                    std::thread::yield_now();
+                }
+            }
+        }
+        let mut inbox = self.inbox.lock();
+        inbox.partial[k as usize] = None;
+        inbox.gens[k as usize] = (gen % GENS) as u8;
+    }
+
+    /// Gives back the arena reference a dropped START frame owned.
+    fn release_frame(&self, f: &[u8]) {
+        if f.len() >= START_LEN && f[0] == START {
+            let off = u64::from_le_bytes(f[16..24].try_into().expect("8"));
+            if off != NO_ARENA {
+                if let Some(a) = self.segment().arena() {
+                    // SAFETY: the message owned one reference to the block,
+                    // and nobody will read the message.
+                    unsafe { a.release(off) };
+                }
+            }
+        }
     }
 
     /// Every node's endpoint on one fresh segment in this process (tests,
@@ -418,6 +536,20 @@ impl ShmTransport {
         self.closed.store(true, Ordering::Release);
         self.segment()
             .set_state(self.me, state::DEAD, -libc::SIGKILL);
+    }
+
+    /// After a node was replaced: if this ring's head is a slot its lost
+    /// incarnation reserved and never published, skips it; returns whether
+    /// it did.
+    fn unstick(&self, inbox: &mut Inbox) -> bool {
+        let c = &mut inbox.consumer;
+        if !matches!(c.head(), crate::ring::Head::Pending(_))
+            || !self.segment().orphaned(self.me, c.position())
+        {
+            return false;
+        }
+        // SAFETY: `orphaned`: the slot's producer is gone.
+        unsafe { c.abandon_head() }
     }
 
     /// The first dead peer, if any.
@@ -514,9 +646,13 @@ impl ShmTransport {
         inbox: &mut Inbox,
         out: &mut Option<Received>,
     ) -> Result<(), TransportError> {
-        let Inbox { consumer, partial } = inbox;
+        let Inbox {
+            consumer,
+            partial,
+            gens,
+        } = inbox;
         while out.is_none() {
-            match consumer.try_pop(|f| self.frame(f, partial, out)) {
+            match consumer.try_pop(|f| self.frame(f, partial, gens, out)) {
                 None => return Ok(()),
                 Some(r) => r?,
             }
@@ -529,16 +665,30 @@ impl ShmTransport {
         &self,
         f: &[u8],
         partial: &mut [Option<Partial>],
+        gens: &mut [u8],
         out: &mut Option<Received>,
     ) -> Result<(), TransportError> {
         let bad = |what: &'static str| Err(TransportError::backend(ShmError::BadFrame(what)));
         if f.len() < MORE_LEN {
             return bad("too short");
         }
-        let Some(channel) = Channel::from_raw(f[1]) else {
+        let Some(channel) = Channel::from_raw(f[1] & 3) else {
             return bad("channel");
         };
         let from = u32::from(u16::from_le_bytes([f[2], f[3]]));
+        let gen = f[1] >> 2;
+        if gens.get(from as usize).is_some_and(|&g| g != gen) {
+            // Another incarnation of the sender: a replacement's first
+            // frame (its incarnation is the node's now), or a frame of a
+            // lost one, which is dropped with what it carried.
+            let now = (self.segment().incarnation(from) % GENS) as u8;
+            if gen != now {
+                self.release_frame(f);
+                return Ok(());
+            }
+            gens[from as usize] = now;
+            partial[from as usize] = None;
+        }
         if f[0] == ONE {
             // The whole message in this frame (the common case).
             let hlen = match f.get(4..ONE_LEN) {
@@ -630,9 +780,9 @@ impl ShmTransport {
 }
 
 /// Writes a START frame's fixed part (the first [`START_LEN`] bytes of `b`).
-fn write_start(b: &mut [u8], channel: Channel, from: [u8; 2], hlen: u32, plen: usize, off: u64) {
+fn write_start(b: &mut [u8], channel: u8, from: [u8; 2], hlen: u32, plen: usize, off: u64) {
     b[0] = START;
-    b[1] = channel as u8;
+    b[1] = channel;
     b[2..4].copy_from_slice(&from);
     b[4..8].copy_from_slice(&hlen.to_le_bytes());
     b[8..16].copy_from_slice(&(plen as u64).to_le_bytes());
@@ -705,7 +855,7 @@ impl Transport for ShmTransport {
             // thread's frames of a long message: the receiver delivers it
             // at once; sends of different threads are not ordered anyway).
             let fixed = u64::from(ONE)
-                | (channel as u64) << 8
+                | u64::from(channel_byte(channel, self.gen)) << 8
                 | u64::from(self.me as u16) << 16
                 | u64::from(header_len) << 32;
             match ring.try_push_small(fixed, header, bytes) {
@@ -734,7 +884,14 @@ impl Transport for ShmTransport {
         let first = total.min(room - START_LEN);
         let start = |b: &mut [u8]| {
             let off = arena.unwrap_or(NO_ARENA);
-            write_start(b, channel, from, header_len, bytes.len(), off);
+            write_start(
+                b,
+                channel_byte(channel, self.gen),
+                from,
+                header_len,
+                bytes.len(),
+                off,
+            );
             copy_stream(&mut b[START_LEN..], header, stream_payload, 0);
         };
         if let Err(e) = self.push(to, &|r| r.try_push_with(START_LEN + first, |b| start(b))) {
@@ -750,7 +907,7 @@ impl Transport for ShmTransport {
             let n = (total - at).min(room - MORE_LEN);
             let more = |b: &mut [u8]| {
                 b[0] = MORE;
-                b[1] = channel as u8;
+                b[1] = channel_byte(channel, self.gen);
                 b[2..4].copy_from_slice(&from);
                 copy_stream(&mut b[MORE_LEN..], header, stream_payload, at);
             };
@@ -783,6 +940,9 @@ impl Transport for ShmTransport {
             if let Some((node, status)) = self.dead_peer() {
                 return Err(peer_died(node, status));
             }
+            if self.segment().replaced() > 0 && self.unstick(&mut inbox) {
+                continue;
+            }
             let now = Instant::now();
             let end = *deadline.get_or_insert(now + timeout);
             if now >= end {
@@ -810,6 +970,30 @@ impl Transport for ShmTransport {
 
     fn name(&self) -> &str {
         "shm"
+    }
+
+    /// Node 0 (with a launcher, [`ShmTransport::on_replace`]): node `node`'s
+    /// process is gone. Clears its ring of what was sent to it, gives
+    /// the node a new incarnation (frames of the lost one still in any
+    /// ring are dropped where they arrive; a message it was sending is
+    /// never delivered in part; a slot it reserved and never published is
+    /// skipped) and starts the replacement process. The caller sends
+    /// nothing to `node` meanwhile.
+    fn replace(&self, node: Rank) -> Result<bool, TransportError> {
+        let Some(respawn) = self.respawn.get() else {
+            return Ok(false);
+        };
+        let k = node.0;
+        if k == self.me || k >= self.nodes || self.segment().state(k).0 != state::DEAD {
+            return Ok(false);
+        }
+        let gen = self.segment().incarnation(k) + 1;
+        self.clear_lost(k, gen);
+        if self.segment().revive(k) != Some(gen) {
+            return Ok(false);
+        }
+        respawn(k, gen).map_err(TransportError::backend)?;
+        Ok(true)
     }
 }
 
@@ -847,6 +1031,81 @@ mod tests {
         let mut d = [0u8; 4];
         copy_stream(&mut d, h, p, 1);
         assert_eq!(&d, b"drpa");
+    }
+
+    /// Node 0 replaces a dead node 1 (in one process: the "process" is an
+    /// endpoint): what was queued for the old incarnation is dropped, a
+    /// frame the old one still sends is dropped where it arrives, a
+    /// message it had half sent is never delivered, and the replacement's
+    /// messages go both ways.
+    #[test]
+    fn a_replaced_node_starts_clean_and_its_old_incarnation_is_not_heard() {
+        let g = geometry(2, Notify::Poll, FieldMode::SingleCopy);
+        let mut ts = ShmTransport::in_process(g).expect("segment").into_iter();
+        let (zero, old) = (ts.next().unwrap(), ts.next().unwrap());
+        let wait = Duration::from_secs(5);
+        assert_eq!(zero.replace(Rank(1)), Ok(false), "no launcher yet");
+        let started = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = started.clone();
+        zero.on_replace(Box::new(move |k, gen| {
+            log.lock().unwrap().push((k, gen));
+            Ok(())
+        }));
+        // Queued for node 1 and never taken; a big one goes by the arena.
+        zero.send(Rank(1), Channel::Records, b"lost", Payload::none())
+            .unwrap();
+        zero.send(
+            Rank(1),
+            Channel::Field,
+            b"big",
+            Payload::owned(vec![7; 4096]),
+        )
+        .unwrap();
+        // Node 1's first frame of a long message (chunked), then it dies.
+        let ring0 = old.segment().ring(0);
+        ring0
+            .try_push_with(START_LEN + 4, |b| {
+                write_start(
+                    b,
+                    channel_byte(Channel::Records, 0),
+                    [1, 0],
+                    4000,
+                    0,
+                    NO_ARENA,
+                );
+                b[START_LEN..].copy_from_slice(b"half");
+            })
+            .unwrap();
+        old.kill();
+        match zero.recv(wait) {
+            Err(TransportError::PeerGone { node: Rank(1), .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(zero.replace(Rank(1)), Ok(true));
+        assert_eq!(*started.lock().unwrap(), vec![(1, 1)]);
+        assert_eq!(zero.segment().state(1).0, state::UP);
+        // The old incarnation still sends (a frame in flight at its death).
+        old.closed.store(false, Ordering::Release);
+        let _ = old.send(Rank(0), Channel::Records, b"stale", Payload::none());
+        // The replacement takes ring 1 (the dead claim ended), sees only
+        // what comes after, and is heard.
+        // SAFETY: duplicating a descriptor we hold.
+        let fd = unsafe { libc::dup(zero.segment().fd()) };
+        let seg = Segment::attach(fd).expect("map");
+        let new = ShmTransport::new(seg, 1).expect("ring 1 is free again");
+        assert_eq!(new.incarnation(), 1);
+        zero.send(Rank(1), Channel::Records, b"fresh", Payload::none())
+            .unwrap();
+        let m = new.recv(wait).unwrap().expect("a message");
+        assert_eq!(&m.header[..], b"fresh");
+        new.send(Rank(0), Channel::Records, b"hello", Payload::none())
+            .unwrap();
+        let m = zero.recv(wait).unwrap().expect("a message");
+        assert_eq!((m.from, &m.header[..]), (Rank(1), &b"hello"[..]));
+        assert_eq!(zero.recv(Duration::from_millis(50)), Ok(None));
+        // Every arena block came back: the dropped one-by-arena message too.
+        let a = zero.segment().arena().expect("arena");
+        assert_eq!(a.stats().live_blocks, 0, "{:?}", a.stats());
     }
 
     /// The transport conformance suite on every notify × fields

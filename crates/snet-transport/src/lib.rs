@@ -34,8 +34,10 @@
 #![warn(missing_docs)]
 
 pub mod conformance;
+pub mod hooked;
 pub mod loopback;
 
+pub use hooked::{Hooked, Hooks};
 pub use loopback::Loopback;
 
 use std::fmt;

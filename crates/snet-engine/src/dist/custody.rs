@@ -30,12 +30,13 @@
 //!   node may have held what replay cannot restore, or held a record
 //!   through [`REPLAY_TRIES`] losses (a poison record); else it has the
 //!   transport start a replacement ([`super::Transport::replace`]: the
-//!   loopback transport can, shm cannot yet) and sends it the node's
+//!   loopback and shm transports can, MPI cannot) and sends it the node's
 //!   `Open`s and the log again ([`Log::lose`], `Seq` frames numbering
 //!   the records as before).
 //!
-//! `Respawn` is not offered by `snet run` yet (shm cannot replace a node).
-//! With [`OnNodeLoss::Fail`] (the default) nothing here runs: no log, no
+//! `Respawn` is `snet run --on-node-loss respawn`. A node other than 0
+//! sends the field values it makes by value under it (no field's only
+//! copy is on a node that can be lost). With [`OnNodeLoss::Fail`] (the default) nothing here runs: no log, no
 //! token, no frame, the same bytes on the wire as before.
 
 use std::collections::BTreeMap;
@@ -237,18 +238,24 @@ impl Log {
         Some((c, r))
     }
 
-    /// Node `k` is lost: each record it held counts one more loss; the
-    /// first that reaches [`REPLAY_TRIES`], if any, is a poison record
-    /// (`Err`, its origin). Else what its replacement is sent (the log
+    /// Node `k` is lost: each record it held counts one more loss; if
+    /// some reach [`REPLAY_TRIES`], one of them is a poison record (`Err`:
+    /// the first one's origin, and how many there are: node 0 cannot
+    /// tell which one it is when the node had them all, the node's own
+    /// report names it). Else what its replacement is sent (the log
     /// keeps the records, now numbered again from the same identities),
     /// and the acknowledgements and credit the old incarnation took with it.
-    pub fn lose(&mut self, k: Rank) -> Result<Replay, crate::entity::Origin> {
+    pub fn lose(&mut self, k: Rank) -> Result<Replay, (crate::entity::Origin, usize)> {
         let i = k.0 as usize;
+        let mut poison: Option<(crate::entity::Origin, usize)> = None;
         for (_, r, tries) in self.held[i].values_mut() {
             *tries += 1;
             if *tries >= REPLAY_TRIES {
-                return Err(r.origin);
+                poison.get_or_insert((r.origin, 0)).1 += 1;
             }
+        }
+        if let Some(p) = poison {
+            return Err(p);
         }
         let lost_credit = std::mem::take(&mut self.credit[i]);
         self.replaced += 1;

@@ -283,6 +283,10 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
                         host.fail(e, false);
                         return;
                     }
+                } else {
+                    // A transport may report the loss until node 0 has
+                    // replaced the node (shm: its node word says dead).
+                    std::thread::sleep(Duration::from_millis(5));
                 }
                 continue;
             }
@@ -390,9 +394,14 @@ fn replace(
         // Lost after the end (in the shutdown exchange): it held nothing.
         return Ok(());
     }
-    if let Err(origin) = net.replay(k) {
+    if let Err((origin, n)) = net.replay(k) {
+        let others = match n {
+            0 | 1 => String::new(),
+            2 => " and 1 more record".to_string(),
+            n => format!(" and {} more records", n - 1),
+        };
         return Err(gone(format!(
-            "node {k} stopped unexpectedly ({why}), for the {} time with {origin} in its care: a record that makes the node fail each time it is replayed (a poison record; the node's own message names the box); the run stops",
+            "node {k} stopped unexpectedly ({why}), for the {} time with {origin}{others} in its care: a record that makes the node fail each time it is replayed (a poison record; the node's own message names the box and the record); the run stops",
             ordinal(super::custody::REPLAY_TRIES)
         )));
     }

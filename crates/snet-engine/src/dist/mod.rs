@@ -74,7 +74,7 @@ pub mod wire;
 
 // The transport contract lives in `snet-transport` (the backends depend on
 // it, not on the engine); these names stay reachable from here.
-pub use snet_transport::{conformance, loopback};
+pub use snet_transport::{conformance, hooked, loopback};
 
 use std::collections::VecDeque;
 use std::sync::Weak;
@@ -373,7 +373,18 @@ impl Net {
             outstanding_hint: AtomicU64::new(0),
             owed_hint: AtomicU64::new(0),
             respawn_root: loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1,
-            enc: Mutex::new(wire::Encoder::new(me, nodes, inline_limit)),
+            // A node that may be lost sends its fields by value: a record
+            // it committed to node 0 then needs nothing from it, so no
+            // field's only copy is lost with it (custody.rs).
+            enc: Mutex::new(wire::Encoder::new(
+                me,
+                nodes,
+                if loss == OnNodeLoss::Respawn && me != Rank::ROOT {
+                    usize::MAX
+                } else {
+                    inline_limit
+                },
+            )),
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
             window: ack_window(),
@@ -437,7 +448,7 @@ impl Net {
     /// for the old incarnation, and gives back the acknowledgements and
     /// credit it took with it. The caller holds [`Net::enc`] (nothing is
     /// being sent). `Err`: a poison record's origin.
-    pub fn replay(&self, k: Rank) -> Result<(), crate::entity::Origin> {
+    pub fn replay(&self, k: Rank) -> Result<(), (crate::entity::Origin, usize)> {
         let (m, cv) = &*self.state;
         let mut guard = lock(m);
         let st = &mut *guard;

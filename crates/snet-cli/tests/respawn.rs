@@ -1,0 +1,310 @@
+//! `--on-node-loss respawn` on shared memory (issue 40): a node other
+//! than 0 that is lost (killed, or ended by a box) is replaced by a new
+//! process, and the run ends with the failure-free run's output, compared
+//! as a multiset; a record that kills every incarnation is a poison record
+//! (the run ends after three tries, naming the box and the input record);
+//! a node holding what replay cannot restore (a synchrocell) ends the run
+//! with a message naming it; `respawn` under MPI and `redistribute` are
+//! refused at start.
+//!
+//! The losses are deterministic: the box `victim` ends its own process
+//! on the record `k == 37` when `SNET_TEST_VICTIM` arms it, and (except
+//! for the poison record) only in the node's first incarnation
+//! (`SNET_SHM_INCARNATION`, set by node 0 in every node process it
+//! starts). One case kills a node process from outside, at a moment the
+//! test does not choose (once the run has written some output).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::*;
+
+const VICTIM_BOXES: &str = r#"
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "C4SNet.h"
+
+/* Whether this process is its node's first (SNET_SHM_INCARNATION). */
+static int first_life(void)
+{
+    const char *g = getenv("SNET_SHM_INCARNATION");
+    return g == NULL || strcmp(g, "0") == 0;
+}
+
+/* Doubles k. On k == 37, as SNET_TEST_VICTIM says: `kill` SIGKILLs its
+   own process, `exit` calls exit(3) (first incarnation only); `poison`
+   crashes (SIGSEGV) in every incarnation. `nap` sleeps 2 ms a record. */
+void *victim(void *hnd, int k)
+{
+    const char *how = getenv("SNET_TEST_VICTIM");
+    if (how != NULL && strcmp(how, "nap") == 0) usleep(2000);
+    if (how != NULL && k == 37) {
+        if (strcmp(how, "kill") == 0 && first_life()) kill(getpid(), SIGKILL);
+        if (strcmp(how, "exit") == 0 && first_life()) exit(3);
+        if (strcmp(how, "poison") == 0) {
+            volatile int *p = 0;
+            *p = k;
+        }
+    }
+    C4SNetOut(hnd, 1, 2 * k);
+    return hnd;
+}
+
+/* Adds one. */
+void *touch(void *hnd, int k)
+{
+    C4SNetOut(hnd, 1, k + 1);
+    return hnd;
+}
+"#;
+
+/// `victim` on node 1 feeding `touch` on node 2.
+const CHAIN: &str = r#"
+net chain {
+  box victim((<k>) -> (<k>));
+  box touch((<k>) -> (<k>));
+} connect (victim @ 1) .. (touch @ 2);
+"#;
+
+/// `victim` and a synchrocell on node 1: replay cannot restore the cell.
+const CELL: &str = r#"
+net cell {
+  box victim((<k>) -> (<k>));
+} connect (victim .. [| {<k>}, {<m>} |]) @ 1;
+"#;
+
+/// The programs, built once: (chain, cell).
+fn programs() -> &'static (PathBuf, PathBuf) {
+    static P: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = scratch("respawn");
+        let boxes = dir.join("victim.c");
+        std::fs::write(&boxes, VICTIM_BOXES).unwrap();
+        let make = |name: &str, src: &str| {
+            let prog = dir.join(format!("{name}.snet"));
+            std::fs::write(&prog, src).unwrap();
+            let exe = dir.join(name);
+            snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+            exe
+        };
+        (make("chain", CHAIN), make("cell", CELL))
+    })
+}
+
+/// The output records as a multiset (line → count).
+fn records(stdout: &str) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for l in stdout.lines().filter(|l| l.contains("<record")) {
+        *m.entry(l.trim().to_string()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Runs `exe` on shm nodes with `n` records, the victim armed as `how`.
+fn run_shm(exe: &Path, nodes: u32, n: usize, how: Option<&str>, args: &[&str]) -> Run {
+    let mut cmd = Command::new(exe);
+    cmd.args(["--transport", "shm", "--nodes", &nodes.to_string()]);
+    match how {
+        Some(h) => cmd.env("SNET_TEST_VICTIM", h),
+        None => cmd.env_remove("SNET_TEST_VICTIM"),
+    };
+    let dir = exe.with_file_name(format!("in-{}-{}", how.unwrap_or("none"), args.join("")));
+    std::fs::create_dir_all(&dir).unwrap();
+    run_with(cmd, &dir.join("x"), &k_records(n), args)
+}
+
+/// The failure-free run's output of the chain on 200 records.
+fn reference() -> &'static BTreeMap<String, usize> {
+    static R: OnceLock<BTreeMap<String, usize>> = OnceLock::new();
+    R.get_or_init(|| {
+        let r = run_shm(&programs().0, 3, 200, None, &["--workers", "2"]);
+        assert!(r.ok, "{}", r.stderr);
+        let m = records(&r.stdout);
+        assert_eq!(m.values().sum::<usize>(), 201, "{}", r.stdout);
+        m
+    })
+}
+
+#[test]
+fn a_node_that_kills_itself_is_replaced_and_the_output_is_unchanged() {
+    // Without the option (the default, `fail`) the same loss ends the run.
+    let r = run_shm(&programs().0, 3, 200, Some("kill"), &["--workers", "2"]);
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("node 1 stopped unexpectedly"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("terminate"), "{}", r.stdout);
+    for workers in ["1", "2", "8"] {
+        let r = run_shm(
+            &programs().0,
+            3,
+            200,
+            Some("kill"),
+            &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
+        );
+        assert!(r.ok, "{workers} workers: {}", r.stderr);
+        assert_eq!(&records(&r.stdout), reference(), "{workers} workers");
+        assert!(
+            r.stderr.contains("replaced 1 lost node process"),
+            "{workers} workers: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn a_box_that_calls_exit_loses_its_node_which_is_replaced() {
+    let r = run_shm(
+        &programs().0,
+        3,
+        200,
+        Some("exit"),
+        &["--workers", "2", "--on-node-loss", "respawn"],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(&records(&r.stdout), reference());
+    // The node's own report of what happened is still there.
+    assert!(
+        r.stderr.contains("box `victim` called exit()"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_poison_record_ends_the_run_after_three_tries_naming_box_and_record() {
+    let r = run_shm(
+        &programs().0,
+        3,
+        200,
+        Some("poison"),
+        &["--workers", "2", "--on-node-loss", "respawn"],
+    );
+    assert!(!r.ok, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("for the third time with input record")
+            && r.stderr.contains("poison record"),
+        "{}",
+        r.stderr
+    );
+    // The node's own report names the box and the record (node 0's
+    // names the records its log held through the three losses).
+    assert!(
+        r.stderr.contains("box `victim` crashed") && r.stderr.contains("caused by input record 38"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("terminate"), "{}", r.stdout);
+}
+
+#[test]
+fn losing_a_node_with_a_synchrocell_ends_the_run_naming_it() {
+    let r = run_shm(
+        &programs().1,
+        2,
+        100,
+        Some("kill"),
+        &["--workers", "2", "--on-node-loss", "respawn"],
+    );
+    assert!(!r.ok, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("node 1 stopped unexpectedly")
+            && r.stderr.contains("synchrocell at")
+            && r.stderr.contains("cannot restore"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Node 2 (`touch`) is SIGKILLed from outside once the run has written 20
+/// records (the victim naps 2 ms a record, so the run is still going).
+#[test]
+fn a_node_killed_from_outside_mid_run_is_replaced() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let exe = &programs().0;
+    let dir = exe.with_file_name("outside");
+    std::fs::create_dir_all(&dir).unwrap();
+    let inp = dir.join("input.xml");
+    std::fs::write(&inp, k_records(200)).unwrap();
+    let tag = format!("respawn-{}", std::process::id());
+    let mut child = Command::new(exe)
+        .args(["--transport", "shm", "--nodes", "3", "--workers", "2"])
+        .args(["--on-node-loss", "respawn", "-i"])
+        .arg(&inp)
+        .env("SNET_TEST_VICTIM", "nap")
+        .env("SNET_TEST_RUN", &tag)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the run");
+    let mut err = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let mut out = String::new();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = 0;
+    let mut killed = false;
+    for l in lines.by_ref() {
+        let Ok(l) = l else { break };
+        if l.contains("<record") {
+            seen += 1;
+        }
+        out.push_str(&l);
+        out.push('\n');
+        if seen == 20 && !killed {
+            let tag_var = format!("SNET_TEST_RUN={tag}");
+            let pid = pid_with_env(&[&tag_var, "SNET_SHM_NODE=2"]).expect("node 2's process");
+            // SAFETY: kill(2) of a process this test started (through the run).
+            assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+            killed = true;
+        }
+    }
+    let status = child.wait().expect("wait");
+    let stderr = stderr.join().unwrap_or_default();
+    assert!(killed, "the run ended before it could be killed: {stderr}");
+    assert!(status.success(), "{stderr}");
+    assert_eq!(&records(&out), reference(), "{stderr}");
+    assert_eq!(tagged_processes(&tag), 0, "processes outlived the run");
+}
+
+#[test]
+fn respawn_is_refused_under_mpi_and_redistribute_everywhere() {
+    let exe = &programs().0;
+    let r = run_with(
+        {
+            let mut c = Command::new(exe);
+            c.args(["--transport", "mpi", "--on-node-loss", "respawn"]);
+            c
+        },
+        &exe.with_file_name("refused"),
+        &k_records(1),
+        &[],
+    );
+    assert!(!r.ok);
+    assert!(
+        r.stderr
+            .contains("--on-node-loss respawn needs --transport shm or loopback"),
+        "{}",
+        r.stderr
+    );
+    let r = run_shm(exe, 2, 1, None, &["--on-node-loss", "redistribute"]);
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("--on-node-loss redistribute") && r.stderr.contains("not built"),
+        "{}",
+        r.stderr
+    );
+}
