@@ -280,6 +280,44 @@ fn a_node_killed_from_outside_mid_run_is_replaced() {
     assert_eq!(tagged_processes(&tag), 0, "processes outlived the run");
 }
 
+/// A node that dies at start, every incarnation (before node 0 sent it
+/// anything: the input is an open pipe with nothing in it yet): node 0
+/// gives up after three losses instead of replacing it for ever.
+#[test]
+fn a_node_that_cannot_start_is_given_up_after_three_losses() {
+    use std::process::Stdio;
+    let exe = &programs().0;
+    let mut child = Command::new(exe)
+        .args(["--transport", "shm", "--nodes", "3", "--workers", "2"])
+        .args(["--on-node-loss", "respawn"])
+        .env("SNET_TEST_FAULT", "die-at-start@1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the run");
+    let input = child.stdin.take();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            panic!("hung: a node that dies at start was replaced for ever");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    drop(input);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success());
+    assert!(
+        stderr.contains("for the third time without finishing a record in between"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn respawn_is_refused_under_mpi_and_redistribute_everywhere() {
     let exe = &programs().0;

@@ -10,6 +10,7 @@
 //! | `garbage` | sends its third message with a header of `0xff` bytes |
 //! | `die-sending-field` | starts sending a payload of 1 MiB or more and is killed (`SIGKILL`) 2 ms into the send |
 //! | `die-at-shutdown` | is killed (`SIGKILL`) when node 0's shutdown notice reaches it |
+//! | `die-at-start` | is killed (`SIGKILL`) before its engine starts (every incarnation of it, under `--on-node-loss respawn`) |
 
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ enum Kind {
     Garbage,
     DieSendingField,
     DieAtShutdown,
+    DieAtStart,
 }
 
 /// A transport with a fault armed on this node (the transport crate's
@@ -44,8 +46,12 @@ pub(crate) fn wrap(inner: &dyn Transport) -> Option<Faulty<'_>> {
         "garbage" => Kind::Garbage,
         "die-sending-field" => Kind::DieSendingField,
         "die-at-shutdown" => Kind::DieAtShutdown,
+        "die-at-start" => Kind::DieAtStart,
         _ => return None,
     };
+    if kind == Kind::DieAtStart && node.parse().map(Rank) == Ok(inner.node()) {
+        die();
+    }
     (node.parse().map(Rank) == Ok(inner.node())).then(|| Hooked::new(inner, Fault(kind)))
 }
 

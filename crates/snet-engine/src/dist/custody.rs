@@ -155,6 +155,18 @@ pub(crate) struct Log {
     credit: Vec<crate::weight::Dyadic>,
     /// Nodes replaced so far.
     pub replaced: u64,
+    /// Per node: losses since it last reported a record done.
+    barren: Vec<u32>,
+}
+
+/// Why a lost node is not replaced ([`Log::lose`]).
+pub(crate) enum GiveUp {
+    /// Records were in its care through [`REPLAY_TRIES`] losses: one of
+    /// them is a poison record (the first one's origin, and how many).
+    Poison(crate::entity::Origin, usize),
+    /// It was lost [`REPLAY_TRIES`] times in a row without reporting a
+    /// record done, with nothing in its care to blame (it fails at start).
+    Barren,
 }
 
 /// What replacing node `k` takes from the log ([`Log::lose`]).
@@ -178,6 +190,7 @@ impl Log {
             unacked: vec![0; n],
             credit: vec![crate::weight::Dyadic::zero(); n],
             replaced: 0,
+            barren: vec![0; n],
         }
     }
 
@@ -235,18 +248,22 @@ impl Log {
     pub fn done(&mut self, from: Rank, id: u64) -> Option<(ConnId, Rec)> {
         let (c, r, _) = self.held.get_mut(from.0 as usize)?.remove(&id)?;
         self.live -= 1;
+        self.barren[from.0 as usize] = 0;
         Some((c, r))
     }
 
     /// Node `k` is lost: each record it held counts one more loss; if
-    /// some reach [`REPLAY_TRIES`], one of them is a poison record (`Err`:
-    /// the first one's origin, and how many there are: node 0 cannot
-    /// tell which one it is when the node had them all, the node's own
-    /// report names it). Else what its replacement is sent (the log
+    /// some reach [`REPLAY_TRIES`], one of them is a poison record
+    /// ([`GiveUp::Poison`]: the first one's origin, and how many there
+    /// are: node 0 cannot tell which one it is when the node had them all,
+    /// the node's own report names it); a node lost that many times in a
+    /// row without a record done is given up too ([`GiveUp::Barren`]:
+    /// never an endless round of replacements). Else what its replacement is sent (the log
     /// keeps the records, now numbered again from the same identities),
     /// and the acknowledgements and credit the old incarnation took with it.
-    pub fn lose(&mut self, k: Rank) -> Result<Replay, (crate::entity::Origin, usize)> {
+    pub fn lose(&mut self, k: Rank) -> Result<Replay, GiveUp> {
         let i = k.0 as usize;
+        self.barren[i] += 1;
         let mut poison: Option<(crate::entity::Origin, usize)> = None;
         for (_, r, tries) in self.held[i].values_mut() {
             *tries += 1;
@@ -254,8 +271,11 @@ impl Log {
                 poison.get_or_insert((r.origin, 0)).1 += 1;
             }
         }
-        if let Some(p) = poison {
-            return Err(p);
+        if let Some((origin, n)) = poison {
+            return Err(GiveUp::Poison(origin, n));
+        }
+        if self.barren[i] >= REPLAY_TRIES {
+            return Err(GiveUp::Barren);
         }
         let lost_credit = std::mem::take(&mut self.credit[i]);
         self.replaced += 1;

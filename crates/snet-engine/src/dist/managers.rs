@@ -394,16 +394,25 @@ fn replace(
         // Lost after the end (in the shutdown exchange): it held nothing.
         return Ok(());
     }
-    if let Err((origin, n)) = net.replay(k) {
-        let others = match n {
-            0 | 1 => String::new(),
-            2 => " and 1 more record".to_string(),
-            n => format!(" and {} more records", n - 1),
-        };
-        return Err(gone(format!(
-            "node {k} stopped unexpectedly ({why}), for the {} time with {origin}{others} in its care: a record that makes the node fail each time it is replayed (a poison record; the node's own message names the box and the record); the run stops",
-            ordinal(super::custody::REPLAY_TRIES)
-        )));
+    match net.replay(k) {
+        Ok(()) => {}
+        Err(super::custody::GiveUp::Barren) => {
+            return Err(gone(format!(
+                "node {k} stopped unexpectedly ({why}), for the {} time without finishing a record in between: its replacement fails whatever it is sent, or before it is sent anything; the run stops",
+                ordinal(super::custody::REPLAY_TRIES)
+            )));
+        }
+        Err(super::custody::GiveUp::Poison(origin, n)) => {
+            let others = match n {
+                0 | 1 => String::new(),
+                2 => " and 1 more record".to_string(),
+                n => format!(" and {} more records", n - 1),
+            };
+            return Err(gone(format!(
+                "node {k} stopped unexpectedly ({why}), for the {} time with {origin}{others} in its care: a record that makes the node fail each time it is replayed (a poison record; the node's own message names the box and the record); the run stops",
+                ordinal(super::custody::REPLAY_TRIES)
+            )));
+        }
     }
     match t.replace(k) {
         Ok(true) => {}

@@ -448,7 +448,7 @@ impl Net {
     /// for the old incarnation, and gives back the acknowledgements and
     /// credit it took with it. The caller holds [`Net::enc`] (nothing is
     /// being sent). `Err`: a poison record's origin.
-    pub fn replay(&self, k: Rank) -> Result<(), (crate::entity::Origin, usize)> {
+    pub fn replay(&self, k: Rank) -> Result<(), custody::GiveUp> {
         let (m, cv) = &*self.state;
         let mut guard = lock(m);
         let st = &mut *guard;
