@@ -54,7 +54,10 @@ impl fmt::Debug for FieldText {
 /// An observer could not report: the run stops with this error.
 #[derive(Debug, Clone)]
 pub struct ObserverError {
+    /// The observer that failed.
     pub observer: Arc<Observer>,
+    /// What failed (opening its file, connecting to its listener, writing
+    /// a message), with the reason.
     pub what: String,
 }
 

@@ -26,12 +26,14 @@ use crate::runtime::Runtime;
 pub struct Held {
     /// `[| {a}, {b} |]`.
     pub what: String,
+    /// Where the synchrocell is written.
     pub loc: Loc,
     /// The records held, by label set (sorted), with their counts.
     pub by_labels: Vec<(Variant, u64)>,
 }
 
 impl Held {
+    /// How many records it held, of every label set together.
     pub fn count(&self) -> u64 {
         self.by_labels.iter().map(|(_, n)| n).sum()
     }
@@ -101,7 +103,10 @@ impl HeldBy {
 /// for `quiet` (`--watchdog`).
 #[derive(Clone, Default)]
 pub struct Watch {
+    /// A counter of dump requests: each change asks every node of the run
+    /// for one dump.
     pub requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Dump a node that has made no progress for this long (`None`: never).
     pub quiet: Option<std::time::Duration>,
     /// Called by node 0's monitor every 100 ms with the records admitted
     /// and written so far, and once more at the end (`true`).

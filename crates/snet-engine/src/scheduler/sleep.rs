@@ -80,6 +80,8 @@ impl Sleep {
         self.cv.notify_all();
     }
 
+    /// Whether the run has ended ([`Sleep::finish`]; the model checks).
+    #[cfg(all(test, loom))]
     pub fn is_done(&self) -> bool {
         lock(&self.state).done
     }
