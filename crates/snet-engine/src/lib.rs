@@ -38,6 +38,8 @@
 //! internals that exist only in that build: `fuzz_filter` and
 //! `dist::wire::fuzzing`.
 
+#![warn(unreachable_pub)]
+
 mod boxes;
 mod callstack;
 mod collector;
