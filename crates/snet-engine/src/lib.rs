@@ -38,7 +38,7 @@
 //! internals that exist only in that build: `fuzz_filter` and
 //! `dist::wire::fuzzing`.
 
-#![warn(unreachable_pub)]
+#![warn(unreachable_pub, missing_docs)]
 
 mod boxes;
 mod callstack;
