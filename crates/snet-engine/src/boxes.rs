@@ -116,7 +116,7 @@ use crate::EngineError;
 pub trait Emit {
     /// `variant` is 1-based, as in `C4SNetOut`; `rec` holds exactly that variant's labels.
     ///
-    /// This call may suspend the box call (see [`crate::callstack`]): the
+    /// This call may suspend the box call (the engine's call stacks): the
     /// worker's thread runs other boxes before it returns. The call goes on
     /// on the same thread, but a language interface that keeps per-thread
     /// state about the running call must not let the other calls see it,

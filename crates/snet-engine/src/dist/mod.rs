@@ -10,7 +10,7 @@
 //! Node 0 instantiates the entry network and is the only node with the
 //! input and the output. Instantiating `A @ n` (or the replica of
 //! `A !@ <t>` for value `n`) on node `m != n` does not build `A` on `m`:
-//! it creates a *remote* entity ([`crate::remote`]) standing for `A`'s
+//! it creates a *remote* entity (`crate::remote`) standing for `A`'s
 //! entry, and sends `Open` to node `n`, naming
 //! * the new connection `c` (a [`ConnId`]: the creating node and its
 //!   connection counter) that will carry `A`'s input,
@@ -30,7 +30,7 @@
 //!
 //! # Managers
 //!
-//! One output manager and one input manager per node ([`managers`])
+//! One output manager and one input manager per node (`managers`)
 //! multiplex every connection; workers never touch the transport. Workers
 //! put what must leave the node on the node's outbound queue; the output
 //! manager encodes ([`wire`]) and sends it, coalescing what goes to one node
@@ -44,8 +44,8 @@
 //!
 //! # Termination: credit (weight throwing)
 //!
-//! Node 0 starts with all the *credit* (one, as a [`Dyadic`]). Every
-//! message carries a share of its sender's credit ([`Dyadic::share`]:
+//! Node 0 starts with all the *credit* (one, as a `Dyadic`). Every
+//! message carries a share of its sender's credit (`Dyadic::share`:
 //! node 0 gives half of its largest piece; another node keeps half of its
 //! largest piece and gives all the rest, so
 //! that small pieces go home and merge instead of piling up on a node that
@@ -58,12 +58,12 @@
 //! credit. Credit is never created or destroyed, so node 0 holding all of
 //! it while passive, with its input exhausted, means no node is active and
 //! no message is in flight: the run is over, and node 0 tells every node to
-//! shut down. The rules are in [`Net::settle`]; `loom_tests::termination`
+//! shut down. The rules are in `Net::settle`; `loom_tests::termination`
 //! model-checks them with the real managers.
 //!
 //! # Fields
 //!
-//! By reference, fetched on demand: [`fields`].
+//! By reference, fetched on demand: `fields`.
 
 pub(crate) mod custody;
 pub(crate) mod fields;
@@ -238,7 +238,7 @@ pub(crate) struct NetState {
 
 /// What [`Net::settle`] found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Settle {
+pub(crate) enum Settle {
     /// The node is not passive.
     Busy,
     /// Passive; credit (if any) is on its way to node 0.
