@@ -257,8 +257,8 @@ impl Log {
     /// ([`GiveUp::Poison`]: the first one's origin, and how many there
     /// are: node 0 cannot tell which one it is when the node had them all,
     /// the node's own report names it); a node lost that many times in a
-    /// row without a record done is given up too ([`GiveUp::Barren`]:
-    /// never an endless round of replacements). Else what its replacement is sent (the log
+    /// row without a record done and with none in its care is given up
+    /// too ([`GiveUp::Barren`]: never an endless round of replacements). Else what its replacement is sent (the log
     /// keeps the records, now numbered again from the same identities),
     /// and the acknowledgements and credit the old incarnation took with it.
     pub(crate) fn lose(&mut self, k: Rank) -> Result<Replay, GiveUp> {
@@ -274,7 +274,9 @@ impl Log {
         if let Some((origin, n)) = poison {
             return Err(GiveUp::Poison(origin, n));
         }
-        if self.barren[i] >= REPLAY_TRIES {
+        // (With records in its care, those count: a poison record within
+        // three more losses at most.)
+        if self.barren[i] >= REPLAY_TRIES && self.held[i].is_empty() {
             return Err(GiveUp::Barren);
         }
         let lost_credit = std::mem::take(&mut self.credit[i]);
