@@ -18,7 +18,11 @@
 //! fewer than [`YIELD_AFTER`] outputs wait. The outputs of the whole run
 //! go downstream together when it comes back ([`Event::Done`]). So a box
 //! that emits one record per call switches stacks about twice per batch of
-//! inputs instead of twice per call. A call in a run is suspended exactly
+//! inputs instead of twice per call. The run is the box implementation's
+//! to drive ([`BoxImpl::invoke_run`], taking each further input with
+//! [`Emitter::next_input`]), so that a language interface sets up what the
+//! calls of a run share once (C4SNet: its thread slot, the collector,
+//! the arguments' positions in the run's label set). A call in a run is suspended exactly
 //! as a lone one is: after [`YIELD_AFTER`] outputs of its own (at most
 //! `2 * YIELD_AFTER - 1` wait then).
 //!
@@ -99,7 +103,7 @@ impl CallIo {
     /// Takes the next input from [`CallIo::more`] into the call, if there
     /// is one that may run at once: a record of the planned label set, no
     /// error so far, fewer than [`YIELD_AFTER`] outputs waiting.
-    #[inline]
+    #[inline(always)]
     fn pull(&mut self) -> bool {
         if self.more.is_null() || self.error.is_some() || self.outs.len() >= YIELD_AFTER {
             return false;
@@ -143,7 +147,14 @@ impl CallIo {
             unsafe { std::ptr::copy_nonoverlapping(&r.rec, input, 1) };
         }
         // SAFETY: as for the record.
-        self.det = unsafe { std::ptr::read(&r.det) };
+        let det = std::mem::replace(&mut self.det, unsafe { std::ptr::read(&r.det) });
+        // Most records carry no stamps: nothing to drop, and no call to
+        // find that out.
+        if det.is_bare() {
+            std::mem::forget(det);
+        } else {
+            drop(det);
+        }
         self.origin = r.origin;
         std::mem::forget(more.pop_front());
         self.pulled += 1;
@@ -257,6 +268,43 @@ impl Emit for Emitter {
 }
 
 impl Emitter {
+    /// The input record of the call in progress (or about to start) in a
+    /// run ([`BoxImpl::invoke_run`]). It stays in place, unchanged, until
+    /// [`Emitter::next_input`].
+    #[inline(always)]
+    pub fn input(&self) -> &Record {
+        // SAFETY: as in `push`; the record is only written by `next`,
+        // which takes `self` mutably.
+        unsafe { &*std::ptr::addr_of!((*self.io).input) }
+    }
+
+    /// The positions of the box's input labels (signature order) in
+    /// [`Emitter::input`]: planned once per label set, and the same for
+    /// every input of a run. A position past the record's end: the label
+    /// is missing.
+    #[inline(always)]
+    pub fn arg_positions(&self) -> &[u32] {
+        // SAFETY: as in `push`; the plan only changes between runs.
+        unsafe { (*std::ptr::addr_of!((*self.io).inherit)).args() }
+    }
+
+    /// Between two calls of a run ([`BoxImpl::invoke_run`]): moves the
+    /// next input of the run into place, if there is one that may run at
+    /// once (a record of the same label set, fewer than [`YIELD_AFTER`]
+    /// outputs waiting); `false`: the run ends here.
+    #[inline]
+    pub fn next_input(&mut self) -> bool {
+        // SAFETY: no call runs between two calls: the `CallIo` is this
+        // stack's alone until it switches back.
+        if unsafe { (*self.io).pull() } {
+            // SAFETY: as above.
+            self.base = unsafe { (*self.io).outs.len() };
+            true
+        } else {
+            false
+        }
+    }
+
     /// The origin of the call's input record (which input record it came
     /// from), for a language interface's reports about the call (a crash).
     #[inline]
@@ -271,9 +319,8 @@ impl Emitter {
         // SAFETY: as in `push`; `outs` is not borrowed elsewhere while the
         // slot lives (the interface only fills it, then commits or
         // discards it).
-        let (def, input, inherit, det, origin, outs) = unsafe {
+        let (input, inherit, det, origin, outs) = unsafe {
             (
-                &*std::ptr::addr_of!((*self.io).def),
                 &*std::ptr::addr_of!((*self.io).input),
                 &*std::ptr::addr_of!((*self.io).inherit),
                 &*std::ptr::addr_of!((*self.io).det),
@@ -281,9 +328,8 @@ impl Emitter {
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
-        if variant == 0 || variant > def.outputs.len() {
-            return None;
-        }
+        // Out of range (the plan has steps for each declared variant), or
+        // a variant that names a label twice: `None`.
         let steps = inherit.steps(variant)?;
         let det = det.clone();
         // The item is written where it will wait, in the spare room of
@@ -395,42 +441,26 @@ impl Emitter {
     }
 }
 
-/// Runs one call of the box in `io` to its end (or to its suspensions);
-/// returns the `CallIo` pointer of the last resume.
-fn call(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallIo {
-    // SAFETY: the box and the input stay put while the call runs (the
-    // worker only takes `outs` between resumes, which the box never sees).
-    let (imp, input, base) = unsafe {
-        (
-            &*(*io).imp as *const dyn BoxImpl,
-            &(*io).input as *const Record,
-            (*io).outs.len(),
-        )
-    };
+/// Runs the call in `io`, then the calls of the inputs it can take from
+/// [`CallIo::more`] (see the module docs), to their end or to the first
+/// error (through [`BoxImpl::invoke_run`], which takes the further inputs
+/// with [`Emitter::next_input`]); returns the `CallIo` pointer of the last
+/// resume.
+fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallIo {
+    // SAFETY: the box stays put while the calls run (the worker only takes
+    // `outs` between resumes, which the box never sees).
+    let (imp, base) = unsafe { (&*(*io).imp as *const dyn BoxImpl, (*io).outs.len()) };
     let mut out = Emitter {
         y: y.map_or(std::ptr::null(), |y| y as *const _),
         io,
         base,
     };
     // SAFETY: see above.
-    let r = unsafe { (*imp).invoke(&*input, &mut out) };
+    let r = unsafe { (*imp).invoke_run(&mut out) };
     let io = out.io;
     if let Err(e) = r {
         // SAFETY: the call returned; the worker reads it after `Done`.
         unsafe { (*io).error = Some(e) };
-    }
-    io
-}
-
-/// Runs the call in `io`, then the calls of the inputs it can take from
-/// [`CallIo::more`] (see the module docs), to their end; returns the
-/// `CallIo` pointer of the last resume.
-fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallIo {
-    let mut io = call(y, io);
-    // SAFETY: no call runs between two calls: the `CallIo` is this
-    // stack's alone until it switches back.
-    while unsafe { (*io).pull() } {
-        io = call(y, io);
     }
     io
 }

@@ -55,7 +55,7 @@ use std::sync::Arc;
 
 use snet_core::{Graph, Rank, Record};
 
-pub use boxes::{BoxImpl, Emit, LanguageInterface, NoBoxes, Slot, Src};
+pub use boxes::{invoke_each, BoxImpl, Emit, LanguageInterface, NoBoxes, Slot, Src};
 pub use callstack::Emitter;
 pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
 pub use entity::Origin;
