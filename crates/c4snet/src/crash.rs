@@ -198,7 +198,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_voi
     write_box_prefix(&r);
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let addr = unsafe { (*info).si_addr() } as usize;
-    if sig == libc::SIGSEGV && snet_engine::callstack::in_guard(addr) {
+    if sig == libc::SIGSEGV && snet_engine::in_box_stack_guard(addr) {
         write_all(b"` overflowed its stack (run with a larger --box-stack)");
     } else {
         write_all(b"` crashed (signal ");

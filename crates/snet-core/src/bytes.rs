@@ -199,10 +199,14 @@ impl FieldBytes {
         }
     }
 
+    /// The first byte, aligned to [`FieldBytes::ALIGN`] (a dangling but
+    /// aligned pointer when the buffer is empty): for a language interface
+    /// that hands the bytes to C.
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr.as_ptr()
     }
 
+    /// As [`FieldBytes::as_ptr`], for writing the bytes in place.
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }

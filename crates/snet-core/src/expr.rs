@@ -16,45 +16,79 @@ use std::fmt;
 use crate::label::Label;
 use crate::record::{Record, Value};
 
+/// A prefix operator of a tag expression.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum UnOp {
+    /// `-x`, checked: `-i64::MIN` is [`EvalError::Overflow`].
     Neg,
+    /// `!x`: 1 if `x` is zero, else 0.
     Not,
 }
 
+/// An infix operator of a tag expression. Comparisons and the logical
+/// operators give 1 for true and 0 for false; any non-zero operand counts
+/// as true.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum BinOp {
+    /// `a + b`, checked for overflow.
     Add,
+    /// `a - b`, checked for overflow.
     Sub,
+    /// `a * b`, checked for overflow.
     Mul,
+    /// `a / b`, truncating toward zero as in C; `b == 0` is
+    /// [`EvalError::DivisionByZero`], `i64::MIN / -1` an overflow.
     Div,
+    /// `a % b`, with the sign of `a` as in C; `b == 0` is
+    /// [`EvalError::DivisionByZero`], `i64::MIN % -1` an overflow.
     Mod,
+    /// `a == b`.
     Eq,
+    /// `a != b`.
     Ne,
+    /// `a < b`.
     Lt,
+    /// `a <= b`.
     Le,
+    /// `a > b`.
     Gt,
+    /// `a >= b`.
     Ge,
+    /// `a && b`: `b` is not evaluated when `a` is zero (so its errors do
+    /// not happen either).
     And,
+    /// `a || b`: `b` is not evaluated when `a` is non-zero.
     Or,
 }
 
+/// A built-in function of tag expressions.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Func {
+    /// `abs(x)`, one argument; `abs(i64::MIN)` is an overflow.
     Abs,
+    /// `min(a, b)`, two arguments.
     Min,
+    /// `max(a, b)`, two arguments.
     Max,
 }
 
-/// A tag expression as the front end resolved it.
+/// A tag expression as the front end resolved it: labels are interned and
+/// every call has the number of arguments its function takes (the front
+/// end checks both; [`Expr::compile`] relies on it).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExprTree {
+    /// An integer literal.
     Int(i64),
     /// A tag or binding tag of the input record.
     Label(Label),
+    /// A prefix operator applied to its operand.
     Unary(UnOp, Box<ExprTree>),
+    /// An infix operator applied to its left and right operands.
     Binary(BinOp, Box<ExprTree>, Box<ExprTree>),
+    /// `c ? a : b`: `a` if the condition is non-zero, else `b`; only the
+    /// branch taken is evaluated.
     Cond(Box<ExprTree>, Box<ExprTree>, Box<ExprTree>),
+    /// A built-in function applied to its arguments, evaluated left to right.
     Call(Func, Vec<ExprTree>),
 }
 
@@ -83,6 +117,7 @@ enum Op {
 /// Why an expression could not be evaluated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EvalError {
+    /// The right operand of `/` or `%` was zero.
     DivisionByZero,
     /// A result outside the 64-bit signed range.
     Overflow,
@@ -262,6 +297,9 @@ pub struct Expr {
 const MAX_INLINE_STACK: usize = 32;
 
 impl Expr {
+    /// Compiles `tree` to bytecode (and recognises the common shapes that
+    /// skip the bytecode loop). Never fails: the front end has checked
+    /// the tree's labels and arities.
     pub fn compile(tree: ExprTree) -> Expr {
         let mut code = Vec::new();
         let mut depth = 0usize;
@@ -289,6 +327,10 @@ impl Expr {
             .collect()
     }
 
+    /// The expression's value on `rec`, whose tags and binding tags it
+    /// reads. Evaluates left to right and stops at the first error; does
+    /// not allocate unless the expression needs more than a small fixed
+    /// stack.
     pub fn eval(&self, rec: &Record) -> Result<i64, EvalError> {
         let load = |l: Label| rec.int(l).ok_or(EvalError::MissingLabel(l));
         match self.fast {

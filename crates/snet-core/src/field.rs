@@ -74,7 +74,11 @@ pub trait FieldData: Any + Send + Sync {
     fn remote(&self) -> Option<&RemoteField> {
         None
     }
+    /// The value as [`Any`], so that its language interface can downcast it
+    /// to its own type ([`Field::downcast_ref`]); implementations return `self`.
     fn as_any(&self) -> &dyn Any;
+    /// As [`FieldData::as_any`] for a shared handle, so that the value can be
+    /// downcast without a copy; implementations return `self`.
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
     /// A short description for `Debug` output (default: `<INTERFACE field>`).
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -181,6 +185,7 @@ impl Codecs {
         self.0.push(codec);
     }
 
+    /// The codec registered under `name`, if any.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn FieldCodec>> {
         self.0.iter().find(|c| c.name() == name)
     }
@@ -214,6 +219,8 @@ pub struct TextField {
 pub const TEXT_CODEC: &str = "text";
 
 impl TextField {
+    /// The value of interface `interface` read as `text` (in binary mode if
+    /// `binary`); the text is kept exactly as given.
     pub fn new(interface: &str, binary: bool, text: &str) -> TextField {
         TextField {
             interface: interface.into(),
@@ -222,6 +229,7 @@ impl TextField {
         }
     }
 
+    /// The name of the language interface the value belongs to (`C4SNet`).
     pub fn interface(&self) -> &str {
         &self.interface
     }
@@ -231,6 +239,7 @@ impl TextField {
         self.binary
     }
 
+    /// The text as it was read, written back verbatim.
     pub fn text(&self) -> &str {
         &self.text
     }
@@ -295,6 +304,9 @@ impl FieldCodec for TextFieldCodec {
 /// Gives a remote reference's weight back to the field's home node when
 /// the last handle on this node is dropped (the distribution layer).
 pub trait ReleaseRemote: Send + Sync {
+    /// Gives `weight` units of the reference to field `id` back to its home
+    /// node `home`; called once, when the last handle on this node is dropped,
+    /// with all the weight the node still held (never zero).
     fn release(&self, home: Rank, id: u64, weight: u64);
 }
 
@@ -306,10 +318,13 @@ pub trait ReleaseRemote: Send + Sync {
 /// handle gives the rest back. The home frees the value when all weight it
 /// issued has come back. See `snet_engine::dist::fields`.
 pub struct RemoteField {
+    /// The node that holds the value and counts its references.
     pub home: Rank,
+    /// The value's number in its home's field store (unique on that node).
     pub id: u64,
-    /// Interface and codec of the value, and its encoded size.
+    /// Interface and codec of the value.
     pub interface: Box<str>,
+    /// The size in bytes of the value's encoding (what fetching it moves).
     pub len: u64,
     weight: AtomicU64,
     cache: OnceLock<Arc<dyn FieldData>>,
@@ -317,6 +332,8 @@ pub struct RemoteField {
 }
 
 impl RemoteField {
+    /// A reference to field `id` of node `home`, holding `weight` units of
+    /// its weight, to be given back through `release` when dropped.
     pub fn new(
         home: Rank,
         id: u64,
@@ -362,6 +379,7 @@ impl RemoteField {
             .map(|w| w / 2)
     }
 
+    /// The weight this node holds now.
     pub fn weight(&self) -> u64 {
         self.weight.load(Ordering::Relaxed)
     }
@@ -434,6 +452,8 @@ impl Field {
         Field(value)
     }
 
+    /// A field standing for the remote value `r` (fetched on demand; dropping
+    /// the last handle gives its weight back).
     pub fn remote(r: Arc<RemoteField>) -> Field {
         Field(r)
     }

@@ -67,8 +67,11 @@ pub type BoxId = u32;
 /// A source location, for runtime messages: `file:line:col`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loc {
+    /// The source file's name as the user gave it.
     pub file: Arc<str>,
+    /// The line, from 1.
     pub line: u32,
+    /// The column, from 1, counted in characters.
     pub col: u32,
 }
 
@@ -83,6 +86,7 @@ impl fmt::Display for Loc {
 pub struct Variant(SmallVec<[Label; 4]>);
 
 impl Variant {
+    /// The variant of `labels` (sorted, duplicates dropped).
     pub fn new(labels: impl IntoIterator<Item = Label>) -> Variant {
         let mut v: SmallVec<[Label; 4]> = labels.into_iter().collect();
         v.sort_unstable();
@@ -90,22 +94,27 @@ impl Variant {
         Variant(v)
     }
 
+    /// The variant with no label (`{}`), which every record matches.
     pub fn empty() -> Variant {
         Variant(SmallVec::new())
     }
 
+    /// The labels in label order (fields, tags, binding tags).
     pub fn labels(&self) -> &[Label] {
         &self.0
     }
 
+    /// The number of labels.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether the variant is `{}`.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Whether `l` is one of the labels.
     pub fn contains(&self, l: Label) -> bool {
         if self.0.len() <= 8 {
             self.0.contains(&l)
@@ -114,6 +123,7 @@ impl Variant {
         }
     }
 
+    /// The binding tags, in order.
     pub fn btags(&self) -> impl Iterator<Item = Label> + '_ {
         self.0
             .iter()
@@ -127,6 +137,7 @@ impl Variant {
         other.0.iter().all(|l| self.contains(*l)) && self.btags().all(|b| other.contains(b))
     }
 
+    /// The labels of both.
     pub fn union(&self, other: &Variant) -> Variant {
         Variant::new(self.0.iter().chain(other.0.iter()).copied())
     }
@@ -169,7 +180,9 @@ impl fmt::Display for Type {
 /// A variant with an optional guard (star exits, feedback patterns, synchrocell slots).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pattern {
+    /// The labels a record must carry (it may carry more).
     pub variant: Variant,
+    /// A tag expression that must also be non-zero on the record, if any.
     pub guard: Option<Expr>,
 }
 
@@ -177,11 +190,22 @@ pub struct Pattern {
 #[derive(Clone, Debug, PartialEq)]
 pub enum OutItem {
     /// `f` (src == dst) or `f=g`: the field `dst` gets the value of input field `src`.
-    Field { dst: Label, src: Label },
+    Field {
+        /// The output record's field.
+        dst: Label,
+        /// The input record's field whose value it gets.
+        src: Label,
+    },
     /// `<t>`, `<t=e>`, `<#b>`, `<#b=e>`: `dst` is a tag or binding tag.
-    Tag { dst: Label, value: TagValue },
+    Tag {
+        /// The output record's tag or binding tag.
+        dst: Label,
+        /// Where its value comes from.
+        value: TagValue,
+    },
 }
 
+/// The value of a tag a filter outputs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TagValue {
     /// `<t>`: copy the input's tag of the same label, or 0 when absent.
@@ -193,6 +217,7 @@ pub enum TagValue {
 /// One output record of a filter: `{ item, item, ... }`.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct OutSpec {
+    /// The record's items in source order; each output label at most once.
     pub items: Vec<OutItem>,
 }
 
@@ -208,19 +233,28 @@ pub struct FilterArm {
 /// `[ pattern -> action ]`. The last arm always has no guard.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FilterDef {
+    /// The labels the filter takes from its input (other labels flow
+    /// past it to every output record).
     pub pattern: Variant,
+    /// The arms in source order; the first whose guard holds makes the
+    /// output. Never empty.
     pub arms: Vec<FilterArm>,
 }
 
 /// `[| p1 if <g1>, p2, ... |]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SynchrocellDef {
+    /// One slot per pattern, in source order: a record is stored in the
+    /// first empty slot whose pattern (and guard) it matches; when every
+    /// slot is full the cell emits their merge and is the identity after.
     pub patterns: Vec<Pattern>,
 }
 
 /// A box declaration: `box name((in...) -> (out...) | (out...))`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BoxDef {
+    /// The name as declared (the name of the function a language
+    /// interface calls, and of the box in messages).
     pub name: String,
     /// Input labels in signature (argument) order.
     pub inputs: Vec<Label>,
@@ -234,6 +268,7 @@ pub struct BoxDef {
     pub interface: String,
     /// The box's code written inline in the program, if any.
     pub code: Option<BoxCode>,
+    /// Where the box is declared.
     pub loc: Loc,
 }
 
@@ -258,54 +293,79 @@ impl BoxDef {
         self.init
     }
 
+    /// The input labels as a variant (sorted; the record type the box
+    /// takes, before flow inheritance adds what passes it by).
     pub fn input_variant(&self) -> Variant {
         Variant::new(self.inputs.iter().copied())
     }
 }
 
+/// What a node template is: a component of the language, its operands as
+/// [`NodeId`]s of the same graph.
 #[derive(Clone, Debug, PartialEq)]
 pub enum NodeKind {
+    /// A box: calls the declared box of [`Graph::boxes`] per record.
     Box(BoxId),
+    /// A filter `[ pattern -> action ]`.
     Filter(FilterDef),
+    /// A synchrocell `[| p1, p2, ... |]`.
     Synchrocell(SynchrocellDef),
     /// `A .. B`.
     Serial(NodeId, NodeId),
     /// `A | B | ...` or `A || B || ...`: routing by the branches' [`Node::input`] types.
     Parallel {
+        /// The branches in source order.
         branches: Vec<NodeId>,
+        /// `||`: the output keeps the order of the input.
         det: bool,
     },
     /// `A * pats` or `A ** pats`.
     Star {
+        /// The replicated component.
         body: NodeId,
+        /// Records matching one of these (with its guard) leave before
+        /// the next replica.
         exits: Vec<Pattern>,
+        /// `**`: the output keeps the order of the input.
         det: bool,
     },
     /// `A ! <t>` or `A !! <t>`.
     Split {
+        /// The replicated component, one replica per value of `tag`.
         body: NodeId,
+        /// The tag whose value picks the replica.
         tag: Label,
+        /// `!!`: the output keeps the order of the input.
         det: bool,
     },
     /// `A \ pats`.
     Feedback {
+        /// The component, instantiated once.
         body: NodeId,
+        /// Outputs of `body` matching one of these go back to its input.
         back: Vec<Pattern>,
     },
     /// `A @ n`.
     Place {
+        /// The placed component.
         body: NodeId,
+        /// The machine node it runs on.
         node: Rank,
     },
     /// `A !@ <t>`, or `A !!@ <t>` (output in input order) when `det`.
     DynPlace {
+        /// The replicated component; the replica for value `v` runs on node `v`.
         body: NodeId,
+        /// The tag whose value names the node.
         tag: Label,
+        /// `!!@`: the output keeps the order of the input.
         det: bool,
     },
     /// A named net's boundary (transparent at run time; kept for messages and graphs).
     Net {
+        /// The net's qualified name (`outer/inner` for a nested net).
         name: String,
+        /// The net's body.
         body: NodeId,
     },
     /// An observer (metadata `<observer />` on a box or a net): `body`
@@ -313,7 +373,9 @@ pub enum NodeKind {
     /// (after) is reported to the observer's destination first. Added by
     /// the front end only where metadata asks for one.
     Observe {
+        /// The observed component.
         body: NodeId,
+        /// What is reported, where, and at which point.
         observer: Arc<Observer>,
     },
 }
@@ -321,7 +383,9 @@ pub enum NodeKind {
 /// Where an observer sees records, relative to its component.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ObservePoint {
+    /// The records entering the component.
     Before,
+    /// The records the component emits.
     After,
 }
 
@@ -354,7 +418,12 @@ pub enum ObserveDest {
     /// Appended to a file (`<observer_file value="PATH" />`).
     File(String),
     /// Sent over TCP (`<observer_address value="HOST" />`, `<observer_port value="N" />`).
-    Tcp { host: String, port: u16 },
+    Tcp {
+        /// The listener's host name or address.
+        host: String,
+        /// The listener's TCP port.
+        port: u16,
+    },
 }
 
 impl fmt::Display for ObserveDest {
@@ -376,12 +445,15 @@ pub struct Observer {
     pub oid: u32,
     /// The observed component's name (`position=` in messages).
     pub position: String,
+    /// Whether it reports the records entering or leaving the component.
     pub point: ObservePoint,
+    /// How much of each record it reports.
     pub data: ObserveData,
     /// `<observer_code value=".." />`, copied into every message.
     pub code: Option<String>,
     /// Each observed record waits for the listener's `<observer oid="N"/>`.
     pub interactive: bool,
+    /// Where the messages go.
     pub dest: ObserveDest,
     /// Where the `<observer />` element is written.
     pub loc: Loc,
@@ -390,6 +462,7 @@ pub struct Observer {
 /// A node template.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
+    /// The component and its operands.
     pub kind: NodeKind,
     /// Where the construct is written.
     pub loc: Loc,
@@ -428,7 +501,10 @@ impl Node {
 /// The whole program, ready to run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Graph {
+    /// The node templates, addressed by [`NodeId`]; operands refer only to
+    /// nodes of this vector.
     pub nodes: Vec<Node>,
+    /// The declared boxes, addressed by [`BoxId`].
     pub boxes: Vec<BoxDef>,
     /// The entry network's node.
     pub entry: NodeId,
@@ -439,14 +515,17 @@ pub struct Graph {
 pub struct Placement {
     /// `@ 1`, `!@ <node>` or `!!@ <node>`.
     pub what: String,
+    /// Where it is written.
     pub loc: Loc,
 }
 
 impl Graph {
+    /// The node template `id` (panics if `id` is not of this graph).
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]
     }
 
+    /// The box declaration `id` (panics if `id` is not of this graph).
     pub fn box_def(&self, id: BoxId) -> &BoxDef {
         &self.boxes[id as usize]
     }

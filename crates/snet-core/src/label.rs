@@ -74,16 +74,20 @@ impl Label {
     pub fn new(kind: LabelKind, name: &str) -> Label {
         Label((kind as u32) << KIND_SHIFT | intern(name))
     }
+    /// The field `name` (written `name` in S-Net).
     pub fn field(name: &str) -> Label {
         Label::new(LabelKind::Field, name)
     }
+    /// The tag `<name>`.
     pub fn tag(name: &str) -> Label {
         Label::new(LabelKind::Tag, name)
     }
+    /// The binding tag `<#name>`.
     pub fn btag(name: &str) -> Label {
         Label::new(LabelKind::BTag, name)
     }
 
+    /// Whether the label is a field, a tag or a binding tag.
     pub fn kind(self) -> LabelKind {
         match self.0 >> KIND_SHIFT {
             0 => LabelKind::Field,
@@ -92,6 +96,7 @@ impl Label {
         }
     }
 
+    /// Whether the label is a field (its value opaque data, not an integer).
     pub fn is_field(self) -> bool {
         self.kind() == LabelKind::Field
     }

@@ -10,6 +10,8 @@
 //!
 //! This crate depends on nothing of the project; it must stay small and hot-path friendly.
 
+#![warn(missing_docs)]
+
 pub mod bytes;
 pub mod expr;
 pub mod field;

@@ -39,6 +39,7 @@ impl Record {
     /// Entries a record holds without a heap allocation.
     pub const INLINE: usize = 4;
 
+    /// The empty record (no allocation).
     #[inline]
     pub fn new() -> Record {
         Record {
@@ -46,6 +47,8 @@ impl Record {
         }
     }
 
+    /// An empty record with room for `n` entries (on the heap only when `n`
+    /// exceeds [`Record::INLINE`]).
     #[inline]
     pub fn with_capacity(n: usize) -> Record {
         if n <= Record::INLINE {
@@ -58,11 +61,13 @@ impl Record {
         }
     }
 
+    /// The number of labels (fields, tags and binding tags together).
     #[inline]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether the record has no label at all.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -92,6 +97,7 @@ impl Record {
         &self.entries
     }
 
+    /// The labels in label order (the order of [`Record::entries`]).
     pub fn labels(&self) -> impl Iterator<Item = Label> + '_ {
         self.entries.iter().map(|(l, _)| *l)
     }
@@ -114,11 +120,13 @@ impl Record {
         }
     }
 
+    /// Whether the record carries `label`, whatever its value.
     #[inline]
     pub fn has(&self, label: Label) -> bool {
         self.find(label).is_ok()
     }
 
+    /// The value of `label`, if the record carries it.
     #[inline]
     pub fn get(&self, label: Label) -> Option<&Value> {
         self.find(label).ok().map(|i| &self.entries[i].1)
@@ -156,6 +164,7 @@ impl Record {
         }
     }
 
+    /// The value of field `label`; `None` if it is absent or an integer.
     pub fn field(&self, label: Label) -> Option<&Field> {
         match self.get(label) {
             Some(Value::Field(f)) => Some(f),
@@ -172,6 +181,7 @@ impl Record {
         }
     }
 
+    /// Sets (or replaces) tag or binding tag `label` to `v`.
     #[inline]
     pub fn set_int(&mut self, label: Label, v: i64) {
         self.set(label, Value::Int(v))
@@ -185,6 +195,7 @@ impl Record {
         }
     }
 
+    /// Removes `label`, returning its value if it was there.
     #[inline]
     pub fn remove(&mut self, label: Label) -> Option<Value> {
         self.find(label).ok().map(|i| self.entries.remove(i).1)

@@ -116,7 +116,7 @@ use crate::EngineError;
 pub trait Emit {
     /// `variant` is 1-based, as in `C4SNetOut`; `rec` holds exactly that variant's labels.
     ///
-    /// This call may suspend the box call (see [`crate::callstack`]): the
+    /// This call may suspend the box call (the engine's call stacks): the
     /// worker's thread runs other boxes before it returns. The call goes on
     /// on the same thread, but a language interface that keeps per-thread
     /// state about the running call must not let the other calls see it,
@@ -206,7 +206,7 @@ impl LanguageInterface for NoBoxes {
 }
 
 /// The reorder buffer shared by a concurrent box's dispatcher and lanes (see the module docs).
-pub struct Reorder {
+pub(crate) struct Reorder {
     next: Arc<Entity>,
     state: Mutex<ReorderState>,
 }
@@ -261,7 +261,7 @@ impl Reorder {
 /// the positions of the input entries its outputs inherit (the labels the
 /// box's input pattern does not name and the variant does not carry).
 #[derive(Default)]
-pub struct Inherit {
+pub(crate) struct Inherit {
     /// The label set planned for; empty with `take` empty: none yet.
     labels: SmallVec<[Label; 6]>,
     take: Vec<SmallVec<[u32; 4]>>,
@@ -278,19 +278,19 @@ impl Inherit {
     /// anything ([`Record::needs_drop`], without a look at each entry
     /// when the set has no field).
     #[inline]
-    pub fn needs_drop(&self, rec: &Record) -> bool {
+    pub(crate) fn needs_drop(&self, rec: &Record) -> bool {
         rec.spilled() || (self.fields && rec.needs_drop())
     }
 
     /// Whether the plan is for `rec`'s label set.
     #[inline]
-    pub fn fits(&self, rec: &Record) -> bool {
+    pub(crate) fn fits(&self, rec: &Record) -> bool {
         !self.take.is_empty() && rec.has_labels(&self.labels)
     }
 
     /// Plans for `rec`'s label set: `pattern` is the box's input labels,
     /// `outputs` its variants.
-    pub fn plan(&mut self, rec: &Record, pattern: &Variant, outputs: &[Vec<Label>]) {
+    pub(crate) fn plan(&mut self, rec: &Record, pattern: &Variant, outputs: &[Vec<Label>]) {
         self.labels = rec.labels().collect();
         self.fields = self.labels.iter().any(|l| l.is_field());
         self.take = outputs
@@ -329,13 +329,13 @@ impl Inherit {
 
     /// The [`Slot`] steps of variant `variant` (1-based, in range).
     #[inline]
-    pub fn steps(&self, variant: usize) -> Option<&[Src]> {
+    pub(crate) fn steps(&self, variant: usize) -> Option<&[Src]> {
         self.steps[variant - 1].as_deref()
     }
 
     /// The positions variant `variant` (1-based, in range) inherits.
     #[inline]
-    pub fn take(&self, variant: usize) -> &[u32] {
+    pub(crate) fn take(&self, variant: usize) -> &[u32] {
         &self.take[variant - 1]
     }
 }
@@ -355,7 +355,7 @@ enum Mode {
     Lane { order: Arc<Reorder> },
 }
 
-pub struct BoxEntity {
+pub(crate) struct BoxEntity {
     t: Arc<BoxTemplate>,
     next: Arc<Entity>,
     mode: Mode,
@@ -384,7 +384,7 @@ struct Calls {
 }
 
 impl BoxEntity {
-    pub fn new(rt: &Runtime, t: Arc<BoxTemplate>, next: Arc<Entity>) -> BoxEntity {
+    pub(crate) fn new(rt: &Runtime, t: Arc<BoxTemplate>, next: Arc<Entity>) -> BoxEntity {
         let NodeKind::Box(id) = rt.graph().node(t.node).kind else {
             panic!("node {} is not a box", t.node)
         };
@@ -440,7 +440,7 @@ impl BoxEntity {
     }
 
     /// The box's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.t.def.name
     }
 
@@ -660,7 +660,7 @@ impl BoxEntity {
     /// arguments are not all on this node yet is parked (with everything
     /// behind it, to keep the stream's order) until they arrive: the
     /// worker goes on with other work, and [`Item::Wake`] resumes the box.
-    pub fn process(
+    pub(crate) fn process(
         &mut self,
         item: Item,
         ctx: &mut Ctx,

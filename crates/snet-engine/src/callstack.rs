@@ -53,7 +53,7 @@ use crate::boxes::{BoxImpl, Emit, Slot};
 use crate::entity::{Item, Origin, Rec, Stamps};
 use crate::error::BoxError;
 
-pub use crate::runtime::YIELD_AFTER;
+pub(crate) use crate::runtime::YIELD_AFTER;
 
 /// A box call is also suspended (its outputs so far go downstream) once
 /// they hold this many bytes of field values made during the call (see
@@ -69,7 +69,7 @@ const KEEP_FREE: usize = 2;
 /// What one box call reads and writes. Owned by the box entity, whose
 /// state has a stable address while a call is in progress; the call sees it
 /// only through the raw pointer each resume passes in.
-pub struct CallIo {
+pub(crate) struct CallIo {
     pub imp: std::sync::Arc<dyn BoxImpl>,
     pub def: std::sync::Arc<BoxDef>,
     /// The input record (the box reads it during the whole call).
@@ -161,7 +161,7 @@ impl CallIo {
 }
 
 /// Why a call came back to the worker.
-pub enum Event {
+pub(crate) enum Event {
     /// [`YIELD_AFTER`] outputs are waiting in [`CallIo::outs`]; the call is suspended.
     Batch,
     /// The call returned (its last outputs are in [`CallIo::outs`], its
@@ -173,7 +173,7 @@ pub enum Event {
 type Co = Coroutine<*mut CallIo, Event, (), DefaultStack>;
 
 /// A stack with a coroutine on it that runs box calls one after another.
-pub struct CallStack {
+pub(crate) struct CallStack {
     #[cfg(not(miri))]
     co: Co,
     /// The worker that may resume it (see the module docs).
@@ -491,7 +491,7 @@ impl CallStack {
     /// `io` stays valid, and is not touched by anyone else, until the next
     /// `resume` of this stack or until it returns [`Event::Done`]; so does
     /// its [`CallIo::more`] (if not null) until this `resume` returns.
-    pub unsafe fn resume(&mut self, io: *mut CallIo, worker: usize) -> Event {
+    pub(crate) unsafe fn resume(&mut self, io: *mut CallIo, worker: usize) -> Event {
         assert_eq!(
             self.worker, worker,
             "a suspended box call is resumed on the worker that started it"
@@ -526,7 +526,7 @@ impl Drop for CallStack {
 }
 
 /// A worker's free call stacks.
-pub struct Stacks {
+pub(crate) struct Stacks {
     // Boxed: a stack moves between this list and a box entity as one
     // pointer (the coroutine is several words).
     #[allow(clippy::vec_box)]
@@ -612,7 +612,7 @@ impl Drop for AltStack {
 
 impl Stacks {
     /// A set of stacks for code that runs no box (no worker thread).
-    pub fn new(size: usize, worker: usize) -> Stacks {
+    pub(crate) fn new(size: usize, worker: usize) -> Stacks {
         Stacks {
             free: Vec::new(),
             size,
@@ -623,20 +623,20 @@ impl Stacks {
 
     /// The set of worker `worker`, on its own thread (it also gives the
     /// thread an alternate signal stack, see [`AltStack`]).
-    pub fn for_worker_thread(size: usize, worker: usize) -> Stacks {
+    pub(crate) fn for_worker_thread(size: usize, worker: usize) -> Stacks {
         Stacks {
             _alt: AltStack::ensure(),
             ..Stacks::new(size, worker)
         }
     }
 
-    pub fn worker(&self) -> usize {
+    pub(crate) fn worker(&self) -> usize {
         self.worker
     }
 
     /// A free stack (a new one if none is kept).
     #[inline]
-    pub fn take(&mut self) -> std::io::Result<Box<CallStack>> {
+    pub(crate) fn take(&mut self) -> std::io::Result<Box<CallStack>> {
         match self.free.pop() {
             Some(s) => Ok(s),
             None => CallStack::new(self.size, self.worker).map(Box::new),
@@ -645,7 +645,7 @@ impl Stacks {
 
     /// Gives back a stack whose call returned.
     #[inline]
-    pub fn give(&mut self, s: Box<CallStack>) {
+    pub(crate) fn give(&mut self, s: Box<CallStack>) {
         debug_assert_eq!(s.worker, self.worker);
         if self.free.len() < KEEP_FREE {
             self.free.push(s);

@@ -33,25 +33,25 @@ use crate::sync::Arc;
 use crate::EngineError;
 
 /// The dispatcher side of a deterministic combinator.
-pub struct DetOwner {
+pub(crate) struct DetOwner {
     pub owner: u64,
     next_seq: u64,
 }
 
 impl DetOwner {
-    pub fn new(owner: u64) -> DetOwner {
+    pub(crate) fn new(owner: u64) -> DetOwner {
         DetOwner { owner, next_seq: 0 }
     }
 
     /// Stamps a record entering the combinator; returns the marker that must follow it.
-    pub fn stamp(&mut self, rec: &mut Rec) -> Marker {
+    pub(crate) fn stamp(&mut self, rec: &mut Rec) -> Marker {
         self.reserve(&mut rec.det)
     }
 
     /// Takes the next sequence number for what carries `stamps` (a record,
     /// or the start-up of the combinator's initialisers); returns the marker
     /// that must follow it.
-    pub fn reserve(&mut self, stamps: &mut Stamps) -> Marker {
+    pub(crate) fn reserve(&mut self, stamps: &mut Stamps) -> Marker {
         let s = self.next_seq;
         self.next_seq += 1;
         stamps.push(s);
@@ -59,7 +59,7 @@ impl DetOwner {
     }
 
     /// Wraps an enclosing owner's marker: it goes straight to the collector.
-    pub fn wrap(&mut self, foreign: Marker) -> Marker {
+    pub(crate) fn wrap(&mut self, foreign: Marker) -> Marker {
         let s = self.next_seq;
         self.next_seq += 1;
         Marker::new(self.owner, s, Some(foreign))
@@ -70,7 +70,7 @@ impl DetOwner {
 /// by its ordering marker if a deterministic owner stamped it
 /// ([`DetOwner::stamp`]; stamping comes first so that an instance the record
 /// creates starts with the record's stamps).
-pub fn send_in(target: &Arc<Entity>, r: Rec, marker: Option<Marker>, ctx: &mut Ctx) {
+pub(crate) fn send_in(target: &Arc<Entity>, r: Rec, marker: Option<Marker>, ctx: &mut Ctx) {
     ctx.send(target, Item::Rec(r));
     if let Some(m) = marker {
         ctx.send(target, Item::Marker(m));
@@ -80,7 +80,7 @@ pub fn send_in(target: &Arc<Entity>, r: Rec, marker: Option<Marker>, ctx: &mut C
 /// A marker reaching a combinator's dispatcher: a deterministic owner wraps
 /// it and sends it to its collector (`next`); otherwise copies go down every
 /// instantiated path.
-pub fn pass_marker<'a>(
+pub(crate) fn pass_marker<'a>(
     det: Option<&mut DetOwner>,
     m: Marker,
     paths: impl Iterator<Item = &'a Arc<Entity>> + Clone,
@@ -97,7 +97,7 @@ pub fn pass_marker<'a>(
 }
 
 /// The collector side.
-pub struct Collector {
+pub(crate) struct Collector {
     owner: u64,
     current: u64,
     /// Records stamped with a later number than `current`.
@@ -110,7 +110,7 @@ pub struct Collector {
 }
 
 impl Collector {
-    pub fn new(owner: u64, next: Arc<Entity>) -> Collector {
+    pub(crate) fn new(owner: u64, next: Arc<Entity>) -> Collector {
         Collector {
             owner,
             current: 0,
@@ -121,7 +121,7 @@ impl Collector {
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub(crate) fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(mut r) => {
                 let s = r.det.last().copied().unwrap_or(self.current);

@@ -152,7 +152,7 @@ impl std::fmt::Debug for Stamps {
 /// A record in flight, with its deterministic-order stamps and the input
 /// record it came from.
 #[derive(Clone, Debug)]
-pub struct Rec {
+pub(crate) struct Rec {
     pub rec: Record,
     pub det: Stamps,
     pub origin: Origin,
@@ -164,12 +164,12 @@ pub struct Rec {
 /// `None` everywhere else. It lives in the stamps' box, so it costs a
 /// `Rec` nothing (a `Rec` of 128 bytes made `Item` move by `memcpy`:
 /// pipe10 +24 %), and every derived record carries it, as its stamps.
-pub type Custody = Option<std::sync::Arc<crate::dist::custody::Token>>;
+pub(crate) type Custody = Option<std::sync::Arc<crate::dist::custody::Token>>;
 
 impl Rec {
     /// A record of no input record (for the model checks).
     #[cfg(all(test, loom))]
-    pub fn new(rec: Record) -> Rec {
+    pub(crate) fn new(rec: Record) -> Rec {
         Rec {
             rec,
             det: Stamps::new(),
@@ -191,6 +191,8 @@ impl Origin {
     /// Not from the input (or not known).
     pub const NONE: Origin = Origin(0);
 
+    /// The origin of input record `number` (1-based), which ended on input
+    /// line `line` if the source knows; both saturate at `u32::MAX`.
     pub fn input(number: u64, line: Option<u64>) -> Origin {
         let sat = |v: u64| v.min(u64::from(u32::MAX));
         Origin(sat(number) << 32 | sat(line.unwrap_or(0)))
@@ -201,6 +203,7 @@ impl Origin {
         Origin(bits)
     }
 
+    /// The origin as one number, for the wire ([`Origin::from_bits`] reads it back).
     pub fn to_bits(self) -> u64 {
         self.0
     }
@@ -289,13 +292,13 @@ impl Marker {
 
 /// The owner's side of its markers: the shares that arrived so far, per sequence number.
 #[derive(Default)]
-pub struct Arrivals {
+pub(crate) struct Arrivals {
     partial: rustc_hash::FxHashMap<u64, (crate::weight::Dyadic, Option<Marker>)>,
 }
 
 impl Arrivals {
     /// One copy arrived. `Some(payload)` when it completes the marker.
-    pub fn arrive(&mut self, m: Marker) -> Option<Option<Marker>> {
+    pub(crate) fn arrive(&mut self, m: Marker) -> Option<Option<Marker>> {
         if m.weight == 0 {
             // Never split: the common case, no bookkeeping.
             debug_assert!(!self.partial.contains_key(&m.seq));
@@ -316,7 +319,7 @@ impl Arrivals {
 
 /// What travels on a stream.
 #[derive(Debug)]
-pub enum Item {
+pub(crate) enum Item {
     Rec(Rec),
     Marker(Marker),
     /// Feedback: the loop drained; release held outside input.
@@ -329,7 +332,7 @@ pub enum Item {
 impl Item {
     /// The input record a record came from ([`Origin::NONE`] for the rest).
     #[inline]
-    pub fn origin(&self) -> Origin {
+    pub(crate) fn origin(&self) -> Origin {
         match self {
             Item::Rec(r) => r.origin,
             _ => Origin::NONE,
@@ -338,7 +341,7 @@ impl Item {
 }
 
 /// The result of offering an item to an entity.
-pub enum Offer {
+pub(crate) enum Offer {
     /// The entity was idle: the caller now holds its licence and gets the item back.
     Licensed(Item),
     /// The item was queued behind others; the current licence holder will see it.
@@ -359,7 +362,7 @@ const KEEP_AFTER: u8 = 8;
 const KEEP_MAX: usize = 256;
 
 /// A runtime entity: an inbox plus kind-specific state.
-pub struct Entity {
+pub(crate) struct Entity {
     inbox: Mutex<Inbox>,
     body: Body,
     /// The inbox's length, mirrored after every change under the lock
@@ -394,13 +397,13 @@ unsafe impl Sync for Entity {}
 unsafe impl Send for Entity {}
 
 impl Entity {
-    pub fn new(kind: crate::runtime::Kind) -> Arc<Entity> {
+    pub(crate) fn new(kind: crate::runtime::Kind) -> Arc<Entity> {
         let is_box = matches!(kind, crate::runtime::Kind::Box(_));
         Entity::with_body(Body::State(UnsafeCell::new(kind)), is_box)
     }
 
     /// A stateless entity (see [`Body::Shared`]).
-    pub fn new_stateless(s: crate::runtime::Stateless) -> Arc<Entity> {
+    pub(crate) fn new_stateless(s: crate::runtime::Stateless) -> Arc<Entity> {
         Entity::with_body(Body::Shared(s), false)
     }
 
@@ -420,7 +423,7 @@ impl Entity {
     }
 
     /// Step 1 of the protocol.
-    pub fn offer(&self, item: Item) -> Offer {
+    pub(crate) fn offer(&self, item: Item) -> Offer {
         let mut inbox = lock(&self.inbox);
         if !inbox.scheduled {
             debug_assert!(inbox.items.is_empty());
@@ -437,7 +440,7 @@ impl Entity {
     /// (`items` is left empty, its buffer kept: the items are copied in
     /// bulk). Returns the first item when the caller now holds the
     /// licence, and how many items were queued.
-    pub fn offer_many(&self, items: &mut VecDeque<Item>) -> (Option<Item>, usize) {
+    pub(crate) fn offer_many(&self, items: &mut VecDeque<Item>) -> (Option<Item>, usize) {
         let mut inbox = lock(&self.inbox);
         let first = if inbox.scheduled {
             None
@@ -453,7 +456,7 @@ impl Entity {
     }
 
     /// Step 2: the next item, or `None` after releasing the licence.
-    pub fn next_or_release(&self) -> Option<Item> {
+    pub(crate) fn next_or_release(&self) -> Option<Item> {
         let mut inbox = lock(&self.inbox);
         let next = inbox.items.pop_front();
         if next.is_none() {
@@ -469,7 +472,7 @@ impl Entity {
     /// returns 0 when there are none. The items are the holder's to
     /// process, in order, before any still in the inbox (or to give back
     /// with [`Entity::unread`]).
-    pub fn take_or_release(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
+    pub(crate) fn take_or_release(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
         let mut inbox = lock(&self.inbox);
         let n = inbox.items.len().min(max.max(1));
         if n == 0 {
@@ -500,7 +503,7 @@ impl Entity {
     /// how many (0 when the inbox is empty). For a holder that still has an
     /// item in hand (a task's first item), so that the entity sees what
     /// waits behind it (a box's run of calls, [`crate::callstack`]).
-    pub fn take(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
+    pub(crate) fn take(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
         let mut inbox = lock(&self.inbox);
         let n = inbox.items.len().min(max);
         if n > 0 {
@@ -511,7 +514,7 @@ impl Entity {
 
     /// Gives items taken with [`Entity::take_or_release`] and not processed
     /// back to the front of the inbox, in their order (the licence is kept).
-    pub fn unread(&self, items: &mut VecDeque<Item>) {
+    pub(crate) fn unread(&self, items: &mut VecDeque<Item>) {
         if items.is_empty() {
             return;
         }
@@ -540,7 +543,7 @@ impl Entity {
     /// Records that this entity stands for graph node `node`, unless an
     /// inner instantiation already said which (a serial composition's
     /// entry is its first component's).
-    pub fn tag(&self, node: snet_core::NodeId) {
+    pub(crate) fn tag(&self, node: snet_core::NodeId) {
         let _ = self.node.compare_exchange(
             u32::MAX,
             node.0,
@@ -553,31 +556,31 @@ impl Entity {
     /// the split creates it): the scheduler runs such replicas side by side
     /// before the entity they feed (`scheduler/work.rs`,
     /// `defer_below_siblings`).
-    pub fn mark_replica(&self) {
+    pub(crate) fn mark_replica(&self) {
         self.replica
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether this entity is a box.
     #[inline]
-    pub fn is_box(&self) -> bool {
+    pub(crate) fn is_box(&self) -> bool {
         self.is_box
     }
 
     /// Whether [`Entity::mark_replica`] marked this entity.
     #[inline]
-    pub fn is_replica(&self) -> bool {
+    pub(crate) fn is_replica(&self) -> bool {
         self.replica.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The graph node this entity stands for, if known ([`Entity::tag`]).
-    pub fn node(&self) -> Option<u32> {
+    pub(crate) fn node(&self) -> Option<u32> {
         Some(self.node.load(std::sync::atomic::Ordering::Relaxed)).filter(|&n| n != u32::MAX)
     }
 
     /// Items waiting in the inbox, as of a recent change (a hint: see the
     /// field).
-    pub fn backlog(&self) -> usize {
+    pub(crate) fn backlog(&self) -> usize {
         self.backlog.load(Ordering::Relaxed)
     }
 
@@ -585,7 +588,7 @@ impl Entity {
     /// mutable reference to it is ever made ([`Entity::state`] refuses
     /// stateless entities), so any thread may read it at any time.
     #[inline]
-    pub fn shared_state(&self) -> Option<&crate::runtime::Stateless> {
+    pub(crate) fn shared_state(&self) -> Option<&crate::runtime::Stateless> {
         match &self.body {
             Body::Shared(s) => Some(s),
             Body::State(_) => None,
@@ -600,7 +603,7 @@ impl Entity {
     /// not yet reachable by any other thread (construction). No other
     /// reference from `state` may be alive.
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn state(&self) -> &mut crate::runtime::Kind {
+    pub(crate) unsafe fn state(&self) -> &mut crate::runtime::Kind {
         match &self.body {
             // SAFETY: exclusive access is the caller's obligation (see above).
             Body::State(c) => unsafe { &mut *c.get() },

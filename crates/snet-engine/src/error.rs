@@ -29,19 +29,27 @@ use crate::dist::{ConnId, TransportError};
 pub enum EngineError {
     /// A record did not fit a component's type (no parallel branch, missing split tag, ...).
     Type {
+        /// What did not fit.
         error: RuntimeTypeError,
+        /// The component's source location, when known.
         loc: Option<Loc>,
     },
     /// A tag expression failed (division by zero, ...) in the given context.
     Eval {
+        /// Why the expression has no value.
         error: EvalError,
+        /// Which kind of expression it was.
         context: EvalContext,
+        /// The component's source location, when known.
         loc: Option<Loc>,
     },
     /// A box misbehaved (bad variant number, missing input, ...).
     Box {
+        /// The box's name.
         name: String,
+        /// What it did wrong, or what went wrong calling it.
         error: BoxError,
+        /// Where the box is declared, when known.
         loc: Option<Loc>,
     },
     /// The input stream was malformed.
@@ -53,8 +61,11 @@ pub enum EngineError {
     Setup(Vec<ResolveError>),
     /// A static placement `@ node` names a node the run does not have.
     Placement {
+        /// The node the placement names.
         node: Rank,
+        /// The run's number of nodes.
         nodes: u32,
+        /// Where the placement is written, when known.
         loc: Option<Loc>,
     },
     /// A dynamic placement (`!@ <tag>`, `!!@ <tag>`) got a record whose
@@ -62,14 +73,23 @@ pub enum EngineError {
     /// has `nodes` nodes): a placement error, not a type error (the
     /// record's type is right; the run is too small for it).
     DynamicPlacement {
+        /// The tag's value.
         value: i64,
+        /// The tag the placement reads.
         tag: Label,
+        /// The run's number of nodes.
         nodes: u32,
+        /// Where the placement is written, when known.
         loc: Option<Loc>,
     },
     /// Another node failed; `message` is its error (as text: it crossed
     /// processes).
-    Node { node: Rank, message: String },
+    Node {
+        /// The node that failed first.
+        node: Rank,
+        /// Its error's message.
+        message: String,
+    },
     /// Nodes could not talk (a transport failure or a protocol error).
     Distribution(DistributionError),
     /// An engine bug stopped the run.
@@ -80,7 +100,9 @@ pub enum EngineError {
     /// or [`EngineError::Box`]) on a record that came from an input record
     /// (see [`EngineError::caused_by`]).
     FromInput {
+        /// The component's error.
         error: Box<EngineError>,
+        /// The input record (and line) the failing record came from.
         origin: crate::Origin,
     },
 }
@@ -236,41 +258,66 @@ impl Error for SourceError {
 pub enum BoxError {
     /// The box was called with a record that does not match its input
     /// variant (the record's type, the box's input).
-    WrongInput { record: Variant, takes: Variant },
+    WrongInput {
+        /// The record's labels.
+        record: Variant,
+        /// The box's input labels.
+        takes: Variant,
+    },
     /// The box emitted an output variant its signature does not declare
     /// (variants are numbered from 1). `call` names the interface function
     /// that was given the number, when the interface caught it (e.g.
     /// `C4SNetOut`); `None` when the engine did.
     VariantOutOfRange {
+        /// The number the box gave.
         variant: i64,
+        /// How many output variants the signature declares.
         declared: usize,
+        /// The interface function given the number, if the interface caught it.
         call: Option<&'static str>,
     },
     /// `call` (e.g. `C4SNetOut`) was given a null value for field `label`
     /// of output variant `variant`.
     NullField {
+        /// The field.
         label: Label,
+        /// The output variant (from 1).
         variant: usize,
+        /// The interface function that was given the null value.
         call: &'static str,
     },
     /// The input record lacks a label the box takes.
-    MissingInput { label: Label },
+    MissingInput {
+        /// The label the record lacks.
+        label: Label,
+    },
     /// The value of tag (or binding tag) `label` does not fit the box
     /// parameter it is passed in: a C `int` (`ty`), `min..=max`.
     TagOutOfRange {
+        /// The tag.
         label: Label,
+        /// Its value in the record.
         value: i64,
+        /// The parameter's type in the box's language.
         ty: &'static str,
+        /// The smallest value the type holds.
         min: i64,
+        /// The largest value the type holds.
         max: i64,
     },
     /// The value of field `label` is not on this node.
-    NotLocal { label: Label },
+    NotLocal {
+        /// The field.
+        label: Label,
+    },
     /// The value of field `label` cannot be handed to the box's language
     /// (`language`, e.g. `C`) for the interface's `reason`.
     Unconvertible {
+        /// The field.
         label: Label,
+        /// The box's language.
         language: &'static str,
+        /// Why, as the interface says it.
         reason: String,
     },
     /// Box code misused its language interface's API (a stale handle, an
@@ -278,19 +325,30 @@ pub enum BoxError {
     Misuse(String),
     /// The call stack for the box's call could not be made (the
     /// operating system's error number, when it gave one).
-    NoCallStack { os_error: Option<i32> },
+    NoCallStack {
+        /// The operating system's error number (`errno`), if it gave one.
+        os_error: Option<i32>,
+    },
     /// An exception of the box's language (`language`, e.g. `C++`) escaped
     /// the box; `what` is its message when the language gives one (a C++
     /// `std::exception`'s `what()`).
     Threw {
+        /// The box's language.
         language: &'static str,
+        /// The exception's message, when the language gives one.
         what: Option<String>,
     },
     /// The box (a Rust function) panicked; `message` is the panic's
     /// message when it was a string.
-    Panicked { message: Option<String> },
+    Panicked {
+        /// The panic's message, when it was a string.
+        message: Option<String>,
+    },
     /// The box (a Rust function) returned an error; `message` is its text.
-    Failed { message: String },
+    Failed {
+        /// The error's text.
+        message: String,
+    },
 }
 
 impl fmt::Display for BoxError {
@@ -394,6 +452,7 @@ pub struct ResolveError {
     pub name: String,
     /// Where the box is declared.
     pub loc: Loc,
+    /// Why it could not be resolved.
     pub reason: ResolveReason,
 }
 
@@ -454,23 +513,41 @@ pub enum RuntimeTypeError {
     /// A record no branch of a parallel composition accepts (`accepted`:
     /// the branches' input variants, in routing order).
     NoBranch {
+        /// The record's labels.
         record: Variant,
+        /// The branches' input variants, in routing order.
         accepted: Vec<Variant>,
     },
     /// A record lacks the tag a parallel replication (`placement` false)
     /// or a dynamic placement (`placement` true) splits on.
     MissingSplitTag {
+        /// The record's labels.
         record: Variant,
+        /// The tag the combinator splits on.
         tag: Label,
+        /// Whether the combinator is a dynamic placement.
         placement: bool,
     },
     /// A record that reaches a repeated synchronisation matches neither an
     /// exit pattern nor a synchrocell pattern.
-    EndlessSynchronisation { record: Variant },
+    EndlessSynchronisation {
+        /// The record's labels.
+        record: Variant,
+    },
     /// A filter received a record that does not match its pattern.
-    FilterPattern { pattern: Variant, record: Variant },
+    FilterPattern {
+        /// The filter's pattern.
+        pattern: Variant,
+        /// The record's labels.
+        record: Variant,
+    },
     /// A filter's outspec copies field `field`, which the record lacks.
-    FilterMissingField { field: Label, record: Variant },
+    FilterMissingField {
+        /// The field the outspec copies.
+        field: Label,
+        /// The record's labels.
+        record: Variant,
+    },
 }
 
 impl fmt::Display for RuntimeTypeError {
@@ -559,8 +636,11 @@ impl fmt::Display for EvalContext {
 pub enum DistributionError {
     /// Node `from` could not send to node `to`.
     Send {
+        /// The sending node.
         from: Rank,
+        /// The node it sent to.
         to: Rank,
+        /// The transport's error.
         error: TransportError,
     },
     /// Receiving failed.
@@ -569,7 +649,9 @@ pub enum DistributionError {
     Protocol(ProtocolError),
     /// A field that cannot leave node `node`.
     Field {
+        /// The node the field is on.
         node: Rank,
+        /// Which field, where it was going, and why it cannot.
         error: crate::dist::wire::FieldStays,
     },
 }
@@ -596,23 +678,53 @@ impl Error for DistributionError {}
 #[non_exhaustive]
 pub enum ProtocolError {
     /// Node `from`'s message is malformed (the wire decoder's error).
-    Malformed { from: Rank, error: WireError },
+    Malformed {
+        /// The sender.
+        from: Rank,
+        /// Where the message is malformed and how.
+        error: WireError,
+    },
     /// An item from node `from` is well-formed but makes no sense here.
-    Item { from: Rank, error: ItemError },
+    Item {
+        /// The sender.
+        from: Rank,
+        /// What is wrong with the item.
+        error: ItemError,
+    },
     /// Node `from` opened a template the program does not have.
     UnknownTemplate {
+        /// The sender.
         from: Rank,
+        /// The template it named.
         template: snet_core::NodeId,
     },
     /// Node `from` sent items for a connection this node does not have.
-    UnknownConnection { from: Rank, conn: ConnId },
+    UnknownConnection {
+        /// The sender.
+        from: Rank,
+        /// The connection it named.
+        conn: ConnId,
+    },
     /// Node `from` sent a message with two `Bytes` frames.
-    TwoFieldValues { from: Rank },
+    TwoFieldValues {
+        /// The sender.
+        from: Rank,
+    },
     /// Node `from` acknowledged more items than this node has outstanding.
-    OverAcknowledged { from: Rank, count: u64 },
+    OverAcknowledged {
+        /// The sender.
+        from: Rank,
+        /// The items it acknowledged.
+        count: u64,
+    },
     /// Node `from` reported done an item this node does not hold in its
     /// custody log (or has no log).
-    UnknownDone { from: Rank, id: u64 },
+    UnknownDone {
+        /// The sender.
+        from: Rank,
+        /// The item's number it reported.
+        id: u64,
+    },
     /// The field store refused a request or an answer.
     FieldStore(crate::dist::fields::StoreError),
 }
@@ -657,18 +769,27 @@ impl From<ProtocolError> for DistributionError {
 #[non_exhaustive]
 pub enum InternalError {
     /// The thread running node `node` of a loopback run panicked.
-    NodePanicked { node: Rank },
+    NodePanicked {
+        /// The node.
+        node: Rank,
+    },
     /// A worker panicked.
     WorkerPanicked,
     /// Another thread of node `node` (the reader, a manager, a worker's
     /// loop) panicked.
-    ThreadPanicked { node: Rank },
+    ThreadPanicked {
+        /// The node.
+        node: Rank,
+    },
     /// The run of node `node` ended while `count` entities still had
     /// suspended work (their remaining outputs would be lost); `what`
     /// names the first (a box's name, or the kind of entity).
     StillSuspended {
+        /// The node.
         node: Rank,
+        /// How many entities had suspended work.
         count: usize,
+        /// The first of them: a box's name, or the kind of entity.
         what: String,
     },
 }

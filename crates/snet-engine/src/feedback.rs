@@ -30,7 +30,7 @@ use crate::star::matches_any;
 use crate::sync::Arc;
 use crate::EngineError;
 
-pub struct FeedbackEntry {
+pub(crate) struct FeedbackEntry {
     body: Arc<Entity>,
     router: Arc<Entity>,
     draining: bool,
@@ -38,7 +38,7 @@ pub struct FeedbackEntry {
 }
 
 impl FeedbackEntry {
-    pub fn new(body: Arc<Entity>, router: Arc<Entity>) -> FeedbackEntry {
+    pub(crate) fn new(body: Arc<Entity>, router: Arc<Entity>) -> FeedbackEntry {
         FeedbackEntry {
             body,
             router,
@@ -47,7 +47,7 @@ impl FeedbackEntry {
         }
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub(crate) fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Resume => {
                 self.draining = false;
@@ -76,7 +76,7 @@ impl FeedbackEntry {
     }
 }
 
-pub struct FeedbackRouter {
+pub(crate) struct FeedbackRouter {
     def: Arc<FeedbackDef>,
     owner: u64,
     /// The loop body's entry (weak: the body holds the router strongly).
@@ -91,7 +91,7 @@ pub struct FeedbackRouter {
 }
 
 impl FeedbackRouter {
-    pub fn new(def: Arc<FeedbackDef>, owner: u64, next: Arc<Entity>) -> FeedbackRouter {
+    pub(crate) fn new(def: Arc<FeedbackDef>, owner: u64, next: Arc<Entity>) -> FeedbackRouter {
         FeedbackRouter {
             def,
             owner,
@@ -109,7 +109,7 @@ impl FeedbackRouter {
             .expect("feedback body outlives its router while records flow")
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub(crate) fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {
                 let again =

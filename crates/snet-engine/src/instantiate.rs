@@ -39,7 +39,12 @@ use crate::synchrocell::SynchrocellEntity;
 /// of the initialisers it starts carry them (see [`crate::boxes`]). The
 /// start-up items are queued in `ctx.startup`; the caller sends them
 /// ([`Ctx::start`]) before anything else reaches the instance.
-pub fn instantiate(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -> Arc<Entity> {
+pub(crate) fn instantiate(
+    ctx: &Ctx,
+    node: NodeId,
+    next: Arc<Entity>,
+    start: &Stamps,
+) -> Arc<Entity> {
     let e = instantiate_node(ctx, node, next, start);
     // Traces and profiles name an entity by the innermost component it
     // is the entry of (`Entity::tag` keeps the first tag).
@@ -225,7 +230,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
 /// An instance of `template` on node `at` (not this node), whose output
 /// comes back to `next`: a remote entity for its entry, and `Open` on its
 /// way to `at`, which builds the instance (see [`crate::dist`]).
-pub fn remote_instance(
+pub(crate) fn remote_instance(
     ctx: &Ctx,
     at: Rank,
     template: NodeId,
@@ -278,6 +283,6 @@ fn det_wrap(
 }
 
 /// The entity for the network's output.
-pub fn output_entity(ctx: &Ctx, sink: Box<dyn crate::Sink>) -> Arc<Entity> {
+pub(crate) fn output_entity(ctx: &Ctx, sink: Box<dyn crate::Sink>) -> Arc<Entity> {
     ctx.entity(Kind::Output(OutputEntity::new(sink)))
 }

@@ -5,27 +5,43 @@
 //! whose entities cost one allocation each, and a fixed set of workers runs
 //! the entities whose input streams are non-empty.
 //!
-//! Modules, one per concern:
-//! - [`sync`]: the atomics and locks every concurrent module uses (swappable by `loom`);
-//! - [`scheduler`]: workers, local queues, stealing, sleeping, input admission, termination;
-//! - [`entity`]: an entity's inbox, its licence protocol and the item types on streams;
-//! - [`instantiate`]: template node -> entity (lazy replicas share templates);
-//! - [`filter`], [`synchrocell`], [`boxes`], [`parallel`], [`star`], [`split`],
-//!   [`feedback`], [`collector`], [`output`]: one module per entity kind;
-//! - [`limit`]: the `--input-limit` formula;
-//! - [`observe`]: observers (`<observer />` metadata), an entity before or after a component;
-//! - [`error`]: the error types ([`EngineError`] and its typed payloads;
-//!   `Display` gives the messages users see);
-//! - [`dist`]: the distribution layer: nodes, connections, managers,
+//! The public surface: [`run`] (one node's run, from a [`Source`] to a
+//! [`Sink`] with the boxes of a [`LanguageInterface`]), its [`Config`] and
+//! [`Stats`], the conveniences [`run_vec`] and [`run_loopback`], the
+//! error types ([`EngineError`] and its typed payloads; `Display` gives
+//! the messages users see), and the public modules [`dist`] (the
+//! distribution layer's transport contract and wire format),
+//! [`instrument`] and [`instrument_files`] (traces and profiles); the
+//! observers' text of field values ([`FieldText`]) and the live dumps of a
+//! run ([`Watch`]).
+//!
+//! Modules, one per concern (all private but those linked above):
+//! - `sync`: the atomics and locks every concurrent module uses (swappable by `loom`);
+//! - `scheduler`: workers, local queues, stealing, sleeping, input admission, termination;
+//! - `callstack`: box calls on stacks of their own, so that a call can be suspended;
+//! - `entity`: an entity's inbox, its licence protocol and the item types on streams;
+//! - `instantiate`: template node -> entity (lazy replicas share templates);
+//! - `filter`, `synchrocell`, `boxes`, `parallel`, `star`, `split`,
+//!   `feedback`, `collector`, `output`: one module per entity kind;
+//! - `limit`: the `--input-limit` formula;
+//! - `observe`: observers (`<observer />` metadata), an entity before or after a component;
+//! - `error`: the error types;
+//! - `dist`: the distribution layer: nodes, connections, managers,
 //!   termination, fields by reference, the wire format (single node = the
 //!   trivial layer; the transport trait, the loopback transport and their
 //!   conformance suite are `snet-transport`'s, re-exported there);
-//!   [`remote`]: the entity at a connection's local end;
-//! - [`weight`]: dyadic weights (marker copies, termination credit);
-//! - [`instrument`]: traces and profiles (`--trace`, `--profile`).
+//!   `remote`: the entity at a connection's local end;
+//! - `weight`: dyadic weights (marker copies, termination credit);
+//! - `instrument`: traces and profiles (`--trace`, `--profile`).
+//!
+//! The fuzz targets (`fuzz/`, built with `--cfg fuzzing`) reach a few
+//! internals that exist only in that build: `fuzz_filter` and
+//! `dist::wire::fuzzing`.
+
+#![warn(unreachable_pub, missing_docs)]
 
 mod boxes;
-pub mod callstack;
+mod callstack;
 mod collector;
 pub mod dist;
 mod entity;
@@ -36,16 +52,16 @@ mod instantiate;
 pub mod instrument;
 pub mod instrument_files;
 mod limit;
-pub mod observe;
+mod observe;
 mod output;
 mod parallel;
 mod program;
 mod remote;
 mod runtime;
-pub mod scheduler;
+mod scheduler;
 mod split;
 mod star;
-pub mod stuck;
+mod stuck;
 mod sync;
 mod synchrocell;
 mod weight;
@@ -56,7 +72,13 @@ use std::sync::Arc;
 use snet_core::{Graph, Rank, Record};
 
 pub use boxes::{BoxImpl, Emit, LanguageInterface, NoBoxes, Slot, Src};
+/// For a signal handler that reports crashes of box code (the C4SNet
+/// crash report): whether a fault address is the overflow of the box call
+/// running on this thread.
+pub use callstack::in_guard as in_box_stack_guard;
 pub use callstack::Emitter;
+/// The default of [`Config::box_stack`].
+pub use callstack::DEFAULT_STACK as DEFAULT_BOX_STACK;
 pub use dist::{loopback::Loopback, Channel, SingleNode, Transport, TransportError};
 pub use entity::Origin;
 pub use error::{
@@ -68,7 +90,7 @@ pub use error::{
 #[cfg(fuzzing)]
 pub use filter::fuzz_apply as fuzz_filter;
 pub use limit::{InputLimit, LimitError};
-pub use observe::{FieldText, ObserverError};
+pub use observe::{FieldText, FieldTextFn, ObserverError};
 pub use stuck::{Held, Progress, Watch};
 
 /// Where input records come from (the record reader, a test vector, ...).
@@ -96,6 +118,8 @@ pub trait Source: Send {
 
 /// Where output records go. Called by one worker at a time, in stream order.
 pub trait Sink: Send {
+    /// Writes one output record (the sink may buffer it; an error ends the
+    /// run as [`EngineError::Output`]).
     fn write(&mut self, rec: &Record) -> std::io::Result<()>;
     /// After the last record of a successful run (writes the terminate record).
     fn finish(&mut self) -> std::io::Result<()>;
@@ -144,7 +168,7 @@ pub struct Config {
     pub warn: fn(&str),
     /// The size in bytes of the stack each box call runs on (C boxes put
     /// their arrays there); a call that overflows it is reported, naming
-    /// the box. Default [`callstack::DEFAULT_STACK`] (8 MiB, of address
+    /// the box. Default [`DEFAULT_BOX_STACK`] (8 MiB, of address
     /// space: only the pages a call touches take memory).
     pub box_stack: usize,
     /// The text form of field values, for observers at `allvalues`
@@ -152,7 +176,7 @@ pub struct Config {
     pub field_text: Option<FieldText>,
     /// Live dumps of what each node is doing (`SIGUSR1`, `--watchdog`);
     /// `None`: no monitor thread.
-    pub watch: Option<stuck::Watch>,
+    pub watch: Option<Watch>,
     /// Record a trace and a profile of the run ([`instrument`]); each node
     /// run in this process deposits its report there. `None` (the
     /// default): nothing is recorded, and nothing is paid.
@@ -180,7 +204,7 @@ impl Default for Config {
             codecs: snet_core::Codecs::default(),
             inline_fields: DEFAULT_INLINE_FIELDS,
             warn: warn_to_stderr,
-            box_stack: callstack::DEFAULT_STACK,
+            box_stack: DEFAULT_BOX_STACK,
             field_text: None,
             watch: None,
             instrument: None,
@@ -192,34 +216,48 @@ impl Default for Config {
 /// Counters of one run (of one node, in a distributed run).
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
+    /// The node these counters are of (0 in a single-node run).
     pub node: Rank,
+    /// Records read from the input (node 0 only; other nodes read none).
     pub input_records: u64,
+    /// Records written to the output (node 0 only).
     pub output_records: u64,
+    /// Entities instantiated on this node (replicas made on demand included).
     pub entities_created: u64,
+    /// Tasks a worker took from another worker's queue.
     pub steals: u64,
     /// Box calls suspended because they emitted a batch of records
     /// (each goes on once the records downstream have been consumed).
     pub suspensions: u64,
+    /// Messages this node sent to other nodes (0 in a single-node run).
     pub messages_sent: u64,
+    /// Messages this node received from other nodes.
     pub messages_received: u64,
+    /// Bytes of the messages sent, headers and payloads.
     pub bytes_sent: u64,
+    /// Bytes of the messages received, headers and payloads.
     pub bytes_received: u64,
-    /// Fields whose bytes this node fetched from another node, and their size.
+    /// Fields whose bytes this node fetched from another node.
     pub fields_fetched: u64,
+    /// The bytes of the fields fetched.
     pub field_bytes_fetched: u64,
     /// Fields this node exported (sent by reference) during the run.
     pub fields_exported: u64,
-    /// After the run: exports still referenced, proxies still alive (both
-    /// zero unless records stayed parked in synchrocells).
+    /// After the run: exports still referenced (zero unless records stayed
+    /// parked in synchrocells).
     pub exports_live: u64,
+    /// After the run: proxies of other nodes' fields still alive (zero
+    /// unless records stayed parked in synchrocells).
     pub proxies_live: u64,
     /// The most items this node had sent to other nodes and not yet had
     /// acknowledged at once (back-pressure across nodes).
     pub peak_outstanding: u64,
     /// Node 0 with [`dist::OnNodeLoss::Respawn`]: the records its custody
     /// log still held after the run (zero: every node reported every
-    /// record done) and the most it held at once.
+    /// record done).
     pub log_live: u64,
+    /// Node 0 with [`dist::OnNodeLoss::Respawn`]: the most records its
+    /// custody log held at once.
     pub log_peak: u64,
     /// Node 0: the nodes it replaced after they were lost.
     pub nodes_replaced: u64,

@@ -39,11 +39,21 @@ pub enum LimitError {
     /// A name other than `output`.
     UnknownName(String),
     /// A character that is no part of the notation.
-    UnexpectedChar { ch: char, text: String },
+    UnexpectedChar {
+        /// The character.
+        ch: char,
+        /// The whole formula.
+        text: String,
+    },
     /// A token where it cannot stand.
     UnexpectedToken(String),
     /// Extra tokens after a whole expression.
-    Trailing { token: String, text: String },
+    Trailing {
+        /// The first token after the expression.
+        token: String,
+        /// The whole formula.
+        text: String,
+    },
     /// The expression stops before it is complete.
     EndsEarly,
     /// A `(` without its `)`.
@@ -84,6 +94,9 @@ impl fmt::Display for LimitError {
 impl std::error::Error for LimitError {}
 
 impl InputLimit {
+    /// Reads an `--input-limit` formula: in the variable `output` (records
+    /// emitted so far), with integer literals, `+ - *`, division by a
+    /// positive literal (rounded down) and parentheses.
     pub fn parse(text: &str) -> Result<InputLimit, LimitError> {
         let toks = tokenize(text)?;
         let mut p = Parser { toks, pos: 0, text };

@@ -54,7 +54,10 @@ impl fmt::Debug for FieldText {
 /// An observer could not report: the run stops with this error.
 #[derive(Debug, Clone)]
 pub struct ObserverError {
+    /// The observer that failed.
     pub observer: Arc<Observer>,
+    /// What failed (opening its file, connecting to its listener, writing
+    /// a message), with the reason.
     pub what: String,
 }
 
@@ -91,7 +94,7 @@ pub(crate) struct Observers {
 }
 
 impl Observers {
-    pub fn new(text: Option<FieldText>) -> Observers {
+    pub(crate) fn new(text: Option<FieldText>) -> Observers {
         Observers {
             text,
             open: Mutex::new(HashMap::new()),
@@ -139,7 +142,7 @@ impl Observers {
     }
 }
 
-pub struct ObserverEntity {
+pub(crate) struct ObserverEntity {
     obs: Arc<Observer>,
     next: Arc<Entity>,
     /// Records parked while their fields are fetched (allvalues, distributed runs).
@@ -149,7 +152,7 @@ pub struct ObserverEntity {
 }
 
 impl ObserverEntity {
-    pub fn new(obs: Arc<Observer>, next: Arc<Entity>) -> ObserverEntity {
+    pub(crate) fn new(obs: Arc<Observer>, next: Arc<Entity>) -> ObserverEntity {
         ObserverEntity {
             obs,
             next,
@@ -158,7 +161,7 @@ impl ObserverEntity {
         }
     }
 
-    pub fn process(
+    pub(crate) fn process(
         &mut self,
         item: Item,
         ctx: &mut Ctx,

@@ -5,14 +5,14 @@ use crate::runtime::Ctx;
 use crate::sync::Ordering;
 use crate::EngineError;
 
-pub struct OutputEntity {
+pub(crate) struct OutputEntity {
     pub sink: Box<dyn crate::Sink>,
     /// Records parked while their fields are fetched from other nodes.
     parked: crate::dist::fields::Parked,
 }
 
 impl OutputEntity {
-    pub fn new(sink: Box<dyn crate::Sink>) -> OutputEntity {
+    pub(crate) fn new(sink: Box<dyn crate::Sink>) -> OutputEntity {
         OutputEntity {
             sink,
             parked: Default::default(),
@@ -22,7 +22,7 @@ impl OutputEntity {
     /// Writes a record once every field of it is on this node (in a
     /// distributed run, fields still on other nodes are fetched first; the
     /// output keeps its order meanwhile).
-    pub fn process(
+    pub(crate) fn process(
         &mut self,
         item: Item,
         ctx: &mut Ctx,
@@ -46,7 +46,7 @@ impl OutputEntity {
     /// order behind the parked ones, skipping any whose fields are still
     /// on another node (they cannot be fetched any more). Returns how many
     /// were written; stops at the sink's first error.
-    pub fn write_finished(&mut self, pending: impl IntoIterator<Item = Item>) -> usize {
+    pub(crate) fn write_finished(&mut self, pending: impl IntoIterator<Item = Item>) -> usize {
         let mut written = 0;
         for item in self.parked.resume().into_iter().chain(pending) {
             let Item::Rec(r) = item else { continue };

@@ -16,7 +16,7 @@ use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
 
-pub struct ParallelEntity {
+pub(crate) struct ParallelEntity {
     def: Arc<ParallelDef>,
     branches: Vec<Option<Arc<Entity>>>,
     next: Arc<Entity>,
@@ -25,7 +25,7 @@ pub struct ParallelEntity {
 }
 
 impl ParallelEntity {
-    pub fn new(def: Arc<ParallelDef>, next: Arc<Entity>) -> ParallelEntity {
+    pub(crate) fn new(def: Arc<ParallelDef>, next: Arc<Entity>) -> ParallelEntity {
         ParallelEntity {
             branches: vec![None; def.branches.len()],
             def,
@@ -35,7 +35,7 @@ impl ParallelEntity {
     }
 
     /// Installs branch `i`, created with the composition.
-    pub fn set_branch(&mut self, i: usize, entry: Arc<Entity>) {
+    pub(crate) fn set_branch(&mut self, i: usize, entry: Arc<Entity>) {
         self.branches[i] = Some(entry);
     }
 
@@ -52,7 +52,7 @@ impl ParallelEntity {
 
     /// Whether the composition is stateless: not deterministic and every
     /// branch created (see [`crate::entity::Entity::shared_state`]).
-    pub fn is_stateless(&self) -> bool {
+    pub(crate) fn is_stateless(&self) -> bool {
         self.det.is_none() && self.branches.iter().all(Option::is_some)
     }
 
@@ -73,7 +73,7 @@ impl ParallelEntity {
     }
 
     /// A stateless composition's processing (shared: see [`Self::is_stateless`]).
-    pub fn process_shared(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub(crate) fn process_shared(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {
                 let i = self.route(&r, ctx)?;
@@ -85,7 +85,7 @@ impl ParallelEntity {
         Ok(())
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub(crate) fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(mut r) => {
                 let i = self.route(&r, ctx)?;
@@ -120,7 +120,7 @@ fn pass_other(
 
 /// Sends copies of an enclosing owner's marker down every instantiated path
 /// (or to `fallback` when there is none): each may hold records it must follow.
-pub fn broadcast<'a>(
+pub(crate) fn broadcast<'a>(
     m: Marker,
     paths: impl Iterator<Item = &'a Arc<Entity>> + Clone,
     fallback: &Arc<Entity>,
@@ -143,7 +143,7 @@ pub fn broadcast<'a>(
 /// input leaves while that input is processed, so the entity is FIFO per
 /// input and a deterministic composition needs no collector. Markers and
 /// `Resume` follow everything ahead of them by passing straight on.
-pub struct FilterParallel {
+pub(crate) struct FilterParallel {
     def: Arc<ParallelDef>,
     /// Each branch's filters, run as a chain into the next entity.
     branches: Vec<crate::filter::FilterChain>,
@@ -151,7 +151,7 @@ pub struct FilterParallel {
 }
 
 impl FilterParallel {
-    pub fn new(
+    pub(crate) fn new(
         rt: &crate::runtime::Runtime,
         def: Arc<ParallelDef>,
         next: Arc<Entity>,
@@ -172,7 +172,7 @@ impl FilterParallel {
 
     /// Stateless: runs inside its senders' sends (see
     /// [`crate::entity::Entity::shared_state`]).
-    pub fn process(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub(crate) fn process(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         let Item::Rec(rec) = item else {
             if !matches!(item, Item::Wake) {
                 ctx.send(&self.next, item);

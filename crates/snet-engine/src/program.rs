@@ -11,7 +11,7 @@ use snet_core::{BoxDef, Graph, Label, NodeId, NodeKind, Pattern, SynchrocellDef,
 use crate::sync::Arc;
 
 /// `A * pats`, `A ** pats`.
-pub struct StarDef {
+pub(crate) struct StarDef {
     pub node: NodeId,
     pub body: NodeId,
     pub exits: Vec<Pattern>,
@@ -44,7 +44,7 @@ fn filter_body(graph: &Graph, body: NodeId) -> Option<Vec<NodeId>> {
 }
 
 /// `A ! <t>`, `A !! <t>`, `A !@ <t>`, `A !!@ <t>`.
-pub struct SplitDef {
+pub(crate) struct SplitDef {
     pub node: NodeId,
     pub body: NodeId,
     pub tag: Label,
@@ -58,7 +58,7 @@ pub struct SplitDef {
 }
 
 /// `A | B | ...`, `A || B || ...`.
-pub struct ParallelDef {
+pub(crate) struct ParallelDef {
     pub node: NodeId,
     pub branches: Vec<NodeId>,
     pub det: bool,
@@ -78,14 +78,14 @@ pub struct ParallelDef {
 }
 
 /// `A \ pats`.
-pub struct FeedbackDef {
+pub(crate) struct FeedbackDef {
     pub node: NodeId,
     pub body: NodeId,
     pub back: Vec<Pattern>,
 }
 
 /// A box's declaration and where it is used.
-pub struct BoxTemplate {
+pub(crate) struct BoxTemplate {
     pub node: NodeId,
     pub def: Arc<BoxDef>,
     /// `def`'s input labels as a variant, built once (matching and flow
@@ -94,7 +94,7 @@ pub struct BoxTemplate {
 }
 
 /// What an entity of a template node needs, typed by kind.
-pub enum Template {
+pub(crate) enum Template {
     Box(Arc<BoxTemplate>),
     Filter(Arc<crate::filter::Filter>),
     Synchrocell(Arc<SynchrocellDef>),
@@ -108,7 +108,7 @@ pub enum Template {
 }
 
 /// Per-template data computed once.
-pub struct Program {
+pub(crate) struct Program {
     pub graph: Arc<Graph>,
     pub templates: Vec<Template>,
     /// Per node: an instance may receive ordering markers of an enclosing
@@ -119,7 +119,7 @@ pub struct Program {
 macro_rules! typed {
     ($name:ident, $variant:ident, $t:ty) => {
         /// The typed template of `node` (a bug in the caller if it has another kind).
-        pub fn $name(&self, node: NodeId) -> &Arc<$t> {
+        pub(crate) fn $name(&self, node: NodeId) -> &Arc<$t> {
             match &self.templates[node.index()] {
                 Template::$variant(t) => t,
                 _ => panic!(
@@ -133,7 +133,7 @@ macro_rules! typed {
 }
 
 impl Program {
-    pub fn new(graph: Arc<Graph>) -> Program {
+    pub(crate) fn new(graph: Arc<Graph>) -> Program {
         let starts = starts_initialiser(&graph);
         let templates = graph
             .nodes

@@ -13,17 +13,17 @@ use crate::runtime::Ctx;
 use crate::EngineError;
 use snet_core::Rank;
 
-pub struct RemoteEntity {
+pub(crate) struct RemoteEntity {
     to: Rank,
     conn: ConnId,
 }
 
 impl RemoteEntity {
-    pub fn new(to: Rank, conn: ConnId) -> RemoteEntity {
+    pub(crate) fn new(to: Rank, conn: ConnId) -> RemoteEntity {
         RemoteEntity { to, conn }
     }
 
-    pub fn process(&mut self, mut item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub(crate) fn process(&mut self, mut item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         if matches!(item, Item::Wake) {
             return Ok(());
         }

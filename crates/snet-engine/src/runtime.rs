@@ -44,7 +44,7 @@ fn held_stride(nodes: usize) -> usize {
 }
 
 /// What every entity of a run shares.
-pub struct Runtime {
+pub(crate) struct Runtime {
     pub prog: Program,
     /// Box implementations by box id (None: not used by the entry network).
     pub boxes: Vec<Option<Arc<dyn BoxImpl>>>,
@@ -94,13 +94,13 @@ pub struct Runtime {
 /// Outputs suspendable work (a box call, a fused star's expansion) sends
 /// before it yields its worker, so that the entities downstream consume
 /// them first (fewer in the model checks, so that they see suspensions).
-pub const YIELD_AFTER: usize = if cfg!(loom) { 2 } else { 64 };
+pub(crate) const YIELD_AFTER: usize = if cfg!(loom) { 2 } else { 64 };
 
 /// Suspended work goes on only when fewer items than this wait in the
 /// inboxes of the node's entities that are not suspended themselves
 /// ([`Ctx::backlog_elsewhere`]).
 /// (1 in the model checks, so that they see full backlogs.)
-pub const BACKLOG_LIMIT: isize = if cfg!(loom) { 1 } else { 1024 };
+pub(crate) const BACKLOG_LIMIT: isize = if cfg!(loom) { 1 } else { 1024 };
 
 /// How far a [`Ctx`]'s own count of queued items may drift before it is
 /// added to [`Runtime::queued`].
@@ -159,7 +159,7 @@ impl Runtime {
     /// `now` (its work is suspended; see [`Runtime::suspended`]); `listed`
     /// is the entity's own record of whether it is in the list.
     #[inline]
-    pub fn set_suspended(&self, e: &Arc<Entity>, listed: &mut bool, now: bool) {
+    pub(crate) fn set_suspended(&self, e: &Arc<Entity>, listed: &mut bool, now: bool) {
         if *listed != now {
             *listed = now;
             self.list_suspended(e, now);
@@ -181,7 +181,7 @@ impl Runtime {
     ///
     /// # Safety
     /// No thread runs entities of this node any more.
-    pub unsafe fn left_suspended(&self) -> Option<(usize, String)> {
+    pub(crate) unsafe fn left_suspended(&self) -> Option<(usize, String)> {
         let l = crate::sync::lock(&self.suspended);
         let first = l.first()?;
         // SAFETY: nothing runs the entity (contract); suspended entities
@@ -205,7 +205,13 @@ impl Runtime {
     /// `worker`: lists it (once; `listed` is its own record of that) for
     /// the end-of-run report.
     #[inline]
-    pub fn note_holding(&self, e: &Arc<Entity>, listed: &mut bool, node: NodeId, worker: usize) {
+    pub(crate) fn note_holding(
+        &self,
+        e: &Arc<Entity>,
+        listed: &mut bool,
+        node: NodeId,
+        worker: usize,
+    ) {
         self.held_add(node, worker, 1);
         if !*listed {
             *listed = true;
@@ -217,12 +223,12 @@ impl Runtime {
     /// releasing `n` held records (stored on any worker: a shard's count
     /// may go below zero, the sum over the shards cannot).
     #[inline]
-    pub fn released(&self, node: NodeId, n: usize, worker: usize) {
+    pub(crate) fn released(&self, node: NodeId, n: usize, worker: usize) {
         self.held_add(node, worker, -(n as i64));
     }
 
     /// The records synchrocells hold right now, per template (non-zero only).
-    pub fn held_now(&self) -> Vec<(NodeId, i64)> {
+    pub(crate) fn held_now(&self) -> Vec<(NodeId, i64)> {
         let nodes = self.held.len() / HELD_SHARDS;
         (0..nodes)
             .map(|i| {
@@ -239,7 +245,7 @@ impl Runtime {
     }
 
     /// Items waiting in this node's inboxes, roughly (from any thread).
-    pub fn queued_now(&self) -> isize {
+    pub(crate) fn queued_now(&self) -> isize {
         self.queued.load(Ordering::Relaxed)
     }
 
@@ -248,7 +254,7 @@ impl Runtime {
     ///
     /// # Safety
     /// No thread runs entities of this node any more.
-    pub unsafe fn left_in_cells(&self) -> Vec<crate::stuck::Held> {
+    pub(crate) unsafe fn left_in_cells(&self) -> Vec<crate::stuck::Held> {
         let l = crate::sync::lock(&self.holding);
         let mut held = crate::stuck::HeldBy::default();
         for e in l.iter() {
@@ -267,28 +273,28 @@ impl Runtime {
 
     /// How many entities are suspended right now.
     #[cfg(all(test, loom))]
-    pub fn suspended_count(&self) -> usize {
+    pub(crate) fn suspended_count(&self) -> usize {
         crate::sync::lock(&self.suspended).len()
     }
 
-    pub fn graph(&self) -> &Graph {
+    pub(crate) fn graph(&self) -> &Graph {
         &self.prog.graph
     }
 
     /// A fresh identity for a marker owner (det collector, feedback
     /// instance), unique across nodes: the node is in the top 16 bits.
-    pub fn new_owner(&self) -> u64 {
+    pub(crate) fn new_owner(&self) -> u64 {
         (u64::from(self.node.0) << 48) | self.next_owner.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub fn loc(&self, node: NodeId) -> Option<snet_core::Loc> {
+    pub(crate) fn loc(&self, node: NodeId) -> Option<snet_core::Loc> {
         Some(self.graph().node(node).loc.clone())
     }
 }
 
 /// The state of a stateful entity, by kind (only its licence holder
 /// touches it; see [`crate::entity`]).
-pub enum Kind {
+pub(crate) enum Kind {
     Synchrocell(SynchrocellEntity),
     FusedSynchrocell(FusedSynchrocell),
     FilterStar(FilterStar),
@@ -308,7 +314,7 @@ pub enum Kind {
 /// An entity whose state never changes after construction: a function
 /// of each item, run by whoever sends to it, through shared references
 /// ([`Entity::shared_state`]).
-pub enum Stateless {
+pub(crate) enum Stateless {
     Chain(FilterChain),
     FilterParallel(FilterParallel),
     /// A non-deterministic parallel composition whose branches were all
@@ -317,7 +323,7 @@ pub enum Stateless {
 }
 
 /// A worker's view while it processes: where sends go.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub rt: &'a Runtime,
     /// Entities this worker obtained licences for, with their first item.
     pub ready: Vec<(Arc<Entity>, Item)>,
@@ -383,7 +389,7 @@ const HOLD: u8 = 1;
 const FLOWS: u8 = 2;
 
 impl<'a> Ctx<'a> {
-    pub fn new(rt: &'a Runtime) -> Ctx<'a> {
+    pub(crate) fn new(rt: &'a Runtime) -> Ctx<'a> {
         Ctx {
             rt,
             ready: Vec::new(),
@@ -408,7 +414,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The context of worker `worker` (its number pins suspended box calls to it).
-    pub fn for_worker(rt: &'a Runtime, worker: usize) -> Ctx<'a> {
+    pub(crate) fn for_worker(rt: &'a Runtime, worker: usize) -> Ctx<'a> {
         let mut ctx = Ctx::new(rt);
         ctx.stacks = crate::callstack::Stacks::for_worker_thread(rt.box_stack, worker);
         ctx.now = rt.now.get(worker);
@@ -424,7 +430,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The error of a stateless entity a send ran, if any (and clears it).
-    pub fn take_error(&mut self) -> Option<EngineError> {
+    pub(crate) fn take_error(&mut self) -> Option<EngineError> {
         self.error.take()
     }
 
@@ -438,7 +444,7 @@ impl<'a> Ctx<'a> {
 
     /// Counts `n` items queued (positive) or taken (negative).
     #[inline]
-    pub fn count_queued(&mut self, n: isize) {
+    pub(crate) fn count_queued(&mut self, n: isize) {
         self.queued += n;
         if self.queued.abs() >= QUEUED_STEP {
             self.flush_queued();
@@ -446,7 +452,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Adds this thread's count to the node's.
-    pub fn flush_queued(&mut self) {
+    pub(crate) fn flush_queued(&mut self) {
         if self.queued != 0 {
             self.rt.queued.fetch_add(self.queued, Ordering::Relaxed);
             self.queued = 0;
@@ -455,12 +461,12 @@ impl<'a> Ctx<'a> {
 
     /// This thread's count not yet added to the node's (see `flush_queued`).
     #[inline]
-    pub fn unflushed_queued(&self) -> isize {
+    pub(crate) fn unflushed_queued(&self) -> isize {
         self.queued
     }
 
     /// Items waiting in this node's inboxes, roughly (see [`Runtime`]).
-    pub fn queued(&self) -> isize {
+    pub(crate) fn queued(&self) -> isize {
         self.rt.queued.load(Ordering::Relaxed) + self.queued
     }
 
@@ -469,25 +475,25 @@ impl<'a> Ctx<'a> {
     /// entity's licence, queues it behind the entities it fed (which run
     /// first, front first) and gives it `Wake` ahead of anything in its
     /// inbox.
-    pub fn yield_entity(&mut self) {
+    pub(crate) fn yield_entity(&mut self) {
         self.yielded = true;
     }
 
     /// Like [`Ctx::yield_entity`], but the entity goes on only on this
     /// worker: it waits in this worker's pinned tasks, which no other
     /// worker takes (a suspended box call, see [`crate::callstack`]).
-    pub fn yield_pinned(&mut self) {
+    pub(crate) fn yield_pinned(&mut self) {
         self.yielded = true;
         self.pinned = true;
     }
 
     /// Whether the entity just processed yielded (and clears the flag).
-    pub fn take_yielded(&mut self) -> bool {
+    pub(crate) fn take_yielded(&mut self) -> bool {
         std::mem::take(&mut self.yielded)
     }
 
     /// After [`Ctx::take_yielded`]: whether the yield was pinned (and clears the flag).
-    pub fn take_pinned(&mut self) -> bool {
+    pub(crate) fn take_pinned(&mut self) -> bool {
         std::mem::take(&mut self.pinned)
     }
 
@@ -501,14 +507,14 @@ impl<'a> Ctx<'a> {
     /// ([`crate::dist::Net::outstanding`]): they wait in another node's
     /// backlog, which drains without any suspended work of this node going
     /// on (ARCHITECTURE.md, "It cannot deadlock", rule 3).
-    pub fn backlog_elsewhere(&self) -> isize {
+    pub(crate) fn backlog_elsewhere(&self) -> isize {
         self.local_backlog() + self.rt.net.outstanding() as isize
     }
 
     /// Items waiting in the inboxes of this node's entities that are not
     /// suspended, roughly: what a node's acknowledgements of items received
     /// from other nodes depend on (never on what it has outstanding).
-    pub fn local_backlog(&self) -> isize {
+    pub(crate) fn local_backlog(&self) -> isize {
         let parked: usize = crate::sync::lock(&self.rt.suspended)
             .iter()
             .map(|e| e.backlog())
@@ -518,7 +524,7 @@ impl<'a> Ctx<'a> {
 
     /// Sends an item to an entity; collects the licence if it was idle.
     #[inline]
-    pub fn send(&mut self, to: &Arc<Entity>, mut item: Item) {
+    pub(crate) fn send(&mut self, to: &Arc<Entity>, mut item: Item) {
         self.sent += matches!(item, Item::Rec(_)) as u64;
         if let Some(kind) = to.shared_state() {
             // A stateless entity runs here, under the sender's licence: the
@@ -617,7 +623,7 @@ impl<'a> Ctx<'a> {
     /// Sends `items` (left empty) to `to`, in order: one offer for them
     /// all (a box call's batch of outputs).
     #[inline]
-    pub fn send_all(&mut self, to: &Arc<Entity>, items: &mut VecDeque<Item>) {
+    pub(crate) fn send_all(&mut self, to: &Arc<Entity>, items: &mut VecDeque<Item>) {
         if items.len() <= 1 || to.shared_state().is_some() {
             if items.len() == 1 {
                 // One output (the common box call): no drain.
@@ -653,20 +659,20 @@ impl<'a> Ctx<'a> {
     /// The licence holder that holds sends must flush them before it gives
     /// up (or may give up) its licence, or another worker could run its
     /// entity and send newer items ahead of the held ones.
-    pub fn hold_sends(&mut self) {
+    pub(crate) fn hold_sends(&mut self) {
         debug_assert!(self.held.is_empty());
         self.holding |= HOLD;
         self.last_to = 0;
     }
 
     /// Offers the held items, and stops holding.
-    pub fn release_sends(&mut self) {
+    pub(crate) fn release_sends(&mut self) {
         self.flush_sends();
         self.holding &= !HOLD;
     }
 
     /// Offers the held items now (a no-op when none are held).
-    pub fn flush_sends(&mut self) {
+    pub(crate) fn flush_sends(&mut self) {
         self.last_to = 0;
         let Some(to) = self.held_to.take() else {
             return;
@@ -682,7 +688,7 @@ impl<'a> Ctx<'a> {
     /// Dispatchers call it right after creating an instance, before they
     /// send it the record that caused its creation.
     #[inline]
-    pub fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         if !self.startup.get_mut().is_empty() {
             self.send_startup();
         }
@@ -697,13 +703,13 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn entity(&self, kind: Kind) -> Arc<Entity> {
+    pub(crate) fn entity(&self, kind: Kind) -> Arc<Entity> {
         self.rt.entities.fetch_add(1, Ordering::Relaxed);
         Entity::new(kind)
     }
 
     /// A stateless entity ([`Stateless`]).
-    pub fn stateless_entity(&self, s: Stateless) -> Arc<Entity> {
+    pub(crate) fn stateless_entity(&self, s: Stateless) -> Arc<Entity> {
         self.rt.entities.fetch_add(1, Ordering::Relaxed);
         Entity::new_stateless(s)
     }
@@ -711,7 +717,7 @@ impl<'a> Ctx<'a> {
 
 /// Processes one item at an entity whose licence the caller holds.
 #[inline(always)]
-pub fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+pub(crate) fn process(ent: &Arc<Entity>, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
     let origin = item.origin();
     match process_item(ent, item, ctx) {
         Ok(()) => Ok(()),

@@ -20,7 +20,7 @@ use crate::synchrocell::{Cell, Stored};
 use crate::EngineError;
 use snet_core::Rank;
 
-pub struct SplitEntity {
+pub(crate) struct SplitEntity {
     def: Arc<SplitDef>,
     replicas: FxHashMap<i64, Arc<Entity>>,
     next: Arc<Entity>,
@@ -28,7 +28,7 @@ pub struct SplitEntity {
 }
 
 impl SplitEntity {
-    pub fn new(def: Arc<SplitDef>, next: Arc<Entity>, det: Option<DetOwner>) -> SplitEntity {
+    pub(crate) fn new(def: Arc<SplitDef>, next: Arc<Entity>, det: Option<DetOwner>) -> SplitEntity {
         SplitEntity {
             def,
             replicas: FxHashMap::default(),
@@ -37,7 +37,7 @@ impl SplitEntity {
         }
     }
 
-    pub fn process(
+    pub(crate) fn process(
         &mut self,
         item: Item,
         ctx: &mut Ctx,
@@ -141,7 +141,7 @@ impl SplitEntity {
 /// A cell that fired is the identity: its value moves to `fired` (one
 /// integer instead of a whole entity, which is what made `fib` and `po2`
 /// create an entity per tree node), and later records with that value pass.
-pub struct SplitSynchrocell {
+pub(crate) struct SplitSynchrocell {
     def: Arc<SplitDef>,
     /// The synchrocell's template node and definition.
     sync_node: snet_core::NodeId,
@@ -154,7 +154,7 @@ pub struct SplitSynchrocell {
 }
 
 impl SplitSynchrocell {
-    pub fn new(def: Arc<SplitDef>, next: Arc<Entity>) -> SplitSynchrocell {
+    pub(crate) fn new(def: Arc<SplitDef>, next: Arc<Entity>) -> SplitSynchrocell {
         let (sync_node, sync) = def.fused.clone().expect("a fused split");
         SplitSynchrocell {
             def,
@@ -168,14 +168,14 @@ impl SplitSynchrocell {
     }
 
     /// The synchrocell's template node and the records held (end-of-run report).
-    pub fn held(&self) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
+    pub(crate) fn held(&self) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
         (
             self.sync_node,
             self.open.values().flat_map(Cell::held).collect(),
         )
     }
 
-    pub fn process(
+    pub(crate) fn process(
         &mut self,
         item: Item,
         ctx: &mut Ctx,

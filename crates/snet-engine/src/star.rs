@@ -34,7 +34,7 @@ use crate::sync::Arc;
 use crate::synchrocell::Cell;
 use crate::EngineError;
 
-pub struct StarEntity {
+pub(crate) struct StarEntity {
     def: Arc<StarDef>,
     level: u32,
     exit: Arc<Entity>,
@@ -68,7 +68,7 @@ fn take(p: &mut Pending, s: u64) -> bool {
 }
 
 /// Does `rec` match one of the patterns (variant and guard)?
-pub fn matches_any(pats: &[Pattern], rec: &Record) -> Result<bool, snet_core::EvalError> {
+pub(crate) fn matches_any(pats: &[Pattern], rec: &Record) -> Result<bool, snet_core::EvalError> {
     for p in pats {
         if rec.matches(&p.variant) {
             match &p.guard {
@@ -85,7 +85,7 @@ pub fn matches_any(pats: &[Pattern], rec: &Record) -> Result<bool, snet_core::Ev
 }
 
 impl StarEntity {
-    pub fn new(
+    pub(crate) fn new(
         def: Arc<StarDef>,
         level: u32,
         exit: Arc<Entity>,
@@ -120,7 +120,7 @@ impl StarEntity {
         b
     }
 
-    pub fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub(crate) fn process(&mut self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         match item {
             Item::Rec(mut r) => {
                 let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
@@ -205,7 +205,7 @@ impl StarEntity {
 /// would reach walking the chain, found in O(patterns · log cells) instead of
 /// by visiting every cell — or to a fresh cell at the end. A merged record
 /// continues from the position of the cell that produced it.
-pub struct FusedSynchrocell {
+pub(crate) struct FusedSynchrocell {
     def: Arc<StarDef>,
     sync: Arc<SynchrocellDef>,
     cells: std::collections::BTreeMap<u64, Cell>,
@@ -220,7 +220,11 @@ pub struct FusedSynchrocell {
 }
 
 impl FusedSynchrocell {
-    pub fn new(def: Arc<StarDef>, next: Arc<Entity>, graph: &snet_core::Graph) -> FusedSynchrocell {
+    pub(crate) fn new(
+        def: Arc<StarDef>,
+        next: Arc<Entity>,
+        graph: &snet_core::Graph,
+    ) -> FusedSynchrocell {
         let sync = def.fused.clone().expect("a fused star");
         let mut sync_node = def.body;
         while let snet_core::NodeKind::Net { body, .. } = &graph.node(sync_node).kind {
@@ -239,14 +243,14 @@ impl FusedSynchrocell {
     }
 
     /// The synchrocell's template node and the records held (end-of-run report).
-    pub fn held(&self) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
+    pub(crate) fn held(&self) -> (snet_core::NodeId, Vec<&snet_core::Record>) {
         (
             self.sync_node,
             self.cells.values().flat_map(Cell::held).collect(),
         )
     }
 
-    pub fn process(
+    pub(crate) fn process(
         &mut self,
         item: Item,
         ctx: &mut Ctx,
@@ -344,7 +348,7 @@ impl FusedSynchrocell {
 /// Unlike a chain of stage entities, a record that never reaches an exit
 /// keeps this entity (and its worker) busy; such a network never ends
 /// either way.
-pub struct FilterStar {
+pub(crate) struct FilterStar {
     def: Arc<StarDef>,
     filters: Vec<(snet_core::NodeId, Arc<crate::filter::Filter>)>,
     next: Arc<Entity>,
@@ -362,7 +366,11 @@ pub struct FilterStar {
 }
 
 impl FilterStar {
-    pub fn new(rt: &crate::runtime::Runtime, def: Arc<StarDef>, next: Arc<Entity>) -> FilterStar {
+    pub(crate) fn new(
+        rt: &crate::runtime::Runtime,
+        def: Arc<StarDef>,
+        next: Arc<Entity>,
+    ) -> FilterStar {
         let filters = def
             .filters
             .as_ref()
@@ -390,7 +398,7 @@ impl FilterStar {
     /// by the depth of the expansion, not its breadth), and goes on when
     /// the scheduler hands it [`Item::Wake`]. The licence is kept
     /// meanwhile, so nothing overtakes the rest of the input's outputs.
-    pub fn process(
+    pub(crate) fn process(
         &mut self,
         item: Item,
         ctx: &mut Ctx,

@@ -26,12 +26,14 @@ use crate::runtime::Runtime;
 pub struct Held {
     /// `[| {a}, {b} |]`.
     pub what: String,
+    /// Where the synchrocell is written.
     pub loc: Loc,
     /// The records held, by label set (sorted), with their counts.
     pub by_labels: Vec<(Variant, u64)>,
 }
 
 impl Held {
+    /// How many records it held, of every label set together.
     pub fn count(&self) -> u64 {
         self.by_labels.iter().map(|(_, n)| n).sum()
     }
@@ -60,7 +62,7 @@ impl fmt::Display for Held {
 pub(crate) struct HeldBy(BTreeMap<NodeId, BTreeMap<Variant, u64>>);
 
 impl HeldBy {
-    pub fn add(&mut self, node: NodeId, recs: Vec<&Record>) {
+    pub(crate) fn add(&mut self, node: NodeId, recs: Vec<&Record>) {
         for r in recs {
             *self
                 .0
@@ -71,7 +73,7 @@ impl HeldBy {
         }
     }
 
-    pub fn finish(self, graph: &Graph) -> Vec<Held> {
+    pub(crate) fn finish(self, graph: &Graph) -> Vec<Held> {
         self.0
             .into_iter()
             .filter(|(_, m)| !m.is_empty())
@@ -101,7 +103,10 @@ impl HeldBy {
 /// for `quiet` (`--watchdog`).
 #[derive(Clone, Default)]
 pub struct Watch {
+    /// A counter of dump requests: each change asks every node of the run
+    /// for one dump.
     pub requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Dump a node that has made no progress for this long (`None`: never).
     pub quiet: Option<std::time::Duration>,
     /// Called by node 0's monitor every 100 ms with the records admitted
     /// and written so far, and once more at the end (`true`).
@@ -149,7 +154,13 @@ pub(crate) struct WorkerNow {
 impl WorkerNow {
     /// A box call of template `node` at `ent` starts (or resumes).
     #[inline(always)]
-    pub fn enter(&self, node: NodeId, ent: &std::sync::Arc<Entity>, unflushed: isize, held: usize) {
+    pub(crate) fn enter(
+        &self,
+        node: NodeId,
+        ent: &std::sync::Arc<Entity>,
+        unflushed: isize,
+        held: usize,
+    ) {
         self.unflushed.store(unflushed, Ordering::Relaxed);
         self.held.store(held, Ordering::Relaxed);
         let n = self.calls.load(Ordering::Relaxed).wrapping_add(1);
@@ -165,7 +176,7 @@ impl WorkerNow {
     /// The next call of a run of calls at the same entity starts
     /// ([`crate::callstack`]): a new call number, the same box and entity.
     #[inline(always)]
-    pub fn again(&self, held: usize) {
+    pub(crate) fn again(&self, held: usize) {
         self.held.store(held, Ordering::Relaxed);
         let n = self.calls.load(Ordering::Relaxed).wrapping_add(1);
         self.calls.store(n, Ordering::Relaxed);
@@ -176,7 +187,7 @@ impl WorkerNow {
 
     /// The call returned or was suspended.
     #[inline(always)]
-    pub fn leave(&self) {
+    pub(crate) fn leave(&self) {
         self.token.store(0, Ordering::Release);
     }
 }

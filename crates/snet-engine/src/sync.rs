@@ -6,27 +6,27 @@
 //! Entity graphs always use the standard `Arc` (they need weak references);
 //! the protocols under model test do not share through it.
 
-pub use std::sync::Arc;
+pub(crate) use std::sync::Arc;
 
 #[cfg(not(loom))]
-pub use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
-pub use std::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
 #[cfg(loom)]
-pub use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
-pub use loom::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
 /// Locks, ignoring poisoning (a panicking worker aborts the run anyway).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Lets other threads run (a worker waiting for others to drain a
 /// backlog; under loom, a point where the model may switch threads, so
 /// that a wait on another thread's progress is not taken for a livelock).
-pub fn yield_now() {
+pub(crate) fn yield_now() {
     #[cfg(loom)]
     loom::thread::yield_now();
     #[cfg(not(loom))]

@@ -15,7 +15,7 @@ use crate::runtime::Ctx;
 use crate::sync::Arc;
 use crate::EngineError;
 
-pub struct SynchrocellEntity {
+pub(crate) struct SynchrocellEntity {
     node: NodeId,
     def: Arc<SynchrocellDef>,
     /// Boxed: a cell keeps its slots inline, and entity states stay small
@@ -27,7 +27,7 @@ pub struct SynchrocellEntity {
 }
 
 /// The state of one synchrocell, shared by the plain and the fused entity.
-pub struct Cell {
+pub(crate) struct Cell {
     /// Inline for the usual two or three patterns: a cell costs no
     /// allocation.
     slots: smallvec::SmallVec<[Option<Record>; 2]>,
@@ -36,7 +36,7 @@ pub struct Cell {
 }
 
 /// What a cell did with a record.
-pub enum Stored {
+pub(crate) enum Stored {
     /// Kept in a slot; nothing to emit.
     Kept,
     /// Filled the last slot: here is the merged record.
@@ -46,7 +46,7 @@ pub enum Stored {
 }
 
 impl Cell {
-    pub fn new(n: usize) -> Cell {
+    pub(crate) fn new(n: usize) -> Cell {
         Cell {
             slots: (0..n).map(|_| None).collect(),
             filled: 0,
@@ -54,7 +54,7 @@ impl Cell {
         }
     }
 
-    pub fn offer(
+    pub(crate) fn offer(
         &mut self,
         patterns: &[Pattern],
         rec: Record,
@@ -85,18 +85,18 @@ impl Cell {
     }
 
     /// The records the cell holds, waiting for their partners.
-    pub fn held(&self) -> impl Iterator<Item = &Record> {
+    pub(crate) fn held(&self) -> impl Iterator<Item = &Record> {
         self.slots.iter().flatten()
     }
 
     /// Is slot `i` still empty?
-    pub fn open(&self, i: usize) -> bool {
+    pub(crate) fn open(&self, i: usize) -> bool {
         !self.fired && self.slots[i].is_none()
     }
 
     /// Stores `rec` in the empty slot `i`; returns the merged record when that
     /// filled the last slot (the cell has then fired).
-    pub fn store(&mut self, i: usize, patterns: &[Pattern], rec: Record) -> Option<Record> {
+    pub(crate) fn store(&mut self, i: usize, patterns: &[Pattern], rec: Record) -> Option<Record> {
         debug_assert!(self.open(i));
         self.slots[i] = Some(rec);
         self.filled += 1;
@@ -120,7 +120,11 @@ impl Cell {
 }
 
 impl SynchrocellEntity {
-    pub fn new(node: NodeId, def: Arc<SynchrocellDef>, next: Arc<Entity>) -> SynchrocellEntity {
+    pub(crate) fn new(
+        node: NodeId,
+        def: Arc<SynchrocellDef>,
+        next: Arc<Entity>,
+    ) -> SynchrocellEntity {
         SynchrocellEntity {
             node,
             cell: Box::new(Cell::new(def.patterns.len())),
@@ -131,11 +135,11 @@ impl SynchrocellEntity {
     }
 
     /// The template node and the records held (for the end-of-run report).
-    pub fn held(&self) -> (NodeId, Vec<&Record>) {
+    pub(crate) fn held(&self) -> (NodeId, Vec<&Record>) {
         (self.node, self.cell.held().collect())
     }
 
-    pub fn process(
+    pub(crate) fn process(
         &mut self,
         item: Item,
         ctx: &mut Ctx,

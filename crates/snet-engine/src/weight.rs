@@ -165,7 +165,7 @@ impl Dyadic {
 
 /// Splits the piece `2^-e` into `n >= 1` pieces that sum to it; the
 /// exponents grow by at most `ceil(log2 n)`.
-pub fn split_piece(e: u64, n: usize) -> smallvec::SmallVec<[u64; 4]> {
+pub(crate) fn split_piece(e: u64, n: usize) -> smallvec::SmallVec<[u64; 4]> {
     let mut pieces: smallvec::SmallVec<[u64; 4]> = smallvec::smallvec![e];
     // Halve a largest piece (smallest exponent) until there are n.
     while pieces.len() < n {

@@ -50,9 +50,6 @@ fn main() {
         print!("{src}");
         return;
     }
-    if args.iter().any(|a| a == "--phases") {
-        phases(&src);
-    }
     let start = Instant::now();
     let c = snet_front::compile("big.snet", &src, None);
     let took = start.elapsed();
@@ -74,20 +71,4 @@ fn main() {
         );
         std::process::exit(1);
     }
-}
-
-#[allow(dead_code)]
-pub fn phases(src: &str) {
-    use snet_front::*;
-    let t = Instant::now();
-    let mut d = diag::Diagnostics::default();
-    let p = parser::parse_program(src, &mut d);
-    let t1 = t.elapsed();
-    let h = resolve::resolve(&p, src.len(), None, &mut d);
-    let t2 = t.elapsed();
-    let c = check::check(&h, src, &mut d);
-    let t3 = t.elapsed();
-    let _ = lower::lower(&h, &c, h.entry.unwrap(), "f", src, &mut d);
-    let t4 = t.elapsed();
-    eprintln!("parse {t1:?} resolve {t2:?} check {t3:?} lower {t4:?}");
 }

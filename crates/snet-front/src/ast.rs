@@ -63,7 +63,6 @@ pub struct NetDef {
     pub sig_span: Option<Span>,
     pub defs: Vec<Def>,
     pub body: Option<Expr>,
-    pub span: Span,
 }
 
 /// `type name = type;`
@@ -71,7 +70,6 @@ pub struct NetDef {
 pub struct TypeDef {
     pub name: Ident,
     pub ty: TypeAst,
-    pub span: Span,
 }
 
 /// `typesig name = mapping, ...;`
@@ -79,7 +77,6 @@ pub struct TypeDef {
 pub struct TypesigDef {
     pub name: Ident,
     pub items: Vec<SigItem>,
-    pub span: Span,
 }
 
 /// One element of a net or type signature.
@@ -211,7 +208,6 @@ pub struct Arm {
 #[derive(Clone, Debug)]
 pub struct OutSpecAst {
     pub items: Vec<ItemAst>,
-    pub span: Span,
 }
 
 #[derive(Clone, Debug)]

@@ -21,11 +21,14 @@ pub type Span = Range<usize>;
 /// How bad a diagnostic is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
+    /// The program runs as it is, but probably not as meant.
     Warning,
+    /// The program is rejected: [`crate::compile`] makes no graph.
     Error,
 }
 
 impl Severity {
+    /// `warning` or `error`, as messages and `snet check --json` write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Warning => "warning",
@@ -37,6 +40,7 @@ impl Severity {
 /// One problem in the program.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
+    /// Whether it rejects the program.
     pub severity: Severity,
     /// The one-line headline.
     pub message: String,
@@ -51,14 +55,19 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// An error at `span` with the headline `message` (no label, secondary
+    /// spans or notes yet: see the `with_*` methods).
     pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic::new(Severity::Error, Some(span), message)
     }
 
+    /// A warning at `span` with the headline `message`.
     pub fn warning(span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic::new(Severity::Warning, Some(span), message)
     }
 
+    /// A diagnostic of any severity; `span` is `None` only for a problem of the
+    /// whole file.
     pub fn new(severity: Severity, span: Option<Span>, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity,
@@ -70,21 +79,26 @@ impl Diagnostic {
         }
     }
 
+    /// The diagnostic with `label` as the text under the primary caret
+    /// (replacing any earlier one).
     pub fn with_label(mut self, label: impl Into<String>) -> Diagnostic {
         self.label = label.into();
         self
     }
 
+    /// The diagnostic with one more place involved, `span`, marked `label`.
     pub fn with_secondary(mut self, span: Span, label: impl Into<String>) -> Diagnostic {
         self.secondary.push((span, label.into()));
         self
     }
 
+    /// The diagnostic with one more `= note:` line.
     pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
         self.notes.push(note.into());
         self
     }
 
+    /// Whether it is an error (rather than a warning).
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
@@ -110,6 +124,9 @@ pub struct Diagnostics {
 const MAX_DIAGNOSTICS: usize = 200;
 
 impl Diagnostics {
+    /// Adds `d`, unless an identical diagnostic is there already or the
+    /// limit of 200 has been reached (the rest of a garbage file's errors
+    /// would say nothing new).
     pub fn push(&mut self, d: Diagnostic) {
         if self.list.len() >= MAX_DIAGNOSTICS {
             return;
@@ -137,6 +154,7 @@ impl Diagnostics {
         self.list.iter()
     }
 
+    /// How many errors were pushed since `mark` (see [`Diagnostics::mark`]).
     pub fn error_count_since(&self, mark: usize) -> usize {
         self.list[mark..].iter().filter(|d| d.is_error()).count()
     }
@@ -159,10 +177,13 @@ impl Diagnostics {
         }
     }
 
+    /// Whether any error has been pushed.
     pub fn has_errors(&self) -> bool {
         self.list.iter().any(Diagnostic::is_error)
     }
 
+    /// How many errors have been pushed (kept: duplicates and those past the
+    /// limit do not count).
     pub fn error_count(&self) -> usize {
         self.list.iter().filter(|d| d.is_error()).count()
     }
@@ -189,6 +210,7 @@ pub struct LineIndex {
 }
 
 impl LineIndex {
+    /// The line starts of `source` (each byte after a `\n`).
     pub fn new(source: &str) -> LineIndex {
         let mut starts = vec![0];
         starts.extend(source.match_indices('\n').map(|(i, _)| i + 1));

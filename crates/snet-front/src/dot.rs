@@ -14,6 +14,8 @@ use snet_core::{
 
 use crate::hir::fmt_variant;
 
+/// `g` as a Graphviz `digraph` in DOT text, from its entry node (nodes not
+/// reachable from there are not drawn).
 pub fn to_dot(g: &Graph) -> String {
     to_dot_decorated(g, &|_, _| None)
 }

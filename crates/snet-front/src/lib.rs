@@ -1,30 +1,42 @@
 //! The snet front end: S-Net source text to a checked [`snet_core::Graph`].
 //!
-//! The passes, each in its own module:
-//! - [`lexer`]: text to tokens;
-//! - [`metadata`]: `<metadata>` blocks and which box interface their rules select;
-//! - [`parser`]: tokens to the syntax tree ([`ast`]), with error recovery;
-//! - [`resolve`]: names, scopes, labels and tag expressions, into [`hir`];
-//! - [`check`]: type inference with flow inheritance and the static type checks;
-//! - [`lower`]: the property graph the engine runs;
-//! - [`dot`]: Graphviz output of a graph;
-//! - [`diag`]: diagnostics and their rendering.
+//! The public surface is what the tools use: [`compile`] (source text to
+//! a [`Compiled`]: the graph, the diagnostics, every net's signature), the
+//! `snet check` and `snet graph` commands ([`check_command`],
+//! [`graph_command`]), [`diag`] (diagnostics and their rendering), [`dot`]
+//! (Graphviz output of a graph) and [`suggest`] (the "did you mean"
+//! hints). The passes behind [`compile`] are private, each in its own
+//! module:
+//! - `lexer`: text to tokens;
+//! - `metadata`: `<metadata>` blocks and which box interface their rules
+//!   select (public only to the fuzz targets, built with `--cfg fuzzing`);
+//! - `parser`: tokens to the syntax tree (`ast`), with error recovery;
+//! - `resolve`: names, scopes, labels and tag expressions, into `hir`;
+//! - `check`: type inference with flow inheritance and the static type checks;
+//! - `lower`: the property graph the engine runs.
 //!
 //! Every pass reports problems and carries on, so one run shows all of them.
 //! No input makes the front end panic or overflow its stack: recursion is
 //! bounded by the parser's nesting limits, and the passes run on a thread
 //! with a generous stack (see [`compile`]).
 
-pub mod ast;
-pub mod check;
+#![warn(missing_docs)]
+
+mod ast;
+mod check;
 pub mod diag;
 pub mod dot;
-pub mod hir;
-pub mod lexer;
-pub mod lower;
+mod hir;
+mod lexer;
+mod lower;
+/// The `<metadata>` reader, public to the fuzz target `metadata` (`fuzz/`;
+/// built only with `--cfg fuzzing`).
+#[cfg(fuzzing)]
 pub mod metadata;
-pub mod parser;
-pub mod resolve;
+#[cfg(not(fuzzing))]
+mod metadata;
+mod parser;
+mod resolve;
 pub mod suggest;
 
 use std::path::Path;
@@ -37,7 +49,10 @@ use snet_core::Variant;
 pub struct NetSignature {
     /// Nested nets are qualified by their enclosing nets: `outer/inner`.
     pub name: String,
+    /// The net's input type, one entry per variant (as declared, or as
+    /// inferred for a net without a signature).
     pub input: Vec<Variant>,
+    /// The net's output type, one entry per variant.
     pub output: Vec<Variant>,
     /// Whether this is the entry network.
     pub entry: bool,
@@ -65,6 +80,8 @@ pub struct Compiled {
 }
 
 impl Compiled {
+    /// Whether any diagnostic is an error (then [`Compiled::graph`] is
+    /// `None`; warnings alone leave the graph).
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }

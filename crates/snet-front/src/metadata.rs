@@ -51,19 +51,24 @@ pub const DEFAULT_INTERFACE: &str = "C4SNet";
 pub struct Block {
     /// The children of `<metadata>`.
     pub elements: Vec<Element>,
-    /// The whole block, `<metadata>` to `</metadata>`.
-    pub span: Span,
 }
 
+/// One element of a block: `<name attr="value" ...>children</name>` or
+/// `<name ... />`. Text between elements is not kept.
 #[derive(Clone, Debug)]
 pub struct Element {
+    /// The tag name as written (case kept).
     pub name: String,
+    /// The attributes in source order, values with their quotes removed.
     pub attrs: Vec<(String, String)>,
+    /// The nested elements in source order (empty for `<name ... />`).
     pub children: Vec<Element>,
+    /// The element from its `<` to the end of its closing tag.
     pub span: Span,
 }
 
 impl Element {
+    /// The value of attribute `name` (the first, if it is written twice).
     pub fn attr(&self, name: &str) -> Option<&str> {
         self.attrs
             .iter()
@@ -83,6 +88,7 @@ impl Element {
 /// Every metadata block of a program, each with the scope it stands in.
 #[derive(Clone, Debug, Default)]
 pub struct Metadata {
+    /// The blocks in source order.
     pub blocks: Vec<ScopedBlock>,
 }
 
@@ -90,13 +96,17 @@ pub struct Metadata {
 /// empty at top level).
 #[derive(Clone, Debug)]
 pub struct ScopedBlock {
+    /// The enclosing nets' names, outermost first.
     pub scope: Vec<String>,
+    /// The block.
     pub block: Block,
 }
 
 /// A `<box name=..>` mentioned in the metadata, for "no such box" warnings.
 pub struct BoxMention<'a> {
+    /// The box name the element gives.
     pub name: &'a str,
+    /// The `<box>` element.
     pub span: Span,
     /// The scope of the block that mentions it.
     pub scope: &'a [String],
@@ -184,10 +194,16 @@ pub struct ObserverSpec {
     /// The observer's number: the `<observer />` element's rank among all
     /// of the program's, in text order, from 1.
     pub oid: u32,
+    /// Where it observes: one point, or both (`observer_type` `both`,
+    /// the default: before and after, one graph node each).
     pub points: Vec<ObservePoint>,
+    /// How much of each record it reports.
     pub data: ObserveData,
+    /// `<observer_code value=".." />`, copied into every message.
     pub code: Option<String>,
+    /// Whether each observed record waits for the listener's reply.
     pub interactive: bool,
+    /// Where its messages go.
     pub dest: ObserveDest,
     /// The `<observer />` element.
     pub span: Span,
@@ -446,20 +462,15 @@ pub fn parse(src: &str, pos: usize, diags: &mut Diagnostics) -> Option<(Block, u
         depth: 0,
     };
     match r.element() {
-        Some(el) => {
-            let span = el.span.clone();
-            Some((
-                Block {
-                    elements: el.children,
-                    span,
-                },
-                r.pos,
-            ))
-        }
+        Some(el) => Some((
+            Block {
+                elements: el.children,
+            },
+            r.pos,
+        )),
         None => Some((
             Block {
                 elements: Vec::new(),
-                span: pos..src.len(),
             },
             src.len(),
         )),

@@ -487,7 +487,7 @@ impl<'s> Parser<'s, '_> {
     }
 
     fn expect_net(&mut self) -> PResult<NetDef> {
-        let start = self.bump().start as usize; // `net`
+        self.bump(); // `net`
         let name = self.expect_name("a net name")?;
         let (mut sig, mut sig_span) = (None, None);
         if self.tok() == Tok::LParen {
@@ -527,7 +527,6 @@ impl<'s> Parser<'s, '_> {
             sig_span,
             defs,
             body,
-            span: start..self.prev_end(),
         })
     }
 
@@ -580,29 +579,21 @@ impl<'s> Parser<'s, '_> {
     }
 
     fn expect_type_def(&mut self) -> PResult<TypeDef> {
-        let start = self.bump().start as usize; // `type`
+        self.bump(); // `type`
         let name = self.expect_name("a type name")?;
         self.expect(Tok::Eq, "after the type name")?;
         let ty = self.expect_type()?;
         self.expect_semi("after the type definition");
-        Ok(TypeDef {
-            name,
-            ty,
-            span: start..self.prev_end(),
-        })
+        Ok(TypeDef { name, ty })
     }
 
     fn expect_typesig_def(&mut self) -> PResult<TypesigDef> {
-        let start = self.bump().start as usize; // `typesig`
+        self.bump(); // `typesig`
         let name = self.expect_name("a type signature name")?;
         self.expect(Tok::Eq, "after the type signature name")?;
         let items = self.expect_sig_items(Tok::Semi)?;
         self.expect_semi("after the type signature");
-        Ok(TypesigDef {
-            name,
-            items,
-            span: start..self.prev_end(),
-        })
+        Ok(TypesigDef { name, items })
     }
 
     // ---- combinator expressions ----
@@ -851,7 +842,7 @@ impl<'s> Parser<'s, '_> {
     }
 
     fn expect_outspec(&mut self) -> PResult<OutSpecAst> {
-        let start = self.bump().start as usize; // `{`
+        self.bump(); // `{`
         let mut items = Vec::new();
         if self.tok() != Tok::RBrace {
             loop {
@@ -862,10 +853,7 @@ impl<'s> Parser<'s, '_> {
             }
         }
         self.expect(Tok::RBrace, "to close the output record")?;
-        Ok(OutSpecAst {
-            items,
-            span: start..self.prev_end(),
-        })
+        Ok(OutSpecAst { items })
     }
 
     fn expect_item(&mut self) -> PResult<ItemAst> {

@@ -120,7 +120,7 @@ pub enum OnNodeLoss {
 
 /// Losses of a node a record may be in custody of before the run gives
 /// up on it as a poison record (one that kills the node each time).
-pub const REPLAY_TRIES: u32 = 3;
+pub(crate) const REPLAY_TRIES: u32 = 3;
 
 /// An `Open` node 0 sent a node: sent again to its replacement first.
 #[derive(Clone)]
@@ -166,7 +166,7 @@ pub(crate) struct Replay {
 }
 
 impl Log {
-    pub fn new(nodes: u32) -> Log {
+    pub(crate) fn new(nodes: u32) -> Log {
         let n = nodes as usize;
         Log {
             next: vec![0; n],
@@ -182,7 +182,7 @@ impl Log {
 
     /// `item` is being sent to `to` on `conn`: it takes the next identity,
     /// and a record is kept.
-    pub fn sent(&mut self, to: Rank, conn: ConnId, item: &Item) {
+    pub(crate) fn sent(&mut self, to: Rank, conn: ConnId, item: &Item) {
         let k = to.0 as usize;
         let id = self.next[k];
         self.next[k] += 1;
@@ -198,21 +198,21 @@ impl Log {
     }
 
     /// Node `to` was sent `Open` for `o`.
-    pub fn opened(&mut self, to: Rank, o: Opened) {
+    pub(crate) fn opened(&mut self, to: Rank, o: Opened) {
         if let Some(v) = self.opens.get_mut(to.0 as usize) {
             v.push(o);
         }
     }
 
     /// Node `from` acknowledged `count` items.
-    pub fn acked(&mut self, from: Rank, count: u64) {
+    pub(crate) fn acked(&mut self, from: Rank, count: u64) {
         if let Some(n) = self.unacked.get_mut(from.0 as usize) {
             *n = n.saturating_sub(count);
         }
     }
 
     /// Credit `c` went to node `to`.
-    pub fn credit_sent(&mut self, to: Rank, c: &crate::weight::Dyadic) {
+    pub(crate) fn credit_sent(&mut self, to: Rank, c: &crate::weight::Dyadic) {
         if let Some(d) = self.credit.get_mut(to.0 as usize) {
             d.add_all(c);
         }
@@ -221,7 +221,7 @@ impl Log {
     /// Credit `c` came from node `from`. A node that sends credit it did
     /// not get from node 0 (possible only where it talks to other nodes,
     /// outside what replay restores) leaves the balance at zero.
-    pub fn credit_received(&mut self, from: Rank, c: &crate::weight::Dyadic) {
+    pub(crate) fn credit_received(&mut self, from: Rank, c: &crate::weight::Dyadic) {
         if let Some(d) = self.credit.get_mut(from.0 as usize) {
             if !d.sub(c) {
                 *d = crate::weight::Dyadic::zero();
@@ -231,7 +231,7 @@ impl Log {
 
     /// Node `from` reports done the item numbered `id`: the record, or
     /// `None` if the log does not hold it.
-    pub fn done(&mut self, from: Rank, id: u64) -> Option<(ConnId, Rec)> {
+    pub(crate) fn done(&mut self, from: Rank, id: u64) -> Option<(ConnId, Rec)> {
         let (c, r, _) = self.held.get_mut(from.0 as usize)?.remove(&id)?;
         self.live -= 1;
         Some((c, r))
@@ -242,7 +242,7 @@ impl Log {
     /// (`Err`, its origin). Else what its replacement is sent (the log
     /// keeps the records, now numbered again from the same identities),
     /// and the acknowledgements and credit the old incarnation took with it.
-    pub fn lose(&mut self, k: Rank) -> Result<Replay, crate::entity::Origin> {
+    pub(crate) fn lose(&mut self, k: Rank) -> Result<Replay, crate::entity::Origin> {
         let i = k.0 as usize;
         for (_, r, tries) in self.held[i].values_mut() {
             *tries += 1;
@@ -265,23 +265,23 @@ impl Log {
     }
 
     /// Items replayed to node `k` are unacknowledged again.
-    pub fn resent(&mut self, k: Rank, n: u64) {
+    pub(crate) fn resent(&mut self, k: Rank, n: u64) {
         self.unacked[k.0 as usize] += n;
     }
 
     /// Records held, for every node.
-    pub fn live(&self) -> u64 {
+    pub(crate) fn live(&self) -> u64 {
         self.live
     }
 
     /// The most records ever held at once.
-    pub fn peak(&self) -> u64 {
+    pub(crate) fn peak(&self) -> u64 {
         self.peak
     }
 
     /// Node `k`'s records in identity order (the order they were sent).
-    #[cfg(test)]
-    pub fn held(&self, k: Rank) -> impl Iterator<Item = (u64, &ConnId, &Rec)> {
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn held(&self, k: Rank) -> impl Iterator<Item = (u64, &ConnId, &Rec)> {
         self.held
             .get(k.0 as usize)
             .into_iter()

@@ -40,7 +40,7 @@ use crate::entity::{Entity, Item};
 use crate::sync::{lock, Mutex};
 
 /// The weight a home issues with each reference it sends.
-pub const ISSUE: u64 = 1 << 40;
+pub(crate) const ISSUE: u64 = 1 << 40;
 
 /// Who waits for a fetched field.
 pub(crate) enum Waiter {
@@ -132,7 +132,7 @@ impl std::fmt::Display for StoreError {
 impl std::error::Error for StoreError {}
 
 impl FieldStore {
-    pub fn new(me: Rank, release: Arc<dyn ReleaseRemote>) -> FieldStore {
+    pub(crate) fn new(me: Rank, release: Arc<dyn ReleaseRemote>) -> FieldStore {
         FieldStore {
             me,
             state: Mutex::new(State::default()),
@@ -142,7 +142,7 @@ impl FieldStore {
 
     /// Exports `f` (a local field, or a proxy that cannot split its weight):
     /// returns its id and the weight to send with this reference.
-    pub fn export(&self, f: &Field) -> (u64, u64) {
+    pub(crate) fn export(&self, f: &Field) -> (u64, u64) {
         let mut st = lock(&self.state);
         let k = f.address();
         let id = match st.by_value.get(&k) {
@@ -189,19 +189,26 @@ impl FieldStore {
 
     /// A reference to one of this node's exports came back with `weight`:
     /// the field, as a handle of this node.
-    pub fn returned(&self, id: u64, weight: u64) -> Result<Field, StoreError> {
+    pub(crate) fn returned(&self, id: u64, weight: u64) -> Result<Field, StoreError> {
         let mut st = lock(&self.state);
         FieldStore::give_back(&mut st, self.me, id, weight)
     }
 
     /// `Release` from another node.
-    pub fn released(&self, id: u64, weight: u64) -> Result<(), StoreError> {
+    pub(crate) fn released(&self, id: u64, weight: u64) -> Result<(), StoreError> {
         let mut st = lock(&self.state);
         FieldStore::give_back(&mut st, self.me, id, weight).map(drop)
     }
 
     /// A reference to field `id` of node `home` arrived with `weight`.
-    pub fn proxy(&self, home: Rank, id: u64, weight: u64, interface: &str, len: u64) -> Field {
+    pub(crate) fn proxy(
+        &self,
+        home: Rank,
+        id: u64,
+        weight: u64,
+        interface: &str,
+        len: u64,
+    ) -> Field {
         let mut st = lock(&self.state);
         if let Some(p) = st.proxies.get(&(home, id)).and_then(Weak::upgrade) {
             p.add_weight(weight);
@@ -224,7 +231,7 @@ impl FieldStore {
 
     /// `waiter` needs the value of `r`: returns the fetch to send, if this
     /// is the first request for it.
-    pub fn request(&self, r: &RemoteField, waiter: Waiter) -> Option<Send> {
+    pub(crate) fn request(&self, r: &RemoteField, waiter: Waiter) -> Option<Send> {
         let mut st = lock(&self.state);
         let list = st.waiting.entry((r.home, r.id)).or_default();
         list.push(waiter);
@@ -235,7 +242,7 @@ impl FieldStore {
     }
 
     /// Another node asks for export `id`.
-    pub fn fetch(&self, node: Rank, id: u64) -> Result<Option<Send>, StoreError> {
+    pub(crate) fn fetch(&self, node: Rank, id: u64) -> Result<Option<Send>, StoreError> {
         let field = {
             let st = lock(&self.state);
             st.exports
@@ -263,7 +270,7 @@ impl FieldStore {
     /// body, decoded by the codec named `codec`; the body becomes the
     /// value's storage): fills the proxy and returns the entities to wake
     /// and the answers to send.
-    pub fn arrived(
+    pub(crate) fn arrived(
         &self,
         home: Rank,
         id: u64,
@@ -301,7 +308,7 @@ impl FieldStore {
     }
 
     /// (exports alive, proxies alive, fields fetched, bytes fetched, exports made).
-    pub fn counts(&self) -> (u64, u64, u64, u64, u64) {
+    pub(crate) fn counts(&self) -> (u64, u64, u64, u64, u64) {
         let st = lock(&self.state);
         let proxies = st.proxies.values().filter(|w| w.strong_count() > 0).count();
         (
@@ -341,7 +348,7 @@ pub(crate) struct Parked(Option<std::collections::VecDeque<Item>>);
 
 impl Parked {
     /// Is the entity waiting? Then `item` joins the parked input (returns None).
-    pub fn hold(&mut self, item: Item) -> Option<Item> {
+    pub(crate) fn hold(&mut self, item: Item) -> Option<Item> {
         match &mut self.0 {
             Some(q) => {
                 if !matches!(item, Item::Wake) {
@@ -355,7 +362,7 @@ impl Parked {
     }
 
     /// Parks `item` (the one that needs a field) at the front.
-    pub fn park(&mut self, item: Item) {
+    pub(crate) fn park(&mut self, item: Item) {
         self.0.get_or_insert_with(Default::default).push_front(item);
     }
 
@@ -364,7 +371,7 @@ impl Parked {
     /// input; an item arriving while the entity waits joins it; the first
     /// record `ready` refuses (it asked for its fields) is parked, with
     /// everything behind it.
-    pub fn admit(
+    pub(crate) fn admit(
         &mut self,
         item: Item,
         ready: impl Fn(&snet_core::Record) -> bool,
@@ -393,7 +400,7 @@ impl Parked {
     }
 
     /// On `Wake`: the parked input, to be processed again in order.
-    pub fn resume(&mut self) -> std::collections::VecDeque<Item> {
+    pub(crate) fn resume(&mut self) -> std::collections::VecDeque<Item> {
         self.0.take().unwrap_or_default()
     }
 }

@@ -10,7 +10,7 @@
 //! Node 0 instantiates the entry network and is the only node with the
 //! input and the output. Instantiating `A @ n` (or the replica of
 //! `A !@ <t>` for value `n`) on node `m != n` does not build `A` on `m`:
-//! it creates a *remote* entity ([`crate::remote`]) standing for `A`'s
+//! it creates a *remote* entity (`crate::remote`) standing for `A`'s
 //! entry, and sends `Open` to node `n`, naming
 //! * the new connection `c` (a [`ConnId`]: the creating node and its
 //!   connection counter) that will carry `A`'s input,
@@ -30,7 +30,7 @@
 //!
 //! # Managers
 //!
-//! One output manager and one input manager per node ([`managers`])
+//! One output manager and one input manager per node (`managers`)
 //! multiplex every connection; workers never touch the transport. Workers
 //! put what must leave the node on the node's outbound queue; the output
 //! manager encodes ([`wire`]) and sends it, coalescing what goes to one node
@@ -44,8 +44,8 @@
 //!
 //! # Termination: credit (weight throwing)
 //!
-//! Node 0 starts with all the *credit* (one, as a [`Dyadic`]). Every
-//! message carries a share of its sender's credit ([`Dyadic::share`]:
+//! Node 0 starts with all the *credit* (one, as a `Dyadic`). Every
+//! message carries a share of its sender's credit (`Dyadic::share`:
 //! node 0 gives half of its largest piece; another node keeps half of its
 //! largest piece and gives all the rest, so
 //! that small pieces go home and merge instead of piling up on a node that
@@ -58,12 +58,12 @@
 //! credit. Credit is never created or destroyed, so node 0 holding all of
 //! it while passive, with its input exhausted, means no node is active and
 //! no message is in flight: the run is over, and node 0 tells every node to
-//! shut down. The rules are in [`Net::settle`]; `loom_tests::termination`
+//! shut down. The rules are in `Net::settle`; `loom_tests::termination`
 //! model-checks them with the real managers.
 //!
 //! # Fields
 //!
-//! By reference, fetched on demand: [`fields`].
+//! By reference, fetched on demand: `fields`.
 
 pub(crate) mod custody;
 pub(crate) mod fields;
@@ -95,7 +95,9 @@ pub use snet_transport::{
 /// The name of a connection: the node that created it and its counter there.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnId {
+    /// The node that created the connection (its only writer).
     pub origin: Rank,
+    /// The creating node's counter of connections (unique on that node).
     pub seq: u64,
 }
 
@@ -194,7 +196,7 @@ pub(crate) enum Out {
 }
 
 impl Out {
-    pub fn channel(&self) -> Channel {
+    pub(crate) fn channel(&self) -> Channel {
         match self {
             Out::Open { .. }
             | Out::Item { .. }
@@ -236,7 +238,7 @@ pub(crate) struct NetState {
 
 /// What [`Net::settle`] found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Settle {
+pub(crate) enum Settle {
     /// The node is not passive.
     Busy,
     /// Passive; credit (if any) is on its way to node 0.
@@ -333,14 +335,14 @@ impl ReleaseRemote for Releaser {
 }
 
 impl Net {
-    #[cfg(any(test, loom))]
-    pub fn new(me: Rank, nodes: u32, inline_limit: usize) -> Net {
+    #[cfg(test)]
+    pub(crate) fn new(me: Rank, nodes: u32, inline_limit: usize) -> Net {
         Net::with_loss(me, nodes, inline_limit, OnNodeLoss::Fail)
     }
 
     /// As [`Net::new`], with what the run does when a node is lost: with
     /// [`OnNodeLoss::Respawn`], node 0 keeps a [`custody::Log`].
-    pub fn with_loss(me: Rank, nodes: u32, inline_limit: usize, loss: OnNodeLoss) -> Net {
+    pub(crate) fn with_loss(me: Rank, nodes: u32, inline_limit: usize, loss: OnNodeLoss) -> Net {
         let state = Arc::new((
             Mutex::new(NetState {
                 out: VecDeque::new(),
@@ -381,12 +383,12 @@ impl Net {
     }
 
     /// A run with other nodes (managers needed).
-    pub fn distributed(&self) -> bool {
+    pub(crate) fn distributed(&self) -> bool {
         self.nodes > 1
     }
 
     /// Queues a message for the output manager.
-    pub fn push(&self, out: Out) {
+    pub(crate) fn push(&self, out: Out) {
         let (m, cv) = &*self.state;
         let mut st = lock(m);
         if matches!(out, Out::Shutdown) {
@@ -419,7 +421,7 @@ impl Net {
     }
 
     /// Node 0 with a log: credit `c` goes to (`sent`) or came from node `k`.
-    pub fn credit_flow(&self, k: Rank, c: &crate::weight::Dyadic, sent: bool) {
+    pub(crate) fn credit_flow(&self, k: Rank, c: &crate::weight::Dyadic, sent: bool) {
         if !self.respawn_root || c.is_zero() {
             return;
         }
@@ -437,7 +439,7 @@ impl Net {
     /// for the old incarnation, and gives back the acknowledgements and
     /// credit it took with it. The caller holds [`Net::enc`] (nothing is
     /// being sent). `Err`: a poison record's origin.
-    pub fn replay(&self, k: Rank) -> Result<(), crate::entity::Origin> {
+    pub(crate) fn replay(&self, k: Rank) -> Result<(), crate::entity::Origin> {
         let (m, cv) = &*self.state;
         let mut guard = lock(m);
         let st = &mut *guard;
@@ -509,17 +511,17 @@ impl Net {
     }
 
     /// Nodes node 0 replaced during the run.
-    pub fn replaced(&self) -> u64 {
+    pub(crate) fn replaced(&self) -> u64 {
         lock(&self.state.0).log.as_ref().map_or(0, |l| l.replaced)
     }
 
     /// A run that survives a lost node (custody on either side).
-    pub fn custody_on(&self) -> bool {
+    pub(crate) fn custody_on(&self) -> bool {
         self.respawn_root || self.custody.is_some()
     }
 
     /// A node other than 0: the next item from `from` is its `next`th.
-    pub fn set_next(&self, from: Rank, next: u64) {
+    pub(crate) fn set_next(&self, from: Rank, next: u64) {
         if let (Some(c), Rank::ROOT) = (&self.custody, from) {
             lock(c).next = next;
         }
@@ -527,7 +529,7 @@ impl Net {
 
     /// Queues an item for connection `conn` on node `to`: one more item
     /// outstanding until `to` acknowledges it.
-    pub fn push_item(&self, to: Rank, conn: ConnId, item: Item) {
+    pub(crate) fn push_item(&self, to: Rank, conn: ConnId, item: Item) {
         let (m, cv) = &*self.state;
         let mut st = lock(m);
         st.outstanding += 1;
@@ -546,7 +548,7 @@ impl Net {
     /// thread), weighed against the node's own backlog ([`ACK_WINDOW`]
     /// of them count as `BACKLOG_LIMIT`): what admission and suspended
     /// work add to that backlog.
-    pub fn outstanding(&self) -> u64 {
+    pub(crate) fn outstanding(&self) -> u64 {
         self.weigh(self.outstanding_hint.load(Ordering::Relaxed))
     }
 
@@ -560,18 +562,18 @@ impl Net {
     /// pairs with the store in [`Net::acked`] and the sleep protocol's
     /// `SeqCst` hint (either the sleeper sees the ack, or the input manager
     /// that took it sees the sleeper and wakes it).
-    pub fn outstanding_now(&self) -> u64 {
+    pub(crate) fn outstanding_now(&self) -> u64 {
         self.weigh(self.outstanding_hint.load(Ordering::SeqCst))
     }
 
     /// The most items that were ever outstanding at once.
-    pub fn peak_outstanding(&self) -> u64 {
+    pub(crate) fn peak_outstanding(&self) -> u64 {
         lock(&self.state.0).peak_outstanding
     }
 
     /// Node `from` acknowledged `count` items; false if that is more than
     /// are outstanding (a protocol error).
-    pub fn acked(&self, from: Rank, count: u64) -> bool {
+    pub(crate) fn acked(&self, from: Rank, count: u64) -> bool {
         let mut st = lock(&self.state.0);
         let Some(left) = st.outstanding.checked_sub(count) else {
             return false;
@@ -586,7 +588,7 @@ impl Net {
 
     /// Items `count` more items sent to another node outside
     /// [`Net::push_item`] (a commit's): outstanding until acknowledged.
-    pub fn sending(&self, count: u64) {
+    pub(crate) fn sending(&self, count: u64) {
         if count == 0 {
             return;
         }
@@ -600,7 +602,7 @@ impl Net {
     /// A node other than 0 of a run that survives a lost node: connection
     /// `conn` from node 0 was opened for `template`, whose records get
     /// custody tokens if replay can restore it.
-    pub fn opened(&self, from: Rank, conn: ConnId, replayable: bool) {
+    pub(crate) fn opened(&self, from: Rank, conn: ConnId, replayable: bool) {
         if let (Some(c), Rank::ROOT, true) = (&self.custody, from, replayable) {
             lock(c).replayable.insert(conn);
         }
@@ -609,7 +611,7 @@ impl Net {
     /// An item arrived from `from` on `conn`: with custody, it takes its
     /// number, and a record on a replayable connection its token (one on
     /// another connection is reported done at once).
-    pub fn arrived(&self, from: Rank, conn: ConnId, item: &mut Item) {
+    pub(crate) fn arrived(&self, from: Rank, conn: ConnId, item: &mut Item) {
         let Some(c) = &self.custody else { return };
         if from != Rank::ROOT {
             return;
@@ -631,7 +633,7 @@ impl Net {
 
     /// Node `from` reports done the `id`th item this node sent it
     /// (`Done`); false if the log does not hold it (a protocol error).
-    pub fn done(&self, from: Rank, id: u64) -> bool {
+    pub(crate) fn done(&self, from: Rank, id: u64) -> bool {
         // The record leaves the log outside the lock (dropping it may
         // release fields, which queue messages).
         let left = lock(&self.state.0)
@@ -643,7 +645,7 @@ impl Net {
 
     /// The records node 0's log holds, and the most it ever held (both
     /// zero without a log).
-    pub fn log_size(&self) -> (u64, u64) {
+    pub(crate) fn log_size(&self) -> (u64, u64) {
         lock(&self.state.0)
             .log
             .as_ref()
@@ -652,7 +654,7 @@ impl Net {
 
     /// `count` items arrived from node `from`: they are owed an
     /// acknowledgement.
-    pub fn received(&self, from: Rank, count: u64) {
+    pub(crate) fn received(&self, from: Rank, count: u64) {
         if count == 0 {
             return;
         }
@@ -663,7 +665,7 @@ impl Net {
     }
 
     /// Whether items received are waiting for an acknowledgement, roughly.
-    pub fn owes(&self) -> bool {
+    pub(crate) fn owes(&self) -> bool {
         self.owed_hint.load(Ordering::Relaxed) > 0
     }
 
@@ -672,7 +674,7 @@ impl Net {
     /// not suspended) is small, and whenever the node is passive: never
     /// depending on what this node has outstanding itself (see
     /// ARCHITECTURE.md, "It cannot deadlock", rule 3).
-    pub fn flush_acks(&self) {
+    pub(crate) fn flush_acks(&self) {
         let (m, cv) = &*self.state;
         let mut st = lock(m);
         if Self::queue_acks(&mut st) {
@@ -702,7 +704,7 @@ impl Net {
     }
 
     /// Replaces everything queued by a failure notice to every node.
-    pub fn fail_notice(&self, message: String) {
+    pub(crate) fn fail_notice(&self, message: String) {
         let (m, cv) = &*self.state;
         let dropped = {
             let mut st = lock(m);
@@ -716,13 +718,13 @@ impl Net {
     }
 
     /// Binds a new connection into this node to `to`.
-    pub fn bind(&self, to: Arc<Entity>) -> ConnId {
+    pub(crate) fn bind(&self, to: Arc<Entity>) -> ConnId {
         let conn = self.new_conn();
         lock(&self.inbound).insert(conn, to);
         conn
     }
 
-    pub fn new_conn(&self) -> ConnId {
+    pub(crate) fn new_conn(&self) -> ConnId {
         ConnId {
             origin: self.me,
             seq: self.next_conn.fetch_add(1, Ordering::Relaxed),
@@ -730,13 +732,13 @@ impl Net {
     }
 
     /// `me` waits for the value of `r` (see [`fields`]).
-    pub fn request(&self, r: &RemoteField, me: Arc<Entity>) {
+    pub(crate) fn request(&self, r: &RemoteField, me: Arc<Entity>) {
         if let Some(s) = self.store.request(r, fields::Waiter::Entity(me)) {
             self.push_store(s);
         }
     }
 
-    pub fn push_store(&self, s: fields::Send) {
+    pub(crate) fn push_store(&self, s: fields::Send) {
         self.push(match s {
             fields::Send::Fetch { home, id } => Out::Fetch { to: home, id },
             fields::Send::Bytes { node, id, value } => Out::Bytes {
@@ -755,7 +757,7 @@ impl Net {
     /// A node other than 0 that is passive sends all its credit to node 0
     /// (as a message, which the output manager sends with exactly that
     /// credit). Node 0 is quiescent when passive with all the credit.
-    pub fn settle(&self, quiet: bool) -> Settle {
+    pub(crate) fn settle(&self, quiet: bool) -> Settle {
         let (m, cv) = &*self.state;
         let mut st = lock(m);
         if !quiet || st.busy > 0 || !st.out.is_empty() || st.stop {
@@ -788,19 +790,19 @@ impl Net {
     }
 
     /// A manager starts handling a message that brought `credit`.
-    pub fn begin(&self, credit: &Dyadic) {
+    pub(crate) fn begin(&self, credit: &Dyadic) {
         let mut st = lock(&self.state.0);
         st.pool.add_all(credit);
         st.busy += 1;
     }
 
     /// A manager finished a message.
-    pub fn end(&self) {
+    pub(crate) fn end(&self) {
         lock(&self.state.0).busy -= 1;
     }
 
     /// Stops the output manager once its queue is empty.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let (m, cv) = &*self.state;
         lock(m).stop = true;
         cv.notify_all();

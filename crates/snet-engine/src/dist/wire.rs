@@ -5,16 +5,16 @@
 //! [`Frame`], [`WireItem`]; [`FrameRef`] while reading) and the one parser
 //! of them ([`MessageReader`]): any malformed input is a [`WireError`]
 //! (where, and what: [`Malformed`]), never a panic (the `frames` fuzz
-//! target and property tests check it). The *meaning* ([`Encoder`],
-//! [`Decoder`]) turns the engine's items into bytes and back: labels
+//! target and property tests check it). The *meaning* (`Encoder`,
+//! `Decoder`) turns the engine's items into bytes and back: labels
 //! through the per-pair dictionaries, fields inline or as references into
 //! the field store.
 //!
 //! Items, the bulk of the traffic, are streamed both ways: the output
-//! manager's [`Frames`] writes each engine item straight into the message
-//! ([`Frames::item`]), and the input manager reads an `Items` frame one
+//! manager's `Frames` writes each engine item straight into the message
+//! (`Frames::item`), and the input manager reads an `Items` frame one
 //! item at a time straight into the engine's records
-//! ([`MessageReader::next_item`]); the owned [`Frame::Items`] (a
+//! (`MessageReader::next_item`); the owned [`Frame::Items`] (a
 //! `Vec<WireItem>`) is for tests and fuzzing only.
 //!
 //! A transport message's header is
@@ -97,6 +97,7 @@ pub const MAX_MARKER_DEPTH: usize = 1024;
 pub struct WireError {
     /// Byte offset in the header.
     pub at: usize,
+    /// What is wrong there.
     pub what: Malformed,
 }
 
@@ -164,14 +165,16 @@ impl fmt::Display for WireError {
 impl std::error::Error for WireError {}
 
 /// An item this node cannot turn into an engine item
-/// ([`MessageReader::next_item`]).
+/// (`MessageReader::next_item`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ItemError {
     /// The bytes are malformed (or a label does not fit the dictionary).
     Malformed(WireError),
     /// The codec could not decode the inline field `label`.
     Codec {
+        /// The field's label.
         label: Label,
+        /// The codec's reason.
         error: snet_core::DecodeError,
     },
     /// A reference to one of this node's exports that the field store
@@ -179,15 +182,23 @@ pub enum ItemError {
     Returned(super::fields::StoreError),
     /// Field `label` is a reference to a field of node `home`, which the
     /// run does not have.
-    NoSuchNode { label: Label, home: Rank },
+    NoSuchNode {
+        /// The field's label.
+        label: Label,
+        /// The node the reference names.
+        home: Rank,
+    },
 }
 
 /// A field that cannot go to another node (the record's label, the
 /// destination, why).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldStays {
+    /// The field's label in the record.
     pub label: Label,
+    /// The node the record was going to.
     pub to: Rank,
+    /// Why the value cannot leave this process.
     pub error: snet_core::NotPortable,
 }
 
@@ -372,14 +383,14 @@ pub(crate) struct Frames {
 
 impl Frames {
     /// Appends a frame.
-    pub fn push(&mut self, f: &Frame) {
+    pub(crate) fn push(&mut self, f: &Frame) {
         self.items = None;
         f.encode(&mut self.bytes);
     }
 
     /// Appends engine item `item` for connection `conn` at node `to`,
     /// written straight into the frames (see [`Encoder::item`]).
-    pub fn item(
+    pub(crate) fn item(
         &mut self,
         conn: ConnId,
         enc: &mut Encoder,
@@ -406,7 +417,7 @@ impl Frames {
     }
 
     /// Writes the message's header: `credit`, then the frames.
-    pub fn message(&self, credit: &Dyadic, out: &mut Vec<u8>) {
+    pub(crate) fn message(&self, credit: &Dyadic, out: &mut Vec<u8>) {
         put_credit(out, credit);
         out.extend_from_slice(&self.bytes);
     }
@@ -417,7 +428,10 @@ impl Frames {
 /// One message's header: the credit it carries and its frames.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message<'a> {
+    /// The share of the termination credit the message carries (every
+    /// message carries some: the termination rules in [`super`]).
     pub credit: Dyadic,
+    /// The frames in the order they are written and acted on.
     pub frames: Vec<Frame<'a>>,
 }
 
@@ -427,84 +441,142 @@ pub enum Frame<'a> {
     /// Instantiate `template` here, bind connection `conn` to its entry,
     /// and send its output back on `back`.
     Open {
+        /// The new connection that carries the instance's input.
         conn: ConnId,
+        /// The component to instantiate (the same graph on every node).
         template: NodeId,
+        /// The connection, already bound on the sender, that carries the
+        /// instance's output back.
         back: ConnId,
+        /// The ordering stamps the instance starts with.
         start: Cow<'a, Stamps>,
     },
     /// Items for connection `conn`, in order (owned: tests and fuzzing;
-    /// the managers stream items, [`Frames::item`], [`FrameRef::Items`]).
+    /// the managers stream items, `Frames::item`, [`FrameRef::Items`]).
     Items {
+        /// The connection the items travel on.
         conn: ConnId,
+        /// The items, in stream order.
         items: Vec<WireItem<'a>>,
     },
     /// Asks for the value of this node's export `id` (field store).
-    Fetch { id: u64 },
+    Fetch {
+        /// The export's number at the receiver.
+        id: u64,
+    },
     /// Gives `weight` back to this node's export `id`.
-    Release { id: u64, weight: u64 },
+    Release {
+        /// The export's number at the receiver.
+        id: u64,
+        /// The weight given back (never zero).
+        weight: u64,
+    },
     /// The sender failed with `message`.
-    Fail { message: Cow<'a, str> },
+    Fail {
+        /// The error as the sender's users would read it.
+        message: Cow<'a, str>,
+    },
     /// The run is over.
     Shutdown,
     /// The value of the sender's export `id` (its meta part; the body is
     /// the message's payload).
     Bytes {
+        /// The export's number at the sender (what the `Fetch` asked for).
         id: u64,
+        /// The codec that decodes the value ([`snet_core::FieldCodec`]).
         codec: Cow<'a, str>,
+        /// The value's meta part ([`snet_core::FieldData::encode_meta`]).
         meta: Cow<'a, [u8]>,
     },
     /// The sender acknowledges `count` items the receiver sent it
     /// (back-pressure across nodes).
-    Ack { count: u64 },
+    Ack {
+        /// How many items more than the acknowledgements so far.
+        count: u64,
+    },
     /// Custody (`--on-node-loss respawn`): every record derived on the
     /// sender from the item the receiver sent it as its `id`th item (from
     /// 0, counting every item the receiver sent the sender) has left the
     /// sender, in this message or an earlier one: the receiver drops the
     /// item from its log (`dist::custody`).
-    Done { id: u64 },
+    Done {
+        /// The item's number among those the receiver sent the sender.
+        id: u64,
+    },
     /// Custody: the next item the sender sends the receiver is its `next`th
     /// (node 0 replaying its log to a replacement node).
-    Seq { next: u64 },
+    Seq {
+        /// The number of the next item.
+        next: u64,
+    },
 }
 
 /// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
 /// its connection and count, its items read next
-/// ([`MessageReader::next_item`] or [`MessageReader::next_wire_item`]).
+/// (`MessageReader::next_item` or [`MessageReader::next_wire_item`]).
+/// The fields are those of the [`Frame`] of the same name, borrowed from
+/// the header where they can be.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FrameRef<'a> {
+    /// [`Frame::Open`].
     Open {
+        /// The new connection that carries the instance's input.
         conn: ConnId,
+        /// The component to instantiate.
         template: NodeId,
+        /// The connection that carries the instance's output back.
         back: ConnId,
+        /// The ordering stamps the instance starts with.
         start: Stamps,
     },
+    /// [`Frame::Items`]: the items follow in the reader.
     Items {
+        /// The connection the items travel on.
         conn: ConnId,
+        /// How many items follow.
         count: u64,
     },
+    /// [`Frame::Fetch`].
     Fetch {
+        /// The export's number at the receiver.
         id: u64,
     },
+    /// [`Frame::Release`].
     Release {
+        /// The export's number at the receiver.
         id: u64,
+        /// The weight given back.
         weight: u64,
     },
+    /// [`Frame::Fail`].
     Fail {
+        /// The error as the sender's users would read it.
         message: &'a str,
     },
+    /// [`Frame::Shutdown`].
     Shutdown,
+    /// [`Frame::Bytes`].
     Bytes {
+        /// The export's number at the sender.
         id: u64,
+        /// The codec that decodes the value.
         codec: &'a str,
+        /// The value's meta part.
         meta: &'a [u8],
     },
+    /// [`Frame::Ack`].
     Ack {
+        /// How many items more are acknowledged.
         count: u64,
     },
+    /// [`Frame::Done`].
     Done {
+        /// The item's number among those the receiver sent the sender.
         id: u64,
     },
+    /// [`Frame::Seq`].
     Seq {
+        /// The number of the next item.
         next: u64,
     },
 }
@@ -512,12 +584,19 @@ pub enum FrameRef<'a> {
 /// An item as it travels.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WireItem<'a> {
+    /// A record.
     Rec {
+        /// Its ordering stamps (deterministic combinators).
         det: Stamps,
+        /// The input record it derives from (for error messages and traces).
         origin: Origin,
+        /// Its entries, labels through the pair's dictionary.
         entries: Vec<(WireLabel<'a>, WireValue<'a>)>,
     },
+    /// A sort marker of a deterministic combinator.
     Marker(Marker),
+    /// Feedback: the loop drained; the entity releases the input it held
+    /// back.
     Resume,
 }
 
@@ -528,8 +607,11 @@ pub enum WireLabel<'a> {
     Known(u32),
     /// Defines the dictionary's `index`th label.
     New {
+        /// The number later uses refer to (always the dictionary's next).
         index: u32,
+        /// Field, tag or binding tag.
         kind: LabelKind,
+        /// The label's name.
         name: Cow<'a, str>,
     },
 }
@@ -537,19 +619,28 @@ pub enum WireLabel<'a> {
 /// A record entry's value as it travels.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WireValue<'a> {
+    /// A tag's or binding tag's value.
     Int(i64),
     /// A field value copied into the frame.
     Inline {
+        /// The codec that decodes it.
         codec: Cow<'a, str>,
+        /// Its meta part.
         meta: Cow<'a, [u8]>,
+        /// Its body.
         body: Cow<'a, [u8]>,
     },
     /// A weighted reference to the value of export `id` at node `home`.
     Ref {
+        /// The node that holds the value.
         home: Rank,
+        /// The export's number there.
         id: u64,
+        /// The weight the reference carries (never zero).
         weight: u64,
+        /// The value's interface (and codec).
         interface: Cow<'a, str>,
+        /// The size of the value's encoding, in bytes.
         len: u64,
     },
 }
@@ -1186,7 +1277,7 @@ pub(crate) struct Encoder {
 }
 
 impl Encoder {
-    pub fn new(me: Rank, nodes: u32, inline_limit: usize) -> Encoder {
+    pub(crate) fn new(me: Rank, nodes: u32, inline_limit: usize) -> Encoder {
         Encoder {
             me,
             dicts: (0..nodes).map(|_| FxHashMap::default()).collect(),
@@ -1196,7 +1287,7 @@ impl Encoder {
     }
 
     /// Node `to` was replaced: its dictionary starts again.
-    pub fn forget(&mut self, to: Rank) {
+    pub(crate) fn forget(&mut self, to: Rank) {
         if let Some(d) = self.dicts.get_mut(to.index()) {
             d.clear();
         }
@@ -1294,7 +1385,7 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
-    pub fn new(me: Rank, nodes: u32) -> Decoder {
+    pub(crate) fn new(me: Rank, nodes: u32) -> Decoder {
         Decoder {
             me,
             dicts: (0..nodes).map(|_| Vec::new()).collect(),
@@ -1302,7 +1393,7 @@ impl Decoder {
     }
 
     /// Node `from` was replaced: its dictionary starts again.
-    pub fn forget(&mut self, from: Rank) {
+    pub(crate) fn forget(&mut self, from: Rank) {
         if let Some(d) = self.dicts.get_mut(from.index()) {
             d.clear();
         }

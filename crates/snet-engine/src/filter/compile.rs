@@ -25,7 +25,7 @@ use crate::error::{record_type, RuntimeTypeError};
 /// path runs again to report the error as it always did, in the same
 /// order. So the hot path carries no error values, and errors keep one
 /// definition.
-pub struct Filter {
+pub(crate) struct Filter {
     pub def: FilterDef,
     /// Per arm, per outspec.
     outs: Vec<Vec<Out>>,
@@ -332,7 +332,7 @@ fn item_value_fast(
 }
 
 impl Filter {
-    pub fn new(def: FilterDef) -> Filter {
+    pub(crate) fn new(def: FilterDef) -> Filter {
         let outs: Vec<Vec<Out>> = def
             .arms
             .iter()
@@ -563,7 +563,7 @@ impl Filter {
     /// Applies the filter in place when the chosen arm has one outspec
     /// (see [`apply_in_place_general`]).
     #[inline]
-    pub fn apply_in_place(&self, rec: &mut Record) -> Result<InPlace, FilterError> {
+    pub(crate) fn apply_in_place(&self, rec: &mut Record) -> Result<InPlace, FilterError> {
         if let Some(tags) = &self.tags {
             if let Some(ints) = Tags::ints(rec, self.def.pattern.labels()) {
                 let n = self.def.pattern.len();
@@ -602,7 +602,11 @@ impl Filter {
     /// Applies the filter to one record, handing each output to `emit` in
     /// order; an error emits nothing (the borrowing form, for tests).
     #[cfg(test)]
-    pub fn apply_each(&self, rec: &Record, emit: impl FnMut(Record)) -> Result<(), FilterError> {
+    pub(crate) fn apply_each(
+        &self,
+        rec: &Record,
+        emit: impl FnMut(Record),
+    ) -> Result<(), FilterError> {
         self.apply_owned(rec.clone(), emit)
     }
 
@@ -610,7 +614,7 @@ impl Filter {
     /// handing each output to `emit` in order; an error emits nothing. A
     /// last output that only retags the input is the input itself,
     /// changed.
-    pub fn apply_owned(
+    pub(crate) fn apply_owned(
         &self,
         mut rec: Record,
         mut emit: impl FnMut(Record),
@@ -684,7 +688,7 @@ fn item_value(item: &OutItem, rec: &Record) -> Result<(snet_core::Label, Value),
 }
 
 /// What [`Filter::apply_in_place`] did.
-pub enum InPlace {
+pub(crate) enum InPlace {
     /// The record is now the filter's one output.
     Done,
     /// No arm's guard holds: no output.
@@ -758,7 +762,7 @@ fn choose_arm<'a>(def: &'a FilterDef, rec: &Record) -> Result<Option<&'a FilterA
 
 /// Why a filter could not transform a record.
 #[derive(Debug)]
-pub enum FilterError {
+pub(crate) enum FilterError {
     Type(RuntimeTypeError),
     Eval(snet_core::EvalError),
 }

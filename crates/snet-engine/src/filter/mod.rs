@@ -26,20 +26,24 @@ mod compile;
 
 #[cfg(fuzzing)]
 pub use compile::fuzz_apply;
-pub use compile::{Filter, FilterError, InPlace};
+pub(crate) use compile::{Filter, FilterError, InPlace};
 
 /// The filter entity: one filter, or consecutive filters of a serial
 /// composition run as one entity. Each output of filter `i` goes straight
 /// into filter `i + 1`, depth first, which is exactly the order separate
 /// entities would produce.
-pub struct FilterChain {
+pub(crate) struct FilterChain {
     /// The filters, each with its template node (for messages).
     filters: smallvec::SmallVec<[(NodeId, Arc<Filter>); 2]>,
     next: Arc<Entity>,
 }
 
 impl FilterChain {
-    pub fn new(rt: &crate::runtime::Runtime, nodes: &[NodeId], next: Arc<Entity>) -> FilterChain {
+    pub(crate) fn new(
+        rt: &crate::runtime::Runtime,
+        nodes: &[NodeId],
+        next: Arc<Entity>,
+    ) -> FilterChain {
         let filters = nodes
             .iter()
             .map(|&n| (n, rt.prog.filter(n).clone()))
@@ -47,7 +51,7 @@ impl FilterChain {
         FilterChain { filters, next }
     }
 
-    pub fn process(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
+    pub(crate) fn process(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         let rec = match item {
             Item::Rec(r) => r,
             other => {
@@ -136,7 +140,7 @@ impl FilterChain {
 }
 
 /// The run's error for a filter (template `node`) that failed.
-pub fn filter_error(what: FilterError, node: NodeId, ctx: &Ctx) -> EngineError {
+pub(crate) fn filter_error(what: FilterError, node: NodeId, ctx: &Ctx) -> EngineError {
     match what {
         FilterError::Type(error) => EngineError::Type {
             error,

@@ -2,10 +2,10 @@
 //! did, when, and per component how much.
 //!
 //! *Cost when off.* [`crate::Config::instrument`] is `None`: no worker has a
-//! [`WorkerLog`] ([`crate::runtime::Ctx::log`]), and every hook is one test
+//! `WorkerLog` (`crate::runtime::Ctx::log`), and every hook is one test
 //! of that `Option` (per task, per item of a task, per box call, per
 //! synchrocell firing), plus one add per record sent
-//! ([`crate::runtime::Ctx::send`] counts records out unconditionally; a
+//! (`crate::runtime::Ctx::send` counts records out unconditionally; a
 //! branch would cost as much).
 //!
 //! *When on.* Each worker appends to its own log (no lock, no atomic per
@@ -13,17 +13,17 @@
 //! 64 items), per box call (`box`; a call suspended after a batch of
 //! outputs goes on in a `box-resume` event) and per synchrocell firing
 //! (`sync`), nested inside their batch; per component counters
-//! ([`CompStats`]); every millisecond or so the node's counters (input
+//! (`CompStats`); every millisecond or so the node's counters (input
 //! admitted, output written, items queued); and flow events for sampled
 //! records. At the end of the run the workers hand their logs to the node
-//! ([`crate::scheduler`]), which makes a [`NodeReport`] and deposits it in
+//! (`crate::scheduler`), which makes a `NodeReport` and deposits it in
 //! the [`Instrument`]; the embedder (`snet-runner`) writes the files.
 //!
 //! *Sampled records and flows.* An input record is followed when its
 //! number is 1 more than a multiple of the sample rate (the first input
 //! record always is). Every record carries the id of the flow it is
 //! followed in (0: none) beside its deterministic-order stamps
-//! ([`crate::entity::Stamps::flow`]: no byte more per record, nothing to
+//! (`crate::entity::Stamps::flow`: no byte more per record, nothing to
 //! do when off), which every component hands on from its input to its
 //! outputs and the wire carries (only when nonzero: a flag in the record
 //! head). The entry entity's step on a
@@ -43,7 +43,7 @@
 //! the same time. A record of a flow sent by a step of another record (a
 //! stored record released later, a suspended box call going on) starts a
 //! new flow too, naming its old flow as parent. The renaming runs in
-//! [`crate::runtime::Ctx::send`] only when flows are followed (a bit of
+//! `crate::runtime::Ctx::send` only when flows are followed (a bit of
 //! the byte an untraced send tests anyway); stateless entities run inside
 //! a send see the records before it, so only records that land in an
 //! inbox are counted.
@@ -62,7 +62,7 @@ use crate::runtime::Kind;
 use crate::sync::{Arc, Mutex};
 
 mod report;
-pub use report::{json_str, Component, NodeReport, ThreadTrace};
+pub(crate) use report::NodeReport;
 
 /// What to record in a run, and where the nodes' reports go.
 pub struct Instrument {
@@ -93,7 +93,7 @@ impl Instrument {
     }
 
     /// The reports of the nodes run in this process so far, node 0 first.
-    pub fn take_reports(&self) -> Vec<NodeReport> {
+    pub(crate) fn take_reports(&self) -> Vec<NodeReport> {
         let mut v = std::mem::take(&mut *self.reports.lock().unwrap_or_else(|e| e.into_inner()));
         v.sort_by_key(|r| r.node);
         v
@@ -109,7 +109,7 @@ impl Instrument {
 
 /// Nanoseconds of `CLOCK_MONOTONIC`: one time line for every process of a machine.
 #[inline]
-pub fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -121,7 +121,7 @@ pub fn now_ns() -> u64 {
 
 /// One component's counters on one node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CompStats {
+pub(crate) struct CompStats {
     /// Box calls (boxes), firings (synchrocells), records processed (the rest).
     pub calls: u64,
     pub records_in: u64,
@@ -147,10 +147,10 @@ impl CompStats {
 }
 
 /// Thread ids in traces: workers are 1, 2, ...; these are the others'.
-pub const TID_READER: u32 = 1000;
-pub const TID_WRITER: u32 = 1001;
-pub const TID_OUT: u32 = 1002;
-pub const TID_IN: u32 = 1003;
+pub(crate) const TID_READER: u32 = 1000;
+pub(crate) const TID_WRITER: u32 = 1001;
+pub(crate) const TID_OUT: u32 = 1002;
+pub(crate) const TID_IN: u32 = 1003;
 
 /// Slots beyond the graph's nodes, for entities no component stands for.
 pub(crate) const SLOT_OUTPUT: u32 = 0;
@@ -208,7 +208,7 @@ pub(crate) enum Ev {
 }
 
 /// One thread's events and counters (no lock: only its thread writes it).
-pub struct WorkerLog {
+pub(crate) struct WorkerLog {
     pub(crate) tid: u32,
     pub(crate) name: String,
     pub(crate) trace: bool,

@@ -10,7 +10,7 @@ use snet_core::{Graph, NodeId, NodeKind, Rank};
 use super::{Cat, CompStats, Ev, WorkerLog, SPECIAL};
 /// A component as reports name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Component {
+pub(crate) struct Component {
     /// The box's or net's name, or what the component is (`filter`, `synchrocell`, ...).
     pub name: String,
     /// `box`, `filter`, `synchrocell`, `parallel composition`, ... (`output`, `remote`, ...).
@@ -22,14 +22,14 @@ pub struct Component {
 }
 
 /// One thread's part of a node's trace.
-pub struct ThreadTrace {
+pub(crate) struct ThreadTrace {
     pub tid: u32,
     pub name: String,
     events: Vec<Ev>,
 }
 
 /// What one node recorded: its threads' events and its components' counters.
-pub struct NodeReport {
+pub(crate) struct NodeReport {
     pub node: Rank,
     /// Wall time of the node's run (from the workers' start to their end).
     pub start_ns: u64,
@@ -132,7 +132,7 @@ impl NodeReport {
 
     /// Adds named threads that record no events (the reader, the writer,
     /// the managers), so a viewer shows every thread of the node.
-    pub fn name_thread(&mut self, tid: u32, name: &str) {
+    pub(crate) fn name_thread(&mut self, tid: u32, name: &str) {
         self.threads.push(ThreadTrace {
             tid,
             name: name.into(),
@@ -144,7 +144,7 @@ impl NodeReport {
     /// per line, each followed by a comma (so the parts of several nodes
     /// concatenate into one array). Timestamps are microseconds of
     /// `CLOCK_MONOTONIC`.
-    pub fn trace_events(&self, out: &mut String) {
+    pub(crate) fn trace_events(&self, out: &mut String) {
         let pid = self.node;
         let _ = writeln!(
             out,
@@ -255,7 +255,7 @@ impl NodeReport {
     }
 
     /// The node's profile as one JSON object.
-    pub fn profile_json(&self, out: &mut String) {
+    pub(crate) fn profile_json(&self, out: &mut String) {
         let wall = self.end_ns.saturating_sub(self.start_ns);
         let _ = write!(
             out,
@@ -286,13 +286,13 @@ impl NodeReport {
     }
 
     /// A component's busy time as a share of the node's worker time.
-    pub fn share(&self, s: &CompStats) -> f64 {
+    pub(crate) fn share(&self, s: &CompStats) -> f64 {
         let wall = self.end_ns.saturating_sub(self.start_ns).max(1) as f64;
         s.busy_ns as f64 / (wall * f64::from(self.workers.max(1)))
     }
 
     /// The profile as a table for people (`--profile`), busiest first.
-    pub fn profile_table(&self, out: &mut String) {
+    pub(crate) fn profile_table(&self, out: &mut String) {
         let wall = self.end_ns.saturating_sub(self.start_ns);
         let _ = writeln!(
             out,
@@ -364,7 +364,7 @@ fn micros(out: &mut String, num: &mut itoa::Buffer, ns: u64) {
 }
 
 /// A JSON string literal.
-pub fn json_str(s: &str) -> String {
+pub(super) fn json_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
     o.push('"');
     for ch in s.chars() {

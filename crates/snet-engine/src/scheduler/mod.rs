@@ -38,7 +38,7 @@ mod sleep;
 mod work;
 
 pub use node::run;
-pub use sleep::{Look, Sleep, Wake};
+#[cfg(all(test, loom))]
+pub(crate) use sleep::{Look, Sleep, Wake};
 #[cfg(all(test, loom))]
 pub(crate) use work::{worker_loop, Shared};
-pub use work::{Task, BATCH};

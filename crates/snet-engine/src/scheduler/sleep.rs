@@ -17,7 +17,7 @@ use crate::sync::{lock, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// What the last look before sleeping found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Look {
+pub(crate) enum Look {
     /// Work is available: do not sleep.
     Work,
     /// The run is over.
@@ -30,7 +30,7 @@ pub enum Look {
 
 /// Why a worker came back from [`Sleep::idle`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Wake {
+pub(crate) enum Wake {
     Retry,
     ForceAdmit,
     Done,
@@ -42,7 +42,7 @@ struct SleepState {
 }
 
 /// The sleep/wake and quiescence protocol (see the module docs).
-pub struct Sleep {
+pub(crate) struct Sleep {
     state: Mutex<SleepState>,
     cv: Condvar,
     /// Mirrors `state.sleeping` for the publishers' lock-free check.
@@ -51,7 +51,7 @@ pub struct Sleep {
 }
 
 impl Sleep {
-    pub fn new(workers: usize) -> Sleep {
+    pub(crate) fn new(workers: usize) -> Sleep {
         Sleep {
             state: Mutex::new(SleepState {
                 sleeping: 0,
@@ -64,7 +64,7 @@ impl Sleep {
     }
 
     /// Called by a publisher *after* it made work visible.
-    pub fn notify_one(&self) {
+    pub(crate) fn notify_one(&self) {
         // SeqCst: ordered after the publication (a lock release) in the single
         // total order; pairs with the SeqCst store in `idle`.
         if self.sleeping_hint.load(Ordering::SeqCst) > 0 {
@@ -74,19 +74,21 @@ impl Sleep {
     }
 
     /// Ends the run for everyone.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         let mut g = lock(&self.state);
         g.done = true;
         self.cv.notify_all();
     }
 
-    pub fn is_done(&self) -> bool {
+    /// Whether the run has ended ([`Sleep::finish`]; the model checks).
+    #[cfg(all(test, loom))]
+    pub(crate) fn is_done(&self) -> bool {
         lock(&self.state).done
     }
 
     /// Runs `f` under the sleep lock with the number of sleeping workers
     /// (and the total); `f` may notify a sleeper through the returned flag.
-    pub fn probe(&self, f: impl FnOnce(usize, usize) -> bool) {
+    pub(crate) fn probe(&self, f: impl FnOnce(usize, usize) -> bool) {
         let g = lock(&self.state);
         if f(g.sleeping, self.workers) {
             self.cv.notify_one();
@@ -95,7 +97,7 @@ impl Sleep {
 
     /// Goes to sleep unless `look` (called under the sleep lock with "am I the
     /// last awake worker?") finds something.
-    pub fn idle(&self, look: impl FnOnce(bool) -> Look) -> Wake {
+    pub(crate) fn idle(&self, look: impl FnOnce(bool) -> Look) -> Wake {
         let mut g = lock(&self.state);
         if g.done {
             return Wake::Done;

@@ -55,10 +55,10 @@ use crate::EngineError;
 const SPINS: u32 = if cfg!(loom) { 0 } else { 64 };
 
 /// Items an entity may process before its licence is requeued.
-pub const BATCH: usize = 64;
+pub(super) const BATCH: usize = 64;
 
 /// A licence with the first item to process.
-pub struct Task {
+pub(super) struct Task {
     pub(super) ent: Arc<Entity>,
     pub(super) item: Item,
 }
