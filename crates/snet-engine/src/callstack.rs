@@ -58,7 +58,7 @@ pub(crate) use crate::runtime::YIELD_AFTER;
 /// A box call is also suspended (its outputs so far go downstream) once
 /// they hold this many bytes of field values made during the call (see
 /// [`Emitter`]'s `batch_full`): 16 MiB, a few big arrays.
-pub const YIELD_AFTER_BYTES: usize = 16 << 20;
+pub(crate) const YIELD_AFTER_BYTES: usize = 16 << 20;
 
 /// The default size of a box's call stack ([`crate::Config::box_stack`]).
 pub const DEFAULT_STACK: usize = 8 << 20;
