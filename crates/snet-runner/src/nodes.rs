@@ -145,7 +145,7 @@ impl Run<'_> {
                 say!("snet: shm node {me}: {c}");
             }
             if let Some(u) = ProcessUsage::now() {
-                say!("snet: node {me} process: {u}");
+                say!("snet: process of node {me}: {u}");
             }
             if me == Rank::ROOT {
                 if !part.ended.is_empty() {
