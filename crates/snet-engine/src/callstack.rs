@@ -59,6 +59,11 @@ use crate::error::BoxError;
 
 pub(crate) use crate::runtime::YIELD_AFTER;
 
+/// A box call is also suspended (its outputs so far go downstream) once
+/// they hold this many bytes of field values made during the call (see
+/// [`Emitter`]'s `batch_full`): 16 MiB, a few big arrays.
+pub(crate) const YIELD_AFTER_BYTES: usize = 16 << 20;
+
 /// The default size of a box's call stack ([`crate::Config::box_stack`]).
 pub const DEFAULT_STACK: usize = 8 << 20;
 
@@ -228,7 +233,9 @@ impl Emit for Emitter {
     fn may_suspend(&self) -> bool {
         // SAFETY: as in `push`.
         let outs = unsafe { &*std::ptr::addr_of!((*self.io).outs) };
-        !self.y.is_null() && outs.len() + 1 >= self.base + YIELD_AFTER
+        !self.y.is_null()
+            && (outs.len() + 1 >= self.base + YIELD_AFTER
+                || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
     }
 
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
@@ -340,7 +347,9 @@ impl Emitter {
         // fit inline).
         outs.reserve(1);
         let len = outs.len();
-        let may_suspend = !self.y.is_null() && len + 1 >= self.base + YIELD_AFTER;
+        let may_suspend = !self.y.is_null()
+            && (len + 1 >= self.base + YIELD_AFTER
+                || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES);
         // SAFETY: `reserve` made room for one more item at `len`; it is
         // written whole before the length covers it.
         let item = unsafe {
@@ -417,12 +426,18 @@ impl Emitter {
         self.batch_full();
     }
 
-    /// Suspends the call if a batch of its outputs is full.
+    /// Suspends the call if a batch of its outputs is full: [`YIELD_AFTER`]
+    /// of them, or fewer that hold [`YIELD_AFTER_BYTES`] of new field
+    /// values (a box making a 16 MiB array per output would otherwise hold
+    /// 64 of them, all live at once, before the first goes downstream: the
+    /// memory of each is fresh, none can be freed and reused meanwhile).
     #[inline(always)]
     fn batch_full(&mut self) {
         // SAFETY: as in `push`.
         let n = unsafe { (*self.io).outs.len() };
-        if n >= self.base + YIELD_AFTER && !self.y.is_null() {
+        if (n >= self.base + YIELD_AFTER || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
+            && !self.y.is_null()
+        {
             self.suspend();
         }
     }
@@ -435,6 +450,7 @@ impl Emitter {
         // runs on, which outlives the call.
         let y = unsafe { &*self.y };
         self.io = y.suspend(Event::Batch);
+        snet_core::take_new_field_bytes();
         // The worker took the batch.
         // SAFETY: as in `push`, with the pointer this resume passed in.
         self.base = unsafe { (*self.io).outs.len() };
@@ -455,6 +471,9 @@ fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallI
         io,
         base,
     };
+    // Field values made before this call (decoding, other calls) do not
+    // count towards its batch.
+    snet_core::take_new_field_bytes();
     // SAFETY: see above.
     let r = unsafe { (*imp).invoke_run(&mut out) };
     let io = out.io;
