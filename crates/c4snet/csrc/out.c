@@ -65,8 +65,9 @@ void C4SNetOut(void *hnd, int variant, ...)
     void *inv = 0;
     int n;
     const struct snet_c4snet_current *c = &current;
-    /* The running invocation's own handle (never 0: with none running,
-     * nvariants is 0) and a declared variant. */
+    /* The running invocation's own handle and a declared variant. A
+     * handle is never 0: with no invocation on the thread, nvariants is 0
+     * (between two calls of a run it is not, but no box code runs then). */
     if (__builtin_expect(hnd == c->hnd
                          && (unsigned long)(long)variant - 1 < (unsigned long)c->nvariants, 1)) {
         kinds = c->variants[variant - 1].kinds;

@@ -646,14 +646,22 @@ unsafe impl Sync for CBox {}
 impl CBox {
     /// The box's arguments, in signature order, into `args` (as long as
     /// the inputs): field values as owned C references, tags as ints. On
-    /// an error, the field references made so far are released.
+    /// an error, the field references made so far are released. `at`:
+    /// the inputs' positions in `input`, planned for its label set
+    /// ([`Emitter::arg_positions`]; empty: not known): a tag is read
+    /// there when it is there, found by its label otherwise.
     #[inline(always)]
-    fn arguments(&self, input: &Record, args: &mut [SnetArg]) -> Result<(), BoxError> {
+    fn arguments(&self, input: &Record, at: &[u32], args: &mut [SnetArg]) -> Result<(), BoxError> {
         let inputs = &self.inputs[..args.len()];
+        let entries = input.entries();
         for k in 0..inputs.len() {
             let l = inputs[k];
             if !l.is_field() {
-                if let Some(v) = input.int(l) {
+                let v = match at.get(k).and_then(|&p| entries.get(p as usize)) {
+                    Some((m, Value::Int(v))) if *m == l => Some(*v),
+                    _ => input.int(l),
+                };
+                if let Some(v) = v {
                     match c_int::try_from(v) {
                         Ok(t) => {
                             args[k] = SnetArg { tag: t };
@@ -724,6 +732,99 @@ impl BoxImpl for CBox {
         let mut args = [SnetArg { tag: 0 }; ARGS_INLINE];
         self.invoke_with(input, &mut args[..n], out)
     }
+
+    /// A run of calls with what they share set up once: the engine's
+    /// collector, the invocation's state, the parts of the thread's slot
+    /// that are the same for every call (the state's pointer, the box's
+    /// variants, name and place), the arguments' positions. Per call only
+    /// the handle, the name's pointer and the origin are written into the
+    /// slot, and the handle and the name cleared again when the box
+    /// returns. Between two calls no box code runs on the thread, and
+    /// whoever else may look at the slot then sees no box running: the
+    /// crash handler looks at the name; `C4SNetOut`, `snet_c4snet_box_threw`
+    /// and a nested call (from box code only) are not reached. The slot
+    /// is left as the run found it, [`Current::NONE`]. Anything else
+    /// running on the thread (a call of another interface marked by
+    /// `crash::enter`), or more arguments than fit on the stack: one call
+    /// at a time.
+    fn invoke_run(&self, run: &mut Emitter) -> Result<(), BoxError> {
+        let n = self.inputs.len();
+        let slot = current();
+        // SAFETY: this thread's slot (see `current`), read only.
+        let idle = unsafe { (*slot).hnd == 0 && (*slot).name.is_null() };
+        if n > ARGS_INLINE || !idle {
+            return snet_engine::invoke_each(self, run);
+        }
+        let mut args = [SnetArg { tag: 0 }; ARGS_INLINE];
+        let direct: *mut Emitter = run;
+        let emit: *mut (dyn Emit + 'static) = direct;
+        let mut inv = Invocation {
+            handle: 0,
+            cbox: self,
+            emit,
+            direct,
+            error: None,
+        };
+        // Every access to the state below goes through this pointer, as
+        // the C side's do.
+        let invp: *mut Invocation = &mut inv;
+        /// Leaves the slot as the run found it, `Current::NONE`, however
+        /// the run ends.
+        struct Restore(*mut Current);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                // SAFETY: this thread's slot (see `current`).
+                unsafe { self.0.write(Current::NONE) };
+            }
+        }
+        // SAFETY: this thread's slot; with the handle 0 and the name null
+        // it names no running box (see above).
+        unsafe {
+            slot.write(Current {
+                inv: invp.cast(),
+                variants: self.variants.as_ptr(),
+                nvariants: self.variants.len() as std::ffi::c_long,
+                name_len: self.name.len(),
+                loc: self.loc.as_ptr(),
+                loc_len: self.loc.len(),
+                ..Current::NONE
+            });
+        }
+        let _restore = Restore(slot);
+        loop {
+            {
+                // SAFETY: `direct` is `run`, which outlives the run; no
+                // call is running (nothing else uses it now).
+                let r = unsafe { &*direct };
+                self.arguments(r.input(), r.arg_positions(), &mut args[..n])?;
+            }
+            // SAFETY: as above.
+            let origin = unsafe { (*direct).origin() }.to_bits();
+            let handle = ((next_id() << 16) as usize) | self.index;
+            // SAFETY: `invp` is `inv`, alive for the whole run; this
+            // thread's slot names it only while the box runs (cleared
+            // once it returned); the trampoline was generated for this
+            // box's signature and reads exactly `inputs.len()` arguments;
+            // field arguments are owned references handed to the box.
+            unsafe {
+                (*invp).handle = handle;
+                (*slot).hnd = handle;
+                (*slot).name = self.name.as_ptr();
+                (*slot).origin = origin;
+                (self.call)(handle as *mut c_void, args.as_ptr());
+                (*slot).hnd = 0;
+                (*slot).name = std::ptr::null();
+            }
+            // SAFETY: as above; the box returned.
+            if let Some(e) = unsafe { (*invp).error.take() } {
+                return Err(e);
+            }
+            // SAFETY: as above.
+            if !unsafe { (*direct).next_input() } {
+                return Ok(());
+            }
+        }
+    }
 }
 
 impl CBox {
@@ -742,7 +843,7 @@ impl CBox {
         args: &mut [SnetArg],
         out: &mut dyn Emit,
     ) -> Result<(), BoxError> {
-        self.arguments(input, args)?;
+        self.arguments(input, &[], args)?;
         let id = next_id();
         let handle = ((id << 16) as usize) | self.index;
         let (direct, origin) = match out.emitter() {

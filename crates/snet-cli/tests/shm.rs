@@ -265,6 +265,16 @@ net idle {
         assert!(r.ok, "{}", r.stderr);
         let cpu = node_cpu(&r.stderr);
         assert_eq!(cpu.len(), 3, "{}", r.stderr);
+        // Every node process reports its own CPU time and page faults.
+        let mut reported: Vec<u32> = r
+            .stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("snet: process of node "))
+            .filter(|l| l.contains(" minor page faults, "))
+            .filter_map(|l| l.split(':').next()?.parse().ok())
+            .collect();
+        reported.sort_unstable();
+        assert_eq!(reported, [0, 1, 2, 3], "{}", r.stderr);
         if notify != "poll" {
             // Start-up (mapping, compiling nothing: built program) and
             // shutdown only: far below the 2 s they sat idle.

@@ -37,6 +37,27 @@ unsafe impl Send for FieldBytes {}
 // SAFETY: shared access is read-only (`&self` gives `&[u8]`).
 unsafe impl Sync for FieldBytes {}
 
+thread_local! {
+    /// Bytes of field values this thread made ([`FieldBytes::for_field`],
+    /// [`FieldBytes::for_field_copy`]) since [`take_new_field_bytes`].
+    static NEW_FIELD_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes of field values this thread made since it last called
+/// [`take_new_field_bytes`]: the engine suspends a box call whose waiting
+/// outputs hold many of them, so that they go downstream (and their memory
+/// can be freed and reused) before the call makes more.
+#[inline]
+pub fn new_field_bytes() -> usize {
+    NEW_FIELD_BYTES.with(std::cell::Cell::get)
+}
+
+/// [`new_field_bytes`], and starts counting again from 0.
+#[inline]
+pub fn take_new_field_bytes() -> usize {
+    NEW_FIELD_BYTES.with(|n| n.replace(0))
+}
+
 /// Where language interfaces get field storage from, when installed
 /// ([`set_field_allocator`]).
 pub trait FieldAllocator: Send + Sync {
@@ -106,8 +127,10 @@ impl FieldBytes {
     }
 
     /// Storage for a field value of `len` bytes, zeroed: from the installed
-    /// [`FieldAllocator`] if it serves the request, else the heap.
+    /// [`FieldAllocator`] if it serves the request, else the heap. Counted
+    /// in this thread's [`new_field_bytes`].
     pub fn for_field(len: usize) -> FieldBytes {
+        NEW_FIELD_BYTES.with(|n| n.set(n.get().saturating_add(len)));
         FIELD_ALLOCATOR
             .get()
             .and_then(|a| a.alloc_zeroed(len))
@@ -116,8 +139,10 @@ impl FieldBytes {
 
     /// Storage for a field value holding a copy of `bytes`: from the
     /// installed [`FieldAllocator`] if it serves the request (without
-    /// zeroing first), else the heap.
+    /// zeroing first), else the heap. Counted in this thread's
+    /// [`new_field_bytes`].
     pub fn for_field_copy(bytes: &[u8]) -> FieldBytes {
+        NEW_FIELD_BYTES.with(|n| n.set(n.get().saturating_add(bytes.len())));
         match FIELD_ALLOCATOR
             .get()
             .and_then(|a| a.alloc_for_copy(bytes.len()))

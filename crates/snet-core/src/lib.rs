@@ -19,7 +19,9 @@ pub mod graph;
 pub mod label;
 pub mod record;
 
-pub use bytes::{set_field_allocator, FieldAllocator, FieldBytes};
+pub use bytes::{
+    new_field_bytes, set_field_allocator, take_new_field_bytes, FieldAllocator, FieldBytes,
+};
 pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, Slots, UnOp};
 pub use field::{
     Codecs, DecodeError, Field, FieldCodec, FieldData, NotPortable, ReleaseRemote, RemoteField,

@@ -187,6 +187,29 @@ pub enum Src {
 pub trait BoxImpl: Send + Sync {
     /// Runs the box on the input record (which matches the box's input labels).
     fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError>;
+
+    /// Runs a *run* of calls (see [`crate::callstack`]): a call on
+    /// `run`'s input ([`Emitter::input`]), then, while [`Emitter::next_input`]
+    /// moves a further input into place, a call on that one; stops at the
+    /// first error, which it returns. An implementation may set up what
+    /// all calls of a run share once (the C4SNet interface's thread slot);
+    /// the default calls [`BoxImpl::invoke`] per input ([`invoke_each`]).
+    fn invoke_run(&self, run: &mut Emitter) -> Result<(), BoxError> {
+        invoke_each(self, run)
+    }
+}
+
+/// [`BoxImpl::invoke_run`] by [`BoxImpl::invoke`], one input at a time.
+pub fn invoke_each<B: BoxImpl + ?Sized>(b: &B, run: &mut Emitter) -> Result<(), BoxError> {
+    loop {
+        let input: *const Record = run.input();
+        // SAFETY: the input stays in place, unchanged, until `next_input` (below):
+        // the call only reads it, and `run` never writes it meanwhile.
+        b.invoke(unsafe { &*input }, run)?;
+        if !run.next_input() {
+            return Ok(());
+        }
+    }
 }
 
 /// A box language: resolves declarations to implementations before the run.
@@ -271,6 +294,9 @@ pub(crate) struct Inherit {
     /// Whether a label of the set is a field (a record of the set may then
     /// need a drop; otherwise only if its entries are on the heap).
     fields: bool,
+    /// The position in a record of the set of each of the box's input
+    /// labels, in signature order ([`Emitter::arg_positions`]).
+    args: SmallVec<[u32; 8]>,
 }
 
 impl Inherit {
@@ -290,9 +316,27 @@ impl Inherit {
 
     /// Plans for `rec`'s label set: `pattern` is the box's input labels,
     /// `outputs` its variants.
-    pub(crate) fn plan(&mut self, rec: &Record, pattern: &Variant, outputs: &[Vec<Label>]) {
+    /// `inputs` its input labels in signature order.
+    pub(crate) fn plan(
+        &mut self,
+        rec: &Record,
+        pattern: &Variant,
+        inputs: &[Label],
+        outputs: &[Vec<Label>],
+    ) {
         self.labels = rec.labels().collect();
         self.fields = self.labels.iter().any(|l| l.is_field());
+        // A label the record lacks (the input check refuses such a record
+        // before any call) gets a position past its end.
+        self.args = inputs
+            .iter()
+            .map(|l| {
+                self.labels
+                    .iter()
+                    .position(|m| m == l)
+                    .map_or(u32::MAX, |i| i as u32)
+            })
+            .collect();
         self.take = outputs
             .iter()
             .map(|out| {
@@ -327,16 +371,23 @@ impl Inherit {
         }
     }
 
-    /// The [`Slot`] steps of variant `variant` (1-based, in range).
+    /// The [`Slot`] steps of variant `variant` (1-based; `None` out of
+    /// range, or for a variant that names a label twice).
     #[inline]
     pub(crate) fn steps(&self, variant: usize) -> Option<&[Src]> {
-        self.steps[variant - 1].as_deref()
+        self.steps.get(variant.wrapping_sub(1))?.as_deref()
     }
 
     /// The positions variant `variant` (1-based, in range) inherits.
     #[inline]
     pub(crate) fn take(&self, variant: usize) -> &[u32] {
         &self.take[variant - 1]
+    }
+
+    /// The positions of the box's input labels, in signature order.
+    #[inline]
+    pub(crate) fn args(&self) -> &[u32] {
+        &self.args
     }
 }
 
@@ -497,7 +548,7 @@ impl BoxEntity {
         self.c
             .io
             .inherit
-            .plan(rec, &self.t.input, &self.t.def.outputs);
+            .plan(rec, &self.t.input, &self.t.def.inputs, &self.t.def.outputs);
         Ok(())
     }
 
@@ -773,5 +824,50 @@ impl BoxEntity {
         let lane = lanes[k].clone();
         ctx.send(&lane, Item::Rec(Rec { rec, det, origin }));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snet_core::Value;
+
+    fn rec(labels: &[Label]) -> Record {
+        let mut r = Record::new();
+        for (i, l) in labels.iter().enumerate() {
+            r.set(*l, Value::Int(i as i64));
+        }
+        r
+    }
+
+    /// The plan gives each input label's position in records of the
+    /// planned set, in signature order (not label order), and a position
+    /// past the end for a label the record lacks; the steps of an output
+    /// variant take its values and the inherited entries in label order.
+    #[test]
+    fn a_plan_places_the_arguments_and_the_outputs() {
+        let (a, b, c, z) = (
+            Label::tag("pa"),
+            Label::tag("pb"),
+            Label::tag("pc"),
+            Label::tag("pz"),
+        );
+        let r = rec(&[a, b, c]);
+        let pos = |l: Label| r.labels().position(|m| m == l).map(|i| i as u32);
+        let mut p = Inherit::default();
+        assert!(!p.fits(&r));
+        let pattern = Variant::new([c, a]);
+        p.plan(&r, &pattern, &[c, a, z], &[vec![a], vec![]]);
+        assert!(p.fits(&r));
+        assert_eq!(p.args(), &[pos(c).unwrap(), pos(a).unwrap(), u32::MAX][..]);
+        // Variant 1 carries `a` (argument 0) and inherits `b`, in label order.
+        let mut want = vec![(a, Src::Arg(0)), (b, Src::Input(pos(b).unwrap()))];
+        want.sort_by_key(|(l, _)| *l);
+        let want: Vec<Src> = want.into_iter().map(|(_, s)| s).collect();
+        assert_eq!(p.steps(1), Some(&want[..]));
+        assert_eq!(p.steps(2), Some(&[Src::Input(pos(b).unwrap())][..]));
+        assert_eq!(p.steps(0), None);
+        assert_eq!(p.steps(3), None);
+        assert!(!p.fits(&rec(&[a, b])));
     }
 }

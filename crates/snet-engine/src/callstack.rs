@@ -18,7 +18,11 @@
 //! fewer than [`YIELD_AFTER`] outputs wait. The outputs of the whole run
 //! go downstream together when it comes back ([`Event::Done`]). So a box
 //! that emits one record per call switches stacks about twice per batch of
-//! inputs instead of twice per call. A call in a run is suspended exactly
+//! inputs instead of twice per call. The run is the box implementation's
+//! to drive ([`BoxImpl::invoke_run`], taking each further input with
+//! [`Emitter::next_input`]), so that a language interface sets up what the
+//! calls of a run share once (C4SNet: its thread slot, the collector,
+//! the arguments' positions in the run's label set). A call in a run is suspended exactly
 //! as a lone one is: after [`YIELD_AFTER`] outputs of its own (at most
 //! `2 * YIELD_AFTER - 1` wait then).
 //!
@@ -54,6 +58,11 @@ use crate::entity::{Item, Origin, Rec, Stamps};
 use crate::error::BoxError;
 
 pub(crate) use crate::runtime::YIELD_AFTER;
+
+/// A box call is also suspended (its outputs so far go downstream) once
+/// they hold this many bytes of field values made during the call (see
+/// [`Emitter`]'s `batch_full`): 16 MiB, a few big arrays.
+pub(crate) const YIELD_AFTER_BYTES: usize = 16 << 20;
 
 /// The default size of a box's call stack ([`crate::Config::box_stack`]).
 pub const DEFAULT_STACK: usize = 8 << 20;
@@ -99,7 +108,7 @@ impl CallIo {
     /// Takes the next input from [`CallIo::more`] into the call, if there
     /// is one that may run at once: a record of the planned label set, no
     /// error so far, fewer than [`YIELD_AFTER`] outputs waiting.
-    #[inline]
+    #[inline(always)]
     fn pull(&mut self) -> bool {
         if self.more.is_null() || self.error.is_some() || self.outs.len() >= YIELD_AFTER {
             return false;
@@ -143,7 +152,14 @@ impl CallIo {
             unsafe { std::ptr::copy_nonoverlapping(&r.rec, input, 1) };
         }
         // SAFETY: as for the record.
-        self.det = unsafe { std::ptr::read(&r.det) };
+        let det = std::mem::replace(&mut self.det, unsafe { std::ptr::read(&r.det) });
+        // Most records carry no stamps: nothing to drop, and no call to
+        // find that out.
+        if det.is_bare() {
+            std::mem::forget(det);
+        } else {
+            drop(det);
+        }
         self.origin = r.origin;
         std::mem::forget(more.pop_front());
         self.pulled += 1;
@@ -217,7 +233,9 @@ impl Emit for Emitter {
     fn may_suspend(&self) -> bool {
         // SAFETY: as in `push`.
         let outs = unsafe { &*std::ptr::addr_of!((*self.io).outs) };
-        !self.y.is_null() && outs.len() + 1 >= self.base + YIELD_AFTER
+        !self.y.is_null()
+            && (outs.len() + 1 >= self.base + YIELD_AFTER
+                || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
     }
 
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
@@ -257,6 +275,43 @@ impl Emit for Emitter {
 }
 
 impl Emitter {
+    /// The input record of the call in progress (or about to start) in a
+    /// run ([`BoxImpl::invoke_run`]). It stays in place, unchanged, until
+    /// [`Emitter::next_input`].
+    #[inline(always)]
+    pub fn input(&self) -> &Record {
+        // SAFETY: as in `push`; the record is only written by `next`,
+        // which takes `self` mutably.
+        unsafe { &*std::ptr::addr_of!((*self.io).input) }
+    }
+
+    /// The positions of the box's input labels (signature order) in
+    /// [`Emitter::input`]: planned once per label set, and the same for
+    /// every input of a run. A position past the record's end: the label
+    /// is missing.
+    #[inline(always)]
+    pub fn arg_positions(&self) -> &[u32] {
+        // SAFETY: as in `push`; the plan only changes between runs.
+        unsafe { (*std::ptr::addr_of!((*self.io).inherit)).args() }
+    }
+
+    /// Between two calls of a run ([`BoxImpl::invoke_run`]): moves the
+    /// next input of the run into place, if there is one that may run at
+    /// once (a record of the same label set, fewer than [`YIELD_AFTER`]
+    /// outputs waiting); `false`: the run ends here.
+    #[inline]
+    pub fn next_input(&mut self) -> bool {
+        // SAFETY: no call runs between two calls: the `CallIo` is this
+        // stack's alone until it switches back.
+        if unsafe { (*self.io).pull() } {
+            // SAFETY: as above.
+            self.base = unsafe { (*self.io).outs.len() };
+            true
+        } else {
+            false
+        }
+    }
+
     /// The origin of the call's input record (which input record it came
     /// from), for a language interface's reports about the call (a crash).
     #[inline]
@@ -271,9 +326,8 @@ impl Emitter {
         // SAFETY: as in `push`; `outs` is not borrowed elsewhere while the
         // slot lives (the interface only fills it, then commits or
         // discards it).
-        let (def, input, inherit, det, origin, outs) = unsafe {
+        let (input, inherit, det, origin, outs) = unsafe {
             (
-                &*std::ptr::addr_of!((*self.io).def),
                 &*std::ptr::addr_of!((*self.io).input),
                 &*std::ptr::addr_of!((*self.io).inherit),
                 &*std::ptr::addr_of!((*self.io).det),
@@ -281,9 +335,8 @@ impl Emitter {
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
-        if variant == 0 || variant > def.outputs.len() {
-            return None;
-        }
+        // Out of range (the plan has steps for each declared variant), or
+        // a variant that names a label twice: `None`.
         let steps = inherit.steps(variant)?;
         let det = det.clone();
         // The item is written where it will wait, in the spare room of
@@ -294,7 +347,9 @@ impl Emitter {
         // fit inline).
         outs.reserve(1);
         let len = outs.len();
-        let may_suspend = !self.y.is_null() && len + 1 >= self.base + YIELD_AFTER;
+        let may_suspend = !self.y.is_null()
+            && (len + 1 >= self.base + YIELD_AFTER
+                || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES);
         // SAFETY: `reserve` made room for one more item at `len`; it is
         // written whole before the length covers it.
         let item = unsafe {
@@ -371,12 +426,18 @@ impl Emitter {
         self.batch_full();
     }
 
-    /// Suspends the call if a batch of its outputs is full.
+    /// Suspends the call if a batch of its outputs is full: [`YIELD_AFTER`]
+    /// of them, or fewer that hold [`YIELD_AFTER_BYTES`] of new field
+    /// values (a box making a 16 MiB array per output would otherwise hold
+    /// 64 of them, all live at once, before the first goes downstream: the
+    /// memory of each is fresh, none can be freed and reused meanwhile).
     #[inline(always)]
     fn batch_full(&mut self) {
         // SAFETY: as in `push`.
         let n = unsafe { (*self.io).outs.len() };
-        if n >= self.base + YIELD_AFTER && !self.y.is_null() {
+        if (n >= self.base + YIELD_AFTER || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
+            && !self.y.is_null()
+        {
             self.suspend();
         }
     }
@@ -389,48 +450,36 @@ impl Emitter {
         // runs on, which outlives the call.
         let y = unsafe { &*self.y };
         self.io = y.suspend(Event::Batch);
+        snet_core::take_new_field_bytes();
         // The worker took the batch.
         // SAFETY: as in `push`, with the pointer this resume passed in.
         self.base = unsafe { (*self.io).outs.len() };
     }
 }
 
-/// Runs one call of the box in `io` to its end (or to its suspensions);
-/// returns the `CallIo` pointer of the last resume.
-fn call(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallIo {
-    // SAFETY: the box and the input stay put while the call runs (the
-    // worker only takes `outs` between resumes, which the box never sees).
-    let (imp, input, base) = unsafe {
-        (
-            &*(*io).imp as *const dyn BoxImpl,
-            &(*io).input as *const Record,
-            (*io).outs.len(),
-        )
-    };
+/// Runs the call in `io`, then the calls of the inputs it can take from
+/// [`CallIo::more`] (see the module docs), to their end or to the first
+/// error (through [`BoxImpl::invoke_run`], which takes the further inputs
+/// with [`Emitter::next_input`]); returns the `CallIo` pointer of the last
+/// resume.
+fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallIo {
+    // SAFETY: the box stays put while the calls run (the worker only takes
+    // `outs` between resumes, which the box never sees).
+    let (imp, base) = unsafe { (&*(*io).imp as *const dyn BoxImpl, (*io).outs.len()) };
     let mut out = Emitter {
         y: y.map_or(std::ptr::null(), |y| y as *const _),
         io,
         base,
     };
+    // Field values made before this call (decoding, other calls) do not
+    // count towards its batch.
+    snet_core::take_new_field_bytes();
     // SAFETY: see above.
-    let r = unsafe { (*imp).invoke(&*input, &mut out) };
+    let r = unsafe { (*imp).invoke_run(&mut out) };
     let io = out.io;
     if let Err(e) = r {
         // SAFETY: the call returned; the worker reads it after `Done`.
         unsafe { (*io).error = Some(e) };
-    }
-    io
-}
-
-/// Runs the call in `io`, then the calls of the inputs it can take from
-/// [`CallIo::more`] (see the module docs), to their end; returns the
-/// `CallIo` pointer of the last resume.
-fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallIo {
-    let mut io = call(y, io);
-    // SAFETY: no call runs between two calls: the `CallIo` is this
-    // stack's alone until it switches back.
-    while unsafe { (*io).pull() } {
-        io = call(y, io);
     }
     io
 }

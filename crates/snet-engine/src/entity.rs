@@ -77,6 +77,13 @@ impl Stamps {
         self.0.as_ref().and_then(|b| b.v.last())
     }
 
+    /// Whether there is nothing to drop (no stamps, flow or custody
+    /// token were ever set): dropping it then does nothing.
+    #[inline]
+    pub(crate) fn is_bare(&self) -> bool {
+        self.0.is_none()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.as_ref().is_none_or(|b| b.v.is_empty())
     }

@@ -213,3 +213,77 @@ fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
         "the box on node 1 sees the buffer the transport received into"
     );
 }
+
+/// `box gen((<n>) -> (x))`: `<n>` outputs, each a new 4 MiB field value.
+struct Gen;
+
+impl BoxImpl for Gen {
+    fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let n = input.int(Label::tag("n")).expect("<n>");
+        for _ in 0..n {
+            let mut r = Record::new();
+            let value: Arc<dyn FieldData> = Arc::new(Blob(FieldBytes::for_field(4 << 20)));
+            r.set(Label::field("x"), Value::Field(Field::new(value)));
+            out.emit(1, r)?;
+        }
+        Ok(())
+    }
+}
+
+impl LanguageInterface for Gen {
+    fn resolve(&self, _def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+        Ok(Arc::new(Gen))
+    }
+}
+
+/// A box call making big field values is suspended once its waiting
+/// outputs hold `YIELD_AFTER_BYTES` (16 MiB) of them, long before
+/// `YIELD_AFTER` (64) outputs: they go downstream (where their memory can
+/// be freed and reused) before the call makes more. 10 outputs of 4 MiB:
+/// two suspensions (none before this rule), every output delivered.
+#[test]
+fn calls_making_big_fields_are_suspended_by_bytes() {
+    let (n, x) = (Label::tag("n"), Label::field("x"));
+    let loc = Loc {
+        file: "test.snet".into(),
+        line: 1,
+        col: 1,
+    };
+    let mut g = Graph {
+        nodes: vec![],
+        boxes: vec![BoxDef {
+            name: "gen".into(),
+            inputs: vec![n],
+            init: false,
+            outputs: vec![vec![x]],
+            interface: "Blob".into(),
+            code: None,
+            loc: loc.clone(),
+        }],
+        entry: NodeId(0),
+    };
+    g.entry = g.add(Node {
+        kind: NodeKind::Box(0),
+        loc,
+        input: Type(vec![Variant::new([n])]),
+        output: Type::default(),
+    });
+    let g = Arc::new(g);
+    for workers in [1, 2, 4] {
+        let config = Config {
+            workers,
+            ..Config::default()
+        };
+        let mut rec = Record::new();
+        rec.set_int(n, 10);
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let io = Some((
+            Box::new(One(Some(rec))) as Box<dyn Source>,
+            Box::new(Collect(out.clone())) as Box<dyn Sink>,
+        ));
+        let stats =
+            snet_engine::run(g.clone(), &config, io, &Gen, &snet_engine::SingleNode).expect("run");
+        assert_eq!(out.lock().unwrap().len(), 10, "{workers} workers");
+        assert_eq!(stats.suspensions, 2, "{workers} workers");
+    }
+}

@@ -151,6 +151,9 @@ impl Run<'_> {
             if let Some(c) = &part.counters {
                 say!("snet: shm node {me}: {c}");
             }
+            if let Some(u) = ProcessUsage::now() {
+                say!("snet: process of node {me}: {u}");
+            }
             if me == Rank::ROOT {
                 if !part.ended.is_empty() {
                     let cpu: Vec<String> = part
@@ -170,5 +173,53 @@ impl Run<'_> {
             }
         }
         0
+    }
+}
+
+/// This process's resource usage so far (`getrusage(RUSAGE_SELF)`), for
+/// `--stats`: CPU time and page faults do not depend on the machine's load
+/// as wall time does (the field arena's costs show as minor faults).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ProcessUsage {
+    /// User CPU seconds of all the process's threads.
+    pub(crate) user: f64,
+    /// System CPU seconds.
+    pub(crate) system: f64,
+    /// Page faults served without I/O (first touches of memory).
+    pub(crate) minor_faults: i64,
+    /// Page faults that needed I/O.
+    pub(crate) major_faults: i64,
+}
+
+impl ProcessUsage {
+    /// Now, or `None` if `getrusage` fails.
+    pub(crate) fn now() -> Option<ProcessUsage> {
+        // SAFETY: an all-zero rusage is a valid value to be overwritten.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage writes the struct it is given.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+            return None;
+        }
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+        Some(ProcessUsage {
+            user: tv(u.ru_utime),
+            system: tv(u.ru_stime),
+            minor_faults: u.ru_minflt,
+            major_faults: u.ru_majflt,
+        })
+    }
+}
+
+impl std::fmt::Display for ProcessUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cpu {:.3} s (user {:.3} s, system {:.3} s), {} minor page faults, {} major",
+            self.user + self.system,
+            self.user,
+            self.system,
+            self.minor_faults,
+            self.major_faults
+        )
     }
 }

@@ -82,13 +82,30 @@
 //! accessed Relaxed inside.
 //!
 //! **Allocation** (`alloc(len)`), under the lock: take the first block of
-//! the smallest non-empty free list of order ≥ the wanted order `k`; split
-//! it down to `k` (each upper half becomes a free block: header written,
-//! map entry `0x40 | j`, pushed on its list); mark it live (map `0x80 | k`,
-//! `refs = 1`). After unlocking, map the pages of a big request in one
-//! system call ([`Arena::prefault`]), and zero the `len` bytes asked for
-//! unless the block is *clean* (see below; the rest of the block is never
-//! handed out, so it is not written). The caller owns the one reference.
+//! the smallest non-empty free list of order ≥ the wanted order `k` (but
+//! see *Reuse*); split it down to `k` (at each split the half not handed
+//! out becomes a free block: header written, map entry `0x40 | j`, pushed
+//! on its list); mark the block live (map `0x80 | k`, `refs = 1`). After
+//! unlocking, map the pages of a big request in one system call
+//! ([`Arena::prefault`]), and zero the `len` bytes asked for unless the
+//! block is *clean* (see below; the rest of the block is never handed out,
+//! so it is not written). The caller owns the one reference.
+//!
+//! **Reuse.** A page of the segment costs a fault (or a share of a
+//! populate call) the first time each process touches it, however often
+//! its block is reused; a block of fresh pages costs one per page in every
+//! process the field passes through. So an allocation of a field big enough
+//! to be prefaulted ([`PREFAULT_MIN`]) prefers a free block whose pages
+//! *this* process has mapped already (its page bitmap, see
+//! [`Arena::prefault`]): among the first [`REUSE_SCAN`] candidate blocks of
+//! order `k`, taken from the free lists of order `k` upwards (every
+//! `k`-aligned part of a larger free block is a candidate), the first one
+//! mapped for the `len` bytes asked for; failing that, the usual first
+//! block. A field sent from node A to node B and freed by B therefore
+//! comes back as A's next field of that size: no fault in A (its pages are
+//! mapped) nor in B (it mapped them when it received the last one). The
+//! bitmap is a hint (pages given back since fault again); the choice is
+//! still a buddy split, so the free-list invariants are those above.
 //!
 //! **References.** `refs` is an atomic count, changed without the lock, as
 //! `Arc` does:
@@ -236,6 +253,12 @@ const PATIENCE: Duration = Duration::from_millis(100);
 /// call ([`Arena::prefault`]); below it the kernel's fault-around (16 pages
 /// a read fault) does about as well.
 pub const PREFAULT_MIN: usize = 64 << 10;
+
+/// How many candidate blocks an allocation of a prefaulted field looks at
+/// for one whose pages this process mapped already ([`Arena::alloc`]):
+/// bounds the time under the lock (a look is a few bitmap words; it stops
+/// at the first page not mapped).
+const REUSE_SCAN: u32 = 64;
 
 /// The largest page bitmap (in words) a handle keeps for
 /// [`Arena::prefault`]: 8 MiB, for arenas up to 256 GiB of 4 KiB pages;
@@ -405,6 +428,10 @@ pub struct Arena {
     /// nothing and that correctness never depends on.
     #[cfg(not(any(miri, loom)))]
     mapped: std::sync::OnceLock<Box<[std::sync::atomic::AtomicU64]>>,
+    /// Whether big allocations prefer blocks this process mapped already
+    /// ([`Arena::set_reuse`]; a setting that orders nothing).
+    #[cfg_attr(any(miri, loom), allow(dead_code))]
+    reuse: std::sync::atomic::AtomicBool,
     /// Whether `MADV_POPULATE_READ`/`_WRITE` may still work (Linux 5.14+).
     #[cfg(not(any(miri, loom)))]
     can_populate: std::sync::atomic::AtomicBool,
@@ -631,6 +658,7 @@ impl Arena {
             blocks_off,
             futex: Futex::new(),
             can_remove: std::sync::atomic::AtomicBool::new(true),
+            reuse: std::sync::atomic::AtomicBool::new(true),
             #[cfg(not(any(miri, loom)))]
             mapped: std::sync::OnceLock::new(),
             #[cfg(not(any(miri, loom)))]
@@ -766,23 +794,30 @@ impl Arena {
             return None;
         }
         let g = self.lock()?;
-        let mut k = order;
-        while self.head(k).load(Ordering::Relaxed) == NIL {
-            k += 1;
-            if k > self.max_order {
-                return None;
-            }
-        }
-        let b = self.head(k).load(Ordering::Relaxed);
-        self.unlink(&g, b, k);
-        let clean = self.block(b).tag.load(Ordering::Relaxed) & TAG_CLEAN != 0;
+        // The free block to take (order `k`) and, inside it, the block of
+        // the wanted order to hand out: preferably one whose pages this
+        // process has mapped already (see "Reuse" in the module docs).
+        let (taken, mut k, b) = self.choose(&g, order, len)?;
+        self.unlink(&g, taken, k);
+        let clean = self.block(taken).tag.load(Ordering::Relaxed) & TAG_CLEAN != 0;
+        let mut at = taken;
         while k > order {
             k -= 1;
-            let upper = b + (1 << k);
-            self.place_block(upper, tag(MAP_FREE, k, clean));
-            self.entry(upper)
+            // Split `at` (order k + 1): the half holding `b` goes on, the
+            // other half is free.
+            let upper = at + (1 << k);
+            let (mine, other) = if b >= upper { (upper, at) } else { (at, upper) };
+            self.place_block(other, tag(MAP_FREE, k, clean));
+            self.entry(other)
                 .store(MAP_FREE | k as u8, Ordering::Relaxed);
-            self.push(&g, upper, k);
+            self.push(&g, other, k);
+            at = mine;
+        }
+        debug_assert_eq!(at, b);
+        if b != taken {
+            // A block start inside the taken block: its header is new (the
+            // taken block's header, at `taken`, now heads a free block).
+            self.place_block(b, tag(MAP_LIVE, order, false));
         }
         let blk = self.block(b);
         blk.tag
@@ -809,6 +844,86 @@ impl Arena {
             unsafe { data.write_bytes(0, len) };
         }
         Some((self.blocks_off + HDR) as u64 + b)
+    }
+
+    /// Which free block an allocation of `order` (for `len` bytes) takes,
+    /// and which block of that order inside it: `(free block, its order,
+    /// the block handed out)`. Without a preference, the first block of the
+    /// smallest non-empty free list, and its lowest part. For a field big
+    /// enough to be prefaulted ([`PREFAULT_MIN`]), the first block (of the
+    /// smallest order, among at most [`REUSE_SCAN`] looked at) whose first
+    /// `len` data bytes this process has mapped already: a block freed by
+    /// any process after this one used it (or received it) costs no page
+    /// fault here again. `None` if no free block is large enough.
+    fn choose(&self, _: &Locked<'_>, order: u32, len: usize) -> Option<(u64, u32, u64)> {
+        let mut first = None;
+        let mut budget = if self.tracks_mapped(len) {
+            REUSE_SCAN
+        } else {
+            0
+        };
+        for k in order..=self.max_order {
+            let mut c = self.head(k).load(Ordering::Relaxed);
+            if c == NIL {
+                continue;
+            }
+            first.get_or_insert((c, k, c));
+            while c != NIL && budget > 0 {
+                for part in (c..c + (1 << k)).step_by(1 << order) {
+                    if budget == 0 {
+                        break;
+                    }
+                    budget -= 1;
+                    if self.is_mapped(part, len) {
+                        return Some((c, k, part));
+                    }
+                }
+                c = self.block(c).next.load(Ordering::Relaxed);
+            }
+            if budget == 0 {
+                break;
+            }
+        }
+        first
+    }
+
+    /// Whether this handle keeps track of its mapped pages for a field of
+    /// `len` bytes (prefault is on and the field big enough for it).
+    fn tracks_mapped(&self, len: usize) -> bool {
+        #[cfg(any(miri, loom))]
+        {
+            let _ = len;
+            false
+        }
+        #[cfg(not(any(miri, loom)))]
+        {
+            len >= PREFAULT_MIN
+                && self.reuse.load(std::sync::atomic::Ordering::Relaxed)
+                && self.can_populate.load(std::sync::atomic::Ordering::Relaxed)
+                && self.mapped.get().is_some()
+        }
+    }
+
+    /// Whether this process has mapped every page of the header and first
+    /// `len` data bytes of a block starting at `b` (its bitmap says so).
+    fn is_mapped(&self, b: u64, len: usize) -> bool {
+        #[cfg(any(miri, loom))]
+        {
+            let _ = (b, len);
+            false
+        }
+        #[cfg(not(any(miri, loom)))]
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            let Some(bits) = self.mapped.get() else {
+                return false;
+            };
+            let cap = 1usize << self.max_order;
+            let start = b as usize;
+            let end = (start + HDR).saturating_add(len).min(cap);
+            (start / MIN_BLOCK..end.div_ceil(MIN_BLOCK))
+                .all(|p| bits[p / 64].load(Relaxed) & (1 << (p % 64)) != 0)
+        }
     }
 
     /// The data pointer of the block at `off` in this process's mapping.
@@ -897,6 +1012,13 @@ impl Arena {
             .store(on, std::sync::atomic::Ordering::Relaxed);
         #[cfg(any(miri, loom))]
         let _ = on;
+    }
+
+    /// Turns the preference for blocks this process mapped already off or
+    /// on for this handle (see "Reuse" in the module docs; the transport's
+    /// `SNET_SHM_REUSE=0` turns it off, to measure it).
+    pub fn set_reuse(&self, on: bool) {
+        self.reuse.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Forgets that this process mapped the pages of `[start, end)` (block
@@ -2030,6 +2152,104 @@ mod tests {
             assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, &mut u), 0);
             u.ru_minflt
         }
+    }
+
+    /// A memfd of `len` bytes mapped shared twice (two mappings stand for
+    /// two processes), with a fresh arena in it that never gives pages back
+    /// (as the transport's): `(init handle, attached handle, unmap)`.
+    #[cfg(not(miri))]
+    fn two_mappings(len: usize) -> (Arena, Arena, impl FnOnce()) {
+        // SAFETY: a fresh memfd, sized, mapped shared twice; the closure
+        // unmaps both, after the handles' last use (the callers' order).
+        let (one, two) = unsafe {
+            let fd = libc::memfd_create(c"snet-arena-test".as_ptr(), libc::MFD_CLOEXEC);
+            assert!(fd >= 0);
+            assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
+            let map = || {
+                let p = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                );
+                assert_ne!(p, libc::MAP_FAILED);
+                p.cast::<u8>()
+            };
+            let v = (map(), map());
+            libc::close(fd);
+            v
+        };
+        // SAFETY: zeroed, page-aligned, unmapped only by the closure. Freed
+        // blocks keep their pages (the transport's default).
+        let a = unsafe { Arena::init_with(one, len, usize::MAX) }.unwrap();
+        // SAFETY: as above; `a` initialised it.
+        let b = unsafe { Arena::attach(two, len) }.unwrap();
+        let unmap = move || {
+            // SAFETY: the callers call this after their last use.
+            unsafe {
+                libc::munmap(one.cast(), len);
+                libc::munmap(two.cast(), len);
+            }
+        };
+        (a, b, unmap)
+    }
+
+    /// Big blocks freed (by any process) go back to a process that mapped
+    /// them before: its next allocation of that size takes one of them, not
+    /// the first free block, and costs no page fault. Two mappings of one
+    /// memfd stand for two processes; "b" uses the three lower blocks of
+    /// 1 MiB, "a" the fourth; after all are freed (and merged into one
+    /// free block), "a" gets the fourth again and "b" one of its own.
+    #[cfg(not(miri))]
+    #[test]
+    fn freed_blocks_go_back_where_they_are_mapped() {
+        let (a, b, unmap) = two_mappings(Arena::layout(8 << 20));
+        let n = (1 << 20) - HDR;
+        let ys: Vec<u64> = (0..3).map(|_| b.alloc(n).unwrap()).collect();
+        let x = a.alloc(n).unwrap();
+        if !a.can_populate.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("MADV_POPULATE_WRITE not supported here: nothing to check");
+            for o in ys.into_iter().chain([x]) {
+                // SAFETY: our references.
+                unsafe { b.release(o) };
+            }
+            unmap();
+            return;
+        }
+        bytes(&a, x).fill(1);
+        for &y in &ys {
+            // SAFETY: `y` is b's; this mapping writes it.
+            unsafe { std::slice::from_raw_parts_mut(b.data(y), n) }.fill(2);
+        }
+        // Freed by the other side (a receiver drops the last reference).
+        for o in ys.iter().copied().chain([x]) {
+            // SAFETY: our references, not used afterwards.
+            unsafe { b.release(o) };
+        }
+        assert!(empty(&a), "all merged into one free block");
+        let before = minor_faults();
+        let x2 = a.alloc(n).unwrap();
+        let d = bytes(&a, x2);
+        let zeroed = d[..n].iter().all(|&v| v == 0);
+        d.fill(3);
+        let faults = minor_faults() - before;
+        assert!(zeroed);
+        assert_eq!(x2, x, "a's block again");
+        // The data's 256 pages fault none; the allocator's own writes to
+        // the headers of the free blocks it splits off (pages "b" used) may.
+        assert!(faults < 8, "reusing a mapped block faulted {faults} times");
+        let y2 = b.alloc(n).unwrap();
+        assert!(ys.contains(&y2), "b gets a block it mapped");
+        a.verify();
+        // SAFETY: our references; then the mappings go.
+        unsafe {
+            a.release(x2);
+            b.release(y2);
+        }
+        assert!(empty(&a));
+        unmap();
     }
 
     /// A big block's pages are mapped in one system call, by the process

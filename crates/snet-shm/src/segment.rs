@@ -311,6 +311,7 @@ impl Segment {
             let a = unsafe { Arena::init_with(base.as_ptr().add(at), g.arena_len(), give_back()) }
                 .map_err(|e| io::Error::other(format!("arena: {e}")))?;
             a.set_prefault(prefault());
+            a.set_reuse(reuse());
             Some(a)
         } else {
             None
@@ -381,6 +382,7 @@ impl Segment {
             let a = unsafe { Arena::attach(base.as_ptr().add(at), g.arena_len()) }
                 .map_err(|e| io::Error::other(format!("arena: {e}")))?;
             a.set_prefault(prefault());
+            a.set_reuse(reuse());
             Some(a)
         } else {
             None
@@ -601,6 +603,13 @@ fn give_back() -> usize {
 /// process ([`Arena::prefault`]); `SNET_SHM_PREFAULT=0` turns it off.
 fn prefault() -> bool {
     std::env::var("SNET_SHM_PREFAULT").map_or(true, |v| v.trim() != "0")
+}
+
+/// Whether big arena allocations prefer blocks whose pages this process
+/// mapped already ([`Arena::set_reuse`]); `SNET_SHM_REUSE=0` turns it off,
+/// to measure it.
+fn reuse() -> bool {
+    std::env::var("SNET_SHM_REUSE").map_or(true, |v| v.trim() != "0")
 }
 
 /// What a node's status word says, in words.
