@@ -276,11 +276,8 @@ fn calls_making_big_fields_are_suspended_by_bytes() {
         };
         let mut rec = Record::new();
         rec.set_int(n, 10);
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let io = Some((
-            Box::new(One(Some(rec))) as Box<dyn Source>,
-            Box::new(Collect(out.clone())) as Box<dyn Sink>,
-        ));
+        let (io, out) = vec_io(vec![rec]);
+        let io = Some(io);
         let stats =
             snet_engine::run(g.clone(), &config, io, &Gen, &snet_engine::SingleNode).expect("run");
         assert_eq!(out.lock().unwrap().len(), 10, "{workers} workers");
