@@ -314,13 +314,16 @@ fn losing_a_node_with_state_ends_the_run_naming_the_construct() {
 }
 
 /// A node that dies every time (each incarnation at its first message):
-/// after three losses the run fails naming the input record in its care.
+/// after three losses the run fails, naming the input record in its care
+/// if node 0 had sent it records by then, else saying that it never
+/// finished one (its first message may be an `Open` alone each time).
 #[test]
 fn a_record_that_kills_its_node_each_time_ends_the_run_after_three_tries() {
     let e = run_killing(2, 50, 1, 1, true).expect_err("the run must fail");
     let m = e.to_string();
     assert!(
-        m.contains("for the third time with input record") && m.contains("poison record"),
+        (m.contains("for the third time with input record") && m.contains("poison record"))
+            || m.contains("for the third time without finishing a record"),
         "{m}"
     );
 }
