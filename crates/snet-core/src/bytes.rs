@@ -43,18 +43,50 @@ thread_local! {
     static NEW_FIELD_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// A field value of this size or more has been made in this process (set
+/// once, never cleared): until then [`new_field_bytes`] is 0 without
+/// looking at the thread's count. The engine asks after every output of a
+/// box call; a process whose fields are all small (or that has none, as
+/// most fine-grained programs) pays one load of a line nobody writes
+/// instead of a thread-local access per output (pipe10: 18 instructions a
+/// call). Below this size, [`new_field_bytes`] could only matter past
+/// 256 outputs of one call, and the engine suspends a call after 64
+/// outputs anyway.
+static BIG_FIELDS_MADE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The size of field value that sets [`BIG_FIELDS_MADE`]: 64 KiB.
+const BIG_FIELD: usize = 64 << 10;
+
+/// Counts `len` new bytes of field values made by this thread.
+#[inline]
+fn count_new_field_bytes(len: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    NEW_FIELD_BYTES.with(|n| n.set(n.get().saturating_add(len)));
+    if len >= BIG_FIELD && !BIG_FIELDS_MADE.load(Relaxed) {
+        BIG_FIELDS_MADE.store(true, Relaxed);
+    }
+}
+
 /// Bytes of field values this thread made since it last called
 /// [`take_new_field_bytes`]: the engine suspends a box call whose waiting
 /// outputs hold many of them, so that they go downstream (and their memory
-/// can be freed and reused) before the call makes more.
+/// can be freed and reused) before the call makes more. 0 until a field
+/// value of 64 KiB or more has been made in the process (below that the
+/// engine's limit of outputs a call is reached first).
 #[inline]
 pub fn new_field_bytes() -> usize {
+    if !BIG_FIELDS_MADE.load(std::sync::atomic::Ordering::Relaxed) {
+        return 0;
+    }
     NEW_FIELD_BYTES.with(std::cell::Cell::get)
 }
 
 /// [`new_field_bytes`], and starts counting again from 0.
 #[inline]
 pub fn take_new_field_bytes() -> usize {
+    if !BIG_FIELDS_MADE.load(std::sync::atomic::Ordering::Relaxed) {
+        return 0;
+    }
     NEW_FIELD_BYTES.with(|n| n.replace(0))
 }
 
@@ -130,7 +162,7 @@ impl FieldBytes {
     /// [`FieldAllocator`] if it serves the request, else the heap. Counted
     /// in this thread's [`new_field_bytes`].
     pub fn for_field(len: usize) -> FieldBytes {
-        NEW_FIELD_BYTES.with(|n| n.set(n.get().saturating_add(len)));
+        count_new_field_bytes(len);
         FIELD_ALLOCATOR
             .get()
             .and_then(|a| a.alloc_zeroed(len))
@@ -142,7 +174,7 @@ impl FieldBytes {
     /// zeroing first), else the heap. Counted in this thread's
     /// [`new_field_bytes`].
     pub fn for_field_copy(bytes: &[u8]) -> FieldBytes {
-        NEW_FIELD_BYTES.with(|n| n.set(n.get().saturating_add(bytes.len())));
+        count_new_field_bytes(bytes.len());
         match FIELD_ALLOCATOR
             .get()
             .and_then(|a| a.alloc_for_copy(bytes.len()))
