@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use snet_engine::{Config, InputLimit, LanguageInterface, SingleNode};
+use snet_engine::{Config, InputLimit, LanguageInterface, LimitError, SingleNode};
 
 use crate::alloc::GLOBAL;
 use crate::io::open_io;
@@ -63,8 +63,36 @@ pub fn run(
     }
 }
 
+/// What is wrong with a run's options, found as the engine's
+/// configuration is made (the rest is refused by the command line's
+/// parser).
+#[derive(Debug)]
+enum OptionError {
+    /// `--workers 0`.
+    NoWorkers,
+    /// `--nodes 0`.
+    NoNodes,
+    /// `--input-limit` that does not parse.
+    InputLimit(LimitError),
+    /// `--on-node-loss redistribute`, which is not built.
+    Redistribute,
+}
+
+impl std::fmt::Display for OptionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OptionError::NoWorkers => f.write_str("--workers must be at least 1"),
+            OptionError::NoNodes => f.write_str("--nodes must be at least 1"),
+            OptionError::InputLimit(e) => write!(f, "--input-limit: {e}"),
+            OptionError::Redistribute => f.write_str(
+                "--on-node-loss redistribute (the lost node's work moved to the surviving nodes) is not built: use respawn (a new process for the lost node) or fail",
+            ),
+        }
+    }
+}
+
 /// The engine's configuration for `opts`, or what is wrong with them.
-fn config(opts: &RunOptions) -> Result<Config, String> {
+fn config(opts: &RunOptions) -> Result<Config, OptionError> {
     // fast_exit: the process ends right after the run; freeing the entity graph would only cost time.
     // Under the leak checker (system allocator) the graph is freed so that leaks stand out.
     let mut config = Config {
@@ -84,7 +112,7 @@ fn config(opts: &RunOptions) -> Result<Config, String> {
     })));
     if let Some(w) = opts.workers {
         if w == 0 {
-            return Err("--workers must be at least 1".into());
+            return Err(OptionError::NoWorkers);
         }
         config.workers = w;
     }
@@ -92,19 +120,17 @@ fn config(opts: &RunOptions) -> Result<Config, String> {
         config.box_stack = b;
     }
     if let Some(l) = &opts.input_limit {
-        config.input_limit = Some(InputLimit::parse(l).map_err(|e| format!("--input-limit: {e}"))?);
+        config.input_limit = Some(InputLimit::parse(l).map_err(OptionError::InputLimit)?);
     }
     config.inline_fields = opts.inline_fields;
     config.on_node_loss = match opts.on_node_loss {
         NodeLoss::Fail => OnNodeLoss::Fail,
         NodeLoss::Respawn => OnNodeLoss::Respawn,
-        NodeLoss::Redistribute => {
-            return Err("--on-node-loss redistribute (the lost node's work moved to the surviving nodes) is not built: use respawn (a new process for the lost node) or fail".into())
-        }
+        NodeLoss::Redistribute => return Err(OptionError::Redistribute),
     };
     config.instrument = opts.instrument();
     if opts.nodes == Some(0) {
-        return Err("--nodes must be at least 1".into());
+        return Err(OptionError::NoNodes);
     }
     Ok(config)
 }
