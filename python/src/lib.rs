@@ -18,6 +18,8 @@
 //!   engine may pause a call in `emit` and resume it on another worker, so
 //!   no interpreter state may be held across it.
 
+#![warn(missing_docs)]
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
