@@ -30,7 +30,7 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-use snet::{BoxInput, CustomCodec, CustomValue, Emitter, Field, Record};
+use snet::{BoxFailure, BoxInput, CustomCodec, CustomError, CustomValue, Emitter, Field, Record};
 
 pyo3::create_exception!(snet, SnetError, PyException, "Base of the errors of snet.");
 pyo3::create_exception!(
@@ -92,7 +92,7 @@ impl CustomValue for PyValue {
     fn codec(&self) -> &str {
         PY_CODEC
     }
-    fn encode(&self) -> Result<Vec<u8>, String> {
+    fn encode(&self) -> Result<Vec<u8>, CustomError> {
         Python::with_gil(|py| {
             let b = helper(py, "encode")
                 .and_then(|f| f.call1((self.0.bind(py),)))
@@ -113,7 +113,7 @@ impl CustomCodec for PyCodec {
     fn name(&self) -> &str {
         PY_CODEC
     }
-    fn decode(&self, bytes: &[u8]) -> Result<Arc<dyn CustomValue>, String> {
+    fn decode(&self, bytes: &[u8]) -> Result<Arc<dyn CustomValue>, CustomError> {
         Python::with_gil(|py| {
             let v = helper(py, "decode")
                 .and_then(|f| f.call1((PyBytes::new(py, bytes),)))
@@ -422,7 +422,7 @@ impl PyBox {
         Ok(())
     }
 
-    fn call_py(&self, py: Python<'_>, input: &BoxInput<'_>) -> Result<Outputs, String> {
+    fn call_py(&self, py: Python<'_>, input: &BoxInput<'_>) -> Result<Outputs, BoxFailure> {
         let fail = |e: PyErr| {
             format!(
                 "Python function {} raised an exception:\n{}",
@@ -481,7 +481,7 @@ impl PyBox {
     /// The record of output dict `d`, and its variant (from 1): the
     /// variant whose labels are exactly the dict's keys (each looked up
     /// by its plain name, then as written, `<t>`).
-    fn output(&self, d: &Bound<'_, PyDict>) -> Result<(usize, Record), String> {
+    fn output(&self, d: &Bound<'_, PyDict>) -> Result<(usize, Record), BoxFailure> {
         let py = d.py();
         let n = d.len();
         'variants: for (i, v) in self.variants.iter().enumerate() {
@@ -524,7 +524,8 @@ impl PyBox {
             self.origin,
             keys.join(", "),
             self.variants_text
-        ))
+        )
+        .into())
     }
 }
 

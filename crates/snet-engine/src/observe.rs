@@ -101,7 +101,7 @@ impl Observers {
         }
     }
 
-    fn conn(&self, dest: &ObserveDest) -> Result<Arc<Mutex<Conn>>, String> {
+    fn conn(&self, dest: &ObserveDest) -> Result<Arc<Mutex<Conn>>, ConnError> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = open.get(dest) {
             return Ok(c.clone());
@@ -113,13 +113,13 @@ impl Observers {
                     .create(true)
                     .append(true)
                     .open(path)
-                    .map_err(|e| format!("cannot open: {e}"))?,
+                    .map_err(ConnError::Open)?,
             ),
             ObserveDest::Tcp { host, port } => {
                 let addrs = (host.as_str(), *port)
                     .to_socket_addrs()
-                    .map_err(|e| format!("cannot resolve: {e}"))?;
-                let mut last = String::from("no address");
+                    .map_err(ConnError::Resolve)?;
+                let mut last = None;
                 let mut stream = None;
                 for a in addrs {
                     match TcpStream::connect_timeout(&a, Duration::from_secs(10)) {
@@ -127,12 +127,12 @@ impl Observers {
                             stream = Some(s);
                             break;
                         }
-                        Err(e) => last = e.to_string(),
+                        Err(e) => last = Some(e),
                     }
                 }
-                let w = stream.ok_or_else(|| format!("cannot connect: {last}"))?;
+                let w = stream.ok_or(ConnError::Connect(last))?;
                 let _ = w.set_nodelay(true);
-                let r = w.try_clone().map_err(|e| format!("cannot connect: {e}"))?;
+                let r = w.try_clone().map_err(|e| ConnError::Connect(Some(e)))?;
                 Conn::Tcp { w, r }
             }
         };
@@ -210,7 +210,7 @@ impl ObserverEntity {
             .rt
             .observers
             .conn(&self.obs.dest)
-            .map_err(|e| self.fail(e))?;
+            .map_err(|e| self.fail(e.to_string()))?;
         let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
         let written = match &mut *conn {
             Conn::Stderr => std::io::stderr().lock().write_all(&self.msg),
@@ -224,6 +224,28 @@ impl ObserverEntity {
             }
         }
         Ok(())
+    }
+}
+
+/// Why an observer's destination could not be opened ([`Observers::conn`]).
+enum ConnError {
+    /// The file could not be opened.
+    Open(std::io::Error),
+    /// The host name did not resolve.
+    Resolve(std::io::Error),
+    /// No address of the host took the connection (the last one's error;
+    /// none if the name resolved to no address).
+    Connect(Option<std::io::Error>),
+}
+
+impl std::fmt::Display for ConnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnError::Open(e) => write!(f, "cannot open: {e}"),
+            ConnError::Resolve(e) => write!(f, "cannot resolve: {e}"),
+            ConnError::Connect(Some(e)) => write!(f, "cannot connect: {e}"),
+            ConnError::Connect(None) => f.write_str("cannot connect: no address"),
+        }
     }
 }
 

@@ -20,9 +20,13 @@ use snet_engine::{BoxError, BoxImpl, Emit, LanguageInterface, ResolveError, Reso
 
 use crate::record::{Field, Record};
 
+/// Why a box function failed: any error (`?` converts it) or a message
+/// (`Err("why".into())`).
+pub type BoxFailure = Box<dyn std::error::Error + Send + Sync>;
+
 /// What a box function returns: `Ok(())`, or an error that ends the run
 /// with a message naming the box (`box `NAME`: failed: ERROR`).
-pub type BoxResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+pub type BoxResult = Result<(), BoxFailure>;
 
 /// A box function, as registered ([`crate::Network::add_box`]).
 pub(crate) type BoxFn = dyn Fn(&BoxInput<'_>, &mut Emitter<'_>) -> BoxResult + Send + Sync;

@@ -11,12 +11,17 @@
 //! the run, makes a value from them.
 
 use std::any::Any;
-use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use snet_core::{DecodeError, FieldBytes, FieldCodec, FieldData, NotPortable};
 
 use crate::record::Field;
+
+/// Why a custom value cannot be encoded, or bytes make no value: any
+/// error of the value's own library (`?` converts it) or a message
+/// (`Err("why".into())`). The run that needed the value fails and says
+/// it, naming the field's interface.
+pub type CustomError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A field value that is not C4SNet data: kept as it is while it stays in
 /// its process, encoded by itself when it crosses to another node.
@@ -29,7 +34,7 @@ use crate::record::Field;
 /// impl CustomValue for Word {
 ///     fn interface(&self) -> &str { "Words" }
 ///     fn codec(&self) -> &str { "word" }
-///     fn encode(&self) -> Result<Vec<u8>, String> { Ok(self.0.clone().into_bytes()) }
+///     fn encode(&self) -> Result<Vec<u8>, snet::CustomError> { Ok(self.0.clone().into_bytes()) }
 ///     fn as_any(&self) -> &dyn std::any::Any { self }
 /// }
 /// let f = Field::custom(Arc::new(Word("hi".into())));
@@ -45,7 +50,7 @@ pub trait CustomValue: Send + Sync + 'static {
     /// The value as bytes, for another node; `Err` with the reason if it
     /// cannot leave this process (the run then fails naming the field).
     /// Asked at most once per value, and only when it crosses.
-    fn encode(&self) -> Result<Vec<u8>, String>;
+    fn encode(&self) -> Result<Vec<u8>, CustomError>;
     /// The value itself, to downcast.
     fn as_any(&self) -> &dyn Any;
 }
@@ -56,17 +61,17 @@ pub trait CustomCodec: Send + Sync + 'static {
     /// The name values of this codec give as [`CustomValue::codec`].
     fn name(&self) -> &str;
     /// The value of `bytes`, or why they make none.
-    fn decode(&self, bytes: &[u8]) -> Result<Arc<dyn CustomValue>, String>;
+    fn decode(&self, bytes: &[u8]) -> Result<Arc<dyn CustomValue>, CustomError>;
 }
 
 /// A custom value as the engine's field store keeps it.
 struct CustomField {
     value: Arc<dyn CustomValue>,
-    encoded: OnceLock<Result<Vec<u8>, String>>,
+    encoded: OnceLock<Result<Vec<u8>, CustomError>>,
 }
 
 impl CustomField {
-    fn encoded(&self) -> &Result<Vec<u8>, String> {
+    fn encoded(&self) -> &Result<Vec<u8>, CustomError> {
         self.encoded.get_or_init(|| self.value.encode())
     }
 }
@@ -120,17 +125,6 @@ impl FieldData for CustomField {
 /// A [`CustomCodec`] as the engine's codec table holds it.
 pub(crate) struct CodecAdapter(pub(crate) Arc<dyn CustomCodec>);
 
-#[derive(Debug)]
-struct CodecError(String);
-
-impl fmt::Display for CodecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for CodecError {}
-
 impl FieldCodec for CodecAdapter {
     fn name(&self) -> &str {
         self.0.name()
@@ -139,7 +133,7 @@ impl FieldCodec for CodecAdapter {
         let value = self
             .0
             .decode(&body)
-            .map_err(|e| DecodeError::Invalid(Arc::new(CodecError(e))))?;
+            .map_err(|e| DecodeError::Invalid(Arc::from(e)))?;
         Ok(Arc::new(CustomField {
             value,
             encoded: OnceLock::new(),

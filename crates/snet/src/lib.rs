@@ -109,8 +109,8 @@ mod run;
 mod shm;
 mod xml;
 
-pub use boxes::{BoxInput, BoxResult, EmitError, Emitter, MissingLabel};
-pub use custom::{CustomCodec, CustomValue};
+pub use boxes::{BoxFailure, BoxInput, BoxResult, EmitError, Emitter, MissingLabel};
+pub use custom::{CustomCodec, CustomError, CustomValue};
 pub use network::{BoxSignature, Diagnostic, LoadError, Network, Severity, Transport};
 pub use record::{Element, Field, Record};
 pub use run::{RunError, RunErrorKind, Running, SendError};

@@ -125,10 +125,12 @@ pub(crate) fn run_root(
 pub(crate) fn run_node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> ! {
     let status = match node(net, started) {
         Ok(()) => 0,
-        Err(message) => {
-            if let Some(m) = message {
+        Err(failed) => {
+            if let Some(e) = failed {
                 // One write: the nodes share standard error.
-                let _ = std::io::stderr().lock().write_all(m.as_bytes());
+                let _ = std::io::stderr()
+                    .lock()
+                    .write_all(format!("error: {e}\n").as_bytes());
             }
             1
         }
@@ -136,21 +138,60 @@ pub(crate) fn run_node(net: &Network, started: Result<(u32, RawFd), LaunchError>
     std::process::exit(status)
 }
 
-/// A node's part; `Err` when it failed, with the line to print if node 0
+/// Why a node process's part of a run failed, as the node itself says it
+/// (node 0 reports the errors of boxes and components, which reach it).
+#[derive(Debug)]
+enum NodeError {
+    /// It could not join the run it was started for.
+    Join(LaunchError),
+    /// It reached a run of another network than it was started for.
+    OtherNetwork {
+        node: u32,
+        expected: String,
+        reached: String,
+    },
+    /// Its shared-memory set-up failed.
+    Setup(u32, launch::SetupError),
+    /// Its engine failed in the distribution layer.
+    Engine(u32, EngineError),
+}
+
+impl std::fmt::Display for NodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeError::Join(e) => write!(f, "{e}"),
+            NodeError::OtherNetwork {
+                node,
+                expected,
+                reached,
+            } => write!(
+                f,
+                "node {node}: this process was started to join a shared-memory run of network {expected}, \
+                 but the first distributed run it reached is of network {reached} (a node process \
+                 runs the program from the start and joins the first Network::run/start with \
+                 Transport::Shm it reaches: the same program, entry, node count and boxes)"
+            ),
+            NodeError::Setup(node, e) => write!(f, "node {node}: {e}"),
+            NodeError::Engine(node, e) => write!(f, "node {node}: {e}"),
+        }
+    }
+}
+
+/// A node's part; `Err` when it failed, with what to print if node 0
 /// cannot report it (node 0 reports the errors of boxes and components,
 /// which reach it).
-fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(), Option<String>> {
-    let (k, _) = started.map_err(|e| Some(format!("error: {e}\n")))?;
-    let fail = |e: String| Some(format!("error: node {k}: {e}\n"));
+fn node(
+    net: &Network,
+    started: Result<(u32, RawFd), LaunchError>,
+) -> Result<(), Option<NodeError>> {
+    let (k, _) = started.map_err(|e| Some(NodeError::Join(e)))?;
     let expected = std::env::var(NETWORK_VAR).unwrap_or_default();
     if expected != fingerprint(net) {
-        return Err(fail(format!(
-            "this process was started to join a shared-memory run of network {expected}, \
-             but the first distributed run it reached is of network {} (a node process \
-             runs the program from the start and joins the first Network::run/start with \
-             Transport::Shm it reaches: the same program, entry, node count and boxes)",
-            fingerprint(net)
-        )));
+        return Err(Some(NodeError::OtherNetwork {
+            node: k,
+            expected,
+            reached: fingerprint(net),
+        }));
     }
     // The geometry and command are node 0's: a started node finds its
     // segment's.
@@ -178,11 +219,11 @@ fn node(net: &Network, started: Result<(u32, RawFd), LaunchError>) -> Result<(),
         let ok = result.is_ok();
         (result, ok)
     })
-    .map_err(|e| fail(e.to_string()))?;
+    .map_err(|e| Some(NodeError::Setup(k, e)))?;
     let result = ran.output;
     match result {
         Ok(_) => Ok(()),
-        Err(e @ EngineError::Distribution(_)) => Err(fail(e.to_string())),
+        Err(e @ EngineError::Distribution(_)) => Err(Some(NodeError::Engine(k, e))),
         Err(_) => Err(None),
     }
 }
