@@ -129,7 +129,9 @@ fn programs_are_small_without_debug_info_and_still_name_boxes() {
     build(&small, &[]);
     let size = std::fs::metadata(&small).unwrap().len();
     assert!(!has_debug_info(&small));
-    assert!(size < 5_000_000, "{size} bytes");
+    // About 5.0 MB at 3f9c024 (the runtime: engine, shm launcher and
+    // transport, MPI glue, C4SNet); with debug information about 30.
+    assert!(size < 6_000_000, "{size} bytes");
     let input = "<record type=\"data\"><tag label=\"x\">1</tag></record>\n\
                  <record type=\"data\"><tag label=\"x\">2</tag></record>\n";
     let inp = dir.join("in.xml");

@@ -157,7 +157,7 @@ static DISABLE_HUGE_PAGES: extern "C" fn() = disable_huge_pages;
 
 /// Keeps peak memory low: commit arena memory on demand, return freed
 /// pages at once (values of `mi_option_e`, the same in mimalloc 2 and 3),
-/// collect thread heaps often ([`GENERIC_COLLECT`], mimalloc 3), and no
+/// collect thread heaps often (`GENERIC_COLLECT`, mimalloc 3), and no
 /// transparent huge pages for this process. Call first thing.
 ///
 /// Huge pages doubled the peak RSS of the benchmarks (a 2 MiB page is

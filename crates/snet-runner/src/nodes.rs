@@ -1,5 +1,6 @@
-//! A run whose nodes are processes (`--transport shm`, MPI), written once
-//! over the engine's `Transport`: every process runs this with its
+//! A run: its nodes all in this process ([`Run::here`]: one node, or
+//! `--transport loopback`), or processes (`--transport shm`, MPI;
+//! [`Run::on`]), written once over the engine's `Transport`: every process runs this with its
 //! [`Processes`] (`shm.rs`, `mpi.rs`: how a process joins the run, and how
 //! the run ends for it), and node 0 reads and writes the records.
 //!
@@ -16,12 +17,13 @@ use std::time::Instant;
 
 use snet_core::Rank;
 use snet_engine::dist::Transport;
-use snet_engine::{Config, EngineError, LanguageInterface, Stats};
+use snet_engine::{Config, EngineError, LanguageInterface, SingleNode, Stats};
 use snet_shm::launch::Ended;
 
 use crate::io::node_streams;
-use crate::report::error_status;
+use crate::io::open_io;
 use crate::RunOptions;
+use crate::TransportKind;
 
 /// One run: what every transport's path needs.
 pub(crate) struct Run<'a> {
@@ -67,6 +69,23 @@ pub(crate) trait Processes {
 }
 
 impl Run<'_> {
+    /// A run whose `nodes` nodes all live in this process: one node, or
+    /// `--transport loopback` (each node its own engine).
+    pub(crate) fn here(&self, nodes: u32) -> u8 {
+        let (opts, config) = (self.opts, self.config);
+        let io = match open_io(opts) {
+            Ok(io) => io,
+            Err(code) => return code,
+        };
+        let graph = place(opts, self.graph.clone(), nodes);
+        let result = if opts.transport == Some(TransportKind::Loopback) {
+            snet_engine::run_loopback(graph, config, Some(io), self.language, nodes)
+        } else {
+            snet_engine::run(graph, config, Some(io), self.language, &SingleNode).map(|s| vec![s])
+        };
+        crate::report::local(opts, config, result, self.start)
+    }
+
     /// This process's node of the run over `processes`; returns its exit
     /// status.
     pub(crate) fn on(&self, mut processes: impl Processes) -> u8 {
@@ -76,7 +95,7 @@ impl Run<'_> {
             if nodes > 1 {
                 c4snet::crash::set_node(me.0);
             }
-            let graph = opts.place(self.graph.clone(), nodes);
+            let graph = place(opts, self.graph.clone(), nodes);
             let io = node_streams(me, opts);
             let faulty = crate::fault::wrap(t);
             let tr: &dyn Transport = match &faulty {
@@ -90,7 +109,9 @@ impl Run<'_> {
             Err(code) => return code,
         };
         let (me, ok) = (part.me, part.result.is_ok());
-        let mut code = processes.report_first().then(|| self.report(&part));
+        let mut code = processes
+            .report_first()
+            .then(|| crate::report::node(self, &part));
         if me != Rank::ROOT {
             if let Some(ins) = &self.config.instrument {
                 if let Err(e) = crate::report::finish_node(opts, ins, me, part.nodes) {
@@ -111,68 +132,7 @@ impl Run<'_> {
                 }
             }
         }
-        *code.get_or_insert_with(|| self.report(&part))
-    }
-
-    /// This node's `--stats` lines and errors; its exit status.
-    fn report(&self, part: &Part) -> u8 {
-        let me = part.me;
-        let s = match &part.result {
-            Ok(s) => s,
-            Err(e) if me == Rank::ROOT => return error_status(e),
-            // Only errors of its own transport: node 0 reports the others,
-            // which reached it.
-            Err(e @ EngineError::Distribution(_)) => {
-                say!("error: node {me}: {e}");
-                return 1;
-            }
-            Err(_) => return 1,
-        };
-        let unclean: Vec<_> = part.ended.iter().filter(|e| !e.clean()).collect();
-        for e in &unclean {
-            say!(
-                "error: node {} {} (after node 0's run)",
-                e.node,
-                e.describe()
-            );
-        }
-        if !unclean.is_empty() {
-            return 1;
-        }
-        if s.nodes_replaced > 0 {
-            // Said even without --stats: the run went on after a loss.
-            say!(
-                "snet: node 0 replaced {} lost node process(es) during the run (--on-node-loss respawn)",
-                s.nodes_replaced
-            );
-        }
-        if self.opts.stats {
-            say!("snet: {s}");
-            if let Some(c) = &part.counters {
-                say!("snet: shm node {me}: {c}");
-            }
-            if let Some(u) = ProcessUsage::now() {
-                say!("snet: process of node {me}: {u}");
-            }
-            if me == Rank::ROOT {
-                if !part.ended.is_empty() {
-                    let cpu: Vec<String> = part
-                        .ended
-                        .iter()
-                        .map(|e| format!("node {} {:.3} s", e.node, e.cpu.as_secs_f64()))
-                        .collect();
-                    say!("snet: cpu time: {}", cpu.join(", "));
-                }
-                say!(
-                    "snet: {} nodes ({}), {} workers each, {:.3} s",
-                    part.nodes,
-                    part.name,
-                    self.config.workers,
-                    self.start.elapsed().as_secs_f64()
-                );
-            }
-        }
-        0
+        *code.get_or_insert_with(|| crate::report::node(self, &part))
     }
 }
 
@@ -221,5 +181,14 @@ impl std::fmt::Display for ProcessUsage {
             self.minor_faults,
             self.major_faults
         )
+    }
+}
+
+/// The graph as run on `nodes` nodes: with `--scatter SEED`, random
+/// components placed on random nodes.
+fn place(opts: &RunOptions, graph: Arc<snet_core::Graph>, nodes: u32) -> Arc<snet_core::Graph> {
+    match opts.scatter {
+        Some(seed) => Arc::new(graph.scatter(nodes, seed, 0.3)),
+        None => graph,
     }
 }

@@ -104,30 +104,6 @@ pub struct RunOptions {
     pub scatter: Option<u64>,
 }
 
-impl RunOptions {
-    /// The graph as run on `nodes` nodes: with `--scatter SEED`, random
-    /// components placed on random nodes.
-    pub(crate) fn place(
-        &self,
-        graph: std::sync::Arc<snet_core::Graph>,
-        nodes: u32,
-    ) -> std::sync::Arc<snet_core::Graph> {
-        match self.scatter {
-            Some(seed) => std::sync::Arc::new(graph.scatter(nodes, seed, 0.3)),
-            None => graph,
-        }
-    }
-
-    /// The recorder `--trace`, `--profile` and `--profile-json` ask for,
-    /// if any (`report.rs` writes what it recorded).
-    pub fn instrument(&self) -> Option<std::sync::Arc<snet_engine::instrument::Instrument>> {
-        let any = self.trace.is_some() || self.profile || self.profile_json.is_some();
-        any.then(|| {
-            snet_engine::instrument::Instrument::new(self.trace.is_some(), self.trace_sample)
-        })
-    }
-}
-
 /// How the nodes of a run talk (`--transport`; `snet selftest` takes the
 /// same values).
 #[derive(ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]

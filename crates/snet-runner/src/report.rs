@@ -1,4 +1,6 @@
-//! The end of a run: its error and exit status ([`error_status`]), and
+//! The end of a run: its `--stats` lines, its error and exit status
+//! ([`local`] for a run whose nodes all ran in this process, [`node`] for
+//! one node process's part of a run), and
 //! `--trace`, `--profile` and `--profile-json`: what the engine recorded
 //! ([`snet_engine::instrument`]), written out by
 //! [`snet_engine::instrument_files`] (which says how the nodes of a
@@ -12,6 +14,7 @@ use snet_engine::instrument_files::{self, Files};
 use snet_engine::EngineError;
 
 use crate::io::OpenError;
+use crate::nodes::{Part, ProcessUsage, Run};
 use crate::RunOptions;
 
 /// Prints a run's error (node 0's); returns the exit status: 2 for input
@@ -57,4 +60,115 @@ pub(crate) fn finish_node(
     nodes: u32,
 ) -> Result<(), instrument_files::FilesError> {
     instrument_files::finish_node(&files(opts), ins, me, nodes)
+}
+
+/// The end of node `part.me`'s part of a run: its `--stats` lines and
+/// errors; its exit status.
+pub(crate) fn node(run: &Run<'_>, part: &Part) -> u8 {
+    let me = part.me;
+    let s = match &part.result {
+        Ok(s) => s,
+        Err(e) if me == Rank::ROOT => return error_status(e),
+        // Only errors of its own transport: node 0 reports the others,
+        // which reached it.
+        Err(e @ EngineError::Distribution(_)) => {
+            say!("error: node {me}: {e}");
+            return 1;
+        }
+        Err(_) => return 1,
+    };
+    let unclean: Vec<_> = part.ended.iter().filter(|e| !e.clean()).collect();
+    for e in &unclean {
+        say!(
+            "error: node {} {} (after node 0's run)",
+            e.node,
+            e.describe()
+        );
+    }
+    if !unclean.is_empty() {
+        return 1;
+    }
+    if s.nodes_replaced > 0 {
+        // Said even without --stats: the run went on after a loss.
+        say!(
+            "snet: node 0 replaced {} lost node process(es) during the run (--on-node-loss respawn)",
+            s.nodes_replaced
+        );
+    }
+    if run.opts.stats {
+        say!("snet: {s}");
+        if let Some(c) = &part.counters {
+            say!("snet: shm node {me}: {c}");
+        }
+        if let Some(u) = ProcessUsage::now() {
+            say!("snet: process of node {me}: {u}");
+        }
+        if me == Rank::ROOT {
+            if !part.ended.is_empty() {
+                let cpu: Vec<String> = part
+                    .ended
+                    .iter()
+                    .map(|e| format!("node {} {:.3} s", e.node, e.cpu.as_secs_f64()))
+                    .collect();
+                say!("snet: cpu time: {}", cpu.join(", "));
+            }
+            say!(
+                "snet: {} nodes ({}), {} workers each, {:.3} s",
+                part.nodes,
+                part.name,
+                run.config.workers,
+                run.start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    0
+}
+
+/// The end of a run whose nodes all ran in this process: its trace and
+/// profile files, its error or its `--stats` lines; its exit status.
+pub(crate) fn local(
+    opts: &RunOptions,
+    config: &snet_engine::Config,
+    result: Result<Vec<snet_engine::Stats>, EngineError>,
+    start: std::time::Instant,
+) -> u8 {
+    if let Some(ins) = &config.instrument {
+        if let Err(e) = finish_local(opts, ins) {
+            say!("error: {e}");
+            if result.is_ok() {
+                return 2;
+            }
+        }
+    }
+    let stats = match result {
+        Ok(stats) => stats,
+        Err(e) => return error_status(&e),
+    };
+    let stats = &stats[..];
+    if opts.stats {
+        let elapsed = start.elapsed().as_secs_f64();
+        if let [s] = stats {
+            say!(
+                "snet: {} input, {} output records, {} entities, {} steals, {} suspensions, {} workers, {:.3} s",
+                s.input_records,
+                s.output_records,
+                s.entities_created,
+                s.steals,
+                s.suspensions,
+                config.workers,
+                elapsed
+            );
+        } else {
+            for s in stats {
+                say!("snet: {s}");
+            }
+            say!(
+                "snet: {} nodes, {} workers each, {:.3} s",
+                stats.len(),
+                config.workers,
+                elapsed
+            );
+        }
+    }
+    0
 }

@@ -1,18 +1,15 @@
 //! The run: a program's graph with [`RunOptions`]: the engine's
-//! configuration (once), the transport's choice, and the runs whose nodes
-//! all live in this process (one node, `--transport loopback`) with their
-//! `--stats` lines. Runs whose nodes are processes (shared memory, MPI) go
-//! on in `nodes.rs`; both end in `report.rs`.
+//! configuration (once) and the transport's choice. Every run goes on in
+//! `nodes.rs` (its nodes in this process, or processes over shared memory
+//! or MPI) and ends in `report.rs`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use snet_engine::{Config, InputLimit, LanguageInterface, LimitError, SingleNode};
+use snet_engine::{Config, InputLimit, LanguageInterface, LimitError};
 
 use crate::alloc::GLOBAL;
-use crate::io::open_io;
 use crate::mpi::{mpi_launched, Mpi};
-use crate::report::error_status;
 use crate::shm::Shm;
 use crate::{NodeLoss, RunOptions, TransportKind};
 use snet_engine::dist::OnNodeLoss;
@@ -50,7 +47,7 @@ pub fn run(
         Some(TransportKind::Shm) => run.on(Shm::new(opts)),
         Some(TransportKind::Mpi) => run.on(Mpi::new(opts)),
         None if mpi_launched() => run.on(Mpi::new(opts)),
-        Some(TransportKind::Loopback) => run_here(&run, opts.nodes.unwrap_or(1)),
+        Some(TransportKind::Loopback) => run.here(opts.nodes.unwrap_or(1)),
         None => {
             if let Some(n) = opts.nodes.filter(|&n| n > 1) {
                 say!(
@@ -58,7 +55,7 @@ pub fn run(
                 );
                 return 2;
             }
-            run_here(&run, 1)
+            run.here(1)
         }
     }
 }
@@ -128,63 +125,16 @@ fn config(opts: &RunOptions) -> Result<Config, OptionError> {
         NodeLoss::Respawn => OnNodeLoss::Respawn,
         NodeLoss::Redistribute => return Err(OptionError::Redistribute),
     };
-    config.instrument = opts.instrument();
+    config.instrument = instrument(opts);
     if opts.nodes == Some(0) {
         return Err(OptionError::NoNodes);
     }
     Ok(config)
 }
 
-/// A run whose `nodes` nodes all live in this process: one node, or
-/// `--transport loopback` (each node its own engine).
-fn run_here(run: &crate::nodes::Run<'_>, nodes: u32) -> u8 {
-    let (opts, config) = (run.opts, run.config);
-    let io = match open_io(opts) {
-        Ok(io) => io,
-        Err(code) => return code,
-    };
-    let graph = opts.place(run.graph.clone(), nodes);
-    let result = if opts.transport == Some(TransportKind::Loopback) {
-        snet_engine::run_loopback(graph, config, Some(io), run.language, nodes)
-    } else {
-        snet_engine::run(graph, config, Some(io), run.language, &SingleNode).map(|s| vec![s])
-    };
-    if let Some(ins) = &config.instrument {
-        if let Err(e) = crate::report::finish_local(opts, ins) {
-            say!("error: {e}");
-            if result.is_ok() {
-                return 2;
-            }
-        }
-    }
-    let stats = match result {
-        Ok(stats) => stats,
-        Err(e) => return error_status(&e),
-    };
-    if opts.stats {
-        let elapsed = run.start.elapsed().as_secs_f64();
-        if let [s] = &stats[..] {
-            say!(
-                "snet: {} input, {} output records, {} entities, {} steals, {} suspensions, {} workers, {:.3} s",
-                s.input_records,
-                s.output_records,
-                s.entities_created,
-                s.steals,
-                s.suspensions,
-                config.workers,
-                elapsed
-            );
-        } else {
-            for s in &stats {
-                say!("snet: {s}");
-            }
-            say!(
-                "snet: {} nodes, {} workers each, {:.3} s",
-                stats.len(),
-                config.workers,
-                elapsed
-            );
-        }
-    }
-    0
+/// The recorder `--trace`, `--profile` and `--profile-json` ask for,
+/// if any (`report.rs` writes what it recorded).
+fn instrument(opts: &RunOptions) -> Option<Arc<snet_engine::instrument::Instrument>> {
+    let any = opts.trace.is_some() || opts.profile || opts.profile_json.is_some();
+    any.then(|| snet_engine::instrument::Instrument::new(opts.trace.is_some(), opts.trace_sample))
 }
