@@ -2154,14 +2154,13 @@ mod tests {
         }
     }
 
-    /// A memfd of `len` bytes mapped shared twice (two mappings stand for
-    /// two processes), with a fresh arena in it that never gives pages back
-    /// (as the transport's): `(init handle, attached handle, unmap)`.
+    /// A fresh memfd of `len` bytes (zeroed) mapped shared twice: two
+    /// mappings stand for two processes. The caller unmaps both.
     #[cfg(not(miri))]
-    fn two_mappings(len: usize) -> (Arena, Arena, impl FnOnce()) {
-        // SAFETY: a fresh memfd, sized, mapped shared twice; the closure
-        // unmaps both, after the handles' last use (the callers' order).
-        let (one, two) = unsafe {
+    fn memfd_mapped_twice(len: usize) -> (*mut u8, *mut u8) {
+        // SAFETY: a fresh memfd, sized, mapped shared twice; closing the fd
+        // keeps the mappings.
+        unsafe {
             let fd = libc::memfd_create(c"snet-arena-test".as_ptr(), libc::MFD_CLOEXEC);
             assert!(fd >= 0);
             assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
@@ -2180,7 +2179,17 @@ mod tests {
             let v = (map(), map());
             libc::close(fd);
             v
-        };
+        }
+    }
+
+    /// A memfd of `len` bytes mapped shared twice (two mappings stand for
+    /// two processes), with a fresh arena in it that never gives pages back
+    /// (as the transport's): `(init handle, attached handle, unmap)`.
+    #[cfg(not(miri))]
+    fn two_mappings(len: usize) -> (Arena, Arena, impl FnOnce()) {
+        // The closure unmaps both, after the handles' last use (the
+        // callers' order).
+        let (one, two) = memfd_mapped_twice(len);
         // SAFETY: zeroed, page-aligned, unmapped only by the closure. Freed
         // blocks keep their pages (the transport's default).
         let a = unsafe { Arena::init_with(one, len, usize::MAX) }.unwrap();
@@ -2259,28 +2268,8 @@ mod tests {
     #[test]
     fn prefault_maps_big_blocks_without_faults() {
         let len = Arena::layout(16 << 20);
-        // SAFETY: a fresh memfd, sized, mapped shared twice; unmapped at
-        // the end.
-        let (one, two) = unsafe {
-            let fd = libc::memfd_create(c"snet-arena-test".as_ptr(), libc::MFD_CLOEXEC);
-            assert!(fd >= 0);
-            assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
-            let map = || {
-                let p = libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    fd,
-                    0,
-                );
-                assert_ne!(p, libc::MAP_FAILED);
-                p.cast::<u8>()
-            };
-            let v = (map(), map());
-            libc::close(fd);
-            v
-        };
+        // Unmapped at the end.
+        let (one, two) = memfd_mapped_twice(len);
         // SAFETY: zeroed, page-aligned, unmapped only after the last use.
         let a = unsafe { Arena::init(one, len) }.unwrap();
         // SAFETY: as above; `a` initialised it.
