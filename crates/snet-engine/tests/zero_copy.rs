@@ -120,28 +120,36 @@ impl LanguageInterface for Look {
     }
 }
 
-#[test]
-fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
-    let x = Label::field("x");
+/// A graph with no nodes yet and one box of the `Blob` interface, `name`,
+/// from `{input}` to `{output}`, declared at test.snet:1:1 (that place is
+/// returned for the nodes the caller adds).
+fn one_box_graph(name: &str, input: Label, output: Label) -> (Graph, Loc) {
     let loc = Loc {
         file: "test.snet".into(),
         line: 1,
         col: 1,
     };
-    let input = Type(vec![Variant::new([x])]);
-    let mut g = Graph {
+    let g = Graph {
         nodes: vec![],
         boxes: vec![BoxDef {
-            name: "look".into(),
-            inputs: vec![x],
+            name: name.into(),
+            inputs: vec![input],
             init: false,
-            outputs: vec![vec![x]],
+            outputs: vec![vec![output]],
             interface: "Blob".into(),
             code: None,
             loc: loc.clone(),
         }],
         entry: NodeId(0),
     };
+    (g, loc)
+}
+
+#[test]
+fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
+    let x = Label::field("x");
+    let input = Type(vec![Variant::new([x])]);
+    let (mut g, loc) = one_box_graph("look", x, x);
     let body = g.add(Node {
         kind: NodeKind::Box(0),
         loc: loc.clone(),
@@ -244,24 +252,7 @@ impl LanguageInterface for Gen {
 #[test]
 fn calls_making_big_fields_are_suspended_by_bytes() {
     let (n, x) = (Label::tag("n"), Label::field("x"));
-    let loc = Loc {
-        file: "test.snet".into(),
-        line: 1,
-        col: 1,
-    };
-    let mut g = Graph {
-        nodes: vec![],
-        boxes: vec![BoxDef {
-            name: "gen".into(),
-            inputs: vec![n],
-            init: false,
-            outputs: vec![vec![x]],
-            interface: "Blob".into(),
-            code: None,
-            loc: loc.clone(),
-        }],
-        entry: NodeId(0),
-    };
+    let (mut g, loc) = one_box_graph("gen", n, x);
     g.entry = g.add(Node {
         kind: NodeKind::Box(0),
         loc,
