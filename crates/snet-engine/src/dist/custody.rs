@@ -40,10 +40,11 @@
 //! token, no frame, the same bytes on the wire as before.
 
 use std::collections::BTreeMap;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use snet_core::Rank;
 
+use super::wire::CellId;
 use super::{ConnId, NetState, Out};
 use crate::entity::{Item, Rec};
 use crate::sync::{lock, Condvar, Mutex};
@@ -51,19 +52,58 @@ use crate::sync::{lock, Condvar, Mutex};
 /// Custody of one item a node received from node 0: dropped with the
 /// last record derived from it, it sends the records it held and the
 /// item's `Done` to node 0 in one message.
+///
+/// **Groups.** Tokens whose records met in a synchrocell form a group
+/// (union-find: [`union`]): a token linked below another (its *parent*,
+/// whose `Arc` it keeps) does not commit when its last clone is
+/// dropped, it moves its `Done`s, held records and tombstones into its
+/// parent; a root commits everything in one message. So node 0 retires
+/// the items of a group, the records derived from them and the cells
+/// they fired together, or none of them (ARCHITECTURE.md, "Surviving a
+/// lost node").
 pub struct Token {
     from: Rank,
     id: u64,
-    held: Mutex<Vec<(ConnId, Item)>>,
+    /// The connection the item came on (a synchrocell's name starts
+    /// with it: [`CellId`]).
+    conn: ConnId,
+    inner: Mutex<Group>,
     state: Weak<(Mutex<NetState>, Condvar)>,
 }
 
+/// What a token carries besides its own item.
+#[derive(Default)]
+struct Group {
+    /// The token this one is linked below (set once, under [`GROUPS`]).
+    parent: Option<Arc<Token>>,
+    /// Union by rank: a group's tree stays O(log n) deep, and so does
+    /// the chain of drops that moves contents to its root.
+    rank: u32,
+    /// The items of tokens linked below this one that were dropped.
+    ids: Vec<u64>,
+    /// Records for node 0, held until the commit.
+    held: Vec<(ConnId, Item)>,
+    /// Cells this group fired (tombstones), with their links.
+    fired: Vec<(CellId, Arc<Firing>)>,
+}
+
+/// Links are made one at a time, so that two unions cannot link two
+/// roots below each other (a cycle). Unions happen only at synchrocells
+/// of a run that survives a lost node.
+static GROUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl Token {
-    pub(crate) fn new(from: Rank, id: u64, state: Weak<(Mutex<NetState>, Condvar)>) -> Token {
+    pub(crate) fn new(
+        from: Rank,
+        id: u64,
+        conn: ConnId,
+        state: Weak<(Mutex<NetState>, Condvar)>,
+    ) -> Token {
         Token {
             from,
             id,
-            held: Mutex::new(Vec::new()),
+            conn,
+            inner: Mutex::new(Group::default()),
             state,
         }
     }
@@ -73,30 +113,153 @@ impl Token {
         self.from
     }
 
+    /// The connection the item came on.
+    pub(crate) fn conn(&self) -> ConnId {
+        self.conn
+    }
+
     /// Holds `item` for connection `conn` until the commit.
     pub(crate) fn hold(&self, conn: ConnId, item: Item) {
-        lock(&self.held).push((conn, item));
+        lock(&self.inner).held.push((conn, item));
+    }
+
+    /// The root of the token's group.
+    fn root(self: &Arc<Token>) -> Arc<Token> {
+        let mut cur = self.clone();
+        loop {
+            let up = lock(&cur.inner).parent.clone();
+            match up {
+                Some(p) => cur = p,
+                None => return cur,
+            }
+        }
+    }
+
+    /// Records that the group of `self` fired cell `cell`: the tombstone
+    /// is committed with the group; the returned link tells the cell when
+    /// (records passing the fired cell join the group until then).
+    pub(crate) fn fire(self: &Arc<Token>, cell: CellId) -> Arc<Firing> {
+        let f = Arc::new(Firing(Mutex::new(FiringAt {
+            at: Arc::downgrade(self),
+            committed: false,
+        })));
+        lock(&self.inner).fired.push((cell, f.clone()));
+        f
+    }
+}
+
+/// Joins the groups of `a` and `b` (nothing if they are one already).
+pub(crate) fn union(a: &Arc<Token>, b: &Arc<Token>) {
+    if Arc::ptr_eq(a, b) {
+        return;
+    }
+    let _one_at_a_time = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+    let (ra, rb) = (a.root(), b.root());
+    if Arc::ptr_eq(&ra, &rb) {
+        return;
+    }
+    let (ka, kb) = (lock(&ra.inner).rank, lock(&rb.inner).rank);
+    let (child, parent) = if ka < kb { (ra, rb) } else { (rb, ra) };
+    if ka == kb {
+        lock(&parent.inner).rank += 1;
+    }
+    lock(&child.inner).parent = Some(parent);
+    // (`child` and `parent` are clones: their drops here are not the last.)
+}
+
+/// The link from a fired cell to the group that fired it: the token it
+/// is at (moved on to the parent when that token is linked below one and
+/// dropped), or committed (node 0 has the tombstone).
+pub(crate) struct Firing(Mutex<FiringAt>);
+
+struct FiringAt {
+    at: Weak<Token>,
+    committed: bool,
+}
+
+impl Firing {
+    /// A token of the firing group, or `None` once it committed. A token
+    /// whose last clone was dropped and whose `Drop` has not yet moved
+    /// the link on or committed is waited for (a moment: the drop is
+    /// running).
+    pub(crate) fn group(&self) -> Option<Arc<Token>> {
+        loop {
+            {
+                let g = lock(&self.0);
+                if g.committed {
+                    return None;
+                }
+                if let Some(t) = g.at.upgrade() {
+                    return Some(t);
+                }
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Whether the firing group committed.
+    pub(crate) fn committed(&self) -> bool {
+        lock(&self.0).committed
+    }
+
+    fn commit(&self) {
+        lock(&self.0).committed = true;
     }
 }
 
 impl Drop for Token {
     fn drop(&mut self) {
-        let items = std::mem::take(&mut *lock(&self.held));
+        let Group {
+            parent,
+            ids,
+            held,
+            fired,
+            ..
+        } = std::mem::take(&mut *lock(&self.inner));
+        if let Some(p) = parent {
+            // Linked below `p`: everything goes to it (the links of its
+            // cells first, so that a record passing one finds the group).
+            for (_, f) in &fired {
+                lock(&f.0).at = Arc::downgrade(&p);
+            }
+            {
+                let mut g = lock(&p.inner);
+                g.ids.push(self.id);
+                g.ids.extend(ids);
+                g.held.extend(held);
+                g.fired.extend(fired);
+            }
+            drop(p);
+            return;
+        }
+        let committed = |fired: &[(CellId, Arc<Firing>)]| {
+            for (_, f) in fired {
+                f.commit();
+            }
+        };
         let Some(st) = self.state.upgrade() else {
+            committed(&fired);
             return;
         };
         let (m, cv) = &*st;
         let mut g = lock(m);
         if g.stop {
             drop(g);
-            drop(items);
+            committed(&fired);
+            drop(held);
             return;
         }
+        let cells = fired.iter().map(|(c, _)| *c).collect();
         g.out.push_back(Out::Commit {
             to: self.from,
             id: self.id,
-            items,
+            more: ids,
+            items: held,
+            fired: cells,
         });
+        // Under the lock, behind the commit: a record that passes the
+        // cell freely from now on commits after it.
+        committed(&fired);
         drop(g);
         cv.notify_one();
     }
@@ -157,6 +320,14 @@ pub(crate) struct Log {
     pub replaced: u64,
     /// Per node: losses since it last reported a record done.
     barren: Vec<u32>,
+    /// Per node: the synchrocells its groups fired (tombstones, kept for
+    /// the run: a replacement's cell of the same name starts fired).
+    tombstones: Vec<Vec<CellId>>,
+    /// Items reported done so far.
+    dones: u64,
+    /// `dones` when node 0 last asked the nodes to drain (none yet:
+    /// `u64::MAX`).
+    pub drained_at: u64,
 }
 
 /// Why a lost node is not replaced ([`Log::lose`]).
@@ -176,6 +347,7 @@ pub(crate) struct Replay {
     pub next: u64,
     pub unacked: u64,
     pub lost_credit: crate::weight::Dyadic,
+    pub tombstones: Vec<CellId>,
 }
 
 impl Log {
@@ -191,7 +363,25 @@ impl Log {
             credit: vec![crate::weight::Dyadic::zero(); n],
             replaced: 0,
             barren: vec![0; n],
+            tombstones: vec![Vec::new(); n],
+            dones: 0,
+            drained_at: u64::MAX,
         }
+    }
+
+    /// Node `from`'s groups fired cell `cell` (committed with them).
+    pub(crate) fn fired(&mut self, from: Rank, cell: CellId) {
+        if let Some(v) = self.tombstones.get_mut(from.0 as usize) {
+            v.push(cell);
+        }
+    }
+
+    /// The nodes that hold records in custody.
+    pub(crate) fn holding(&self) -> Vec<Rank> {
+        (0..self.held.len())
+            .filter(|&k| !self.held[k].is_empty())
+            .map(|k| Rank(k as u32))
+            .collect()
     }
 
     /// `item` is being sent to `to` on `conn`: it takes the next identity,
@@ -248,6 +438,7 @@ impl Log {
     pub(crate) fn done(&mut self, from: Rank, id: u64) -> Option<(ConnId, Rec)> {
         let (c, r, _) = self.held.get_mut(from.0 as usize)?.remove(&id)?;
         self.live -= 1;
+        self.dones += 1;
         self.barren[from.0 as usize] = 0;
         Some((c, r))
     }
@@ -290,12 +481,18 @@ impl Log {
             next: self.next[i],
             unacked: std::mem::take(&mut self.unacked[i]),
             lost_credit,
+            tombstones: self.tombstones[i].clone(),
         })
     }
 
     /// Items replayed to node `k` are unacknowledged again.
     pub(crate) fn resent(&mut self, k: Rank, n: u64) {
         self.unacked[k.0 as usize] += n;
+    }
+
+    /// Items reported done so far.
+    pub(crate) fn dones(&self) -> u64 {
+        self.dones
     }
 
     /// Records held, for every node.

@@ -463,6 +463,14 @@ mod props {
             any::<u64>().prop_map(|count| Frame::Ack { count }),
             any::<u64>().prop_map(|id| Frame::Done { id }),
             any::<u64>().prop_map(|next| Frame::Seq { next }),
+            (conn(), any::<u32>(), any::<u64>()).prop_map(|(conn, cell, key)| Frame::Fired {
+                cell: super::CellId {
+                    conn,
+                    cell: snet_core::NodeId(cell),
+                    key,
+                },
+            }),
+            Just(Frame::Drain),
             (any::<u64>(), text(), bytes()).prop_map(|(id, codec, meta)| Frame::Bytes {
                 id,
                 codec,
