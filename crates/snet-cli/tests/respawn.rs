@@ -320,21 +320,20 @@ fn losing_a_node_with_a_synchrocell_in_a_replica_ends_the_run_naming_it() {
     );
 }
 
-/// Node 2 (`touch`) is SIGKILLed from outside once the run has written 20
-/// records (the victim naps 2 ms a record, so the run is still going).
-#[test]
-fn a_node_killed_from_outside_mid_run_is_replaced() {
+/// Runs `exe` on `nodes` shm nodes with custody, the victim napping, and
+/// SIGKILLs node `node`'s process once the run has written `after`
+/// records: the output and the run's stderr.
+fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (String, String) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let exe = &programs().0;
-    let dir = exe.with_file_name("outside");
+    let dir = exe.with_file_name(format!("outside-{node}"));
     std::fs::create_dir_all(&dir).unwrap();
     let inp = dir.join("input.xml");
     std::fs::write(&inp, k_records(200)).unwrap();
-    let tag = format!("respawn-{}", std::process::id());
+    let tag = format!("respawn-{}-{node}", std::process::id());
     let mut child = Command::new(exe)
-        .args(["--transport", "shm", "--nodes", "3", "--workers", "2"])
-        .args(["--on-node-loss", "respawn", "-i"])
+        .args(["--transport", "shm", "--nodes", &nodes.to_string()])
+        .args(["--workers", "2", "--on-node-loss", "respawn", "-i"])
         .arg(&inp)
         .env("SNET_TEST_VICTIM", "nap")
         .env("SNET_TEST_RUN", &tag)
@@ -360,9 +359,10 @@ fn a_node_killed_from_outside_mid_run_is_replaced() {
         }
         out.push_str(&l);
         out.push('\n');
-        if seen == 20 && !killed {
+        if seen == after && !killed {
             let tag_var = format!("SNET_TEST_RUN={tag}");
-            let pid = pid_with_env(&[&tag_var, "SNET_SHM_NODE=2"]).expect("node 2's process");
+            let node_var = format!("SNET_SHM_NODE={node}");
+            let pid = pid_with_env(&[&tag_var, &node_var]).expect("the node's process");
             // SAFETY: kill(2) of a process this test started (through the run).
             assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
             killed = true;
@@ -372,8 +372,36 @@ fn a_node_killed_from_outside_mid_run_is_replaced() {
     let stderr = stderr.join().unwrap_or_default();
     assert!(killed, "the run ended before it could be killed: {stderr}");
     assert!(status.success(), "{stderr}");
-    assert_eq!(&records(&out), reference(), "{stderr}");
     assert_eq!(tagged_processes(&tag), 0, "processes outlived the run");
+    (out, stderr)
+}
+
+/// Node 2 (`touch`) is SIGKILLed from outside once the run has written 20
+/// records (the victim naps 2 ms a record, so the run is still going).
+#[test]
+fn a_node_killed_from_outside_mid_run_is_replaced() {
+    let (out, stderr) = killed_from_outside(&programs().0, 3, 2, 20);
+    assert_eq!(&records(&out), reference(), "{stderr}");
+}
+
+/// The tombstone case, made deterministic: the lone synchrocell on node 1
+/// fires on the first pair, and node 0 has written its merged record
+/// (which it gets in one message with the cell's tombstone) and 19 more
+/// before the node is SIGKILLed; the records after pass the fired cell
+/// and are replayed. The replacement's cell must start fired (node 0
+/// sends it the tombstone first): a fresh cell would store a replayed
+/// record and merge it, changing the output.
+#[test]
+fn a_synchrocell_that_fired_before_its_node_was_lost_stays_fired() {
+    let exe = &restored_programs()[2];
+    let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+    assert!(want.ok, "{}", want.stderr);
+    let (out, stderr) = killed_from_outside(exe, 2, 1, 20);
+    assert!(
+        out.contains(r#"<tag label="a">0</tag><tag label="b">0</tag>"#),
+        "{out}"
+    );
+    assert_eq!(records(&out), records(&want.stdout), "{stderr}");
 }
 
 /// A node that dies at start, every incarnation (before node 0 sent it

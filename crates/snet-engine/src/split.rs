@@ -268,7 +268,7 @@ impl SplitSynchrocell {
             Stored::Passed(rec) => {
                 if let Some(g) = &mut self.guard {
                     g.passed(key..=key, det.custody());
-                    g.passed_open(&ctx.rt.net, key..=key, det.custody());
+                    g.passed_open(key..=key, det.custody());
                 }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }

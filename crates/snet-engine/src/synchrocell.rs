@@ -208,7 +208,7 @@ impl SynchrocellEntity {
             Stored::Passed(rec) => {
                 if let Some(g) = &mut self.guard {
                     g.passed(0..=0, det.custody());
-                    g.passed_open(&ctx.rt.net, 0..=0, det.custody());
+                    g.passed_open(0..=0, det.custody());
                 }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
@@ -221,30 +221,36 @@ impl SynchrocellEntity {
 /// lost node"), for a cell entity on a node other than 0 of a run that
 /// survives a lost node; its cells are told apart by a key (0 for a lone
 /// cell, the chain position of `[| .. |] * p`, the tag value of
-/// `[| .. |] ! <t>`). A record's custody token joins the group of:
-/// * the records in the slots of a cell it passes while the cell has not
-///   fired (it passed because they are there);
-/// * the records in the other slots of the cell it fires (the merged
-///   record), which also gets the cell's tombstone;
-/// * the group that fired a cell it passes, until that group committed
+/// `[| .. |] ! <t>`). A record's custody token
+/// * joins the groups of the records in the other slots of the cell it
+///   fires (the merged record derives from them all), and the group gets
+///   the cell's tombstone;
+/// * commits with or after ([`Token::after`]) the groups of the records
+///   stored in a cell it passes (it passed because they are there), and
+///   the group that fired a cell it passes, until that one committed
 ///   (after, node 0 holds the tombstone).
 ///
 /// A stored record's token is kept in the node's table
 /// ([`crate::dist::Net::cell_store`]) until the cell fires.
+///
+/// [`Token::after`]: crate::dist::custody::Token::after
 pub(crate) struct Guard {
     /// The cell's template node.
     cell: NodeId,
     /// The connection its records come on (the first token's).
     conn: Option<crate::dist::ConnId>,
-    /// Per open cell: the keys of its stored records' tokens, per slot.
-    slots: BTreeMap<u64, smallvec::SmallVec<[Option<u64>; 2]>>,
+    /// Per open cell, per slot: the stored record's token's key in the
+    /// node's table and a link to its group.
+    slots: BTreeMap<u64, smallvec::SmallVec<[Option<(u64, Arc<Link>)>; 2]>>,
     /// Per fired cell whose group may not have committed: its link.
-    firings: BTreeMap<u64, Arc<crate::dist::custody::Firing>>,
+    firings: BTreeMap<u64, Arc<Link>>,
     /// The keys of `firings`, oldest first (committed ones are forgotten).
     order: VecDeque<u64>,
     /// A lone cell that has seen no record yet.
     pub(crate) fresh: bool,
 }
+
+use crate::dist::custody::Link;
 
 type Tok<'a> = Option<&'a std::sync::Arc<crate::dist::custody::Token>>;
 
@@ -291,7 +297,7 @@ impl Guard {
     /// Cell `key` stored the record with token `t` in slot `i`.
     pub(crate) fn stored(&mut self, net: &crate::dist::Net, key: u64, i: usize, t: Tok) {
         let _ = self.id(key, t);
-        let stored = t.and_then(|t| net.cell_store(t));
+        let stored = t.and_then(|t| Some((net.cell_store(t)?, t.link(None))));
         let slots = self.slots.entry(key).or_default();
         if slots.len() <= i {
             slots.resize(i + 1, None);
@@ -300,32 +306,27 @@ impl Guard {
     }
 
     /// A record with token `t` passes the open cells of `keys` (their
-    /// slots for it are taken): it joins their stored records' groups.
-    pub(crate) fn passed_open(
-        &mut self,
-        net: &crate::dist::Net,
-        keys: std::ops::RangeInclusive<u64>,
-        t: Tok,
-    ) {
+    /// slots for it are taken): it commits with or after their stored
+    /// records' groups.
+    pub(crate) fn passed_open(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
         let Some(t) = t else { return };
         for slots in self.slots.range(keys).map(|(_, s)| s) {
-            for k in slots.iter().flatten() {
-                if let Some(s) = net.cell_token(*k, false) {
-                    crate::dist::custody::union(t, &s);
-                }
+            for (_, l) in slots.iter().flatten() {
+                t.after(l);
             }
         }
     }
 
-    /// A record with token `t` passes the fired cells of `keys`: it joins
-    /// the groups that fired them and have not committed.
+    /// A record with token `t` passes the fired cells of `keys`: it
+    /// commits with or after the groups that fired them.
     pub(crate) fn passed(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
         let Some(t) = t else { return };
         let mut done = smallvec::SmallVec::<[u64; 2]>::new();
-        for (k, f) in self.firings.range(keys) {
-            match f.group() {
-                Some(g) => crate::dist::custody::union(t, &g),
-                None => done.push(*k),
+        for (k, l) in self.firings.range(keys) {
+            if l.committed() {
+                done.push(*k);
+            } else {
+                t.after(l);
             }
         }
         for k in done {
@@ -341,20 +342,20 @@ impl Guard {
         let stored: smallvec::SmallVec<[_; 2]> = slots
             .iter()
             .flatten()
-            .filter_map(|k| net.cell_token(*k, true))
+            .filter_map(|(k, _)| net.cell_token(*k, true))
             .collect();
         for s in &stored {
             crate::dist::custody::union(t, s);
         }
         drop(stored);
         if let Some(id) = self.id(key, Some(t)) {
-            self.firings.insert(key, t.fire(id));
+            self.firings.insert(key, t.link(Some(id)));
             self.order.push_back(key);
         }
         // Forget the links of groups that committed (the oldest first).
         while let Some(k) = self.order.front() {
             match self.firings.get(k) {
-                Some(f) if !f.committed() => break,
+                Some(l) if !l.committed() => break,
                 Some(_) => {
                     self.firings.remove(k);
                 }

@@ -53,14 +53,17 @@ use crate::sync::{lock, Condvar, Mutex};
 /// last record derived from it, it sends the records it held and the
 /// item's `Done` to node 0 in one message.
 ///
-/// **Groups.** Tokens whose records met in a synchrocell form a group
+/// **Groups.** Tokens whose records a synchrocell merged form a group
 /// (union-find: [`union`]): a token linked below another (its *parent*,
 /// whose `Arc` it keeps) does not commit when its last clone is
 /// dropped, it moves its `Done`s, held records and tombstones into its
 /// parent; a root commits everything in one message. So node 0 retires
 /// the items of a group, the records derived from them and the cells
-/// they fired together, or none of them (ARCHITECTURE.md, "Surviving a
-/// lost node").
+/// they fired together, or none of them. A token may also have to commit
+/// *after* other groups ([`Token::after`]: its record passed a cell
+/// because of their decision): when it is ready and one of those has not
+/// committed, it moves its content into it instead (ARCHITECTURE.md,
+/// "Surviving a lost node").
 pub struct Token {
     from: Rank,
     id: u64,
@@ -79,17 +82,20 @@ struct Group {
     /// Union by rank: a group's tree stays O(log n) deep, and so does
     /// the chain of drops that moves contents to its root.
     rank: u32,
-    /// The items of tokens linked below this one that were dropped.
+    /// The items of tokens that moved their content here.
     ids: Vec<u64>,
     /// Records for node 0, held until the commit.
     held: Vec<(ConnId, Item)>,
-    /// Cells this group fired (tombstones), with their links.
-    fired: Vec<(CellId, Arc<Firing>)>,
+    /// Links to this group (moved on with the content), with the cell
+    /// whose firing each is (a tombstone) if it is one.
+    links: Vec<(Option<CellId>, Arc<Link>)>,
+    /// Groups this one commits with or after.
+    after: Vec<Arc<Link>>,
 }
 
 /// Links are made one at a time, so that two unions cannot link two
-/// roots below each other (a cycle). Unions happen only at synchrocells
-/// of a run that survives a lost node.
+/// roots below each other (a cycle). Unions happen only where a
+/// synchrocell fires, in a run that survives a lost node.
 static GROUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Token {
@@ -135,16 +141,23 @@ impl Token {
         }
     }
 
-    /// Records that the group of `self` fired cell `cell`: the tombstone
-    /// is committed with the group; the returned link tells the cell when
-    /// (records passing the fired cell join the group until then).
-    pub(crate) fn fire(self: &Arc<Token>, cell: CellId) -> Arc<Firing> {
-        let f = Arc::new(Firing(Mutex::new(FiringAt {
+    /// A link to this token's group, which tells whether the group has
+    /// committed. With `cell`, the group fired that cell: the tombstone
+    /// is committed with the group.
+    pub(crate) fn link(self: &Arc<Token>, cell: Option<CellId>) -> Arc<Link> {
+        let l = Arc::new(Link(Mutex::new(LinkAt {
             at: Arc::downgrade(self),
             committed: false,
         })));
-        lock(&self.inner).fired.push((cell, f.clone()));
-        f
+        lock(&self.inner).links.push((cell, l.clone()));
+        l
+    }
+
+    /// This token's group commits with or after the group of `l`.
+    pub(crate) fn after(&self, l: &Arc<Link>) {
+        if !l.committed() {
+            lock(&self.inner).after.push(l.clone());
+        }
     }
 }
 
@@ -167,26 +180,25 @@ pub(crate) fn union(a: &Arc<Token>, b: &Arc<Token>) {
     // (`child` and `parent` are clones: their drops here are not the last.)
 }
 
-/// The link from a fired cell to the group that fired it: the token it
-/// is at (moved on to the parent when that token is linked below one and
-/// dropped), or committed (node 0 has the tombstone).
-pub(crate) struct Firing(Mutex<FiringAt>);
+/// A link to a group: the token its content is at (moved on when that
+/// token's content moves to another), or committed (node 0 has it).
+pub(crate) struct Link(Mutex<LinkAt>);
 
-struct FiringAt {
+struct LinkAt {
     at: Weak<Token>,
     committed: bool,
 }
 
-impl Firing {
-    /// A token of the firing group, or `None` once it committed. A token
-    /// whose last clone was dropped and whose `Drop` has not yet moved
-    /// the link on or committed is waited for (a moment: the drop is
-    /// running).
-    pub(crate) fn group(&self) -> Option<Arc<Token>> {
+impl Link {
+    /// A token of the group, or `None` once it committed, or if the
+    /// group is `me`'s own (in `me`'s drop). A token whose last clone
+    /// was dropped and whose `Drop` has not yet moved the link on or
+    /// committed is waited for (a moment: that drop is running).
+    fn group_except(&self, me: *const Token) -> Option<Arc<Token>> {
         loop {
             {
                 let g = lock(&self.0);
-                if g.committed {
+                if g.committed || std::ptr::eq(g.at.as_ptr(), me) {
                     return None;
                 }
                 if let Some(t) = g.at.upgrade() {
@@ -197,7 +209,7 @@ impl Firing {
         }
     }
 
-    /// Whether the firing group committed.
+    /// Whether the group committed.
     pub(crate) fn committed(&self) -> bool {
         lock(&self.0).committed
     }
@@ -213,43 +225,48 @@ impl Drop for Token {
             parent,
             ids,
             held,
-            fired,
+            links,
+            after,
             ..
         } = std::mem::take(&mut *lock(&self.inner));
-        if let Some(p) = parent {
-            // Linked below `p`: everything goes to it (the links of its
-            // cells first, so that a record passing one finds the group).
-            for (_, f) in &fired {
-                lock(&f.0).at = Arc::downgrade(&p);
+        // Linked below a parent, or to commit after a group that has not
+        // committed: everything goes there (the links first, so that a
+        // record passing a cell finds the group).
+        let me: *const Token = self;
+        let to = parent.or_else(|| after.iter().find_map(|l| l.group_except(me)));
+        if let Some(p) = to {
+            for (_, l) in &links {
+                lock(&l.0).at = Arc::downgrade(&p);
             }
             {
                 let mut g = lock(&p.inner);
                 g.ids.push(self.id);
                 g.ids.extend(ids);
                 g.held.extend(held);
-                g.fired.extend(fired);
+                g.links.extend(links);
+                g.after.extend(after);
             }
             drop(p);
             return;
         }
-        let committed = |fired: &[(CellId, Arc<Firing>)]| {
-            for (_, f) in fired {
-                f.commit();
+        let committed = |links: &[(Option<CellId>, Arc<Link>)]| {
+            for (_, l) in links {
+                l.commit();
             }
         };
         let Some(st) = self.state.upgrade() else {
-            committed(&fired);
+            committed(&links);
             return;
         };
         let (m, cv) = &*st;
         let mut g = lock(m);
         if g.stop {
             drop(g);
-            committed(&fired);
+            committed(&links);
             drop(held);
             return;
         }
-        let cells = fired.iter().map(|(c, _)| *c).collect();
+        let cells = links.iter().filter_map(|(c, _)| *c).collect();
         g.out.push_back(Out::Commit {
             to: self.from,
             id: self.id,
@@ -257,9 +274,9 @@ impl Drop for Token {
             items: held,
             fired: cells,
         });
-        // Under the lock, behind the commit: a record that passes the
-        // cell freely from now on commits after it.
-        committed(&fired);
+        // Under the lock, behind the commit: a group that commits after
+        // this one from now on is queued after it.
+        committed(&links);
         drop(g);
         cv.notify_one();
     }
