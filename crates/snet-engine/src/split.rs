@@ -266,7 +266,9 @@ impl SplitSynchrocell {
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }));
             }
             Stored::Passed(rec) => {
-                if let Some(g) = &mut self.guard {
+                // A record no pattern takes passes whatever the cell did.
+                let takes = crate::synchrocell::takes(pats, &rec);
+                if let (Some(g), true) = (&mut self.guard, takes) {
                     g.passed(key..=key, det.custody());
                     g.passed_open(key..=key, det.custody());
                 }

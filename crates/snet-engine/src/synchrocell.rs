@@ -206,7 +206,8 @@ impl SynchrocellEntity {
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
             Stored::Passed(rec) => {
-                if let Some(g) = &mut self.guard {
+                // A record no pattern takes passes whatever the cell did.
+                if let (Some(g), true) = (&mut self.guard, takes(&self.def.patterns, &rec)) {
                     g.passed(0..=0, det.custody());
                     g.passed_open(0..=0, det.custody());
                 }
@@ -215,6 +216,11 @@ impl SynchrocellEntity {
         }
         Ok(())
     }
+}
+
+/// Whether a pattern of the cell could take `rec` (its guard aside).
+pub(crate) fn takes(patterns: &[Pattern], rec: &Record) -> bool {
+    patterns.iter().any(|p| rec.matches(&p.variant))
 }
 
 /// Custody of a synchrocell's decisions (ARCHITECTURE.md, "Surviving a

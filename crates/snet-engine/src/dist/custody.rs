@@ -489,6 +489,9 @@ impl Log {
         }
         let lost_credit = std::mem::take(&mut self.credit[i]);
         self.replaced += 1;
+        // The replacement must be asked to drain again (a loss after the
+        // drain, or during it).
+        self.drained_at = u64::MAX;
         Ok(Replay {
             opens: self.opens[i].clone(),
             items: self.held[i]
@@ -529,5 +532,121 @@ impl Log {
             .get(k.0 as usize)
             .into_iter()
             .flat_map(|m| m.iter().map(|(id, (c, r, _))| (*id, c, r)))
+    }
+}
+
+/// Groups and a synchrocell's guard (`synchrocell::Guard`), on one node
+/// other than 0, by the commits they queue.
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::dist::Net;
+    use crate::synchrocell::Guard;
+
+    fn node() -> Net {
+        Net::with_loss(Rank(1), 2, 0, OnNodeLoss::Respawn)
+    }
+
+    fn token(net: &Net, id: u64) -> Arc<Token> {
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        Arc::new(Token::new(Rank::ROOT, id, conn, Arc::downgrade(&net.state)))
+    }
+
+    /// The commits queued so far: each one's items (sorted) and tombstone keys.
+    fn commits(net: &Net) -> Vec<(Vec<u64>, Vec<u64>)> {
+        let mut g = lock(&net.state.0);
+        let mut v = Vec::new();
+        for o in std::mem::take(&mut g.out) {
+            if let Out::Commit {
+                id, more, fired, ..
+            } = o
+            {
+                let mut ids = more;
+                ids.push(id);
+                ids.sort_unstable();
+                v.push((ids, fired.iter().map(|c| c.key).collect()));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn a_group_commits_once_when_its_last_token_is_dropped() {
+        let net = node();
+        let (a, b, c) = (token(&net, 1), token(&net, 2), token(&net, 3));
+        union(&a, &b);
+        union(&c, &b);
+        union(&a, &c);
+        drop(b);
+        drop(a);
+        assert_eq!(commits(&net), vec![]);
+        drop(c);
+        assert_eq!(commits(&net), vec![(vec![1, 2, 3], vec![])]);
+    }
+
+    /// A record passes a cell whose slot holds another's: it commits with
+    /// that one's group while it is open (the cell fires later: one
+    /// commit with the tombstone), alone once it has committed.
+    #[test]
+    fn a_record_passing_a_stored_one_commits_with_or_after_its_group() {
+        let net = node();
+        let mut g = Guard::new(&net, snet_core::NodeId(4)).expect("a guard");
+        let (s, r) = (token(&net, 1), token(&net, 2));
+        g.stored(&net, 0, 0, Some(&s));
+        drop(s); // the cell's table keeps it
+        g.passed_open(0..=0, Some(&r));
+        drop(r);
+        assert_eq!(commits(&net), vec![], "the pass waits for the decision");
+        let f = token(&net, 3);
+        g.fired(&net, 0, Some(&f));
+        drop(f);
+        assert_eq!(commits(&net), vec![(vec![1, 2, 3], vec![0])]);
+        // The cell has fired and its group committed: a record passes freely.
+        let late = token(&net, 4);
+        g.passed(0..=0, Some(&late));
+        g.passed_open(0..=0, Some(&late));
+        drop(late);
+        assert_eq!(commits(&net), vec![(vec![4], vec![])]);
+    }
+
+    /// A record passes a fired cell whose group has not committed: it
+    /// joins that commit; the firing group does not wait for it.
+    #[test]
+    fn a_record_passing_a_fired_cell_commits_after_the_firing_group() {
+        let net = node();
+        let mut g = Guard::new(&net, snet_core::NodeId(4)).expect("a guard");
+        let (s, f) = (token(&net, 1), token(&net, 2));
+        g.stored(&net, 9, 0, Some(&s));
+        drop(s);
+        g.fired(&net, 9, Some(&f));
+        let (r1, r2) = (token(&net, 3), token(&net, 4));
+        g.passed(9..=9, Some(&r1));
+        g.passed(9..=9, Some(&r2));
+        drop(r1);
+        assert_eq!(commits(&net), vec![]);
+        drop(f); // r2 is still alive: the firing group commits without it
+        assert_eq!(commits(&net), vec![(vec![1, 2, 3], vec![9])]);
+        drop(r2);
+        assert_eq!(commits(&net), vec![(vec![4], vec![])]);
+    }
+
+    /// The end of the stream: a stored record's group commits when node 0
+    /// asks the node to drain; stores after that keep no token.
+    #[test]
+    fn a_drain_commits_the_groups_of_stored_records() {
+        let net = node();
+        let mut g = Guard::new(&net, snet_core::NodeId(4)).expect("a guard");
+        let (s, r) = (token(&net, 1), token(&net, 2));
+        g.stored(&net, 0, 0, Some(&s));
+        g.passed_open(0..=0, Some(&r));
+        drop((s, r));
+        assert_eq!(commits(&net), vec![]);
+        net.drain_frame(Rank::ROOT);
+        assert_eq!(commits(&net), vec![(vec![1, 2], vec![])]);
+        let t = token(&net, 3);
+        assert_eq!(net.cell_store(&t), None);
     }
 }
