@@ -247,7 +247,7 @@ pub(crate) struct Guard {
     conn: Option<crate::dist::ConnId>,
     /// Per open cell, per slot: the stored record's token's key in the
     /// node's table and a link to its group.
-    slots: BTreeMap<u64, smallvec::SmallVec<[Option<(u64, Arc<Link>)>; 2]>>,
+    slots: BTreeMap<u64, Slots>,
     /// Per fired cell whose group may not have committed: its link.
     firings: BTreeMap<u64, Arc<Link>>,
     /// The keys of `firings`, oldest first (committed ones are forgotten).
@@ -257,6 +257,10 @@ pub(crate) struct Guard {
 }
 
 use crate::dist::custody::Link;
+
+/// A cell's slots as its guard sees them: per slot, the stored record's
+/// token's key in the node's table and a link to its group.
+type Slots = smallvec::SmallVec<[Option<(u64, Arc<Link>)>; 2]>;
 
 type Tok<'a> = Option<&'a std::sync::Arc<crate::dist::custody::Token>>;
 

@@ -13,8 +13,8 @@
 //!   again is then exactly what the log still holds.
 //! * **Node `k`** gives a record it receives from node 0, on a
 //!   connection whose template replay can restore
-//!   ([`snet_core::Graph::replayable`]: no state across records, no
-//!   markers, no placement inside), a [`Token`]; every record derived
+//!   ([`snet_core::Graph::replayable`]: no markers, no placement inside,
+//!   no synchrocell replay cannot name), a [`Token`]; every record derived
 //!   from it carries a clone ([`crate::entity::Stamps::custody`]). A record
 //!   on its way back to node 0 does not leave: the token *holds* it. When
 //!   the last clone is dropped (the last derived record was held, written
@@ -26,6 +26,13 @@
 //!   of the node then ends the run, naming what it held:
 //!   [`snet_core::Graph::replay_boundary`]).
 //!
+//! * **Synchrocells** ([`crate::synchrocell::Guard`]): tokens form
+//!   groups ([`union`]) that commit in one message, with the tombstones
+//!   of the cells they fired ([`CellId`]), which node 0 keeps in the
+//!   [`Log`] and sends a replacement first; a record passing a cell
+//!   commits with or after the group that decided it ([`Token::after`]).
+//!   At the end of the input node 0 asks the nodes holding records to
+//!   drain (`Net::ask_drain`): stored records' groups then commit.
 //! * **A lost node** (`managers::replace`): node 0 ends the run if the
 //!   node may have held what replay cannot restore, or held a record
 //!   through [`REPLAY_TRIES`] losses (a poison record); else it has the
