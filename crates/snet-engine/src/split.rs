@@ -270,7 +270,7 @@ impl SplitSynchrocell {
                 let takes = crate::synchrocell::takes(pats, &rec);
                 if let (Some(g), true) = (&mut self.guard, takes) {
                     g.passed(key..=key, det.custody());
-                    g.passed_open(key..=key, det.custody());
+                    g.passed_open(&ctx.rt.net, key..=key, det.custody());
                 }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }

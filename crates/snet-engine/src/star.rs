@@ -325,7 +325,7 @@ impl FusedSynchrocell {
                 // The record passes the cells before `pos`: fired ones,
                 // and open ones whose slots for it are taken.
                 g.passed(from..=pos - 1, det.custody());
-                g.passed_open(from..=pos - 1, det.custody());
+                g.passed_open(&ctx.rt.net, from..=pos - 1, det.custody());
             }
             let cell = self.cells.get_mut(&pos).expect("open cell");
             let i = (0..pats.len())

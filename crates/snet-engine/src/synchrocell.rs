@@ -209,7 +209,7 @@ impl SynchrocellEntity {
                 // A record no pattern takes passes whatever the cell did.
                 if let (Some(g), true) = (&mut self.guard, takes(&self.def.patterns, &rec)) {
                     g.passed(0..=0, det.custody());
-                    g.passed_open(0..=0, det.custody());
+                    g.passed_open(&ctx.rt.net, 0..=0, det.custody());
                 }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
@@ -231,10 +231,13 @@ pub(crate) fn takes(patterns: &[Pattern], rec: &Record) -> bool {
 /// * joins the groups of the records in the other slots of the cell it
 ///   fires (the merged record derives from them all), and the group gets
 ///   the cell's tombstone;
-/// * commits with or after ([`Token::after`]) the groups of the records
-///   stored in a cell it passes (it passed because they are there), and
-///   the group that fired a cell it passes, until that one committed
-///   (after, node 0 holds the tombstone).
+/// * joins the groups of the records stored in an open cell it passes
+///   (it passed because their slots are taken: the order it leaves the
+///   cell in is fixed by the decision their group will take, so that
+///   group's tombstone must not commit before it, ARCHITECTURE.md);
+/// * commits with or after ([`Token::after`]) the group that fired a
+///   cell it passes, until that one committed (after, node 0 holds the
+///   tombstone).
 ///
 /// A stored record's token is kept in the node's table
 /// ([`crate::dist::Net::cell_store`]) until the cell fires.
@@ -246,7 +249,7 @@ pub(crate) struct Guard {
     /// The connection its records come on (the first token's).
     conn: Option<crate::dist::ConnId>,
     /// Per open cell, per slot: the stored record's token's key in the
-    /// node's table and a link to its group.
+    /// node's table.
     slots: BTreeMap<u64, Slots>,
     /// Per fired cell whose group may not have committed: its link.
     firings: BTreeMap<u64, Arc<Link>>,
@@ -259,8 +262,8 @@ pub(crate) struct Guard {
 use crate::dist::custody::Link;
 
 /// A cell's slots as its guard sees them: per slot, the stored record's
-/// token's key in the node's table and a link to its group.
-type Slots = smallvec::SmallVec<[Option<(u64, Arc<Link>)>; 2]>;
+/// token's key in the node's table.
+type Slots = smallvec::SmallVec<[Option<u64>; 2]>;
 
 type Tok<'a> = Option<&'a std::sync::Arc<crate::dist::custody::Token>>;
 
@@ -307,7 +310,7 @@ impl Guard {
     /// Cell `key` stored the record with token `t` in slot `i`.
     pub(crate) fn stored(&mut self, net: &crate::dist::Net, key: u64, i: usize, t: Tok) {
         let _ = self.id(key, t);
-        let stored = t.and_then(|t| Some((net.cell_store(t)?, t.link(None))));
+        let stored = t.and_then(|t| net.cell_store(t));
         let slots = self.slots.entry(key).or_default();
         if slots.len() <= i {
             slots.resize(i + 1, None);
@@ -316,13 +319,19 @@ impl Guard {
     }
 
     /// A record with token `t` passes the open cells of `keys` (their
-    /// slots for it are taken): it commits with or after their stored
-    /// records' groups.
-    pub(crate) fn passed_open(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
+    /// slots for it are taken): it joins their stored records' groups.
+    pub(crate) fn passed_open(
+        &mut self,
+        net: &crate::dist::Net,
+        keys: std::ops::RangeInclusive<u64>,
+        t: Tok,
+    ) {
         let Some(t) = t else { return };
         for slots in self.slots.range(keys).map(|(_, s)| s) {
-            for (_, l) in slots.iter().flatten() {
-                t.after(l);
+            for k in slots.iter().flatten() {
+                if let Some(s) = net.cell_token(*k, false) {
+                    crate::dist::custody::union(t, &s);
+                }
             }
         }
     }
@@ -352,7 +361,7 @@ impl Guard {
         let stored: smallvec::SmallVec<[_; 2]> = slots
             .iter()
             .flatten()
-            .filter_map(|(k, _)| net.cell_token(*k, true))
+            .filter_map(|k| net.cell_token(*k, true))
             .collect();
         for s in &stored {
             crate::dist::custody::union(t, s);

@@ -89,6 +89,15 @@ struct Group {
     /// Union by rank: a group's tree stays O(log n) deep, and so does
     /// the chain of drops that moves contents to its root.
     rank: u32,
+    /// What the token commits (or moves on).
+    c: Content,
+}
+
+/// What a token's drop commits or moves to another token: moved whole
+/// from a token to its parent, to a group it commits after, or into a
+/// [`Link`]'s `pending` for a dying token to carry on.
+#[derive(Default)]
+struct Content {
     /// The items of tokens that moved their content here.
     ids: Vec<u64>,
     /// Records for node 0, held until the commit.
@@ -100,9 +109,26 @@ struct Group {
     after: Vec<Arc<Link>>,
 }
 
-/// Links are made one at a time, so that two unions cannot link two
-/// roots below each other (a cycle). Unions happen only where a
-/// synchrocell fires, in a run that survives a lost node.
+impl Content {
+    fn extend(&mut self, o: Content) {
+        self.ids.extend(o.ids);
+        self.held.extend(o.held);
+        self.links.extend(o.links);
+        self.after.extend(o.after);
+    }
+}
+
+/// The lock under which groups change shape: unions (so that two cannot
+/// link two roots below each other, a cycle), and the part of a drop
+/// that moves links on, marks them committed, or hands content to a
+/// dying token (so that two tokens dying at once, each to commit after
+/// the other, cannot wait for each other: whichever takes it first hands
+/// its content to the other). Taken only in a run that survives a lost
+/// node, where a synchrocell fired or was passed; a token without links
+/// or `after` links never takes it.
+///
+/// Lock order: `GROUPS`, then the node's state, then a [`Link`]; a
+/// token's own lock is taken alone (nothing is locked under it).
 static GROUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Token {
@@ -133,7 +159,7 @@ impl Token {
 
     /// Holds `item` for connection `conn` until the commit.
     pub(crate) fn hold(&self, conn: ConnId, item: Item) {
-        lock(&self.inner).held.push((conn, item));
+        lock(&self.inner).c.held.push((conn, item));
     }
 
     /// The root of the token's group.
@@ -155,15 +181,16 @@ impl Token {
         let l = Arc::new(Link(Mutex::new(LinkAt {
             at: Arc::downgrade(self),
             committed: false,
+            pending: Vec::new(),
         })));
-        lock(&self.inner).links.push((cell, l.clone()));
+        lock(&self.inner).c.links.push((cell, l.clone()));
         l
     }
 
     /// This token's group commits with or after the group of `l`.
     pub(crate) fn after(&self, l: &Arc<Link>) {
         if !l.committed() {
-            lock(&self.inner).after.push(l.clone());
+            lock(&self.inner).c.after.push(l.clone());
         }
     }
 }
@@ -189,76 +216,125 @@ pub(crate) fn union(a: &Arc<Token>, b: &Arc<Token>) {
 
 /// A link to a group: the token its content is at (moved on when that
 /// token's content moves to another), or committed (node 0 has it).
+///
+/// Every link a token's content holds points at that token (its `at`
+/// is moved on with the content, under [`GROUPS`]); so a link whose
+/// token is dead (its last clone dropped) and that is not committed is
+/// in that token's drop, which has not yet taken [`GROUPS`] (it moves
+/// on or commits every link it holds before it lets go): content put
+/// into the link's `pending` then is taken by that drop.
 pub(crate) struct Link(Mutex<LinkAt>);
 
 struct LinkAt {
     at: Weak<Token>,
     committed: bool,
+    /// Content handed to the dying token `at` by a token that had to
+    /// commit with or after it (taken by that token's drop).
+    pending: Vec<Content>,
 }
 
 impl Link {
-    /// A token of the group, or `None` once it committed, or if the
-    /// group is `me`'s own (in `me`'s drop). A token whose last clone
-    /// was dropped and whose `Drop` has not yet moved the link on or
-    /// committed is waited for (a moment: that drop is running).
-    fn group_except(&self, me: *const Token) -> Option<Arc<Token>> {
-        loop {
-            {
-                let g = lock(&self.0);
-                if g.committed || std::ptr::eq(g.at.as_ptr(), me) {
-                    return None;
-                }
-                if let Some(t) = g.at.upgrade() {
-                    return Some(t);
-                }
-            }
-            std::thread::yield_now();
-        }
-    }
-
     /// Whether the group committed.
     pub(crate) fn committed(&self) -> bool {
         lock(&self.0).committed
     }
+}
 
-    fn commit(&self) {
-        lock(&self.0).committed = true;
-    }
+/// Where a dying token's content goes ([`Token`]'s drop, under
+/// [`GROUPS`]).
+enum To {
+    /// A live token (its parent, or a group it commits after).
+    Token(Arc<Token>),
+    /// Handed to a dying token through one of its links.
+    Dying,
+    /// Committed by this token.
+    Commit,
 }
 
 impl Drop for Token {
     fn drop(&mut self) {
-        let Group {
-            parent,
-            ids,
-            held,
-            links,
-            after,
-            ..
-        } = std::mem::take(&mut *lock(&self.inner));
-        // Linked below a parent, or to commit after a group that has not
-        // committed: everything goes there (the links first, so that a
-        // record passing a cell finds the group).
-        let me: *const Token = self;
-        let to = parent.or_else(|| after.iter().find_map(|l| l.group_except(me)));
-        if let Some(p) = to {
-            for (_, l) in &links {
-                lock(&l.0).at = Arc::downgrade(&p);
+        let Group { parent, c, .. } = std::mem::take(&mut *lock(&self.inner));
+        let mut c = c;
+        c.ids.insert(0, self.id);
+        if c.links.is_empty() && c.after.is_empty() {
+            // Nobody links to this token (a link needs a live token, and
+            // none was made) and it commits after nobody: no hand-over
+            // can concern it.
+            match parent {
+                Some(p) => lock(&p.inner).c.extend(c),
+                None => self.commit(c),
             }
-            {
-                let mut g = lock(&p.inner);
-                g.ids.push(self.id);
-                g.ids.extend(ids);
-                g.held.extend(held);
-                g.links.extend(links);
-                g.after.extend(after);
-            }
-            drop(p);
             return;
         }
+        let me: *const Token = self;
+        let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+        // Take what dying tokens handed to this one (transitively: that
+        // content brings links of its own, which point here too).
+        let mut i = 0;
+        while i < c.links.len() {
+            let pending = std::mem::take(&mut lock(&c.links[i].1 .0).pending);
+            for p in pending {
+                c.extend(p);
+            }
+            i += 1;
+        }
+        let mut to = match parent {
+            Some(p) => To::Token(p),
+            None => To::Commit,
+        };
+        if let To::Commit = to {
+            let mut dying = None;
+            for l in &c.after {
+                let g = lock(&l.0);
+                if g.committed || std::ptr::eq(g.at.as_ptr(), me) {
+                    continue; // committed, or this group itself
+                }
+                match g.at.upgrade() {
+                    Some(t) => to = To::Token(t),
+                    // Dead and not committed: its drop has not yet taken
+                    // `GROUPS` (see [`Link`]); it takes this content.
+                    None => dying = Some((l.clone(), g.at.clone())),
+                }
+                break;
+            }
+            if let Some((l, at)) = dying {
+                for (_, m) in &c.links {
+                    lock(&m.0).at = at.clone();
+                }
+                lock(&l.0).pending.push(std::mem::take(&mut c));
+                to = To::Dying;
+            }
+        }
+        match to {
+            To::Token(p) => {
+                for (_, l) in &c.links {
+                    lock(&l.0).at = Arc::downgrade(&p);
+                }
+                lock(&p.inner).c.extend(c);
+                drop(groups);
+                // (Maybe the last clone: its drop takes `GROUPS` itself.)
+                drop(p);
+            }
+            To::Dying => drop(groups),
+            To::Commit => {
+                self.commit(c);
+                drop(groups);
+            }
+        }
+    }
+}
+
+impl Token {
+    /// Commits `c` (a root's drop): one message to node 0, then its links
+    /// are marked committed (a group that commits after this one from
+    /// now on is queued behind it, on the same channel).
+    fn commit(&self, c: Content) {
+        let Content {
+            ids, held, links, ..
+        } = c;
         let committed = |links: &[(Option<CellId>, Arc<Link>)]| {
             for (_, l) in links {
-                l.commit();
+                lock(&l.0).committed = true;
             }
         };
         let Some(st) = self.state.upgrade() else {
@@ -274,15 +350,16 @@ impl Drop for Token {
             return;
         }
         let cells = links.iter().filter_map(|(c, _)| *c).collect();
+        let mut ids = ids.into_iter();
+        let id = ids.next().unwrap_or(self.id);
         g.out.push_back(Out::Commit {
             to: self.from,
-            id: self.id,
-            more: ids,
+            id,
+            more: ids.collect(),
             items: held,
             fired: cells,
         });
-        // Under the lock, behind the commit: a group that commits after
-        // this one from now on is queued after it.
+        // Under the lock, behind the commit.
         committed(&links);
         drop(g);
         cv.notify_one();
@@ -604,7 +681,7 @@ mod tests {
         let (s, r) = (token(&net, 1), token(&net, 2));
         g.stored(&net, 0, 0, Some(&s));
         drop(s); // the cell's table keeps it
-        g.passed_open(0..=0, Some(&r));
+        g.passed_open(&net, 0..=0, Some(&r));
         drop(r);
         assert_eq!(commits(&net), vec![], "the pass waits for the decision");
         let f = token(&net, 3);
@@ -614,9 +691,158 @@ mod tests {
         // The cell has fired and its group committed: a record passes freely.
         let late = token(&net, 4);
         g.passed(0..=0, Some(&late));
-        g.passed_open(0..=0, Some(&late));
+        g.passed_open(&net, 0..=0, Some(&late));
         drop(late);
         assert_eq!(commits(&net), vec![(vec![4], vec![])]);
+    }
+
+    /// A record passes an open cell because its slot is taken, then goes
+    /// on (to the next cell of a star) while the cell fires: the firing
+    /// group's tombstone waits for it. (The order the records left the
+    /// cell in was fixed by that decision; with the tombstone committed
+    /// first, a replay would pass them all at once in any order, and a
+    /// later cell could decide on an order the decision rules out.)
+    #[test]
+    fn a_record_passing_a_taken_slot_holds_back_the_firing_groups_tombstone() {
+        let net = node();
+        let mut g = Guard::new(&net, snet_core::NodeId(4)).expect("a guard");
+        let (s, r) = (token(&net, 1), token(&net, 2));
+        g.stored(&net, 0, 0, Some(&s));
+        drop(s);
+        g.passed_open(&net, 0..=0, Some(&r)); // `r`'s record goes on
+        let f = token(&net, 3);
+        g.fired(&net, 0, Some(&f));
+        drop(f);
+        assert_eq!(commits(&net), vec![], "the decision waits for the pass");
+        drop(r);
+        assert_eq!(commits(&net), vec![(vec![1, 2, 3], vec![0])]);
+    }
+
+    fn cell(key: u64) -> CellId {
+        CellId {
+            conn: ConnId {
+                origin: Rank::ROOT,
+                seq: 7,
+            },
+            cell: snet_core::NodeId(4),
+            key,
+        }
+    }
+
+    fn rec(n: i64) -> Item {
+        let mut r = snet_core::Record::new();
+        r.set_int(snet_core::Label::tag("n"), n);
+        Item::Rec(crate::entity::Rec {
+            rec: r,
+            det: crate::entity::Stamps::new(),
+            origin: crate::entity::Origin::input(n as u64, None),
+        })
+    }
+
+    /// Every commit queued so far: (items, tombstone keys, held records'
+    /// `n`), each sorted.
+    fn commits_held(net: &Net) -> Vec<(Vec<u64>, Vec<u64>, Vec<i64>)> {
+        let mut g = lock(&net.state.0);
+        let mut v = Vec::new();
+        for o in std::mem::take(&mut g.out) {
+            if let Out::Commit {
+                id,
+                more,
+                fired,
+                items,
+                ..
+            } = o
+            {
+                let mut ids = more;
+                ids.push(id);
+                ids.sort_unstable();
+                let mut keys: Vec<u64> = fired.iter().map(|c| c.key).collect();
+                keys.sort_unstable();
+                let mut ns: Vec<i64> = items
+                    .iter()
+                    .filter_map(|(_, i)| match i {
+                        Item::Rec(r) => r.rec.int(snet_core::Label::tag("n")),
+                        _ => None,
+                    })
+                    .collect();
+                ns.sort_unstable();
+                v.push((ids, keys, ns));
+            }
+        }
+        v
+    }
+
+    /// Drops the tokens at once, one per thread, many times over: every
+    /// item's `Done`, held record and tombstone is committed exactly once,
+    /// and no drop waits for another for ever (two tokens that must each
+    /// commit with or after the other, dying at the same time, once
+    /// waited for each other's drop: a livelock).
+    fn dropped_at_once(make: impl Fn(&Net) -> Vec<Arc<Token>>) {
+        for round in 0..2000 {
+            let net = node();
+            let tokens = make(&net);
+            let n = tokens.len();
+            for (i, t) in tokens.iter().enumerate() {
+                t.hold(t.conn(), rec(i as i64 + 1));
+            }
+            let start = std::sync::Barrier::new(n);
+            std::thread::scope(|s| {
+                for t in tokens {
+                    let start = &start;
+                    s.spawn(move || {
+                        start.wait();
+                        drop(t);
+                    });
+                }
+            });
+            let got = commits_held(&net);
+            let mut ids: Vec<u64> = got.iter().flat_map(|c| c.0.clone()).collect();
+            let mut keys: Vec<u64> = got.iter().flat_map(|c| c.1.clone()).collect();
+            let mut ns: Vec<i64> = got.iter().flat_map(|c| c.2.clone()).collect();
+            ids.sort_unstable();
+            keys.sort_unstable();
+            ns.sort_unstable();
+            let all: Vec<u64> = (1..=n as u64).collect();
+            assert_eq!(ids, all, "round {round}: {got:?}");
+            assert_eq!(keys, all, "round {round}: {got:?}");
+            assert_eq!(ns, (1..=n as i64).collect::<Vec<_>>(), "round {round}");
+        }
+    }
+
+    /// Tokens `1..=n`, token `i` firing cell `i`; `after[j] = (a, b)`:
+    /// token `a` commits with or after token `b`'s firing group.
+    fn linked(net: &Net, n: u64, after: &[(usize, usize)]) -> Vec<Arc<Token>> {
+        let ts: Vec<_> = (1..=n).map(|i| token(net, i)).collect();
+        let links: Vec<_> = ts
+            .iter()
+            .zip(1..)
+            .map(|(t, i)| t.link(Some(cell(i))))
+            .collect();
+        for &(a, b) in after {
+            ts[a].after(&links[b]);
+        }
+        ts
+    }
+
+    #[test]
+    fn two_tokens_after_each_other_dropped_at_once_commit_once() {
+        dropped_at_once(|net| linked(net, 2, &[(0, 1), (1, 0)]));
+    }
+
+    #[test]
+    fn a_cycle_of_three_after_links_dropped_at_once_commits_once() {
+        dropped_at_once(|net| linked(net, 3, &[(0, 1), (1, 2), (2, 0)]));
+    }
+
+    /// Token 1 is linked below token 2 (a union) and commits after token
+    /// 3's group, which commits after token 2's.
+    #[test]
+    fn a_child_that_commits_after_another_group_dropped_at_once_commits_once() {
+        dropped_at_once(|net| {
+            let ts = linked(net, 3, &[(0, 2), (2, 1)]);
+            union(&ts[0], &ts[1]);
+            ts
+        });
     }
 
     /// A record passes a fired cell whose group has not committed: it
@@ -648,7 +874,7 @@ mod tests {
         let mut g = Guard::new(&net, snet_core::NodeId(4)).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
         g.stored(&net, 0, 0, Some(&s));
-        g.passed_open(0..=0, Some(&r));
+        g.passed_open(&net, 0..=0, Some(&r));
         drop((s, r));
         assert_eq!(commits(&net), vec![]);
         net.drain_frame(Rank::ROOT);
