@@ -459,3 +459,117 @@ fn synchrocells_on_a_killed_node_lose_and_double_nothing() {
         }
     }
 }
+
+/// `[| {<A>}, {<B>} |] * {<A>, <B>}` placed on node 1, fed `<A>`s and
+/// `<B>`s directly: `A=2j`, `A=2j+1`, `B=2j`, `B=2j+1` for each `j`.
+/// The second `A` passes the chain's open cell because its slot is taken
+/// (it joins the stored `A`'s group) and is stored in the next one; the
+/// first `B` fires the first cell and the second passes it (fired) and
+/// fires the next: on one FIFO stream every run pairs `A=k` with `B=k`.
+fn slots_graph() -> Arc<Graph> {
+    let mut g = Graph {
+        nodes: vec![],
+        boxes: vec![],
+        entry: NodeId(0),
+    };
+    let (a, b) = (t("A"), t("B"));
+    let pat = |l: Label| Pattern {
+        variant: Variant::new([l]),
+        guard: None,
+    };
+    let cell = add(
+        &mut g,
+        NodeKind::Synchrocell(SynchrocellDef {
+            patterns: vec![pat(a), pat(b)],
+        }),
+        ty(&[&[a], &[b]]),
+    );
+    let star = add(
+        &mut g,
+        NodeKind::Star {
+            body: cell,
+            exits: vec![Pattern {
+                variant: Variant::new([a, b]),
+                guard: None,
+            }],
+            det: false,
+        },
+        ty(&[&[a], &[b]]),
+    );
+    g.entry = add(
+        &mut g,
+        NodeKind::Place {
+            body: star,
+            node: Rank(1),
+        },
+        ty(&[&[a], &[b]]),
+    );
+    Arc::new(g)
+}
+
+/// A star of synchrocells on node 1 whose records pass cells because
+/// their slots are taken, with node 1 killed at several messages (or
+/// not), at 1, 2 and 8 workers: the output is the failure-free run's
+/// (`A=k` merged with `B=k`, each exactly once) and node 0's log ends
+/// empty.
+#[test]
+fn a_star_of_cells_passed_by_taken_slots_on_a_killed_node_keeps_its_pairs() {
+    let m = 75;
+    let input: Vec<Record> = (0..m)
+        .flat_map(|j| {
+            [
+                ("A", 2 * j),
+                ("A", 2 * j + 1),
+                ("B", 2 * j),
+                ("B", 2 * j + 1),
+            ]
+        })
+        .map(|(l, v)| {
+            let mut r = Record::new();
+            r.set_int(t(l), v);
+            r
+        })
+        .collect();
+    let want: Vec<(i64, i64)> = (0..2 * m).map(|k| (k, k)).collect();
+    for workers in [1, 2, 8] {
+        for after in [0, 2, 3, 6] {
+            let config = Config {
+                workers,
+                on_node_loss: OnNodeLoss::Respawn,
+                ..Config::default()
+            };
+            let (io, out) = vec_io(input.clone());
+            let armed = Arc::new(AtomicBool::new(after > 0));
+            let wrap = |l: Loopback| -> Box<dyn Transport> {
+                if l.node() != Rank(1) {
+                    return Box::new(l);
+                }
+                Box::new(Hooked::new(
+                    Box::new(l),
+                    Killing {
+                        after,
+                        armed: armed.clone(),
+                    },
+                ))
+            };
+            let what = format!("killed at {after}, {workers} workers");
+            let stats = run_loopback_with(slots_graph(), &config, Some(io), &NoBoxes, 2, &wrap)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let mut got: Vec<(i64, i64)> = out
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let v = |l: &str| r.int(t(l)).unwrap_or_else(|| panic!("{what}: no {l}"));
+                    (v("A"), v("B"))
+                })
+                .collect();
+            got.sort_unstable();
+            assert_eq!(got, want, "{what}");
+            assert_eq!(stats[0].log_live, 0, "{what}");
+            if after == 2 {
+                assert_eq!(stats[0].nodes_replaced, 1, "{what}");
+            }
+        }
+    }
+}
