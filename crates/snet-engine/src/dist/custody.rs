@@ -30,7 +30,10 @@
 //!   groups ([`union`]) that commit in one message, with the tombstones
 //!   of the cells they fired ([`CellId`]), which node 0 keeps in the
 //!   [`Log`] and sends a replacement first; a record passing a cell
-//!   commits with or after the group that decided it ([`Token::after`]).
+//!   because its slot is taken joins the stored records' group, one
+//!   passing a fired cell commits with or after the firing group
+//!   ([`Token::after`]; a dying token hands its content to a dying group
+//!   it commits after through the [`Link`], never waiting for it).
 //!   At the end of the input node 0 asks the nodes holding records to
 //!   drain (`Net::ask_drain`): stored records' groups then commit.
 //! * **A lost node** (`managers::replace`): node 0 ends the run if the
@@ -68,9 +71,10 @@ use crate::sync::{lock, Condvar, Mutex};
 /// the items of a group, the records derived from them and the cells
 /// they fired together, or none of them. A token may also have to commit
 /// *after* other groups ([`Token::after`]: its record passed a cell
-/// because of their decision): when it is ready and one of those has not
-/// committed, it moves its content into it instead (ARCHITECTURE.md,
-/// "Surviving a lost node").
+/// they fired): when it is ready and one of those has not committed, it
+/// moves its content into it instead, or, if that group's token is
+/// dying too, into the [`Link`]'s `pending`, which that token's drop
+/// takes (ARCHITECTURE.md, "Surviving a lost node").
 pub struct Token {
     from: Rank,
     id: u64,
