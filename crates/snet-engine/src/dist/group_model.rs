@@ -1,0 +1,1098 @@
+//! A model of the custody-group protocol that lets a lost node's
+//! synchrocell be restored (ARCHITECTURE.md, "Surviving a lost node",
+//! "The model of the slice with synchrocells"), and an explorer over it:
+//! every interleaving of every message and every step of node `k`, with
+//! node `k` lost at every step (or never) and replaced.
+//!
+//! The slice is the one the engine builds (`custody.rs`): node 0 is the
+//! only sender to node `k`, and `k` sends only back to node 0. The
+//! network on `k`:
+//!
+//! ```text
+//!   node 0: input i -> node k                (logged until k's Done)
+//!   node k: input i -> box -> path 0 or 1    (two FIFO paths of any
+//!                                             relative speed: a race)
+//!           paths -> [| {a}, {b} |]          (a synchrocell)
+//!           -> node 0                         (held, then committed)
+//!   node 0: writes what arrives               (the output)
+//! ```
+//!
+//! Each input record names the records its box makes (`a`, `b` or both)
+//! and the path they take. The paths race into the cell: the first `a`
+//! and the first `b` to arrive are stored and merged into `J(a, b)`;
+//! every other record passes (because its slot is taken, or because the
+//! cell has fired). Within a path, order is kept (a FIFO), so which
+//! record a slot stores is constrained: an `a` behind another `a` on the
+//! same path can never be the stored one. That constraint is what makes
+//! a wrongly replayed decision *visible* in the output multiset.
+//!
+//! **The protocol** (the design of `i40`'s custody groups):
+//! * node 0 logs every item it sends to `k` until a `Done` for it comes;
+//! * `k` gives each item a token; derived records carry it; a record for
+//!   node 0 is *held* by its token (not sent);
+//! * tokens form union-find groups: a token has an optional parent (the
+//!   child keeps its parent alive). A token's count is the records that
+//!   carry it (in a path or a slot: a stored record keeps its token
+//!   alive) plus its live children. When the count reaches 0 the token
+//!   is *dying*; its drop, a separate step (the window between an
+//!   `Arc`'s count reaching 0 and its `Drop` running), moves its `Done`s,
+//!   held records and tombstone into its parent (a non-root), or commits
+//!   them all in ONE message to node 0 (a root);
+//! * a pass because a slot is taken unions the passing record's token
+//!   with the slot record's; firing unions the slot records' tokens, adds
+//!   the merged record and the tombstone `Fired` to the group, and points
+//!   the cell's *firing link* at the slot-`a` record's token; a pass
+//!   after firing unions with the link's target while the link is not
+//!   marked committed (a non-root's drop re-points the link to the
+//!   parent, a root's commit marks it; a target in its dying window is
+//!   waited for), and passes freely once it is marked;
+//! * which root goes under which in a union is left open: the explorer
+//!   takes both;
+//! * node 0, on a commit, retires the items, writes the records and
+//!   keeps the tombstone for the run;
+//! * when node 0 learns that `k` is lost it drops what `k`'s old
+//!   incarnation had sent and it had not yet taken (any suffix: the
+//!   explorer delivers any prefix first), starts a fresh `k` and sends
+//!   it the tombstone first, then its unretired log in order, then the
+//!   end of the stream if it had been sent; a fresh cell told `Fired`
+//!   starts fired;
+//! * the end of the stream reaches the cell after every record; an
+//!   unfired cell then drops its stored records (their groups commit
+//!   without output), and `k` reports that it is done (`Closed`) once
+//!   every token has committed. Node 0 ends the run when all is sent and
+//!   `Closed` came (the engine's credit termination, reduced).
+//!
+//! Checked at every state the explorer reaches:
+//! * **exact output**: when node 0 ends the run, its output (a multiset)
+//!   is one that some failure-free run of the network gives
+//!   ([`semantics`], computed from the network, not from the protocol);
+//!   that covers records lost or written twice;
+//! * **no hang**: a state with nothing left to do is one where node 0
+//!   has ended the run;
+//! * **nothing left behind**: the log is empty at the end (only the
+//!   tombstone is kept), and no `Done` names an item not in the log.
+//!
+//! [`Mutation`] names protocol changes, each a plausible shortcut or
+//! slip; `every_mutation_is_caught` shows a violation and its trace for
+//! each.
+//!
+//! Not modelled: more than one cell (cell identities), cells inside stars
+//! or splits, a loss of node 0, fields, poison records (a replay that
+//! kills `k` again is just another loss: random runs take two), credit
+//! amounts (node 0 ends on `k`'s `Closed`).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
+
+/// A protocol change the model must catch.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Mutation {
+    /// The protocol as designed.
+    None,
+    /// A record that passes because its slot is taken is not unioned
+    /// with the slot record's group.
+    NoUnionOnSlotPass,
+    /// A record that passes a fired cell is not unioned with the firing
+    /// group (before that group has committed).
+    NoUnionOnFiredPass,
+    /// The cell keeps a `Weak` to the firing token (not re-pointed when
+    /// that token moves into its parent) and takes a failed upgrade
+    /// after the token's drop to mean "committed": but a token that was
+    /// linked under a parent has moved its content there, still to
+    /// commit. (A pass in the drop window waits, as designed.)
+    WeakUpgradeMeansCommitted,
+    /// The link is re-pointed and marked as designed, but a pass that
+    /// finds its target in the dying window (its count reached 0, its
+    /// drop has not run) takes it as committed instead of waiting.
+    DyingMeansCommitted,
+    /// No tombstone: the firing group commits without `Fired`, so the
+    /// replacement's cell starts unfired.
+    NoTombstone,
+    /// A non-root token whose count reaches 0 commits its own content
+    /// instead of moving it into its parent (commits are not atomic per
+    /// group).
+    NonAtomicCommit,
+    /// On replacement node 0 sends the tombstone after the replayed
+    /// records, not before.
+    TombstonesAfterRecords,
+    /// A group's `Done`s (and tombstone) go in one message and its held
+    /// records in the next.
+    DoneBeforeHeld,
+    /// A record stored in a slot does not keep its token alive.
+    StoreDropsToken,
+}
+
+impl Mutation {
+    pub(crate) const ALL: [Mutation; 9] = [
+        Mutation::NoUnionOnSlotPass,
+        Mutation::NoUnionOnFiredPass,
+        Mutation::WeakUpgradeMeansCommitted,
+        Mutation::DyingMeansCommitted,
+        Mutation::NoTombstone,
+        Mutation::NonAtomicCommit,
+        Mutation::TombstonesAfterRecords,
+        Mutation::DoneBeforeHeld,
+        Mutation::StoreDropsToken,
+    ];
+}
+
+/// What a box makes: a record matching the cell's first pattern (`a`)
+/// or its second (`b`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    A,
+    B,
+}
+
+/// One input record: the records node `k`'s box makes from it, in
+/// order, and the path they take to the cell.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Input {
+    pub recs: &'static [Kind],
+    pub path: u8,
+}
+
+/// A record, named by the input it derives from.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Val {
+    A(u8),
+    B(u8),
+    /// The merged record: the inputs of the stored `a` and `b`.
+    J(u8, u8),
+}
+
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+enum Life {
+    Live,
+    /// Its count reached 0; its drop has not run yet.
+    Dying,
+    Dead,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Tok {
+    /// For traces: the input the token was made for (`u8::MAX`: none).
+    name: u8,
+    parent: Option<u8>,
+    /// Items whose `Done` this token carries.
+    dones: Vec<u8>,
+    /// Records for node 0 it holds.
+    held: Vec<Val>,
+    tomb: bool,
+    life: Life,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Rec {
+    val: Val,
+    tok: u8,
+}
+
+/// The cell's firing link: the token a pass after firing unions with
+/// (`None`: it died, which only the `Weak` mutation lets happen), and
+/// whether the firing group has committed.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
+struct Link {
+    target: Option<u8>,
+    committed: bool,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
+struct NodeK {
+    alive: bool,
+    paths: [VecDeque<Rec>; 2],
+    /// A record has reached the cell (the instance exists).
+    created: bool,
+    slots: [Option<Rec>; 2],
+    fired: bool,
+    link: Link,
+    end_pending: bool,
+    ended: bool,
+    closed_sent: bool,
+    toks: Vec<Tok>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+enum ToK {
+    Item(u8),
+    Fired,
+    End,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+enum To0 {
+    Commit {
+        dones: Vec<u8>,
+        held: Vec<Val>,
+        tomb: bool,
+    },
+    Closed,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct State {
+    k: NodeK,
+    to_k: VecDeque<ToK>,
+    to_0: VecDeque<To0>,
+    next_input: u8,
+    end_sent: bool,
+    /// Node 0's log toward `k`: unretired items, in send order.
+    log: Vec<u8>,
+    /// Node 0 holds the tombstone `Fired(cell)`.
+    tomb: bool,
+    /// Kept sorted: a multiset.
+    output: Vec<Val>,
+    closed: bool,
+    losses: u8,
+    /// `k` is lost and node 0 has not replaced it yet.
+    lost: bool,
+    done: bool,
+    broken: Option<String>,
+}
+
+/// What the explorer found wrong, with the steps that lead there.
+#[derive(Debug)]
+pub(crate) struct Violation {
+    pub what: String,
+    pub trace: Vec<String>,
+}
+
+/// How an exploration went.
+#[derive(Debug, Default)]
+pub(crate) struct Explored {
+    pub states: usize,
+    pub ends: usize,
+    pub outputs: BTreeSet<Vec<Val>>,
+    pub violation: Option<Violation>,
+}
+
+pub(crate) struct Model {
+    pub inputs: Vec<Input>,
+    pub mutation: Mutation,
+    /// How many times node `k` may be lost in one run.
+    pub max_losses: u8,
+}
+
+/// What S-Net allows the network to write for `inputs`, as sorted
+/// multisets: every interleaving of the two paths' records into the
+/// cell, which stores the first `a` and the first `b`, merges them, and
+/// passes everything else; an unfired cell's records are dropped at the
+/// end of the stream.
+pub(crate) fn semantics(inputs: &[Input]) -> BTreeSet<Vec<Val>> {
+    let mut seqs: [Vec<Val>; 2] = Default::default();
+    for (i, inp) in inputs.iter().enumerate() {
+        for kind in inp.recs {
+            seqs[inp.path as usize].push(match kind {
+                Kind::A => Val::A(i as u8),
+                Kind::B => Val::B(i as u8),
+            });
+        }
+    }
+    let mut all = BTreeSet::new();
+    fn go(
+        seqs: &[Vec<Val>; 2],
+        at: [usize; 2],
+        slots: [Option<u8>; 2],
+        fired: bool,
+        out: &mut Vec<Val>,
+        all: &mut BTreeSet<Vec<Val>>,
+    ) {
+        if at[0] == seqs[0].len() && at[1] == seqs[1].len() {
+            let mut o = out.clone();
+            o.sort();
+            all.insert(o);
+            return;
+        }
+        for p in 0..2 {
+            let Some(v) = seqs[p].get(at[p]) else {
+                continue;
+            };
+            let mut at2 = at;
+            at2[p] += 1;
+            let (slot, i) = match v {
+                Val::A(i) => (0, *i),
+                Val::B(i) => (1, *i),
+                Val::J(..) => unreachable!("no merged record on a path"),
+            };
+            if !fired && slots[slot].is_none() {
+                let mut s2 = slots;
+                s2[slot] = Some(i);
+                if let [Some(a), Some(b)] = s2 {
+                    out.push(Val::J(a, b));
+                    go(seqs, at2, [None, None], true, out, all);
+                    out.pop();
+                } else {
+                    go(seqs, at2, s2, false, out, all);
+                }
+            } else {
+                out.push(v.clone());
+                go(seqs, at2, slots, fired, out, all);
+                out.pop();
+            }
+        }
+    }
+    go(
+        &seqs,
+        [0, 0],
+        [None, None],
+        false,
+        &mut Vec::new(),
+        &mut all,
+    );
+    all
+}
+
+impl NodeK {
+    fn fresh() -> NodeK {
+        NodeK {
+            alive: true,
+            ..NodeK::default()
+        }
+    }
+
+    fn find(&self, mut t: u8) -> u8 {
+        while let Some(p) = self.toks[t as usize].parent {
+            t = p;
+        }
+        t
+    }
+
+    /// Links one of the roots of `x` and `y` under the other (`dir`
+    /// chooses which); returns the root of the union.
+    fn union(&mut self, x: u8, y: u8, dir: bool, note: &mut String) -> u8 {
+        let (rx, ry) = (self.find(x), self.find(y));
+        if rx == ry {
+            return rx;
+        }
+        let (child, parent) = if dir { (rx, ry) } else { (ry, rx) };
+        self.toks[child as usize].parent = Some(parent);
+        note.push_str(&format!(
+            ", t{} linked under t{}",
+            self.toks[child as usize].name, self.toks[parent as usize].name
+        ));
+        parent
+    }
+
+    fn count(&self, t: u8, mutation: Mutation) -> usize {
+        let recs = self.paths.iter().flatten().filter(|r| r.tok == t).count();
+        let stored = if mutation == Mutation::StoreDropsToken {
+            0
+        } else {
+            self.slots.iter().flatten().filter(|r| r.tok == t).count()
+        };
+        let children = self
+            .toks
+            .iter()
+            .filter(|c| c.parent == Some(t) && c.life != Life::Dead)
+            .count();
+        recs + stored + children
+    }
+
+    /// Marks every live token whose count is 0 as dying (the moment the
+    /// last `Arc` goes), and forgets dead tokens, renumbering the rest so
+    /// that equal states look equal.
+    fn settle(&mut self, mutation: Mutation) {
+        for t in 0..self.toks.len() {
+            if self.toks[t].life == Life::Live && self.count(t as u8, mutation) == 0 {
+                self.toks[t].life = Life::Dying;
+            }
+        }
+        if self.toks.iter().all(|t| t.life != Life::Dead) {
+            return;
+        }
+        let mut map = vec![None; self.toks.len()];
+        let mut n = 0u8;
+        for (i, t) in self.toks.iter().enumerate() {
+            if t.life != Life::Dead {
+                map[i] = Some(n);
+                n += 1;
+            }
+        }
+        let re = |t: u8| map[t as usize];
+        for r in self.paths.iter_mut().flatten() {
+            r.tok = re(r.tok).expect("a record's token is alive");
+        }
+        for r in self.slots.iter_mut().flatten() {
+            // Under `StoreDropsToken` a stored record's token may die;
+            // the record keeps a dangling name (it never commits again).
+            r.tok = re(r.tok).unwrap_or(u8::MAX);
+        }
+        self.link.target = self.link.target.and_then(re);
+        self.toks.retain(|t| t.life != Life::Dead);
+        for t in &mut self.toks {
+            t.parent = t
+                .parent
+                .map(|p| re(p).expect("a parent outlives its children"));
+        }
+    }
+}
+
+impl Model {
+    fn initial(&self) -> State {
+        State {
+            k: NodeK::fresh(),
+            to_k: VecDeque::new(),
+            to_0: VecDeque::new(),
+            next_input: 0,
+            end_sent: false,
+            log: Vec::new(),
+            tomb: false,
+            output: Vec::new(),
+            closed: false,
+            losses: 0,
+            lost: false,
+            done: false,
+            broken: None,
+        }
+    }
+
+    fn n(&self) -> u8 {
+        self.inputs.len() as u8
+    }
+
+    fn send_k(st: &mut State, m: ToK) {
+        if st.k.alive {
+            st.to_k.push_back(m);
+        }
+    }
+
+    /// Node `k` takes the next message from node 0.
+    fn deliver_k(&self, st: &mut State) {
+        let Some(m) = st.to_k.pop_front() else {
+            return;
+        };
+        let k = &mut st.k;
+        match m {
+            ToK::Item(i) => {
+                let t = k.toks.len() as u8;
+                k.toks.push(Tok {
+                    name: i,
+                    parent: None,
+                    dones: vec![i],
+                    held: Vec::new(),
+                    tomb: false,
+                    life: Life::Live,
+                });
+                let inp = self.inputs[i as usize];
+                for kind in inp.recs {
+                    let val = match kind {
+                        Kind::A => Val::A(i),
+                        Kind::B => Val::B(i),
+                    };
+                    k.paths[inp.path as usize].push_back(Rec { val, tok: t });
+                }
+            }
+            ToK::Fired => {
+                // The tombstone: a cell instance made from now on starts
+                // fired, its group committed. An instance made before it
+                // came (only when tombstones come late) does not change.
+                if !k.created {
+                    k.fired = true;
+                    k.link = Link {
+                        target: None,
+                        committed: true,
+                    };
+                }
+            }
+            ToK::End => k.end_pending = true,
+        }
+        k.settle(self.mutation);
+    }
+
+    /// Can the head of path `p` enter the cell now? (A pass after firing
+    /// waits while the firing link's target is in its dying window.)
+    fn can_enter(&self, k: &NodeK, p: usize) -> bool {
+        if k.paths[p].is_empty() {
+            return false;
+        }
+        if !k.fired || k.link.committed {
+            return true;
+        }
+        match self.mutation {
+            Mutation::NoUnionOnFiredPass | Mutation::DyingMeansCommitted => true,
+            // Waits in the window, takes a dead target as committed.
+            Mutation::WeakUpgradeMeansCommitted => k
+                .link
+                .target
+                .is_none_or(|t| k.toks[t as usize].life == Life::Live),
+            _ => match k.link.target {
+                Some(t) => k.toks[t as usize].life == Life::Live,
+                None => unreachable!("the link's target died uncommitted"),
+            },
+        }
+    }
+
+    /// The head of path `p` reaches the cell; `dir` chooses the direction
+    /// of the union it makes, if any.
+    fn enter(&self, st: &mut State, p: usize, dir: bool) -> String {
+        let m = self.mutation;
+        let k = &mut st.k;
+        let mut note = String::new();
+        let Some(rec) = k.paths[p].pop_front() else {
+            return note;
+        };
+        // Under `StoreDropsToken` a slot record's token may be dead
+        // (`u8::MAX`) or dying: a union with it is skipped.
+        let live = |k: &NodeK, t: u8| t != u8::MAX && k.toks[t as usize].life == Life::Live;
+        k.created = true;
+        let slot = match rec.val {
+            Val::A(_) => 0,
+            _ => 1,
+        };
+        if k.fired {
+            note.push_str("passes (fired)");
+            if !k.link.committed {
+                match (m, k.link.target) {
+                    (Mutation::NoUnionOnFiredPass, _) => {}
+                    (Mutation::WeakUpgradeMeansCommitted, None) => {}
+                    (Mutation::DyingMeansCommitted, Some(t))
+                        if k.toks[t as usize].life != Life::Live => {}
+                    (_, Some(t)) => {
+                        k.union(rec.tok, t, dir, &mut note);
+                    }
+                    (_, None) => unreachable!("checked by can_enter"),
+                }
+            }
+            k.toks[rec.tok as usize].held.push(rec.val);
+        } else if k.slots[slot].is_none() {
+            k.slots[slot] = Some(rec);
+            if let [Some(a), Some(b)] = &k.slots {
+                let (a, b) = (a.clone(), b.clone());
+                k.slots = [None, None];
+                let (Val::A(x), Val::B(y)) = (&a.val, &b.val) else {
+                    unreachable!("slot 0 holds an a, slot 1 a b")
+                };
+                let j = Val::J(*x, *y);
+                note.push_str(&format!("fires {j:?}"));
+                let ta = live(k, a.tok).then_some(a.tok);
+                let tb = live(k, b.tok).then_some(b.tok);
+                let root = match (ta, tb) {
+                    (Some(x), Some(y)) => k.union(x, y, dir, &mut note),
+                    (Some(x), None) | (None, Some(x)) => k.find(x),
+                    (None, None) => {
+                        k.toks.push(Tok {
+                            name: u8::MAX,
+                            parent: None,
+                            dones: Vec::new(),
+                            held: Vec::new(),
+                            tomb: false,
+                            life: Life::Live,
+                        });
+                        (k.toks.len() - 1) as u8
+                    }
+                };
+                k.toks[root as usize].held.push(j);
+                if m != Mutation::NoTombstone {
+                    k.toks[root as usize].tomb = true;
+                }
+                k.link = Link {
+                    target: ta.or(Some(root)),
+                    committed: false,
+                };
+                k.fired = true;
+            } else {
+                note.push_str("is stored");
+            }
+        } else {
+            note.push_str("passes (slot taken)");
+            // Passes because its slot is taken.
+            let other = k.slots[slot].as_ref().map(|r| r.tok);
+            if m != Mutation::NoUnionOnSlotPass {
+                if let Some(o) = other.filter(|&o| live(k, o)) {
+                    k.union(rec.tok, o, dir, &mut note);
+                }
+            }
+            k.toks[rec.tok as usize].held.push(rec.val);
+        }
+        k.settle(m);
+        note
+    }
+
+    /// The drop of dying token `t` runs: into its parent, or a commit.
+    fn drop_tok(&self, st: &mut State, t: u8) {
+        let m = self.mutation;
+        let k = &mut st.k;
+        let tok = k.toks[t as usize].clone();
+        let into_parent = tok.parent.filter(|_| m != Mutation::NonAtomicCommit);
+        if let Some(p) = into_parent {
+            let pt = &mut k.toks[p as usize];
+            pt.dones.extend(&tok.dones);
+            pt.held.extend(tok.held);
+            pt.tomb |= tok.tomb;
+            if k.link.target == Some(t) && m != Mutation::WeakUpgradeMeansCommitted {
+                k.link.target = Some(p);
+            }
+        } else {
+            if m == Mutation::DoneBeforeHeld {
+                st.to_0.push_back(To0::Commit {
+                    dones: tok.dones,
+                    held: Vec::new(),
+                    tomb: tok.tomb,
+                });
+                st.to_0.push_back(To0::Commit {
+                    dones: Vec::new(),
+                    held: tok.held,
+                    tomb: false,
+                });
+            } else {
+                st.to_0.push_back(To0::Commit {
+                    dones: tok.dones,
+                    held: tok.held,
+                    tomb: tok.tomb,
+                });
+            }
+            if k.link.target == Some(t) {
+                if tok.parent.is_some() {
+                    // `NonAtomicCommit`: the rest of the group is still
+                    // to commit; the link follows it.
+                    k.link.target = tok.parent;
+                } else {
+                    k.link.committed = true;
+                }
+            }
+        }
+        k.toks[t as usize].life = Life::Dead;
+        k.settle(m);
+    }
+
+    /// Node 0 takes the next message from `k`.
+    fn deliver_0(st: &mut State) {
+        let Some(m) = st.to_0.pop_front() else {
+            return;
+        };
+        match m {
+            To0::Commit { dones, held, tomb } => {
+                for d in dones {
+                    match st.log.iter().position(|&i| i == d) {
+                        Some(at) => {
+                            st.log.remove(at);
+                        }
+                        None => {
+                            if st.broken.is_none() {
+                                st.broken = Some(format!("Done for item {d}, not in the log"));
+                            }
+                        }
+                    }
+                }
+                st.output.extend(held);
+                st.output.sort();
+                st.tomb |= tomb;
+            }
+            To0::Closed => st.closed = true,
+        }
+    }
+
+    /// Node 0 replaces the lost `k`: drops what the old incarnation sent
+    /// and it has not taken, sends the tombstone, the log, the end.
+    fn replace(&self, st: &mut State) {
+        st.to_0.clear();
+        st.to_k.clear();
+        st.k = NodeK::fresh();
+        st.lost = false;
+        let late = self.mutation == Mutation::TombstonesAfterRecords;
+        if st.tomb && !late {
+            Self::send_k(st, ToK::Fired);
+        }
+        for i in st.log.clone() {
+            Self::send_k(st, ToK::Item(i));
+        }
+        if st.tomb && late {
+            Self::send_k(st, ToK::Fired);
+        }
+        if st.end_sent {
+            Self::send_k(st, ToK::End);
+        }
+    }
+
+    /// Every step possible from `st`, as (label, next state).
+    fn steps(&self, st: &State) -> Vec<(String, State)> {
+        let mut out = Vec::new();
+        if st.done {
+            return out;
+        }
+        if st.next_input < self.n() {
+            let mut s = st.clone();
+            let i = s.next_input;
+            s.next_input += 1;
+            s.log.push(i);
+            Self::send_k(&mut s, ToK::Item(i));
+            out.push((format!("node 0 sends input {i}"), s));
+        } else if !st.end_sent {
+            let mut s = st.clone();
+            s.end_sent = true;
+            Self::send_k(&mut s, ToK::End);
+            out.push(("node 0 sends the end of the stream".to_string(), s));
+        }
+        if let Some(m) = st.to_k.front() {
+            let mut s = st.clone();
+            let label = format!("k takes {m:?}");
+            self.deliver_k(&mut s);
+            out.push((label, s));
+        }
+        if let Some(m) = st.to_0.front() {
+            let mut s = st.clone();
+            let label = format!("node 0 takes {m:?}");
+            Self::deliver_0(&mut s);
+            out.push((label, s));
+        }
+        let k = &st.k;
+        if k.alive {
+            for p in 0..2 {
+                if self.can_enter(k, p) {
+                    let head = k.paths[p][0].val.clone();
+                    let mut first = st.clone();
+                    let n1 = self.enter(&mut first, p, false);
+                    let mut second = st.clone();
+                    let n2 = self.enter(&mut second, p, true);
+                    let label = format!(
+                        "k: {head:?} (t{}) from path {p} reaches the cell and ",
+                        k.toks[k.paths[p][0].tok as usize].name
+                    );
+                    if second != first {
+                        out.push((format!("{label}{n2}"), second));
+                    }
+                    out.push((format!("{label}{n1}"), first));
+                }
+            }
+            for (t, tok) in k.toks.iter().enumerate() {
+                if tok.life == Life::Dying {
+                    let mut s = st.clone();
+                    self.drop_tok(&mut s, t as u8);
+                    let what = match tok.parent {
+                        Some(p) if self.mutation != Mutation::NonAtomicCommit => {
+                            format!("drops: moves into t{}", k.toks[p as usize].name)
+                        }
+                        _ => "drops: commits".to_string(),
+                    };
+                    out.push((
+                        format!(
+                            "k: t{} (Dones {:?}, held {:?}, tomb {}) {what}",
+                            tok.name, tok.dones, tok.held, tok.tomb
+                        ),
+                        s,
+                    ));
+                }
+            }
+            if k.end_pending && !k.ended && k.paths.iter().all(|p| p.is_empty()) {
+                let mut s = st.clone();
+                s.k.ended = true;
+                if !s.k.fired {
+                    s.k.slots = [None, None];
+                }
+                s.k.settle(self.mutation);
+                out.push(("k: the end reaches the cell".to_string(), s));
+            }
+            if k.ended && !k.closed_sent && k.toks.is_empty() {
+                let mut s = st.clone();
+                s.k.closed_sent = true;
+                s.to_0.push_back(To0::Closed);
+                out.push(("k reports it is done".to_string(), s));
+            }
+            if st.losses < self.max_losses {
+                let mut s = st.clone();
+                s.k.alive = false;
+                s.to_k.clear();
+                s.losses += 1;
+                s.lost = true;
+                out.push(("k is lost".to_string(), s));
+            }
+        }
+        if st.lost {
+            let mut s = st.clone();
+            self.replace(&mut s);
+            out.push(("node 0 replaces k".to_string(), s));
+        }
+        if st.next_input == self.n() && st.end_sent && st.closed {
+            let mut s = st.clone();
+            s.done = true;
+            out.push(("node 0 ends the run".to_string(), s));
+        }
+        out
+    }
+}
+
+fn mix(a: u64, b: u64) -> u64 {
+    // splitmix64's finaliser over a combination: a fixed generator, so a
+    // seed gives the same runs everywhere.
+    let mut z = a.rotate_left(17) ^ b.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Model {
+    fn key(st: &State) -> u64 {
+        let mut h = DefaultHasher::new();
+        st.hash(&mut h);
+        h.finish()
+    }
+
+    /// What is wrong with a state, if anything (`good`: the outputs the
+    /// network allows; `None` while computing them).
+    fn check(&self, st: &State, good: Option<&BTreeSet<Vec<Val>>>) -> Option<String> {
+        if let Some(what) = &st.broken {
+            return Some(what.clone());
+        }
+        if !st.done {
+            return None;
+        }
+        if let Some(good) = good {
+            if !good.contains(&st.output) {
+                return Some(format!(
+                    "output {:?} is no failure-free run's (those: {good:?})",
+                    st.output
+                ));
+            }
+        }
+        if !st.log.is_empty() {
+            return Some(format!(
+                "node 0's log still holds items {:?} at the end",
+                st.log
+            ));
+        }
+        None
+    }
+
+    /// Explores every state reachable from the start, depth first, up to
+    /// `limit` states.
+    pub(crate) fn explore(&self, good: Option<&BTreeSet<Vec<Val>>>, limit: usize) -> Explored {
+        let mut seen: HashSet<u64> = HashSet::new();
+        let mut found = Explored::default();
+        let mut path = Vec::new();
+        self.dfs(
+            self.initial(),
+            good,
+            limit,
+            &mut seen,
+            &mut found,
+            &mut path,
+        );
+        found.states = seen.len();
+        found
+    }
+
+    fn dfs(
+        &self,
+        st: State,
+        good: Option<&BTreeSet<Vec<Val>>>,
+        limit: usize,
+        seen: &mut HashSet<u64>,
+        found: &mut Explored,
+        path: &mut Vec<String>,
+    ) {
+        if found.violation.is_some() || seen.len() >= limit || !seen.insert(Self::key(&st)) {
+            return;
+        }
+        if let Some(what) = self.check(&st, good) {
+            found.violation = Some(Violation {
+                what,
+                trace: path.clone(),
+            });
+            return;
+        }
+        if st.done {
+            found.ends += 1;
+            found.outputs.insert(st.output.clone());
+            return;
+        }
+        let next = self.steps(&st);
+        if next.is_empty() {
+            found.violation = Some(Violation {
+                what: format!(
+                    "hang: nothing can happen and the run has not ended (output {:?}, log {:?})",
+                    st.output, st.log
+                ),
+                trace: path.clone(),
+            });
+            return;
+        }
+        for (label, s) in next {
+            path.push(label);
+            self.dfs(s, good, limit, seen, found, path);
+            path.pop();
+            if found.violation.is_some() {
+                return;
+            }
+        }
+    }
+
+    /// `runs` random runs from the start, each step chosen by a
+    /// generator seeded with `seed`, each state checked as in
+    /// [`Model::explore`]; for spaces too large to exhaust.
+    pub(crate) fn walk(&self, good: &BTreeSet<Vec<Val>>, runs: usize, seed: u64) -> Explored {
+        let mut found = Explored::default();
+        let mut rng = seed;
+        for _ in 0..runs {
+            let mut st = self.initial();
+            let mut path = Vec::new();
+            loop {
+                found.states += 1;
+                if let Some(what) = self.check(&st, Some(good)) {
+                    found.violation = Some(Violation { what, trace: path });
+                    return found;
+                }
+                if st.done {
+                    found.ends += 1;
+                    found.outputs.insert(st.output.clone());
+                    break;
+                }
+                let mut next = self.steps(&st);
+                if next.is_empty() {
+                    found.violation = Some(Violation {
+                        what: format!(
+                            "hang: nothing can happen and the run has not ended (output {:?}, log {:?})",
+                            st.output, st.log
+                        ),
+                        trace: path,
+                    });
+                    return found;
+                }
+                // A loss is taken at one step in 16 at most, so that
+                // runs reach every stage before it.
+                rng = mix(rng, 0x5eed);
+                if !rng.is_multiple_of(16) && next.iter().any(|(l, _)| l != "k is lost") {
+                    next.retain(|(l, _)| l != "k is lost");
+                }
+                rng = mix(rng, 0x5eed);
+                let (label, s) = next.swap_remove((rng % next.len() as u64) as usize);
+                path.push(label);
+                st = s;
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &[Kind] = &[Kind::A];
+    const B: &[Kind] = &[Kind::B];
+    const AB: &[Kind] = &[Kind::A, Kind::B];
+
+    /// Inputs from a compact spec: `a0` is an input whose box makes one
+    /// `a` on path 0, `b1` one `b` on path 1, `ab0` both on path 0.
+    fn net(spec: &str) -> Vec<Input> {
+        spec.split_whitespace()
+            .map(|w| {
+                let (kinds, path) = w.split_at(w.len() - 1);
+                let recs = match kinds {
+                    "a" => A,
+                    "b" => B,
+                    "ab" => AB,
+                    _ => panic!("bad input {w}"),
+                };
+                Input {
+                    recs,
+                    path: path.parse().expect("a path number"),
+                }
+            })
+            .collect()
+    }
+
+    fn model(spec: &str, mutation: Mutation, max_losses: u8) -> Model {
+        Model {
+            inputs: net(spec),
+            mutation,
+            max_losses,
+        }
+    }
+
+    fn show(v: &Violation) -> String {
+        format!("{}\n  after: {}", v.what, v.trace.join("\n         "))
+    }
+
+    /// Small networks: a race for each slot, passes by a taken slot and
+    /// after firing, an unfired cell at the end, a box making an `a` and
+    /// a `b` under one token.
+    const NETS: [&str; 6] = [
+        "a0 b1",
+        "ab0 a1",
+        "a0 a1 a1",
+        "a0 b1 a1",
+        "b0 a1 ab1",
+        "a0 b1 a1 a1",
+    ];
+
+    /// Without a loss, the protocol writes exactly what the network
+    /// allows: every output S-Net allows, and no other.
+    #[test]
+    fn group_model_failure_free_runs_are_the_networks() {
+        for spec in NETS {
+            let good = semantics(&net(spec));
+            let e = model(spec, Mutation::None, 0).explore(None, usize::MAX);
+            if let Some(v) = &e.violation {
+                panic!("{spec}: {}", show(v));
+            }
+            assert_eq!(e.outputs, good, "{spec}: the protocol is the network");
+        }
+    }
+
+    /// Every interleaving, with `k` lost at every step (or never) and
+    /// replaced, for the small networks.
+    #[test]
+    fn group_model_survives_a_loss_at_every_step() {
+        for spec in NETS {
+            let good = semantics(&net(spec));
+            let e = model(spec, Mutation::None, 1).explore(Some(&good), usize::MAX);
+            if let Some(v) = &e.violation {
+                panic!("{spec}: {}", show(v));
+            }
+            eprintln!("{spec}: {} states, {} ends", e.states, e.ends);
+        }
+    }
+
+    /// Each mutation is caught, by an exhaustive search of one of the
+    /// small networks, with the trace that leads to the violation.
+    #[test]
+    fn group_model_every_mutation_is_caught() {
+        for m in Mutation::ALL {
+            let mut caught = None;
+            for spec in NETS {
+                let good = semantics(&net(spec));
+                let e = model(spec, m, 1).explore(Some(&good), usize::MAX);
+                if let Some(v) = e.violation {
+                    caught = Some((spec, e.states, v));
+                    break;
+                }
+            }
+            match caught {
+                Some((spec, states, v)) => {
+                    eprintln!(
+                        "{m:?}: caught on `{spec}` after {states} states: {}",
+                        show(&v)
+                    )
+                }
+                None => panic!("{m:?} not caught"),
+            }
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn group_model_sizes() {
+        for (spec, losses) in [
+            ("a0 b1", 2),
+            ("a0 b1 a1 a1", 2),
+            ("b0 a1 ab1", 2),
+            ("a0 b1 a1 a1 b0", 1),
+            ("ab0 a1 b1 a0 b1", 1),
+            ("a0 b1 a1 a1 b0", 2),
+        ] {
+            let good = semantics(&net(spec));
+            let t = std::time::Instant::now();
+            let e = model(spec, Mutation::None, losses).explore(Some(&good), 50_000_000);
+            if let Some(v) = &e.violation {
+                panic!("{spec}: {}", show(v));
+            }
+            eprintln!(
+                "{spec} losses {losses}: {} states, {} ends, {:?}",
+                e.states,
+                e.ends,
+                t.elapsed()
+            );
+        }
+    }
+}
