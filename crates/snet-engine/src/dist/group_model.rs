@@ -121,10 +121,14 @@ pub(crate) enum Mutation {
     DoneBeforeHeld,
     /// A record stored in a slot does not keep its token alive.
     StoreDropsToken,
+    /// A cell's identity (what its tombstone names) is the order in
+    /// which the node made its instances, not a structural path: the
+    /// replacement makes them in the order replay brings records.
+    CounterIdentity,
 }
 
 impl Mutation {
-    pub(crate) const ALL: [Mutation; 9] = [
+    pub(crate) const ALL: [Mutation; 10] = [
         Mutation::NoUnionOnSlotPass,
         Mutation::NoUnionOnFiredPass,
         Mutation::WeakUpgradeMeansCommitted,
@@ -134,6 +138,7 @@ impl Mutation {
         Mutation::TombstonesAfterRecords,
         Mutation::DoneBeforeHeld,
         Mutation::StoreDropsToken,
+        Mutation::CounterIdentity,
     ];
 }
 
@@ -146,12 +151,17 @@ pub(crate) enum Kind {
 }
 
 /// One input record: the records node `k`'s box makes from it, in
-/// order, and the path they take to the cell.
+/// order, the path they take, and the cell instance they go to (the
+/// value of the tag a split `!` sends them by: a cell per value).
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Input {
     pub recs: &'static [Kind],
     pub path: u8,
+    pub cell: u8,
 }
+
+/// Cell instances (tag values) a network may use.
+const CELLS: usize = 2;
 
 /// A record, named by the input it derives from.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
@@ -179,7 +189,8 @@ struct Tok {
     dones: Vec<u8>,
     /// Records for node 0 it holds.
     held: Vec<Val>,
-    tomb: bool,
+    /// Tombstones: the identities of the cells this group fired.
+    tomb: Vec<u8>,
     life: Life,
 }
 
@@ -187,6 +198,7 @@ struct Tok {
 struct Rec {
     val: Val,
     tok: u8,
+    cell: u8,
 }
 
 /// The cell's firing link: the token a pass after firing unions with
@@ -198,15 +210,27 @@ struct Link {
     committed: bool,
 }
 
+/// A synchrocell instance.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
+struct Cell {
+    /// Once a record has reached it (the instance exists): its number
+    /// in the order this node made instances.
+    made: Option<u8>,
+    slots: [Option<Rec>; 2],
+    fired: bool,
+    link: Link,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
 struct NodeK {
     alive: bool,
     paths: [VecDeque<Rec>; 2],
-    /// A record has reached the cell (the instance exists).
-    created: bool,
-    slots: [Option<Rec>; 2],
-    fired: bool,
-    link: Link,
+    cells: [Cell; CELLS],
+    /// Instances made so far.
+    made: u8,
+    /// Tombstones received: an instance with one of these identities
+    /// starts fired.
+    tombs: Vec<u8>,
     end_pending: bool,
     ended: bool,
     closed_sent: bool,
@@ -216,7 +240,7 @@ struct NodeK {
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 enum ToK {
     Item(u8),
-    Fired,
+    Fired(u8),
     End,
 }
 
@@ -225,7 +249,7 @@ enum To0 {
     Commit {
         dones: Vec<u8>,
         held: Vec<Val>,
-        tomb: bool,
+        tomb: Vec<u8>,
     },
     Closed,
 }
@@ -239,8 +263,8 @@ struct State {
     end_sent: bool,
     /// Node 0's log toward `k`: unretired items, in send order.
     log: Vec<u8>,
-    /// Node 0 holds the tombstone `Fired(cell)`.
-    tomb: bool,
+    /// The tombstones `Fired(cell)` node 0 holds (sorted).
+    tomb: Vec<u8>,
     /// Kept sorted: a multiset.
     output: Vec<Val>,
     closed: bool,
@@ -275,26 +299,27 @@ pub(crate) struct Model {
 }
 
 /// What S-Net allows the network to write for `inputs`, as sorted
-/// multisets: every interleaving of the two paths' records into the
-/// cell, which stores the first `a` and the first `b`, merges them, and
-/// passes everything else; an unfired cell's records are dropped at the
-/// end of the stream.
+/// multisets: every interleaving of the two paths' records into their
+/// cells, each of which stores the first `a` and the first `b` to reach
+/// it, merges them, and passes everything else; an unfired cell's
+/// records are dropped at the end of the stream.
 pub(crate) fn semantics(inputs: &[Input]) -> BTreeSet<Vec<Val>> {
-    let mut seqs: [Vec<Val>; 2] = Default::default();
+    let mut seqs: [Vec<(Val, usize)>; 2] = Default::default();
     for (i, inp) in inputs.iter().enumerate() {
         for kind in inp.recs {
-            seqs[inp.path as usize].push(match kind {
+            let v = match kind {
                 Kind::A => Val::A(i as u8),
                 Kind::B => Val::B(i as u8),
-            });
+            };
+            seqs[inp.path as usize].push((v, inp.cell as usize));
         }
     }
-    let mut all = BTreeSet::new();
+    /// Per cell: its slots (input numbers) and whether it fired.
+    type Cells = [([Option<u8>; 2], bool); CELLS];
     fn go(
-        seqs: &[Vec<Val>; 2],
+        seqs: &[Vec<(Val, usize)>; 2],
         at: [usize; 2],
-        slots: [Option<u8>; 2],
-        fired: bool,
+        cells: Cells,
         out: &mut Vec<Val>,
         all: &mut BTreeSet<Vec<Val>>,
     ) {
@@ -305,7 +330,7 @@ pub(crate) fn semantics(inputs: &[Input]) -> BTreeSet<Vec<Val>> {
             return;
         }
         for p in 0..2 {
-            let Some(v) = seqs[p].get(at[p]) else {
+            let Some((v, c)) = seqs[p].get(at[p]) else {
                 continue;
             };
             let mut at2 = at;
@@ -315,31 +340,27 @@ pub(crate) fn semantics(inputs: &[Input]) -> BTreeSet<Vec<Val>> {
                 Val::B(i) => (1, *i),
                 Val::J(..) => unreachable!("no merged record on a path"),
             };
+            let (slots, fired) = cells[*c];
             if !fired && slots[slot].is_none() {
-                let mut s2 = slots;
-                s2[slot] = Some(i);
-                if let [Some(a), Some(b)] = s2 {
+                let mut next = cells;
+                next[*c].0[slot] = Some(i);
+                if let [Some(a), Some(b)] = next[*c].0 {
+                    next[*c] = ([None, None], true);
                     out.push(Val::J(a, b));
-                    go(seqs, at2, [None, None], true, out, all);
+                    go(seqs, at2, next, out, all);
                     out.pop();
                 } else {
-                    go(seqs, at2, s2, false, out, all);
+                    go(seqs, at2, next, out, all);
                 }
             } else {
                 out.push(v.clone());
-                go(seqs, at2, slots, fired, out, all);
+                go(seqs, at2, cells, out, all);
                 out.pop();
             }
         }
     }
-    go(
-        &seqs,
-        [0, 0],
-        [None, None],
-        false,
-        &mut Vec::new(),
-        &mut all,
-    );
+    let mut all = BTreeSet::new();
+    go(&seqs, [0, 0], Default::default(), &mut Vec::new(), &mut all);
     all
 }
 
@@ -379,7 +400,11 @@ impl NodeK {
         let stored = if mutation == Mutation::StoreDropsToken {
             0
         } else {
-            self.slots.iter().flatten().filter(|r| r.tok == t).count()
+            self.cells
+                .iter()
+                .flat_map(|c| c.slots.iter().flatten())
+                .filter(|r| r.tok == t)
+                .count()
         };
         let children = self
             .toks
@@ -413,12 +438,14 @@ impl NodeK {
         for r in self.paths.iter_mut().flatten() {
             r.tok = re(r.tok).expect("a record's token is alive");
         }
-        for r in self.slots.iter_mut().flatten() {
-            // Under `StoreDropsToken` a stored record's token may die;
-            // the record keeps a dangling name (it never commits again).
-            r.tok = re(r.tok).unwrap_or(u8::MAX);
+        for c in &mut self.cells {
+            for r in c.slots.iter_mut().flatten() {
+                // Under `StoreDropsToken` a stored record's token may die;
+                // the record keeps a dangling name (it never commits again).
+                r.tok = re(r.tok).unwrap_or(u8::MAX);
+            }
+            c.link.target = c.link.target.and_then(re);
         }
-        self.link.target = self.link.target.and_then(re);
         self.toks.retain(|t| t.life != Life::Dead);
         for t in &mut self.toks {
             t.parent = t
@@ -437,7 +464,7 @@ impl Model {
             next_input: 0,
             end_sent: false,
             log: Vec::new(),
-            tomb: false,
+            tomb: Vec::new(),
             output: Vec::new(),
             closed: false,
             losses: 0,
@@ -471,7 +498,7 @@ impl Model {
                     parent: None,
                     dones: vec![i],
                     held: Vec::new(),
-                    tomb: false,
+                    tomb: Vec::new(),
                     life: Life::Live,
                 });
                 let inp = self.inputs[i as usize];
@@ -480,19 +507,21 @@ impl Model {
                         Kind::A => Val::A(i),
                         Kind::B => Val::B(i),
                     };
-                    k.paths[inp.path as usize].push_back(Rec { val, tok: t });
+                    k.paths[inp.path as usize].push_back(Rec {
+                        val,
+                        tok: t,
+                        cell: inp.cell,
+                    });
                 }
             }
-            ToK::Fired => {
-                // The tombstone: a cell instance made from now on starts
-                // fired, its group committed. An instance made before it
-                // came (only when tombstones come late) does not change.
-                if !k.created {
-                    k.fired = true;
-                    k.link = Link {
-                        target: None,
-                        committed: true,
-                    };
+            // The tombstone: a cell instance with this identity made
+            // from now on starts fired, its group committed. An instance
+            // made before it came (only when tombstones come late) does
+            // not change.
+            ToK::Fired(id) => {
+                if !k.tombs.contains(&id) {
+                    k.tombs.push(id);
+                    k.tombs.sort();
                 }
             }
             ToK::End => k.end_pending = true,
@@ -500,31 +529,60 @@ impl Model {
         k.settle(self.mutation);
     }
 
-    /// Can the head of path `p` enter the cell now? (A pass after firing
+    /// The identity of cell instance `c` (made), as tombstones name it:
+    /// the structural one (its tag value), or under `CounterIdentity`
+    /// the order in which this node made it.
+    fn cell_id(&self, k: &NodeK, c: usize) -> u8 {
+        match self.mutation {
+            Mutation::CounterIdentity => k.cells[c].made.unwrap_or(u8::MAX),
+            _ => c as u8,
+        }
+    }
+
+    /// Makes cell instance `c` if no record has reached it yet: fired
+    /// already if a tombstone names it.
+    fn make_cell(&self, k: &mut NodeK, c: usize) {
+        if k.cells[c].made.is_some() {
+            return;
+        }
+        k.cells[c].made = Some(k.made);
+        k.made += 1;
+        let id = self.cell_id(k, c);
+        if k.tombs.contains(&id) {
+            k.cells[c].fired = true;
+            k.cells[c].link = Link {
+                target: None,
+                committed: true,
+            };
+        }
+    }
+
+    /// Can the head of path `p` enter its cell now? (A pass after firing
     /// waits while the firing link's target is in its dying window.)
     fn can_enter(&self, k: &NodeK, p: usize) -> bool {
-        if k.paths[p].is_empty() {
+        let Some(rec) = k.paths[p].front() else {
             return false;
-        }
-        if !k.fired || k.link.committed {
+        };
+        let cell = &k.cells[rec.cell as usize];
+        if cell.made.is_none() || !cell.fired || cell.link.committed {
             return true;
         }
         match self.mutation {
             Mutation::NoUnionOnFiredPass | Mutation::DyingMeansCommitted => true,
             // Waits in the window, takes a dead target as committed.
-            Mutation::WeakUpgradeMeansCommitted => k
+            Mutation::WeakUpgradeMeansCommitted => cell
                 .link
                 .target
                 .is_none_or(|t| k.toks[t as usize].life == Life::Live),
-            _ => match k.link.target {
+            _ => match cell.link.target {
                 Some(t) => k.toks[t as usize].life == Life::Live,
                 None => unreachable!("the link's target died uncommitted"),
             },
         }
     }
 
-    /// The head of path `p` reaches the cell; `dir` chooses the direction
-    /// of the union it makes, if any.
+    /// The head of path `p` reaches its cell; `dir` chooses the
+    /// direction of the union it makes, if any.
     fn enter(&self, st: &mut State, p: usize, dir: bool) -> String {
         let m = self.mutation;
         let k = &mut st.k;
@@ -535,15 +593,17 @@ impl Model {
         // Under `StoreDropsToken` a slot record's token may be dead
         // (`u8::MAX`) or dying: a union with it is skipped.
         let live = |k: &NodeK, t: u8| t != u8::MAX && k.toks[t as usize].life == Life::Live;
-        k.created = true;
+        let c = rec.cell as usize;
+        self.make_cell(k, c);
         let slot = match rec.val {
             Val::A(_) => 0,
             _ => 1,
         };
-        if k.fired {
+        if k.cells[c].fired {
             note.push_str("passes (fired)");
-            if !k.link.committed {
-                match (m, k.link.target) {
+            let link = k.cells[c].link.clone();
+            if !link.committed {
+                match (m, link.target) {
                     (Mutation::NoUnionOnFiredPass, _) => {}
                     (Mutation::WeakUpgradeMeansCommitted, None) => {}
                     (Mutation::DyingMeansCommitted, Some(t))
@@ -555,11 +615,11 @@ impl Model {
                 }
             }
             k.toks[rec.tok as usize].held.push(rec.val);
-        } else if k.slots[slot].is_none() {
-            k.slots[slot] = Some(rec);
-            if let [Some(a), Some(b)] = &k.slots {
+        } else if k.cells[c].slots[slot].is_none() {
+            k.cells[c].slots[slot] = Some(rec);
+            if let [Some(a), Some(b)] = &k.cells[c].slots {
                 let (a, b) = (a.clone(), b.clone());
-                k.slots = [None, None];
+                k.cells[c].slots = [None, None];
                 let (Val::A(x), Val::B(y)) = (&a.val, &b.val) else {
                     unreachable!("slot 0 holds an a, slot 1 a b")
                 };
@@ -576,7 +636,7 @@ impl Model {
                             parent: None,
                             dones: Vec::new(),
                             held: Vec::new(),
-                            tomb: false,
+                            tomb: Vec::new(),
                             life: Life::Live,
                         });
                         (k.toks.len() - 1) as u8
@@ -584,20 +644,21 @@ impl Model {
                 };
                 k.toks[root as usize].held.push(j);
                 if m != Mutation::NoTombstone {
-                    k.toks[root as usize].tomb = true;
+                    let id = self.cell_id(k, c);
+                    k.toks[root as usize].tomb.push(id);
                 }
-                k.link = Link {
+                k.cells[c].link = Link {
                     target: ta.or(Some(root)),
                     committed: false,
                 };
-                k.fired = true;
+                k.cells[c].fired = true;
             } else {
                 note.push_str("is stored");
             }
         } else {
-            note.push_str("passes (slot taken)");
             // Passes because its slot is taken.
-            let other = k.slots[slot].as_ref().map(|r| r.tok);
+            note.push_str("passes (slot taken)");
+            let other = k.cells[c].slots[slot].as_ref().map(|r| r.tok);
             if m != Mutation::NoUnionOnSlotPass {
                 if let Some(o) = other.filter(|&o| live(k, o)) {
                     k.union(rec.tok, o, dir, &mut note);
@@ -619,21 +680,25 @@ impl Model {
             let pt = &mut k.toks[p as usize];
             pt.dones.extend(&tok.dones);
             pt.held.extend(tok.held);
-            pt.tomb |= tok.tomb;
-            if k.link.target == Some(t) && m != Mutation::WeakUpgradeMeansCommitted {
-                k.link.target = Some(p);
+            pt.tomb.extend(&tok.tomb);
+            if m != Mutation::WeakUpgradeMeansCommitted {
+                for c in &mut k.cells {
+                    if c.link.target == Some(t) {
+                        c.link.target = Some(p);
+                    }
+                }
             }
         } else {
             if m == Mutation::DoneBeforeHeld {
                 st.to_0.push_back(To0::Commit {
                     dones: tok.dones,
                     held: Vec::new(),
-                    tomb: tok.tomb,
+                    tomb: tok.tomb.clone(),
                 });
                 st.to_0.push_back(To0::Commit {
                     dones: Vec::new(),
                     held: tok.held,
-                    tomb: false,
+                    tomb: Vec::new(),
                 });
             } else {
                 st.to_0.push_back(To0::Commit {
@@ -642,13 +707,15 @@ impl Model {
                     tomb: tok.tomb,
                 });
             }
-            if k.link.target == Some(t) {
-                if tok.parent.is_some() {
-                    // `NonAtomicCommit`: the rest of the group is still
-                    // to commit; the link follows it.
-                    k.link.target = tok.parent;
-                } else {
-                    k.link.committed = true;
+            for c in &mut k.cells {
+                if c.link.target == Some(t) {
+                    if tok.parent.is_some() {
+                        // `NonAtomicCommit`: the rest of the group is
+                        // still to commit; the link follows it.
+                        c.link.target = tok.parent;
+                    } else {
+                        c.link.committed = true;
+                    }
                 }
             }
         }
@@ -677,7 +744,9 @@ impl Model {
                 }
                 st.output.extend(held);
                 st.output.sort();
-                st.tomb |= tomb;
+                st.tomb.extend(tomb);
+                st.tomb.sort();
+                st.tomb.dedup();
             }
             To0::Closed => st.closed = true,
         }
@@ -691,14 +760,18 @@ impl Model {
         st.k = NodeK::fresh();
         st.lost = false;
         let late = self.mutation == Mutation::TombstonesAfterRecords;
-        if st.tomb && !late {
-            Self::send_k(st, ToK::Fired);
+        if !late {
+            for id in st.tomb.clone() {
+                Self::send_k(st, ToK::Fired(id));
+            }
         }
         for i in st.log.clone() {
             Self::send_k(st, ToK::Item(i));
         }
-        if st.tomb && late {
-            Self::send_k(st, ToK::Fired);
+        if late {
+            for id in st.tomb.clone() {
+                Self::send_k(st, ToK::Fired(id));
+            }
         }
         if st.end_sent {
             Self::send_k(st, ToK::End);
@@ -746,8 +819,8 @@ impl Model {
                     let mut second = st.clone();
                     let n2 = self.enter(&mut second, p, true);
                     let label = format!(
-                        "k: {head:?} (t{}) from path {p} reaches the cell and ",
-                        k.toks[k.paths[p][0].tok as usize].name
+                        "k: {head:?} (t{}) from path {p} reaches cell {} and ",
+                        k.toks[k.paths[p][0].tok as usize].name, k.paths[p][0].cell
                     );
                     if second != first {
                         out.push((format!("{label}{n2}"), second));
@@ -767,7 +840,7 @@ impl Model {
                     };
                     out.push((
                         format!(
-                            "k: t{} (Dones {:?}, held {:?}, tomb {}) {what}",
+                            "k: t{} (Dones {:?}, held {:?}, tombstones {:?}) {what}",
                             tok.name, tok.dones, tok.held, tok.tomb
                         ),
                         s,
@@ -777,8 +850,10 @@ impl Model {
             if k.end_pending && !k.ended && k.paths.iter().all(|p| p.is_empty()) {
                 let mut s = st.clone();
                 s.k.ended = true;
-                if !s.k.fired {
-                    s.k.slots = [None, None];
+                for c in &mut s.k.cells {
+                    if !c.fired {
+                        c.slots = [None, None];
+                    }
                 }
                 s.k.settle(self.mutation);
                 out.push(("k: the end reaches the cell".to_string(), s));
@@ -973,10 +1048,15 @@ mod tests {
     const AB: &[Kind] = &[Kind::A, Kind::B];
 
     /// Inputs from a compact spec: `a0` is an input whose box makes one
-    /// `a` on path 0, `b1` one `b` on path 1, `ab0` both on path 0.
+    /// `a` on path 0, `b1` one `b` on path 1, `ab0` both on path 0; a
+    /// suffix `c1` sends them to cell instance 1 (else 0).
     fn net(spec: &str) -> Vec<Input> {
         spec.split_whitespace()
             .map(|w| {
+                let (w, cell) = match w.split_once('c') {
+                    Some((w, c)) => (w, c.parse().expect("a cell number")),
+                    None => (w, 0),
+                };
                 let (kinds, path) = w.split_at(w.len() - 1);
                 let recs = match kinds {
                     "a" => A,
@@ -987,6 +1067,7 @@ mod tests {
                 Input {
                     recs,
                     path: path.parse().expect("a path number"),
+                    cell,
                 }
             })
             .collect()
@@ -1006,14 +1087,16 @@ mod tests {
 
     /// Small networks: a race for each slot, passes by a taken slot and
     /// after firing, an unfired cell at the end, a box making an `a` and
-    /// a `b` under one token.
-    const NETS: [&str; 6] = [
+    /// a `b` under one token, two cell instances (a split by tag).
+    const NETS: [&str; 8] = [
         "a0 b1",
         "ab0 a1",
         "a0 a1 a1",
         "a0 b1 a1",
         "b0 a1 ab1",
+        "a1 b1 a0c1 b0c1",
         "a0 b1 a1 a1",
+        "ab0 a1c1 b1c1 a0",
     ];
 
     /// Without a loss, the protocol writes exactly what the network
@@ -1070,27 +1153,124 @@ mod tests {
         }
     }
 
+    /// Every network of `n` inputs: each input makes `a`, `b` or both,
+    /// on path 0 or 1, for cell instance 0 or (if `cells` is 2) 1.
+    fn all_nets(n: usize, cells: u8) -> Vec<Vec<Input>> {
+        let mut nets = vec![Vec::new()];
+        for _ in 0..n {
+            let mut next = Vec::new();
+            for net in &nets {
+                for recs in [A, B, AB] {
+                    for path in 0..2 {
+                        for cell in 0..cells {
+                            let mut v: Vec<Input> = net.clone();
+                            v.push(Input { recs, path, cell });
+                            next.push(v);
+                        }
+                    }
+                }
+            }
+            nets = next;
+        }
+        nets
+    }
+
+    fn spec(inputs: &[Input]) -> String {
+        let words: Vec<String> = inputs
+            .iter()
+            .map(|i| {
+                let kinds: String = i
+                    .recs
+                    .iter()
+                    .map(|k| if *k == Kind::A { 'a' } else { 'b' })
+                    .collect();
+                match i.cell {
+                    0 => format!("{kinds}{}", i.path),
+                    c => format!("{kinds}{}c{c}", i.path),
+                }
+            })
+            .collect();
+        words.join(" ")
+    }
+
+    /// Explores every network of up to `max` inputs exhaustively, `k`
+    /// lost up to `losses` times; returns (networks, states).
+    fn exhaust_all(max: usize, cells: u8, losses: u8) -> (usize, usize) {
+        let (mut nets, mut states) = (0, 0);
+        for n in 1..=max {
+            for inputs in all_nets(n, cells) {
+                let good = semantics(&inputs);
+                let m = Model {
+                    inputs: inputs.clone(),
+                    mutation: Mutation::None,
+                    max_losses: losses,
+                };
+                let e = m.explore(Some(&good), usize::MAX);
+                if let Some(v) = &e.violation {
+                    panic!("`{}`: {}", spec(&inputs), show(v));
+                }
+                nets += 1;
+                states += e.states;
+            }
+        }
+        (nets, states)
+    }
+
+    /// Every network of up to three inputs into one cell, and of up to
+    /// two inputs over two cell instances, `k` lost at every step,
+    /// twice: exhaustive.
     #[test]
-    #[ignore]
-    fn group_model_sizes() {
-        for (spec, losses) in [
-            ("a0 b1", 2),
-            ("a0 b1 a1 a1", 2),
-            ("b0 a1 ab1", 2),
-            ("a0 b1 a1 a1 b0", 1),
-            ("ab0 a1 b1 a0 b1", 1),
-            ("a0 b1 a1 a1 b0", 2),
-        ] {
+    fn group_model_every_small_network_survives_two_losses() {
+        let (nets, states) = exhaust_all(3, 1, 2);
+        eprintln!("one cell: {nets} networks, {states} states");
+        let (nets, states) = exhaust_all(2, 2, 2);
+        eprintln!("two cells: {nets} networks, {states} states");
+    }
+
+    /// Random runs of larger networks (five and six inputs, two cells),
+    /// `k` lost up to three times. `GROUP_MODEL_WALKS` sets the number
+    /// of runs per network (default 200).
+    #[test]
+    fn group_model_random_runs_of_larger_networks() {
+        let runs: usize = std::env::var("GROUP_MODEL_WALKS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200);
+        for (i, spec) in [
+            "a0 b1 a1 a1 b0",
+            "ab0 a1 b1 a0 b1",
+            "a1 b1c1 a0c1 ab0 b1 a1c1",
+            "ab1 ab0 a0c1 b1c1 ab1c1 a1",
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let good = semantics(&net(spec));
-            let t = std::time::Instant::now();
-            let e = model(spec, Mutation::None, losses).explore(Some(&good), 50_000_000);
+            let e = model(spec, Mutation::None, 3).walk(&good, runs, 0x40 + i as u64);
             if let Some(v) = &e.violation {
-                panic!("{spec}: {}", show(v));
+                panic!("`{spec}`: {}", show(v));
             }
             eprintln!(
-                "{spec} losses {losses}: {} states, {} ends, {:?}",
+                "`{spec}`: {runs} runs, {} steps, {} outputs seen of {}",
                 e.states,
-                e.ends,
+                e.outputs.len(),
+                good.len()
+            );
+        }
+    }
+
+    /// The heavier exhaustive searches: every network of up to three
+    /// inputs over two cells with three losses, and of up to four inputs
+    /// (one cell) with one loss. Run with `cargo test --release -p
+    /// snet-engine --lib group_model -- --ignored`.
+    #[test]
+    #[ignore]
+    fn group_model_every_network_of_four_inputs() {
+        for (max, cells, losses) in [(3, 2, 3), (4, 1, 1)] {
+            let t = std::time::Instant::now();
+            let (nets, states) = exhaust_all(max, cells, losses);
+            eprintln!(
+                "up to {max} inputs, {cells} cells, {losses} losses: {nets} networks, {states} states, {:?}",
                 t.elapsed()
             );
         }
