@@ -224,7 +224,9 @@ struct Cell {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
 struct NodeK {
     alive: bool,
-    paths: [VecDeque<Rec>; 2],
+    /// The two paths to the cells, and (under `chain`) the stream from
+    /// cell instance 0 to instance 1.
+    paths: [VecDeque<Rec>; 3],
     cells: [Cell; CELLS],
     /// Instances made so far.
     made: u8,
@@ -296,6 +298,12 @@ pub(crate) struct Model {
     pub mutation: Mutation,
     /// How many times node `k` may be lost in one run.
     pub max_losses: u8,
+    /// The cells form a chain, as a star `[| {a}, {b} |] * {a, b}`
+    /// unfolds: what passes instance 0 goes on to instance 1 (in
+    /// order), a merged record leaves; what passes instance 1 leaves
+    /// (the model's bound on the unfolding). Every input goes to
+    /// instance 0.
+    pub chain: bool,
 }
 
 /// What S-Net allows the network to write for `inputs`, as sorted
@@ -303,7 +311,7 @@ pub(crate) struct Model {
 /// cells, each of which stores the first `a` and the first `b` to reach
 /// it, merges them, and passes everything else; an unfired cell's
 /// records are dropped at the end of the stream.
-pub(crate) fn semantics(inputs: &[Input]) -> BTreeSet<Vec<Val>> {
+pub(crate) fn semantics(inputs: &[Input], chain: bool) -> BTreeSet<Vec<Val>> {
     let mut seqs: [Vec<(Val, usize)>; 2] = Default::default();
     for (i, inp) in inputs.iter().enumerate() {
         for kind in inp.recs {
@@ -316,10 +324,32 @@ pub(crate) fn semantics(inputs: &[Input]) -> BTreeSet<Vec<Val>> {
     }
     /// Per cell: its slots (input numbers) and whether it fired.
     type Cells = [([Option<u8>; 2], bool); CELLS];
+    /// Record `v` reaches cell `c`: what leaves the network goes to
+    /// `out` (under `chain`, what passes instance 0 goes on to 1).
+    fn cell(cells: &mut Cells, c: usize, v: &Val, chain: bool, out: &mut Vec<Val>) {
+        let (slot, i) = match v {
+            Val::A(i) => (0, *i),
+            Val::B(i) => (1, *i),
+            Val::J(..) => unreachable!("no merged record reaches a cell"),
+        };
+        let (slots, fired) = cells[c];
+        if !fired && slots[slot].is_none() {
+            cells[c].0[slot] = Some(i);
+            if let [Some(a), Some(b)] = cells[c].0 {
+                cells[c] = ([None, None], true);
+                out.push(Val::J(a, b));
+            }
+        } else if chain && c == 0 {
+            cell(cells, 1, v, chain, out);
+        } else {
+            out.push(v.clone());
+        }
+    }
     fn go(
         seqs: &[Vec<(Val, usize)>; 2],
         at: [usize; 2],
         cells: Cells,
+        chain: bool,
         out: &mut Vec<Val>,
         all: &mut BTreeSet<Vec<Val>>,
     ) {
@@ -335,32 +365,15 @@ pub(crate) fn semantics(inputs: &[Input]) -> BTreeSet<Vec<Val>> {
             };
             let mut at2 = at;
             at2[p] += 1;
-            let (slot, i) = match v {
-                Val::A(i) => (0, *i),
-                Val::B(i) => (1, *i),
-                Val::J(..) => unreachable!("no merged record on a path"),
-            };
-            let (slots, fired) = cells[*c];
-            if !fired && slots[slot].is_none() {
-                let mut next = cells;
-                next[*c].0[slot] = Some(i);
-                if let [Some(a), Some(b)] = next[*c].0 {
-                    next[*c] = ([None, None], true);
-                    out.push(Val::J(a, b));
-                    go(seqs, at2, next, out, all);
-                    out.pop();
-                } else {
-                    go(seqs, at2, next, out, all);
-                }
-            } else {
-                out.push(v.clone());
-                go(seqs, at2, cells, out, all);
-                out.pop();
-            }
+            let mut next = cells;
+            let len = out.len();
+            cell(&mut next, *c, v, chain, out);
+            go(seqs, at2, next, chain, out, all);
+            out.truncate(len);
         }
     }
     let mut all = BTreeSet::new();
-    go(&seqs, [0, 0], Default::default(), &mut Vec::new(), &mut all);
+    go(&seqs, [0, 0], Default::default(), chain, &mut Vec::new(), &mut all);
     all
 }
 
@@ -560,6 +573,8 @@ impl Model {
     /// Can the head of path `p` enter its cell now? (A pass after firing
     /// waits while the firing link's target is in its dying window.)
     fn can_enter(&self, k: &NodeK, p: usize) -> bool {
+        // (The stream between chained instances keeps its order: a
+        // record waiting there holds back the ones behind it.)
         let Some(rec) = k.paths[p].front() else {
             return false;
         };
@@ -614,7 +629,7 @@ impl Model {
                     (_, None) => unreachable!("checked by can_enter"),
                 }
             }
-            k.toks[rec.tok as usize].held.push(rec.val);
+            self.passes(k, rec, c);
         } else if k.cells[c].slots[slot].is_none() {
             k.cells[c].slots[slot] = Some(rec);
             if let [Some(a), Some(b)] = &k.cells[c].slots {
@@ -664,10 +679,21 @@ impl Model {
                     k.union(rec.tok, o, dir, &mut note);
                 }
             }
-            k.toks[rec.tok as usize].held.push(rec.val);
+            self.passes(k, rec, c);
         }
         k.settle(m);
         note
+    }
+
+    /// `rec` has passed cell `c`: it leaves (held by its token for node
+    /// 0), or under `chain` goes on from instance 0 to instance 1.
+    fn passes(&self, k: &mut NodeK, mut rec: Rec, c: usize) {
+        if self.chain && c == 0 {
+            rec.cell = 1;
+            k.paths[2].push_back(rec);
+        } else {
+            k.toks[rec.tok as usize].held.push(rec.val);
+        }
     }
 
     /// The drop of dying token `t` runs: into its parent, or a commit.
@@ -811,7 +837,7 @@ impl Model {
         }
         let k = &st.k;
         if k.alive {
-            for p in 0..2 {
+            for p in 0..3 {
                 if self.can_enter(k, p) {
                     let head = k.paths[p][0].val.clone();
                     let mut first = st.clone();
@@ -1078,7 +1104,21 @@ mod tests {
             inputs: net(spec),
             mutation,
             max_losses,
+            chain: false,
         }
+    }
+
+    /// Networks in chain form (a star's unfolding) are written with a
+    /// leading `*`.
+    fn model_of(spec: &str, mutation: Mutation, max_losses: u8) -> (Model, BTreeSet<Vec<Val>>) {
+        let (chain, spec) = match spec.strip_prefix('*') {
+            Some(s) => (true, s),
+            None => (false, spec),
+        };
+        let mut m = model(spec, mutation, max_losses);
+        m.chain = chain;
+        let good = semantics(&m.inputs, chain);
+        (m, good)
     }
 
     fn show(v: &Violation) -> String {
@@ -1088,7 +1128,7 @@ mod tests {
     /// Small networks: a race for each slot, passes by a taken slot and
     /// after firing, an unfired cell at the end, a box making an `a` and
     /// a `b` under one token, two cell instances (a split by tag).
-    const NETS: [&str; 8] = [
+    const NETS: [&str; 11] = [
         "a0 b1",
         "ab0 a1",
         "a0 a1 a1",
@@ -1097,6 +1137,9 @@ mod tests {
         "a1 b1 a0c1 b0c1",
         "a0 b1 a1 a1",
         "ab0 a1c1 b1c1 a0",
+        "*a0 a1 b1 b0",
+        "*ab0 a1 b1 ab1",
+        "*a0 b1 a1 a1 b0",
     ];
 
     /// Without a loss, the protocol writes exactly what the network
@@ -1104,8 +1147,8 @@ mod tests {
     #[test]
     fn group_model_failure_free_runs_are_the_networks() {
         for spec in NETS {
-            let good = semantics(&net(spec));
-            let e = model(spec, Mutation::None, 0).explore(None, usize::MAX);
+            let (m, good) = model_of(spec, Mutation::None, 0);
+            let e = m.explore(None, usize::MAX);
             if let Some(v) = &e.violation {
                 panic!("{spec}: {}", show(v));
             }
@@ -1118,8 +1161,8 @@ mod tests {
     #[test]
     fn group_model_survives_a_loss_at_every_step() {
         for spec in NETS {
-            let good = semantics(&net(spec));
-            let e = model(spec, Mutation::None, 1).explore(Some(&good), usize::MAX);
+            let (m, good) = model_of(spec, Mutation::None, 1);
+            let e = m.explore(Some(&good), usize::MAX);
             if let Some(v) = &e.violation {
                 panic!("{spec}: {}", show(v));
             }
@@ -1134,8 +1177,8 @@ mod tests {
         for m in Mutation::ALL {
             let mut caught = None;
             for spec in NETS {
-                let good = semantics(&net(spec));
-                let e = model(spec, m, 1).explore(Some(&good), usize::MAX);
+                let (model, good) = model_of(spec, m, 1);
+                let e = model.explore(Some(&good), usize::MAX);
                 if let Some(v) = e.violation {
                     caught = Some((spec, e.states, v));
                     break;
@@ -1195,15 +1238,16 @@ mod tests {
 
     /// Explores every network of up to `max` inputs exhaustively, `k`
     /// lost up to `losses` times; returns (networks, states).
-    fn exhaust_all(max: usize, cells: u8, losses: u8) -> (usize, usize) {
+    fn exhaust_all(max: usize, cells: u8, losses: u8, chain: bool) -> (usize, usize) {
         let (mut nets, mut states) = (0, 0);
         for n in 1..=max {
             for inputs in all_nets(n, cells) {
-                let good = semantics(&inputs);
+                let good = semantics(&inputs, chain);
                 let m = Model {
                     inputs: inputs.clone(),
                     mutation: Mutation::None,
                     max_losses: losses,
+                    chain,
                 };
                 let e = m.explore(Some(&good), usize::MAX);
                 if let Some(v) = &e.violation {
@@ -1221,10 +1265,12 @@ mod tests {
     /// twice: exhaustive.
     #[test]
     fn group_model_every_small_network_survives_two_losses() {
-        let (nets, states) = exhaust_all(3, 1, 2);
+        let (nets, states) = exhaust_all(3, 1, 2, false);
         eprintln!("one cell: {nets} networks, {states} states");
-        let (nets, states) = exhaust_all(2, 2, 2);
+        let (nets, states) = exhaust_all(2, 2, 2, false);
         eprintln!("two cells: {nets} networks, {states} states");
+        let (nets, states) = exhaust_all(3, 1, 1, true);
+        eprintln!("a chain of two cells: {nets} networks, {states} states");
     }
 
     /// Random runs of larger networks (five and six inputs, two cells),
@@ -1241,12 +1287,13 @@ mod tests {
             "ab0 a1 b1 a0 b1",
             "a1 b1c1 a0c1 ab0 b1 a1c1",
             "ab1 ab0 a0c1 b1c1 ab1c1 a1",
+            "*a1 b0 ab1 a0 b1 a1",
         ]
         .into_iter()
         .enumerate()
         {
-            let good = semantics(&net(spec));
-            let e = model(spec, Mutation::None, 3).walk(&good, runs, 0x40 + i as u64);
+            let (m, good) = model_of(spec, Mutation::None, 3);
+            let e = m.walk(&good, runs, 0x40 + i as u64);
             if let Some(v) = &e.violation {
                 panic!("`{spec}`: {}", show(v));
             }
@@ -1266,11 +1313,16 @@ mod tests {
     #[test]
     #[ignore]
     fn group_model_every_network_of_four_inputs() {
-        for (max, cells, losses) in [(3, 2, 3), (4, 1, 1)] {
+        for (max, cells, losses, chain) in [
+            (3, 2, 3, false),
+            (4, 1, 1, false),
+            (3, 1, 3, true),
+            (4, 1, 1, true),
+        ] {
             let t = std::time::Instant::now();
-            let (nets, states) = exhaust_all(max, cells, losses);
+            let (nets, states) = exhaust_all(max, cells, losses, chain);
             eprintln!(
-                "up to {max} inputs, {cells} cells, {losses} losses: {nets} networks, {states} states, {:?}",
+                "up to {max} inputs, {cells} cells, chain {chain}, {losses} losses: {nets} networks, {states} states, {:?}",
                 t.elapsed()
             );
         }
