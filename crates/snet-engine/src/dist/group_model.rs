@@ -373,7 +373,14 @@ pub(crate) fn semantics(inputs: &[Input], chain: bool) -> BTreeSet<Vec<Val>> {
         }
     }
     let mut all = BTreeSet::new();
-    go(&seqs, [0, 0], Default::default(), chain, &mut Vec::new(), &mut all);
+    go(
+        &seqs,
+        [0, 0],
+        Default::default(),
+        chain,
+        &mut Vec::new(),
+        &mut all,
+    );
     all
 }
 
@@ -958,7 +965,7 @@ impl Model {
     /// Explores every state reachable from the start, depth first, up to
     /// `limit` states.
     pub(crate) fn explore(&self, good: Option<&BTreeSet<Vec<Val>>>, limit: usize) -> Explored {
-        let mut seen: HashSet<u64> = HashSet::new();
+        let mut seen: HashSet<u64> = HashSet::with_capacity(1 << 16);
         let mut found = Explored::default();
         let mut path = Vec::new();
         self.dfs(
@@ -1269,7 +1276,7 @@ mod tests {
         eprintln!("one cell: {nets} networks, {states} states");
         let (nets, states) = exhaust_all(2, 2, 2, false);
         eprintln!("two cells: {nets} networks, {states} states");
-        let (nets, states) = exhaust_all(3, 1, 1, true);
+        let (nets, states) = exhaust_all(2, 1, 2, true);
         eprintln!("a chain of two cells: {nets} networks, {states} states");
     }
 
