@@ -12,55 +12,67 @@
 //!   node 0: input i -> node k                (logged until k's Done)
 //!   node k: input i -> box -> path 0 or 1    (two FIFO paths of any
 //!                                             relative speed: a race)
-//!           paths -> [| {a}, {b} |]          (a synchrocell)
+//!           paths -> [| {a}, {b} |]          (cell instance 0 or 1,
+//!                                             by the input's tag)
 //!           -> node 0                         (held, then committed)
 //!   node 0: writes what arrives               (the output)
 //! ```
 //!
-//! Each input record names the records its box makes (`a`, `b` or both)
-//! and the path they take. The paths race into the cell: the first `a`
-//! and the first `b` to arrive are stored and merged into `J(a, b)`;
-//! every other record passes (because its slot is taken, or because the
-//! cell has fired). Within a path, order is kept (a FIFO), so which
-//! record a slot stores is constrained: an `a` behind another `a` on the
-//! same path can never be the stored one. That constraint is what makes
-//! a wrongly replayed decision *visible* in the output multiset.
+//! Each input record names the records its box makes (`a`, `b` or both),
+//! the path they take and the cell instance they go to (a split by tag,
+//! `[| {a}, {b} |] ! <t>`: one instance per value). The paths race into
+//! the cells: a cell stores the first `a` and the first `b` to reach it
+//! and merges them into `J(a, b)`; every other record passes (because
+//! its slot is taken, or because the cell has fired). Within a path,
+//! order is kept (a FIFO), so which record a slot stores is constrained:
+//! an `a` behind another `a` on the same path can never be the stored
+//! one. That constraint is what makes a wrongly replayed decision
+//! *visible* in the output multiset. In *chain* form (`Model::chain`)
+//! the two instances are the first two of a star's unfolding,
+//! `[| {a}, {b} |] * {a, b}`: what passes instance 0 goes on, in order,
+//! to instance 1, merged records leave, and what passes instance 1
+//! leaves (the model's bound on the unfolding).
 //!
-//! **The protocol** (the design of `i40`'s custody groups):
+//! **The protocol** (the design of issue 40's custody groups):
 //! * node 0 logs every item it sends to `k` until a `Done` for it comes;
 //! * `k` gives each item a token; derived records carry it; a record for
 //!   node 0 is *held* by its token (not sent);
 //! * tokens form union-find groups: a token has an optional parent (the
 //!   child keeps its parent alive). A token's count is the records that
-//!   carry it (in a path or a slot: a stored record keeps its token
+//!   carry it (on a path or in a slot: a stored record keeps its token
 //!   alive) plus its live children. When the count reaches 0 the token
 //!   is *dying*; its drop, a separate step (the window between an
 //!   `Arc`'s count reaching 0 and its `Drop` running), moves its `Done`s,
-//!   held records and tombstone into its parent (a non-root), or commits
+//!   held records and tombstones into its parent (a non-root), or commits
 //!   them all in ONE message to node 0 (a root);
 //! * a pass because a slot is taken unions the passing record's token
 //!   with the slot record's; firing unions the slot records' tokens, adds
-//!   the merged record and the tombstone `Fired` to the group, and points
-//!   the cell's *firing link* at the slot-`a` record's token; a pass
-//!   after firing unions with the link's target while the link is not
-//!   marked committed (a non-root's drop re-points the link to the
-//!   parent, a root's commit marks it; a target in its dying window is
-//!   waited for), and passes freely once it is marked;
+//!   the merged record and the tombstone `Fired(cell)` to the group, and
+//!   points the cell's *firing link* at the slot-`a` record's token; a
+//!   pass after firing unions with the link's target while the link is
+//!   not marked committed (a non-root's drop re-points the link to its
+//!   parent, a root's commit marks it in the same step as it queues the
+//!   commit; a target in its dying window is waited for), and passes
+//!   freely once it is marked;
 //! * which root goes under which in a union is left open: the explorer
-//!   takes both;
+//!   takes both (so union by rank, or any other rule, is covered);
+//! * a cell's identity is structural (its tag value: the same on the
+//!   replacement whatever order replay brings records in);
 //! * node 0, on a commit, retires the items, writes the records and
-//!   keeps the tombstone for the run;
+//!   keeps the tombstones for the run;
 //! * when node 0 learns that `k` is lost it drops what `k`'s old
 //!   incarnation had sent and it had not yet taken (any suffix: the
 //!   explorer delivers any prefix first), starts a fresh `k` and sends
-//!   it the tombstone first, then its unretired log in order, then the
-//!   end of the stream if it had been sent; a fresh cell told `Fired`
-//!   starts fired;
-//! * the end of the stream reaches the cell after every record; an
-//!   unfired cell then drops its stored records (their groups commit
-//!   without output), and `k` reports that it is done (`Closed`) once
-//!   every token has committed. Node 0 ends the run when all is sent and
-//!   `Closed` came (the engine's credit termination, reduced).
+//!   it the tombstones first, then its unretired log in order, then the
+//!   end of the stream if it had been sent; a cell instance made on the
+//!   replacement whose identity has a tombstone starts fired;
+//! * the end of the stream (the engine's `Drain`, which node 0 sends
+//!   when the run is quiescent with its log not empty) is taken by `k`
+//!   once nothing is left on its paths; an unfired cell then drops its
+//!   stored records (their groups commit without output), and `k`
+//!   reports that it is done (`Closed`) once every token has committed.
+//!   Node 0 ends the run when all is sent and `Closed` came (the
+//!   engine's credit termination, reduced).
 //!
 //! Checked at every state the explorer reaches:
 //! * **exact output**: when node 0 ends the run, its output (a multiset)
@@ -70,16 +82,19 @@
 //! * **no hang**: a state with nothing left to do is one where node 0
 //!   has ended the run;
 //! * **nothing left behind**: the log is empty at the end (only the
-//!   tombstone is kept), and no `Done` names an item not in the log.
+//!   tombstones are kept), and no `Done` names an item not in the log.
 //!
 //! [`Mutation`] names protocol changes, each a plausible shortcut or
-//! slip; `every_mutation_is_caught` shows a violation and its trace for
-//! each.
+//! slip; `group_model_every_mutation_is_caught` shows a violation and its
+//! trace for each.
 //!
-//! Not modelled: more than one cell (cell identities), cells inside stars
-//! or splits, a loss of node 0, fields, poison records (a replay that
-//! kills `k` again is just another loss: random runs take two), credit
-//! amounts (node 0 ends on `k`'s `Closed`).
+//! States are told apart by a 64-bit hash of the whole state (tokens
+//! renumbered after each step, dead ones forgotten), as in
+//! `replay_model`. Not modelled: a loss of node 0, fields, poison
+//! records (a replay that kills `k` again is just another loss: the
+//! searches take up to three), credit amounts (node 0 ends on `k`'s
+//! `Closed`), a star unfolding past two instances, records that cross
+//! nodes other than 0 and `k`.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashSet, VecDeque};
