@@ -55,7 +55,8 @@
 //!   commit; a target in its dying window is waited for), and passes
 //!   freely once it is marked;
 //! * which root goes under which in a union is left open: the explorer
-//!   takes both (so union by rank, or any other rule, is covered);
+//!   takes both (so union by rank, or any other rule, is covered); a
+//!   union is one atomic step (in the engine, under one lock);
 //! * a cell's identity is structural (its tag value: the same on the
 //!   replacement whatever order replay brings records in);
 //! * node 0, on a commit, retires the items, writes the records and
@@ -140,10 +141,16 @@ pub(crate) enum Mutation {
     /// which the node made its instances, not a structural path: the
     /// replacement makes them in the order replay brings records.
     CounterIdentity,
+    /// Node 0 takes the old incarnation's messages it had not taken
+    /// when it replaced `k` (instead of dropping them).
+    OldIncarnationDelivered,
+    /// The end of the stream does not release an unfired cell's stored
+    /// records (their tokens): no `Drain`.
+    NoDrain,
 }
 
 impl Mutation {
-    pub(crate) const ALL: [Mutation; 10] = [
+    pub(crate) const ALL: [Mutation; 12] = [
         Mutation::NoUnionOnSlotPass,
         Mutation::NoUnionOnFiredPass,
         Mutation::WeakUpgradeMeansCommitted,
@@ -154,6 +161,8 @@ impl Mutation {
         Mutation::DoneBeforeHeld,
         Mutation::StoreDropsToken,
         Mutation::CounterIdentity,
+        Mutation::OldIncarnationDelivered,
+        Mutation::NoDrain,
     ];
 }
 
@@ -803,7 +812,9 @@ impl Model {
     /// Node 0 replaces the lost `k`: drops what the old incarnation sent
     /// and it has not taken, sends the tombstone, the log, the end.
     fn replace(&self, st: &mut State) {
-        st.to_0.clear();
+        if self.mutation != Mutation::OldIncarnationDelivered {
+            st.to_0.clear();
+        }
         st.to_k.clear();
         st.k = NodeK::fresh();
         st.lost = false;
@@ -899,7 +910,7 @@ impl Model {
                 let mut s = st.clone();
                 s.k.ended = true;
                 for c in &mut s.k.cells {
-                    if !c.fired {
+                    if !c.fired && self.mutation != Mutation::NoDrain {
                         c.slots = [None, None];
                     }
                 }
