@@ -64,16 +64,17 @@
 //! * when node 0 learns that `k` is lost it drops what `k`'s old
 //!   incarnation had sent and it had not yet taken (any suffix: the
 //!   explorer delivers any prefix first), starts a fresh `k` and sends
-//!   it the tombstones first, then its unretired log in order, then the
-//!   end of the stream if it had been sent; a cell instance made on the
-//!   replacement whose identity has a tombstone starts fired;
-//! * the end of the stream (the engine's `Drain`, which node 0 sends
-//!   when the run is quiescent with its log not empty) is taken by `k`
-//!   once nothing is left on its paths; an unfired cell then drops its
-//!   stored records (their groups commit without output), and `k`
-//!   reports that it is done (`Closed`) once every token has committed.
-//!   Node 0 ends the run when all is sent and `Closed` came (the
-//!   engine's credit termination, reduced).
+//!   it the tombstones first, then its unretired log in order; a cell
+//!   instance made on the replacement whose identity has a tombstone
+//!   starts fired;
+//! * the end of the stream, as built (`Net::ask_drain`): when all is
+//!   quiescent (input all sent, no message on its way, `k` idle: the
+//!   engine's credit all back at node 0) and the log is not empty, node
+//!   0 asks `k` to `Drain`, once per change of its count of `Done`s (a
+//!   replacement counts as a change); an unfired cell then drops its
+//!   stored records' tokens (their groups commit without those records).
+//!   Node 0 ends the run when quiescent with the log empty or when the
+//!   last drain changed nothing.
 //!
 //! Checked at every state the explorer reaches:
 //! * **exact output**: when node 0 ends the run, its output (a multiset)
@@ -93,8 +94,8 @@
 //! renumbered after each step, dead ones forgotten), as in
 //! `replay_model`. Not modelled: a loss of node 0, fields, poison
 //! records (a replay that kills `k` again is just another loss: the
-//! searches take up to three), credit amounts (node 0 ends on `k`'s
-//! `Closed`), a star unfolding past two instances, records that cross
+//! searches take up to three), credit amounts (quiescence is read off
+//! the state), a star unfolding past two instances, records that cross
 //! nodes other than 0 and `k`.
 
 use std::collections::hash_map::DefaultHasher;
