@@ -180,14 +180,36 @@ pub(crate) enum Kind {
 }
 
 /// One input record: the records node `k`'s box makes from it, in
-/// order, the path they take, and the cell instance they go to (the
-/// value of the tag a split `!` sends them by: a cell per value).
-#[derive(Copy, Clone, Debug)]
+/// order, each with the cell instance it goes to (the value of the tag a
+/// split `!` sends it by: a cell per value), and the path they take.
+#[derive(Clone, Debug)]
 pub(crate) struct Input {
-    pub recs: &'static [Kind],
+    pub recs: Vec<(Kind, u8)>,
     pub path: u8,
-    pub cell: u8,
 }
+
+/// How a record that passes a cell is tied to the decision it shows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Design {
+    /// The lead's sketch: the passing record's group is unioned with
+    /// the decision's group (a pass after firing waits while the firing
+    /// link's target is in its drop window).
+    Union,
+    /// As built (i40-state, design item 5): the passing record's token
+    /// gets an `after` link to the decision's group; when its group is
+    /// ready to commit it moves into the first linked group that has not
+    /// committed (commits with it), else commits alone (after it). A
+    /// drop whose linked group's token is itself in its drop window
+    /// moves into that token, whose drop carries it on.
+    After,
+    /// `After` as first built: such a drop waits for the other token's
+    /// drop to move on or commit; two tokens linked `after` each other
+    /// and dropped at once wait for each other for ever.
+    AfterSpin,
+}
+
+/// The label of a loss step.
+const LOSS: &str = "k is lost";
 
 /// Cell instances (tag values) a network may use.
 const CELLS: usize = 2;
@@ -220,6 +242,8 @@ struct Tok {
     held: Vec<Val>,
     /// Tombstones: the identities of the cells this group fired.
     tomb: Vec<u8>,
+    /// Links to the groups this one commits with or after (`After`).
+    after: Vec<u8>,
     life: Life,
 }
 
@@ -230,9 +254,11 @@ struct Rec {
     cell: u8,
 }
 
-/// The cell's firing link: the token a pass after firing unions with
-/// (`None`: it died, which only the `Weak` mutation lets happen), and
-/// whether the firing group has committed.
+/// A link to a group (the engine's `Link`): the token its content is
+/// at (`None`: that token died, which only the `Weak` mutation lets
+/// happen uncommitted), and whether the group has committed. A token's
+/// drop that moves its content on re-points the links at it; a root's
+/// commit marks them.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
 struct Link {
     target: Option<u8>,
@@ -246,8 +272,11 @@ struct Cell {
     /// in the order this node made instances.
     made: Option<u8>,
     slots: [Option<Rec>; 2],
+    /// Links to the stored records' groups (`After`).
+    slot_links: [Option<u8>; 2],
     fired: bool,
-    link: Link,
+    /// The firing link (into `NodeK::links`), once fired.
+    link: Option<u8>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
@@ -263,6 +292,7 @@ struct NodeK {
     /// starts fired.
     tombs: Vec<u8>,
     toks: Vec<Tok>,
+    links: Vec<Link>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
@@ -331,6 +361,7 @@ pub(crate) struct Model {
     /// (the model's bound on the unfolding). Every input goes to
     /// instance 0.
     pub chain: bool,
+    pub design: Design,
 }
 
 /// What S-Net allows the network to write for `inputs`, as sorted
@@ -341,12 +372,13 @@ pub(crate) struct Model {
 pub(crate) fn semantics(inputs: &[Input], chain: bool) -> BTreeSet<Vec<Val>> {
     let mut seqs: [Vec<(Val, usize)>; 2] = Default::default();
     for (i, inp) in inputs.iter().enumerate() {
-        for kind in inp.recs {
+        for (kind, cell) in &inp.recs {
             let v = match kind {
                 Kind::A => Val::A(i as u8),
                 Kind::B => Val::B(i as u8),
             };
-            seqs[inp.path as usize].push((v, inp.cell as usize));
+            let cell = if chain { 0 } else { *cell as usize };
+            seqs[inp.path as usize].push((v, cell));
         }
     }
     /// Per cell: its slots (input numbers) and whether it fired.
@@ -471,6 +503,7 @@ impl NodeK {
             }
         }
         if self.toks.iter().all(|t| t.life != Life::Dead) {
+            self.forget_links();
             return;
         }
         let mut map = vec![None; self.toks.len()];
@@ -491,7 +524,9 @@ impl NodeK {
                 // the record keeps a dangling name (it never commits again).
                 r.tok = re(r.tok).unwrap_or(u8::MAX);
             }
-            c.link.target = c.link.target.and_then(re);
+        }
+        for l in &mut self.links {
+            l.target = l.target.and_then(re);
         }
         self.toks.retain(|t| t.life != Life::Dead);
         for t in &mut self.toks {
@@ -499,6 +534,60 @@ impl NodeK {
                 .parent
                 .map(|p| re(p).expect("a parent outlives its children"));
         }
+        self.forget_links();
+    }
+
+    /// Forgets links nothing refers to (and committed ones in `after`
+    /// lists: they no longer hold anything back), renumbering the rest.
+    fn forget_links(&mut self) {
+        let links = &self.links;
+        for t in &mut self.toks {
+            t.after.retain(|&l| !links[l as usize].committed);
+        }
+        let mut used = vec![false; self.links.len()];
+        for c in &self.cells {
+            for l in c.slot_links.iter().flatten().chain(c.link.iter()) {
+                used[*l as usize] = true;
+            }
+        }
+        for t in &self.toks {
+            for l in &t.after {
+                used[*l as usize] = true;
+            }
+        }
+        if used.iter().all(|u| *u) {
+            return;
+        }
+        let mut map = vec![None; used.len()];
+        let mut n = 0u8;
+        for (i, u) in used.iter().enumerate() {
+            if *u {
+                map[i] = Some(n);
+                n += 1;
+            }
+        }
+        let re = |l: u8| map[l as usize].expect("a used link");
+        for c in &mut self.cells {
+            for l in c.slot_links.iter_mut().flatten().chain(c.link.iter_mut()) {
+                *l = re(*l);
+            }
+        }
+        for t in &mut self.toks {
+            for l in &mut t.after {
+                *l = re(*l);
+            }
+            t.after.dedup();
+        }
+        let mut i = 0;
+        self.links.retain(|_| {
+            i += 1;
+            used[i - 1]
+        });
+    }
+
+    fn new_link(&mut self, target: Option<u8>, committed: bool) -> u8 {
+        self.links.push(Link { target, committed });
+        (self.links.len() - 1) as u8
     }
 }
 
@@ -546,10 +635,11 @@ impl Model {
                     dones: vec![i],
                     held: Vec::new(),
                     tomb: Vec::new(),
+                    after: Vec::new(),
                     life: Life::Live,
                 });
-                let inp = self.inputs[i as usize];
-                for kind in inp.recs {
+                let inp = &self.inputs[i as usize];
+                for (kind, cell) in &inp.recs {
                     let val = match kind {
                         Kind::A => Val::A(i),
                         Kind::B => Val::B(i),
@@ -557,7 +647,7 @@ impl Model {
                     k.paths[inp.path as usize].push_back(Rec {
                         val,
                         tok: t,
-                        cell: inp.cell,
+                        cell: if self.chain { 0 } else { *cell },
                     });
                 }
             }
@@ -577,6 +667,7 @@ impl Model {
                 for c in &mut k.cells {
                     if !c.fired && self.mutation != Mutation::NoDrain {
                         c.slots = [None, None];
+                        c.slot_links = [None, None];
                     }
                 }
             }
@@ -605,33 +696,31 @@ impl Model {
         let id = self.cell_id(k, c);
         if k.tombs.contains(&id) {
             k.cells[c].fired = true;
-            k.cells[c].link = Link {
-                target: None,
-                committed: true,
-            };
+            k.cells[c].link = Some(k.new_link(None, true));
         }
     }
 
-    /// Can the head of path `p` enter its cell now? (A pass after firing
-    /// waits while the firing link's target is in its dying window.)
+    /// Can the head of path `p` enter its cell now? (Under `Union`, a
+    /// pass after firing waits while the firing link's target is in its
+    /// dying window.)
     fn can_enter(&self, k: &NodeK, p: usize) -> bool {
-        // (The stream between chained instances keeps its order: a
-        // record waiting there holds back the ones behind it.)
         let Some(rec) = k.paths[p].front() else {
             return false;
         };
         let cell = &k.cells[rec.cell as usize];
-        if cell.made.is_none() || !cell.fired || cell.link.committed {
+        let Some(link) = cell.link.map(|l| &k.links[l as usize]) else {
+            return true;
+        };
+        if self.design != Design::Union || link.committed {
             return true;
         }
         match self.mutation {
             Mutation::NoUnionOnFiredPass | Mutation::DyingMeansCommitted => true,
             // Waits in the window, takes a dead target as committed.
-            Mutation::WeakUpgradeMeansCommitted => cell
-                .link
+            Mutation::WeakUpgradeMeansCommitted => link
                 .target
                 .is_none_or(|t| k.toks[t as usize].life == Life::Live),
-            _ => match cell.link.target {
+            _ => match link.target {
                 Some(t) => k.toks[t as usize].life == Life::Live,
                 None => unreachable!("the link's target died uncommitted"),
             },
@@ -658,25 +747,35 @@ impl Model {
         };
         if k.cells[c].fired {
             note.push_str("passes (fired)");
-            let link = k.cells[c].link.clone();
-            if !link.committed {
-                match (m, link.target) {
-                    (Mutation::NoUnionOnFiredPass, _) => {}
-                    (Mutation::WeakUpgradeMeansCommitted, None) => {}
-                    (Mutation::DyingMeansCommitted, Some(t))
-                        if k.toks[t as usize].life != Life::Live => {}
-                    (_, Some(t)) => {
-                        k.union(rec.tok, t, dir, &mut note);
+            let l = k.cells[c].link.expect("a fired cell has a link");
+            let link = k.links[l as usize].clone();
+            if !link.committed && m != Mutation::NoUnionOnFiredPass {
+                if self.design != Design::Union {
+                    k.toks[rec.tok as usize].after.push(l);
+                    note.push_str(&format!(", after link {l}"));
+                } else {
+                    match (m, link.target) {
+                        (Mutation::WeakUpgradeMeansCommitted, None) => {}
+                        (Mutation::DyingMeansCommitted, Some(t))
+                            if k.toks[t as usize].life != Life::Live => {}
+                        (_, Some(t)) => {
+                            k.union(rec.tok, t, dir, &mut note);
+                        }
+                        (_, None) => unreachable!("checked by can_enter"),
                     }
-                    (_, None) => unreachable!("checked by can_enter"),
                 }
             }
             self.passes(k, rec, c);
         } else if k.cells[c].slots[slot].is_none() {
+            if self.design != Design::Union {
+                let t = (m != Mutation::StoreDropsToken).then_some(rec.tok);
+                k.cells[c].slot_links[slot] = Some(k.new_link(t, t.is_none()));
+            }
             k.cells[c].slots[slot] = Some(rec);
             if let [Some(a), Some(b)] = &k.cells[c].slots {
                 let (a, b) = (a.clone(), b.clone());
                 k.cells[c].slots = [None, None];
+                k.cells[c].slot_links = [None, None];
                 let (Val::A(x), Val::B(y)) = (&a.val, &b.val) else {
                     unreachable!("slot 0 holds an a, slot 1 a b")
                 };
@@ -694,6 +793,7 @@ impl Model {
                             dones: Vec::new(),
                             held: Vec::new(),
                             tomb: Vec::new(),
+                            after: Vec::new(),
                             life: Life::Live,
                         });
                         (k.toks.len() - 1) as u8
@@ -704,10 +804,7 @@ impl Model {
                     let id = self.cell_id(k, c);
                     k.toks[root as usize].tomb.push(id);
                 }
-                k.cells[c].link = Link {
-                    target: ta.or(Some(root)),
-                    committed: false,
-                };
+                k.cells[c].link = Some(k.new_link(ta.or(Some(root)), false));
                 k.cells[c].fired = true;
             } else {
                 note.push_str("is stored");
@@ -715,10 +812,19 @@ impl Model {
         } else {
             // Passes because its slot is taken.
             note.push_str("passes (slot taken)");
-            let other = k.cells[c].slots[slot].as_ref().map(|r| r.tok);
             if m != Mutation::NoUnionOnSlotPass {
-                if let Some(o) = other.filter(|&o| live(k, o)) {
-                    k.union(rec.tok, o, dir, &mut note);
+                if self.design != Design::Union {
+                    if let Some(l) = k.cells[c].slot_links[slot] {
+                        if !k.links[l as usize].committed {
+                            k.toks[rec.tok as usize].after.push(l);
+                            note.push_str(&format!(", after link {l}"));
+                        }
+                    }
+                } else {
+                    let other = k.cells[c].slots[slot].as_ref().map(|r| r.tok);
+                    if let Some(o) = other.filter(|&o| live(k, o)) {
+                        k.union(rec.tok, o, dir, &mut note);
+                    }
                 }
             }
             self.passes(k, rec, c);
@@ -738,21 +844,65 @@ impl Model {
         }
     }
 
-    /// The drop of dying token `t` runs: into its parent, or a commit.
+    /// Where the drop of dying token `t` moves its content: its parent,
+    /// or (`After`) the first group it is linked `after` that has not
+    /// committed; `None`: it commits. `Err(())`: it waits (`AfterSpin`,
+    /// the linked group's token is in its own drop window).
+    fn drop_target(&self, k: &NodeK, t: u8) -> Result<Option<u8>, ()> {
+        let m = self.mutation;
+        let tok = &k.toks[t as usize];
+        if let Some(p) = tok.parent {
+            return Ok((m != Mutation::NonAtomicCommit).then_some(p));
+        }
+        for &l in &tok.after {
+            let link = &k.links[l as usize];
+            if link.committed {
+                continue;
+            }
+            let Some(u) = link.target else {
+                // Dead uncommitted: only without re-pointing.
+                match m {
+                    Mutation::WeakUpgradeMeansCommitted => continue,
+                    _ => unreachable!("a link's target died uncommitted"),
+                }
+            };
+            if u == t {
+                continue;
+            }
+            match k.toks[u as usize].life {
+                Life::Live => return Ok(Some(u)),
+                Life::Dying => match (m, self.design) {
+                    (Mutation::DyingMeansCommitted | Mutation::WeakUpgradeMeansCommitted, _) => {
+                        continue
+                    }
+                    (_, Design::AfterSpin) => return Err(()),
+                    _ => return Ok(Some(u)),
+                },
+                Life::Dead => unreachable!("renumbered away"),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The drop of dying token `t` runs: into its parent or a group it
+    /// commits after, or a commit.
     fn drop_tok(&self, st: &mut State, t: u8) {
         let m = self.mutation;
+        let Ok(to) = self.drop_target(&st.k, t) else {
+            return;
+        };
         let k = &mut st.k;
         let tok = k.toks[t as usize].clone();
-        let into_parent = tok.parent.filter(|_| m != Mutation::NonAtomicCommit);
-        if let Some(p) = into_parent {
+        if let Some(p) = to {
             let pt = &mut k.toks[p as usize];
             pt.dones.extend(&tok.dones);
             pt.held.extend(tok.held);
             pt.tomb.extend(&tok.tomb);
+            pt.after.extend(&tok.after);
             if m != Mutation::WeakUpgradeMeansCommitted {
-                for c in &mut k.cells {
-                    if c.link.target == Some(t) {
-                        c.link.target = Some(p);
+                for l in &mut k.links {
+                    if l.target == Some(t) {
+                        l.target = Some(p);
                     }
                 }
             }
@@ -775,14 +925,14 @@ impl Model {
                     tomb: tok.tomb,
                 });
             }
-            for c in &mut k.cells {
-                if c.link.target == Some(t) {
+            for l in &mut k.links {
+                if l.target == Some(t) {
                     if tok.parent.is_some() {
                         // `NonAtomicCommit`: the rest of the group is
                         // still to commit; the link follows it.
-                        c.link.target = tok.parent;
+                        l.target = tok.parent;
                     } else {
-                        c.link.committed = true;
+                        l.committed = true;
                     }
                 }
             }
@@ -916,14 +1066,15 @@ impl Model {
                 }
             }
             for (t, tok) in k.toks.iter().enumerate() {
-                if tok.life == Life::Dying {
+                if tok.life != Life::Dying {
+                    continue;
+                }
+                if let Ok(to) = self.drop_target(k, t as u8) {
                     let mut s = st.clone();
                     self.drop_tok(&mut s, t as u8);
-                    let what = match tok.parent {
-                        Some(p) if self.mutation != Mutation::NonAtomicCommit => {
-                            format!("drops: moves into t{}", k.toks[p as usize].name)
-                        }
-                        _ => "drops: commits".to_string(),
+                    let what = match to {
+                        Some(p) => format!("drops: moves into t{}", k.toks[p as usize].name),
+                        None => "drops: commits".to_string(),
                     };
                     out.push((
                         format!(
@@ -940,7 +1091,7 @@ impl Model {
                 s.to_k.clear();
                 s.losses += 1;
                 s.lost = true;
-                out.push(("k is lost".to_string(), s));
+                out.push((LOSS.to_string(), s));
             }
         }
         if st.lost {
@@ -1044,10 +1195,12 @@ impl Model {
             return;
         }
         let next = self.steps(&st);
-        if next.is_empty() {
+        // (A loss is no way out: a run that only a loss would move on is
+        // stuck.)
+        if next.iter().all(|(l, _)| l == LOSS) {
             found.violation = Some(Violation {
                 what: format!(
-                    "hang: nothing can happen and the run has not ended (output {:?}, log {:?})",
+                    "stuck: nothing but a loss of k can happen and the run has not ended (output {:?}, log {:?})",
                     st.output, st.log
                 ),
                 trace: path.clone(),
@@ -1085,10 +1238,10 @@ impl Model {
                     break;
                 }
                 let mut next = self.steps(&st);
-                if next.is_empty() {
+                if next.iter().all(|(l, _)| l == LOSS) {
                     found.violation = Some(Violation {
                         what: format!(
-                            "hang: nothing can happen and the run has not ended (output {:?}, log {:?})",
+                            "stuck: nothing but a loss of k can happen and the run has not ended (output {:?}, log {:?})",
                             st.output, st.log
                         ),
                         trace: path,
@@ -1098,8 +1251,8 @@ impl Model {
                 // A loss is taken at one step in 16 at most, so that
                 // runs reach every stage before it.
                 rng = mix(rng, 0x5eed);
-                if !rng.is_multiple_of(16) && next.iter().any(|(l, _)| l != "k is lost") {
-                    next.retain(|(l, _)| l != "k is lost");
+                if !rng.is_multiple_of(16) && next.iter().any(|(l, _)| l != LOSS) {
+                    next.retain(|(l, _)| l != LOSS);
                 }
                 rng = mix(rng, 0x5eed);
                 let (label, s) = next.swap_remove((rng % next.len() as u64) as usize);
@@ -1115,55 +1268,53 @@ impl Model {
 mod tests {
     use super::*;
 
-    const A: &[Kind] = &[Kind::A];
-    const B: &[Kind] = &[Kind::B];
-    const AB: &[Kind] = &[Kind::A, Kind::B];
+    const DESIGNS: [Design; 2] = [Design::Union, Design::After];
 
-    /// Inputs from a compact spec: `a0` is an input whose box makes one
-    /// `a` on path 0, `b1` one `b` on path 1, `ab0` both on path 0; a
-    /// suffix `c1` sends them to cell instance 1 (else 0).
+    /// Inputs from a compact spec: each word is an input, its letters the
+    /// records its box makes (`a`, `b` for cell instance 0; `A`, `B` for
+    /// instance 1), its digit the path they take: `ab0` makes an `a` and
+    /// a `b` for instance 0 on path 0, `aA1` an `a` for each instance on
+    /// path 1. A leading `*` makes the two instances a chain (a star's
+    /// unfolding; every record then starts at instance 0).
     fn net(spec: &str) -> Vec<Input> {
-        spec.split_whitespace()
+        spec.trim_start_matches('*')
+            .split_whitespace()
             .map(|w| {
-                let (w, cell) = match w.split_once('c') {
-                    Some((w, c)) => (w, c.parse().expect("a cell number")),
-                    None => (w, 0),
-                };
                 let (kinds, path) = w.split_at(w.len() - 1);
-                let recs = match kinds {
-                    "a" => A,
-                    "b" => B,
-                    "ab" => AB,
-                    _ => panic!("bad input {w}"),
-                };
+                let recs = kinds
+                    .chars()
+                    .map(|c| match c {
+                        'a' => (Kind::A, 0),
+                        'b' => (Kind::B, 0),
+                        'A' => (Kind::A, 1),
+                        'B' => (Kind::B, 1),
+                        _ => panic!("bad input {w}"),
+                    })
+                    .collect();
                 Input {
                     recs,
                     path: path.parse().expect("a path number"),
-                    cell,
                 }
             })
             .collect()
     }
 
-    fn model(spec: &str, mutation: Mutation, max_losses: u8) -> Model {
-        Model {
+    /// The model of `spec` under `design`, and the outputs its network
+    /// allows.
+    fn model_of(
+        spec: &str,
+        design: Design,
+        mutation: Mutation,
+        max_losses: u8,
+    ) -> (Model, BTreeSet<Vec<Val>>) {
+        let m = Model {
             inputs: net(spec),
             mutation,
             max_losses,
-            chain: false,
-        }
-    }
-
-    /// Networks in chain form (a star's unfolding) are written with a
-    /// leading `*`.
-    fn model_of(spec: &str, mutation: Mutation, max_losses: u8) -> (Model, BTreeSet<Vec<Val>>) {
-        let (chain, spec) = match spec.strip_prefix('*') {
-            Some(s) => (true, s),
-            None => (false, spec),
+            chain: spec.starts_with('*'),
+            design,
         };
-        let mut m = model(spec, mutation, max_losses);
-        m.chain = chain;
-        let good = semantics(&m.inputs, chain);
+        let good = semantics(&m.inputs, m.chain);
         (m, good)
     }
 
@@ -1173,16 +1324,19 @@ mod tests {
 
     /// Small networks: a race for each slot, passes by a taken slot and
     /// after firing, an unfired cell at the end, a box making an `a` and
-    /// a `b` under one token, two cell instances (a split by tag).
-    const NETS: [&str; 11] = [
+    /// a `b` under one token, two cell instances (a split by tag), a
+    /// chain of two (a star), records of one input for both instances.
+    const NETS: [&str; 13] = [
         "a0 b1",
         "ab0 a1",
         "a0 a1 a1",
         "a0 b1 a1",
         "b0 a1 ab1",
-        "a1 b1 a0c1 b0c1",
+        "a1 b1 A0 B0",
         "a0 b1 a1 a1",
-        "ab0 a1c1 b1c1 a0",
+        "ab0 A1 B1 a0",
+        "aA0 Aa1 b0 B1",
+        "aA0 Aa1 bB0",
         "*a0 a1 b1 b0",
         "*ab0 a1 b1 ab1",
         "*a0 b1 a1 a1 b0",
@@ -1192,13 +1346,18 @@ mod tests {
     /// allows: every output S-Net allows, and no other.
     #[test]
     fn group_model_failure_free_runs_are_the_networks() {
-        for spec in NETS {
-            let (m, good) = model_of(spec, Mutation::None, 0);
-            let e = m.explore(None, usize::MAX);
-            if let Some(v) = &e.violation {
-                panic!("{spec}: {}", show(v));
+        for design in DESIGNS {
+            for spec in NETS {
+                let (m, good) = model_of(spec, design, Mutation::None, 0);
+                let e = m.explore(None, usize::MAX);
+                if let Some(v) = &e.violation {
+                    panic!("{design:?} `{spec}`: {}", show(v));
+                }
+                assert_eq!(
+                    e.outputs, good,
+                    "{design:?} `{spec}`: the protocol is the network"
+                );
             }
-            assert_eq!(e.outputs, good, "{spec}: the protocol is the network");
         }
     }
 
@@ -1206,39 +1365,69 @@ mod tests {
     /// replaced, for the small networks.
     #[test]
     fn group_model_survives_a_loss_at_every_step() {
-        for spec in NETS {
-            let (m, good) = model_of(spec, Mutation::None, 1);
-            let e = m.explore(Some(&good), usize::MAX);
-            if let Some(v) = &e.violation {
-                panic!("{spec}: {}", show(v));
+        for design in DESIGNS {
+            for spec in NETS {
+                let (m, good) = model_of(spec, design, Mutation::None, 1);
+                let e = m.explore(Some(&good), usize::MAX);
+                if let Some(v) = &e.violation {
+                    panic!("{design:?} `{spec}`: {}", show(v));
+                }
+                eprintln!("{design:?} `{spec}`: {} states, {} ends", e.states, e.ends);
             }
-            eprintln!("{spec}: {} states, {} ends", e.states, e.ends);
         }
     }
 
-    /// Each mutation is caught, by an exhaustive search of one of the
-    /// small networks, with the trace that leads to the violation.
+    /// Each mutation is caught, under each design, by an exhaustive
+    /// search of one of the small networks, with the trace that leads to
+    /// the violation.
     #[test]
     fn group_model_every_mutation_is_caught() {
-        for m in Mutation::ALL {
-            let mut caught = None;
-            for spec in NETS {
-                let (model, good) = model_of(spec, m, 1);
-                let e = model.explore(Some(&good), usize::MAX);
-                if let Some(v) = e.violation {
-                    caught = Some((spec, e.states, v));
-                    break;
+        for design in DESIGNS {
+            for m in Mutation::ALL {
+                let mut caught = None;
+                for spec in NETS {
+                    let (model, good) = model_of(spec, design, m, 1);
+                    let e = model.explore(Some(&good), usize::MAX);
+                    if let Some(v) = e.violation {
+                        caught = Some((spec, e.states, v));
+                        break;
+                    }
                 }
-            }
-            match caught {
-                Some((spec, states, v)) => {
-                    eprintln!(
-                        "{m:?}: caught on `{spec}` after {states} states: {}",
+                match caught {
+                    Some((spec, states, v)) => eprintln!(
+                        "{design:?}, {m:?}: caught on `{spec}` after {states} states: {}",
                         show(&v)
-                    )
+                    ),
+                    None => panic!("{design:?}, {m:?} not caught"),
                 }
-                None => panic!("{m:?} not caught"),
             }
+        }
+    }
+
+    /// The `after` links as first built: two tokens linked `after` each
+    /// other (each passed a cell because of the other's stored record),
+    /// whose last clones are dropped at once, wait for each other's drop
+    /// for ever. Caught as a stuck run; `After` (a drop moves into a
+    /// token in its drop window) is not.
+    #[test]
+    fn group_model_mutual_after_links_dropped_at_once_are_caught() {
+        let spec = "aA0 Aa1 b0 B1";
+        let (m, good) = model_of(spec, Design::AfterSpin, Mutation::None, 0);
+        let e = m.explore(Some(&good), usize::MAX);
+        match &e.violation {
+            Some(v) if v.what.starts_with("stuck") => {
+                eprintln!(
+                    "AfterSpin: caught on `{spec}` after {} states: {}",
+                    e.states,
+                    show(v)
+                )
+            }
+            Some(v) => panic!("AfterSpin: another violation: {}", show(v)),
+            None => panic!("AfterSpin: the livelock is not found"),
+        }
+        let (m, good) = model_of(spec, Design::After, Mutation::None, 2);
+        if let Some(v) = m.explore(Some(&good), usize::MAX).violation {
+            panic!("After: {}", show(&v));
         }
     }
 
@@ -1249,11 +1438,14 @@ mod tests {
         for _ in 0..n {
             let mut next = Vec::new();
             for net in &nets {
-                for recs in [A, B, AB] {
+                for kinds in [&[Kind::A][..], &[Kind::B], &[Kind::A, Kind::B]] {
                     for path in 0..2 {
                         for cell in 0..cells {
                             let mut v: Vec<Input> = net.clone();
-                            v.push(Input { recs, path, cell });
+                            v.push(Input {
+                                recs: kinds.iter().map(|k| (*k, cell)).collect(),
+                                path,
+                            });
                             next.push(v);
                         }
                     }
@@ -1268,49 +1460,56 @@ mod tests {
         let words: Vec<String> = inputs
             .iter()
             .map(|i| {
-                let kinds: String = i
+                let mut w: String = i
                     .recs
                     .iter()
-                    .map(|k| if *k == Kind::A { 'a' } else { 'b' })
+                    .map(|(k, c)| match (k, c) {
+                        (Kind::A, 0) => 'a',
+                        (Kind::B, 0) => 'b',
+                        (Kind::A, _) => 'A',
+                        (Kind::B, _) => 'B',
+                    })
                     .collect();
-                match i.cell {
-                    0 => format!("{kinds}{}", i.path),
-                    c => format!("{kinds}{}c{c}", i.path),
-                }
+                w.push_str(&i.path.to_string());
+                w
             })
             .collect();
         words.join(" ")
     }
 
-    /// Explores every network of up to `max` inputs exhaustively, `k`
-    /// lost up to `losses` times; returns (networks, states).
+    /// Explores every network of up to `max` inputs exhaustively under
+    /// every design, `k` lost up to `losses` times; returns (networks,
+    /// states).
     fn exhaust_all(max: usize, cells: u8, losses: u8, chain: bool) -> (usize, usize) {
         let (mut nets, mut states) = (0, 0);
-        for n in 1..=max {
-            for inputs in all_nets(n, cells) {
-                let good = semantics(&inputs, chain);
-                let m = Model {
-                    inputs: inputs.clone(),
-                    mutation: Mutation::None,
-                    max_losses: losses,
-                    chain,
-                };
-                let e = m.explore(Some(&good), usize::MAX);
-                if let Some(v) = &e.violation {
-                    panic!("`{}`: {}", spec(&inputs), show(v));
+        for design in DESIGNS {
+            for n in 1..=max {
+                for inputs in all_nets(n, cells) {
+                    let good = semantics(&inputs, chain);
+                    let m = Model {
+                        inputs: inputs.clone(),
+                        mutation: Mutation::None,
+                        max_losses: losses,
+                        chain,
+                        design,
+                    };
+                    let e = m.explore(Some(&good), usize::MAX);
+                    if let Some(v) = &e.violation {
+                        panic!("{design:?} `{}`: {}", spec(&inputs), show(v));
+                    }
+                    nets += 1;
+                    states += e.states;
                 }
-                nets += 1;
-                states += e.states;
             }
         }
         (nets, states)
     }
 
-    /// Every network of up to three inputs into one cell, and of up to
-    /// two inputs over two cell instances, `k` lost at every step,
-    /// twice: exhaustive.
+    /// Every network of up to three inputs into one cell or a chain, and
+    /// of up to two over two cell instances, `k` lost at every step,
+    /// up to twice (once for the chain): exhaustive, both designs.
     #[test]
-    fn group_model_every_small_network_survives_two_losses() {
+    fn group_model_every_small_network_survives_losses() {
         let (nets, states) = exhaust_all(3, 1, 2, false);
         eprintln!("one cell: {nets} networks, {states} states");
         let (nets, states) = exhaust_all(2, 2, 2, false);
@@ -1321,40 +1520,41 @@ mod tests {
 
     /// Random runs of larger networks (five and six inputs, two cells),
     /// `k` lost up to three times. `GROUP_MODEL_WALKS` sets the number
-    /// of runs per network (default 200).
+    /// of runs per network and design (default 200).
     #[test]
     fn group_model_random_runs_of_larger_networks() {
         let runs: usize = std::env::var("GROUP_MODEL_WALKS")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(200);
-        for (i, spec) in [
-            "a0 b1 a1 a1 b0",
-            "ab0 a1 b1 a0 b1",
-            "a1 b1c1 a0c1 ab0 b1 a1c1",
-            "ab1 ab0 a0c1 b1c1 ab1c1 a1",
-            "*a1 b0 ab1 a0 b1 a1",
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let (m, good) = model_of(spec, Mutation::None, 3);
-            let e = m.walk(&good, runs, 0x40 + i as u64);
-            if let Some(v) = &e.violation {
-                panic!("`{spec}`: {}", show(v));
+        for design in DESIGNS {
+            for (i, spec) in [
+                "a0 b1 a1 a1 b0",
+                "ab0 a1 b1 a0 b1",
+                "a1 B1 A0 ab0 b1 A1",
+                "ab1 ab0 A0 B1 AB1 a1",
+                "aA0 Aa1 bB0 aB1 Ab0",
+                "*a1 b0 ab1 a0 b1 a1",
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let (m, good) = model_of(spec, design, Mutation::None, 3);
+                let e = m.walk(&good, runs, 0x40 + i as u64);
+                if let Some(v) = &e.violation {
+                    panic!("{design:?} `{spec}`: {}", show(v));
+                }
+                eprintln!(
+                    "{design:?} `{spec}`: {runs} runs, {} steps, {} outputs seen of {}",
+                    e.states,
+                    e.outputs.len(),
+                    good.len()
+                );
             }
-            eprintln!(
-                "`{spec}`: {runs} runs, {} steps, {} outputs seen of {}",
-                e.states,
-                e.outputs.len(),
-                good.len()
-            );
         }
     }
 
-    /// The heavier exhaustive searches: every network of up to three
-    /// inputs over two cells with three losses, and of up to four inputs
-    /// (one cell) with one loss. Run with `cargo test --release -p
+    /// The heavier exhaustive searches. Run with `cargo test --release -p
     /// snet-engine --lib group_model -- --ignored`.
     #[test]
     #[ignore]
