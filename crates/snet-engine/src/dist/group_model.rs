@@ -18,9 +18,9 @@
 //!   node 0: writes what arrives               (the output)
 //! ```
 //!
-//! Each input record names the records its box makes (`a`, `b` or both),
-//! the path they take and the cell instance they go to (a split by tag,
-//! `[| {a}, {b} |] ! <t>`: one instance per value). The paths race into
+//! Each input record names the records its box makes (`a`s and `b`s),
+//! the path they take and the cell instance each goes to (a split by
+//! tag, `[| {a}, {b} |] ! <t>`: one instance per value). The paths race into
 //! the cells: a cell stores the first `a` and the first `b` to reach it
 //! and merges them into `J(a, b)`; every other record passes (because
 //! its slot is taken, or because the cell has fired). Within a path,
@@ -45,18 +45,29 @@
 //!   `Arc`'s count reaching 0 and its `Drop` running), moves its `Done`s,
 //!   held records and tombstones into its parent (a non-root), or commits
 //!   them all in ONE message to node 0 (a root);
-//! * a pass because a slot is taken unions the passing record's token
-//!   with the slot record's; firing unions the slot records' tokens, adds
-//!   the merged record and the tombstone `Fired(cell)` to the group, and
-//!   points the cell's *firing link* at the slot-`a` record's token; a
-//!   pass after firing unions with the link's target while the link is
-//!   not marked committed (a non-root's drop re-points the link to its
-//!   parent, a root's commit marks it in the same step as it queues the
-//!   commit; a target in its dying window is waited for), and passes
-//!   freely once it is marked;
+//! * firing unions the slot records' tokens, adds the merged record and
+//!   the tombstone `Fired(cell)` to the group, and points the cell's
+//!   *firing link* at the slot-`a` record's token. A *link* to a group
+//!   follows its content: a token's drop that moves the content on
+//!   re-points the links at it, a root's commit marks them committed in
+//!   the same step as it queues the commit;
+//! * a record that passes a cell shows a decision: the slot record's
+//!   (its slot is taken) or the firing group's (the cell has fired; once
+//!   that group has committed, the record passes freely). [`Design`]
+//!   says how it is tied to it: `Union` (the lead's sketch) unions the
+//!   groups, a pass after firing waiting while the link's target is in
+//!   its drop window; `After` (as built: i40-state's design item 5)
+//!   gives the passing record's token an `after` link to the decision's
+//!   group, and a token with no parent, when its drop runs, moves into
+//!   the first group it is linked `after` that has not committed (if
+//!   that group's token is itself in its drop window, into that token,
+//!   whose drop carries it on), else commits (after the decision, on the
+//!   same FIFO). `AfterSpin` (as first built) waits instead, and is
+//!   caught stuck;
 //! * which root goes under which in a union is left open: the explorer
 //!   takes both (so union by rank, or any other rule, is covered); a
-//!   union is one atomic step (in the engine, under one lock);
+//!   union, and a token's drop, are each one atomic step (in the
+//!   engine, under one lock);
 //! * a cell's identity is structural (its tag value: the same on the
 //!   replacement whatever order replay brings records in);
 //! * node 0, on a commit, retires the items, writes the records and
@@ -107,21 +118,22 @@ use std::hash::{Hash, Hasher};
 pub(crate) enum Mutation {
     /// The protocol as designed.
     None,
-    /// A record that passes because its slot is taken is not unioned
-    /// with the slot record's group.
+    /// A record that passes because its slot is taken is not tied to
+    /// the slot record's group (no union; under `After`, no link).
     NoUnionOnSlotPass,
-    /// A record that passes a fired cell is not unioned with the firing
-    /// group (before that group has committed).
+    /// A record that passes a fired cell is not tied to the firing group
+    /// (before that group has committed).
     NoUnionOnFiredPass,
-    /// The cell keeps a `Weak` to the firing token (not re-pointed when
-    /// that token moves into its parent) and takes a failed upgrade
-    /// after the token's drop to mean "committed": but a token that was
-    /// linked under a parent has moved its content there, still to
-    /// commit. (A pass in the drop window waits, as designed.)
+    /// A link keeps a `Weak` to a token (not re-pointed when that token
+    /// moves its content on) and a failed upgrade after the token's drop
+    /// is taken to mean "committed": but a token that was linked under a
+    /// parent has moved its content there, still to commit. (Under
+    /// `Union` a pass in the drop window waits, as designed; under
+    /// `After` a drop takes a target in its window as committed too.)
     WeakUpgradeMeansCommitted,
-    /// The link is re-pointed and marked as designed, but a pass that
-    /// finds its target in the dying window (its count reached 0, its
-    /// drop has not run) takes it as committed instead of waiting.
+    /// Links are re-pointed and marked as designed, but a target in its
+    /// drop window (its count reached 0, its drop has not run) is taken
+    /// as committed (by a pass under `Union`, by a drop under `After`).
     DyingMeansCommitted,
     /// No tombstone: the firing group commits without `Fired`, so the
     /// replacement's cell starts unfired.
