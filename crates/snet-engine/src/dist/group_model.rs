@@ -63,7 +63,14 @@
 //!   that group's token is itself in its drop window, into that token,
 //!   whose drop carries it on), else commits (after the decision, on the
 //!   same FIFO). `AfterSpin` (as first built) waits instead, and is
-//!   caught stuck;
+//!   caught stuck. `After` is unsound for cells in a row (a star): a
+//!   record that passed the first cell before it fired must be in the
+//!   firing group, or the group's tombstone commits before that record
+//!   has been through the second cell, and a replay passes records
+//!   through the fired first cell in an order its decision rules out
+//!   (`group_model_after_links_on_slot_passes_lose_a_stars_order`).
+//!   `Hybrid` unions on a pass by a taken slot and links `after` on a
+//!   pass after firing: it passes every search, as `Union` does;
 //! * which root goes under which in a union is left open: the explorer
 //!   takes both (so union by rank, or any other rule, is covered); a
 //!   union, and a token's drop, are each one atomic step (in the
@@ -1602,6 +1609,7 @@ mod tests {
                 "ab1 ab0 A0 B1 AB1 a1",
                 "aA0 Aa1 bB0 aB1 Ab0",
                 "*a1 b0 ab1 a0 b1 a1",
+                "*b0 a0 b1 ab1 ab0 b1",
             ]
             .into_iter()
             .enumerate()
