@@ -228,12 +228,14 @@ pub(crate) enum Design {
     /// A pass because a slot is taken unions (as `Union`); a pass after
     /// firing links `after` the firing group (as `After`).
     Hybrid,
+    /// `Hybrid` with the waiting drop of `AfterSpin`.
+    HybridSpin,
 }
 
 impl Design {
     /// Does a pass by a taken slot union with the slot record's group?
     fn unions_slot_pass(self) -> bool {
-        matches!(self, Design::Union | Design::Hybrid)
+        matches!(self, Design::Union | Design::Hybrid | Design::HybridSpin)
     }
 
     /// Does a pass after firing union with the firing group?
@@ -917,7 +919,7 @@ impl Model {
                     (Mutation::DyingMeansCommitted | Mutation::WeakUpgradeMeansCommitted, _) => {
                         continue
                     }
-                    (_, Design::AfterSpin) => return Err(()),
+                    (_, Design::AfterSpin | Design::HybridSpin) => return Err(()),
                     _ => return Ok(Some(u)),
                 },
                 Life::Dead => unreachable!("renumbered away"),
@@ -1473,6 +1475,31 @@ mod tests {
             if let Some(v) = m.explore(Some(&good), usize::MAX).violation {
                 panic!("{design:?}: {}", show(&v));
             }
+        }
+    }
+
+    /// The waiting drop is stuck under `Hybrid` too: two fired cells,
+    /// each group with a record that passes the other's cell after it
+    /// fired (`after` each other). The merging drop is not.
+    #[test]
+    fn group_model_hybrid_needs_the_merging_drop() {
+        let spec = "abA0 ABa1";
+        let (m, good) = model_of(spec, Design::HybridSpin, Mutation::None, 0);
+        let e = m.explore(Some(&good), usize::MAX);
+        match &e.violation {
+            Some(v) if v.what.starts_with("stuck") => {
+                eprintln!(
+                    "HybridSpin: caught on `{spec}` after {} states: {}",
+                    e.states,
+                    show(v)
+                )
+            }
+            Some(v) => panic!("HybridSpin: another violation: {}", show(v)),
+            None => panic!("HybridSpin: the livelock is not found"),
+        }
+        let (m, good) = model_of(spec, Design::Hybrid, Mutation::None, 2);
+        if let Some(v) = m.explore(Some(&good), usize::MAX).violation {
+            panic!("Hybrid: {}", show(&v));
         }
     }
 
