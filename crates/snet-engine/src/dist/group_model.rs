@@ -70,7 +70,10 @@
 //!   through the fired first cell in an order its decision rules out
 //!   (`group_model_after_links_on_slot_passes_lose_a_stars_order`).
 //!   `Hybrid` unions on a pass by a taken slot and links `after` on a
-//!   pass after firing: it passes every search, as `Union` does;
+//!   pass after firing: it passes every search `Union` passes. Neither
+//!   is sound for two cells fed by one race (their decisions are
+//!   correlated through the race's order, their groups commit
+//!   independently): `group_model_two_cells_fed_by_one_race_are_a_known_flaw`;
 //! * which root goes under which in a union is left open: the explorer
 //!   takes both (so union by rank, or any other rule, is covered); a
 //!   union, and a token's drop, are each one atomic step (in the
@@ -1503,6 +1506,33 @@ mod tests {
         }
     }
 
+    /// A known flaw of every design here: decisions of two cells fed by
+    /// one race are correlated through the race's order, and their
+    /// groups commit independently. With two tag cells and records for
+    /// both on each of two FIFO paths, the second cell's group commits
+    /// (its decision says A(5) won the race against A(2)), `k` is lost
+    /// before the first cell's group commits, and the replay lets the
+    /// first cell decide what the committed order rules out. The search
+    /// finds it for `Union` and `Hybrid` alike (a test that the model
+    /// catches it; the engine keeps such placements a replay boundary
+    /// until a fix is designed).
+    #[test]
+    fn group_model_two_cells_fed_by_one_race_are_a_known_flaw() {
+        let spec = "a1 B1 A0 ab0 b1 A1";
+        for design in DESIGNS {
+            let (m, good) = model_of(spec, design, Mutation::None, 1);
+            let e = m.explore(Some(&good), usize::MAX);
+            match &e.violation {
+                Some(v) => eprintln!(
+                    "{design:?}: caught on `{spec}` after {} states: {}",
+                    e.states,
+                    show(v)
+                ),
+                None => panic!("{design:?}: not found ({} states)", e.states),
+            }
+        }
+    }
+
     /// `after` links on a pass by a taken slot lose the order a cell's
     /// decision put records in: with two cells in a row (a star), the
     /// first cell's group commits its tombstone before a record that
@@ -1622,9 +1652,11 @@ mod tests {
         eprintln!("a chain of two cells: {nets} networks, {states} states");
     }
 
-    /// Random runs of larger networks (five and six inputs, two cells),
-    /// `k` lost up to three times. `GROUP_MODEL_WALKS` sets the number
-    /// of runs per network and design (default 200).
+    /// Random runs of larger networks (five and six inputs: one cell, two
+    /// cells each fed by its own path, a chain), `k` lost up to three
+    /// times. (Two cells fed by one race are a known flaw: the test
+    /// above.) `GROUP_MODEL_WALKS` sets the number of runs per network
+    /// and design (default 200).
     #[test]
     fn group_model_random_runs_of_larger_networks() {
         let runs: usize = std::env::var("GROUP_MODEL_WALKS")
@@ -1635,9 +1667,8 @@ mod tests {
             for (i, spec) in [
                 "a0 b1 a1 a1 b0",
                 "ab0 a1 b1 a0 b1",
-                "a1 B1 A0 ab0 b1 A1",
-                "ab1 ab0 A0 B1 AB1 a1",
-                "aA0 Aa1 bB0 aB1 Ab0",
+                "b0 a1 ab1 a0 ab1 b0",
+                "a0 B1 b0 A1 ab0 AB1",
                 "*a1 b0 ab1 a0 b1 a1",
                 "*b0 a0 b1 ab1 ab0 b1",
             ]
