@@ -73,7 +73,10 @@
 //!   pass after firing: it passes every search `Union` passes. Neither
 //!   is sound for two cells fed by one race (their decisions are
 //!   correlated through the race's order, their groups commit
-//!   independently): `group_model_two_cells_fed_by_one_race_are_a_known_flaw`;
+//!   independently): `group_model_two_cells_fed_by_one_race_are_a_known_flaw`.
+//!   `HybridFifo` adds an `after` link from each record reaching the
+//!   cells to the record ahead of it on its path, a candidate fix checked
+//!   by `group_model_fifo_commits_candidate` (`--ignored`);
 //! * which root goes under which in a union is left open: the explorer
 //!   takes both (so union by rank, or any other rule, is covered); a
 //!   union, and a token's drop, are each one atomic step (in the
