@@ -261,9 +261,9 @@ impl Ring {
         }
     }
 
-    /// Records held (in the ring or moved aside).
-    fn len(&self) -> usize {
-        self.count + self.stragglers.len()
+    /// Holds no record (in the ring or moved aside).
+    fn is_empty(&self) -> bool {
+        self.count == 0 && self.stragglers.is_empty()
     }
 
     /// The records in identity order.
@@ -439,7 +439,7 @@ impl Log {
         }
         // (With records in its care, those count: a poison record within
         // three more losses at most.)
-        if self.barren[i] >= REPLAY_TRIES && self.held[i].len() == 0 {
+        if self.barren[i] >= REPLAY_TRIES && self.held[i].is_empty() {
             return Err(GiveUp::Barren);
         }
         let lost_credit = std::mem::take(&mut self.credit[i]);
@@ -533,13 +533,13 @@ mod tests {
             ring.iter().map(|(id, _)| id).collect::<Vec<_>>(),
             [0, n - 1]
         );
-        assert_eq!(ring.len(), 2);
+        assert!(!ring.is_empty());
         assert!(ring.take(1).is_none(), "done twice");
         let h = ring.take(0).expect("the old record is still held");
         assert_eq!(h.rec.origin, crate::entity::Origin::input(0, None));
         assert!(ring.take(0).is_none());
         assert!(ring.take(n - 1).is_some());
-        assert_eq!(ring.len(), 0);
+        assert!(ring.is_empty());
         assert!(ring.slots.is_empty());
         assert_eq!(ring.base, n);
     }
