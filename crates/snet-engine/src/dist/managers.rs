@@ -161,10 +161,17 @@ fn send_batch(
                     }
                 }
             }
-            Out::Commit { to, id, items } => {
-                // The records and the `Done` in one message (custody.rs):
-                // a message is delivered whole or not at all, so several
-                // commits in one keep "all or none" each.
+            Out::Commit {
+                to,
+                id,
+                more,
+                items,
+                fired,
+            } => {
+                // The records, the tombstones and the `Done`s in one
+                // message (custody.rs): a message is delivered whole or
+                // not at all, so several commits in one keep "all or
+                // none" each.
                 committed += items.len() as u64;
                 let b = msgs.entry((to, ch)).or_default();
                 b.needs_credit = true;
@@ -175,7 +182,23 @@ fn send_batch(
                             EngineError::Distribution(DistributionError::Field { node: me, error })
                         })?;
                 }
+                for cell in fired {
+                    b.frames.push(&Frame::Fired { cell });
+                }
                 b.dones.push(id);
+                b.dones.extend(more);
+            }
+            Out::Tombstones { to, cells } => {
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                for cell in cells {
+                    b.frames.push(&Frame::Fired { cell });
+                }
+            }
+            Out::Drain { to } => {
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                b.frames.push(&Frame::Drain);
             }
             Out::Replay { to, conn, id, item } => {
                 let b = msgs.entry((to, ch)).or_default();
@@ -414,7 +437,7 @@ fn replace(
     let gone = |message: String| EngineError::Node { node: k, message };
     if let Some(held) = rt.graph().replay_boundary(k) {
         return Err(gone(format!(
-            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits and farms)",
+            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops and synchrocells that are alone or fused with a star or split)",
             held.what, held.loc
         )));
     }
@@ -586,6 +609,8 @@ fn handle(
                 got.acked = true;
             }
             FrameRef::Seq { next } => net.set_next(from, next),
+            FrameRef::Fired { cell } => net.fired_frame(from, cell),
+            FrameRef::Drain => net.drain_frame(from),
             // Taken from the log together, at the end of the message.
             FrameRef::Done { id } => got.dones.push(id),
         }
