@@ -718,7 +718,7 @@ impl Log {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
+mod ring_tests {
     use super::*;
 
     fn rec(n: u64) -> Rec {
