@@ -362,7 +362,16 @@ fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (Stri
         if seen == after && !killed {
             let tag_var = format!("SNET_TEST_RUN={tag}");
             let node_var = format!("SNET_SHM_NODE={node}");
-            let pid = pid_with_env(&[&tag_var, &node_var]).expect("the node's process");
+            // A loaded machine may show a process's environment late
+            // (`/proc/PID/environ` is empty while it starts): look again.
+            let pid = (0..200)
+                .find_map(|_| {
+                    pid_with_env(&[&tag_var, &node_var]).or_else(|| {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                        None
+                    })
+                })
+                .expect("the node's process");
             // SAFETY: kill(2) of a process this test started (through the run).
             assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
             killed = true;

@@ -676,10 +676,13 @@ impl Graph {
             let node = self.node(id);
             let mut inner = at;
             match &node.kind {
-                NodeKind::Place { node: n, .. } => {
+                NodeKind::Place { node: n, body } => {
                     if *n == k {
                         if at.det || at.elsewhere {
                             found(node, &mut first);
+                        }
+                        if let Some(cell) = self.raced_cell(*body) {
+                            found(self.node(cell), &mut first);
                         }
                         inner.on_k = true;
                     } else if *n != Rank::ROOT {
@@ -689,9 +692,12 @@ impl Graph {
                         inner.elsewhere = true;
                     }
                 }
-                NodeKind::DynPlace { det, .. } => {
+                NodeKind::DynPlace { det, body, .. } => {
                     if at.on_k || at.det || at.elsewhere || *det {
                         found(node, &mut first);
+                    }
+                    if let Some(cell) = self.raced_cell(*body) {
+                        found(self.node(cell), &mut first);
                     }
                     inner.on_k = true;
                 }
@@ -764,6 +770,9 @@ impl Graph {
     /// decisions are protected by custody groups (`snet-engine`'s
     /// `dist::custody`).
     pub fn replayable(&self, template: NodeId) -> bool {
+        if self.raced_cell(template).is_some() {
+            return false;
+        }
         let mut stack = vec![(
             template,
             ReplayAt {
@@ -777,6 +786,115 @@ impl Graph {
             }
         }
         true
+    }
+
+    /// A synchrocell under `root` (a placement's body on the lost node)
+    /// whose decisions replay cannot restore: one of several cell
+    /// instances (a cell per tag value, or two cells of the placement)
+    /// with a race before it on the node, a merge of records whose order
+    /// is not fixed (parallel branches other than filters, stars, splits
+    /// and feedback loops). One cell's committed decision can show the
+    /// race's order while another's group is lost with the node, and the
+    /// replay races again: the other cell could then take a record that
+    /// order rules out (found by `snet-engine`'s group model,
+    /// `group_model_two_cells_fed_by_one_race_are_a_known_flaw`). A single
+    /// cell, or a star's chain of cells, behind a race is safe, and so is
+    /// any number of cells on a path that keeps its order.
+    fn raced_cell(&self, root: NodeId) -> Option<NodeId> {
+        let mut cells = std::collections::HashSet::new();
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if matches!(self.node(id).kind, NodeKind::Synchrocell(_)) {
+                cells.insert(id);
+            }
+            stack.extend(self.children(id));
+        }
+        if cells.is_empty() {
+            return None;
+        }
+        let several = cells.len() > 1;
+        let mut first = None;
+        self.raced_walk(root, false, false, several, &mut first);
+        first
+    }
+
+    /// [`Graph::raced_cell`]'s walk: `raced`, a race lies before `id` on
+    /// the node; `per_tag`, `id` is a cell fused with a split.
+    fn raced_walk(
+        &self,
+        id: NodeId,
+        raced: bool,
+        per_tag: bool,
+        several: bool,
+        first: &mut Option<NodeId>,
+    ) {
+        let fused_cell = |body: NodeId| {
+            let mut b = body;
+            while let NodeKind::Net { body, .. } = &self.node(b).kind {
+                b = *body;
+            }
+            matches!(self.node(b).kind, NodeKind::Synchrocell(_)).then_some(b)
+        };
+        match &self.node(id).kind {
+            NodeKind::Synchrocell(_) => {
+                if raced && (several || per_tag) && first.is_none() {
+                    *first = Some(id);
+                }
+            }
+            NodeKind::Serial(a, b) => {
+                self.raced_walk(*a, raced, false, several, first);
+                self.raced_walk(*b, raced || !self.keeps_order(*a), false, several, first);
+            }
+            NodeKind::Split { body, .. } => match fused_cell(*body) {
+                Some(cell) => self.raced_walk(cell, raced, true, several, first),
+                None => self.raced_walk(*body, raced, false, several, first),
+            },
+            // Records come back into the body behind later ones.
+            NodeKind::Feedback { body, .. } => self.raced_walk(*body, true, false, several, first),
+            _ => {
+                for c in self.children(id) {
+                    self.raced_walk(c, raced, false, several, first);
+                }
+            }
+        }
+    }
+
+    /// Whether the records leaving an instance of `id` on one node keep
+    /// the order they came in (per input record: boxes, filters and
+    /// synchrocells do, and the engine fuses filter-only stars and
+    /// parallel compositions, and a split of cells, into entities that
+    /// do); other merges (parallel branches, stars, splits, feedback
+    /// loops) are races.
+    fn keeps_order(&self, id: NodeId) -> bool {
+        match &self.node(id).kind {
+            NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Synchrocell(_) => true,
+            NodeKind::Serial(a, b) => self.keeps_order(*a) && self.keeps_order(*b),
+            NodeKind::Net { body, .. } | NodeKind::Observe { body, .. } => self.keeps_order(*body),
+            NodeKind::Parallel { branches, .. } => {
+                branches.len() == 1 && self.keeps_order(branches[0])
+                    || branches.iter().all(|&b| self.filters_only(b))
+            }
+            NodeKind::Star { body, .. } => self.filters_only(*body),
+            NodeKind::Split { body, .. } => {
+                let mut b = *body;
+                while let NodeKind::Net { body, .. } = &self.node(b).kind {
+                    b = *body;
+                }
+                matches!(self.node(b).kind, NodeKind::Synchrocell(_))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `id` is made of filters only.
+    fn filters_only(&self, id: NodeId) -> bool {
+        match &self.node(id).kind {
+            NodeKind::Filter(_) => true,
+            NodeKind::Serial(a, b) => self.filters_only(*a) && self.filters_only(*b),
+            NodeKind::Net { body, .. } | NodeKind::Observe { body, .. } => self.filters_only(*body),
+            NodeKind::Parallel { branches, .. } => branches.iter().all(|&b| self.filters_only(b)),
+            _ => false,
+        }
     }
 
     /// Direct children of a node, in order.

@@ -67,6 +67,8 @@
 
 pub(crate) mod custody;
 pub(crate) mod fields;
+#[cfg(test)]
+mod group_model;
 pub(crate) mod managers;
 #[cfg(test)]
 mod replay_model;
