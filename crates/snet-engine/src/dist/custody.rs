@@ -45,11 +45,11 @@
 //!   the records as before).
 //!
 //! `Respawn` is `snet run --on-node-loss respawn`. A node other than 0
-//! sends the field values it makes by value under it (no field's only
-//! copy is on a node that can be lost). With [`OnNodeLoss::Fail`] (the default) nothing here runs: no log, no
+//! sends fields by value under it, except references to fields node 0
+//! is home to (no field's only copy is on a node that can be lost). With [`OnNodeLoss::Fail`] (the default) nothing here runs: no log, no
 //! token, no frame, the same bytes on the wire as before.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Weak};
 
 use snet_core::Rank;
@@ -404,6 +404,164 @@ pub(crate) struct Opened {
     pub start: crate::entity::Stamps,
 }
 
+/// A record in node 0's log: its connection, the record, and the losses
+/// of the node it was in custody of.
+struct Held {
+    conn: ConnId,
+    rec: Rec,
+    tries: u32,
+}
+
+/// A slot of a node's [`Ring`].
+enum Slot {
+    /// Reported done, or a marker (numbered, not logged).
+    Empty,
+    /// Queued for connection `conn` and not sent yet: the output manager
+    /// moves the record in once it has encoded it ([`Log::fill`]), so
+    /// that node 0 never copies a record for its log.
+    Pending(ConnId),
+    Held(Held),
+}
+
+/// Slots a ring may have beyond [`SPREAD`] times its records before it
+/// moves the oldest record aside ([`Ring::stragglers`]).
+const SLACK: usize = 4096;
+/// See [`SLACK`].
+const SPREAD: usize = 4;
+
+/// One node's part of the log: the records by identity, as a ring of
+/// slots from `base`. Identities are dense per node, and records are
+/// mostly reported done in about the order they were sent: a `BTreeMap`
+/// here cost node 0 of `bench/soak`'s respawn network about a tenth of
+/// its instructions (its inserts, and its removals from the front, which
+/// move the leaf's 150-byte entries), and a slot per boxed record a page
+/// fault every few records (the boxes freed on the input manager's
+/// thread, made on the output manager's). The records live in the
+/// slots; the ring's memory is reused as it turns. A record held much
+/// longer than those sent after it (a slow box) would keep every slot
+/// after it: once the ring spans more than `SPREAD` times its records
+/// plus `SLACK`, the oldest record moves to `stragglers`, so the log's
+/// memory stays in proportion to the records it holds. The first slot
+/// is never empty.
+#[derive(Default)]
+struct Ring {
+    /// The identity of `slots[0]`.
+    base: u64,
+    slots: VecDeque<Slot>,
+    /// Slots not empty.
+    count: usize,
+    /// Every slot before this identity is not pending (where
+    /// [`Ring::fill`] starts looking).
+    filled: u64,
+    /// Records older than `base`, moved out of the ring.
+    stragglers: BTreeMap<u64, Held>,
+}
+
+impl Ring {
+    /// Slot `id` (the next identity, `base + slots.len()`, as the caller
+    /// keeps them dense) is pending on `conn`, or empty (a marker).
+    fn push(&mut self, id: u64, conn: Option<ConnId>) {
+        debug_assert_eq!(id, self.base + self.slots.len() as u64);
+        match conn {
+            Some(c) => {
+                self.slots.push_back(Slot::Pending(c));
+                self.count += 1;
+            }
+            None if self.slots.is_empty() => self.base = id + 1,
+            None => self.slots.push_back(Slot::Empty),
+        }
+    }
+
+    /// The first pending slot holds `rec` now (records are sent in the
+    /// order they were numbered). `rec` back if none is pending.
+    fn fill(&mut self, rec: Rec) -> Option<Rec> {
+        let start = self.filled.saturating_sub(self.base) as usize;
+        let base = self.base;
+        for (i, s) in self
+            .slots
+            .range_mut(start.min(self.slots.len())..)
+            .enumerate()
+        {
+            if let Slot::Pending(conn) = *s {
+                *s = Slot::Held(Held {
+                    conn,
+                    rec,
+                    tries: 0,
+                });
+                self.filled = base + (start + i) as u64 + 1;
+                return None;
+            }
+        }
+        Some(rec)
+    }
+
+    /// Takes the record numbered `id`, if held.
+    fn take(&mut self, id: u64) -> Option<Held> {
+        let Some(i) = id.checked_sub(self.base) else {
+            return self.stragglers.remove(&id);
+        };
+        let s = self.slots.get_mut(usize::try_from(i).ok()?)?;
+        if !matches!(s, Slot::Held(_)) {
+            return None;
+        }
+        let Slot::Held(h) = std::mem::replace(s, Slot::Empty) else {
+            return None;
+        };
+        self.count -= 1;
+        self.trim();
+        Some(h)
+    }
+
+    /// Drops the empty slots at the front, and moves old records aside
+    /// while the ring spans far more slots than it holds records.
+    fn trim(&mut self) {
+        loop {
+            while let Some(Slot::Empty) = self.slots.front() {
+                self.slots.pop_front();
+                self.base += 1;
+            }
+            if self.slots.len() <= SPREAD * self.count + SLACK
+                || !matches!(self.slots.front(), Some(Slot::Held(_)))
+            {
+                return;
+            }
+            if let Some(Slot::Held(h)) = self.slots.pop_front() {
+                self.stragglers.insert(self.base, h);
+            }
+            self.base += 1;
+            self.count -= 1;
+        }
+    }
+
+    /// Holds no record (in the ring or moved aside).
+    fn is_empty(&self) -> bool {
+        self.count == 0 && self.stragglers.is_empty()
+    }
+
+    /// The records in identity order.
+    fn iter(&self) -> impl Iterator<Item = (u64, &Held)> {
+        let base = self.base;
+        self.stragglers.iter().map(|(id, h)| (*id, h)).chain(
+            self.slots
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, s)| match s {
+                    Slot::Held(h) => Some((base + i as u64, h)),
+                    _ => None,
+                }),
+        )
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Held> {
+        self.stragglers
+            .values_mut()
+            .chain(self.slots.iter_mut().filter_map(|s| match s {
+                Slot::Held(h) => Some(h),
+                _ => None,
+            }))
+    }
+}
+
 /// Node 0's records sent to each node and not yet reported done, and
 /// what it needs to replace a lost node: the connections it opened
 /// there, the items it has not had acknowledged, and the credit it sent
@@ -415,7 +573,7 @@ pub(crate) struct Log {
     next: Vec<u64>,
     /// Per node: the records it holds, by identity, with their connection
     /// and the losses of the node they were in custody of.
-    held: Vec<BTreeMap<u64, (ConnId, Rec, u32)>>,
+    held: Vec<Ring>,
     live: u64,
     peak: u64,
     /// Per node: the connections opened there.
@@ -464,7 +622,7 @@ impl Log {
         let n = nodes as usize;
         Log {
             next: vec![0; n],
-            held: (0..n).map(|_| BTreeMap::new()).collect(),
+            held: (0..n).map(|_| Ring::default()).collect(),
             live: 0,
             peak: 0,
             opens: vec![Vec::new(); n],
@@ -493,8 +651,9 @@ impl Log {
             .collect()
     }
 
-    /// `item` is being sent to `to` on `conn`: it takes the next identity,
-    /// and a record is kept.
+    /// `item` is being queued for `to` on `conn`: it takes the next
+    /// identity, and a record a slot, pending until the output manager
+    /// moves it in once encoded ([`Log::fill`]).
     pub(crate) fn sent(&mut self, to: Rank, conn: ConnId, item: &Item) {
         let k = to.0 as usize;
         let id = self.next[k];
@@ -503,11 +662,15 @@ impl Log {
         // Markers are numbered, not logged: a node they reach holds
         // ordering state, which replay cannot restore
         // (`Graph::replay_boundary` ends such a run at a loss).
-        if let Item::Rec(r) = item {
-            self.held[k].insert(id, (conn, r.clone(), 0));
-            self.live += 1;
-            self.peak = self.peak.max(self.live);
-        }
+        let pending = match item {
+            Item::Rec(_) => {
+                self.live += 1;
+                self.peak = self.peak.max(self.live);
+                Some(conn)
+            }
+            _ => None,
+        };
+        self.held[k].push(id, pending);
     }
 
     /// Node `to` was sent `Open` for `o`.
@@ -544,12 +707,12 @@ impl Log {
 
     /// Node `from` reports done the item numbered `id`: the record, or
     /// `None` if the log does not hold it.
-    pub(crate) fn done(&mut self, from: Rank, id: u64) -> Option<(ConnId, Rec)> {
-        let (c, r, _) = self.held.get_mut(from.0 as usize)?.remove(&id)?;
+    pub(crate) fn done(&mut self, from: Rank, id: u64) -> Option<Rec> {
+        let h = self.held.get_mut(from.0 as usize)?.take(id)?;
         self.live -= 1;
         self.dones += 1;
         self.barren[from.0 as usize] = 0;
-        Some((c, r))
+        Some(h.rec)
     }
 
     /// Node `k` is lost: each record it held counts one more loss; if
@@ -565,10 +728,10 @@ impl Log {
         let i = k.0 as usize;
         self.barren[i] += 1;
         let mut poison: Option<(crate::entity::Origin, usize)> = None;
-        for (_, r, tries) in self.held[i].values_mut() {
-            *tries += 1;
-            if *tries >= REPLAY_TRIES {
-                poison.get_or_insert((r.origin, 0)).1 += 1;
+        for h in self.held[i].iter_mut() {
+            h.tries += 1;
+            if h.tries >= REPLAY_TRIES {
+                poison.get_or_insert((h.rec.origin, 0)).1 += 1;
             }
         }
         if let Some((origin, n)) = poison {
@@ -588,7 +751,7 @@ impl Log {
             opens: self.opens[i].clone(),
             items: self.held[i]
                 .iter()
-                .map(|(id, (c, r, _))| (*id, *c, r.clone()))
+                .map(|(id, h)| (id, h.conn, h.rec.clone()))
                 .collect(),
             next: self.next[i],
             unacked: std::mem::take(&mut self.unacked[i]),
@@ -617,13 +780,77 @@ impl Log {
         self.peak
     }
 
+    /// The output manager encoded record `rec` for node `to`: the log
+    /// keeps it (in the first pending slot: records are sent in the
+    /// order they were queued). `rec` back if no slot was pending for
+    /// it (the caller drops it outside the state's lock: dropping a
+    /// record may release fields).
+    pub(crate) fn fill(&mut self, to: Rank, rec: Rec) -> Option<Rec> {
+        match self.held.get_mut(to.0 as usize) {
+            Some(ring) => ring.fill(rec),
+            None => Some(rec),
+        }
+    }
+
     /// Node `k`'s records in identity order (the order they were sent).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn held(&self, k: Rank) -> impl Iterator<Item = (u64, &ConnId, &Rec)> {
         self.held
             .get(k.0 as usize)
             .into_iter()
-            .flat_map(|m| m.iter().map(|(id, (c, r, _))| (*id, c, r)))
+            .flat_map(|m| m.iter().map(|(id, h)| (id, &h.conn, &h.rec)))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod ring_tests {
+    use super::*;
+
+    fn rec(n: u64) -> Rec {
+        Rec {
+            rec: snet_core::Record::new(),
+            det: crate::entity::Stamps::new(),
+            origin: crate::entity::Origin::input(n, None),
+        }
+    }
+
+    fn conn() -> ConnId {
+        ConnId {
+            origin: Rank(0),
+            seq: 0,
+        }
+    }
+
+    /// A record held far longer than the ones after it (a slow box)
+    /// does not keep their slots: the ring stays in proportion to the
+    /// records it holds, and the old record is still found, replayed in
+    /// identity order, and reported done.
+    #[test]
+    fn a_record_held_long_does_not_keep_the_slots_after_it() {
+        let mut ring = Ring::default();
+        let n = 100_000u64;
+        for id in 0..n {
+            ring.push(id, Some(conn()));
+            assert!(ring.fill(rec(id)).is_none());
+            if id >= 2 {
+                // Everything but the first two is done soon after sent.
+                assert!(ring.take(id - 1).is_some());
+            }
+        }
+        assert!(ring.slots.len() <= SPREAD * ring.count + SLACK + 1);
+        assert_eq!(
+            ring.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+            [0, n - 1]
+        );
+        assert!(!ring.is_empty());
+        assert!(ring.take(1).is_none(), "done twice");
+        let h = ring.take(0).expect("the old record is still held");
+        assert_eq!(h.rec.origin, crate::entity::Origin::input(0, None));
+        assert!(ring.take(0).is_none());
+        assert!(ring.take(n - 1).is_some());
+        assert!(ring.is_empty());
+        assert!(ring.slots.is_empty());
+        assert_eq!(ring.base, n);
     }
 }
 

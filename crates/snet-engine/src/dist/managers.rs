@@ -40,6 +40,11 @@ pub(crate) trait Host: Sync {
 /// Sends everything workers and the input manager queue, until stopped.
 pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
     let net = &host.rt().net;
+    // Kept from batch to batch: a batch of a few thousand items freed
+    // each time went back to the system at once (the allocator's purge
+    // delay is 0) and faulted its pages in again the next time.
+    let mut batch: Vec<Out> = Vec::new();
+    let mut logging = Vec::new();
     loop {
         {
             let (m, cv) = &*net.state;
@@ -51,7 +56,7 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
         // The encoder first, then the batch: a lost node's replacement
         // (which holds the encoder) sees no batch taken and not sent.
         let mut enc = lock(&net.enc);
-        let batch: Vec<Out> = {
+        {
             let mut st = lock(&net.state.0);
             if st.out.is_empty() {
                 if st.stop {
@@ -61,9 +66,9 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
             }
             st.busy += 1;
             let n = st.out.len().min(4096);
-            st.out.drain(..n).collect()
-        };
-        let r = send_batch(host, t, &mut enc, batch);
+            batch.extend(st.out.drain(..n));
+        }
+        let r = send_batch(host, t, &mut enc, &mut batch, &mut logging);
         drop(enc);
         if let Err(e) = r {
             host.fail(e, false);
@@ -80,20 +85,32 @@ struct Building {
     credit: Dyadic,
     /// Holds a frame other than credit being returned (needs a share of credit).
     needs_credit: bool,
+    /// The items whose commits the message carries: their `Done`s go
+    /// last, so that the commits' records join one `Items` frame per
+    /// connection (a `Done` between them would start a new one).
+    dones: Vec<u64>,
 }
 
 fn send_batch(
     host: &dyn Host,
     t: &dyn Transport,
     enc: &mut Encoder,
-    batch: Vec<Out>,
+    batch: &mut Vec<Out>,
+    logging: &mut Vec<(Rank, crate::entity::Rec)>,
 ) -> Result<(), EngineError> {
     let net = &host.rt().net;
     let me = net.me;
     let mut msgs: BTreeMap<(Rank, u8), Building> = BTreeMap::new();
     let mut payloads: Vec<(Rank, u64, Arc<dyn snet_core::FieldData>)> = Vec::new();
     let peers = Rank::all(net.nodes).filter(|&n| n != me);
-    for out in batch {
+    // Records of commits: outstanding until acknowledged (counted once
+    // for the batch, before any is sent).
+    let mut committed = 0u64;
+    // Node 0 with a log: the records sent go to `logging`, for the log
+    // (moved there once encoded, before any is sent: a node may report
+    // one done at once).
+    logging.clear();
+    for out in batch.drain(..) {
         let ch = out.channel() as u8;
         match out {
             Out::Bytes { to, id, value } => payloads.push((to, id, value)),
@@ -138,6 +155,11 @@ fn send_batch(
                     .map_err(|error| {
                         EngineError::Distribution(DistributionError::Field { node: me, error })
                     })?;
+                if net.respawn_root {
+                    if let Item::Rec(r) = item {
+                        logging.push((to, r));
+                    }
+                }
             }
             Out::Commit {
                 to,
@@ -147,8 +169,10 @@ fn send_batch(
                 fired,
             } => {
                 // The records, the tombstones and the `Done`s in one
-                // message (custody.rs).
-                net.sending(items.len() as u64);
+                // message (custody.rs): a message is delivered whole or
+                // not at all, so several commits in one keep "all or
+                // none" each.
+                committed += items.len() as u64;
                 let b = msgs.entry((to, ch)).or_default();
                 b.needs_credit = true;
                 for (conn, item) in &items {
@@ -161,10 +185,8 @@ fn send_batch(
                 for cell in fired {
                     b.frames.push(&Frame::Fired { cell });
                 }
-                b.frames.push(&Frame::Done { id });
-                for id in more {
-                    b.frames.push(&Frame::Done { id });
-                }
+                b.dones.push(id);
+                b.dones.extend(more);
             }
             Out::Tombstones { to, cells } => {
                 let b = msgs.entry((to, ch)).or_default();
@@ -213,6 +235,8 @@ fn send_batch(
             }
         }
     }
+    net.sending(committed);
+    net.logged(logging);
     let mut header = Vec::new();
     let mut send = |to: Rank,
                     ch: Channel,
@@ -251,7 +275,10 @@ fn send_batch(
     // reach the nodes still running when another has gone); the first
     // error is reported.
     let mut first = Ok(());
-    for ((to, ch), b) in msgs {
+    for ((to, ch), mut b) in msgs {
+        for &id in &b.dones {
+            b.frames.push(&Frame::Done { id });
+        }
         // A message that only returns credit takes no new share.
         let ch = Channel::from_raw(ch).expect("channel");
         let r = send(to, ch, b.credit, b.needs_credit, &b.frames, Payload::none());
@@ -290,6 +317,7 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
     let rt = host.rt();
     let net = &rt.net;
     let mut dec = Decoder::new(net.me, net.nodes);
+    let mut got = Got::default();
     loop {
         if host.over() {
             return;
@@ -361,7 +389,8 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
         net.credit_flow(from, &credit, false);
         net.begin(&credit);
         let mut ctx = Ctx::new(rt);
-        let mut got = Got::default();
+        got.items = 0;
+        got.acked = false;
         let mut res = handle(host, &mut ctx, &mut dec, from, &mut r, payload, &mut got);
         if let (Ok(()), Some(e)) = (&res, ctx.take_error()) {
             res = Err(Handled::Error(e));
@@ -480,6 +509,13 @@ struct Got {
     items: u64,
     /// An acknowledgement of items this node sent.
     acked: bool,
+    /// The `Done` frames' identities, taken from the log together at the
+    /// end of the message; and the records they take from it, dropped
+    /// outside the lock. (Kept from message to message: buffers of
+    /// thousands freed each time went back to the system and faulted
+    /// their pages in again.)
+    dones: Vec<u64>,
+    left: Vec<crate::entity::Rec>,
 }
 
 fn handle(
@@ -496,6 +532,7 @@ fn handle(
     let rt = host.rt();
     let net = &rt.net;
     let proto = |e: ProtocolError| Handled::Error(EngineError::Distribution(e.into()));
+    got.dones.clear();
     while let Some(frame) = r
         .next_frame()
         .map_err(|error| proto(ProtocolError::Malformed { from, error }))?
@@ -574,12 +611,12 @@ fn handle(
             FrameRef::Seq { next } => net.set_next(from, next),
             FrameRef::Fired { cell } => net.fired_frame(from, cell),
             FrameRef::Drain => net.drain_frame(from),
-            FrameRef::Done { id } => {
-                if !net.done(from, id) {
-                    return Err(proto(ProtocolError::UnknownDone { from, id }));
-                }
-            }
+            // Taken from the log together, at the end of the message.
+            FrameRef::Done { id } => got.dones.push(id),
         }
+    }
+    if let Some(id) = net.done_all(from, &got.dones, &mut got.left) {
+        return Err(proto(ProtocolError::UnknownDone { from, id }));
     }
     Ok(())
 }

@@ -84,7 +84,7 @@ use std::sync::Weak;
 use rustc_hash::FxHashMap;
 use snet_core::{FieldData, NodeId, Rank, ReleaseRemote, RemoteField};
 
-use crate::entity::{Entity, Item, Stamps};
+use crate::entity::{Entity, Item, Rec, Stamps};
 use crate::sync::{lock, Arc, AtomicU64, Condvar, Mutex, Ordering};
 use crate::weight::Dyadic;
 pub use custody::OnNodeLoss;
@@ -402,18 +402,18 @@ impl Net {
             outstanding_hint: AtomicU64::new(0),
             owed_hint: AtomicU64::new(0),
             respawn_root: loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1,
-            // A node that may be lost sends its fields by value: a record
-            // it committed to node 0 then needs nothing from it, so no
+            // A node that may be lost sends its fields by value (those
+            // node 0 is home to go on as references): a record it
+            // committed to node 0 then needs nothing from it, so no
             // field's only copy is lost with it (custody.rs).
-            enc: Mutex::new(wire::Encoder::new(
-                me,
-                nodes,
+            enc: Mutex::new({
+                let enc = wire::Encoder::new(me, nodes, inline_limit);
                 if loss == OnNodeLoss::Respawn && me != Rank::ROOT {
-                    usize::MAX
+                    enc.keeping_nothing()
                 } else {
-                    inline_limit
-                },
-            )),
+                    enc
+                }
+            }),
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
             window: ack_window(),
@@ -481,19 +481,23 @@ impl Net {
         let (m, cv) = &*self.state;
         let mut guard = lock(m);
         let st = &mut *guard;
-        let Some(log) = st.log.as_mut() else {
+        let NetState {
+            out, log, finished, ..
+        } = st;
+        let Some(log) = log.as_mut() else {
             return Ok(());
         };
-        if st.finished {
+        if *finished {
             return Ok(());
         }
-        let r = log.lose(k)?;
-        log.resent(k, r.items.len() as u64);
-        // What was queued for the old incarnation: its records are in the
-        // log, its connections are opened again, and nothing else
-        // (acknowledgements, fields) means anything to the replacement.
-        let old = std::mem::take(&mut st.out);
+        // What was queued for the old incarnation: its records go to
+        // their log slots (pending until sent), its connections are
+        // opened again, and nothing else (acknowledgements, fields)
+        // means anything to the replacement.
+        let old = std::mem::take(out);
         let mut dropped = Vec::new();
+        // (None: every queued record has its slot.)
+        let mut unplaced = Vec::new();
         for o in old {
             let to = match &o {
                 Out::Open { to, .. }
@@ -509,12 +513,23 @@ impl Net {
                 | Out::Seq { to, .. } => Some(*to),
                 Out::Credit(_) | Out::Fail(_) | Out::Shutdown => None,
             };
-            if to == Some(k) {
-                dropped.push(o);
-            } else {
-                st.out.push_back(o);
+            match o {
+                Out::Item {
+                    item: Item::Rec(r), ..
+                } if to == Some(k) => unplaced.extend(log.fill(k, r)),
+                o if to == Some(k) => dropped.push(o),
+                o => out.push_back(o),
             }
         }
+        let r = match log.lose(k) {
+            Ok(r) => r,
+            Err(e) => {
+                drop(guard);
+                drop((dropped, unplaced));
+                return Err(e);
+            }
+        };
+        log.resent(k, r.items.len() as u64);
         st.outstanding = st.outstanding.saturating_sub(r.unacked) + r.items.len() as u64;
         self.outstanding_hint
             .store(st.outstanding, Ordering::SeqCst);
@@ -551,9 +566,26 @@ impl Net {
         });
         drop(guard);
         // Dropping records may release fields (which locks the state).
-        drop(dropped);
+        drop((dropped, unplaced));
         cv.notify_one();
         Ok(())
+    }
+
+    /// Node 0 with a log: the output manager encoded these records for
+    /// these nodes (and has not sent them yet): the log keeps them, in
+    /// the slots [`Net::push_item`] made pending.
+    pub(crate) fn logged(&self, recs: &mut Vec<(Rank, Rec)>) {
+        if recs.is_empty() {
+            return;
+        }
+        let mut unplaced = Vec::new();
+        if let Some(log) = lock(&self.state.0).log.as_mut() {
+            for (to, r) in recs.drain(..) {
+                unplaced.extend(log.fill(to, r));
+            }
+        }
+        // (Outside the lock: dropping a record may release fields.)
+        drop(unplaced);
     }
 
     /// Nodes node 0 replaced during the run.
@@ -783,14 +815,38 @@ impl Net {
 
     /// Node `from` reports done the `id`th item this node sent it
     /// (`Done`); false if the log does not hold it (a protocol error).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn done(&self, from: Rank, id: u64) -> bool {
-        // The record leaves the log outside the lock (dropping it may
+        self.done_all(from, &[id], &mut Vec::new()).is_none()
+    }
+
+    /// Node `from` reports done the items numbered `ids` (a message's
+    /// `Done` frames, under one lock); the first the log does not hold,
+    /// if any (a protocol error).
+    pub(crate) fn done_all(&self, from: Rank, ids: &[u64], left: &mut Vec<Rec>) -> Option<u64> {
+        if ids.is_empty() {
+            return None;
+        }
+        let mut unknown = None;
+        {
+            let mut st = lock(&self.state.0);
+            let Some(log) = st.log.as_mut() else {
+                return ids.first().copied();
+            };
+            for &id in ids {
+                match log.done(from, id) {
+                    Some(r) => left.push(r),
+                    None => {
+                        unknown = Some(id);
+                        break;
+                    }
+                }
+            }
+        }
+        // The records leave the log outside the lock (dropping one may
         // release fields, which queue messages).
-        let left = lock(&self.state.0)
-            .log
-            .as_mut()
-            .and_then(|log| log.done(from, id));
-        left.is_some()
+        left.clear();
+        unknown
     }
 
     /// The records node 0's log holds, and the most it ever held (both
@@ -1037,6 +1093,25 @@ mod tests {
             .collect()
     }
 
+    /// What the output manager does with what is queued: the records
+    /// sent go to the log.
+    fn send_queued(net: &Net) {
+        let out = std::mem::take(&mut lock(&net.state.0).out);
+        net.logged(
+            &mut out
+                .into_iter()
+                .filter_map(|o| match o {
+                    Out::Item {
+                        to,
+                        item: Item::Rec(r),
+                        ..
+                    } => Some((to, r)),
+                    _ => None,
+                })
+                .collect(),
+        );
+    }
+
     #[test]
     fn node_0_logs_each_record_it_sends_until_the_node_reports_it_done() {
         let net = Net::with_loss(Rank(0), 3, 1024, OnNodeLoss::Respawn);
@@ -1046,6 +1121,12 @@ mod tests {
         // not logged.
         net.push_item(Rank(1), conn(), Item::Resume);
         net.push_item(Rank(1), conn(), rec(11));
+        // Queued, not sent: the slots wait for the records (node 0 moves
+        // them in once encoded, never copies them), and nothing is done.
+        assert_eq!(logged(&net, 1), vec![]);
+        assert_eq!(net.log_size(), (3, 3));
+        assert!(!net.done(Rank(1), 0));
+        send_queued(&net);
         assert_eq!(logged(&net, 1), vec![(0, 10), (2, 11)]);
         assert_eq!(logged(&net, 2), vec![(0, 20)]);
         assert_eq!(net.log_size(), (3, 3));
@@ -1060,6 +1141,83 @@ mod tests {
         assert!(net.done(Rank(2), 0));
         assert!(net.done(Rank(1), 0));
         assert_eq!(net.log_size(), (0, 3));
+        // Numbers go on after an emptied log, markers included.
+        net.push_item(Rank(1), conn(), rec(12));
+        net.push_item(Rank(1), conn(), Item::Resume);
+        net.push_item(Rank(1), conn(), rec(13));
+        send_queued(&net);
+        assert_eq!(logged(&net, 1), vec![(3, 12), (5, 13)]);
+        assert!(net.done(Rank(1), 3));
+        assert!(net.done(Rank(1), 5));
+        assert!(!net.done(Rank(1), 4));
+        assert_eq!(net.log_size(), (0, 3));
+    }
+
+    #[test]
+    fn a_lost_node_is_sent_again_what_was_sent_and_what_was_queued_in_order() {
+        let net = Net::with_loss(Rank(0), 3, 1024, OnNodeLoss::Respawn);
+        net.push(Out::Open {
+            to: Rank(1),
+            conn: conn(),
+            template: snet_core::NodeId(0),
+            back: conn(),
+            start: Stamps::new(),
+        });
+        for n in 0..4 {
+            net.push_item(Rank(1), conn(), rec(n));
+        }
+        // 0 and 1 sent; 1 reported done; 2 and 3 still queued, with an
+        // item for node 2, when node 1 is lost.
+        let mut st = lock(&net.state.0);
+        let sent: Vec<Out> = st.out.drain(..3).collect();
+        drop(st);
+        net.logged(
+            &mut sent
+                .into_iter()
+                .filter_map(|o| match o {
+                    Out::Item {
+                        to,
+                        item: Item::Rec(r),
+                        ..
+                    } => Some((to, r)),
+                    _ => None,
+                })
+                .collect(),
+        );
+        assert!(net.done(Rank(1), 1));
+        net.push_item(Rank(2), conn(), rec(20));
+        assert!(net.replay(Rank(1)).is_ok());
+        let st = lock(&net.state.0);
+        let what: Vec<String> = st
+            .out
+            .iter()
+            .map(|o| match o {
+                Out::Item { to, .. } => format!("item to {to}"),
+                Out::Open { to, .. } => format!("open at {to}"),
+                Out::Replay { to, id, item, .. } => match item {
+                    Item::Rec(r) => format!(
+                        "{id} again to {to}: {}",
+                        r.rec.int(snet_core::Label::tag("n")).expect("n")
+                    ),
+                    _ => "marker".into(),
+                },
+                Out::Seq { to, next } => format!("next to {to}: {next}"),
+                _ => "other".into(),
+            })
+            .collect();
+        assert_eq!(
+            what,
+            [
+                "item to 2",
+                "open at 1",
+                "0 again to 1: 0",
+                "2 again to 1: 2",
+                "3 again to 1: 3",
+                "next to 1: 4"
+            ]
+        );
+        drop(st);
+        assert_eq!(net.log_size(), (4, 4));
     }
 
     #[test]

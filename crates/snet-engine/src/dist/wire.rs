@@ -1330,6 +1330,10 @@ pub(crate) struct Encoder {
     me: Rank,
     dicts: Vec<FxHashMap<Label, u32>>,
     inline_limit: usize,
+    /// A node that may be lost (`--on-node-loss respawn`, not node 0):
+    /// no field's only copy may stay here, so a field goes by value
+    /// unless node 0 is its home ([`Encoder::keeping_nothing`]).
+    keep_nothing: bool,
     /// Scratch space for a field's meta part.
     meta: Vec<u8>,
 }
@@ -1340,8 +1344,21 @@ impl Encoder {
             me,
             dicts: (0..nodes).map(|_| FxHashMap::default()).collect(),
             inline_limit,
+            keep_nothing: false,
             meta: Vec::new(),
         }
+    }
+
+    /// This node may be lost with everything in its memory: a field it
+    /// sends goes by value (whatever the inline limit), so that none is
+    /// homed here, except a reference to a field node 0 is home to, which
+    /// goes on as a reference (node 0 is never lost; sending such a field
+    /// by value back to node 0 cost node 0 a decoded copy and a
+    /// `Release` of the reference for each record: `bench/soak`'s
+    /// respawn network).
+    pub(crate) fn keeping_nothing(mut self) -> Encoder {
+        self.keep_nothing = true;
+        self
     }
 
     /// Node `to` was replaced: its dictionary starts again.
@@ -1371,7 +1388,12 @@ impl Encoder {
     ) -> Result<(), snet_core::NotPortable> {
         if let Some(v) = f.get() {
             v.portable()?;
-            if v.encoded_len() <= self.inline_limit {
+            if v.encoded_len() <= self.inline_limit
+                || (self.keep_nothing
+                    && !f
+                        .as_remote()
+                        .is_some_and(|r| r.home == Rank::ROOT && r.weight() >= 2))
+            {
                 // Small: meta part and body are copied into the frame.
                 self.meta.clear();
                 v.encode_meta(&mut self.meta);

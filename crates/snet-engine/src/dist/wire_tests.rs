@@ -627,3 +627,67 @@ fn followed_records_carry_their_flow_id() {
     let good = [0, ITEMS, 0, 0, 1, ITEM_FLOW, 0, 2, 0, 9, 0];
     assert!(Message::decode(&good).is_ok());
 }
+
+/// A node that may be lost (`--on-node-loss respawn`, not node 0) sends
+/// every field by value whatever the inline limit, except a reference
+/// to a field node 0 is home to: that goes on as a reference, as it
+/// would without custody (node 0 is never lost, and a copy by value
+/// cost node 0 a decoded value and a `Release` per record).
+#[test]
+fn a_node_that_may_be_lost_keeps_no_field_but_passes_node_0s_references_on() {
+    let store = FieldStore::new(Rank(1), Arc::new(NoRelease));
+    let long = "y".repeat(100);
+    let proxy = |home: u32| {
+        let r = snet_core::RemoteField::new(Rank(home), 5, "X", 100, 1 << 20, Arc::new(NoRelease));
+        r.fill(Arc::new(snet_core::TextField::new("X", false, &long)));
+        Field::remote(Arc::new(r))
+    };
+    let mut rec = Record::new();
+    rec.set(Label::field("keep-a"), Value::Field(proxy(0)));
+    rec.set(Label::field("keep-b"), Value::Field(proxy(2)));
+    rec.set(
+        Label::field("keep-c"),
+        Value::Field(Field::text("X", false, &long)),
+    );
+    let item = Item::Rec(Rec {
+        rec,
+        det: Stamps::new(),
+        origin: Origin::input(1, None),
+    });
+    let conn = ConnId {
+        origin: Rank(0),
+        seq: 1,
+    };
+    let kinds = |keep_nothing: bool| -> Vec<String> {
+        let enc = Encoder::new(Rank(1), 3, 16);
+        let mut enc = if keep_nothing {
+            enc.keeping_nothing()
+        } else {
+            enc
+        };
+        let mut frames = Frames::default();
+        frames.item(conn, &mut enc, Rank(0), &item, &store).unwrap();
+        let mut out = Vec::new();
+        frames.message(&Dyadic::one(), &mut out);
+        let m = Message::decode(&out).unwrap();
+        let [Frame::Items { items, .. }] = &m.frames[..] else {
+            panic!("one Items frame: {:?}", m.frames)
+        };
+        let [WireItem::Rec { entries, .. }] = &items[..] else {
+            panic!("one record")
+        };
+        entries
+            .iter()
+            .map(|(_, v)| match v {
+                WireValue::Ref { home, .. } => format!("reference home {home}"),
+                WireValue::Inline { .. } => "value".to_string(),
+                WireValue::Int(_) => "int".to_string(),
+            })
+            .collect()
+    };
+    assert_eq!(
+        kinds(false),
+        ["reference home 0", "reference home 2", "reference home 1"]
+    );
+    assert_eq!(kinds(true), ["reference home 0", "value", "value"]);
+}
