@@ -1,11 +1,12 @@
 //! `--on-node-loss respawn` on shared memory (issue 40): a node other
 //! than 0 that is lost (killed, or ended by a box) is replaced by a new
 //! process, and the run ends with the failure-free run's output, compared
-//! as a multiset; a record that kills every incarnation is a poison record
-//! (the run ends after three tries, naming the box and the input record);
-//! a node holding what replay cannot restore (a synchrocell) ends the run
-//! with a message naming it; `respawn` under MPI and `redistribute` are
-//! refused at start.
+//! as a multiset, also when the node holds synchrocells (alone, merging
+//! in a star, split per tag); a record that kills every incarnation is a
+//! poison record (the run ends after three tries, naming the box and the
+//! input record); a node holding what replay cannot restore (a synchrocell
+//! inside a star's replica) ends the run with a message naming it;
+//! `respawn` under MPI and `redistribute` are refused at start.
 //!
 //! The losses are deterministic: the box `victim` ends its own process
 //! on the record `k == 37` when `SNET_TEST_VICTIM` arms it, and (except
@@ -72,12 +73,72 @@ net chain {
 } connect (victim @ 1) .. (touch @ 2);
 "#;
 
-/// `victim` and a synchrocell on node 1: replay cannot restore the cell.
+/// `victim` and a synchrocell inside a star's replica on node 1: replay
+/// cannot name the cell in a replacement (the replica's path is not
+/// built), so it cannot restore it.
 const CELL: &str = r#"
 net cell {
   box victim((<k>) -> (<k>));
-} connect (victim .. [| {<k>}, {<m>} |]) @ 1;
+} connect (victim .. (([| {<k>}, {<m>} |] .. [{<k>} -> {<z = k>}]) * {<z>})) @ 1;
 "#;
+
+/// Each record becomes an `a` and a `b` on node 1, which a synchrocell
+/// there merges: `{cells}` stands for the cells.
+const PAIRS: &str = r#"
+net pairs {
+  box victim((<k>) -> (<k>));
+} connect (victim .. [{<k>} -> {<k>, <a = k>}; {<k>, <b = k>}] .. {cells}) @ 1;
+"#;
+
+/// Each record goes round a loop on node 1 `k % 4` times (adding one to
+/// `k` each time): `{loop}` stands for a star or a feedback loop.
+const ROUNDS: &str = r#"
+net rounds {
+  box victim((<k>) -> (<k>));
+  box touch((<k>) -> (<k>));
+} connect (victim .. [{<k>} -> {<k>, <c = k % 4>}] .. {loop}) @ 1;
+"#;
+
+/// What a lost node's replacement restores: a star and a feedback loop
+/// (no decision of their own), a lone synchrocell (it merges the first
+/// pair, and every later record passes it: a loss on record 37 needs its
+/// tombstone), the merge idiom `[| .. |] * exits` and a cell per tag.
+const RESTORED: [(&str, &str, &str); 5] = [
+    (
+        "star",
+        ROUNDS,
+        "(([{<c>} -> {<c = c - 1>}] .. touch) * {<c>} if <c <= 0>)",
+    ),
+    (
+        "feedback",
+        ROUNDS,
+        "(([{<c>} -> {<c = c - 1>}] .. touch) \\ {<c>} if <c >= 0>)",
+    ),
+    ("lone", PAIRS, "[| {<a>}, {<b>} |]"),
+    ("merge", PAIRS, "([| {<a>}, {<b>} |] * {<a>, <b>})"),
+    ("split", PAIRS, "([| {<a>}, {<b>} |] ! <k>)"),
+];
+
+/// The programs of [`RESTORED`], built once.
+fn restored_programs() -> &'static Vec<PathBuf> {
+    static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = scratch("respawn-restored");
+        let boxes = dir.join("victim.c");
+        std::fs::write(&boxes, VICTIM_BOXES).unwrap();
+        RESTORED
+            .iter()
+            .map(|(name, template, part)| {
+                let prog = dir.join(format!("{name}.snet"));
+                let src = template.replace("{cells}", part).replace("{loop}", part);
+                std::fs::write(&prog, src).unwrap();
+                let exe = dir.join(name);
+                snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+                exe
+            })
+            .collect()
+    })
+}
 
 /// The programs, built once: (chain, cell).
 fn programs() -> &'static (PathBuf, PathBuf) {
@@ -205,8 +266,43 @@ fn a_poison_record_ends_the_run_after_three_tries_naming_box_and_record() {
     assert!(!r.stdout.contains("terminate"), "{}", r.stdout);
 }
 
+/// A node holding a star, a feedback loop or synchrocells loses itself
+/// on record 37 (the lone cell has fired on record 0 and committed its
+/// tombstone by then, and the records after pass it; the merging star's
+/// and the split's cells store and fire throughout). The replacement's
+/// cells start as node 0's tombstones say, and the output is the
+/// failure-free run's. (Before custody groups, every one of these runs
+/// ended at the loss, naming the construct.)
 #[test]
-fn losing_a_node_with_a_synchrocell_ends_the_run_naming_it() {
+fn a_node_holding_loops_or_synchrocells_is_replaced_and_the_output_is_unchanged() {
+    for (exe, (name, ..)) in restored_programs().iter().zip(RESTORED) {
+        let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{name}: {}", want.stderr);
+        let want = records(&want.stdout);
+        // 200 records, or 200 pairs merged (the lone cell merges one).
+        let n = if name == "lone" { 399 } else { 200 };
+        assert_eq!(want.values().sum::<usize>(), n + 1, "{name}");
+        for workers in ["1", "2", "8"] {
+            let r = run_shm(
+                exe,
+                2,
+                200,
+                Some("kill"),
+                &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
+            );
+            assert!(r.ok, "{name}, {workers} workers: {}", r.stderr);
+            assert_eq!(records(&r.stdout), want, "{name}, {workers} workers");
+            assert!(
+                r.stderr.contains("replaced 1 lost node process"),
+                "{name}, {workers} workers: {}",
+                r.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn losing_a_node_with_a_synchrocell_in_a_replica_ends_the_run_naming_it() {
     let r = run_shm(
         &programs().1,
         2,
@@ -224,21 +320,20 @@ fn losing_a_node_with_a_synchrocell_ends_the_run_naming_it() {
     );
 }
 
-/// Node 2 (`touch`) is SIGKILLed from outside once the run has written 20
-/// records (the victim naps 2 ms a record, so the run is still going).
-#[test]
-fn a_node_killed_from_outside_mid_run_is_replaced() {
+/// Runs `exe` on `nodes` shm nodes with custody, the victim napping, and
+/// SIGKILLs node `node`'s process once the run has written `after`
+/// records: the output and the run's stderr.
+fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (String, String) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let exe = &programs().0;
-    let dir = exe.with_file_name("outside");
+    let dir = exe.with_file_name(format!("outside-{node}"));
     std::fs::create_dir_all(&dir).unwrap();
     let inp = dir.join("input.xml");
     std::fs::write(&inp, k_records(200)).unwrap();
-    let tag = format!("respawn-{}", std::process::id());
+    let tag = format!("respawn-{}-{node}", std::process::id());
     let mut child = Command::new(exe)
-        .args(["--transport", "shm", "--nodes", "3", "--workers", "2"])
-        .args(["--on-node-loss", "respawn", "-i"])
+        .args(["--transport", "shm", "--nodes", &nodes.to_string()])
+        .args(["--workers", "2", "--on-node-loss", "respawn", "-i"])
         .arg(&inp)
         .env("SNET_TEST_VICTIM", "nap")
         .env("SNET_TEST_RUN", &tag)
@@ -264,9 +359,10 @@ fn a_node_killed_from_outside_mid_run_is_replaced() {
         }
         out.push_str(&l);
         out.push('\n');
-        if seen == 20 && !killed {
+        if seen == after && !killed {
             let tag_var = format!("SNET_TEST_RUN={tag}");
-            let pid = pid_with_env(&[&tag_var, "SNET_SHM_NODE=2"]).expect("node 2's process");
+            let node_var = format!("SNET_SHM_NODE={node}");
+            let pid = pid_with_env(&[&tag_var, &node_var]).expect("the node's process");
             // SAFETY: kill(2) of a process this test started (through the run).
             assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
             killed = true;
@@ -276,8 +372,36 @@ fn a_node_killed_from_outside_mid_run_is_replaced() {
     let stderr = stderr.join().unwrap_or_default();
     assert!(killed, "the run ended before it could be killed: {stderr}");
     assert!(status.success(), "{stderr}");
-    assert_eq!(&records(&out), reference(), "{stderr}");
     assert_eq!(tagged_processes(&tag), 0, "processes outlived the run");
+    (out, stderr)
+}
+
+/// Node 2 (`touch`) is SIGKILLed from outside once the run has written 20
+/// records (the victim naps 2 ms a record, so the run is still going).
+#[test]
+fn a_node_killed_from_outside_mid_run_is_replaced() {
+    let (out, stderr) = killed_from_outside(&programs().0, 3, 2, 20);
+    assert_eq!(&records(&out), reference(), "{stderr}");
+}
+
+/// The tombstone case, made deterministic: the lone synchrocell on node 1
+/// fires on the first pair, and node 0 has written its merged record
+/// (which it gets in one message with the cell's tombstone) and 19 more
+/// before the node is SIGKILLed; the records after pass the fired cell
+/// and are replayed. The replacement's cell must start fired (node 0
+/// sends it the tombstone first): a fresh cell would store a replayed
+/// record and merge it, changing the output.
+#[test]
+fn a_synchrocell_that_fired_before_its_node_was_lost_stays_fired() {
+    let exe = &restored_programs()[2];
+    let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+    assert!(want.ok, "{}", want.stderr);
+    let (out, stderr) = killed_from_outside(exe, 2, 1, 20);
+    assert!(
+        out.contains(r#"<tag label="a">0</tag><tag label="b">0</tag>"#),
+        "{out}"
+    );
+    assert_eq!(records(&out), records(&want.stdout), "{stderr}");
 }
 
 /// A node that dies at start, every incarnation (before node 0 sent it

@@ -642,85 +642,69 @@ impl Graph {
         first.map(|f| (g, f))
     }
 
-    /// What a run that replays the records lost with node `k` (issue 40's
-    /// first slice) cannot restore if `k` is lost: the first construct, in
-    /// the program's text, that may run on `k` and holds state across
-    /// records (a synchrocell, a star, a feedback loop), orders records
-    /// with markers (a deterministic combinator, inside or around a
-    /// placement on `k`), or is a placement inside one on another node
-    /// (its records go between two nodes other than 0). `None`: everything
-    /// that may run on `k` is a function of each record (boxes, filters,
-    /// splits, placed farms `!@`), which replay restores. A dynamic
-    /// placement's body counts as running on every node.
+    /// What a run that replays the records lost with node `k` (issue 40)
+    /// cannot restore if `k` is lost: the first construct, in the
+    /// program's text, that may run on `k` and orders records with
+    /// markers (a deterministic combinator, inside or around a placement
+    /// on `k`), is a placement inside one on another node (its records go
+    /// between two nodes other than 0), or is a synchrocell replay cannot
+    /// name across incarnations (inside a star or split replica other
+    /// than the one it is fused with, `[| .. |] * p` and `[| .. |] ! <t>`,
+    /// or in a placement inside a feedback loop). `None`: everything that
+    /// may run on `k` is a function of each record (boxes, filters,
+    /// splits, stars, feedback loops, placed farms `!@`) or a synchrocell
+    /// whose decisions custody groups protect, which replay restores. A
+    /// dynamic placement's body counts as running on every node.
     pub fn replay_boundary(&self, k: Rank) -> Option<Placement> {
-        #[derive(Copy, Clone)]
-        struct At {
-            /// Inside a placement that may run on `k`.
-            on_k: bool,
-            /// Inside a placement on another node than 0 and `k`.
-            elsewhere: bool,
-            /// Inside a deterministic combinator.
-            det: bool,
-        }
         let mut first: Option<Placement> = None;
-        let mut found = |node: &Node| {
+        let found = |node: &Node, first: &mut Option<Placement>| {
             let key = |l: &Loc| (l.file.clone(), l.line, l.col);
             if first.as_ref().is_none_or(|f| key(&node.loc) < key(&f.loc)) {
-                first = Some(Placement {
+                *first = Some(Placement {
                     what: node.describe().to_string(),
                     loc: node.loc.clone(),
                 });
             }
         };
         let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![(
-            self.entry,
-            At {
-                on_k: false,
-                elsewhere: false,
-                det: false,
-            },
-        )];
+        let mut stack = vec![(self.entry, ReplayAt::default())];
         while let Some((id, at)) = stack.pop() {
             // A template shared by several places is visited once per context.
-            if !seen.insert((id, at.on_k, at.elsewhere, at.det)) {
+            if !seen.insert((id, at)) {
                 continue;
             }
             let node = self.node(id);
             let mut inner = at;
             match &node.kind {
-                NodeKind::Synchrocell(_) | NodeKind::Star { .. } | NodeKind::Feedback { .. }
-                    if at.on_k =>
-                {
-                    found(node)
-                }
-                NodeKind::Parallel { det: true, .. } | NodeKind::Split { det: true, .. }
-                    if at.on_k =>
-                {
-                    found(node)
-                }
-                NodeKind::Parallel { det: true, .. }
-                | NodeKind::Split { det: true, .. }
-                | NodeKind::Star { det: true, .. } => inner.det = true,
                 NodeKind::Place { node: n, .. } => {
                     if *n == k {
                         if at.det || at.elsewhere {
-                            found(node);
+                            found(node, &mut first);
                         }
                         inner.on_k = true;
                     } else if *n != Rank::ROOT {
                         if at.on_k {
-                            found(node);
+                            found(node, &mut first);
                         }
                         inner.elsewhere = true;
                     }
                 }
                 NodeKind::DynPlace { det, .. } => {
                     if at.on_k || at.det || at.elsewhere || *det {
-                        found(node);
+                        found(node, &mut first);
                     }
                     inner.on_k = true;
                 }
+                NodeKind::Feedback { .. } if !at.on_k => inner.in_loop = true,
+                _ if at.on_k => {
+                    if let Some(bad) = self.replay_step(id, &inner, &mut stack) {
+                        found(self.node(bad), &mut first);
+                    }
+                    continue;
+                }
+                NodeKind::Parallel { det: true, .. }
+                | NodeKind::Split { det: true, .. }
+                | NodeKind::Star { det: true, .. } => inner.det = true,
                 _ => {}
             }
             stack.extend(self.children(id).into_iter().map(|c| (c, inner)));
@@ -728,23 +712,68 @@ impl Graph {
         first
     }
 
+    /// One step of [`Graph::replay_boundary`]'s walk inside a placement on
+    /// the lost node (and of [`Graph::replayable`]'s): pushes the
+    /// children of `id` to visit, in their context; returns `id` if replay
+    /// cannot restore it (see there).
+    fn replay_step(
+        &self,
+        id: NodeId,
+        at: &ReplayAt,
+        stack: &mut Vec<(NodeId, ReplayAt)>,
+    ) -> Option<NodeId> {
+        let node = self.node(id);
+        let mut inner = *at;
+        // The synchrocell a star or split runs fused with (through net
+        // boundaries, as `snet-engine`'s program does).
+        let fused = |body: NodeId| {
+            let mut b = body;
+            while let NodeKind::Net { body, .. } = &self.node(b).kind {
+                b = *body;
+            }
+            matches!(self.node(b).kind, NodeKind::Synchrocell(_)).then_some(b)
+        };
+        match &node.kind {
+            NodeKind::Synchrocell(_) if at.replicated || at.in_loop => return Some(id),
+            NodeKind::Parallel { det: true, .. }
+            | NodeKind::Split { det: true, .. }
+            | NodeKind::Star { det: true, .. }
+            | NodeKind::Place { .. }
+            | NodeKind::DynPlace { .. } => return Some(id),
+            NodeKind::Star { body, .. } | NodeKind::Split { body, .. } => match fused(*body) {
+                // The fused cell is named by its chain position or tag value.
+                Some(cell) if !at.replicated => {
+                    stack.push((cell, inner));
+                    return None;
+                }
+                _ => inner.replicated = true,
+            },
+            _ => {}
+        }
+        stack.extend(self.children(id).into_iter().map(|c| (c, inner)));
+        None
+    }
+
     /// Whether replaying its records restores what an instance of
-    /// `template` held: it holds no state across records (no synchrocell,
-    /// star or feedback loop), makes no ordering markers (no deterministic
-    /// combinator) and places nothing on another node. Boxes, filters,
-    /// parallel composition and splits are functions of each record.
+    /// `template`, placed on a node other than 0, held: it makes no
+    /// ordering markers (no deterministic combinator), places nothing on
+    /// another node, and holds no synchrocell but ones replay can name
+    /// (not inside a star or split replica other than the one it is
+    /// fused with). Boxes, filters, parallel composition, splits, stars
+    /// and feedback loops are functions of each record; synchrocells'
+    /// decisions are protected by custody groups (`snet-engine`'s
+    /// `dist::custody`).
     pub fn replayable(&self, template: NodeId) -> bool {
-        let mut stack = vec![template];
-        while let Some(id) = stack.pop() {
-            match &self.node(id).kind {
-                NodeKind::Synchrocell(_)
-                | NodeKind::Star { .. }
-                | NodeKind::Feedback { .. }
-                | NodeKind::Place { .. }
-                | NodeKind::DynPlace { .. }
-                | NodeKind::Parallel { det: true, .. }
-                | NodeKind::Split { det: true, .. } => return false,
-                _ => stack.extend(self.children(id)),
+        let mut stack = vec![(
+            template,
+            ReplayAt {
+                on_k: true,
+                ..ReplayAt::default()
+            },
+        )];
+        while let Some((id, at)) = stack.pop() {
+            if self.replay_step(id, &at, &mut stack).is_some() {
+                return false;
             }
         }
         true
@@ -765,4 +794,20 @@ impl Graph {
             | NodeKind::Observe { body, .. } => SmallVec::from_slice(&[*body]),
         }
     }
+}
+
+/// Where [`Graph::replay_boundary`]'s walk is.
+#[derive(Copy, Clone, Default, PartialEq, Eq, Hash)]
+struct ReplayAt {
+    /// Inside a placement that may run on the lost node.
+    on_k: bool,
+    /// Inside a placement on another node than 0 and the lost one.
+    elsewhere: bool,
+    /// Inside a deterministic combinator.
+    det: bool,
+    /// Inside a feedback loop around the placement (on node 0).
+    in_loop: bool,
+    /// Inside a star or split replica, within the placement, that a
+    /// synchrocell is not fused with.
+    replicated: bool,
 }

@@ -63,6 +63,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
             node,
             rt.prog.synchrocell(node).clone(),
             next,
+            &rt.net,
         ))),
         NodeKind::Box(id) => {
             let t = rt.prog.box_template(node).clone();
@@ -175,7 +176,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
             if def.fused.is_some() {
                 // A deterministic fused star is one FIFO entity: order holds without a collector.
                 return ctx.entity(Kind::FusedSynchrocell(FusedSynchrocell::new(
-                    def, next, graph,
+                    def, next, graph, &rt.net,
                 )));
             }
             if def.filters.is_some() {
@@ -192,7 +193,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
             if def.fused.is_some() {
                 // One FIFO entity: a deterministic split needs no collector (split.rs).
                 return ctx.entity(Kind::SplitSynchrocell(crate::split::SplitSynchrocell::new(
-                    def, next,
+                    def, next, &rt.net,
                 )));
             }
             let (next, det) = det_wrap(ctx, def.det, next);

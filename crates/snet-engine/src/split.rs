@@ -165,12 +165,20 @@ pub(crate) struct SplitSynchrocell {
     next: Arc<Entity>,
     /// In the node's list of entities holding records.
     listed: bool,
+    /// Custody of the cells' decisions, keyed by tag value (a node other
+    /// than 0 of a run that survives a lost node: synchrocell.rs).
+    guard: Option<Box<crate::synchrocell::Guard>>,
 }
 
 impl SplitSynchrocell {
-    pub(crate) fn new(def: Arc<SplitDef>, next: Arc<Entity>) -> SplitSynchrocell {
+    pub(crate) fn new(
+        def: Arc<SplitDef>,
+        next: Arc<Entity>,
+        net: &crate::dist::Net,
+    ) -> SplitSynchrocell {
         let (sync_node, sync) = def.fused.clone().expect("a fused split");
         SplitSynchrocell {
+            guard: crate::synchrocell::Guard::new(net, sync_node),
             def,
             sync_node,
             sync,
@@ -218,13 +226,24 @@ impl SplitSynchrocell {
         } else {
             0
         };
+        // The cell's key in the guard: the value's bits.
+        let key = v as u64;
         let stored = match self.open.get_mut(&v) {
             Some(cell) => cell.offer(pats, rec),
             None if self.fired.contains(&v) => Ok(Stored::Passed(rec)),
+            None if self
+                .guard
+                .as_mut()
+                .is_some_and(|g| g.first(&ctx.rt.net, key, det.custody())) =>
+            {
+                // Fired in an earlier incarnation of this node.
+                self.fired.insert(v);
+                Ok(Stored::Passed(rec))
+            }
             None => {
                 let mut cell = Cell::new(pats.len());
                 let r = cell.offer(pats, rec);
-                if matches!(r, Ok(Stored::Kept)) {
+                if matches!(r, Ok(Stored::Kept(_))) {
                     self.open.insert(v, cell);
                 } else if matches!(r, Ok(Stored::Fired(_))) {
                     self.fired.insert(v);
@@ -238,11 +257,17 @@ impl SplitSynchrocell {
             loc: ctx.rt.loc(self.sync_node),
         })?;
         match stored {
-            Stored::Kept => {
+            Stored::Kept(i) => {
+                if let Some(g) = &mut self.guard {
+                    g.stored(&ctx.rt.net, key, i, det.custody());
+                }
                 ctx.rt
                     .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker())
             }
             Stored::Fired(rec) => {
+                if let Some(g) = &mut self.guard {
+                    g.fired(&ctx.rt.net, key, det.custody());
+                }
                 ctx.rt
                     .released(self.sync_node, pats.len() - 1, ctx.stacks.worker());
                 // Only an open cell can fire here after a first `Kept`.
@@ -254,7 +279,15 @@ impl SplitSynchrocell {
                 }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }));
             }
-            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
+            Stored::Passed(rec) => {
+                // A record no pattern takes passes whatever the cell did.
+                let takes = crate::synchrocell::takes(pats, &rec);
+                if let (Some(g), true) = (&mut self.guard, takes) {
+                    g.passed(key..=key, det.custody());
+                    g.passed_open(key..=key, det.custody());
+                }
+                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
+            }
         }
         Ok(())
     }

@@ -217,6 +217,9 @@ pub(crate) struct FusedSynchrocell {
     listed: bool,
     /// The synchrocell's template node.
     sync_node: snet_core::NodeId,
+    /// Custody of the cells' decisions, keyed by chain position (a node
+    /// other than 0 of a run that survives a lost node: synchrocell.rs).
+    guard: Option<Box<crate::synchrocell::Guard>>,
 }
 
 impl FusedSynchrocell {
@@ -224,6 +227,7 @@ impl FusedSynchrocell {
         def: Arc<StarDef>,
         next: Arc<Entity>,
         graph: &snet_core::Graph,
+        net: &crate::dist::Net,
     ) -> FusedSynchrocell {
         let sync = def.fused.clone().expect("a fused star");
         let mut sync_node = def.body;
@@ -231,6 +235,7 @@ impl FusedSynchrocell {
             sync_node = *body;
         }
         FusedSynchrocell {
+            guard: crate::synchrocell::Guard::new(net, sync_node),
             sync_node,
             def,
             cells: std::collections::BTreeMap::new(),
@@ -300,7 +305,14 @@ impl FusedSynchrocell {
             let pos = match found {
                 Some(pos) => pos,
                 None => {
-                    let pos = self.next_pos.max(from);
+                    let mut pos = self.next_pos.max(from);
+                    if let Some(g) = &mut self.guard {
+                        // Positions an earlier incarnation of this node
+                        // fired are passed (node 0 holds their tombstones).
+                        while g.first(&ctx.rt.net, pos, det.custody()) {
+                            pos += 1;
+                        }
+                    }
                     self.next_pos = pos + 1;
                     self.cells.insert(pos, Cell::new(pats.len()));
                     for set in &mut self.empty {
@@ -309,6 +321,12 @@ impl FusedSynchrocell {
                     pos
                 }
             };
+            if let (Some(g), true) = (&mut self.guard, pos > from) {
+                // The record passes the cells before `pos`: fired ones,
+                // and open ones whose slots for it are taken.
+                g.passed(from..=pos - 1, det.custody());
+                g.passed_open(from..=pos - 1, det.custody());
+            }
             let cell = self.cells.get_mut(&pos).expect("open cell");
             let i = (0..pats.len())
                 .find(|&i| accepts[i] && cell.open(i))
@@ -316,11 +334,17 @@ impl FusedSynchrocell {
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
                 None => {
+                    if let Some(g) = &mut self.guard {
+                        g.stored(&ctx.rt.net, pos, i, det.custody());
+                    }
                     ctx.rt
                         .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker());
                     return Ok(());
                 }
                 Some(merged) => {
+                    if let Some(g) = &mut self.guard {
+                        g.fired(&ctx.rt.net, pos, det.custody());
+                    }
                     ctx.rt
                         .released(self.sync_node, pats.len() - 1, ctx.stacks.worker());
                     self.cells.remove(&pos);

@@ -6,6 +6,14 @@
 //! into one output (labels each pattern names come from its record, all other
 //! labels from the first pattern's record) and the cell becomes the identity.
 //! The merged record carries the ordering stamps of the record that fired it.
+//!
+//! On a node other than 0 of a run that survives a lost node, a cell's
+//! decisions are guarded ([`Guard`]): which record a cell stores, and
+//! that it fired, depend on the order records arrive in, which replay may
+//! change; so nothing that shows a decision may reach node 0 before the
+//! records it was about (custody groups, `dist::custody`).
+
+use std::collections::{BTreeMap, VecDeque};
 
 use snet_core::{NodeId, Pattern, Record, SynchrocellDef};
 
@@ -24,6 +32,9 @@ pub(crate) struct SynchrocellEntity {
     next: Arc<Entity>,
     /// In the node's list of entities holding records ([`Runtime::note_holding`](crate::runtime::Runtime::note_holding)).
     listed: bool,
+    /// Custody of the cell's decisions (a node other than 0 of a run
+    /// that survives a lost node).
+    guard: Option<Box<Guard>>,
 }
 
 /// The state of one synchrocell, shared by the plain and the fused entity.
@@ -37,8 +48,8 @@ pub(crate) struct Cell {
 
 /// What a cell did with a record.
 pub(crate) enum Stored {
-    /// Kept in a slot; nothing to emit.
-    Kept,
+    /// Kept in slot `i`; nothing to emit.
+    Kept(usize),
     /// Filled the last slot: here is the merged record.
     Fired(Record),
     /// Not taken: pass the record on unchanged.
@@ -79,9 +90,15 @@ impl Cell {
             return Ok(Stored::Passed(rec));
         };
         Ok(match self.store(i, patterns, rec) {
-            None => Stored::Kept,
+            None => Stored::Kept(i),
             Some(merged) => Stored::Fired(merged),
         })
+    }
+
+    /// The cell fired in an earlier incarnation of its node.
+    pub(crate) fn set_fired(&mut self) {
+        self.fired = true;
+        self.slots = smallvec::SmallVec::new();
     }
 
     /// The records the cell holds, waiting for their partners.
@@ -124,6 +141,7 @@ impl SynchrocellEntity {
         node: NodeId,
         def: Arc<SynchrocellDef>,
         next: Arc<Entity>,
+        net: &crate::dist::Net,
     ) -> SynchrocellEntity {
         SynchrocellEntity {
             node,
@@ -131,6 +149,7 @@ impl SynchrocellEntity {
             def,
             next,
             listed: false,
+            guard: Guard::new(net, node),
         }
     }
 
@@ -154,6 +173,11 @@ impl SynchrocellEntity {
         } else {
             0
         };
+        if let Some(g) = &mut self.guard {
+            if std::mem::take(&mut g.fresh) && g.first(&ctx.rt.net, 0, det.custody()) {
+                self.cell.set_fired();
+            }
+        }
         let stored =
             self.cell
                 .offer(&self.def.patterns, rec)
@@ -163,11 +187,17 @@ impl SynchrocellEntity {
                     loc: ctx.rt.loc(self.node),
                 })?;
         match stored {
-            Stored::Kept => {
+            Stored::Kept(i) => {
+                if let Some(g) = &mut self.guard {
+                    g.stored(&ctx.rt.net, 0, i, det.custody());
+                }
                 ctx.rt
                     .note_holding(me, &mut self.listed, self.node, ctx.stacks.worker())
             }
             Stored::Fired(rec) => {
+                if let Some(g) = &mut self.guard {
+                    g.fired(&ctx.rt.net, 0, det.custody());
+                }
                 ctx.rt
                     .released(self.node, self.def.patterns.len() - 1, ctx.stacks.worker());
                 if let Some(log) = ctx.log.as_deref_mut() {
@@ -175,8 +205,173 @@ impl SynchrocellEntity {
                 }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
-            Stored::Passed(rec) => ctx.send(&self.next, Item::Rec(Rec { rec, det, origin })),
+            Stored::Passed(rec) => {
+                // A record no pattern takes passes whatever the cell did.
+                if let (Some(g), true) = (&mut self.guard, takes(&self.def.patterns, &rec)) {
+                    g.passed(0..=0, det.custody());
+                    g.passed_open(0..=0, det.custody());
+                }
+                ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
+            }
         }
         Ok(())
+    }
+}
+
+/// Whether a pattern of the cell could take `rec` (its guard aside).
+pub(crate) fn takes(patterns: &[Pattern], rec: &Record) -> bool {
+    patterns.iter().any(|p| rec.matches(&p.variant))
+}
+
+/// Custody of a synchrocell's decisions (ARCHITECTURE.md, "Surviving a
+/// lost node"), for a cell entity on a node other than 0 of a run that
+/// survives a lost node; its cells are told apart by a key (0 for a lone
+/// cell, the chain position of `[| .. |] * p`, the tag value of
+/// `[| .. |] ! <t>`). A record's custody token
+/// * joins the groups of the records in the other slots of the cell it
+///   fires (the merged record derives from them all), and the group gets
+///   the cell's tombstone;
+/// * commits with or after ([`Token::after`]) the groups of the records
+///   stored in a cell it passes (it passed because they are there), and
+///   the group that fired a cell it passes, until that one committed
+///   (after, node 0 holds the tombstone).
+///
+/// A stored record's token is kept in the node's table
+/// ([`crate::dist::Net::cell_store`]) until the cell fires.
+///
+/// [`Token::after`]: crate::dist::custody::Token::after
+pub(crate) struct Guard {
+    /// The cell's template node.
+    cell: NodeId,
+    /// The connection its records come on (the first token's).
+    conn: Option<crate::dist::ConnId>,
+    /// Per open cell, per slot: the stored record's token's key in the
+    /// node's table and a link to its group.
+    slots: BTreeMap<u64, Slots>,
+    /// Per fired cell whose group may not have committed: its link.
+    firings: BTreeMap<u64, Arc<Link>>,
+    /// The keys of `firings`, oldest first (committed ones are forgotten).
+    order: VecDeque<u64>,
+    /// A lone cell that has seen no record yet.
+    pub(crate) fresh: bool,
+}
+
+use crate::dist::custody::Link;
+
+/// A cell's slots as its guard sees them: per slot, the stored record's
+/// token's key in the node's table and a link to its group.
+type Slots = smallvec::SmallVec<[Option<(u64, Arc<Link>)>; 2]>;
+
+type Tok<'a> = Option<&'a std::sync::Arc<crate::dist::custody::Token>>;
+
+impl Guard {
+    /// A guard for cells of template `cell`, if `net` is a node other
+    /// than 0 of a run that survives a lost node.
+    pub(crate) fn new(net: &crate::dist::Net, cell: NodeId) -> Option<Box<Guard>> {
+        net.receives_custody().then(|| {
+            Box::new(Guard {
+                cell,
+                conn: None,
+                slots: BTreeMap::new(),
+                firings: BTreeMap::new(),
+                order: VecDeque::new(),
+                fresh: true,
+            })
+        })
+    }
+
+    fn id(&mut self, key: u64, t: Tok) -> Option<crate::dist::wire::CellId> {
+        if self.conn.is_none() {
+            self.conn = t.map(|t| t.conn());
+        }
+        Some(crate::dist::wire::CellId {
+            conn: self.conn?,
+            cell: self.cell,
+            key,
+        })
+    }
+
+    /// The first record (with token `t`) reaches cell `key`, which is
+    /// created: whether an earlier incarnation of the node fired it (it
+    /// then starts fired).
+    pub(crate) fn first(&mut self, net: &crate::dist::Net, key: u64, t: Tok) -> bool {
+        if self.slots.contains_key(&key) || self.firings.contains_key(&key) {
+            return false;
+        }
+        match self.id(key, t) {
+            Some(id) => net.tombstoned(&id),
+            None => false,
+        }
+    }
+
+    /// Cell `key` stored the record with token `t` in slot `i`.
+    pub(crate) fn stored(&mut self, net: &crate::dist::Net, key: u64, i: usize, t: Tok) {
+        let _ = self.id(key, t);
+        let stored = t.and_then(|t| Some((net.cell_store(t)?, t.link(None))));
+        let slots = self.slots.entry(key).or_default();
+        if slots.len() <= i {
+            slots.resize(i + 1, None);
+        }
+        slots[i] = stored;
+    }
+
+    /// A record with token `t` passes the open cells of `keys` (their
+    /// slots for it are taken): it commits with or after their stored
+    /// records' groups.
+    pub(crate) fn passed_open(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
+        let Some(t) = t else { return };
+        for slots in self.slots.range(keys).map(|(_, s)| s) {
+            for (_, l) in slots.iter().flatten() {
+                t.after(l);
+            }
+        }
+    }
+
+    /// A record with token `t` passes the fired cells of `keys`: it
+    /// commits with or after the groups that fired them.
+    pub(crate) fn passed(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
+        let Some(t) = t else { return };
+        let mut done = smallvec::SmallVec::<[u64; 2]>::new();
+        for (k, l) in self.firings.range(keys) {
+            if l.committed() {
+                done.push(*k);
+            } else {
+                t.after(l);
+            }
+        }
+        for k in done {
+            self.firings.remove(&k);
+        }
+    }
+
+    /// The record with token `t` fired cell `key`: it joins the groups of
+    /// the records stored there, which get the cell's tombstone.
+    pub(crate) fn fired(&mut self, net: &crate::dist::Net, key: u64, t: Tok) {
+        let slots = self.slots.remove(&key).unwrap_or_default();
+        let Some(t) = t else { return };
+        let stored: smallvec::SmallVec<[_; 2]> = slots
+            .iter()
+            .flatten()
+            .filter_map(|(k, _)| net.cell_token(*k, true))
+            .collect();
+        for s in &stored {
+            crate::dist::custody::union(t, s);
+        }
+        drop(stored);
+        if let Some(id) = self.id(key, Some(t)) {
+            self.firings.insert(key, t.link(Some(id)));
+            self.order.push_back(key);
+        }
+        // Forget the links of groups that committed (the oldest first).
+        while let Some(k) = self.order.front() {
+            match self.firings.get(k) {
+                Some(l) if !l.committed() => break,
+                Some(_) => {
+                    self.firings.remove(k);
+                }
+                None => {}
+            }
+            self.order.pop_front();
+        }
     }
 }

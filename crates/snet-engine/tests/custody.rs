@@ -327,3 +327,135 @@ fn a_record_that_kills_its_node_each_time_ends_the_run_after_three_tries() {
         "{m}"
     );
 }
+
+/// Where the synchrocell of [`cells_graph`] is.
+#[derive(Copy, Clone, Debug)]
+enum Cells {
+    /// `[| {<A>}, {<B>} |]`: merges one pair, the rest pass.
+    Lone,
+    /// `[| {<A>}, {<B>} |] * {<A>, <B>}`: merges every pair.
+    Merge,
+    /// `[| {<A>}, {<B>} |] ! <X>`: a cell per input record.
+    Split,
+    /// `[| {<A>}, {<Q>} |]`: stores the first `A` for ever (no `Q`
+    /// comes), the rest pass: the end of the stream drains it.
+    Never,
+}
+
+/// `[{<X>} -> {<X>, <A=X>} ; {<X>, <B=X>}] .. (cells @ 1)`.
+fn cells_graph(cells: Cells) -> Arc<Graph> {
+    let mut g = Graph {
+        nodes: vec![],
+        boxes: vec![],
+        entry: NodeId(0),
+    };
+    let (x, a, b, q) = (t("X"), t("A"), t("B"), t("Q"));
+    let two = filter(&mut g, &[x], &[("A", "X", 1, 0), ("B", "X", 1, 0)]);
+    let pat = |l: Label| Pattern {
+        variant: Variant::new([l]),
+        guard: None,
+    };
+    let second = if matches!(cells, Cells::Never) { q } else { b };
+    let cell = add(
+        &mut g,
+        NodeKind::Synchrocell(SynchrocellDef {
+            patterns: vec![pat(a), pat(second)],
+        }),
+        ty(&[&[a], &[second]]),
+    );
+    let pairs = ty(&[&[x, a], &[x, b]]);
+    let body = match cells {
+        Cells::Lone | Cells::Never => cell,
+        Cells::Merge => add(
+            &mut g,
+            NodeKind::Star {
+                body: cell,
+                exits: vec![Pattern {
+                    variant: Variant::new([a, b]),
+                    guard: None,
+                }],
+                det: false,
+            },
+            pairs.clone(),
+        ),
+        Cells::Split => add(
+            &mut g,
+            NodeKind::Split {
+                body: cell,
+                tag: x,
+                det: false,
+            },
+            pairs.clone(),
+        ),
+    };
+    let placed = add(
+        &mut g,
+        NodeKind::Place {
+            body,
+            node: Rank(1),
+        },
+        pairs,
+    );
+    g.entry = add(&mut g, NodeKind::Serial(two, placed), ty(&[&[x]]));
+    Arc::new(g)
+}
+
+/// The output's `A` values and `B` values, each sorted (which `A` a cell
+/// merged with which `B` depends on the order they arrived in).
+fn halves(out: &std::sync::Mutex<Vec<Record>>) -> (Vec<i64>, Vec<i64>) {
+    let out = out.lock().unwrap();
+    let mut a: Vec<i64> = out.iter().filter_map(|r| r.int(t("A"))).collect();
+    let mut b: Vec<i64> = out.iter().filter_map(|r| r.int(t("B"))).collect();
+    a.sort_unstable();
+    b.sort_unstable();
+    (a, b)
+}
+
+/// Synchrocells on node 1, in a failure-free run and with node 1 killed
+/// at several messages: every `A` and every `B` is written exactly once
+/// (a cell that never fires loses the `A` it stores, as S-Net says), and
+/// node 0's log ends empty (the end of the stream drained the stored
+/// record's group, which every later `A` waited for).
+#[test]
+fn synchrocells_on_a_killed_node_lose_and_double_nothing() {
+    let n = 300;
+    let all: Vec<i64> = (0..n).collect();
+    for cells in [Cells::Lone, Cells::Merge, Cells::Split, Cells::Never] {
+        for workers in [1, 2, 8] {
+            for after in [0, 2, 3, 6] {
+                let config = Config {
+                    workers,
+                    on_node_loss: OnNodeLoss::Respawn,
+                    ..Config::default()
+                };
+                let (io, out) = vec_io(input(n));
+                let armed = Arc::new(AtomicBool::new(after > 0));
+                let wrap = |l: Loopback| -> Box<dyn Transport> {
+                    if l.node() != Rank(1) {
+                        return Box::new(l);
+                    }
+                    Box::new(Hooked::new(
+                        Box::new(l),
+                        Killing {
+                            after,
+                            armed: armed.clone(),
+                        },
+                    ))
+                };
+                let what = format!("{cells:?} killed at {after}, {workers} workers");
+                let stats =
+                    run_loopback_with(cells_graph(cells), &config, Some(io), &NoBoxes, 2, &wrap)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let (a, b) = halves(&out);
+                assert_eq!(b, all, "{what}");
+                if let Cells::Never = cells {
+                    assert_eq!(a.len() as i64, n - 1, "{what}");
+                    a.windows(2).for_each(|w| assert!(w[0] < w[1], "{what}"));
+                } else {
+                    assert_eq!(a, all, "{what}");
+                }
+                assert_eq!(stats[0].log_live, 0, "{what}");
+            }
+        }
+    }
+}

@@ -266,9 +266,10 @@ connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -
 }
 
 /// What replaying a lost node cannot restore yet (`Graph::replay_boundary`):
-/// state, ordering markers and chains of placements that may run on the
-/// lost node, the first in the text; boxes, filters, splits and `!@`
-/// farms are fine.
+/// ordering markers, chains of placements and synchrocells replay cannot
+/// name that may run on the lost node, the first in the text; boxes,
+/// filters, splits, stars, feedback loops, `!@` farms and synchrocells
+/// (alone, or fused with a star or split) are fine.
 #[test]
 fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     let boundary = |src: &str, k: u32| {
@@ -286,15 +287,30 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     let stateless = "net s connect ([{<x>} -> {<x>, <y=x>}] @ 1) .. ([{<x>} -> {<x>}] ! <x>) .. ([{<x>} -> {<x>}] !@ <x>);";
     assert_eq!(boundary(stateless, 1), None);
     assert_eq!(boundary(stateless, 2), None);
-    // A synchrocell on node 2 (not on node 1).
+    // Synchrocells, stars and feedback loops on node 2: restored.
     let cell = "net c connect ([{<x>} -> {<x>}] @ 1) ..\n  ([| {<x>}, {<w>} |] @ 2);";
     assert_eq!(boundary(cell, 1), None);
-    assert_eq!(boundary(cell, 2), Some(("synchrocell".into(), 2, 4)));
-    // A star inside a farm: any node may run it.
+    assert_eq!(boundary(cell, 2), None);
+    let merge =
+        "net m connect (([| {<x>}, {<w>} |] * {<x>, <w>}) .. ([| {<x>}, {<w>} |] ! <x>)) @ 2;";
+    assert_eq!(boundary(merge, 2), None);
     let star = "net t connect ([{<x>} -> {<x>}] * {<x>}) !@ <x>;";
+    assert_eq!(boundary(star, 3), None);
+    let lp = "net l connect ([{<x>} -> {<x>, <y>}] \\ {<x>, <z>}) @ 1;";
+    assert_eq!(boundary(lp, 1), None);
+    // A cell that is not the one a star is fused with has no name that
+    // survives the node (its replica's path is not built).
+    let deep = "net p connect (([| {<x>}, {<w>} |] .. [{<x>} -> {<x>}]) * {<y>}) @ 1;";
+    assert_eq!(boundary(deep, 1), Some(("synchrocell".into(), 1, 17)));
+    // A cell in a placement inside a feedback loop on node 0 (its records
+    // can come back after the end of the stream's drain).
+    let looped = "net f connect ([| {<x>}, {<w>} |] @ 1) \\ {<z>};";
+    assert_eq!(boundary(looped, 1), Some(("synchrocell".into(), 1, 16)));
+    // The markers of `**` on the node.
+    let det_star = "net s connect ([{<x>} -> {<x>}] ** {<x>}) @ 1;";
     assert_eq!(
-        boundary(star, 3).map(|b| b.0),
-        Some("serial replication".into())
+        boundary(det_star, 1).map(|b| b.0),
+        Some("deterministic serial replication".into())
     );
     // Markers of a deterministic combinator around a placement.
     let det = "net d connect ([{<x>} -> {<x>}] @ 1) !! <x>;";

@@ -95,6 +95,15 @@ pub(crate) fn node(run: &Run<'_>, part: &Part) -> u8 {
             s.nodes_replaced
         );
     }
+    if s.log_live > 0 {
+        // Custody ends with every record reported done (the end of the
+        // input drains what synchrocells store): anything left is a
+        // record whose output did not come back.
+        say!(
+            "warning: node 0's custody log still held {} record(s) at the end of the run: outputs made from them may be missing (--on-node-loss respawn)",
+            s.log_live
+        );
+    }
     if run.opts.stats {
         say!("snet: {s}");
         if let Some(c) = &part.counters {

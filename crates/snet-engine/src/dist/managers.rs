@@ -139,8 +139,15 @@ fn send_batch(
                         EngineError::Distribution(DistributionError::Field { node: me, error })
                     })?;
             }
-            Out::Commit { to, id, items } => {
-                // The records and the `Done` in one message (custody.rs).
+            Out::Commit {
+                to,
+                id,
+                more,
+                items,
+                fired,
+            } => {
+                // The records, the tombstones and the `Done`s in one
+                // message (custody.rs).
                 net.sending(items.len() as u64);
                 let b = msgs.entry((to, ch)).or_default();
                 b.needs_credit = true;
@@ -151,7 +158,25 @@ fn send_batch(
                             EngineError::Distribution(DistributionError::Field { node: me, error })
                         })?;
                 }
+                for cell in fired {
+                    b.frames.push(&Frame::Fired { cell });
+                }
                 b.frames.push(&Frame::Done { id });
+                for id in more {
+                    b.frames.push(&Frame::Done { id });
+                }
+            }
+            Out::Tombstones { to, cells } => {
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                for cell in cells {
+                    b.frames.push(&Frame::Fired { cell });
+                }
+            }
+            Out::Drain { to } => {
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                b.frames.push(&Frame::Drain);
             }
             Out::Replay { to, conn, id, item } => {
                 let b = msgs.entry((to, ch)).or_default();
@@ -383,7 +408,7 @@ fn replace(
     let gone = |message: String| EngineError::Node { node: k, message };
     if let Some(held) = rt.graph().replay_boundary(k) {
         return Err(gone(format!(
-            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits and farms)",
+            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops and synchrocells that are alone or fused with a star or split)",
             held.what, held.loc
         )));
     }
@@ -547,6 +572,8 @@ fn handle(
                 got.acked = true;
             }
             FrameRef::Seq { next } => net.set_next(from, next),
+            FrameRef::Fired { cell } => net.fired_frame(from, cell),
+            FrameRef::Drain => net.drain_frame(from),
             FrameRef::Done { id } => {
                 if !net.done(from, id) {
                     return Err(proto(ProtocolError::UnknownDone { from, id }));

@@ -162,12 +162,27 @@ pub(crate) enum Out {
         id: u64,
         weight: u64,
     },
-    /// The records derived from node `to`'s item `id` and the item's
-    /// `Done`, in one message ([`custody`]).
+    /// The records derived from node `to`'s item `id` (and the items
+    /// `more` of its group), the cells the group fired, and the items'
+    /// `Done`s, in one message ([`custody`]).
     Commit {
         to: Rank,
         id: u64,
+        more: Vec<u64>,
         items: Vec<(ConnId, Item)>,
+        fired: Vec<wire::CellId>,
+    },
+    /// Node 0 replacing node `to`: the cells its groups fired, before the
+    /// records replayed to it.
+    Tombstones {
+        to: Rank,
+        cells: Vec<wire::CellId>,
+    },
+    /// Node 0, quiescent at the end of the input with records still in
+    /// node `to`'s custody: its synchrocells stop protecting what they
+    /// store ([`custody`]).
+    Drain {
+        to: Rank,
     },
     /// Node 0 replaying its log to a replacement: item `id` again.
     Replay {
@@ -202,6 +217,7 @@ impl Out {
             | Out::Item { .. }
             | Out::Commit { .. }
             | Out::Replay { .. }
+            | Out::Tombstones { .. }
             | Out::Seq { .. } => Channel::Records,
             Out::Bytes { .. } => Channel::Field,
             _ => Channel::Control,
@@ -290,6 +306,15 @@ pub(crate) struct Net {
 pub(crate) struct Receiving {
     pub next: u64,
     pub replayable: rustc_hash::FxHashSet<ConnId>,
+    /// The custody tokens of records synchrocells store, by a key the
+    /// cell keeps (here, not in the cell, so that [`Net::drain`] can drop
+    /// them; a stored record keeps its group from committing).
+    stored: FxHashMap<u64, Arc<custody::Token>>,
+    next_stored: u64,
+    /// The stream is over ([`Net::drain`]): cells store without custody.
+    drained: bool,
+    /// The cells node 0 says this node's earlier incarnations fired.
+    tombstones: rustc_hash::FxHashSet<wire::CellId>,
 }
 
 /// Items a node may have sent to other nodes and not had acknowledged
@@ -476,6 +501,8 @@ impl Net {
                 | Out::Release { to, .. }
                 | Out::Ack { to, .. }
                 | Out::Commit { to, .. }
+                | Out::Tombstones { to, .. }
+                | Out::Drain { to }
                 | Out::Replay { to, .. }
                 | Out::Seq { to, .. } => Some(*to),
                 Out::Credit(_) | Out::Fail(_) | Out::Shutdown => None,
@@ -502,6 +529,12 @@ impl Net {
                 start: o.start,
             });
         }
+        if !r.tombstones.is_empty() {
+            st.out.push_back(Out::Tombstones {
+                to: k,
+                cells: r.tombstones,
+            });
+        }
         for (id, conn, rec) in r.items {
             st.out.push_back(Out::Replay {
                 to: k,
@@ -524,6 +557,12 @@ impl Net {
     /// Nodes node 0 replaced during the run.
     pub(crate) fn replaced(&self) -> u64 {
         lock(&self.state.0).log.as_ref().map_or(0, |l| l.replaced)
+    }
+
+    /// A node other than 0 of a run that survives a lost node (records
+    /// from node 0 may carry custody tokens).
+    pub(crate) fn receives_custody(&self) -> bool {
+        self.custody.is_some()
     }
 
     /// A run that survives a lost node (custody on either side).
@@ -634,12 +673,110 @@ impl Net {
             (id, c.replayable.contains(&conn))
         };
         if let Item::Rec(r) = item {
-            let t = custody::Token::new(from, id, Arc::downgrade(&self.state));
+            let t = custody::Token::new(from, id, conn, Arc::downgrade(&self.state));
             if replayable {
                 r.det.set_custody(Some(Arc::new(t)));
             }
             // Else `t` is dropped here: done at once.
         }
+    }
+
+    /// A node other than 0: a synchrocell stores a record with token `t`;
+    /// the key it finds it by (`None` after [`Net::drain`]).
+    pub(crate) fn cell_store(&self, t: &Arc<custody::Token>) -> Option<u64> {
+        let mut c = lock(self.custody.as_ref()?);
+        if c.drained {
+            return None;
+        }
+        let k = c.next_stored;
+        c.next_stored += 1;
+        c.stored.insert(k, t.clone());
+        Some(k)
+    }
+
+    /// The token a cell stored under `key` (taken out of the table if
+    /// `take`); `None` after [`Net::drain`].
+    pub(crate) fn cell_token(&self, key: u64, take: bool) -> Option<Arc<custody::Token>> {
+        let mut c = lock(self.custody.as_ref()?);
+        if take {
+            c.stored.remove(&key)
+        } else {
+            c.stored.get(&key).cloned()
+        }
+    }
+
+    /// Whether an earlier incarnation of this node fired cell `cell`.
+    pub(crate) fn tombstoned(&self, cell: &wire::CellId) -> bool {
+        self.custody
+            .as_ref()
+            .is_some_and(|c| lock(c).tombstones.contains(cell))
+    }
+
+    /// Node 0: this node's earlier incarnations fired `cell`.
+    fn tombstone(&self, cell: wire::CellId) {
+        if let Some(c) = &self.custody {
+            lock(c).tombstones.insert(cell);
+        }
+    }
+
+    /// The stream is over (node 0's `Drain`): the tokens of stored records
+    /// are dropped, so that their groups commit.
+    fn drain(&self) {
+        let Some(c) = &self.custody else { return };
+        let stored = {
+            let mut c = lock(c);
+            c.drained = true;
+            std::mem::take(&mut c.stored)
+        };
+        // Outside the lock: dropping a token commits (which locks the state).
+        drop(stored);
+    }
+
+    /// A `Fired` frame from `from`: node 0 keeps the tombstone; a
+    /// replacement takes it from node 0.
+    pub(crate) fn fired_frame(&self, from: Rank, cell: wire::CellId) {
+        if self.me == Rank::ROOT {
+            self.fired(from, cell);
+        } else if from == Rank::ROOT {
+            self.tombstone(cell);
+        }
+    }
+
+    /// A `Drain` frame from `from` (node 0's only).
+    pub(crate) fn drain_frame(&self, from: Rank) {
+        if from == Rank::ROOT {
+            self.drain();
+        }
+    }
+
+    /// Node 0: node `from`'s groups fired `cell`.
+    fn fired(&self, from: Rank, cell: wire::CellId) {
+        if let Some(log) = lock(&self.state.0).log.as_mut() {
+            log.fired(from, cell);
+        }
+    }
+
+    /// Node 0 at the end of the input, quiescent: with records still in
+    /// some node's custody (held in groups a synchrocell's stored record
+    /// keeps open), asks those nodes to drain and returns true, once per
+    /// change of the log; else false (the run may end).
+    pub(crate) fn ask_drain(&self) -> bool {
+        let (m, cv) = &*self.state;
+        let mut g = lock(m);
+        let st = &mut *g;
+        let Some(log) = st.log.as_mut() else {
+            return false;
+        };
+        if log.live() == 0 || log.dones() == log.drained_at {
+            return false;
+        }
+        log.drained_at = log.dones();
+        for k in log.holding() {
+            st.out.push_back(Out::Drain { to: k });
+        }
+        drop(g);
+        cv.notify_one();
+        true
     }
 
     /// Node `from` reports done the `id`th item this node sent it

@@ -40,6 +40,8 @@
 //! | 8 | Ack | count (items received from the receiver, now acknowledged) |
 //! | 9 | Done | item identity (everything derived from it has left the sender) |
 //! | 10 | Seq | the identity of the next item from the sender (a replay's) |
+//! | 11 | Fired | a synchrocell's identity: connection, template node, key (a tombstone) |
+//! | 12 | Drain | |
 //!
 //! A connection is its creator node and counter; stamps are a count and
 //! the numbers. The Items count is written as a four-byte varint (padded
@@ -248,6 +250,8 @@ const BYTES: u8 = 7;
 const ACK: u8 = 8;
 const DONE: u8 = 9;
 const SEQ: u8 = 10;
+const FIRED: u8 = 11;
+const DRAIN: u8 = 12;
 
 /// Items counts below this fit the four-byte form patched in place.
 const COUNT4_LIMIT: u64 = 1 << 28;
@@ -509,6 +513,34 @@ pub enum Frame<'a> {
         /// The number of the next item.
         next: u64,
     },
+    /// Custody: the synchrocell named `cell` has fired (a *tombstone*).
+    /// From a node other than 0, with the `Done`s of the records whose
+    /// group fired it (node 0 keeps it for the run); from node 0 to a
+    /// replacement, before the records replayed to it: the replacement's
+    /// cell of that name starts fired (`dist::custody`).
+    Fired {
+        /// The cell's name across incarnations.
+        cell: CellId,
+    },
+    /// Custody: the stream is over (node 0 is quiescent with no input
+    /// left): the receiver's synchrocells stop protecting the records
+    /// they store, whose groups then commit (`dist::custody`).
+    Drain,
+}
+
+/// A synchrocell's name on a node other than 0, the same in every
+/// incarnation of the node: the connection from node 0 its records come
+/// on, the cell's template node, and its key in the instance (0 for a
+/// lone cell, the chain position in `[| .. |] * p`, the tag value in
+/// `[| .. |] ! <t>`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellId {
+    /// The connection its instance was opened for.
+    pub conn: ConnId,
+    /// The synchrocell's template node.
+    pub cell: NodeId,
+    /// Its key in the instance.
+    pub key: u64,
 }
 
 /// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
@@ -579,6 +611,13 @@ pub enum FrameRef<'a> {
         /// The number of the next item.
         next: u64,
     },
+    /// [`Frame::Fired`].
+    Fired {
+        /// The cell's name across incarnations.
+        cell: CellId,
+    },
+    /// [`Frame::Drain`].
+    Drain,
 }
 
 /// An item as it travels.
@@ -697,6 +736,8 @@ impl<'a> Message<'a> {
                 FrameRef::Ack { count } => Frame::Ack { count },
                 FrameRef::Done { id } => Frame::Done { id },
                 FrameRef::Seq { next } => Frame::Seq { next },
+                FrameRef::Fired { cell } => Frame::Fired { cell },
+                FrameRef::Drain => Frame::Drain,
             });
         }
         Ok(Message { credit, frames })
@@ -773,6 +814,13 @@ impl Frame<'_> {
                 out.push(SEQ);
                 put_u(out, *next);
             }
+            Frame::Fired { cell } => {
+                out.push(FIRED);
+                put_conn(out, cell.conn);
+                put_u(out, u64::from(cell.cell.0));
+                put_u(out, cell.key);
+            }
+            Frame::Drain => out.push(DRAIN),
         }
     }
 
@@ -808,6 +856,8 @@ impl Frame<'_> {
             Frame::Ack { count } => Frame::Ack { count },
             Frame::Done { id } => Frame::Done { id },
             Frame::Seq { next } => Frame::Seq { next },
+            Frame::Fired { cell } => Frame::Fired { cell },
+            Frame::Drain => Frame::Drain,
         }
     }
 }
@@ -1095,6 +1145,14 @@ impl<'a> Reader<'a> {
             ACK => FrameRef::Ack { count: self.u()? },
             DONE => FrameRef::Done { id: self.u()? },
             SEQ => FrameRef::Seq { next: self.u()? },
+            FIRED => FrameRef::Fired {
+                cell: CellId {
+                    conn: self.conn()?,
+                    cell: NodeId(self.u32("template node")?),
+                    key: self.u()?,
+                },
+            },
+            DRAIN => FrameRef::Drain,
             k => {
                 self.at -= 1;
                 return self.err(Malformed::UnknownFrame(k));

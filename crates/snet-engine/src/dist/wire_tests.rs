@@ -158,16 +158,18 @@ fn malformed_messages_are_errors_that_say_where() {
     assert_eq!(err(&[2, 0, 3]).what, Malformed::BadCredit);
     assert_eq!(err(&[2, 3, 1]).what, Malformed::BadCredit);
     assert_eq!(
-        err(&[0, 11]),
+        err(&[0, 13]),
         WireError {
             at: 1,
-            what: Malformed::UnknownFrame(11)
+            what: Malformed::UnknownFrame(13)
         }
     );
     assert_eq!(
-        err(&[0, 11]).to_string(),
-        "malformed message at byte 1: unknown frame kind 11"
+        err(&[0, 13]).to_string(),
+        "malformed message at byte 1: unknown frame kind 13"
     );
+    // A tombstone cut short after its connection.
+    assert_eq!(err(&[0, 11, 0, 3]).what, Malformed::Truncated);
     assert_eq!(err(&[0, DONE]).what, Malformed::Truncated);
     assert_eq!(err(&[0, SEQ, 0x80]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH]).what, Malformed::Truncated);
@@ -463,6 +465,14 @@ mod props {
             any::<u64>().prop_map(|count| Frame::Ack { count }),
             any::<u64>().prop_map(|id| Frame::Done { id }),
             any::<u64>().prop_map(|next| Frame::Seq { next }),
+            (conn(), any::<u32>(), any::<u64>()).prop_map(|(conn, cell, key)| Frame::Fired {
+                cell: super::CellId {
+                    conn,
+                    cell: snet_core::NodeId(cell),
+                    key,
+                },
+            }),
+            Just(Frame::Drain),
             (any::<u64>(), text(), bytes()).prop_map(|(id, codec, meta)| Frame::Bytes {
                 id,
                 codec,

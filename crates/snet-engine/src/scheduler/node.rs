@@ -228,8 +228,11 @@ pub fn run(
             sh.rt.net.stop();
             let _ = output.join();
             sh.managers_stop.store(true, Ordering::Release);
-            let _ = input.join();
+            // Closing first wakes the input manager if it waits in
+            // `recv` (it stops on `managers_stop` anyway, but only after
+            // its receive timeout: 20 ms added to the end of every node).
             transport.close();
+            let _ = input.join();
         }
         // Unblock a reader waiting for buffer space.
         {

@@ -235,6 +235,13 @@ impl Shared {
                 return Look::Wait;
             }
             if st.closed && st.records.is_empty() {
+                // Records still in a node's custody at the end: groups a
+                // synchrocell's stored record keeps open. The node drains
+                // them (`dist::custody`), and the run ends at the next
+                // quiescence.
+                if self.distributed && self.rt.net.ask_drain() {
+                    return Look::Wait;
+                }
                 if self.distributed {
                     self.rt.net.push(Out::Shutdown);
                 }
