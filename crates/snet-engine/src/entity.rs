@@ -444,8 +444,9 @@ impl Entity {
     }
 
     /// Step 1 for several items from one sender, in order, under one lock
-    /// (`items` is left empty, its buffer kept: the items are copied in
-    /// bulk). Returns the first item when the caller now holds the
+    /// (`items` is left empty: its buffer goes to an empty inbox that has
+    /// room for as many, which gives its own back; otherwise the items are
+    /// copied in bulk and the buffer kept). Returns the first item when the caller now holds the
     /// licence, and how many items were queued.
     pub(crate) fn offer_many(&self, items: &mut VecDeque<Item>) -> (Option<Item>, usize) {
         let mut inbox = lock(&self.inbox);
@@ -457,7 +458,16 @@ impl Entity {
             items.pop_front()
         };
         let queued = items.len();
-        inbox.items.append(items);
+        if inbox.items.is_empty() && inbox.items.capacity() >= queued {
+            // Into an empty inbox: trade buffers instead of copying every
+            // item (a box's batch of outputs into the next box's inbox, a
+            // pipeline's every hop). The sender gets the inbox's empty
+            // buffer, which holds as many as it sent: its next batch of
+            // that size needs no growth.
+            std::mem::swap(&mut inbox.items, items);
+        } else {
+            inbox.items.append(items);
+        }
         self.backlog.store(inbox.items.len(), Ordering::Relaxed);
         (first, queued)
     }
@@ -616,6 +626,76 @@ impl Entity {
             Body::State(c) => unsafe { &mut *c.get() },
             Body::Shared(_) => panic!("a stateless entity's state is shared, never exclusive"),
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod inbox_tests {
+    use super::{Entity, Item, Offer};
+    use crate::dist::ConnId;
+    use crate::runtime::Kind;
+    use snet_core::Rank;
+    use std::collections::VecDeque;
+
+    fn entity() -> std::sync::Arc<Entity> {
+        let conn = ConnId {
+            origin: Rank(0),
+            seq: 1,
+        };
+        Entity::new(Kind::Remote(crate::remote::RemoteEntity::new(
+            Rank(1),
+            conn,
+        )))
+    }
+
+    fn markers(seqs: std::ops::Range<u64>, room: usize) -> VecDeque<Item> {
+        let mut v = VecDeque::with_capacity(room);
+        v.extend(seqs.map(|s| Item::Marker(super::Marker::new(7, s, None))));
+        v
+    }
+
+    fn seqs(items: &VecDeque<Item>) -> Vec<u64> {
+        items
+            .iter()
+            .map(|i| match i {
+                Item::Marker(m) => m.seq,
+                _ => unreachable!("markers only"),
+            })
+            .collect()
+    }
+
+    /// A batch sent into an empty inbox is handed over with its buffer
+    /// (no item copied), and the sender gets a buffer with as much room;
+    /// into a non-empty inbox it is appended. Order is kept either way.
+    #[test]
+    fn a_batch_into_an_empty_inbox_trades_buffers() {
+        let e = entity();
+        // The licence is held (the entity is busy): later items queue.
+        assert!(matches!(e.offer(Item::Wake), Offer::Licensed(_)));
+        // An inbox that has held 64 items and was emptied keeps its room.
+        let mut first = markers(0..64, 64);
+        assert!(matches!(e.offer_many(&mut first), (None, 64)));
+        let mut out = VecDeque::with_capacity(64);
+        assert_eq!(e.take(&mut out, 64), 64);
+        assert_eq!(seqs(&out), (0..64).collect::<Vec<_>>());
+
+        // Room for the two appended behind it: the buffer stays put.
+        let mut batch = markers(64..128, 128);
+        let buffer = batch.as_slices().0.as_ptr();
+        assert!(matches!(e.offer_many(&mut batch), (None, 64)));
+        assert!(batch.is_empty());
+        assert!(
+            batch.capacity() >= 64,
+            "the sender's new buffer holds a batch"
+        );
+        // Behind it, appended (the inbox is not empty now).
+        let mut more = markers(128..130, 2);
+        assert!(matches!(e.offer_many(&mut more), (None, 2)));
+        let mut out = VecDeque::new();
+        assert_eq!(e.take(&mut out, 100), 66);
+        assert_eq!(out.as_slices().0.as_ptr(), buffer, "the batch's own buffer");
+        assert_eq!(seqs(&out), (64..130).collect::<Vec<_>>());
+        assert_eq!(e.take_or_release(&mut out, 1), 0);
     }
 }
 
