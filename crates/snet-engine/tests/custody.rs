@@ -9,7 +9,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::vec_io;
+use common::{vec_io, Written};
 use snet_core::*;
 use snet_engine::dist::hooked::{Hooked, Hooks};
 use snet_engine::dist::wire::{FrameRef, MessageReader};
@@ -242,13 +242,29 @@ fn run_killing(
     after: u64,
     poison: bool,
 ) -> Result<(Vec<Out>, Vec<Stats>), EngineError> {
+    let (out, stats) = killed_run(graph(), 4, input(n), workers, victim, after, poison)?;
+    Ok((outs(&out), stats))
+}
+
+/// Runs `graph` on `nodes` loopback nodes with custody, `records` in,
+/// node `victim` killed at its `after`th message (never if 0; once, or
+/// at each incarnation's if `poison`): what was written, and the stats.
+fn killed_run(
+    graph: Arc<Graph>,
+    nodes: u32,
+    records: Vec<Record>,
+    workers: usize,
+    victim: u32,
+    after: u64,
+    poison: bool,
+) -> Result<(Written, Vec<Stats>), EngineError> {
     let config = Config {
         workers,
         on_node_loss: OnNodeLoss::Respawn,
         ..Config::default()
     };
-    let (io, out) = vec_io(input(n));
-    let armed = Arc::new(AtomicBool::new(true));
+    let (io, out) = vec_io(records);
+    let armed = Arc::new(AtomicBool::new(after > 0));
     let wrap = |l: Loopback| -> Box<dyn Transport> {
         if l.node() != Rank(victim) {
             return Box::new(l);
@@ -264,8 +280,8 @@ fn run_killing(
             },
         ))
     };
-    let stats = run_loopback_with(graph(), &config, Some(io), &NoBoxes, 4, &wrap)?;
-    Ok((outs(&out), stats))
+    let stats = run_loopback_with(graph, &config, Some(io), &NoBoxes, nodes, &wrap)?;
+    Ok((out, stats))
 }
 
 /// Node 1 (two records from each input) or node 2 (a split) is killed
@@ -423,28 +439,9 @@ fn synchrocells_on_a_killed_node_lose_and_double_nothing() {
     for cells in [Cells::Lone, Cells::Merge, Cells::Split, Cells::Never] {
         for workers in [1, 2, 8] {
             for after in [0, 2, 3, 6] {
-                let config = Config {
-                    workers,
-                    on_node_loss: OnNodeLoss::Respawn,
-                    ..Config::default()
-                };
-                let (io, out) = vec_io(input(n));
-                let armed = Arc::new(AtomicBool::new(after > 0));
-                let wrap = |l: Loopback| -> Box<dyn Transport> {
-                    if l.node() != Rank(1) {
-                        return Box::new(l);
-                    }
-                    Box::new(Hooked::new(
-                        Box::new(l),
-                        Killing {
-                            after,
-                            armed: armed.clone(),
-                        },
-                    ))
-                };
                 let what = format!("{cells:?} killed at {after}, {workers} workers");
-                let stats =
-                    run_loopback_with(cells_graph(cells), &config, Some(io), &NoBoxes, 2, &wrap)
+                let (out, stats) =
+                    killed_run(cells_graph(cells), 2, input(n), workers, 1, after, false)
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
                 let (a, b) = halves(&out);
                 assert_eq!(b, all, "{what}");
@@ -533,28 +530,10 @@ fn a_star_of_cells_passed_by_taken_slots_on_a_killed_node_keeps_its_pairs() {
     let want: Vec<(i64, i64)> = (0..2 * m).map(|k| (k, k)).collect();
     for workers in [1, 2, 8] {
         for after in [0, 2, 3, 6] {
-            let config = Config {
-                workers,
-                on_node_loss: OnNodeLoss::Respawn,
-                ..Config::default()
-            };
-            let (io, out) = vec_io(input.clone());
-            let armed = Arc::new(AtomicBool::new(after > 0));
-            let wrap = |l: Loopback| -> Box<dyn Transport> {
-                if l.node() != Rank(1) {
-                    return Box::new(l);
-                }
-                Box::new(Hooked::new(
-                    Box::new(l),
-                    Killing {
-                        after,
-                        armed: armed.clone(),
-                    },
-                ))
-            };
             let what = format!("killed at {after}, {workers} workers");
-            let stats = run_loopback_with(slots_graph(), &config, Some(io), &NoBoxes, 2, &wrap)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let (out, stats) =
+                killed_run(slots_graph(), 2, input.clone(), workers, 1, after, false)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
             let mut got: Vec<(i64, i64)> = out
                 .lock()
                 .unwrap()

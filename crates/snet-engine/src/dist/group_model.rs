@@ -123,8 +123,10 @@
 //! nodes other than 0 and `k`.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::hash::{Hash, Hasher};
+
+use super::explorer::{self, Space};
 
 /// A protocol change the model must catch.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -364,7 +366,7 @@ enum To0 {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct State {
+pub(crate) struct State {
     k: NodeK,
     to_k: VecDeque<ToK>,
     to_0: VecDeque<To0>,
@@ -386,21 +388,8 @@ struct State {
     broken: Option<String>,
 }
 
-/// What the explorer found wrong, with the steps that lead there.
-#[derive(Debug)]
-pub(crate) struct Violation {
-    pub what: String,
-    pub trace: Vec<String>,
-}
-
 /// How an exploration went.
-#[derive(Debug, Default)]
-pub(crate) struct Explored {
-    pub states: usize,
-    pub ends: usize,
-    pub outputs: BTreeSet<Vec<Val>>,
-    pub violation: Option<Violation>,
-}
+pub(crate) type Explored = super::explorer::Explored<Val>;
 
 pub(crate) struct Model {
     pub inputs: Vec<Input>,
@@ -1187,17 +1176,39 @@ impl Model {
     }
 }
 
-fn mix(a: u64, b: u64) -> u64 {
-    // splitmix64's finaliser over a combination: a fixed generator, so a
-    // seed gives the same runs everywhere.
-    let mut z = a.rotate_left(17) ^ b.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+impl Model {
+    /// Explores every state reachable from the start, depth first, up to
+    /// `limit` states.
+    pub(crate) fn explore(&self, good: Option<&BTreeSet<Vec<Val>>>, limit: usize) -> Explored {
+        explorer::explore(self, good, limit)
+    }
+
+    /// `runs` random runs from the start, each step chosen by a
+    /// generator seeded with `seed`, each state checked as in
+    /// [`Model::explore`]; for spaces too large to exhaust.
+    pub(crate) fn walk(&self, good: &BTreeSet<Vec<Val>>, runs: usize, seed: u64) -> Explored {
+        explorer::walk(self, good, runs, seed)
+    }
 }
 
-impl Model {
-    fn key(st: &State) -> u64 {
+impl Space for Model {
+    type State = State;
+    type Val = Val;
+    /// A loss is taken at one step in 16 at most.
+    const LOSS_ONE_IN: u64 = 16;
+    /// A loss is no way out: a run that only a loss would move on is
+    /// stuck.
+    const LOSS_MOVES_ON: bool = false;
+
+    fn initial(&self) -> State {
+        Model::initial(self)
+    }
+
+    fn steps(&self, st: &State) -> Vec<(String, State)> {
+        Model::steps(self, st)
+    }
+
+    fn key(&self, st: &State) -> u64 {
         let mut h = DefaultHasher::new();
         st.hash(&mut h);
         h.finish()
@@ -1205,144 +1216,49 @@ impl Model {
 
     /// What is wrong with a state, if anything (`good`: the outputs the
     /// network allows; `None` while computing them).
-    fn check(&self, st: &State, good: Option<&BTreeSet<Vec<Val>>>) -> Option<String> {
+    fn judge(
+        &self,
+        st: &State,
+        good: Option<&BTreeSet<Vec<Val>>>,
+    ) -> Result<Option<Vec<Val>>, String> {
         if let Some(what) = &st.broken {
-            return Some(what.clone());
+            return Err(what.clone());
         }
         if !st.done {
-            return None;
+            return Ok(None);
         }
         if let Some(good) = good {
             if !good.contains(&st.output) {
-                return Some(format!(
+                return Err(format!(
                     "output {:?} is no failure-free run's (those: {good:?})",
                     st.output
                 ));
             }
         }
         if !st.log.is_empty() {
-            return Some(format!(
+            return Err(format!(
                 "node 0's log still holds items {:?} at the end",
                 st.log
             ));
         }
-        None
+        Ok(Some(st.output.clone()))
     }
 
-    /// Explores every state reachable from the start, depth first, up to
-    /// `limit` states.
-    pub(crate) fn explore(&self, good: Option<&BTreeSet<Vec<Val>>>, limit: usize) -> Explored {
-        let mut seen: HashSet<u64> = HashSet::with_capacity(1 << 16);
-        let mut found = Explored::default();
-        let mut path = Vec::new();
-        self.dfs(
-            self.initial(),
-            good,
-            limit,
-            &mut seen,
-            &mut found,
-            &mut path,
-        );
-        found.states = seen.len();
-        found
+    fn is_loss(&self, label: &str) -> bool {
+        label == LOSS
     }
 
-    fn dfs(
-        &self,
-        st: State,
-        good: Option<&BTreeSet<Vec<Val>>>,
-        limit: usize,
-        seen: &mut HashSet<u64>,
-        found: &mut Explored,
-        path: &mut Vec<String>,
-    ) {
-        if found.violation.is_some() || seen.len() >= limit || !seen.insert(Self::key(&st)) {
-            return;
-        }
-        if let Some(what) = self.check(&st, good) {
-            found.violation = Some(Violation {
-                what,
-                trace: path.clone(),
-            });
-            return;
-        }
-        if st.done {
-            found.ends += 1;
-            found.outputs.insert(st.output.clone());
-            return;
-        }
-        let next = self.steps(&st);
-        // (A loss is no way out: a run that only a loss would move on is
-        // stuck.)
-        if next.iter().all(|(l, _)| l == LOSS) {
-            found.violation = Some(Violation {
-                what: format!(
-                    "stuck: nothing but a loss of k can happen and the run has not ended (output {:?}, log {:?})",
-                    st.output, st.log
-                ),
-                trace: path.clone(),
-            });
-            return;
-        }
-        for (label, s) in next {
-            path.push(label);
-            self.dfs(s, good, limit, seen, found, path);
-            path.pop();
-            if found.violation.is_some() {
-                return;
-            }
-        }
-    }
-
-    /// `runs` random runs from the start, each step chosen by a
-    /// generator seeded with `seed`, each state checked as in
-    /// [`Model::explore`]; for spaces too large to exhaust.
-    pub(crate) fn walk(&self, good: &BTreeSet<Vec<Val>>, runs: usize, seed: u64) -> Explored {
-        let mut found = Explored::default();
-        let mut rng = seed;
-        for _ in 0..runs {
-            let mut st = self.initial();
-            let mut path = Vec::new();
-            loop {
-                found.states += 1;
-                if let Some(what) = self.check(&st, Some(good)) {
-                    found.violation = Some(Violation { what, trace: path });
-                    return found;
-                }
-                if st.done {
-                    found.ends += 1;
-                    found.outputs.insert(st.output.clone());
-                    break;
-                }
-                let mut next = self.steps(&st);
-                if next.iter().all(|(l, _)| l == LOSS) {
-                    found.violation = Some(Violation {
-                        what: format!(
-                            "stuck: nothing but a loss of k can happen and the run has not ended (output {:?}, log {:?})",
-                            st.output, st.log
-                        ),
-                        trace: path,
-                    });
-                    return found;
-                }
-                // A loss is taken at one step in 16 at most, so that
-                // runs reach every stage before it.
-                rng = mix(rng, 0x5eed);
-                if !rng.is_multiple_of(16) && next.iter().any(|(l, _)| l != LOSS) {
-                    next.retain(|(l, _)| l != LOSS);
-                }
-                rng = mix(rng, 0x5eed);
-                let (label, s) = next.swap_remove((rng % next.len() as u64) as usize);
-                path.push(label);
-                st = s;
-            }
-        }
-        found
+    fn stuck(&self, st: &State) -> String {
+        format!(
+            "stuck: nothing but a loss of k can happen and the run has not ended (output {:?}, log {:?})",
+            st.output, st.log
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::explorer::show;
     use super::*;
 
     /// The designs that pass every search.
@@ -1394,10 +1310,6 @@ mod tests {
         };
         let good = semantics(&m.inputs, m.chain);
         (m, good)
-    }
-
-    fn show(v: &Violation) -> String {
-        format!("{}\n  after: {}", v.what, v.trace.join("\n         "))
     }
 
     /// Small networks: a race for each slot, passes by a taken slot and

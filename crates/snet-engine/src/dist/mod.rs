@@ -66,6 +66,8 @@
 //! By reference, fetched on demand: `fields`.
 
 pub(crate) mod custody;
+#[cfg(test)]
+mod explorer;
 pub(crate) mod fields;
 #[cfg(test)]
 mod group_model;
@@ -1097,6 +1099,12 @@ mod tests {
     /// sent go to the log.
     fn send_queued(net: &Net) {
         let out = std::mem::take(&mut lock(&net.state.0).out);
+        send(net, out);
+    }
+
+    /// What the output manager does with `out`, taken from the queue:
+    /// the records in it go to the log.
+    fn send(net: &Net, out: impl IntoIterator<Item = Out>) {
         net.logged(
             &mut out
                 .into_iter()
@@ -1171,19 +1179,7 @@ mod tests {
         let mut st = lock(&net.state.0);
         let sent: Vec<Out> = st.out.drain(..3).collect();
         drop(st);
-        net.logged(
-            &mut sent
-                .into_iter()
-                .filter_map(|o| match o {
-                    Out::Item {
-                        to,
-                        item: Item::Rec(r),
-                        ..
-                    } => Some((to, r)),
-                    _ => None,
-                })
-                .collect(),
-        );
+        send(&net, sent);
         assert!(net.done(Rank(1), 1));
         net.push_item(Rank(2), conn(), rec(20));
         assert!(net.replay(Rank(1)).is_ok());

@@ -75,8 +75,10 @@
 //! mutations by random runs and a bounded search.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::hash::{Hash, Hasher};
+
+use super::explorer::{self, mix, Space};
 
 const NODES: usize = 3;
 /// Credit of one epoch, in units (a dyadic fraction with a fixed bound on
@@ -136,15 +138,6 @@ impl Mutation {
         Mutation::KeepOldIncarnation,
         Mutation::DupNotRetiredAgain,
     ];
-}
-
-fn mix(a: u64, b: u64) -> u64 {
-    // A fixed 64-bit mix (splitmix64's finaliser over a combination):
-    // identities must be the same on every node and every run.
-    let mut z = a.rotate_left(17) ^ b.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
@@ -304,7 +297,7 @@ impl Node {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct State {
+pub(crate) struct State {
     nodes: [Node; NODES],
     chans: [[VecDeque<Msg>; NODES]; NODES],
     next_input: u8,
@@ -317,13 +310,6 @@ struct State {
     broken: Option<String>,
 }
 
-/// What the explorer found wrong, with the steps that lead there.
-#[derive(Debug)]
-pub(crate) struct Violation {
-    pub what: String,
-    pub trace: Vec<String>,
-}
-
 pub(crate) struct Model {
     inputs: u8,
     mutation: Mutation,
@@ -331,13 +317,7 @@ pub(crate) struct Model {
 }
 
 /// How the exploration went.
-#[derive(Debug, Default)]
-pub(crate) struct Explored {
-    pub states: usize,
-    pub ends: usize,
-    pub outputs: BTreeSet<Vec<Val>>,
-    pub violation: Option<Violation>,
-}
+pub(crate) type Explored = super::explorer::Explored<Val>;
 
 impl Model {
     fn initial(&self) -> State {
@@ -1048,129 +1028,71 @@ impl Model {
 
     /// Explores every state reachable from the start (depth first).
     pub(crate) fn explore(&self, good: Option<&BTreeSet<Vec<Val>>>, limit: usize) -> Explored {
-        let mut seen: HashSet<u64> = HashSet::new();
-        let mut found = Explored::default();
-        let mut path: Vec<String> = Vec::new();
-        let start = self.initial();
-        self.dfs(start, good, limit, &mut seen, &mut found, &mut path);
-        found.states = seen.len();
-        found
+        explorer::explore(self, good, limit)
     }
 
     /// `runs` random runs from the start, each step chosen at random
     /// (a deterministic generator from `seed`), each checked like the
     /// exhaustive search; for spaces too large to exhaust.
     pub(crate) fn walk(&self, good: &BTreeSet<Vec<Val>>, runs: usize, seed: u64) -> Explored {
-        let mut found = Explored::default();
-        let mut rng = seed;
-        for _ in 0..runs {
-            let mut st = self.initial();
-            let mut path = Vec::new();
-            loop {
-                found.states += 1;
-                if let Some(what) = &st.broken {
-                    found.violation = Some(Violation {
-                        what: what.clone(),
-                        trace: path,
-                    });
-                    return found;
-                }
-                if st.done {
-                    found.ends += 1;
-                    let mut output = st.output.clone();
-                    output.sort();
-                    found.outputs.insert(output);
-                    if let Some(what) = self.check_end(&st, Some(good)) {
-                        found.violation = Some(Violation { what, trace: path });
-                        return found;
-                    }
-                    break;
-                }
-                let mut next = self.steps(&st);
-                if next.is_empty() {
-                    found.violation = Some(Violation {
-                        what: format!(
-                            "hang: nothing can happen and the run has not ended (output {:?})",
-                            st.output
-                        ),
-                        trace: path,
-                    });
-                    return found;
-                }
-                // A loss is one step in 32 at most, so that runs reach
-                // every stage of the run before it.
-                rng = mix(rng, 0x5eed);
-                if !rng.is_multiple_of(32) && next.iter().any(|(l, _)| !l.ends_with("is lost")) {
-                    next.retain(|(l, _)| !l.ends_with("is lost"));
-                }
-                rng = mix(rng, 0x5eed);
-                let (label, s) = next.swap_remove((rng % next.len() as u64) as usize);
-                path.push(label);
-                st = s;
-            }
-        }
-        found
+        explorer::walk(self, good, runs, seed)
+    }
+}
+
+impl Space for Model {
+    type State = State;
+    type Val = Val;
+    /// A loss is one step in 32 at most.
+    const LOSS_ONE_IN: u64 = 32;
+    /// A node may be lost at any step: waiting for it is no hang.
+    const LOSS_MOVES_ON: bool = true;
+
+    fn initial(&self) -> State {
+        Model::initial(self)
     }
 
-    fn dfs(
+    fn steps(&self, st: &State) -> Vec<(String, State)> {
+        Model::steps(self, st)
+    }
+
+    fn key(&self, st: &State) -> u64 {
+        Model::key(st)
+    }
+
+    fn judge(
         &self,
-        st: State,
+        st: &State,
         good: Option<&BTreeSet<Vec<Val>>>,
-        limit: usize,
-        seen: &mut HashSet<u64>,
-        found: &mut Explored,
-        path: &mut Vec<String>,
-    ) {
-        if found.violation.is_some() || seen.len() >= limit {
-            return;
-        }
-        if !seen.insert(Self::key(&st)) {
-            return;
-        }
+    ) -> Result<Option<Vec<Val>>, String> {
         if let Some(what) = &st.broken {
-            found.violation = Some(Violation {
-                what: what.clone(),
-                trace: path.clone(),
-            });
-            return;
+            return Err(what.clone());
         }
-        if st.done {
-            found.ends += 1;
-            let mut output = st.output.clone();
-            output.sort();
-            found.outputs.insert(output);
-            if let Some(what) = self.check_end(&st, good) {
-                found.violation = Some(Violation {
-                    what,
-                    trace: path.clone(),
-                });
-            }
-            return;
+        if !st.done {
+            return Ok(None);
         }
-        let next = self.steps(&st);
-        if next.is_empty() {
-            found.violation = Some(Violation {
-                what: format!(
-                    "hang: nothing can happen and the run has not ended (node 0 holds {} of {} credit, output {:?})",
-                    st.nodes[0].credit, TOTAL, st.output
-                ),
-                trace: path.clone(),
-            });
-            return;
+        if let Some(what) = self.check_end(st, good) {
+            return Err(what);
         }
-        for (label, s) in next {
-            path.push(label);
-            self.dfs(s, good, limit, seen, found, path);
-            path.pop();
-            if found.violation.is_some() {
-                return;
-            }
-        }
+        let mut output = st.output.clone();
+        output.sort();
+        Ok(Some(output))
+    }
+
+    fn is_loss(&self, label: &str) -> bool {
+        label.ends_with("is lost")
+    }
+
+    fn stuck(&self, st: &State) -> String {
+        format!(
+            "hang: nothing can happen and the run has not ended (node 0 holds {} of {} credit, output {:?})",
+            st.nodes[0].credit, TOTAL, st.output
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::explorer::show;
     use super::*;
 
     /// What S-Net says the network writes, for inputs `0..n`: the cell
@@ -1205,10 +1127,6 @@ mod tests {
             mutation,
             losses,
         }
-    }
-
-    fn show(v: &Violation) -> String {
-        format!("{}\n  after: {}", v.what, v.trace.join("\n         "))
     }
 
     /// Every interleaving of one input record's run, with node 1 or node
