@@ -208,9 +208,13 @@ def test_ctrl_c_stops_the_run(tmp_path):
     boxes = write(tmp_path / "slowboxes.py",
                   "import time\ndef work(x, k):\n    time.sleep(0.05)\n    return {'y': x}\n")
     inp = write(tmp_path / "in.xml", snet.write_xml(inputs(400)))
+    # The run's SIGINT as a terminal gives it, whatever this test inherited
+    # (a job started in the background by a non-interactive shell ignores
+    # SIGINT, and Python then installs no handler for it).
     p = subprocess.Popen([sys.executable, "-m", "snet", "run", prog, "--boxes", boxes, "-i", inp,
                           "--nodes", "2", "-w", "1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # Interrupt once the run is under way (the first box calls have begun).
     import time
     time.sleep(1.0)
