@@ -730,15 +730,6 @@ impl Graph {
     ) -> Option<NodeId> {
         let node = self.node(id);
         let mut inner = *at;
-        // The synchrocell a star or split runs fused with (through net
-        // boundaries, as `snet-engine`'s program does).
-        let fused = |body: NodeId| {
-            let mut b = body;
-            while let NodeKind::Net { body, .. } = &self.node(b).kind {
-                b = *body;
-            }
-            matches!(self.node(b).kind, NodeKind::Synchrocell(_)).then_some(b)
-        };
         match &node.kind {
             NodeKind::Synchrocell(_) if at.replicated || at.in_loop => return Some(id),
             NodeKind::Parallel { det: true, .. }
@@ -746,14 +737,16 @@ impl Graph {
             | NodeKind::Star { det: true, .. }
             | NodeKind::Place { .. }
             | NodeKind::DynPlace { .. } => return Some(id),
-            NodeKind::Star { body, .. } | NodeKind::Split { body, .. } => match fused(*body) {
-                // The fused cell is named by its chain position or tag value.
-                Some(cell) if !at.replicated => {
-                    stack.push((cell, inner));
-                    return None;
+            NodeKind::Star { body, .. } | NodeKind::Split { body, .. } => {
+                match self.fused_cell(*body) {
+                    // The fused cell is named by its chain position or tag value.
+                    Some(cell) if !at.replicated => {
+                        stack.push((cell, inner));
+                        return None;
+                    }
+                    _ => inner.replicated = true,
                 }
-                _ => inner.replicated = true,
-            },
+            }
             _ => {}
         }
         stack.extend(self.children(id).into_iter().map(|c| (c, inner)));
@@ -828,13 +821,6 @@ impl Graph {
         several: bool,
         first: &mut Option<NodeId>,
     ) {
-        let fused_cell = |body: NodeId| {
-            let mut b = body;
-            while let NodeKind::Net { body, .. } = &self.node(b).kind {
-                b = *body;
-            }
-            matches!(self.node(b).kind, NodeKind::Synchrocell(_)).then_some(b)
-        };
         match &self.node(id).kind {
             NodeKind::Synchrocell(_) => {
                 if raced && (several || per_tag) && first.is_none() {
@@ -845,7 +831,7 @@ impl Graph {
                 self.raced_walk(*a, raced, false, several, first);
                 self.raced_walk(*b, raced || !self.keeps_order(*a), false, several, first);
             }
-            NodeKind::Split { body, .. } => match fused_cell(*body) {
+            NodeKind::Split { body, .. } => match self.fused_cell(*body) {
                 Some(cell) => self.raced_walk(cell, raced, true, several, first),
                 None => self.raced_walk(*body, raced, false, several, first),
             },
@@ -875,15 +861,19 @@ impl Graph {
                     || branches.iter().all(|&b| self.filters_only(b))
             }
             NodeKind::Star { body, .. } => self.filters_only(*body),
-            NodeKind::Split { body, .. } => {
-                let mut b = *body;
-                while let NodeKind::Net { body, .. } = &self.node(b).kind {
-                    b = *body;
-                }
-                matches!(self.node(b).kind, NodeKind::Synchrocell(_))
-            }
+            NodeKind::Split { body, .. } => self.fused_cell(*body).is_some(),
             _ => false,
         }
+    }
+
+    /// The synchrocell a star or split with this `body` runs fused with
+    /// (through net boundaries, as `snet-engine`'s program does).
+    fn fused_cell(&self, body: NodeId) -> Option<NodeId> {
+        let mut b = body;
+        while let NodeKind::Net { body, .. } = &self.node(b).kind {
+            b = *body;
+        }
+        matches!(self.node(b).kind, NodeKind::Synchrocell(_)).then_some(b)
     }
 
     /// Whether `id` is made of filters only.
