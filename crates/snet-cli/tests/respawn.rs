@@ -2,10 +2,11 @@
 //! than 0 that is lost (killed, or ended by a box) is replaced by a new
 //! process, and the run ends with the failure-free run's output, compared
 //! as a multiset, also when the node holds synchrocells (alone, merging
-//! in a star, split per tag); a record that kills every incarnation is a
-//! poison record (the run ends after three tries, naming the box and the
-//! input record); a node holding what replay cannot restore (a synchrocell
-//! inside a star's replica) ends the run with a message naming it;
+//! in a star, split per tag, inside a star's or a split's replica); a
+//! record that kills every incarnation is a poison record (the run ends
+//! after three tries, naming the box and the input record); a node
+//! holding what replay cannot restore (a synchrocell in a placement
+//! inside a feedback loop) ends the run with a message naming it;
 //! `respawn` under MPI and `redistribute` are refused at start.
 //!
 //! The losses are deterministic: the box `victim` ends its own process
@@ -38,14 +39,16 @@ static int first_life(void)
     return g == NULL || strcmp(g, "0") == 0;
 }
 
-/* Doubles k. On k == 37, as SNET_TEST_VICTIM says: `kill` SIGKILLs its
-   own process, `exit` calls exit(3) (first incarnation only); `poison`
-   crashes (SIGSEGV) in every incarnation. `nap` sleeps 2 ms a record. */
+/* Doubles k. On k == 37 (or SNET_TEST_VICTIM_AT), as SNET_TEST_VICTIM
+   says: `kill` SIGKILLs its own process, `exit` calls exit(3) (first
+   incarnation only); `poison` crashes (SIGSEGV) in every incarnation.
+   `nap` sleeps 2 ms a record. */
 void *victim(void *hnd, int k)
 {
     const char *how = getenv("SNET_TEST_VICTIM");
+    const char *at = getenv("SNET_TEST_VICTIM_AT");
     if (how != NULL && strcmp(how, "nap") == 0) usleep(2000);
-    if (how != NULL && k == 37) {
+    if (how != NULL && k == (at != NULL ? atoi(at) : 37)) {
         if (strcmp(how, "kill") == 0 && first_life()) kill(getpid(), SIGKILL);
         if (strcmp(how, "exit") == 0 && first_life()) exit(3);
         if (strcmp(how, "poison") == 0) {
@@ -73,13 +76,14 @@ net chain {
 } connect (victim @ 1) .. (touch @ 2);
 "#;
 
-/// `victim` and a synchrocell inside a star's replica on node 1: replay
-/// cannot name the cell in a replacement (the replica's path is not
-/// built), so it cannot restore it.
+/// `victim` and a synchrocell on node 1, placed inside a feedback loop
+/// on node 0: the end of the stream's drain commits the groups of the
+/// records the cell stores, and the loop could bring records back to the
+/// cell after it, so replay cannot restore it.
 const CELL: &str = r#"
 net cell {
   box victim((<k>) -> (<k>));
-} connect (victim .. (([| {<k>}, {<m>} |] .. [{<k>} -> {<z = k>}]) * {<z>})) @ 1;
+} connect ((victim .. [| {<k>}, {<m>} |]) @ 1) \ {<m>};
 "#;
 
 /// Each record becomes an `a` and a `b` on node 1, which a synchrocell
@@ -87,6 +91,7 @@ net cell {
 const PAIRS: &str = r#"
 net pairs {
   box victim((<k>) -> (<k>));
+  box touch((<k>) -> (<k>));
 } connect (victim .. [{<k>} -> {<k>, <a = k>}; {<k>, <b = k>}] .. {cells}) @ 1;
 "#;
 
@@ -102,8 +107,11 @@ net rounds {
 /// What a lost node's replacement restores: a star and a feedback loop
 /// (no decision of their own), a lone synchrocell (it merges the first
 /// pair, and every later record passes it: a loss on record 37 needs its
-/// tombstone), the merge idiom `[| .. |] * exits` and a cell per tag.
-const RESTORED: [(&str, &str, &str); 5] = [
+/// tombstone), the merge idiom `[| .. |] * exits`, a cell per tag, and
+/// cells inside a star's and a split's replicas (named by their stage and
+/// tag value: with one name for all, the first cell's tombstone would
+/// make every cell of the replacement start fired).
+const RESTORED: [(&str, &str, &str); 7] = [
     (
         "star",
         ROUNDS,
@@ -117,6 +125,16 @@ const RESTORED: [(&str, &str, &str); 5] = [
     ("lone", PAIRS, "[| {<a>}, {<b>} |]"),
     ("merge", PAIRS, "([| {<a>}, {<b>} |] * {<a>, <b>})"),
     ("split", PAIRS, "([| {<a>}, {<b>} |] ! <k>)"),
+    (
+        "star-replica",
+        PAIRS,
+        "(([| {<a>}, {<b>} |] .. touch) * {<a>, <b>})",
+    ),
+    (
+        "split-replica",
+        PAIRS,
+        "((touch .. [| {<a>}, {<b>} |]) ! <k>)",
+    ),
 ];
 
 /// The programs of [`RESTORED`], built once.
@@ -302,7 +320,7 @@ fn a_node_holding_loops_or_synchrocells_is_replaced_and_the_output_is_unchanged(
 }
 
 #[test]
-fn losing_a_node_with_a_synchrocell_in_a_replica_ends_the_run_naming_it() {
+fn losing_a_node_with_a_synchrocell_in_a_looped_placement_ends_the_run_naming_it() {
     let r = run_shm(
         &programs().1,
         2,
@@ -326,11 +344,14 @@ fn losing_a_node_with_a_synchrocell_in_a_replica_ends_the_run_naming_it() {
 fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (String, String) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let dir = exe.with_file_name(format!("outside-{node}"));
+    // Named by program, node and moment: tests run at once must neither
+    // share an input file nor find each other's processes.
+    let name = exe.file_name().unwrap().to_string_lossy();
+    let dir = exe.with_file_name(format!("outside-{name}-{node}-{after}"));
     std::fs::create_dir_all(&dir).unwrap();
     let inp = dir.join("input.xml");
     std::fs::write(&inp, k_records(200)).unwrap();
-    let tag = format!("respawn-{}-{node}", std::process::id());
+    let tag = format!("respawn-{}-{name}-{node}-{after}", std::process::id());
     let mut child = Command::new(exe)
         .args(["--transport", "shm", "--nodes", &nodes.to_string()])
         .args(["--workers", "2", "--on-node-loss", "respawn", "-i"])
@@ -391,6 +412,44 @@ fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (Stri
 fn a_node_killed_from_outside_mid_run_is_replaced() {
     let (out, stderr) = killed_from_outside(&programs().0, 3, 2, 20);
     assert_eq!(&records(&out), reference(), "{stderr}");
+}
+
+/// Cells inside a star's and a split's replicas on node 1, whose node
+/// kills itself on record 0, 120 or 199 (record 37 is the test above),
+/// at 1, 2 and 8 workers, and is SIGKILLed from outside once 20 records
+/// are written: the replacement's cells start fired exactly where node
+/// 0's tombstones name their stage or tag value, and the output is the
+/// failure-free run's.
+#[test]
+fn synchrocells_in_replicas_survive_a_loss_at_several_moments() {
+    for i in [5, 6] {
+        let (exe, name) = (&restored_programs()[i], RESTORED[i].0);
+        let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{}", want.stderr);
+        let want = records(&want.stdout);
+        for at in ["0", "120", "199"] {
+            for workers in ["1", "2", "8"] {
+                let mut cmd = Command::new(exe);
+                cmd.args(["--transport", "shm", "--nodes", "2"])
+                    .env("SNET_TEST_VICTIM", "kill")
+                    .env("SNET_TEST_VICTIM_AT", at);
+                let dir = exe.with_file_name(format!("at-{name}-{at}-{workers}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                let args = ["--workers", workers, "--on-node-loss", "respawn", "--stats"];
+                let r = run_with(cmd, &dir.join("x"), &k_records(200), &args);
+                let what = format!("{name}, lost on record {at}, {workers} workers");
+                assert!(r.ok, "{what}: {}", r.stderr);
+                assert_eq!(records(&r.stdout), want, "{what}");
+                assert!(
+                    r.stderr.contains("replaced 1 lost node process"),
+                    "{what}: {}",
+                    r.stderr
+                );
+            }
+        }
+        let (out, stderr) = killed_from_outside(exe, 2, 1, 20);
+        assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
+    }
 }
 
 /// The tombstone case, made deterministic: the lone synchrocell on node 1

@@ -647,13 +647,16 @@ impl Graph {
     /// program's text, that may run on `k` and orders records with
     /// markers (a deterministic combinator, inside or around a placement
     /// on `k`), is a placement inside one on another node (its records go
-    /// between two nodes other than 0), or is a synchrocell replay cannot
-    /// name across incarnations (inside a star or split replica other
-    /// than the one it is fused with, `[| .. |] * p` and `[| .. |] ! <t>`,
-    /// or in a placement inside a feedback loop). `None`: everything that
-    /// may run on `k` is a function of each record (boxes, filters,
-    /// splits, stars, feedback loops, placed farms `!@`) or a synchrocell
-    /// whose decisions custody groups protect, which replay restores. A
+    /// between two nodes other than 0), is a synchrocell in a placement
+    /// inside a feedback loop (node 0's end-of-stream drain commits the
+    /// groups of the records a cell stores, and a loop can bring records
+    /// back to the cell after that), or is one of several synchrocell
+    /// instances behind a race ([`Graph::raced_cell`]). `None`:
+    /// everything that may run on `k` is a function of each record
+    /// (boxes, filters, splits, stars, feedback loops, placed farms `!@`)
+    /// or a synchrocell whose decisions custody groups protect, which
+    /// replay restores; a cell is named by its instance path (so one in
+    /// a star's or split's replica, or in a net used twice, is too). A
     /// dynamic placement's body counts as running on every node.
     pub fn replay_boundary(&self, k: Rank) -> Option<Placement> {
         let mut first: Option<Placement> = None;
@@ -728,37 +731,28 @@ impl Graph {
         at: &ReplayAt,
         stack: &mut Vec<(NodeId, ReplayAt)>,
     ) -> Option<NodeId> {
-        let node = self.node(id);
-        let mut inner = *at;
-        match &node.kind {
-            NodeKind::Synchrocell(_) if at.replicated || at.in_loop => return Some(id),
+        // A synchrocell anywhere in the placement (in a star's or split's
+        // replica too) is named by its instance path, the same in every
+        // incarnation of the node (`snet-engine`'s `CellId`).
+        match &self.node(id).kind {
+            NodeKind::Synchrocell(_) if at.in_loop => return Some(id),
             NodeKind::Parallel { det: true, .. }
             | NodeKind::Split { det: true, .. }
             | NodeKind::Star { det: true, .. }
             | NodeKind::Place { .. }
             | NodeKind::DynPlace { .. } => return Some(id),
-            NodeKind::Star { body, .. } | NodeKind::Split { body, .. } => {
-                match self.fused_cell(*body) {
-                    // The fused cell is named by its chain position or tag value.
-                    Some(cell) if !at.replicated => {
-                        stack.push((cell, inner));
-                        return None;
-                    }
-                    _ => inner.replicated = true,
-                }
-            }
             _ => {}
         }
-        stack.extend(self.children(id).into_iter().map(|c| (c, inner)));
+        stack.extend(self.children(id).into_iter().map(|c| (c, *at)));
         None
     }
 
     /// Whether replaying its records restores what an instance of
     /// `template`, placed on a node other than 0, held: it makes no
     /// ordering markers (no deterministic combinator), places nothing on
-    /// another node, and holds no synchrocell but ones replay can name
-    /// (not inside a star or split replica other than the one it is
-    /// fused with). Boxes, filters, parallel composition, splits, stars
+    /// another node, and has no synchrocell behind a race that another
+    /// cell instance shares ([`Graph::raced_cell`]). Boxes, filters,
+    /// parallel composition, splits, stars
     /// and feedback loops are functions of each record; synchrocells'
     /// decisions are protected by custody groups (`snet-engine`'s
     /// `dist::custody`).
@@ -792,20 +786,32 @@ impl Graph {
     /// order rules out (found by `snet-engine`'s group model,
     /// `group_model_two_cells_fed_by_one_race_are_a_known_flaw`). A single
     /// cell, or a star's chain of cells, behind a race is safe, and so is
-    /// any number of cells on a path that keeps its order.
+    /// any number of cells on a path that keeps its order. Cells are
+    /// counted by instance: a net used twice makes two, and a split's
+    /// replicas make one per tag value (a star's stages are a chain).
     fn raced_cell(&self, root: NodeId) -> Option<NodeId> {
-        let mut cells = std::collections::HashSet::new();
-        let mut stack = vec![root];
-        while let Some(id) = stack.pop() {
-            if matches!(self.node(id).kind, NodeKind::Synchrocell(_)) {
-                cells.insert(id);
+        // Cell occurrences under each node (0, 1 or "2": several), shared
+        // templates counted once per use.
+        fn count(g: &Graph, id: NodeId, memo: &mut HashMap<NodeId, u8>) -> u8 {
+            if let Some(&n) = memo.get(&id) {
+                return n;
             }
-            stack.extend(self.children(id));
+            let n = match g.node(id).kind {
+                NodeKind::Synchrocell(_) => 1,
+                _ => g
+                    .children(id)
+                    .into_iter()
+                    .fold(0u8, |n, c| n.saturating_add(count(g, c, memo)).min(2)),
+            };
+            memo.insert(id, n);
+            n
         }
-        if cells.is_empty() {
+        use std::collections::HashMap;
+        let cells = count(self, root, &mut HashMap::new());
+        if cells == 0 {
             return None;
         }
-        let several = cells.len() > 1;
+        let several = cells > 1;
         let mut first = None;
         self.raced_walk(root, false, false, several, &mut first);
         first
@@ -833,8 +839,19 @@ impl Graph {
             }
             NodeKind::Split { body, .. } => match self.fused_cell(*body) {
                 Some(cell) => self.raced_walk(cell, raced, true, several, first),
-                None => self.raced_walk(*body, raced, false, several, first),
+                // A replica per tag value: as many instances of its cells.
+                None => self.raced_walk(*body, raced, false, true, first),
             },
+            // The stages' cells are a chain fed by the star's input, as
+            // the fused star's are, if the replica keeps the order;
+            // otherwise each stage's cells are behind the race of the
+            // replica before.
+            NodeKind::Star { body, .. } if self.fused_cell(*body).is_none() => {
+                self.raced_walk(*body, raced, false, several, first);
+                if !self.keeps_order(*body) {
+                    self.raced_walk(*body, true, false, true, first);
+                }
+            }
             // Records come back into the body behind later ones.
             NodeKind::Feedback { body, .. } => self.raced_walk(*body, true, false, several, first),
             _ => {
@@ -915,7 +932,4 @@ struct ReplayAt {
     det: bool,
     /// Inside a feedback loop around the placement (on node 0).
     in_loop: bool,
-    /// Inside a star or split replica, within the placement, that a
-    /// synchrocell is not fused with.
-    replicated: bool,
 }

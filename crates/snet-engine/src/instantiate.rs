@@ -16,11 +16,20 @@
 //! they create their branches, stages and replicas lazily, at run time,
 //! with the same function that wires the static network. One function
 //! for both keeps eager and lazy instances identical.
+//!
+//! In a run that survives a lost node, a node other than 0 also tracks
+//! where each instance is ([`Ctx::path`]): a step per choice from the
+//! instance of a connection down (a component's position in a serial
+//! composition, a parallel branch, a star's stage, a split's tag value).
+//! It names the synchrocells the same in every incarnation of the node
+//! ([`crate::dist::wire::CellId`]); a dispatcher keeps its own path for
+//! the instances it creates later ([`instantiate_at`]).
 
 use snet_core::{Graph, NodeId, NodeKind, ObservePoint, Rank, Record};
 
 use crate::boxes::BoxEntity;
 use crate::collector::Collector;
+use crate::dist::wire::Path;
 use crate::entity::{Entity, Item, Rec, Stamps};
 use crate::feedback::{FeedbackEntry, FeedbackRouter};
 use crate::filter::FilterChain;
@@ -52,6 +61,54 @@ pub(crate) fn instantiate(
     e
 }
 
+/// [`instantiate`] as the instance `step` of a dispatcher whose instance
+/// path is `at` (its [`here`]; `None` without custody).
+pub(crate) fn instantiate_at(
+    ctx: &Ctx,
+    at: Option<&Path>,
+    step: u64,
+    node: NodeId,
+    next: Arc<Entity>,
+    start: &Stamps,
+) -> Arc<Entity> {
+    let Some(at) = at else {
+        return instantiate(ctx, node, next, start);
+    };
+    let mut path = at.clone();
+    path.push(step);
+    let outer = ctx.path.replace(path);
+    let e = instantiate(ctx, node, next, start);
+    ctx.path.replace(outer);
+    e
+}
+
+/// [`instantiate`] one step below the instance being built (a part of
+/// it built now).
+fn instantiate_below(
+    ctx: &Ctx,
+    step: usize,
+    node: NodeId,
+    next: Arc<Entity>,
+    start: &Stamps,
+) -> Arc<Entity> {
+    if !ctx.rt.net.receives_custody() {
+        return instantiate(ctx, node, next, start);
+    }
+    ctx.path.borrow_mut().push(step as u64);
+    let e = instantiate(ctx, node, next, start);
+    ctx.path.borrow_mut().pop();
+    e
+}
+
+/// The instance path of the instance being built, for a dispatcher that
+/// creates instances later; `None` without custody (nothing is tracked).
+fn here(ctx: &Ctx) -> Option<Box<Path>> {
+    ctx.rt
+        .net
+        .receives_custody()
+        .then(|| Box::new(ctx.path.borrow().clone()))
+}
+
 fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) -> Arc<Entity> {
     let rt = ctx.rt;
     let graph = rt.graph();
@@ -64,6 +121,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
             rt.prog.synchrocell(node).clone(),
             next,
             &rt.net,
+            &ctx.path.borrow(),
         ))),
         NodeKind::Box(id) => {
             let t = rt.prog.box_template(node).clone();
@@ -100,7 +158,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                     chain.tag(parts[j]);
                     chain
                 } else {
-                    instantiate(ctx, parts[i - 1], next, start)
+                    instantiate_below(ctx, i - 1, parts[i - 1], next, start)
                 };
                 i = j;
             }
@@ -132,7 +190,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
             }
             let branches = &def.branches;
             let (next, mut det) = det_wrap(ctx, def.det, next);
-            let mut par = ParallelEntity::new(def.clone(), next.clone());
+            let mut par = ParallelEntity::new(def.clone(), next.clone(), here(ctx));
             let eager = &def.init_branches;
             if !eager.is_empty() {
                 // Branches with initialisers start now. A deterministic
@@ -142,7 +200,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                 let marker = det.as_mut().map(|d| d.reserve(&mut stamps));
                 let entries: Vec<Arc<Entity>> = eager
                     .iter()
-                    .map(|&i| instantiate(ctx, branches[i], next.clone(), &stamps))
+                    .map(|&i| instantiate_below(ctx, i, branches[i], next.clone(), &stamps))
                     .collect();
                 if let Some(m) = marker {
                     let mut startup = ctx.startup.borrow_mut();
@@ -160,7 +218,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                 // Every branch now: the composition is then stateless.
                 for (i, &b) in branches.iter().enumerate() {
                     if !eager.contains(&i) {
-                        par.set_branch(i, instantiate(ctx, b, next.clone(), start));
+                        par.set_branch(i, instantiate_below(ctx, i, b, next.clone(), start));
                     }
                 }
             }
@@ -176,7 +234,11 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
             if def.fused.is_some() {
                 // A deterministic fused star is one FIFO entity: order holds without a collector.
                 return ctx.entity(Kind::FusedSynchrocell(FusedSynchrocell::new(
-                    def, next, graph, &rt.net,
+                    def,
+                    next,
+                    graph,
+                    &rt.net,
+                    &ctx.path.borrow(),
                 )));
             }
             if def.filters.is_some() {
@@ -186,18 +248,21 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                 )));
             }
             let (exit, det) = det_wrap(ctx, def.det, next);
-            ctx.entity(Kind::Star(StarEntity::new(def, 0, exit, det)))
+            ctx.entity(Kind::Star(StarEntity::new(def, 0, exit, det, here(ctx))))
         }
         NodeKind::Split { .. } | NodeKind::DynPlace { .. } => {
             let def = rt.prog.split(node).clone();
             if def.fused.is_some() {
                 // One FIFO entity: a deterministic split needs no collector (split.rs).
                 return ctx.entity(Kind::SplitSynchrocell(crate::split::SplitSynchrocell::new(
-                    def, next, &rt.net,
+                    def,
+                    next,
+                    &rt.net,
+                    &ctx.path.borrow(),
                 )));
             }
             let (next, det) = det_wrap(ctx, def.det, next);
-            ctx.entity(Kind::Split(SplitEntity::new(def, next, det)))
+            ctx.entity(Kind::Split(SplitEntity::new(def, next, det, here(ctx))))
         }
         NodeKind::Feedback { .. } => {
             let owner = rt.new_owner();

@@ -10,7 +10,7 @@
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Marker, Stamps};
 use crate::error::{record_type, RuntimeTypeError};
-use crate::instantiate::instantiate;
+use crate::instantiate::instantiate_at;
 use crate::program::ParallelDef;
 use crate::runtime::Ctx;
 use crate::sync::Arc;
@@ -22,11 +22,19 @@ pub(crate) struct ParallelEntity {
     next: Arc<Entity>,
     /// The sequence counter of a deterministic composition.
     pub det: Option<DetOwner>,
+    /// The instance path of the composition (custody only): branch `i`'s
+    /// is this and `i` ([`crate::instantiate::instantiate_at`]).
+    at: Option<Box<crate::dist::wire::Path>>,
 }
 
 impl ParallelEntity {
-    pub(crate) fn new(def: Arc<ParallelDef>, next: Arc<Entity>) -> ParallelEntity {
+    pub(crate) fn new(
+        def: Arc<ParallelDef>,
+        next: Arc<Entity>,
+        at: Option<Box<crate::dist::wire::Path>>,
+    ) -> ParallelEntity {
         ParallelEntity {
+            at,
             branches: vec![None; def.branches.len()],
             def,
             next,
@@ -44,7 +52,8 @@ impl ParallelEntity {
         if let Some(b) = &self.branches[i] {
             return b.clone();
         }
-        let e = instantiate(ctx, self.def.branches[i], self.next.clone(), start);
+        let (at, b) = (self.at.as_deref(), self.def.branches[i]);
+        let e = instantiate_at(ctx, at, i as u64, b, self.next.clone(), start);
         ctx.start();
         self.branches[i] = Some(e.clone());
         e

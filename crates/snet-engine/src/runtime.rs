@@ -332,6 +332,10 @@ pub(crate) struct Ctx<'a> {
     /// new instances, and the ordering markers that must follow their
     /// outputs (see [`crate::boxes`]). Sent by [`Ctx::start`].
     pub startup: std::cell::RefCell<Vec<(Arc<Entity>, Item)>>,
+    /// The instance path of what `instantiate` builds now, from the
+    /// instance of a connection down (custody only: a synchrocell's name,
+    /// [`crate::dist::wire::CellId::path`]); empty between instantiations.
+    pub path: std::cell::RefCell<crate::dist::wire::Path>,
     /// Set by an entity that suspended its work ([`Ctx::yield_entity`]).
     yielded: bool,
     /// The first error of a stateless entity run inside a send (reported
@@ -394,6 +398,7 @@ impl<'a> Ctx<'a> {
             rt,
             ready: Vec::new(),
             startup: std::cell::RefCell::new(Vec::new()),
+            path: std::cell::RefCell::new(crate::dist::wire::Path::new()),
             yielded: false,
             error: None,
             queued: 0,

@@ -12,7 +12,7 @@ use std::collections::hash_map::Entry;
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Rec};
 use crate::error::{record_type, EvalContext, RuntimeTypeError};
-use crate::instantiate::{instantiate, remote_instance};
+use crate::instantiate::{instantiate_at, remote_instance};
 use crate::program::SplitDef;
 use crate::runtime::Ctx;
 use crate::sync::Arc;
@@ -25,11 +25,20 @@ pub(crate) struct SplitEntity {
     replicas: FxHashMap<i64, Arc<Entity>>,
     next: Arc<Entity>,
     det: Option<DetOwner>,
+    /// The instance path of the split (custody only): replica `v`'s is
+    /// this and `v` ([`crate::instantiate::instantiate_at`]).
+    at: Option<Box<crate::dist::wire::Path>>,
 }
 
 impl SplitEntity {
-    pub(crate) fn new(def: Arc<SplitDef>, next: Arc<Entity>, det: Option<DetOwner>) -> SplitEntity {
+    pub(crate) fn new(
+        def: Arc<SplitDef>,
+        next: Arc<Entity>,
+        det: Option<DetOwner>,
+        at: Option<Box<crate::dist::wire::Path>>,
+    ) -> SplitEntity {
         SplitEntity {
+            at,
             def,
             replicas: FxHashMap::default(),
             next,
@@ -128,7 +137,8 @@ impl SplitEntity {
                 let t = if def.placement && v != i64::from(ctx.rt.node.0) {
                     remote_instance(ctx, Rank(v as u32), body, self.next.clone(), &r.det)
                 } else {
-                    instantiate(ctx, body, self.next.clone(), &r.det)
+                    let at = self.at.as_deref();
+                    instantiate_at(ctx, at, v as u64, body, self.next.clone(), &r.det)
                 };
                 t.mark_replica();
                 ctx.start();
@@ -175,10 +185,11 @@ impl SplitSynchrocell {
         def: Arc<SplitDef>,
         next: Arc<Entity>,
         net: &crate::dist::Net,
+        at: &crate::dist::wire::Path,
     ) -> SplitSynchrocell {
         let (sync_node, sync) = def.fused.clone().expect("a fused split");
         SplitSynchrocell {
-            guard: crate::synchrocell::Guard::new(net, sync_node),
+            guard: crate::synchrocell::Guard::new(net, sync_node, at),
             def,
             sync_node,
             sync,

@@ -27,7 +27,7 @@ use snet_core::{Pattern, Record, SynchrocellDef};
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Marker, Rec, Stamps};
 use crate::error::{record_type, EvalContext, RuntimeTypeError};
-use crate::instantiate::instantiate;
+use crate::instantiate::instantiate_at;
 use crate::program::StarDef;
 use crate::runtime::{Ctx, Kind, BACKLOG_LIMIT, YIELD_AFTER};
 use crate::sync::Arc;
@@ -47,6 +47,9 @@ pub(crate) struct StarEntity {
     /// replica whose marker has not followed them yet (usually zero or one).
     pending_exit: Pending,
     pending_body: Pending,
+    /// The instance path of the star (custody only): replica `level`'s
+    /// is this and `level` ([`crate::instantiate::instantiate_at`]).
+    at: Option<Box<crate::dist::wire::Path>>,
 }
 
 type Pending = smallvec::SmallVec<[u64; 2]>;
@@ -90,9 +93,11 @@ impl StarEntity {
         level: u32,
         exit: Arc<Entity>,
         det: Option<DetOwner>,
+        at: Option<Box<crate::dist::wire::Path>>,
     ) -> StarEntity {
         let owner = det.as_ref().map(|d| d.owner);
         StarEntity {
+            at,
             def,
             level,
             exit,
@@ -110,11 +115,18 @@ impl StarEntity {
         if let Some(b) = &self.body {
             return b.clone();
         }
-        let mut stage = StarEntity::new(self.def.clone(), self.level + 1, self.exit.clone(), None);
+        let mut stage = StarEntity::new(
+            self.def.clone(),
+            self.level + 1,
+            self.exit.clone(),
+            None,
+            self.at.clone(),
+        );
         stage.owner = self.owner;
         let next = ctx.entity(Kind::Star(stage));
         next.tag(self.def.node);
-        let b = instantiate(ctx, self.def.body, next, start);
+        let at = self.at.as_deref();
+        let b = instantiate_at(ctx, at, u64::from(self.level), self.def.body, next, start);
         ctx.start();
         self.body = Some(b.clone());
         b
@@ -228,6 +240,7 @@ impl FusedSynchrocell {
         next: Arc<Entity>,
         graph: &snet_core::Graph,
         net: &crate::dist::Net,
+        at: &crate::dist::wire::Path,
     ) -> FusedSynchrocell {
         let sync = def.fused.clone().expect("a fused star");
         let mut sync_node = def.body;
@@ -235,7 +248,7 @@ impl FusedSynchrocell {
             sync_node = *body;
         }
         FusedSynchrocell {
-            guard: crate::synchrocell::Guard::new(net, sync_node),
+            guard: crate::synchrocell::Guard::new(net, sync_node, at),
             sync_node,
             def,
             cells: std::collections::BTreeMap::new(),

@@ -142,6 +142,7 @@ impl SynchrocellEntity {
         def: Arc<SynchrocellDef>,
         next: Arc<Entity>,
         net: &crate::dist::Net,
+        at: &crate::dist::wire::Path,
     ) -> SynchrocellEntity {
         SynchrocellEntity {
             node,
@@ -149,7 +150,7 @@ impl SynchrocellEntity {
             def,
             next,
             listed: false,
-            guard: Guard::new(net, node),
+            guard: Guard::new(net, node, at),
         }
     }
 
@@ -225,9 +226,11 @@ pub(crate) fn takes(patterns: &[Pattern], rec: &Record) -> bool {
 
 /// Custody of a synchrocell's decisions (ARCHITECTURE.md, "Surviving a
 /// lost node"), for a cell entity on a node other than 0 of a run that
-/// survives a lost node; its cells are told apart by a key (0 for a lone
-/// cell, the chain position of `[| .. |] * p`, the tag value of
-/// `[| .. |] ! <t>`). A record's custody token
+/// survives a lost node; its cells are named by the path of the entity's
+/// instance ([`CellId::path`](crate::dist::wire::CellId::path)) and told
+/// apart in the entity by a key (0 for a lone cell, the chain position of
+/// `[| .. |] * p`, the tag value of `[| .. |] ! <t>`). A record's custody
+/// token
 /// * joins the groups of the records in the other slots of the cell it
 ///   fires (the merged record derives from them all), and the group gets
 ///   the cell's tombstone;
@@ -246,6 +249,8 @@ pub(crate) fn takes(patterns: &[Pattern], rec: &Record) -> bool {
 pub(crate) struct Guard {
     /// The cell's template node.
     cell: NodeId,
+    /// The path of the entity's instance in the connection's.
+    path: crate::dist::wire::Path,
     /// The connection its records come on (the first token's).
     conn: Option<crate::dist::ConnId>,
     /// Per open cell, per slot: the stored record's token's key in the
@@ -270,10 +275,15 @@ type Tok<'a> = Option<&'a std::sync::Arc<crate::dist::custody::Token>>;
 impl Guard {
     /// A guard for cells of template `cell`, if `net` is a node other
     /// than 0 of a run that survives a lost node.
-    pub(crate) fn new(net: &crate::dist::Net, cell: NodeId) -> Option<Box<Guard>> {
+    pub(crate) fn new(
+        net: &crate::dist::Net,
+        cell: NodeId,
+        at: &crate::dist::wire::Path,
+    ) -> Option<Box<Guard>> {
         net.receives_custody().then(|| {
             Box::new(Guard {
                 cell,
+                path: at.clone(),
                 conn: None,
                 slots: BTreeMap::new(),
                 firings: BTreeMap::new(),
@@ -290,6 +300,7 @@ impl Guard {
         Some(crate::dist::wire::CellId {
             conn: self.conn?,
             cell: self.cell,
+            path: self.path.clone(),
             key,
         })
     }

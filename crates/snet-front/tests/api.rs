@@ -317,10 +317,29 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     assert_eq!(boundary(star, 3), None);
     let lp = "net l connect ([{<x>} -> {<x>, <y>}] \\ {<x>, <z>}) @ 1;";
     assert_eq!(boundary(lp, 1), None);
-    // A cell that is not the one a star is fused with has no name that
-    // survives the node (its replica's path is not built).
+    // A cell inside a star's or a split's replica is named by its
+    // instance path (the stage, the tag value): restored.
     let deep = "net p connect (([| {<x>}, {<w>} |] .. [{<x>} -> {<x>}]) * {<y>}) @ 1;";
-    assert_eq!(boundary(deep, 1), Some(("synchrocell".into(), 1, 17)));
+    assert_eq!(boundary(deep, 1), None);
+    let per_tag = "net p connect (([{<x>} -> {<x>}] .. [| {<x>}, {<w>} |]) ! <x>) @ 1;";
+    assert_eq!(boundary(per_tag, 1), None);
+    let both = "net p connect ((([| {<x>}, {<w>} |] * {<x>, <w>}) .. [{<x>} -> {<x>}]) ! <w>) @ 1;";
+    assert_eq!(boundary(both, 1), None);
+    // But a replica's cells are several instances: behind a race (before
+    // the split, or inside the star's replica before the next stage's
+    // cell) they are not.
+    let raced_split = "net r { box a((<x>) -> (<x>)); box b((<w>) -> (<w>)); }\nconnect ((a | b) .. (([{<x>} -> {<x>}] .. [| {<x>}, {<w>} |]) ! <x>)) @ 2;";
+    assert_eq!(
+        boundary(raced_split, 2),
+        Some(("synchrocell".into(), 2, 43))
+    );
+    let raced_star = "net r { box a((<x>) -> (<x>)); box b((<w>) -> (<w>)); }\nconnect (([| {<x>}, {<w>} |] .. (a | b)) * {<y>}) @ 2;";
+    assert_eq!(boundary(raced_star, 2), Some(("synchrocell".into(), 2, 11)));
+    // A net used twice is two cell instances (counted as two, named apart).
+    let twice = "net r { box a((<x>) -> (<x>)); box b((<w>) -> (<w>)); net c connect [| {<x>}, {<w>} |]; }\nconnect ((a | b) .. c .. c) @ 2;";
+    assert_eq!(boundary(twice, 2).map(|b| b.0), Some("synchrocell".into()));
+    let twice_in_order = "net r { net c connect [| {<x>}, {<w>} |]; } connect (c .. c) @ 2;";
+    assert_eq!(boundary(twice_in_order, 2), None);
     // A cell in a placement inside a feedback loop on node 0 (its records
     // can come back after the end of the stream's drain).
     let looped = "net f connect ([| {<x>}, {<w>} |] @ 1) \\ {<z>};";

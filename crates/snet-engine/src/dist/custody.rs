@@ -338,7 +338,10 @@ impl Token {
     /// now on is queued behind it, on the same channel).
     fn commit(&self, c: Content) {
         let Content {
-            ids, held, links, ..
+            ids,
+            held,
+            mut links,
+            ..
         } = c;
         let committed = |links: &[(Option<CellId>, Arc<Link>)]| {
             for (_, l) in links {
@@ -357,7 +360,7 @@ impl Token {
             drop(held);
             return;
         }
-        let cells = links.iter().filter_map(|(c, _)| *c).collect();
+        let cells = links.iter_mut().filter_map(|(c, _)| c.take()).collect();
         let mut ids = ids.into_iter();
         let id = ids.next().unwrap_or(self.id);
         g.out.push_back(Out::Commit {
@@ -912,7 +915,7 @@ mod tests {
     #[test]
     fn a_record_passing_a_stored_one_commits_with_or_after_its_group() {
         let net = node();
-        let mut g = Guard::new(&net, snet_core::NodeId(4)).expect("a guard");
+        let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
         g.stored(&net, 0, 0, Some(&s));
         drop(s); // the cell's table keeps it
@@ -940,7 +943,7 @@ mod tests {
     #[test]
     fn a_record_passing_a_taken_slot_holds_back_the_firing_groups_tombstone() {
         let net = node();
-        let mut g = Guard::new(&net, snet_core::NodeId(4)).expect("a guard");
+        let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
         g.stored(&net, 0, 0, Some(&s));
         drop(s);
@@ -960,6 +963,7 @@ mod tests {
                 seq: 7,
             },
             cell: snet_core::NodeId(4),
+            path: Default::default(),
             key,
         }
     }
@@ -1104,7 +1108,7 @@ mod tests {
     #[test]
     fn a_record_passing_a_fired_cell_commits_after_the_firing_group() {
         let net = node();
-        let mut g = Guard::new(&net, snet_core::NodeId(4)).expect("a guard");
+        let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, f) = (token(&net, 1), token(&net, 2));
         g.stored(&net, 9, 0, Some(&s));
         drop(s);
@@ -1125,7 +1129,7 @@ mod tests {
     #[test]
     fn a_drain_commits_the_groups_of_stored_records() {
         let net = node();
-        let mut g = Guard::new(&net, snet_core::NodeId(4)).expect("a guard");
+        let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
         g.stored(&net, 0, 0, Some(&s));
         g.passed_open(&net, 0..=0, Some(&r));

@@ -40,7 +40,7 @@
 //! | 8 | Ack | count (items received from the receiver, now acknowledged) |
 //! | 9 | Done | item identity (everything derived from it has left the sender) |
 //! | 10 | Seq | the identity of the next item from the sender (a replay's) |
-//! | 11 | Fired | a synchrocell's identity: connection, template node, key (a tombstone) |
+//! | 11 | Fired | a synchrocell's identity: connection, template node, instance path (a count and the steps), key (a tombstone) |
 //! | 12 | Drain | |
 //!
 //! A connection is its creator node and counter; stamps are a count and
@@ -530,18 +530,28 @@ pub enum Frame<'a> {
 
 /// A synchrocell's name on a node other than 0, the same in every
 /// incarnation of the node: the connection from node 0 its records come
-/// on, the cell's template node, and its key in the instance (0 for a
-/// lone cell, the chain position in `[| .. |] * p`, the tag value in
+/// on, the cell's template node, the path of its instance within the
+/// connection's instance, and its key in the entity that runs it (0 for
+/// a lone cell, the chain position in `[| .. |] * p`, the tag value in
 /// `[| .. |] ! <t>`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CellId {
     /// The connection its instance was opened for.
     pub conn: ConnId,
     /// The synchrocell's template node.
     pub cell: NodeId,
+    /// Where the instance is, from the connection's template down: one
+    /// step per choice on the way (a component's position in a serial
+    /// composition, a parallel branch, a star's stage, a split's tag
+    /// value), so that two instances of one template (a net used twice,
+    /// a cell inside a star's or a split's replica) have two names.
+    pub path: Path,
     /// Its key in the instance.
     pub key: u64,
 }
+
+/// An instance path ([`CellId::path`]): short ones inline.
+pub type Path = smallvec::SmallVec<[u64; 2]>;
 
 /// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
 /// its connection and count, its items read next
@@ -818,6 +828,10 @@ impl Frame<'_> {
                 out.push(FIRED);
                 put_conn(out, cell.conn);
                 put_u(out, u64::from(cell.cell.0));
+                put_u(out, cell.path.len() as u64);
+                for &step in &cell.path {
+                    put_u(out, step);
+                }
                 put_u(out, cell.key);
             }
             Frame::Drain => out.push(DRAIN),
@@ -1007,6 +1021,16 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// An instance path: a count, then the steps (each at least a byte,
+    /// so a count beyond the bytes left is a truncated frame).
+    fn path(&mut self) -> Result<Path, WireError> {
+        let n = self.u()?;
+        if n > (self.b.len() - self.at) as u64 {
+            return self.err(Malformed::Truncated);
+        }
+        (0..n).map(|_| self.u()).collect()
+    }
+
     /// A varint: one byte (most) inline, longer ones out of line.
     #[inline(always)]
     fn u(&mut self) -> Result<u64, WireError> {
@@ -1149,6 +1173,7 @@ impl<'a> Reader<'a> {
                 cell: CellId {
                     conn: self.conn()?,
                     cell: NodeId(self.u32("template node")?),
+                    path: self.path()?,
                     key: self.u()?,
                 },
             },

@@ -170,6 +170,10 @@ fn malformed_messages_are_errors_that_say_where() {
     );
     // A tombstone cut short after its connection.
     assert_eq!(err(&[0, 11, 0, 3]).what, Malformed::Truncated);
+    // A tombstone whose instance path counts more steps than bytes left.
+    let mut path = vec![0, 11, 0, 3, 4];
+    path.extend([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 2]);
+    assert_eq!(err(&path).what, Malformed::Truncated);
     assert_eq!(err(&[0, DONE]).what, Malformed::Truncated);
     assert_eq!(err(&[0, SEQ, 0x80]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH]).what, Malformed::Truncated);
@@ -465,13 +469,16 @@ mod props {
             any::<u64>().prop_map(|count| Frame::Ack { count }),
             any::<u64>().prop_map(|id| Frame::Done { id }),
             any::<u64>().prop_map(|next| Frame::Seq { next }),
-            (conn(), any::<u32>(), any::<u64>()).prop_map(|(conn, cell, key)| Frame::Fired {
-                cell: super::CellId {
-                    conn,
-                    cell: snet_core::NodeId(cell),
-                    key,
-                },
-            }),
+            (conn(), any::<u32>(), vec(any::<u64>(), 0..4), any::<u64>()).prop_map(
+                |(conn, cell, path, key)| Frame::Fired {
+                    cell: super::CellId {
+                        conn,
+                        cell: snet_core::NodeId(cell),
+                        path: path.into(),
+                        key,
+                    },
+                }
+            ),
             Just(Frame::Drain),
             (any::<u64>(), text(), bytes()).prop_map(|(id, codec, meta)| Frame::Bytes {
                 id,
