@@ -95,6 +95,22 @@ net pairs {
 } connect (victim .. [{<k>} -> {<k>, <a = k>}; {<k>, <b = k>}] .. {cells}) @ 1;
 "#;
 
+/// One net holding a synchrocell, used twice on node 1: the first use
+/// merges the first pair (its merged record passes the second use as
+/// `{<k>, <m>}`), the second only sees `a` and `b` from `k = 300` on
+/// (input record 150; before, they pass it as `p` and `q`) and merges
+/// that pair.
+const TWICE: &str = r#"
+net twice {
+  box victim((<k>) -> (<k>));
+  net c connect [| {<a>}, {<b>} |];
+} connect (victim .. [{<k>} -> {<k>, <a = k>}; {<k>, <b = k>}] .. c
+  .. ([{<k>, <a>} -> if <k < 300> then {<k>, <p = a>} else {<k>, <a>}]
+    | [{<k>, <b>} -> if <k < 300> then {<k>, <q = b>} else {<k>, <b>}]
+    | [{<k>, <a>, <b>} -> {<k>, <m = a>}])
+  .. c) @ 1;
+"#;
+
 /// Each record goes round a loop on node 1 `k % 4` times (adding one to
 /// `k` each time): `{loop}` stands for a star or a feedback loop.
 const ROUNDS: &str = r#"
@@ -450,6 +466,56 @@ fn synchrocells_in_replicas_survive_a_loss_at_several_moments() {
         let (out, stderr) = killed_from_outside(exe, 2, 1, 20);
         assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
     }
+}
+
+/// A net with a synchrocell used twice on node 1, which kills itself on
+/// record 140 (at 1, 2 and 8 workers) or is SIGKILLed from outside once
+/// 20 records are written: the first use had fired (on record 0) and
+/// reported it, the second (record 150) had not. The two are two cells
+/// with two names (their positions in the placement's serial
+/// composition), so the replacement's second cell does not start fired
+/// and merges its pair. (With one name for both, as before instance
+/// paths, the run went on and silently wrote that pair's two records
+/// unmerged: the kill from outside catches that every time, once node 0
+/// has written 20 records, among them the first use's merged record,
+/// which came with its tombstone; the box's own kill may come before
+/// node 1 sent that commit.)
+#[test]
+fn a_net_with_a_synchrocell_used_twice_is_two_cells_to_a_replacement() {
+    let dir = scratch("respawn-twice");
+    let boxes = dir.join("victim.c");
+    std::fs::write(&boxes, VICTIM_BOXES).unwrap();
+    let prog = dir.join("twice.snet");
+    std::fs::write(&prog, TWICE).unwrap();
+    let exe = dir.join("twice");
+    snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+    let want = run_shm(&exe, 2, 200, None, &["--workers", "2"]);
+    assert!(want.ok, "{}", want.stderr);
+    let want = records(&want.stdout);
+    // 1 + 2 * 149 + 1 + 2 * 49 records and the terminate record.
+    assert_eq!(want.values().sum::<usize>(), 399, "{want:?}");
+    for workers in ["1", "2", "8"] {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["--transport", "shm", "--nodes", "2"])
+            .env("SNET_TEST_VICTIM", "kill")
+            .env("SNET_TEST_VICTIM_AT", "140");
+        let args = ["--workers", workers, "--on-node-loss", "respawn", "--stats"];
+        let r = run_with(
+            cmd,
+            &dir.join(format!("at-{workers}")),
+            &k_records(200),
+            &args,
+        );
+        assert!(r.ok, "{workers} workers: {}", r.stderr);
+        assert_eq!(records(&r.stdout), want, "{workers} workers");
+        assert!(
+            r.stderr.contains("replaced 1 lost node process"),
+            "{workers} workers: {}",
+            r.stderr
+        );
+    }
+    let (out, stderr) = killed_from_outside(&exe, 2, 1, 20);
+    assert_eq!(records(&out), want, "killed from outside: {stderr}");
 }
 
 /// The tombstone case, made deterministic: the lone synchrocell on node 1
