@@ -448,11 +448,15 @@ fn losing_a_node_with_a_synchrocell_in_a_replica_ends_the_run_naming_it() {
 fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (String, String) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let dir = exe.with_file_name(format!("outside-{node}"));
+    // One tag per run: tests run at once, and the kill must find this
+    // run's node process, not another's.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = exe.with_file_name(format!("outside-{node}-{run}"));
     std::fs::create_dir_all(&dir).unwrap();
     let inp = dir.join("input.xml");
     std::fs::write(&inp, k_records(200)).unwrap();
-    let tag = format!("respawn-{}-{node}", std::process::id());
+    let tag = format!("respawn-{}-{node}-{run}", std::process::id());
     let mut child = Command::new(exe)
         .args(["--transport", "shm", "--nodes", &nodes.to_string()])
         .args(["--workers", "2", "--on-node-loss", "respawn", "-i"])
