@@ -34,6 +34,9 @@
 //!   passing a fired cell commits with or after the firing group
 //!   ([`Token::after`]; a dying token hands its content to a dying group
 //!   it commits after through the [`Link`], never waiting for it).
+//!   Where several cells are behind a merge whose order is not fixed,
+//!   each record leaving one input of the merge commits with or after
+//!   the one that left it before ([`PathLast`], `crate::pathlink`).
 //!   At the end of the input node 0 asks the nodes holding records to
 //!   drain (`Net::ask_drain`): stored records' groups then commit.
 //! * **A lost node** (`managers::replace`): node 0 ends the run if the
