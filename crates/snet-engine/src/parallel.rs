@@ -52,8 +52,9 @@ impl ParallelEntity {
         if let Some(b) = &self.branches[i] {
             return b.clone();
         }
+        let next = crate::instantiate::merge_input(ctx, self.def.node, &self.next);
         let (at, b) = (self.at.as_deref(), self.def.branches[i]);
-        let e = instantiate_at(ctx, at, i as u64, b, self.next.clone(), start);
+        let e = instantiate_at(ctx, at, i as u64, b, next, start);
         ctx.start();
         self.branches[i] = Some(e.clone());
         e

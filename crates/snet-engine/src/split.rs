@@ -137,8 +137,8 @@ impl SplitEntity {
                 let t = if def.placement && v != i64::from(ctx.rt.node.0) {
                     remote_instance(ctx, Rank(v as u32), body, self.next.clone(), &r.det)
                 } else {
-                    let at = self.at.as_deref();
-                    instantiate_at(ctx, at, v as u64, body, self.next.clone(), &r.det)
+                    let next = crate::instantiate::merge_input(ctx, def.node, &self.next);
+                    instantiate_at(ctx, self.at.as_deref(), v as u64, body, next, &r.det)
                 };
                 t.mark_replica();
                 ctx.start();
