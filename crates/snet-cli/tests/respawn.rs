@@ -552,8 +552,8 @@ fn a_node_killed_from_outside_mid_run_is_replaced() {
 }
 
 /// Cells inside a star's and a split's replicas on node 1, whose node
-/// kills itself on record 0, 120 or 199 (record 37 is the test above),
-/// at 1, 2 and 8 workers, and is SIGKILLed from outside once 20 records
+/// kills itself on record 0 (8 workers), 120 (1) or 199 (2) (record 37
+/// at 1, 2 and 8 is the test above), and is SIGKILLed from outside once 20 records
 /// are written: the replacement's cells start fired exactly where node
 /// 0's tombstones name their stage or tag value, and the output is the
 /// failure-free run's.
@@ -564,25 +564,17 @@ fn synchrocells_in_replicas_survive_a_loss_at_several_moments() {
         let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
         assert!(want.ok, "{}", want.stderr);
         let want = records(&want.stdout);
-        for at in ["0", "120", "199"] {
-            for workers in ["1", "2", "8"] {
-                let mut cmd = Command::new(exe);
-                cmd.args(["--transport", "shm", "--nodes", "2"])
-                    .env("SNET_TEST_VICTIM", "kill")
-                    .env("SNET_TEST_AT", at);
-                let dir = exe.with_file_name(format!("at-{name}-{at}-{workers}"));
-                std::fs::create_dir_all(&dir).unwrap();
-                let args = ["--workers", workers, "--on-node-loss", "respawn", "--stats"];
-                let r = run_with(cmd, &dir.join("x"), &k_records(200), &args);
-                let what = format!("{name}, lost on record {at}, {workers} workers");
-                assert!(r.ok, "{what}: {}", r.stderr);
-                assert_eq!(records(&r.stdout), want, "{what}");
-                assert!(
-                    r.stderr.contains("replaced 1 lost node process"),
-                    "{what}: {}",
-                    r.stderr
-                );
-            }
+        for (at, workers) in [("0", "8"), ("120", "1"), ("199", "2")] {
+            let args = ["--workers", workers, "--on-node-loss", "respawn", "--stats"];
+            let r = run_shm(exe, 2, 200, Some(&format!("kill@{at}")), &args);
+            let what = format!("{name}, lost on record {at}, {workers} workers");
+            assert!(r.ok, "{what}: {}", r.stderr);
+            assert_eq!(records(&r.stdout), want, "{what}");
+            assert!(
+                r.stderr.contains("replaced 1 lost node process"),
+                "{what}: {}",
+                r.stderr
+            );
         }
         let (out, stderr) = killed_from_outside(exe, 2, 1, 20);
         assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
@@ -616,17 +608,8 @@ fn a_net_with_a_synchrocell_used_twice_is_two_cells_to_a_replacement() {
     // 1 + 2 * 149 + 1 + 2 * 49 records and the terminate record.
     assert_eq!(want.values().sum::<usize>(), 399, "{want:?}");
     for workers in ["1", "2", "8"] {
-        let mut cmd = Command::new(&exe);
-        cmd.args(["--transport", "shm", "--nodes", "2"])
-            .env("SNET_TEST_VICTIM", "kill")
-            .env("SNET_TEST_AT", "140");
         let args = ["--workers", workers, "--on-node-loss", "respawn", "--stats"];
-        let r = run_with(
-            cmd,
-            &dir.join(format!("at-{workers}")),
-            &k_records(200),
-            &args,
-        );
+        let r = run_shm(&exe, 2, 200, Some("kill@140"), &args);
         assert!(r.ok, "{workers} workers: {}", r.stderr);
         assert_eq!(records(&r.stdout), want, "{workers} workers");
         assert!(
