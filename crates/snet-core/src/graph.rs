@@ -644,17 +644,19 @@ impl Graph {
 
     /// What a run that replays the records lost with node `k` (issue 40)
     /// cannot restore if `k` is lost: the first construct, in the
-    /// program's text, that may run on `k` and orders records with
-    /// markers (a deterministic combinator, inside or around a placement
-    /// on `k`), is a placement inside one on another node (its records go
-    /// between two nodes other than 0), or is a synchrocell replay cannot
+    /// program's text, that may run on `k` and is a placement inside one
+    /// on another node (its records go between two nodes other than 0),
+    /// or is a synchrocell replay cannot
     /// name across incarnations (inside a star or split replica other
     /// than the one it is fused with, `[| .. |] * p` and `[| .. |] ! <t>`,
     /// or in a placement inside a feedback loop). `None`: everything that
     /// may run on `k` is a function of each record (boxes, filters,
-    /// splits, stars, feedback loops, placed farms `!@`) or a synchrocell
-    /// whose decisions custody groups protect, which replay restores. A
-    /// dynamic placement's body counts as running on every node.
+    /// splits, stars, feedback loops, placed farms `!@`, deterministic
+    /// combinators inside or around a placement on `k`, whose markers
+    /// custody keeps like records: `snet-engine`'s `dist::custody`,
+    /// `CommitOrder`) or a synchrocell whose decisions custody groups
+    /// protect, which replay restores. A dynamic placement's body counts
+    /// as running on every node.
     pub fn replay_boundary(&self, k: Rank) -> Option<Placement> {
         let mut first: Option<Placement> = None;
         let found = |node: &Node, first: &mut Option<Placement>| {
@@ -678,7 +680,7 @@ impl Graph {
             match &node.kind {
                 NodeKind::Place { node: n, body } => {
                     if *n == k {
-                        if at.det || at.elsewhere {
+                        if at.elsewhere {
                             found(node, &mut first);
                         }
                         if let Some(cell) = self.raced_cell(*body) {
@@ -692,8 +694,8 @@ impl Graph {
                         inner.elsewhere = true;
                     }
                 }
-                NodeKind::DynPlace { det, body, .. } => {
-                    if at.on_k || at.det || at.elsewhere || *det {
+                NodeKind::DynPlace { body, .. } => {
+                    if at.on_k || at.elsewhere {
                         found(node, &mut first);
                     }
                     if let Some(cell) = self.raced_cell(*body) {
@@ -708,9 +710,6 @@ impl Graph {
                     }
                     continue;
                 }
-                NodeKind::Parallel { det: true, .. }
-                | NodeKind::Split { det: true, .. }
-                | NodeKind::Star { det: true, .. } => inner.det = true,
                 _ => {}
             }
             stack.extend(self.children(id).into_iter().map(|c| (c, inner)));
@@ -732,11 +731,7 @@ impl Graph {
         let mut inner = *at;
         match &node.kind {
             NodeKind::Synchrocell(_) if at.replicated || at.in_loop => return Some(id),
-            NodeKind::Parallel { det: true, .. }
-            | NodeKind::Split { det: true, .. }
-            | NodeKind::Star { det: true, .. }
-            | NodeKind::Place { .. }
-            | NodeKind::DynPlace { .. } => return Some(id),
+            NodeKind::Place { .. } | NodeKind::DynPlace { .. } => return Some(id),
             NodeKind::Star { body, .. } | NodeKind::Split { body, .. } => {
                 match self.fused_cell(*body) {
                     // The fused cell is named by its chain position or tag value.
@@ -754,12 +749,14 @@ impl Graph {
     }
 
     /// Whether replaying its records restores what an instance of
-    /// `template`, placed on a node other than 0, held: it makes no
-    /// ordering markers (no deterministic combinator), places nothing on
-    /// another node, and holds no synchrocell but ones replay can name
-    /// (not inside a star or split replica other than the one it is
-    /// fused with). Boxes, filters, parallel composition, splits, stars
-    /// and feedback loops are functions of each record; synchrocells'
+    /// `template`, placed on a node other than 0, held: it places
+    /// nothing on another node, and holds no synchrocell but ones replay
+    /// can name (not inside a star or split replica other than the one
+    /// it is fused with). Boxes, filters, parallel composition, splits,
+    /// stars and feedback loops are functions of each record, and so are
+    /// deterministic combinators (a replacement's collector starts
+    /// afresh with the replayed records, which node 0 sends again in
+    /// their order); synchrocells'
     /// decisions are protected by custody groups (`snet-engine`'s
     /// `dist::custody`).
     pub fn replayable(&self, template: NodeId) -> bool {
@@ -911,8 +908,6 @@ struct ReplayAt {
     on_k: bool,
     /// Inside a placement on another node than 0 and the lost one.
     elsewhere: bool,
-    /// Inside a deterministic combinator.
-    det: bool,
     /// Inside a feedback loop around the placement (on node 0).
     in_loop: bool,
     /// Inside a star or split replica, within the placement, that a

@@ -265,6 +265,35 @@ pub struct Marker {
     /// A marker of an enclosing owner, released when this one completes
     /// (travels with one of the copies).
     pub payload: Option<Box<Marker>>,
+    /// The custody token of the item from node 0 this copy comes from
+    /// (a run that survives a lost node; every copy has a clone): a copy
+    /// on its way back to node 0 is held by it, and the copies go
+    /// together, after the records sent before the marker
+    /// ([`crate::dist::custody`]). Not sent, and no part of equality.
+    pub custody: MarkerCustody,
+}
+
+/// A marker copy's custody token ([`Marker::custody`]).
+#[derive(Clone, Default)]
+pub struct MarkerCustody(pub(crate) Custody);
+
+/// Copies are equal whatever their tokens (a token is no part of a
+/// marker's value).
+impl PartialEq for MarkerCustody {
+    fn eq(&self, _: &MarkerCustody) -> bool {
+        true
+    }
+}
+
+impl Eq for MarkerCustody {}
+
+impl std::fmt::Debug for MarkerCustody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(t) => write!(f, "{t:?}"),
+            None => f.write_str("-"),
+        }
+    }
 }
 
 impl Marker {
@@ -274,6 +303,7 @@ impl Marker {
             seq,
             weight: 0,
             payload: payload.map(Box::new),
+            custody: MarkerCustody::default(),
         }
     }
 
@@ -285,6 +315,7 @@ impl Marker {
             seq,
             weight,
             mut payload,
+            custody,
         } = self;
         crate::weight::split_piece(weight, n.max(1))
             .into_iter()
@@ -293,6 +324,7 @@ impl Marker {
                 seq,
                 weight: w,
                 payload: payload.take(),
+                custody: custody.clone(),
             })
     }
 }

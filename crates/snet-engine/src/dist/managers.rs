@@ -551,7 +551,8 @@ fn handle(
                 let entry = instantiate(ctx, template, next, &start);
                 ctx.start();
                 lock(&net.inbound).insert(conn, entry);
-                net.opened(from, conn, rt.graph().replayable(template));
+                let g = rt.graph();
+                net.opened(from, conn, g.replayable(template), has_markers(g));
             }
             FrameRef::Items { conn, .. } => {
                 let to = lock(&net.inbound)
@@ -619,4 +620,20 @@ fn handle(
         return Err(proto(ProtocolError::UnknownDone { from, id }));
     }
     Ok(())
+}
+
+/// Whether a program may send ordering markers between nodes: it has a
+/// deterministic combinator (whose markers, and those of the feedback
+/// loops inside one, travel with its records).
+fn has_markers(g: &snet_core::Graph) -> bool {
+    use snet_core::NodeKind;
+    g.nodes.iter().any(|n| {
+        matches!(
+            n.kind,
+            NodeKind::Parallel { det: true, .. }
+                | NodeKind::Split { det: true, .. }
+                | NodeKind::Star { det: true, .. }
+                | NodeKind::DynPlace { det: true, .. }
+        )
+    })
 }
