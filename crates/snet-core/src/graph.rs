@@ -646,7 +646,8 @@ impl Graph {
     /// cannot restore if `k` is lost: the first construct, in the
     /// program's text, that may run on `k` and is a placement inside one
     /// on another node (its records go between two nodes other than 0),
-    /// or is a synchrocell replay cannot
+    /// a deterministic combinator with a synchrocell inside it, or is a
+    /// synchrocell replay cannot
     /// name across incarnations (inside a star or split replica other
     /// than the one it is fused with, `[| .. |] * p` and `[| .. |] ! <t>`,
     /// or in a placement inside a feedback loop). `None`: everything that
@@ -732,6 +733,17 @@ impl Graph {
         match &node.kind {
             NodeKind::Synchrocell(_) if at.replicated || at.in_loop => return Some(id),
             NodeKind::Place { .. } | NodeKind::DynPlace { .. } => return Some(id),
+            // A deterministic combinator on the node whose inside holds a
+            // synchrocell: a record the cell stores keeps its custody
+            // group open while the collector moves on, so the node would
+            // commit later records first, out of the combinator's order.
+            NodeKind::Parallel { det: true, .. }
+            | NodeKind::Split { det: true, .. }
+            | NodeKind::Star { det: true, .. }
+                if self.holds_cell(id) =>
+            {
+                return Some(id)
+            }
             NodeKind::Star { body, .. } | NodeKind::Split { body, .. } => {
                 match self.fused_cell(*body) {
                     // The fused cell is named by its chain position or tag value.
@@ -752,11 +764,12 @@ impl Graph {
     /// `template`, placed on a node other than 0, held: it places
     /// nothing on another node, and holds no synchrocell but ones replay
     /// can name (not inside a star or split replica other than the one
-    /// it is fused with). Boxes, filters, parallel composition, splits,
-    /// stars and feedback loops are functions of each record, and so are
-    /// deterministic combinators (a replacement's collector starts
-    /// afresh with the replayed records, which node 0 sends again in
-    /// their order); synchrocells'
+    /// it is fused with), nor inside a deterministic combinator. Boxes,
+    /// filters, parallel composition, splits, stars and feedback loops
+    /// are functions of each record, and so are deterministic
+    /// combinators (a replacement's collector starts afresh with the
+    /// replayed records, which node 0 sends again in their order);
+    /// synchrocells'
     /// decisions are protected by custody groups (`snet-engine`'s
     /// `dist::custody`).
     pub fn replayable(&self, template: NodeId) -> bool {
@@ -776,6 +789,18 @@ impl Graph {
             }
         }
         true
+    }
+
+    /// Whether a synchrocell is under `root`.
+    fn holds_cell(&self, root: NodeId) -> bool {
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if matches!(self.node(id).kind, NodeKind::Synchrocell(_)) {
+                return true;
+            }
+            stack.extend(self.children(id));
+        }
+        false
     }
 
     /// A synchrocell under `root` (a placement's body on the lost node)

@@ -346,6 +346,17 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
         assert_eq!(boundary(around, 1), None, "{around}");
         assert_eq!(boundary(around, 2), None, "{around}");
     }
+    // A deterministic combinator on the node with a cell inside it: a
+    // stored record would hold its outputs back while the collector
+    // moves on (the node's commits out of the combinator's order).
+    let det_cell_inside = "net d connect ([| {<x>}, {<w>} |] || [{<v>} -> {<v>}]) @ 1;";
+    assert_eq!(
+        boundary(det_cell_inside, 1),
+        Some(("deterministic parallel composition".into(), 1, 35))
+    );
+    // One around the placement orders at node 0: a cell inside is fine.
+    let det_cell_around = "net d connect ([| {<x>}, {<w>} |] @ 1) !! <x>;";
+    assert_eq!(boundary(det_cell_around, 1), None);
     // A deterministic combinator does not hide what is still a boundary.
     let det_cell = "net d connect ([| {<x>}, {<w>} |] @ 1) \\ {<z>} !! <x>;";
     assert_eq!(

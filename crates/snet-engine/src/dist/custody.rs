@@ -1052,6 +1052,48 @@ mod tests {
         assert_eq!(commits(&net), vec![(vec![4], vec![])]);
     }
 
+    /// An ordering marker from node 0 (a program with a deterministic
+    /// combinator): its copies are held by its token and go in one
+    /// commit with its `Done`, and that commit waits for the commit of
+    /// the record node 0 sent before it (whose token a synchrocell may
+    /// keep alive while the marker passes), then goes right behind it.
+    #[test]
+    fn a_markers_copies_commit_together_after_every_earlier_item() {
+        use crate::entity::{Marker, Origin, Stamps};
+        let net = node();
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        net.opened(Rank::ROOT, conn, true, true);
+        let mut r = Item::Rec(Rec {
+            rec: snet_core::Record::new(),
+            det: Stamps::new(),
+            origin: Origin::input(0, None),
+        });
+        net.arrived(Rank::ROOT, conn, &mut r);
+        let mut m = Item::Marker(Marker::new(9, 0, None));
+        net.arrived(Rank::ROOT, conn, &mut m);
+        let Item::Marker(m) = m else {
+            unreachable!("a marker")
+        };
+        for mut c in m.split(2) {
+            let t = c.custody.0.take().expect("each copy has the token");
+            t.hold(conn, Item::Marker(c));
+        }
+        assert_eq!(commits(&net), vec![], "the marker waits for record 0");
+        drop(r);
+        let g = std::mem::take(&mut lock(&net.state.0).out);
+        let got: Vec<(u64, usize)> = g
+            .into_iter()
+            .filter_map(|o| match o {
+                Out::Commit { id, items, .. } => Some((id, items.len())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, vec![(0, 0), (1, 2)], "the record, then both copies");
+    }
+
     /// A record passes an open cell because its slot is taken, then goes
     /// on (to the next cell of a star) while the cell fires: the firing
     /// group's tombstone waits for it. (The order the records left the

@@ -73,6 +73,8 @@ pub(crate) mod fields;
 mod group_model;
 pub(crate) mod managers;
 #[cfg(test)]
+mod marker_model;
+#[cfg(test)]
 mod replay_model;
 pub mod wire;
 
