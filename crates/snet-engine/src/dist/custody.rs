@@ -271,13 +271,18 @@ impl Drop for Token {
     fn drop(&mut self) {
         let Group { parent, c, .. } = std::mem::take(&mut *lock(&self.inner));
         let mut c = c;
-        c.ids.insert(0, self.id);
+        // `c.ids` are the items of tokens that moved here; this token's
+        // own goes with them wherever the content goes (a commit names it
+        // first, so a plain token's commit allocates nothing for it).
         if c.links.is_empty() && c.after.is_empty() {
             // Nobody links to this token (a link needs a live token, and
             // none was made) and it commits after nobody: no hand-over
             // can concern it.
             match parent {
-                Some(p) => lock(&p.inner).c.extend(c),
+                Some(p) => {
+                    c.ids.push(self.id);
+                    lock(&p.inner).c.extend(c)
+                }
                 None => self.commit(c),
             }
             return;
@@ -321,6 +326,7 @@ impl Drop for Token {
                 for (_, m) in &c.links {
                     lock(&m.0).at = at.clone();
                 }
+                c.ids.push(self.id);
                 lock(&l.0).pending.push(std::mem::take(&mut c));
                 to = To::Dying;
             }
@@ -330,6 +336,7 @@ impl Drop for Token {
                 for (_, l) in &c.links {
                     lock(&l.0).at = Arc::downgrade(&p);
                 }
+                c.ids.push(self.id);
                 lock(&p.inner).c.extend(c);
                 drop(groups);
                 // (Maybe the last clone: its drop takes `GROUPS` itself.)
@@ -370,13 +377,10 @@ impl Token {
             return;
         }
         let cells = links.iter().filter_map(|(c, _)| *c).collect();
-        let mut ids = ids.into_iter();
-        let id = ids.next().unwrap_or(self.id);
-        let more: Vec<u64> = ids.collect();
         let out = Out::Commit {
             to: self.from,
-            id,
-            more,
+            id: self.id,
+            more: ids,
             items: held,
             fired: cells,
         };
