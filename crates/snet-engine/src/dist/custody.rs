@@ -13,8 +13,8 @@
 //!   again is then exactly what the log still holds.
 //! * **Node `k`** gives a record it receives from node 0, on a
 //!   connection whose template replay can restore
-//!   ([`snet_core::Graph::replayable`]: no markers, no placement inside,
-//!   no synchrocell replay cannot name), a [`Token`]; every record derived
+//!   ([`snet_core::Graph::replayable`]: no placement inside, no
+//!   synchrocell replay cannot name), a [`Token`]; every record derived
 //!   from it carries a clone ([`crate::entity::Stamps::custody`]). A record
 //!   on its way back to node 0 does not leave: the token *holds* it. When
 //!   the last clone is dropped (the last derived record was held, written
@@ -26,6 +26,12 @@
 //!   of the node then ends the run, naming what it held:
 //!   [`snet_core::Graph::replay_boundary`]).
 //!
+//! * **Ordering markers** from node 0 (a deterministic combinator around
+//!   the placement) are logged and replayed like records; on node `k` a
+//!   marker's token is cloned into each of its copies, which it holds
+//!   until the last is gone, and its commit waits for every item sent
+//!   before it ([`CommitOrder`]): node 0's collector gets all of a
+//!   marker's shares, after everything ahead of it, or none.
 //! * **Synchrocells** ([`crate::synchrocell::Guard`]): tokens form
 //!   groups ([`union`]) that commit in one message, with the tombstones
 //!   of the cells they fired ([`CellId`]), which node 0 keeps in the

@@ -552,7 +552,8 @@ fn handle(
                 ctx.start();
                 lock(&net.inbound).insert(conn, entry);
                 let g = rt.graph();
-                net.opened(from, conn, g.replayable(template), has_markers(g));
+                let markers = net.receives_custody() && has_markers(g);
+                net.opened(from, conn, g.replayable(template), markers);
             }
             FrameRef::Items { conn, .. } => {
                 let to = lock(&net.inbound)
