@@ -122,13 +122,14 @@ const RESTORED: [(&str, &str, &str); 5] = [
 /// Deterministic combinators whose ordering markers a lost node held
 /// (`victim` and `touch` on node 1, 3 nodes): around a placement on node
 /// 1 (`!!`, `**`, and `||` with a branch on node 1 and one on node 2),
-/// and inside one (`!!` on node 1); `!!` around synchrocells on node 1
+/// and inside one (`!!` on node 1); `!!@` over nodes 1 and 2 (record
+/// 37 goes to node 2, which is lost); `!!` around synchrocells on node 1
 /// (the merge idiom: markers pass cells that store records sent before
 /// them; a cell per replica that never fires: markers wait for the end
 /// of the input's drain). Each outputs its records in input order (the
 /// merged ones in the later record's place), whatever the workers do;
 /// the number of output records, with the terminate record, follows.
-const DET: [(&str, &str, usize); 6] = [
+const DET: [(&str, &str, usize); 7] = [
     (
         "det-split",
         "[{<k>} -> {<k>, <c = k % 4>}] .. ((victim .. touch) @ 1) !! <c>",
@@ -162,6 +163,11 @@ const DET: [(&str, &str, usize); 6] = [
         "det-drain",
         "[{<k>} -> {<k>, <c = k % 4>}] .. ((victim .. [| {<k>}, {<z>} |]) @ 1) !! <c>",
         197,
+    ),
+    (
+        "det-dynamic",
+        "[{<k>} -> {<k>, <n = 1 + k % 2>}] .. ((victim .. touch) !!@ <n>)",
+        201,
     ),
 ];
 
