@@ -40,6 +40,9 @@
 //!   passing a fired cell commits with or after the firing group
 //!   ([`Token::after`]; a dying token hands its content to a dying group
 //!   it commits after through the [`Link`], never waiting for it).
+//!   Where several cells are behind a merge whose order is not fixed,
+//!   each record leaving one input of the merge commits with or after
+//!   the one that left it before ([`PathLast`], `crate::pathlink`).
 //!   At the end of the input node 0 asks the nodes holding records to
 //!   drain (`Net::ask_drain`): stored records' groups then commit.
 //! * **A lost node** (`managers::replace`): node 0 ends the run if the
@@ -214,6 +217,43 @@ impl Token {
         if !l.committed() {
             lock(&self.inner).c.after.push(l.clone());
         }
+    }
+}
+
+/// One input of a merge (a parallel branch's output, a star stage's
+/// exit, a split replica's output, a feedback loop's outside input or
+/// back edge) on a node other than 0 of a run that survives a lost node,
+/// in a placement with several synchrocell instances behind a race
+/// ([`snet_core::Graph::merges_to_link`]): the group of the last record
+/// that left it. A record leaving it commits with or after that group
+/// ([`Token::after`]), so that the records of one input reach node 0 in
+/// the order they left it, or in one commit: the group model's
+/// `HybridFifo` (ARCHITECTURE.md, "Surviving a lost node", "several
+/// cells behind a race").
+///
+/// The records of one input leave it in order (its sender holds a
+/// licence, or, for a star's exits and a split's replicas, each path
+/// has its own `PathLast`), and the link is made before the record is
+/// offered to the merge, under the sender's licence: so the links of
+/// one input follow the order its records reach the merge in.
+#[derive(Default)]
+pub(crate) struct PathLast(Mutex<Option<(Weak<Token>, Arc<Link>)>>);
+
+impl PathLast {
+    /// A record with custody token `t` leaves this input.
+    pub(crate) fn pass(&self, t: Option<&Arc<Token>>) {
+        let Some(t) = t else { return };
+        let mut last = lock(&self.0);
+        if let Some((w, l)) = &*last {
+            // The same item's records follow each other: one link does.
+            // (The `Weak` keeps the allocation, so the address cannot be
+            // another token's.)
+            if std::ptr::eq(w.as_ptr(), Arc::as_ptr(t)) {
+                return;
+            }
+            t.after(l);
+        }
+        *last = Some((Arc::downgrade(t), t.link(None)));
     }
 }
 
@@ -1035,6 +1075,42 @@ mod tests {
         assert_eq!(commits(&net), vec![]);
         drop(c);
         assert_eq!(commits(&net), vec![(vec![1, 2, 3], vec![])]);
+    }
+
+    /// Records leaving one input of a merge (`PathLast`) commit in the
+    /// order they left it, or together: one whose token's last clone
+    /// drops first waits for the one ahead of it (the group model's
+    /// `HybridFifo`: a stored record keeps the records behind it on its
+    /// path from committing before its cell's decision does). Records of
+    /// another input are not held back, and one input's run of records
+    /// of one item makes one link.
+    #[test]
+    fn records_leaving_one_input_of_a_merge_commit_in_its_order() {
+        let net = node();
+        let (one, other) = (PathLast::default(), PathLast::default());
+        let (a, b, c, d) = (
+            token(&net, 1),
+            token(&net, 2),
+            token(&net, 3),
+            token(&net, 4),
+        );
+        one.pass(Some(&a));
+        one.pass(Some(&b));
+        one.pass(Some(&b));
+        other.pass(Some(&d));
+        one.pass(Some(&c));
+        drop(c);
+        drop(b);
+        assert_eq!(commits(&net), vec![], "b and c wait for a");
+        drop(d);
+        assert_eq!(commits(&net), vec![(vec![4], vec![])], "another input");
+        drop(a);
+        assert_eq!(commits(&net), vec![(vec![1, 2, 3], vec![])]);
+        // Once a group committed, the next record commits alone.
+        let e = token(&net, 5);
+        one.pass(Some(&e));
+        drop(e);
+        assert_eq!(commits(&net), vec![(vec![5], vec![])]);
     }
 
     /// A record passes a cell whose slot holds another's: it commits with
