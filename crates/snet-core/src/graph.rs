@@ -644,17 +644,20 @@ impl Graph {
 
     /// What a run that replays the records lost with node `k` (issue 40)
     /// cannot restore if `k` is lost: the first construct, in the
-    /// program's text, that may run on `k` and orders records with
-    /// markers (a deterministic combinator, inside or around a placement
-    /// on `k`), is a placement inside one on another node (its records go
-    /// between two nodes other than 0), or is a synchrocell replay cannot
+    /// program's text, that may run on `k` and is a placement inside one
+    /// on another node (its records go between two nodes other than 0),
+    /// a deterministic combinator with a synchrocell inside it, or is a
+    /// synchrocell replay cannot
     /// name across incarnations (inside a star or split replica other
     /// than the one it is fused with, `[| .. |] * p` and `[| .. |] ! <t>`,
     /// or in a placement inside a feedback loop). `None`: everything that
     /// may run on `k` is a function of each record (boxes, filters,
-    /// splits, stars, feedback loops, placed farms `!@`) or a synchrocell
-    /// whose decisions custody groups protect, which replay restores. A
-    /// dynamic placement's body counts as running on every node.
+    /// splits, stars, feedback loops, placed farms `!@`, deterministic
+    /// combinators inside or around a placement on `k`, whose markers
+    /// custody keeps like records: `snet-engine`'s `dist::custody`,
+    /// `CommitOrder`) or a synchrocell whose decisions custody groups
+    /// protect, which replay restores. A dynamic placement's body counts
+    /// as running on every node.
     pub fn replay_boundary(&self, k: Rank) -> Option<Placement> {
         let mut first: Option<Placement> = None;
         let found = |node: &Node, first: &mut Option<Placement>| {
@@ -678,7 +681,7 @@ impl Graph {
             match &node.kind {
                 NodeKind::Place { node: n, .. } => {
                     if *n == k {
-                        if at.det || at.elsewhere {
+                        if at.elsewhere {
                             found(node, &mut first);
                         }
                         inner.on_k = true;
@@ -689,8 +692,8 @@ impl Graph {
                         inner.elsewhere = true;
                     }
                 }
-                NodeKind::DynPlace { det, .. } => {
-                    if at.on_k || at.det || at.elsewhere || *det {
+                NodeKind::DynPlace { .. } => {
+                    if at.on_k || at.elsewhere {
                         found(node, &mut first);
                     }
                     inner.on_k = true;
@@ -702,9 +705,6 @@ impl Graph {
                     }
                     continue;
                 }
-                NodeKind::Parallel { det: true, .. }
-                | NodeKind::Split { det: true, .. }
-                | NodeKind::Star { det: true, .. } => inner.det = true,
                 _ => {}
             }
             stack.extend(self.children(id).into_iter().map(|c| (c, inner)));
@@ -726,11 +726,18 @@ impl Graph {
         let mut inner = *at;
         match &node.kind {
             NodeKind::Synchrocell(_) if at.replicated || at.in_loop => return Some(id),
+            NodeKind::Place { .. } | NodeKind::DynPlace { .. } => return Some(id),
+            // A deterministic combinator on the node whose inside holds a
+            // synchrocell: a record the cell stores keeps its custody
+            // group open while the collector moves on, so the node would
+            // commit later records first, out of the combinator's order.
             NodeKind::Parallel { det: true, .. }
             | NodeKind::Split { det: true, .. }
             | NodeKind::Star { det: true, .. }
-            | NodeKind::Place { .. }
-            | NodeKind::DynPlace { .. } => return Some(id),
+                if self.holds_cell(id) =>
+            {
+                return Some(id)
+            }
             NodeKind::Star { body, .. } | NodeKind::Split { body, .. } => {
                 match self.fused_cell(*body) {
                     // The fused cell is named by its chain position or tag value.
@@ -748,12 +755,15 @@ impl Graph {
     }
 
     /// Whether replaying its records restores what an instance of
-    /// `template`, placed on a node other than 0, held: it makes no
-    /// ordering markers (no deterministic combinator), places nothing on
-    /// another node, and holds no synchrocell but ones replay can name
-    /// (not inside a star or split replica other than the one it is
-    /// fused with). Boxes, filters, parallel composition, splits, stars
-    /// and feedback loops are functions of each record; synchrocells'
+    /// `template`, placed on a node other than 0, held: it places
+    /// nothing on another node, and holds no synchrocell but ones replay
+    /// can name (not inside a star or split replica other than the one
+    /// it is fused with), nor inside a deterministic combinator. Boxes,
+    /// filters, parallel composition, splits, stars and feedback loops
+    /// are functions of each record, and so are deterministic
+    /// combinators (a replacement's collector starts afresh with the
+    /// replayed records, which node 0 sends again in their order);
+    /// synchrocells'
     /// decisions are protected by custody groups (`snet-engine`'s
     /// `dist::custody`).
     pub fn replayable(&self, template: NodeId) -> bool {
@@ -770,6 +780,18 @@ impl Graph {
             }
         }
         true
+    }
+
+    /// Whether a synchrocell is under `root`.
+    fn holds_cell(&self, root: NodeId) -> bool {
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if matches!(self.node(id).kind, NodeKind::Synchrocell(_)) {
+                return true;
+            }
+            stack.extend(self.children(id));
+        }
+        false
     }
 
     /// The merges whose inputs a node other than 0 of a run that
@@ -956,8 +978,6 @@ struct ReplayAt {
     on_k: bool,
     /// Inside a placement on another node than 0 and the lost one.
     elsewhere: bool,
-    /// Inside a deterministic combinator.
-    det: bool,
     /// Inside a feedback loop around the placement (on node 0).
     in_loop: bool,
     /// Inside a star or split replica, within the placement, that a
