@@ -152,6 +152,80 @@ const RESTORED: [(&str, &str, &str); 7] = [
     ),
 ];
 
+/// Deterministic combinators whose ordering markers a lost node held
+/// (`victim` and `touch` on node 1, 3 nodes): around a placement on node
+/// 1 (`!!`, `**`, and `||` with a branch on node 1 and one on node 2),
+/// and inside one (`!!` on node 1); `!!@` over nodes 1 and 2 (record
+/// 37 goes to node 2, which is lost); `!!` around synchrocells on node 1
+/// (the merge idiom: markers pass cells that store records sent before
+/// them; a cell per replica that never fires: markers wait for the end
+/// of the input's drain). Each outputs its records in input order (the
+/// merged ones in the later record's place), whatever the workers do;
+/// the number of output records, with the terminate record, follows.
+const DET: [(&str, &str, usize); 7] = [
+    (
+        "det-split",
+        "[{<k>} -> {<k>, <c = k % 4>}] .. ((victim .. touch) @ 1) !! <c>",
+        201,
+    ),
+    (
+        "det-parallel",
+        "[{<k>} -> if <k % 3 == 0> then {<k>, <t>} else {<k>, <v>}] .. \
+         ((([{<k>, <v>} -> {<k>}] .. victim) @ 1) || (([{<k>, <t>} -> {<k>}] .. touch) @ 2))",
+        201,
+    ),
+    (
+        "det-star",
+        "[{<k>} -> {<k>, <c = k % 4>}] .. \
+         (([{<c>} -> {<c = c - 1>}] .. ((victim .. touch) @ 1)) ** {<c>} if <c <= 0>)",
+        201,
+    ),
+    (
+        "det-inside",
+        "([{<k>} -> {<k>, <c = k % 4>}] .. ((victim .. touch) !! <c>)) @ 1",
+        201,
+    ),
+    (
+        "det-cells",
+        "[{<k>} -> {<k>, <c = k % 4>}] .. ((victim .. \
+         [{<k>, <c>} -> {<k>, <c>, <a = k>}; {<k>, <c>, <b = k>}] .. \
+         ([| {<a>}, {<b>} |] * {<a>, <b>})) @ 1) !! <c>",
+        201,
+    ),
+    (
+        "det-drain",
+        "[{<k>} -> {<k>, <c = k % 4>}] .. ((victim .. [| {<k>}, {<z>} |]) @ 1) !! <c>",
+        197,
+    ),
+    (
+        "det-dynamic",
+        "[{<k>} -> {<k>, <n = 1 + k % 2>}] .. ((victim .. touch) !!@ <n>)",
+        201,
+    ),
+];
+
+/// The programs of [`DET`], built once.
+fn det_programs() -> &'static Vec<PathBuf> {
+    static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = scratch("respawn-det");
+        let boxes = dir.join("victim.c");
+        std::fs::write(&boxes, VICTIM_BOXES).unwrap();
+        DET.iter()
+            .map(|(name, body, _)| {
+                let prog = dir.join(format!("{name}.snet"));
+                let src = format!(
+                    "net d {{ box victim((<k>) -> (<k>)); box touch((<k>) -> (<k>)); }}\nconnect {body};\n"
+                );
+                std::fs::write(&prog, src).unwrap();
+                let exe = dir.join(name);
+                snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+                exe
+            })
+            .collect()
+    })
+}
+
 /// Several synchrocell instances behind a race on node 1 (issue 40's
 /// last placement that ended the run): `{gen}` makes two records (an `a`
 /// and a `b`) or four (`a`, `b`, `x`, `y`) of each input, `{race}` sends
@@ -219,6 +293,30 @@ fn raced_programs() -> &'static Vec<PathBuf> {
             })
             .collect()
     })
+}
+
+/// The output records in the order written.
+fn in_order(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|l| l.contains("<record"))
+        .map(str::trim)
+        .collect()
+}
+
+/// Fails unless `got` writes `want`'s records in the same order (naming
+/// the first difference, not the whole output).
+fn same_order(got: &str, want: &str, what: &str) {
+    let (got, want) = (in_order(got), in_order(want));
+    if let Some(i) = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i)) {
+        panic!(
+            "{what}: {} records written, {} wanted; record {i} is {:?}, wanted {:?}",
+            got.len(),
+            want.len(),
+            got.get(i),
+            want.get(i)
+        );
+    }
 }
 
 /// Several cells behind a race on node 1 (a cell per tag value behind
@@ -474,6 +572,64 @@ fn losing_a_node_with_a_synchrocell_in_a_looped_placement_ends_the_run_naming_it
     );
 }
 
+/// Node 1 of each program of [`DET`] loses itself on record 37, when it
+/// holds ordering markers of the deterministic combinator (their copies,
+/// or the combinator's collector): the replacement is sent the records
+/// and markers node 1 had not committed, in their order, and the output
+/// is the failure-free run's, in the same order (the deterministic
+/// combinator fixes it). Before, each of these runs ended at the loss,
+/// naming the combinator or the placement inside it.
+#[test]
+fn a_node_holding_ordering_markers_is_replaced_and_the_order_is_kept() {
+    for (exe, (name, _, n)) in det_programs().iter().zip(DET) {
+        let want = run_shm(exe, 3, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{name}: {}", want.stderr);
+        assert_eq!(in_order(&want.stdout).len(), n, "{name}");
+        for workers in ["1", "2", "8"] {
+            let r = run_shm(
+                exe,
+                3,
+                200,
+                Some("kill"),
+                &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
+            );
+            assert!(r.ok, "{name}, {workers} workers: {}", r.stderr);
+            same_order(
+                &r.stdout,
+                &want.stdout,
+                &format!("{name}, {workers} workers"),
+            );
+            assert!(
+                r.stderr.contains("replaced 1 lost node process"),
+                "{name}, {workers} workers: {}",
+                r.stderr
+            );
+        }
+    }
+}
+
+/// As above, with the node SIGKILLed from outside at several moments
+/// (once the run has written 1, 20 or 50 records of 200; the victim naps 2 ms
+/// a record): node 1 of `!!` around and inside a placement, and node 2
+/// (the other branch) of `||`.
+#[test]
+fn a_node_holding_ordering_markers_killed_from_outside_is_replaced() {
+    let progs = det_programs();
+    for (i, node) in [(0, 1), (3, 1), (1, 2)] {
+        let exe = &progs[i];
+        let want = run_shm(exe, 3, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{}", want.stderr);
+        for after in [1, 20, 50] {
+            let (out, stderr) = killed_from_outside(exe, 3, node, after);
+            same_order(
+                &out,
+                &want.stdout,
+                &format!("{}, node {node} killed after {after}: {stderr}", DET[i].0),
+            );
+        }
+    }
+}
+
 /// Runs `exe` on `nodes` shm nodes with custody, the victim napping, and
 /// SIGKILLs node `node`'s process once the run has written `after`
 /// records: the output and the run's stderr.
@@ -529,7 +685,9 @@ fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (Stri
                         None
                     })
                 })
-                .expect("the node's process");
+                .unwrap_or_else(|| {
+                    panic!("the node's process ({tag}, node {node}, after {after})")
+                });
             // SAFETY: kill(2) of a process this test started (through the run).
             assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
             killed = true;

@@ -644,20 +644,21 @@ impl Graph {
 
     /// What a run that replays the records lost with node `k` (issue 40)
     /// cannot restore if `k` is lost: the first construct, in the
-    /// program's text, that may run on `k` and orders records with
-    /// markers (a deterministic combinator, inside or around a placement
-    /// on `k`), is a placement inside one on another node (its records go
-    /// between two nodes other than 0), is a synchrocell in a placement
-    /// inside a feedback loop (node 0's end-of-stream drain commits the
-    /// groups of the records a cell stores, and a loop can bring records
-    /// back to the cell after that), or is one of several synchrocell
-    /// instances behind a race ([`Graph::raced_cell`]). `None`:
-    /// everything that may run on `k` is a function of each record
-    /// (boxes, filters, splits, stars, feedback loops, placed farms `!@`)
-    /// or a synchrocell whose decisions custody groups protect, which
-    /// replay restores; a cell is named by its instance path (so one in
-    /// a star's or split's replica, or in a net used twice, is too). A
-    /// dynamic placement's body counts as running on every node.
+    /// program's text, that may run on `k` and is a placement inside one
+    /// on another node (its records go between two nodes other than 0),
+    /// a deterministic combinator with a synchrocell inside it, or a
+    /// synchrocell in a placement inside a feedback loop (node 0's
+    /// end-of-stream drain commits the groups of the records a cell
+    /// stores, and a loop can bring records back to the cell after that).
+    /// `None`: everything that may run on `k` is a function of each
+    /// record (boxes, filters, splits, stars, feedback loops, placed
+    /// farms `!@`, deterministic combinators inside or around a placement
+    /// on `k`, whose markers custody keeps like records: `snet-engine`'s
+    /// `dist::custody`, `CommitOrder`) or a synchrocell whose decisions
+    /// custody groups protect, which replay restores; a cell is named by
+    /// its instance path (so one in a star's or split's replica, or in a
+    /// net used twice, is too). A dynamic placement's body counts as
+    /// running on every node.
     pub fn replay_boundary(&self, k: Rank) -> Option<Placement> {
         let mut first: Option<Placement> = None;
         let found = |node: &Node, first: &mut Option<Placement>| {
@@ -681,7 +682,7 @@ impl Graph {
             match &node.kind {
                 NodeKind::Place { node: n, .. } => {
                     if *n == k {
-                        if at.det || at.elsewhere {
+                        if at.elsewhere {
                             found(node, &mut first);
                         }
                         inner.on_k = true;
@@ -692,8 +693,8 @@ impl Graph {
                         inner.elsewhere = true;
                     }
                 }
-                NodeKind::DynPlace { det, .. } => {
-                    if at.on_k || at.det || at.elsewhere || *det {
+                NodeKind::DynPlace { .. } => {
+                    if at.on_k || at.elsewhere {
                         found(node, &mut first);
                     }
                     inner.on_k = true;
@@ -705,9 +706,6 @@ impl Graph {
                     }
                     continue;
                 }
-                NodeKind::Parallel { det: true, .. }
-                | NodeKind::Split { det: true, .. }
-                | NodeKind::Star { det: true, .. } => inner.det = true,
                 _ => {}
             }
             stack.extend(self.children(id).into_iter().map(|c| (c, inner)));
@@ -730,11 +728,18 @@ impl Graph {
         // incarnation of the node (`snet-engine`'s `CellId`).
         match &self.node(id).kind {
             NodeKind::Synchrocell(_) if at.in_loop => return Some(id),
+            NodeKind::Place { .. } | NodeKind::DynPlace { .. } => return Some(id),
+            // A deterministic combinator on the node whose inside holds a
+            // synchrocell: a record the cell stores keeps its custody
+            // group open while the collector moves on, so the node would
+            // commit later records first, out of the combinator's order.
             NodeKind::Parallel { det: true, .. }
             | NodeKind::Split { det: true, .. }
             | NodeKind::Star { det: true, .. }
-            | NodeKind::Place { .. }
-            | NodeKind::DynPlace { .. } => return Some(id),
+                if self.holds_cell(id) =>
+            {
+                return Some(id)
+            }
             _ => {}
         }
         stack.extend(self.children(id).into_iter().map(|c| (c, *at)));
@@ -742,12 +747,13 @@ impl Graph {
     }
 
     /// Whether replaying its records restores what an instance of
-    /// `template`, placed on a node other than 0, held: it makes no
-    /// ordering markers (no deterministic combinator), places nothing on
-    /// another node, and has no synchrocell behind a race that another
-    /// cell instance shares ([`Graph::raced_cell`]). Boxes, filters,
-    /// parallel composition, splits, stars
-    /// and feedback loops are functions of each record; synchrocells'
+    /// `template`, placed on a node other than 0, held: it places
+    /// nothing on another node, and holds no synchrocell inside a
+    /// deterministic combinator. Boxes, filters, parallel composition,
+    /// splits, stars and feedback loops are functions of each record, and
+    /// so are deterministic combinators (a replacement's collector starts
+    /// afresh with the replayed records, which node 0 sends again in
+    /// their order); synchrocells'
     /// decisions are protected by custody groups (`snet-engine`'s
     /// `dist::custody`).
     pub fn replayable(&self, template: NodeId) -> bool {
@@ -764,6 +770,18 @@ impl Graph {
             }
         }
         true
+    }
+
+    /// Whether a synchrocell is under `root`.
+    fn holds_cell(&self, root: NodeId) -> bool {
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if matches!(self.node(id).kind, NodeKind::Synchrocell(_)) {
+                return true;
+            }
+            stack.extend(self.children(id));
+        }
+        false
     }
 
     /// The merges whose inputs a node other than 0 of a run that
@@ -974,8 +992,6 @@ struct ReplayAt {
     on_k: bool,
     /// Inside a placement on another node than 0 and the lost one.
     elsewhere: bool,
-    /// Inside a deterministic combinator.
-    det: bool,
     /// Inside a feedback loop around the placement (on node 0).
     in_loop: bool,
 }

@@ -29,13 +29,21 @@ impl RemoteEntity {
         }
         // A record in custody for the node it goes to is held until every
         // record derived from the same item is (`dist::custody`).
-        if let Item::Rec(r) = &mut item {
-            if r.det.custody().is_some_and(|t| t.from() == self.to) {
+        // So is a copy of a marker in custody (all its copies go together).
+        match &mut item {
+            Item::Rec(r) if r.det.custody().is_some_and(|t| t.from() == self.to) => {
                 if let Some(t) = r.det.take_custody() {
                     t.hold(self.conn, item);
                 }
                 return Ok(());
             }
+            Item::Marker(m) if m.custody.0.as_ref().is_some_and(|t| t.from() == self.to) => {
+                if let Some(t) = m.custody.0.take() {
+                    t.hold(self.conn, item);
+                }
+                return Ok(());
+            }
+            _ => {}
         }
         ctx.rt.net.push_item(self.to, self.conn, item);
         Ok(())

@@ -87,8 +87,9 @@ fn filter(g: &mut Graph, pattern: &[Label], outs: &[(&str, &str, i64, i64)]) -> 
 ///  .. ([{<X>,<Y>} -> {<X>,<Y>,<Z=Y+1>}] ! <Y>) @ 2
 ///  .. ([{<X>,<Y>,<Z>} -> {..., <V=Z*3>}] || [{<W>} -> ...]) @ 3`:
 /// two records from each input on node 1, a split on node 2, and on node
-/// 3 a deterministic parallel, which replay cannot restore (its records
-/// are reported done at once).
+/// 3 a deterministic parallel (its collector and ordering markers there:
+/// replay restores it, the replacement's collector starting afresh with
+/// the records node 3 had not committed).
 fn graph() -> Arc<Graph> {
     let mut g = Graph {
         nodes: vec![],
@@ -284,9 +285,10 @@ fn killed_run(
     Ok((out, stats))
 }
 
-/// Node 1 (two records from each input) or node 2 (a split) is killed
-/// at several points; node 0 replaces it and replays what it had not
-/// passed on: the output is exactly the failure-free multiset.
+/// Node 1 (two records from each input), node 2 (a split) or node 3 (a
+/// deterministic parallel) is killed at several points; node 0 replaces
+/// it and replays what it had not passed on: the output is exactly the
+/// failure-free multiset.
 #[test]
 fn a_node_killed_at_any_message_is_replaced_and_nothing_is_lost_or_doubled() {
     let n = 500;
@@ -296,7 +298,7 @@ fn a_node_killed_at_any_message_is_replaced_and_nothing_is_lost_or_doubled() {
     want.sort_unstable();
     let mut replaced = 0;
     for workers in [1, 2, 8] {
-        for victim in [1, 2] {
+        for victim in [1, 2, 3] {
             // How many messages a node gets depends on the batching: the
             // first two always come (the `Open` and the first records).
             for after in [1, 2, 3, 6] {
@@ -312,18 +314,51 @@ fn a_node_killed_at_any_message_is_replaced_and_nothing_is_lost_or_doubled() {
             }
         }
     }
-    assert!(replaced >= 12, "{replaced} replacements");
+    assert!(replaced >= 18, "{replaced} replacements");
 }
 
-/// Node 3 holds a deterministic parallel composition (ordering markers):
-/// its loss ends the run, naming it and where it is written.
+/// `(([{<X>} -> {<X>, <Y=2X>}] @ 2) .. [..]) @ 1`: a placement inside a
+/// placement on node 1 (its records go between nodes 1 and 2).
+fn nested_graph() -> Arc<Graph> {
+    let mut g = Graph {
+        nodes: vec![],
+        boxes: vec![],
+        entry: NodeId(0),
+    };
+    let x = t("X");
+    let two = filter(&mut g, &[x], &[("Y", "X", 2, 0)]);
+    let inner = add(
+        &mut g,
+        NodeKind::Place {
+            body: two,
+            node: Rank(2),
+        },
+        ty(&[&[x]]),
+    );
+    let y = t("Y");
+    let inc = filter(&mut g, &[x, y], &[("Z", "Y", 1, 1)]);
+    let both = add(&mut g, NodeKind::Serial(inner, inc), ty(&[&[x]]));
+    g.entry = add(
+        &mut g,
+        NodeKind::Place {
+            body: both,
+            node: Rank(1),
+        },
+        ty(&[&[x]]),
+    );
+    Arc::new(g)
+}
+
+/// Node 1 holds a placement on node 2 inside its own: its loss ends the
+/// run, naming the construct and where it is written.
 #[test]
 fn losing_a_node_with_state_ends_the_run_naming_the_construct() {
-    let e = run_killing(2, 200, 3, 2, false).expect_err("the run must fail");
+    let e =
+        killed_run(nested_graph(), 3, input(200), 2, 1, 2, false).expect_err("the run must fail");
     let m = e.to_string();
     assert!(
-        m.contains("node 3 stopped unexpectedly")
-            && m.contains("deterministic parallel composition at custody.snet:1:1")
+        m.contains("node 1 stopped unexpectedly")
+            && m.contains("placement at custody.snet:1:1")
             && m.contains("cannot restore"),
         "{m}"
     );

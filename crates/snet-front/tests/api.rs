@@ -266,11 +266,12 @@ connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -
 }
 
 /// What replaying a lost node cannot restore yet (`Graph::replay_boundary`):
-/// ordering markers, chains of placements and synchrocells replay cannot
-/// name that may run on the lost node, the first in the text; boxes,
-/// filters, splits, stars, feedback loops, `!@` farms and synchrocells
-/// (alone, or fused with a star or split, or several behind a race whose
-/// inputs are then linked: `Graph::merges_to_link`) are fine.
+/// chains of placements and synchrocells replay cannot name that may run
+/// on the lost node, the first in the text; boxes, filters, splits,
+/// stars, feedback loops, `!@` farms, synchrocells (alone, or fused with
+/// a star or split, or several behind a race whose inputs are then
+/// linked: `Graph::merges_to_link`) and deterministic combinators (their
+/// ordering markers, inside or around a placement on the node) are fine.
 #[test]
 fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     let boundary = |src: &str, k: u32| {
@@ -383,15 +384,43 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     // can come back after the end of the stream's drain).
     let looped = "net f connect ([| {<x>}, {<w>} |] @ 1) \\ {<z>};";
     assert_eq!(boundary(looped, 1), Some(("synchrocell".into(), 1, 16)));
-    // The markers of `**` on the node.
-    let det_star = "net s connect ([{<x>} -> {<x>}] ** {<x>}) @ 1;";
+    // Deterministic combinators inside a placement on the node (their
+    // owner and collector there) ...
+    for inside in [
+        "net s connect ([{<x>} -> {<x>}] ** {<x>}) @ 1;",
+        "net s connect ([{<x>} -> {<x>}] !! <x>) @ 1;",
+        "net s connect ([{<x>} -> {<x>}] || [{<w>} -> {<w>}]) @ 1;",
+        "net s connect ([{<x>} -> {<x>}] !!@ <x>);",
+    ] {
+        assert_eq!(boundary(inside, 1), None, "{inside}");
+    }
+    // ... and around one (their markers' copies on the node).
+    for around in [
+        "net d connect ([{<x>} -> {<x>}] @ 1) !! <x>;",
+        "net d connect ([{<x>} -> {<x>}] @ 1) || ([{<w>} -> {<w>}] @ 2);",
+        "net d connect ([{<x>} -> {<x>, <y>}] .. ([{<x>} -> {<x>}] @ 1)) ** {<y>};",
+        "net d connect (([{<x>} -> {<x>}] @ 1) \\ {<z>}) !! <x>;",
+    ] {
+        assert_eq!(boundary(around, 1), None, "{around}");
+        assert_eq!(boundary(around, 2), None, "{around}");
+    }
+    // A deterministic combinator on the node with a cell inside it: a
+    // stored record would hold its outputs back while the collector
+    // moves on (the node's commits out of the combinator's order).
+    let det_cell_inside = "net d connect ([| {<x>}, {<w>} |] || [{<v>} -> {<v>}]) @ 1;";
     assert_eq!(
-        boundary(det_star, 1).map(|b| b.0),
-        Some("deterministic serial replication".into())
+        boundary(det_cell_inside, 1),
+        Some(("deterministic parallel composition".into(), 1, 35))
     );
-    // Markers of a deterministic combinator around a placement.
-    let det = "net d connect ([{<x>} -> {<x>}] @ 1) !! <x>;";
-    assert_eq!(boundary(det, 1), Some(("placement".into(), 1, 33)));
+    // One around the placement orders at node 0: a cell inside is fine.
+    let det_cell_around = "net d connect ([| {<x>}, {<w>} |] @ 1) !! <x>;";
+    assert_eq!(boundary(det_cell_around, 1), None);
+    // A deterministic combinator does not hide what is still a boundary.
+    let det_cell = "net d connect ([| {<x>}, {<w>} |] @ 1) \\ {<z>} !! <x>;";
+    assert_eq!(
+        boundary(det_cell, 1).map(|b| b.0),
+        Some("synchrocell".into())
+    );
     // A placement inside a placement on another node.
     let nested = "net n connect (([{<x>} -> {<x>}] @ 2) .. [{<x>} -> {<x>}]) @ 1;";
     assert_eq!(boundary(nested, 1).map(|b| b.0), Some("placement".into()));

@@ -13,8 +13,9 @@
 //!   again is then exactly what the log still holds.
 //! * **Node `k`** gives a record it receives from node 0, on a
 //!   connection whose template replay can restore
-//!   ([`snet_core::Graph::replayable`]: no markers, no placement inside,
-//!   no synchrocell replay cannot name), a [`Token`]; every record derived
+//!   ([`snet_core::Graph::replayable`]: no placement inside, no
+//!   synchrocell inside a deterministic combinator), a [`Token`]; every
+//!   record derived
 //!   from it carries a clone ([`crate::entity::Stamps::custody`]). A record
 //!   on its way back to node 0 does not leave: the token *holds* it. When
 //!   the last clone is dropped (the last derived record was held, written
@@ -26,6 +27,12 @@
 //!   of the node then ends the run, naming what it held:
 //!   [`snet_core::Graph::replay_boundary`]).
 //!
+//! * **Ordering markers** from node 0 (a deterministic combinator around
+//!   the placement) are logged and replayed like records; on node `k` a
+//!   marker's token is cloned into each of its copies, which it holds
+//!   until the last is gone, and its commit waits for every item sent
+//!   before it ([`CommitOrder`]): node 0's collector gets all of a
+//!   marker's shares, after everything ahead of it, or none.
 //! * **Synchrocells** ([`crate::synchrocell::Guard`]): tokens form
 //!   groups ([`union`]) that commit in one message, with the tombstones
 //!   of the cells they fired ([`CellId`]), which node 0 keeps in the
@@ -84,6 +91,9 @@ pub struct Token {
     /// The connection the item came on (a synchrocell's name starts
     /// with it: [`CellId`]).
     conn: ConnId,
+    /// The item is an ordering marker: its commit waits until every
+    /// item node 0 sent before it has committed ([`CommitOrder`]).
+    marker: bool,
     inner: Mutex<Group>,
     state: Weak<(Mutex<NetState>, Condvar)>,
 }
@@ -149,9 +159,18 @@ impl Token {
             from,
             id,
             conn,
+            marker: false,
             inner: Mutex::new(Group::default()),
             state,
         }
+    }
+
+    /// The token of an ordering marker (its copies are held like
+    /// records; its commit waits for every earlier item's:
+    /// [`CommitOrder`]).
+    pub(crate) fn for_marker(mut self) -> Token {
+        self.marker = true;
+        self
     }
 
     /// The node the item came from (where derived records are held for).
@@ -408,17 +427,80 @@ impl Token {
             return;
         }
         let cells = links.iter_mut().filter_map(|(c, _)| c.take()).collect();
-        g.out.push_back(Out::Commit {
+        let out = Out::Commit {
             to: self.from,
             id: self.id,
             more: ids,
             items: held,
             fired: cells,
-        });
-        // Under the lock, behind the commit.
+        };
+        let g = &mut *g;
+        match g.order.as_mut() {
+            None => g.out.push_back(out),
+            Some(order) => order.commit(self.marker, out, &mut g.out),
+        }
+        // Under the lock, behind the commit (a marker's token has no
+        // links: it is never in a group).
         committed(&links);
-        drop(g);
         cv.notify_one();
+    }
+}
+
+/// A node's order of commits where ordering markers come from node 0
+/// (the program has deterministic combinators): a marker's commit (its
+/// copies, and its `Done`) goes to node 0 only after the commits of
+/// every item node 0 sent before it. A marker follows every record
+/// sent before it on its path, so when its copies have all been held
+/// the records derived from earlier items have all been held too, but
+/// their tokens may still be alive (a record in a synchrocell), or
+/// dying on another worker: this is what puts their commits first on
+/// the FIFO channel to node 0. So node 0 gets a marker's shares only
+/// after everything that preceded it, and all of them at once, or, if
+/// the node is lost first, none of them: the log then sends the marker
+/// again, after the records it still holds from before it
+/// (ARCHITECTURE.md, "Markers and a lost node").
+#[derive(Default)]
+pub(crate) struct CommitOrder {
+    /// Items received from node 0 and not committed (ids).
+    pending: std::collections::BTreeSet<u64>,
+    /// Markers' commits waiting for an earlier item's, by the marker's id.
+    waiting: BTreeMap<u64, Out>,
+}
+
+impl CommitOrder {
+    /// Item `id` arrived from node 0 (before any item after it).
+    pub(crate) fn arrived(&mut self, id: u64) {
+        self.pending.insert(id);
+    }
+
+    /// Whether an item before `id` has not committed.
+    fn earlier(&self, id: u64) -> bool {
+        self.pending.first().is_some_and(|&f| f < id)
+    }
+
+    /// Queues commit `out` (a marker's if `marker`) on `q` in its turn,
+    /// and every marker's commit that was waiting only for it.
+    fn commit(&mut self, marker: bool, out: Out, q: &mut VecDeque<Out>) {
+        let Out::Commit { id, more, .. } = &out else {
+            q.push_back(out);
+            return;
+        };
+        if marker && self.earlier(*id) {
+            self.waiting.insert(*id, out);
+            return;
+        }
+        self.pending.remove(id);
+        for i in more {
+            self.pending.remove(i);
+        }
+        q.push_back(out);
+        while let Some(&m) = self.waiting.keys().next() {
+            if self.earlier(m) {
+                break;
+            }
+            self.pending.remove(&m);
+            q.extend(self.waiting.remove(&m));
+        }
     }
 }
 
@@ -452,17 +534,44 @@ pub(crate) struct Opened {
     pub start: crate::entity::Stamps,
 }
 
-/// A record in node 0's log: its connection, the record, and the losses
+/// An item in node 0's log: its connection, the item, and the losses
 /// of the node it was in custody of.
 struct Held {
     conn: ConnId,
-    rec: Rec,
+    what: Logged,
     tries: u32,
+}
+
+/// What a log slot holds: a record, or an ordering marker (a copy of a
+/// deterministic combinator's marker, kept like a record so that a
+/// replay sends it again in its place among the records, and its share
+/// reaches the collector exactly once: ARCHITECTURE.md, "Markers and a
+/// lost node").
+enum Logged {
+    Rec(Rec),
+    Marker(crate::entity::Marker),
+}
+
+impl Logged {
+    fn item(&self) -> Item {
+        match self {
+            Logged::Rec(r) => Item::Rec(r.clone()),
+            Logged::Marker(m) => Item::Marker(m.clone()),
+        }
+    }
+
+    fn rec(&self) -> Option<&Rec> {
+        match self {
+            Logged::Rec(r) => Some(r),
+            Logged::Marker(_) => None,
+        }
+    }
 }
 
 /// A slot of a node's [`Ring`].
 enum Slot {
-    /// Reported done, or a marker (numbered, not logged).
+    /// Reported done, or an item that is not kept (only records and
+    /// markers are).
     Empty,
     /// Queued for connection `conn` and not sent yet: the output manager
     /// moves the record in once it has encoded it ([`Log::fill`]), so
@@ -507,16 +616,17 @@ struct Ring {
 
 impl Ring {
     /// Slot `id` (the next identity, `base + slots.len()`, as the caller
-    /// keeps them dense) is pending on `conn`, or empty (a marker).
-    fn push(&mut self, id: u64, conn: Option<ConnId>) {
+    /// keeps them dense) is `slot`: pending (a record), held (a marker,
+    /// kept at once: it is small) or empty.
+    fn push(&mut self, id: u64, slot: Slot) {
         debug_assert_eq!(id, self.base + self.slots.len() as u64);
-        match conn {
-            Some(c) => {
-                self.slots.push_back(Slot::Pending(c));
+        match slot {
+            Slot::Empty if self.slots.is_empty() => self.base = id + 1,
+            Slot::Empty => self.slots.push_back(Slot::Empty),
+            s => {
+                self.slots.push_back(s);
                 self.count += 1;
             }
-            None if self.slots.is_empty() => self.base = id + 1,
-            None => self.slots.push_back(Slot::Empty),
         }
     }
 
@@ -533,7 +643,7 @@ impl Ring {
             if let Slot::Pending(conn) = *s {
                 *s = Slot::Held(Held {
                     conn,
-                    rec,
+                    what: Logged::Rec(rec),
                     tries: 0,
                 });
                 self.filled = base + (start + i) as u64 + 1;
@@ -658,7 +768,7 @@ pub(crate) enum GiveUp {
 /// What replacing node `k` takes from the log ([`Log::lose`]).
 pub(crate) struct Replay {
     pub opens: Vec<Opened>,
-    pub items: Vec<(u64, ConnId, Rec)>,
+    pub items: Vec<(u64, ConnId, Item)>,
     pub next: u64,
     pub unacked: u64,
     pub lost_credit: crate::weight::Dyadic,
@@ -707,18 +817,25 @@ impl Log {
         let id = self.next[k];
         self.next[k] += 1;
         self.unacked[k] += 1;
-        // Markers are numbered, not logged: a node they reach holds
-        // ordering state, which replay cannot restore
-        // (`Graph::replay_boundary` ends such a run at a loss).
-        let pending = match item {
-            Item::Rec(_) => {
-                self.live += 1;
-                self.peak = self.peak.max(self.live);
-                Some(conn)
-            }
-            _ => None,
+        // A record's slot is pending until the output manager moves the
+        // encoded record in; a marker is kept at once (a replay sends it
+        // again among the records, in its place: its copies are
+        // committed by the node all together, after every item sent
+        // before it, `Token::commit`).
+        let slot = match item {
+            Item::Rec(_) => Slot::Pending(conn),
+            Item::Marker(m) => Slot::Held(Held {
+                conn,
+                what: Logged::Marker(m.clone()),
+                tries: 0,
+            }),
+            _ => Slot::Empty,
         };
-        self.held[k].push(id, pending);
+        if !matches!(slot, Slot::Empty) {
+            self.live += 1;
+            self.peak = self.peak.max(self.live);
+        }
+        self.held[k].push(id, slot);
     }
 
     /// Node `to` was sent `Open` for `o`.
@@ -753,14 +870,17 @@ impl Log {
         }
     }
 
-    /// Node `from` reports done the item numbered `id`: the record, or
-    /// `None` if the log does not hold it.
-    pub(crate) fn done(&mut self, from: Rank, id: u64) -> Option<Rec> {
+    /// Node `from` reports done the item numbered `id`: the record (or
+    /// `Some(None)`, a marker), or `None` if the log does not hold it.
+    pub(crate) fn done(&mut self, from: Rank, id: u64) -> Option<Option<Rec>> {
         let h = self.held.get_mut(from.0 as usize)?.take(id)?;
         self.live -= 1;
         self.dones += 1;
         self.barren[from.0 as usize] = 0;
-        Some(h.rec)
+        Some(match h.what {
+            Logged::Rec(r) => Some(r),
+            Logged::Marker(_) => None,
+        })
     }
 
     /// Node `k` is lost: each record it held counts one more loss; if
@@ -776,10 +896,14 @@ impl Log {
         let i = k.0 as usize;
         self.barren[i] += 1;
         let mut poison: Option<(crate::entity::Origin, usize)> = None;
+        let mut records = false;
         for h in self.held[i].iter_mut() {
+            // (A marker is never a poison record: it calls no box.)
+            let Some(r) = h.what.rec() else { continue };
+            records = true;
             h.tries += 1;
             if h.tries >= REPLAY_TRIES {
-                poison.get_or_insert((h.rec.origin, 0)).1 += 1;
+                poison.get_or_insert((r.origin, 0)).1 += 1;
             }
         }
         if let Some((origin, n)) = poison {
@@ -787,7 +911,7 @@ impl Log {
         }
         // (With records in its care, those count: a poison record within
         // three more losses at most.)
-        if self.barren[i] >= REPLAY_TRIES && self.held[i].is_empty() {
+        if self.barren[i] >= REPLAY_TRIES && !records {
             return Err(GiveUp::Barren);
         }
         let lost_credit = std::mem::take(&mut self.credit[i]);
@@ -799,7 +923,7 @@ impl Log {
             opens: self.opens[i].clone(),
             items: self.held[i]
                 .iter()
-                .map(|(id, h)| (id, h.conn, h.rec.clone()))
+                .map(|(id, h)| (id, h.conn, h.what.item()))
                 .collect(),
             next: self.next[i],
             unacked: std::mem::take(&mut self.unacked[i]),
@@ -843,10 +967,10 @@ impl Log {
     /// Node `k`'s records in identity order (the order they were sent).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn held(&self, k: Rank) -> impl Iterator<Item = (u64, &ConnId, &Rec)> {
-        self.held
-            .get(k.0 as usize)
-            .into_iter()
-            .flat_map(|m| m.iter().map(|(id, h)| (id, &h.conn, &h.rec)))
+        self.held.get(k.0 as usize).into_iter().flat_map(|m| {
+            m.iter()
+                .filter_map(|(id, h)| Some((id, &h.conn, h.what.rec()?)))
+        })
     }
 }
 
@@ -878,7 +1002,7 @@ mod ring_tests {
         let mut ring = Ring::default();
         let n = 100_000u64;
         for id in 0..n {
-            ring.push(id, Some(conn()));
+            ring.push(id, Slot::Pending(conn()));
             assert!(ring.fill(rec(id)).is_none());
             if id >= 2 {
                 // Everything but the first two is done soon after sent.
@@ -893,7 +1017,10 @@ mod ring_tests {
         assert!(!ring.is_empty());
         assert!(ring.take(1).is_none(), "done twice");
         let h = ring.take(0).expect("the old record is still held");
-        assert_eq!(h.rec.origin, crate::entity::Origin::input(0, None));
+        assert_eq!(
+            h.what.rec().map(|r| r.origin),
+            Some(crate::entity::Origin::input(0, None))
+        );
         assert!(ring.take(0).is_none());
         assert!(ring.take(n - 1).is_some());
         assert!(ring.is_empty());
@@ -1013,6 +1140,48 @@ mod tests {
         g.passed_open(&net, 0..=0, Some(&late));
         drop(late);
         assert_eq!(commits(&net), vec![(vec![4], vec![])]);
+    }
+
+    /// An ordering marker from node 0 (a program with a deterministic
+    /// combinator): its copies are held by its token and go in one
+    /// commit with its `Done`, and that commit waits for the commit of
+    /// the record node 0 sent before it (whose token a synchrocell may
+    /// keep alive while the marker passes), then goes right behind it.
+    #[test]
+    fn a_markers_copies_commit_together_after_every_earlier_item() {
+        use crate::entity::{Marker, Origin, Stamps};
+        let net = node();
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        net.opened(Rank::ROOT, conn, true, true);
+        let mut r = Item::Rec(Rec {
+            rec: snet_core::Record::new(),
+            det: Stamps::new(),
+            origin: Origin::input(0, None),
+        });
+        net.arrived(Rank::ROOT, conn, &mut r);
+        let mut m = Item::Marker(Marker::new(9, 0, None));
+        net.arrived(Rank::ROOT, conn, &mut m);
+        let Item::Marker(m) = m else {
+            unreachable!("a marker")
+        };
+        for mut c in m.split(2) {
+            let t = c.custody.0.take().expect("each copy has the token");
+            t.hold(conn, Item::Marker(c));
+        }
+        assert_eq!(commits(&net), vec![], "the marker waits for record 0");
+        drop(r);
+        let g = std::mem::take(&mut lock(&net.state.0).out);
+        let got: Vec<(u64, usize)> = g
+            .into_iter()
+            .filter_map(|o| match o {
+                Out::Commit { id, items, .. } => Some((id, items.len())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, vec![(0, 0), (1, 2)], "the record, then both copies");
     }
 
     /// A record passes an open cell because its slot is taken, then goes

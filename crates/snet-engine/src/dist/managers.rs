@@ -437,7 +437,7 @@ fn replace(
     let gone = |message: String| EngineError::Node { node: k, message };
     if let Some(held) = rt.graph().replay_boundary(k) {
         return Err(gone(format!(
-            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops and synchrocells, but not a synchrocell placed inside a feedback loop)",
+            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops, deterministic combinators and synchrocells, but not a synchrocell placed inside a feedback loop or inside a deterministic combinator)",
             held.what, held.loc
         )));
     }
@@ -551,7 +551,9 @@ fn handle(
                 let entry = instantiate(ctx, template, next, &start);
                 ctx.start();
                 lock(&net.inbound).insert(conn, entry);
-                net.opened(from, conn, rt.graph().replayable(template));
+                let g = rt.graph();
+                let markers = net.receives_custody() && has_markers(g);
+                net.opened(from, conn, g.replayable(template), markers);
             }
             FrameRef::Items { conn, .. } => {
                 let to = lock(&net.inbound)
@@ -619,4 +621,20 @@ fn handle(
         return Err(proto(ProtocolError::UnknownDone { from, id }));
     }
     Ok(())
+}
+
+/// Whether a program may send ordering markers between nodes: it has a
+/// deterministic combinator (whose markers, and those of the feedback
+/// loops inside one, travel with its records).
+fn has_markers(g: &snet_core::Graph) -> bool {
+    use snet_core::NodeKind;
+    g.nodes.iter().any(|n| {
+        matches!(
+            n.kind,
+            NodeKind::Parallel { det: true, .. }
+                | NodeKind::Split { det: true, .. }
+                | NodeKind::Star { det: true, .. }
+                | NodeKind::DynPlace { det: true, .. }
+        )
+    })
 }

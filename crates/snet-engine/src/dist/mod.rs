@@ -73,6 +73,8 @@ pub(crate) mod fields;
 mod group_model;
 pub(crate) mod managers;
 #[cfg(test)]
+mod marker_model;
+#[cfg(test)]
 mod replay_model;
 pub mod wire;
 
@@ -251,6 +253,10 @@ pub(crate) struct NetState {
     /// Node 0 of a run that survives a lost node: the records sent to
     /// each node until it reports them done ([`custody`]).
     pub log: Option<custody::Log>,
+    /// A node other than 0 of a run that survives a lost node, where
+    /// ordering markers may come from node 0: markers' commits wait for
+    /// every earlier item's ([`custody::CommitOrder`]).
+    pub order: Option<custody::CommitOrder>,
     /// Node 0 queued `Shutdown`: the run is over, a node lost now lost
     /// nothing.
     pub finished: bool,
@@ -300,6 +306,9 @@ pub(crate) struct Net {
     /// connections from node 0 whose records get a custody token, and the
     /// number of the next item from node 0 ([`custody`]).
     custody: Option<Mutex<Receiving>>,
+    /// Mirrors `NetState::order.is_some()` (set once, before the first
+    /// item arrives: [`Net::opened`]).
+    ordered: crate::sync::AtomicBool,
     /// Unacknowledged items that weigh as much as a full backlog
     /// ([`ACK_WINDOW`], or `SNET_ACK_WINDOW`).
     window: u64,
@@ -387,6 +396,7 @@ impl Net {
                 owed: vec![0; nodes as usize],
                 owed_total: 0,
                 finished: false,
+                order: None,
                 log: (loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1)
                     .then(|| custody::Log::new(nodes)),
             }),
@@ -418,6 +428,7 @@ impl Net {
             }),
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
+            ordered: crate::sync::AtomicBool::new(false),
             window: ack_window(),
         }
     }
@@ -554,12 +565,12 @@ impl Net {
                 cells: r.tombstones,
             });
         }
-        for (id, conn, rec) in r.items {
+        for (id, conn, item) in r.items {
             st.out.push_back(Out::Replay {
                 to: k,
                 conn,
                 id,
-                item: Item::Rec(rec),
+                item,
             });
         }
         st.out.push_back(Out::Seq {
@@ -686,17 +697,28 @@ impl Net {
     }
 
     /// A node other than 0 of a run that survives a lost node: connection
-    /// `conn` from node 0 was opened for `template`, whose records get
-    /// custody tokens if replay can restore it.
-    pub(crate) fn opened(&self, from: Rank, conn: ConnId, replayable: bool) {
-        if let (Some(c), Rank::ROOT, true) = (&self.custody, from, replayable) {
+    /// `conn` from node 0 was opened for `template`, whose records and
+    /// markers get custody tokens if replay can restore it. `markers`:
+    /// the program may send ordering markers (it has deterministic
+    /// combinators); their commits then keep their order
+    /// ([`custody::CommitOrder`], set up before the first item arrives:
+    /// every item comes after an `Open`).
+    pub(crate) fn opened(&self, from: Rank, conn: ConnId, replayable: bool, markers: bool) {
+        let (Some(c), Rank::ROOT) = (&self.custody, from) else {
+            return;
+        };
+        if markers && !self.ordered.load(Ordering::Relaxed) {
+            lock(&self.state.0).order = Some(custody::CommitOrder::default());
+            self.ordered.store(true, Ordering::Relaxed);
+        }
+        if replayable {
             lock(c).replayable.insert(conn);
         }
     }
 
     /// An item arrived from `from` on `conn`: with custody, it takes its
-    /// number, and a record on a replayable connection its token (one on
-    /// another connection is reported done at once).
+    /// number, and a record or marker on a replayable connection its
+    /// token (one on another connection is reported done at once).
     pub(crate) fn arrived(&self, from: Rank, conn: ConnId, item: &mut Item) {
         let Some(c) = &self.custody else { return };
         if from != Rank::ROOT {
@@ -708,12 +730,23 @@ impl Net {
             c.next += 1;
             (id, c.replayable.contains(&conn))
         };
-        if let Item::Rec(r) = item {
-            let t = custody::Token::new(from, id, conn, Arc::downgrade(&self.state));
-            if replayable {
-                r.det.set_custody(Some(Arc::new(t)));
+        if !matches!(item, Item::Rec(_) | Item::Marker(_)) {
+            return;
+        }
+        // (The input manager's thread: items arrive in their order.)
+        if self.ordered.load(Ordering::Relaxed) {
+            if let Some(o) = lock(&self.state.0).order.as_mut() {
+                o.arrived(id);
+            }
+        }
+        let t = custody::Token::new(from, id, conn, Arc::downgrade(&self.state));
+        match item {
+            Item::Rec(r) if replayable => r.det.set_custody(Some(Arc::new(t))),
+            Item::Marker(m) if replayable => {
+                m.custody = crate::entity::MarkerCustody(Some(Arc::new(t.for_marker())));
             }
             // Else `t` is dropped here: done at once.
+            _ => drop(t),
         }
     }
 
@@ -837,7 +870,7 @@ impl Net {
             };
             for &id in ids {
                 match log.done(from, id) {
-                    Some(r) => left.push(r),
+                    Some(r) => left.extend(r),
                     None => {
                         unknown = Some(id);
                         break;

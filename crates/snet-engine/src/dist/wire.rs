@@ -1137,6 +1137,7 @@ impl<'a> Reader<'a> {
                 seq,
                 weight,
                 payload: m.map(Box::new),
+                custody: Default::default(),
             });
         }
         Ok(m.expect("a chain of at least one marker"))

@@ -39,6 +39,7 @@ fn records_markers_and_labels_round_trip() {
             seq: 9,
             weight: 4,
             payload: Some(Box::new(Marker::new(2, 1, None))),
+            custody: Default::default(),
         }),
         Item::Resume,
     ];
@@ -389,6 +390,7 @@ mod props {
                     seq,
                     weight,
                     payload: m.map(Box::new),
+                    custody: Default::default(),
                 });
             }
             m.unwrap()
