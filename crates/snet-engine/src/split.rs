@@ -29,6 +29,9 @@ pub(crate) struct SplitEntity {
     /// Outlets holding records of the run being dispatched, in the order
     /// of their first record ([`SplitEntity::flush`]).
     touched: Vec<usize>,
+    /// Runs of records are held per replica ([`SplitEntity::dispatch_run`]):
+    /// the replicas are not stateless (set when the first is made).
+    holds: bool,
     next: Arc<Entity>,
     det: Option<DetOwner>,
 }
@@ -47,6 +50,7 @@ impl SplitEntity {
             replicas: FxHashMap::default(),
             outlets: Vec::new(),
             touched: Vec::new(),
+            holds: false,
             next,
             det,
         }
@@ -64,15 +68,30 @@ impl SplitEntity {
                 // this entity's inbox are dispatched with it, as one run
                 // (one step of the worker's loop). Not in an instrumented
                 // run, which logs each item on its own.
-                if ctx.taken_from(me)
+                let run = ctx.taken_from(me)
                     && ctx.log.is_none()
-                    && matches!(ctx.taken.front(), Some(Item::Rec(_)))
-                {
+                    && matches!(ctx.taken.front(), Some(Item::Rec(_)));
+                if run && self.holds {
                     return self.dispatch_run(r, ctx);
                 }
-                // One record: sent at once.
-                let (i, r, marker) = self.route(r, ctx)?;
-                crate::collector::send_in(&self.outlets[i].ent, r, marker, ctx);
+                self.dispatch(r, ctx)?;
+                if !run {
+                    return Ok(());
+                }
+                // Replicas of filters (run inside the send: nothing to
+                // gain by holding their records, and two more moves of
+                // each), or no replica yet: each record is sent as it is
+                // routed.
+                while matches!(ctx.taken.front(), Some(Item::Rec(_))) {
+                    let Some(Item::Rec(r)) = ctx.taken.pop_front() else {
+                        unreachable!("a record is in front")
+                    };
+                    ctx.pulled += 1;
+                    let origin = r.origin;
+                    // The run's first record names itself in an error (the
+                    // worker adds it); a later one is named here.
+                    self.dispatch(r, ctx).map_err(|e| e.caused_by(origin))?;
+                }
             }
             Item::Marker(m) => crate::collector::pass_marker(
                 self.det.as_mut(),
@@ -118,10 +137,18 @@ impl SplitEntity {
         result
     }
 
+    /// Routes a record and sends it (and its marker) to its replica.
+    #[inline(always)]
+    fn dispatch(&mut self, mut r: Rec, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let (i, marker) = self.route(&mut r, ctx)?;
+        crate::collector::send_in(&self.outlets[i].ent, r, marker, ctx);
+        Ok(())
+    }
+
     /// Routes a record of a run and holds it (and its marker) for its replica.
     #[inline(always)]
-    fn hold(&mut self, r: Rec, ctx: &mut Ctx) -> Result<(), EngineError> {
-        let (i, r, marker) = self.route(r, ctx)?;
+    fn hold(&mut self, mut r: Rec, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let (i, marker) = self.route(&mut r, ctx)?;
         let held = &mut self.outlets[i].held;
         if held.is_empty() {
             self.touched.push(i);
@@ -134,14 +161,14 @@ impl SplitEntity {
     }
 
     /// A record's replica (its index in `outlets`; created if it is the
-    /// first record of its value), the record, and its ordering marker if
-    /// the split is deterministic.
+    /// first record of its value), and its ordering marker if the split is
+    /// deterministic (the record is stamped).
     #[inline(always)]
     fn route(
         &mut self,
-        mut r: Rec,
+        r: &mut Rec,
         ctx: &mut Ctx,
-    ) -> Result<(usize, Rec, Option<crate::entity::Marker>), EngineError> {
+    ) -> Result<(usize, Option<crate::entity::Marker>), EngineError> {
         let def = &*self.def;
         let Some(v) = r.rec.int(def.tag) else {
             return Err(EngineError::Type {
@@ -161,14 +188,14 @@ impl SplitEntity {
                 loc: ctx.rt.loc(def.node),
             });
         }
-        let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
+        let marker = self.det.as_mut().map(|d| d.stamp(r));
         // A lookup, not `entry` (whose call the compiler may leave out of
         // line: +24 instructions a record in the light farm).
         let i = match self.replicas.get(&v) {
             Some(&i) => i,
-            None => self.first_of(v, &r, ctx),
+            None => self.first_of(v, r, ctx),
         };
-        Ok((i, r, marker))
+        Ok((i, marker))
     }
 
     /// The first record of value `v` (`r`): its replica is made.
@@ -185,6 +212,8 @@ impl SplitEntity {
         };
         t.mark_replica();
         ctx.start();
+        // Replicas are alike: of filters only, all are stateless.
+        self.holds = t.shared_state().is_none();
         self.outlets.push(Outlet {
             ent: t,
             held: VecDeque::new(),
