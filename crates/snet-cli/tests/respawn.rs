@@ -38,14 +38,15 @@ static int first_life(void)
     return g == NULL || strcmp(g, "0") == 0;
 }
 
-/* Doubles k. On k == 37, as SNET_TEST_VICTIM says: `kill` SIGKILLs its
+/* Doubles k. On k == 37 (or SNET_TEST_AT), as SNET_TEST_VICTIM says: `kill` SIGKILLs its
    own process, `exit` calls exit(3) (first incarnation only); `poison`
    crashes (SIGSEGV) in every incarnation. `nap` sleeps 2 ms a record. */
 void *victim(void *hnd, int k)
 {
     const char *how = getenv("SNET_TEST_VICTIM");
+    const char *at = getenv("SNET_TEST_AT");
     if (how != NULL && strcmp(how, "nap") == 0) usleep(2000);
-    if (how != NULL && k == 37) {
+    if (how != NULL && k == (at != NULL ? atoi(at) : 37)) {
         if (strcmp(how, "kill") == 0 && first_life()) kill(getpid(), SIGKILL);
         if (strcmp(how, "exit") == 0 && first_life()) exit(3);
         if (strcmp(how, "poison") == 0) {
@@ -119,6 +120,126 @@ const RESTORED: [(&str, &str, &str); 5] = [
     ("split", PAIRS, "([| {<a>}, {<b>} |] ! <k>)"),
 ];
 
+/// Several synchrocell instances behind a race on node 1 (issue 40's
+/// last placement that ended the run): `{gen}` makes two records (an `a`
+/// and a `b`) or four (`a`, `b`, `x`, `y`) of each input, `{race}` sends
+/// them through a merge whose order is not fixed (parallel branches of
+/// boxes, a split of boxes, a star of boxes, a feedback loop) into a cell
+/// per tag value (inputs `2j` and `2j + 1` share the cell `k = j`) or two
+/// cells. The records one cell may take are equal in content, so the
+/// output multiset is the same whichever the race lets in first, while
+/// which record (and which item's custody token) a cell stores is not.
+const RACED: &str = r#"
+net raced {
+  box victim((<k>) -> (<k>));
+  box touch((<k>) -> (<k>));
+} connect (victim .. {gen} .. {race}) @ 1;
+"#;
+
+/// Two records of input `i` (`k = 2i` after `victim`): cell `k = i / 2`,
+/// `p` (or `c`) the input's parity.
+const GEN2: &str = "[{<k>} -> {<k = k / 4>, <p = (k / 2) % 2>, <a = 0>}; \
+     {<k = k / 4>, <p = (k / 2) % 2>, <b = 0>}]";
+
+/// The programs of [`RACED`]: (name, gen, race).
+const RACES: [(&str, &str, &str); 4] = [
+    (
+        "parallel",
+        GEN2,
+        "(touch | ([{<k>, <b>} -> {<k>, <b>}] .. touch)) .. ([| {<a>}, {<b>} |] ! <k>)",
+    ),
+    (
+        "split",
+        GEN2,
+        "((touch .. [{<p>} -> {}]) ! <p>) .. ([| {<a>}, {<b>} |] ! <k>)",
+    ),
+    (
+        "star",
+        "[{<k>} -> {<k = 0>, <c = (k / 2) % 2>, <a = 0>}; {<k = 0>, <c = (k / 2) % 2>, <b = 0>}; \
+          {<k = 0>, <c = (k / 2) % 2>, <x = 0>}; {<k = 0>, <c = (k / 2) % 2>, <y = 0>}]",
+        "(([{<c>} -> {<c = c - 1>}] .. touch .. [{<k>} -> {<k = k - 1>}]) * {<c>} if <c <= 0>) \
+          .. [{<c>} -> {}] .. [| {<a>}, {<b>} |] .. [| {<x>}, {<y>} |]",
+    ),
+    (
+        "feedback",
+        "[{<k>} -> {<k = k / 4>, <c = (k / 2) % 2>, <a = 0>}; {<k = k / 4>, <c = (k / 2) % 2>, <b = 0>}]",
+        "(([{<c>} -> {<c = c - 1>}] .. touch .. [{<k>} -> {<k = k - 1>}]) \\ {<c>} if <c >= 0>) \
+          .. [{<c>} -> {}] .. ([| {<a>}, {<b>} |] ! <k>)",
+    ),
+];
+
+/// The programs of [`RACES`], built once.
+fn raced_programs() -> &'static Vec<PathBuf> {
+    static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = scratch("respawn-raced");
+        let boxes = dir.join("victim.c");
+        std::fs::write(&boxes, VICTIM_BOXES).unwrap();
+        RACES
+            .iter()
+            .map(|(name, gen, race)| {
+                let prog = dir.join(format!("{name}.snet"));
+                let src = RACED.replace("{gen}", gen).replace("{race}", race);
+                std::fs::write(&prog, src).unwrap();
+                let exe = dir.join(name);
+                snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+                exe
+            })
+            .collect()
+    })
+}
+
+/// Several cells behind a race on node 1 (a cell per tag value behind
+/// parallel branches, a split, a feedback loop of boxes; two cells behind
+/// a star of boxes), node 1 losing itself at record 3, 37 or 150, at 1,
+/// 2 and 8 workers, or killed from outside: the replacement restores the
+/// cells, and the output is the failure-free run's. Each record leaving one input of the merge
+/// commits with or after the record that left it before
+/// (`custody::PathLast`); before that, such a node was a replay boundary
+/// and every one of these runs ended at the loss, naming the cell.
+#[test]
+fn a_node_holding_several_cells_behind_a_race_is_replaced() {
+    for (exe, (name, ..)) in raced_programs().iter().zip(RACES) {
+        let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{name}: {}", want.stderr);
+        let want = records(&want.stdout);
+        // Two records an input, less one a merge (100 cells of a tag
+        // value); four, less one for each of the two cells.
+        let n = if name == "star" { 798 } else { 300 };
+        assert_eq!(want.values().sum::<usize>(), n + 1, "{name}: {want:?}");
+        for (at, workers) in [
+            ("3", "1"),
+            ("37", "2"),
+            ("150", "8"),
+            ("37", "8"),
+            ("150", "1"),
+        ] {
+            let r = run_shm(
+                exe,
+                2,
+                200,
+                Some(&format!("kill@{at}")),
+                &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
+            );
+            assert!(r.ok, "{name}, at {at}, {workers} workers: {}", r.stderr);
+            assert_eq!(
+                records(&r.stdout),
+                want,
+                "{name}, at {at}, {workers} workers"
+            );
+            assert!(
+                r.stderr.contains("replaced 1 lost node process"),
+                "{name}, at {at}, {workers} workers: {}",
+                r.stderr
+            );
+        }
+        // And SIGKILLed from outside, at a moment the test does not
+        // choose, once a third of the output is written.
+        let (out, stderr) = killed_from_outside(exe, 2, 1, n / 3);
+        assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
+    }
+}
+
 /// The programs of [`RESTORED`], built once.
 fn restored_programs() -> &'static Vec<PathBuf> {
     static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
@@ -171,8 +292,9 @@ fn records(stdout: &str) -> BTreeMap<String, usize> {
 fn run_shm(exe: &Path, nodes: u32, n: usize, how: Option<&str>, args: &[&str]) -> Run {
     let mut cmd = Command::new(exe);
     cmd.args(["--transport", "shm", "--nodes", &nodes.to_string()]);
-    match how {
-        Some(h) => cmd.env("SNET_TEST_VICTIM", h),
+    // `how@k`: on record `k` instead of 37.
+    match how.map(|h| h.split_once('@').unwrap_or((h, "37"))) {
+        Some((h, at)) => cmd.env("SNET_TEST_VICTIM", h).env("SNET_TEST_AT", at),
         None => cmd.env_remove("SNET_TEST_VICTIM"),
     };
     let dir = exe.with_file_name(format!("in-{}-{}", how.unwrap_or("none"), args.join("")));
@@ -326,11 +448,15 @@ fn losing_a_node_with_a_synchrocell_in_a_replica_ends_the_run_naming_it() {
 fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (String, String) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let dir = exe.with_file_name(format!("outside-{node}"));
+    // One tag per run: tests run at once, and the kill must find this
+    // run's node process, not another's.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = exe.with_file_name(format!("outside-{node}-{run}"));
     std::fs::create_dir_all(&dir).unwrap();
     let inp = dir.join("input.xml");
     std::fs::write(&inp, k_records(200)).unwrap();
-    let tag = format!("respawn-{}-{node}", std::process::id());
+    let tag = format!("respawn-{}-{node}-{run}", std::process::id());
     let mut child = Command::new(exe)
         .args(["--transport", "shm", "--nodes", &nodes.to_string()])
         .args(["--workers", "2", "--on-node-loss", "respawn", "-i"])

@@ -676,13 +676,10 @@ impl Graph {
             let node = self.node(id);
             let mut inner = at;
             match &node.kind {
-                NodeKind::Place { node: n, body } => {
+                NodeKind::Place { node: n, .. } => {
                     if *n == k {
                         if at.det || at.elsewhere {
                             found(node, &mut first);
-                        }
-                        if let Some(cell) = self.raced_cell(*body) {
-                            found(self.node(cell), &mut first);
                         }
                         inner.on_k = true;
                     } else if *n != Rank::ROOT {
@@ -692,12 +689,9 @@ impl Graph {
                         inner.elsewhere = true;
                     }
                 }
-                NodeKind::DynPlace { det, body, .. } => {
+                NodeKind::DynPlace { det, .. } => {
                     if at.on_k || at.det || at.elsewhere || *det {
                         found(node, &mut first);
-                    }
-                    if let Some(cell) = self.raced_cell(*body) {
-                        found(self.node(cell), &mut first);
                     }
                     inner.on_k = true;
                 }
@@ -763,9 +757,6 @@ impl Graph {
     /// decisions are protected by custody groups (`snet-engine`'s
     /// `dist::custody`).
     pub fn replayable(&self, template: NodeId) -> bool {
-        if self.raced_cell(template).is_some() {
-            return false;
-        }
         let mut stack = vec![(
             template,
             ReplayAt {
@@ -781,18 +772,72 @@ impl Graph {
         true
     }
 
+    /// The merges whose inputs a node other than 0 of a run that
+    /// survives a lost node must *link* (issue 40), by node index: every
+    /// parallel composition, star, split and feedback loop inside a
+    /// placement body that has several synchrocell instances behind a
+    /// race ([`Graph::raced_cell`]). There, a record leaving one input of
+    /// the merge commits with or after the record that left that input
+    /// before it (`snet-engine`'s `dist::custody::PathLast`), so that a
+    /// cell's committed decision never shows an order of the race that
+    /// another cell's lost decision, decided again by the replay, could
+    /// contradict. Elsewhere nothing is linked (a lone cell, a star's
+    /// chain of cells, cells on a path that keeps its order are safe
+    /// without). A merge outside such a body is `false`; one shared by a
+    /// body that needs links and one that does not is linked in both.
+    pub fn merges_to_link(&self) -> Vec<bool> {
+        let mut link = vec![false; self.nodes.len()];
+        for node in &self.nodes {
+            let body = match &node.kind {
+                NodeKind::Place { body, .. } | NodeKind::DynPlace { body, .. } => *body,
+                _ => continue,
+            };
+            if self.raced_cell(body).is_none() {
+                continue;
+            }
+            let mut stack = vec![body];
+            while let Some(id) = stack.pop() {
+                if std::mem::replace(&mut link[id.index()], true) {
+                    continue;
+                }
+                stack.extend(self.children(id));
+            }
+        }
+        // Merges only: not the entities the engine fuses into one FIFO
+        // (filters in parallel or starred, a star or split of cells).
+        for (l, node) in link.iter_mut().zip(&self.nodes) {
+            *l &= match &node.kind {
+                NodeKind::Parallel {
+                    det: false,
+                    branches,
+                } => !branches.iter().all(|&b| self.filters_only(b)),
+                NodeKind::Star {
+                    det: false, body, ..
+                } => !self.filters_only(*body) && self.fused_cell(*body).is_none(),
+                NodeKind::Split {
+                    det: false, body, ..
+                } => self.fused_cell(*body).is_none(),
+                NodeKind::Feedback { .. } => true,
+                _ => false,
+            };
+        }
+        link
+    }
+
     /// A synchrocell under `root` (a placement's body on the lost node)
-    /// whose decisions replay cannot restore: one of several cell
-    /// instances (a cell per tag value, or two cells of the placement)
-    /// with a race before it on the node, a merge of records whose order
-    /// is not fixed (parallel branches other than filters, stars, splits
-    /// and feedback loops). One cell's committed decision can show the
-    /// race's order while another's group is lost with the node, and the
-    /// replay races again: the other cell could then take a record that
-    /// order rules out (found by `snet-engine`'s group model,
-    /// `group_model_two_cells_fed_by_one_race_are_a_known_flaw`). A single
-    /// cell, or a star's chain of cells, behind a race is safe, and so is
-    /// any number of cells on a path that keeps its order.
+    /// that is one of several cell instances (a cell per tag value, or
+    /// two cells of the placement) with a race before it on the node, a
+    /// merge of records whose order is not fixed (parallel branches other
+    /// than filters, stars, splits and feedback loops). One cell's
+    /// committed decision can show the race's order while another's group
+    /// is lost with the node, and the replay races again: the other cell
+    /// could then take a record that order rules out (found by
+    /// `snet-engine`'s group model,
+    /// `group_model_two_cells_fed_by_one_race_are_a_known_flaw`). Replay
+    /// restores such cells only if the merges before them link their
+    /// inputs ([`Graph::merges_to_link`]: the model's `HybridFifo`). A
+    /// single cell, or a star's chain of cells, behind a race needs no
+    /// links, nor does any number of cells on a path that keeps its order.
     fn raced_cell(&self, root: NodeId) -> Option<NodeId> {
         let mut cells = std::collections::HashSet::new();
         let mut stack = vec![root];

@@ -106,11 +106,15 @@ pub(crate) struct CallIo {
 
 impl CallIo {
     /// Takes the next input from [`CallIo::more`] into the call, if there
-    /// is one that may run at once: a record of the planned label set, no
-    /// error so far, fewer than [`YIELD_AFTER`] outputs waiting.
+    /// is one that may run at once: a record of the planned label set,
+    /// fewer than [`YIELD_AFTER`] outputs waiting (a run has no error so
+    /// far: it ends at its first).
     #[inline(always)]
     fn pull(&mut self) -> bool {
-        if self.more.is_null() || self.error.is_some() || self.outs.len() >= YIELD_AFTER {
+        // No error here: a call's error is only stored once the run
+        // returned (`calls`), and a run stops at its first one.
+        debug_assert!(self.error.is_none());
+        if self.more.is_null() || self.outs.len() >= YIELD_AFTER {
             return false;
         }
         // SAFETY: `more` is the worker's buffer for the duration of this
@@ -226,6 +230,10 @@ pub struct Emitter {
     /// The outputs waiting when this call started or last went on: the
     /// call is suspended after [`YIELD_AFTER`] of its own.
     base: usize,
+    /// Whether the output in the slot just taken fills the batch: its
+    /// commit suspends the call ([`Slot::may_suspend`], worked out once
+    /// by [`Emitter::slot`] for the interface and the commit alike).
+    full: bool,
 }
 
 impl Emit for Emitter {
@@ -347,9 +355,13 @@ impl Emitter {
         // fit inline).
         outs.reserve(1);
         let len = outs.len();
+        // The condition of `batch_full` once this output is committed:
+        // nothing between the slot and its commit makes field values (the
+        // interface only fills the slot with values it already has).
         let may_suspend = !self.y.is_null()
             && (len + 1 >= self.base + YIELD_AFTER
                 || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES);
+        self.full = may_suspend;
         // SAFETY: `reserve` made room for one more item at `len`; it is
         // written whole before the length covers it.
         let item = unsafe {
@@ -379,12 +391,15 @@ impl Emitter {
     /// [`Emit::commit_slot`], without dynamic dispatch.
     #[inline(always)]
     pub fn commit_slot(&mut self) {
-        self.batch_full();
+        if std::mem::take(&mut self.full) {
+            self.suspend();
+        }
     }
 
     /// [`Emit::discard_slot`], without dynamic dispatch.
     #[inline]
     pub fn discard_slot(&mut self) {
+        self.full = false;
         // SAFETY: as in `push`.
         let outs = unsafe { &mut *std::ptr::addr_of_mut!((*self.io).outs) };
         outs.pop();
@@ -470,6 +485,7 @@ fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallI
         y: y.map_or(std::ptr::null(), |y| y as *const _),
         io,
         base,
+        full: false,
     };
     // Field values made before this call (decoding, other calls) do not
     // count towards its batch.

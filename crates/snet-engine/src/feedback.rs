@@ -86,6 +86,10 @@ pub(crate) struct FeedbackRouter {
     next: Arc<Entity>,
     /// Records sent back so far.
     looped: u64,
+    /// The back edge's link, where the loop's inputs are linked (a lost
+    /// node's replay: [`crate::pathlink`]); the outside input has its
+    /// own in front of the body.
+    pub back: Option<Box<crate::dist::custody::PathLast>>,
     /// Shares of the round markers that came out of the body so far.
     arrivals: crate::entity::Arrivals,
 }
@@ -99,6 +103,7 @@ impl FeedbackRouter {
             entry: std::sync::Weak::new(),
             next,
             looped: 0,
+            back: None,
             arrivals: Default::default(),
         }
     }
@@ -119,6 +124,9 @@ impl FeedbackRouter {
                         loc: ctx.rt.loc(self.def.node),
                     })?;
                 if again {
+                    if let Some(p) = &self.back {
+                        p.pass(r.det.custody());
+                    }
                     let b = self.body();
                     ctx.send(&b, Item::Rec(r));
                     self.looped += 1;

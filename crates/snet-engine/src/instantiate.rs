@@ -27,6 +27,7 @@ use crate::filter::FilterChain;
 use crate::observe::ObserverEntity;
 use crate::output::OutputEntity;
 use crate::parallel::ParallelEntity;
+use crate::pathlink::PathLink;
 use crate::runtime::{Ctx, Kind, Stateless};
 use crate::split::SplitEntity;
 use crate::star::{FusedSynchrocell, StarEntity};
@@ -142,7 +143,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                 let marker = det.as_mut().map(|d| d.reserve(&mut stamps));
                 let entries: Vec<Arc<Entity>> = eager
                     .iter()
-                    .map(|&i| instantiate(ctx, branches[i], next.clone(), &stamps))
+                    .map(|&i| instantiate(ctx, branches[i], merge_input(ctx, node, &next), &stamps))
                     .collect();
                 if let Some(m) = marker {
                     let mut startup = ctx.startup.borrow_mut();
@@ -160,7 +161,10 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                 // Every branch now: the composition is then stateless.
                 for (i, &b) in branches.iter().enumerate() {
                     if !eager.contains(&i) {
-                        par.set_branch(i, instantiate(ctx, b, next.clone(), start));
+                        par.set_branch(
+                            i,
+                            instantiate(ctx, b, merge_input(ctx, node, &next), start),
+                        );
                     }
                 }
             }
@@ -186,6 +190,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                 )));
             }
             let (exit, det) = det_wrap(ctx, def.det, next);
+            let exit = merge_input(ctx, node, &exit);
             ctx.entity(Kind::Star(StarEntity::new(def, 0, exit, det)))
         }
         NodeKind::Split { .. } | NodeKind::DynPlace { .. } => {
@@ -206,12 +211,14 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
             let router = ctx.entity(Kind::FeedbackRouter(FeedbackRouter::new(def, owner, next)));
             router.tag(node);
             let entry_of_body = instantiate(ctx, body, router.clone(), start);
+            // Records from outside and records sent back race into the body.
+            let outside = merge_input(ctx, node, &entry_of_body);
             // Where no marker can reach the loop from outside, nothing is
             // ever held back at its entry: records from outside enter the
             // body directly, and the router never resumes an entry.
             let entry = rt.prog.markers[node.index()].then(|| {
                 ctx.entity(Kind::FeedbackEntry(FeedbackEntry::new(
-                    entry_of_body.clone(),
+                    outside.clone(),
                     router.clone(),
                 )))
             });
@@ -222,10 +229,34 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                 if let Some(entry) = &entry {
                     r.entry = Arc::downgrade(entry);
                 }
+                if !Arc::ptr_eq(&outside, &entry_of_body) {
+                    r.back = Some(Box::default());
+                }
             }
-            entry.unwrap_or(entry_of_body)
+            entry.unwrap_or(outside)
         }
     }
+}
+
+/// Where one input of merge `merge` (a parallel branch, a star stage's
+/// exit, a split replica, a feedback loop's outside input) going to
+/// `next` sends its records: `next` itself, or, for a merge whose inputs
+/// a lost node's replay needs linked (on a node other than 0 of a run
+/// that survives a lost node: [`snet_core::Graph::merges_to_link`]), a
+/// [`PathLink`] of its own in front of it.
+pub(crate) fn merge_input(ctx: &Ctx, merge: NodeId, next: &Arc<Entity>) -> Arc<Entity> {
+    if links_inputs(ctx, merge) {
+        let e = ctx.stateless_entity(Stateless::Path(PathLink::new(next.clone())));
+        e.tag(merge);
+        e
+    } else {
+        next.clone()
+    }
+}
+
+/// Whether merge `merge`'s inputs are linked here (see [`merge_input`]).
+pub(crate) fn links_inputs(ctx: &Ctx, merge: NodeId) -> bool {
+    ctx.rt.prog.links[merge.index()] && ctx.rt.net.receives_custody()
 }
 
 /// An instance of `template` on node `at` (not this node), whose output

@@ -55,6 +55,7 @@ mod limit;
 mod observe;
 mod output;
 mod parallel;
+mod pathlink;
 mod program;
 mod remote;
 mod runtime;

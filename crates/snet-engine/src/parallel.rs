@@ -44,7 +44,8 @@ impl ParallelEntity {
         if let Some(b) = &self.branches[i] {
             return b.clone();
         }
-        let e = instantiate(ctx, self.def.branches[i], self.next.clone(), start);
+        let next = crate::instantiate::merge_input(ctx, self.def.node, &self.next);
+        let e = instantiate(ctx, self.def.branches[i], next, start);
         ctx.start();
         self.branches[i] = Some(e.clone());
         e

@@ -114,6 +114,10 @@ pub(crate) struct Program {
     /// Per node: an instance may receive ordering markers of an enclosing
     /// owner (see [`may_see_markers`]).
     pub markers: Vec<bool>,
+    /// Per node: a merge whose inputs are linked on a node other than 0
+    /// of a run that survives a lost node ([`Graph::merges_to_link`],
+    /// `crate::dist::custody::PathLast`).
+    pub links: Vec<bool>,
 }
 
 macro_rules! typed {
@@ -246,10 +250,12 @@ impl Program {
             })
             .collect();
         let markers = may_see_markers(&graph);
+        let links = graph.merges_to_link();
         Program {
             graph,
             templates,
             markers,
+            links,
         }
     }
 

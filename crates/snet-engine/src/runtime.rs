@@ -311,8 +311,9 @@ pub(crate) enum Kind {
     Observer(crate::observe::ObserverEntity),
 }
 
-/// An entity whose state never changes after construction: a function
-/// of each item, run by whoever sends to it, through shared references
+/// An entity whose state never changes after construction (but for
+/// [`Stateless::Path`]'s, behind a lock): a function of each item, run
+/// by whoever sends to it, through shared references
 /// ([`Entity::shared_state`]).
 pub(crate) enum Stateless {
     Chain(FilterChain),
@@ -320,6 +321,12 @@ pub(crate) enum Stateless {
     /// A non-deterministic parallel composition whose branches were all
     /// created with it ([`ParallelEntity::is_stateless`]).
     Parallel(ParallelEntity),
+    /// One input of a merge whose inputs are linked (a lost node's
+    /// replay: [`crate::pathlink`]). Its one piece of state, the last
+    /// token that left the input, is behind its own lock; a sender's
+    /// records pass it in the order it sends them, which is all the
+    /// links need.
+    Path(crate::pathlink::PathLink),
 }
 
 /// A worker's view while it processes: where sends go.
@@ -769,6 +776,7 @@ fn process_stateless(s: &Stateless, item: Item, ctx: &mut Ctx) -> Result<(), Eng
         Stateless::Chain(e) => e.process(item, ctx),
         Stateless::FilterParallel(e) => e.process(item, ctx),
         Stateless::Parallel(e) => e.process_shared(item, ctx),
+        Stateless::Path(e) => e.process(item, ctx),
     }
 }
 

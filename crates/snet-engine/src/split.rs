@@ -208,7 +208,8 @@ impl SplitEntity {
         let t = if def.placement && v != i64::from(ctx.rt.node.0) {
             remote_instance(ctx, Rank(v as u32), body, self.next.clone(), &r.det)
         } else {
-            instantiate(ctx, body, self.next.clone(), &r.det)
+            let next = crate::instantiate::merge_input(ctx, def.node, &self.next);
+            instantiate(ctx, body, next, &r.det)
         };
         t.mark_replica();
         ctx.start();

@@ -110,7 +110,18 @@ impl StarEntity {
         if let Some(b) = &self.body {
             return b.clone();
         }
-        let mut stage = StarEntity::new(self.def.clone(), self.level + 1, self.exit.clone(), None);
+        // Each stage's exit is an input of the merge into the exit: with
+        // linked inputs (a lost node's replay), a link of its own in
+        // front of the exit (`self.exit` is stage 0's).
+        let exit = match self.exit.shared_state() {
+            Some(crate::runtime::Stateless::Path(p))
+                if crate::instantiate::links_inputs(ctx, self.def.node) =>
+            {
+                crate::instantiate::merge_input(ctx, self.def.node, p.next())
+            }
+            _ => self.exit.clone(),
+        };
+        let mut stage = StarEntity::new(self.def.clone(), self.level + 1, exit, None);
         stage.owner = self.owner;
         let next = ctx.entity(Kind::Star(stage));
         next.tag(self.def.node);

@@ -14,8 +14,8 @@ use snet_core::*;
 use snet_engine::dist::hooked::{Hooked, Hooks};
 use snet_engine::dist::{FieldBytes, Payload, Received};
 use snet_engine::{
-    BoxError, BoxImpl, Channel, Config, Emit, LanguageInterface, Loopback, ResolveError, Transport,
-    TransportError,
+    BoxError, BoxImpl, Channel, Config, Emit, LanguageInterface, Loopback, ResolveError, Src,
+    Transport, TransportError,
 };
 
 /// A field value that is nothing but its body, kept in a `FieldBytes`.
@@ -273,5 +273,102 @@ fn calls_making_big_fields_are_suspended_by_bytes() {
             snet_engine::run(g.clone(), &config, io, &Gen, &snet_engine::SingleNode).expect("run");
         assert_eq!(out.lock().unwrap().len(), 10, "{workers} workers");
         assert_eq!(stats.suspensions, 2, "{workers} workers");
+    }
+}
+
+/// `box gen((<n>) -> (<y>))` writing its outputs in place, as C4SNet
+/// does ([`Emit::slot`]): `<y>` = 0..n, every tenth slot discarded
+/// instead of committed. Counts the slots that said their commit may
+/// suspend the call.
+struct SlotGen {
+    may_suspend: std::sync::atomic::AtomicUsize,
+}
+
+impl BoxImpl for SlotGen {
+    fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let n = input.int(Label::tag("n")).expect("<n>");
+        for i in 0..n {
+            let Some(slot) = out.slot(1) else {
+                panic!("the engine's collector gives slots")
+            };
+            for step in slot.steps {
+                match *step {
+                    Src::Arg(_) => slot.rec.push_sorted(Label::tag("y"), Value::Int(i)),
+                    Src::Input(k) => {
+                        let (l, v) = &slot.input.entries()[k as usize];
+                        slot.rec.push_sorted(*l, v.clone());
+                    }
+                }
+            }
+            if i % 10 == 9 {
+                out.discard_slot();
+                continue;
+            }
+            if slot.may_suspend {
+                self.may_suspend
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            out.commit_slot();
+        }
+        Ok(())
+    }
+}
+
+/// A call that builds its outputs in their slots is suspended after
+/// every 64 committed outputs, exactly when the slot told the interface
+/// its commit may suspend (the interface saves its per-thread state only
+/// then); discarded slots count for nothing. 200 slots, 180 committed:
+/// two suspensions, every output delivered in order.
+#[test]
+fn outputs_built_in_place_suspend_the_call_every_batch() {
+    let (n, y) = (Label::tag("n"), Label::tag("y"));
+    let (mut g, loc) = one_box_graph("gen", n, y);
+    g.entry = g.add(Node {
+        kind: NodeKind::Box(0),
+        loc,
+        input: Type(vec![Variant::new([n])]),
+        output: Type::default(),
+    });
+    let g = Arc::new(g);
+    for workers in [1, 2, 4] {
+        let config = Config {
+            workers,
+            ..Config::default()
+        };
+        let mut rec = Record::new();
+        rec.set_int(n, 200);
+        let (io, out) = vec_io(vec![rec]);
+        let boxes = Arc::new(SlotGen {
+            may_suspend: Default::default(),
+        });
+        /// The run's one box is `boxes` itself, so its count can be read.
+        struct Same(Arc<SlotGen>);
+        impl LanguageInterface for Same {
+            fn resolve(&self, _def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+                Ok(self.0.clone())
+            }
+        }
+        let stats = snet_engine::run(
+            g.clone(),
+            &config,
+            Some(io),
+            &Same(boxes.clone()),
+            &snet_engine::SingleNode,
+        )
+        .expect("run");
+        let got: Vec<i64> = out
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.int(y).expect("<y>"))
+            .collect();
+        let want: Vec<i64> = (0..200).filter(|i| i % 10 != 9).collect();
+        assert_eq!(got, want, "{workers} workers");
+        assert_eq!(stats.suspensions, 2, "{workers} workers");
+        assert_eq!(
+            boxes.may_suspend.load(std::sync::atomic::Ordering::Relaxed),
+            2,
+            "{workers} workers"
+        );
     }
 }

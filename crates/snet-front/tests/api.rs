@@ -269,7 +269,8 @@ connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -
 /// ordering markers, chains of placements and synchrocells replay cannot
 /// name that may run on the lost node, the first in the text; boxes,
 /// filters, splits, stars, feedback loops, `!@` farms and synchrocells
-/// (alone, or fused with a star or split) are fine.
+/// (alone, or fused with a star or split, or several behind a race whose
+/// inputs are then linked: `Graph::merges_to_link`) are fine.
 #[test]
 fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     let boundary = |src: &str, k: u32| {
@@ -295,24 +296,52 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     assert_eq!(boundary(merge, 2), None);
     // Several cells behind a race (a merge whose order is not fixed) on
     // the node: one cell's committed decision may show the race's order
-    // while another's is lost and raced again. Behind filters, boxes and
-    // cells (order kept), or as the only cell, they are fine.
+    // while another's is lost and raced again, unless the records of each
+    // input of the merge commit in the order they left it: the merge's
+    // inputs are linked (`Graph::merges_to_link`), and replay restores
+    // them. Behind filters, boxes and cells (order kept), or as the only
+    // cell, nothing is linked.
+    let linked = |src: &str| {
+        let g = compile("b.snet", src, None).graph.expect("graph");
+        let mut kinds: Vec<String> = g
+            .merges_to_link()
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| **l)
+            .map(|(i, _)| g.node(snet_core::NodeId(i as u32)).describe().to_string())
+            .collect();
+        kinds.sort();
+        kinds
+    };
     let split = "net s connect ([{<x>} -> {<x>}] .. ([| {<x>}, {<w>} |] ! <x>)) @ 2;";
     assert_eq!(boundary(split, 2), None);
+    assert_eq!(linked(split), Vec::<String>::new());
     let filters =
         "net f connect (([{<x>} -> {<x>}] | [{<w>} -> {<w>}]) .. ([| {<x>}, {<w>} |] ! <x>)) @ 2;";
     assert_eq!(boundary(filters, 2), None);
+    assert_eq!(linked(filters), Vec::<String>::new());
     let one = "net o { box a((<x>) -> (<x>)); box b((<w>) -> (<w>)); }\nconnect ((a | b) .. [| {<x>}, {<w>} |]) @ 2;";
     assert_eq!(boundary(one, 2), None);
+    assert_eq!(linked(one), Vec::<String>::new());
     let raced = "net r { box a((<x>) -> (<x>)); box b((<w>) -> (<w>)); }\nconnect ((a | b) .. ([| {<x>}, {<w>} |] ! <x>)) @ 2;";
-    assert_eq!(boundary(raced, 2), Some(("synchrocell".into(), 2, 22)));
+    assert_eq!(boundary(raced, 2), None);
+    assert_eq!(linked(raced), ["parallel composition"]);
     let two = "net t { box a((<x>) -> (<x>)); box b((<w>) -> (<w>)); }\nconnect ((a | b) .. [| {<x>}, {<w>} |] .. [| {<x>}, {<v>} |]) @ 2;";
-    assert_eq!(boundary(two, 2), Some(("synchrocell".into(), 2, 21)));
+    assert_eq!(boundary(two, 2), None);
+    assert_eq!(linked(two), ["parallel composition"]);
+    let boxes = "net b { box a((<x>) -> (<x>)); }\nconnect ((a * {<y>}) .. (a ! <x>) .. ([| {<x>}, {<w>} |] ! <x>)) @ 2;";
+    assert_eq!(boundary(boxes, 2), None);
+    assert_eq!(
+        linked(boxes),
+        ["parallel replication", "serial replication"]
+    );
     let chained =
         "net c connect (([| {<x>}, {<w>} |] * {<x>, <w>}) .. ([| {<x>}, {<w>} |] ! <x>)) !@ <n>;";
-    assert_eq!(boundary(chained, 1), Some(("synchrocell".into(), 1, 54)));
+    assert_eq!(boundary(chained, 1), None);
+    assert_eq!(linked(chained), Vec::<String>::new(), "fused: no merge");
     let looped_k = "net l connect (([{<x>} -> {<x>}] \\ {<y>}) .. [| {<x>}, {<w>} |] .. [| {<x>}, {<v>} |]) @ 1;";
-    assert_eq!(boundary(looped_k, 1), Some(("synchrocell".into(), 1, 46)));
+    assert_eq!(boundary(looped_k, 1), None);
+    assert_eq!(linked(looped_k), ["feedback"]);
     let star = "net t connect ([{<x>} -> {<x>}] * {<x>}) !@ <x>;";
     assert_eq!(boundary(star, 3), None);
     let lp = "net l connect ([{<x>} -> {<x>, <y>}] \\ {<x>, <z>}) @ 1;";

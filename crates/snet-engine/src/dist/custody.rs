@@ -34,6 +34,9 @@
 //!   passing a fired cell commits with or after the firing group
 //!   ([`Token::after`]; a dying token hands its content to a dying group
 //!   it commits after through the [`Link`], never waiting for it).
+//!   Where several cells are behind a merge whose order is not fixed,
+//!   each record leaving one input of the merge commits with or after
+//!   the one that left it before ([`PathLast`], `crate::pathlink`).
 //!   At the end of the input node 0 asks the nodes holding records to
 //!   drain (`Net::ask_drain`): stored records' groups then commit.
 //! * **A lost node** (`managers::replace`): node 0 ends the run if the
@@ -199,6 +202,43 @@ impl Token {
     }
 }
 
+/// One input of a merge (a parallel branch's output, a star stage's
+/// exit, a split replica's output, a feedback loop's outside input or
+/// back edge) on a node other than 0 of a run that survives a lost node,
+/// in a placement with several synchrocell instances behind a race
+/// ([`snet_core::Graph::merges_to_link`]): the group of the last record
+/// that left it. A record leaving it commits with or after that group
+/// ([`Token::after`]), so that the records of one input reach node 0 in
+/// the order they left it, or in one commit: the group model's
+/// `HybridFifo` (ARCHITECTURE.md, "Surviving a lost node", "several
+/// cells behind a race").
+///
+/// The records of one input leave it in order (its sender holds a
+/// licence, or, for a star's exits and a split's replicas, each path
+/// has its own `PathLast`), and the link is made before the record is
+/// offered to the merge, under the sender's licence: so the links of
+/// one input follow the order its records reach the merge in.
+#[derive(Default)]
+pub(crate) struct PathLast(Mutex<Option<(Weak<Token>, Arc<Link>)>>);
+
+impl PathLast {
+    /// A record with custody token `t` leaves this input.
+    pub(crate) fn pass(&self, t: Option<&Arc<Token>>) {
+        let Some(t) = t else { return };
+        let mut last = lock(&self.0);
+        if let Some((w, l)) = &*last {
+            // The same item's records follow each other: one link does.
+            // (The `Weak` keeps the allocation, so the address cannot be
+            // another token's.)
+            if std::ptr::eq(w.as_ptr(), Arc::as_ptr(t)) {
+                return;
+            }
+            t.after(l);
+        }
+        *last = Some((Arc::downgrade(t), t.link(None)));
+    }
+}
+
 /// Joins the groups of `a` and `b` (nothing if they are one already).
 pub(crate) fn union(a: &Arc<Token>, b: &Arc<Token>) {
     if Arc::ptr_eq(a, b) {
@@ -259,13 +299,18 @@ impl Drop for Token {
     fn drop(&mut self) {
         let Group { parent, c, .. } = std::mem::take(&mut *lock(&self.inner));
         let mut c = c;
-        c.ids.insert(0, self.id);
+        // `c.ids` are the items of tokens that moved here; this token's
+        // own goes with them wherever the content goes (a commit names it
+        // first, so a plain token's commit allocates nothing for it).
         if c.links.is_empty() && c.after.is_empty() {
             // Nobody links to this token (a link needs a live token, and
             // none was made) and it commits after nobody: no hand-over
             // can concern it.
             match parent {
-                Some(p) => lock(&p.inner).c.extend(c),
+                Some(p) => {
+                    c.ids.push(self.id);
+                    lock(&p.inner).c.extend(c)
+                }
                 None => self.commit(c),
             }
             return;
@@ -309,6 +354,7 @@ impl Drop for Token {
                 for (_, m) in &c.links {
                     lock(&m.0).at = at.clone();
                 }
+                c.ids.push(self.id);
                 lock(&l.0).pending.push(std::mem::take(&mut c));
                 to = To::Dying;
             }
@@ -318,6 +364,7 @@ impl Drop for Token {
                 for (_, l) in &c.links {
                     lock(&l.0).at = Arc::downgrade(&p);
                 }
+                c.ids.push(self.id);
                 lock(&p.inner).c.extend(c);
                 drop(groups);
                 // (Maybe the last clone: its drop takes `GROUPS` itself.)
@@ -358,12 +405,10 @@ impl Token {
             return;
         }
         let cells = links.iter().filter_map(|(c, _)| *c).collect();
-        let mut ids = ids.into_iter();
-        let id = ids.next().unwrap_or(self.id);
         g.out.push_back(Out::Commit {
             to: self.from,
-            id,
-            more: ids.collect(),
+            id: self.id,
+            more: ids,
             items: held,
             fired: cells,
         });
@@ -904,6 +949,42 @@ mod tests {
         assert_eq!(commits(&net), vec![]);
         drop(c);
         assert_eq!(commits(&net), vec![(vec![1, 2, 3], vec![])]);
+    }
+
+    /// Records leaving one input of a merge (`PathLast`) commit in the
+    /// order they left it, or together: one whose token's last clone
+    /// drops first waits for the one ahead of it (the group model's
+    /// `HybridFifo`: a stored record keeps the records behind it on its
+    /// path from committing before its cell's decision does). Records of
+    /// another input are not held back, and one input's run of records
+    /// of one item makes one link.
+    #[test]
+    fn records_leaving_one_input_of_a_merge_commit_in_its_order() {
+        let net = node();
+        let (one, other) = (PathLast::default(), PathLast::default());
+        let (a, b, c, d) = (
+            token(&net, 1),
+            token(&net, 2),
+            token(&net, 3),
+            token(&net, 4),
+        );
+        one.pass(Some(&a));
+        one.pass(Some(&b));
+        one.pass(Some(&b));
+        other.pass(Some(&d));
+        one.pass(Some(&c));
+        drop(c);
+        drop(b);
+        assert_eq!(commits(&net), vec![], "b and c wait for a");
+        drop(d);
+        assert_eq!(commits(&net), vec![(vec![4], vec![])], "another input");
+        drop(a);
+        assert_eq!(commits(&net), vec![(vec![1, 2, 3], vec![])]);
+        // Once a group committed, the next record commits alone.
+        let e = token(&net, 5);
+        one.pass(Some(&e));
+        drop(e);
+        assert_eq!(commits(&net), vec![(vec![5], vec![])]);
     }
 
     /// A record passes a cell whose slot holds another's: it commits with

@@ -437,7 +437,7 @@ fn replace(
     let gone = |message: String| EngineError::Node { node: k, message };
     if let Some(held) = rt.graph().replay_boundary(k) {
         return Err(gone(format!(
-            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops and synchrocells that are alone or fused with a star or split)",
+            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops and synchrocells outside the replicas of stars and splits)",
             held.what, held.loc
         )));
     }
