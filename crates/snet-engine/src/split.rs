@@ -7,7 +7,7 @@
 //! nodes exist (on a single node only node 0).
 
 use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry;
+use std::collections::VecDeque;
 
 use crate::collector::DetOwner;
 use crate::entity::{Entity, Item, Rec};
@@ -22,12 +22,28 @@ use snet_core::Rank;
 
 pub(crate) struct SplitEntity {
     def: Arc<SplitDef>,
-    replicas: FxHashMap<i64, Arc<Entity>>,
+    /// Each tag value's replica: its index in `outlets`.
+    replicas: FxHashMap<i64, usize>,
+    /// The replicas, in the order they were created.
+    outlets: Vec<Outlet>,
+    /// Outlets holding records of the run being dispatched, in the order
+    /// of their first record ([`SplitEntity::flush`]).
+    touched: Vec<usize>,
+    /// Runs of records are held per replica ([`SplitEntity::dispatch_run`]):
+    /// the replicas are not stateless (set when the first is made).
+    holds: bool,
     next: Arc<Entity>,
     det: Option<DetOwner>,
     /// The instance path of the split (custody only): replica `v`'s is
     /// this and `v` ([`crate::instantiate::instantiate_at`]).
     at: Option<Box<crate::dist::wire::Path>>,
+}
+
+/// A replica, and the items of the current run held for it.
+struct Outlet {
+    ent: Arc<Entity>,
+    /// Empty between the split's steps.
+    held: VecDeque<Item>,
 }
 
 impl SplitEntity {
@@ -41,6 +57,9 @@ impl SplitEntity {
             at,
             def,
             replicas: FxHashMap::default(),
+            outlets: Vec::new(),
+            touched: Vec::new(),
+            holds: false,
             next,
             det,
         }
@@ -54,15 +73,24 @@ impl SplitEntity {
     ) -> Result<(), EngineError> {
         match item {
             Item::Rec(r) => {
-                self.dispatch(r, ctx)?;
                 // The records right behind it that the worker took from
-                // this entity's inbox are dispatched here too (one step
-                // of the worker's loop for the whole run; each is sent as
-                // it is routed, as it would be one by one). Not in an
-                // instrumented run, which logs each item on its own.
-                if !ctx.taken_from(me) || ctx.log.is_some() {
+                // this entity's inbox are dispatched with it, as one run
+                // (one step of the worker's loop). Not in an instrumented
+                // run, which logs each item on its own.
+                let run = ctx.taken_from(me)
+                    && ctx.log.is_none()
+                    && matches!(ctx.taken.front(), Some(Item::Rec(_)));
+                if run && self.holds {
+                    return self.dispatch_run(r, ctx);
+                }
+                self.dispatch(r, ctx)?;
+                if !run {
                     return Ok(());
                 }
+                // Replicas of filters (run inside the send: nothing to
+                // gain by holding their records, and two more moves of
+                // each), or no replica yet: each record is sent as it is
+                // routed.
                 while matches!(ctx.taken.front(), Some(Item::Rec(_))) {
                     let Some(Item::Rec(r)) = ctx.taken.pop_front() else {
                         unreachable!("a record is in front")
@@ -77,7 +105,7 @@ impl SplitEntity {
             Item::Marker(m) => crate::collector::pass_marker(
                 self.det.as_mut(),
                 m,
-                self.replicas.values(),
+                self.outlets.iter().map(|o| &o.ent),
                 &self.next,
                 ctx,
             ),
@@ -87,11 +115,69 @@ impl SplitEntity {
         Ok(())
     }
 
-    /// Sends a record to its replica (created if it is the first record
-    /// of its value), followed by its ordering marker if the split is
-    /// deterministic.
+    /// A run of records: `first` and the records right behind it in
+    /// `ctx.taken`. Each is routed and held for its replica, and each
+    /// replica then gets its records in one offer, in the order the split
+    /// took them (a farm of 16 replicas fed 64 records at a time: 16
+    /// offers, not 64, each handing a replica a run of calls). Records for
+    /// different replicas are unordered anyway; a replica's own keep their
+    /// order, and a deterministic split's markers stay right behind their
+    /// records. Nothing stays held beyond this step, so the split's
+    /// licence is never given up with records held (the same rule as
+    /// [`Ctx::hold_sends`]). On an error, the records routed before the
+    /// failing one are sent first, as one by one they would have been.
+    fn dispatch_run(&mut self, first: Rec, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let mut result = self.hold(first, ctx);
+        while result.is_ok() && matches!(ctx.taken.front(), Some(Item::Rec(_))) {
+            let Some(Item::Rec(r)) = ctx.taken.pop_front() else {
+                unreachable!("a record is in front")
+            };
+            ctx.pulled += 1;
+            let origin = r.origin;
+            // The run's first record names itself in an error (the worker
+            // adds it); a later one is named here.
+            result = self.hold(r, ctx).map_err(|e| e.caused_by(origin));
+        }
+        for &i in &self.touched {
+            let o = &mut self.outlets[i];
+            ctx.send_all(&o.ent, &mut o.held);
+        }
+        self.touched.clear();
+        result
+    }
+
+    /// Routes a record and sends it (and its marker) to its replica.
     #[inline(always)]
     fn dispatch(&mut self, mut r: Rec, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let (i, marker) = self.route(&mut r, ctx)?;
+        crate::collector::send_in(&self.outlets[i].ent, r, marker, ctx);
+        Ok(())
+    }
+
+    /// Routes a record of a run and holds it (and its marker) for its replica.
+    #[inline(always)]
+    fn hold(&mut self, mut r: Rec, ctx: &mut Ctx) -> Result<(), EngineError> {
+        let (i, marker) = self.route(&mut r, ctx)?;
+        let held = &mut self.outlets[i].held;
+        if held.is_empty() {
+            self.touched.push(i);
+        }
+        held.push_back(Item::Rec(r));
+        if let Some(m) = marker {
+            held.push_back(Item::Marker(m));
+        }
+        Ok(())
+    }
+
+    /// A record's replica (its index in `outlets`; created if it is the
+    /// first record of its value), and its ordering marker if the split is
+    /// deterministic (the record is stamped).
+    #[inline(always)]
+    fn route(
+        &mut self,
+        r: &mut Rec,
+        ctx: &mut Ctx,
+    ) -> Result<(usize, Option<crate::entity::Marker>), EngineError> {
         let def = &*self.def;
         let Some(v) = r.rec.int(def.tag) else {
             return Err(EngineError::Type {
@@ -111,41 +197,40 @@ impl SplitEntity {
                 loc: ctx.rt.loc(def.node),
             });
         }
-        let marker = self.det.as_mut().map(|d| d.stamp(&mut r));
-        // Borrowed from the table, not cloned: no reference count
-        // traffic per record. A lookup, not `entry` (whose call the
-        // compiler may leave out of line: +24 instructions a record in
-        // the light farm).
-        if let Some(target) = self.replicas.get(&v) {
-            crate::collector::send_in(target, r, marker, ctx);
-        } else {
-            self.first_of(v, r, marker, ctx);
-        }
-        Ok(())
+        let marker = self.det.as_mut().map(|d| d.stamp(r));
+        // A lookup, not `entry` (whose call the compiler may leave out of
+        // line: +24 instructions a record in the light farm).
+        let i = match self.replicas.get(&v) {
+            Some(&i) => i,
+            None => self.first_of(v, r, ctx),
+        };
+        Ok((i, marker))
     }
 
-    /// The first record of value `v`: its replica is made, then it is sent.
+    /// The first record of value `v` (`r`): its replica is made.
     #[cold]
     #[inline(never)]
-    fn first_of(&mut self, v: i64, r: Rec, marker: Option<crate::entity::Marker>, ctx: &mut Ctx) {
+    fn first_of(&mut self, v: i64, r: &Rec, ctx: &mut Ctx) -> usize {
         let def = &*self.def;
-        let target = match self.replicas.entry(v) {
-            Entry::Occupied(t) => t.into_mut(),
-            Entry::Vacant(slot) => {
-                let body = def.body;
-                // The replica's initialisers start as part of the record that creates it.
-                let t = if def.placement && v != i64::from(ctx.rt.node.0) {
-                    remote_instance(ctx, Rank(v as u32), body, self.next.clone(), &r.det)
-                } else {
-                    let next = crate::instantiate::merge_input(ctx, def.node, &self.next);
-                    instantiate_at(ctx, self.at.as_deref(), v as u64, body, next, &r.det)
-                };
-                t.mark_replica();
-                ctx.start();
-                slot.insert(t)
-            }
+        let body = def.body;
+        // The replica's initialisers start as part of the record that creates it.
+        let t = if def.placement && v != i64::from(ctx.rt.node.0) {
+            remote_instance(ctx, Rank(v as u32), body, self.next.clone(), &r.det)
+        } else {
+            let next = crate::instantiate::merge_input(ctx, def.node, &self.next);
+            instantiate_at(ctx, self.at.as_deref(), v as u64, body, next, &r.det)
         };
-        crate::collector::send_in(target, r, marker, ctx);
+        t.mark_replica();
+        ctx.start();
+        // Replicas are alike: of filters only, all are stateless.
+        self.holds = t.shared_state().is_none();
+        self.outlets.push(Outlet {
+            ent: t,
+            held: VecDeque::new(),
+        });
+        let i = self.outlets.len() - 1;
+        self.replicas.insert(v, i);
+        i
     }
 }
 

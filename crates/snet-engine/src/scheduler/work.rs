@@ -37,7 +37,9 @@
 //! ([`Ctx::hold_sends`]); they are flushed before every step that may give
 //! up the licence (taking from the inbox, requeueing, yielding), so the
 //! entity's outputs keep their order, and a worker never leaves a task
-//! (let alone sleeps) with items held.
+//! (let alone sleeps) with items held. A box call that suspends after a
+//! batch of outputs and goes on at once (another worker may take what it
+//! fed) first runs the split it fed, if it fed one ([`router`]).
 
 use std::collections::VecDeque;
 use std::thread;
@@ -375,19 +377,30 @@ impl Shared {
                 // entities it fed, which this worker runs next.
                 ctx.count_queued(ctx.taken.len() as isize);
                 ent.unread(&mut ctx.taken);
-                self.queue_ready(ctx, me);
-                if ctx.take_pinned() {
-                    // Only this worker may go on with it (a suspended box
-                    // call). With other workers, while the node's backlog
-                    // is small, it goes on at once: what it fed waits in
-                    // this worker's queue, for thieves (a pipeline across
-                    // workers) or for this worker once the backlog is
-                    // full. Otherwise (alone, the batch it fed runs
-                    // through the network while it is small and in cache,
-                    // as a pipeline's token would) it waits until this
-                    // worker has nothing else to do.
+                let pinned = ctx.take_pinned();
+                // Only this worker may go on with a pinned entity (a
+                // suspended box call). With other workers, while the
+                // node's backlog is small, it goes on at once: what it fed
+                // waits in this worker's queue, for thieves (a pipeline
+                // across workers) or for this worker once the backlog is
+                // full. Otherwise (alone, the batch it fed runs through
+                // the network while it is small and in cache, as a
+                // pipeline's token would) it waits until this worker has
+                // nothing else to do.
+                let go_on = pinned && self.queues.len() > 1 && {
                     ctx.flush_queued();
-                    if self.queues.len() > 1 && ctx.backlog_elsewhere() < BACKLOG_LIMIT {
+                    ctx.backlog_elsewhere() < BACKLOG_LIMIT
+                };
+                // Going on at once, it first routes its batch here if it
+                // fed a split ([`router`]).
+                let route = if go_on { router(ctx) } else { None };
+                self.queue_ready(ctx, me);
+                if pinned {
+                    ctx.flush_queued();
+                    if go_on {
+                        if let Some(t) = route {
+                            self.run_router(ctx, me, t);
+                        }
                         return Some(Task {
                             ent,
                             item: Item::Wake,
@@ -482,6 +495,17 @@ impl Shared {
         next
     }
 
+    /// Runs the split a suspended call fed ([`router`]) and queues the
+    /// task it would walk into (the call goes on next instead).
+    #[inline(never)]
+    fn run_router(&self, ctx: &mut Ctx, me: usize, t: Task) {
+        if let Some(n) = self.run_task(ctx, me, t) {
+            self.queues[me].note_top(Some(&n.ent));
+            self.queues[me].with(|q| q.push_back(n));
+            self.sleep.notify_one();
+        }
+    }
+
     fn queue_ready(&self, ctx: &mut Ctx, me: usize) {
         if ctx.ready.is_empty() {
             return;
@@ -519,6 +543,38 @@ fn defer_below_siblings(q: &mut VecDeque<Task>, node: u32, walk: Task) -> Option
     }
     q.insert(q.len() - siblings, walk);
     q.pop_back()
+}
+
+/// The licence a box call that suspended after a batch of outputs got for
+/// the entity it fed, when that entity is a split (`A ! <t>`, a farm's
+/// dispatcher): the worker runs it before the call goes on, while the
+/// batch is in its cache, and only the licences *it* obtains (the
+/// replicas) wait in the queue for thieves. Left in the queue, the split
+/// itself was stolen: the other worker routed every record the call made
+/// (each crossing between cores, the split's inbox growing and its buffer
+/// regrowing while the call ran ahead) and handed half of the replicas
+/// back to be stolen in turn. Anything else the call fed (a box, the
+/// output, a star) stays queued: the call and it then run side by side, a
+/// pipeline across workers.
+///
+/// Only the order of licences this worker holds changes: the call goes on
+/// right after the split's task, whose own licences are queued as any
+/// task's are (ARCHITECTURE.md, "It cannot deadlock", is untouched).
+fn router(ctx: &mut Ctx) -> Option<Task> {
+    let [(e, _)] = ctx.ready.as_slice() else {
+        return None;
+    };
+    if e.is_box() || e.shared_state().is_some() {
+        return None;
+    }
+    // SAFETY: this worker holds `e`'s licence (it is in `ctx.ready`, the
+    // licences this worker obtained), `e` is not stateless (checked), and
+    // no other reference to its state is alive here (the task that just
+    // ran is another entity's: a box never feeds itself).
+    if !matches!(unsafe { e.state() }, crate::runtime::Kind::Split(_)) {
+        return None;
+    }
+    ctx.ready.pop().map(|(ent, item)| Task { ent, item })
 }
 
 /// What the log notes before an item is processed (see [`crate::instrument`]).
