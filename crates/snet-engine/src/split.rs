@@ -33,7 +33,10 @@ pub(crate) struct SplitEntity {
     /// the replicas are not stateless (set when the first is made).
     holds: bool,
     next: Arc<Entity>,
-    det: Option<DetOwner>,
+    /// Boxed with the instance path beside it: the entity's state stays
+    /// within 128 bytes (`runtime::size_tests`); a deterministic split
+    /// follows one pointer more a record.
+    det: Option<Box<DetOwner>>,
     /// The instance path of the split (custody only): replica `v`'s is
     /// this and `v` ([`crate::instantiate::instantiate_at`]).
     at: Option<Box<crate::dist::wire::Path>>,
@@ -61,7 +64,7 @@ impl SplitEntity {
             touched: Vec::new(),
             holds: false,
             next,
-            det,
+            det: det.map(Box::new),
         }
     }
 
@@ -103,7 +106,7 @@ impl SplitEntity {
                 }
             }
             Item::Marker(m) => crate::collector::pass_marker(
-                self.det.as_mut(),
+                self.det.as_deref_mut(),
                 m,
                 self.outlets.iter().map(|o| &o.ent),
                 &self.next,
