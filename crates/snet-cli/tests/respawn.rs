@@ -208,22 +208,33 @@ const DET: [(&str, &str, usize); 7] = [
 fn det_programs() -> &'static Vec<PathBuf> {
     static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
     P.get_or_init(|| {
-        let dir = scratch("respawn-det");
-        let boxes = dir.join("victim.c");
-        std::fs::write(&boxes, VICTIM_BOXES).unwrap();
-        DET.iter()
-            .map(|(name, body, _)| {
-                let prog = dir.join(format!("{name}.snet"));
+        build_all(
+            "respawn-det",
+            DET.iter().map(|(name, body, _)| {
                 let src = format!(
                     "net d {{ box victim((<k>) -> (<k>)); box touch((<k>) -> (<k>)); }}\nconnect {body};\n"
                 );
-                std::fs::write(&prog, src).unwrap();
-                let exe = dir.join(name);
-                snet_build(&prog, std::slice::from_ref(&boxes), &exe);
-                exe
-            })
-            .collect()
+                (*name, src)
+            }),
+        )
     })
+}
+
+/// Builds each `(name, source)` program with the victim boxes in the
+/// scratch folder `dir`; their executables, in order.
+fn build_all<'a>(dir: &str, progs: impl Iterator<Item = (&'a str, String)>) -> Vec<PathBuf> {
+    let dir = scratch(dir);
+    let boxes = dir.join("victim.c");
+    std::fs::write(&boxes, VICTIM_BOXES).unwrap();
+    progs
+        .map(|(name, src)| {
+            let prog = dir.join(format!("{name}.snet"));
+            std::fs::write(&prog, src).unwrap();
+            let exe = dir.join(name);
+            snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+            exe
+        })
+        .collect()
 }
 
 /// Several synchrocell instances behind a race on node 1 (issue 40's
@@ -278,20 +289,12 @@ const RACES: [(&str, &str, &str); 4] = [
 fn raced_programs() -> &'static Vec<PathBuf> {
     static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
     P.get_or_init(|| {
-        let dir = scratch("respawn-raced");
-        let boxes = dir.join("victim.c");
-        std::fs::write(&boxes, VICTIM_BOXES).unwrap();
-        RACES
-            .iter()
-            .map(|(name, gen, race)| {
-                let prog = dir.join(format!("{name}.snet"));
-                let src = RACED.replace("{gen}", gen).replace("{race}", race);
-                std::fs::write(&prog, src).unwrap();
-                let exe = dir.join(name);
-                snet_build(&prog, std::slice::from_ref(&boxes), &exe);
-                exe
-            })
-            .collect()
+        build_all(
+            "respawn-raced",
+            RACES.iter().map(|(name, gen, race)| {
+                (*name, RACED.replace("{gen}", gen).replace("{race}", race))
+            }),
+        )
     })
 }
 
@@ -374,20 +377,13 @@ fn a_node_holding_several_cells_behind_a_race_is_replaced() {
 fn restored_programs() -> &'static Vec<PathBuf> {
     static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
     P.get_or_init(|| {
-        let dir = scratch("respawn-restored");
-        let boxes = dir.join("victim.c");
-        std::fs::write(&boxes, VICTIM_BOXES).unwrap();
-        RESTORED
-            .iter()
-            .map(|(name, template, part)| {
-                let prog = dir.join(format!("{name}.snet"));
+        build_all(
+            "respawn-restored",
+            RESTORED.iter().map(|(name, template, part)| {
                 let src = template.replace("{cells}", part).replace("{loop}", part);
-                std::fs::write(&prog, src).unwrap();
-                let exe = dir.join(name);
-                snet_build(&prog, std::slice::from_ref(&boxes), &exe);
-                exe
-            })
-            .collect()
+                (*name, src)
+            }),
+        )
     })
 }
 
@@ -395,17 +391,9 @@ fn restored_programs() -> &'static Vec<PathBuf> {
 fn programs() -> &'static (PathBuf, PathBuf) {
     static P: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     P.get_or_init(|| {
-        let dir = scratch("respawn");
-        let boxes = dir.join("victim.c");
-        std::fs::write(&boxes, VICTIM_BOXES).unwrap();
-        let make = |name: &str, src: &str| {
-            let prog = dir.join(format!("{name}.snet"));
-            std::fs::write(&prog, src).unwrap();
-            let exe = dir.join(name);
-            snet_build(&prog, std::slice::from_ref(&boxes), &exe);
-            exe
-        };
-        (make("chain", CHAIN), make("cell", CELL))
+        let progs = [("chain", CHAIN.to_string()), ("cell", CELL.to_string())];
+        let mut exes = build_all("respawn", progs.into_iter()).into_iter();
+        (exes.next().unwrap(), exes.next().unwrap())
     })
 }
 
@@ -753,13 +741,7 @@ fn synchrocells_in_replicas_survive_a_loss_at_several_moments() {
 /// node 1 sent that commit.)
 #[test]
 fn a_net_with_a_synchrocell_used_twice_is_two_cells_to_a_replacement() {
-    let dir = scratch("respawn-twice");
-    let boxes = dir.join("victim.c");
-    std::fs::write(&boxes, VICTIM_BOXES).unwrap();
-    let prog = dir.join("twice.snet");
-    std::fs::write(&prog, TWICE).unwrap();
-    let exe = dir.join("twice");
-    snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+    let exe = build_all("respawn-twice", [("twice", TWICE.to_string())].into_iter()).remove(0);
     let want = run_shm(&exe, 2, 200, None, &["--workers", "2"]);
     assert!(want.ok, "{}", want.stderr);
     let want = records(&want.stdout);

@@ -145,6 +145,19 @@ fn one_box_graph(name: &str, input: Label, output: Label) -> (Graph, Loc) {
     (g, loc)
 }
 
+/// The graph of one box `gen`, from `{n}` to `{out}`, as the whole
+/// network.
+fn gen_graph(n: Label, out: Label) -> Arc<Graph> {
+    let (mut g, loc) = one_box_graph("gen", n, out);
+    g.entry = g.add(Node {
+        kind: NodeKind::Box(0),
+        loc,
+        input: Type(vec![Variant::new([n])]),
+        output: Type::default(),
+    });
+    Arc::new(g)
+}
+
 #[test]
 fn field_bytes_cross_nodes_without_a_copy_on_either_side() {
     let x = Label::field("x");
@@ -252,14 +265,7 @@ impl LanguageInterface for Gen {
 #[test]
 fn calls_making_big_fields_are_suspended_by_bytes() {
     let (n, x) = (Label::tag("n"), Label::field("x"));
-    let (mut g, loc) = one_box_graph("gen", n, x);
-    g.entry = g.add(Node {
-        kind: NodeKind::Box(0),
-        loc,
-        input: Type(vec![Variant::new([n])]),
-        output: Type::default(),
-    });
-    let g = Arc::new(g);
+    let g = gen_graph(n, x);
     for workers in [1, 2, 4] {
         let config = Config {
             workers,
@@ -322,14 +328,7 @@ impl BoxImpl for SlotGen {
 #[test]
 fn outputs_built_in_place_suspend_the_call_every_batch() {
     let (n, y) = (Label::tag("n"), Label::tag("y"));
-    let (mut g, loc) = one_box_graph("gen", n, y);
-    g.entry = g.add(Node {
-        kind: NodeKind::Box(0),
-        loc,
-        input: Type(vec![Variant::new([n])]),
-        output: Type::default(),
-    });
-    let g = Arc::new(g);
+    let g = gen_graph(n, y);
     for workers in [1, 2, 4] {
         let config = Config {
             workers,
