@@ -368,7 +368,7 @@ fn a_node_holding_several_cells_behind_a_race_is_replaced() {
         }
         // And SIGKILLed from outside, at a moment the test does not
         // choose, once a third of the output is written.
-        let (out, stderr) = killed_from_outside(exe, 2, 1, n / 3);
+        let (out, stderr) = killed_from_outside(exe, 2, 1, Kill::After(n / 3));
         assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
     }
 }
@@ -596,10 +596,13 @@ fn a_node_holding_ordering_markers_is_replaced_and_the_order_is_kept() {
     }
 }
 
-/// As above, with the node SIGKILLed from outside at several moments
-/// (once the run has written 1, 20 or 50 records of 200; the victim naps 2 ms
-/// a record): node 1 of `!!` around and inside a placement, and node 2
-/// (the other branch) of `||`.
+/// As above, with the node SIGKILLed from outside at several moments (1,
+/// 20 or 50 ms after its process appeared; the victim naps 2 ms a record,
+/// so the node's work takes at least 200 ms, whatever the load): node 1 of
+/// `!!` around and inside a placement, and node 2 (the other branch) of
+/// `||`. (Not once the run has written so many records, as the other
+/// tests do: a deterministic combinator around the placement writes its
+/// output in a burst near the end, when the node may have gone.)
 #[test]
 fn a_node_holding_ordering_markers_killed_from_outside_is_replaced() {
     let progs = det_programs();
@@ -608,7 +611,7 @@ fn a_node_holding_ordering_markers_killed_from_outside_is_replaced() {
         let want = run_shm(exe, 3, 200, None, &["--workers", "2"]);
         assert!(want.ok, "{}", want.stderr);
         for after in [1, 20, 50] {
-            let (out, stderr) = killed_from_outside(exe, 3, node, after);
+            let (out, stderr) = killed_from_outside(exe, 3, node, Kill::AfterMs(after));
             same_order(
                 &out,
                 &want.stdout,
@@ -618,10 +621,33 @@ fn a_node_holding_ordering_markers_killed_from_outside_is_replaced() {
     }
 }
 
+/// When [`killed_from_outside`] kills the node.
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    /// Once the run has written so many records.
+    After(usize),
+    /// So many milliseconds after the node's process appeared.
+    AfterMs(u64),
+}
+
+/// The pid of node `node`'s process of the run tagged `tag`, looked for
+/// for up to 2 s (a loaded machine may show a process's environment
+/// late: `/proc/PID/environ` is empty while it starts).
+fn node_pid(tag: &str, node: u32) -> Option<u32> {
+    let tag_var = format!("SNET_TEST_RUN={tag}");
+    let node_var = format!("SNET_SHM_NODE={node}");
+    (0..200).find_map(|_| {
+        pid_with_env(&[&tag_var, &node_var]).or_else(|| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            None
+        })
+    })
+}
+
 /// Runs `exe` on `nodes` shm nodes with custody, the victim napping, and
-/// SIGKILLs node `node`'s process once the run has written `after`
-/// records: the output and the run's stderr.
-fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (String, String) {
+/// SIGKILLs node `node`'s process when `kill` says: the output and the
+/// run's stderr.
+fn killed_from_outside(exe: &Path, nodes: u32, node: u32, kill: Kill) -> (String, String) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     // One tag per run: tests run at once, and the kill must find this
@@ -650,10 +676,26 @@ fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (Stri
         let _ = std::io::Read::read_to_string(&mut err, &mut s);
         s
     });
+    let sigkill = |pid: u32| {
+        // SAFETY: kill(2) of a process this test started (through the run).
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    };
+    let timed = match kill {
+        Kill::AfterMs(ms) => {
+            let tag = tag.clone();
+            Some(std::thread::spawn(move || {
+                let pid = node_pid(&tag, node)
+                    .unwrap_or_else(|| panic!("the node's process ({tag}, node {node})"));
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                sigkill(pid);
+            }))
+        }
+        Kill::After(_) => None,
+    };
     let mut out = String::new();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = 0;
-    let mut killed = false;
+    let mut killed = timed.is_some();
     for l in lines.by_ref() {
         let Ok(l) = l else { break };
         if l.contains("<record") {
@@ -661,25 +703,15 @@ fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (Stri
         }
         out.push_str(&l);
         out.push('\n');
-        if seen == after && !killed {
-            let tag_var = format!("SNET_TEST_RUN={tag}");
-            let node_var = format!("SNET_SHM_NODE={node}");
-            // A loaded machine may show a process's environment late
-            // (`/proc/PID/environ` is empty while it starts): look again.
-            let pid = (0..200)
-                .find_map(|_| {
-                    pid_with_env(&[&tag_var, &node_var]).or_else(|| {
-                        std::thread::sleep(std::time::Duration::from_millis(10));
-                        None
-                    })
-                })
-                .unwrap_or_else(|| {
-                    panic!("the node's process ({tag}, node {node}, after {after})")
-                });
-            // SAFETY: kill(2) of a process this test started (through the run).
-            assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+        if matches!(kill, Kill::After(after) if seen == after) && !killed {
+            let pid = node_pid(&tag, node)
+                .unwrap_or_else(|| panic!("the node's process ({tag}, node {node}, {kill:?})"));
+            sigkill(pid);
             killed = true;
         }
+    }
+    if let Some(t) = timed {
+        t.join().expect("the kill");
     }
     let status = child.wait().expect("wait");
     let stderr = stderr.join().unwrap_or_default();
@@ -693,7 +725,7 @@ fn killed_from_outside(exe: &Path, nodes: u32, node: u32, after: usize) -> (Stri
 /// records (the victim naps 2 ms a record, so the run is still going).
 #[test]
 fn a_node_killed_from_outside_mid_run_is_replaced() {
-    let (out, stderr) = killed_from_outside(&programs().0, 3, 2, 20);
+    let (out, stderr) = killed_from_outside(&programs().0, 3, 2, Kill::After(20));
     assert_eq!(&records(&out), reference(), "{stderr}");
 }
 
@@ -722,7 +754,7 @@ fn synchrocells_in_replicas_survive_a_loss_at_several_moments() {
                 r.stderr
             );
         }
-        let (out, stderr) = killed_from_outside(exe, 2, 1, 20);
+        let (out, stderr) = killed_from_outside(exe, 2, 1, Kill::After(20));
         assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
     }
 }
@@ -758,7 +790,7 @@ fn a_net_with_a_synchrocell_used_twice_is_two_cells_to_a_replacement() {
             r.stderr
         );
     }
-    let (out, stderr) = killed_from_outside(&exe, 2, 1, 20);
+    let (out, stderr) = killed_from_outside(&exe, 2, 1, Kill::After(20));
     assert_eq!(records(&out), want, "killed from outside: {stderr}");
 }
 
@@ -774,7 +806,7 @@ fn a_synchrocell_that_fired_before_its_node_was_lost_stays_fired() {
     let exe = &restored_programs()[2];
     let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
     assert!(want.ok, "{}", want.stderr);
-    let (out, stderr) = killed_from_outside(exe, 2, 1, 20);
+    let (out, stderr) = killed_from_outside(exe, 2, 1, Kill::After(20));
     assert!(
         out.contains(r#"<tag label="a">0</tag><tag label="b">0</tag>"#),
         "{out}"
