@@ -190,6 +190,10 @@ pub const DEFAULT_SPINS: u32 = 100;
 /// (`SPARSE_SPINS` looks), so the spin would have caught it.
 const SHORT_SLEEP: Duration = Duration::from_micros(50);
 
+/// The spin a short sleep brings back from none (then doubled per short
+/// sleep, up to the consumer's most).
+const MIN_SPIN: u32 = 16;
+
 /// A sparse-mode consumer's spin before it sleeps, adapted to how its
 /// messages come. Spinning pays while messages follow each other closely (a
 /// node exchanging records with busy peers: no system call on either side);
@@ -197,9 +201,13 @@ const SHORT_SLEEP: Duration = Duration::from_micros(50);
 /// hundred microseconds) every spin ends in a sleep anyway, and its looks
 /// take a core from the node's workers (about 5 % of each node's CPU in a
 /// farm of 2 shm nodes on 2 cores, `bench/distfarm`). So: a spin that finds
-/// a message keeps the budget; a sleep that ends soon
-/// ([`SHORT_SLEEP`]) restores the whole budget (the spin would have found
-/// that message); a longer sleep halves it, down to 0 (sleep at once).
+/// a message keeps the budget; a sleep that ends soon ([`SHORT_SLEEP`]: a
+/// longer spin would have found that message) doubles it (from none to
+/// [`MIN_SPIN`]), up to the most; a longer sleep quarters it, down to 0
+/// (sleep at once). Growing slower than it shrinks matters: a node whose
+/// messages come in pairs (a record, then its window's credit) has a short
+/// sleep and a long one per pair, and would otherwise keep spinning about
+/// the whole budget in vain once a pair.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Spin {
     /// The most looks, set per consumer.
@@ -216,9 +224,9 @@ impl Spin {
     /// After a sleep of `slept` (measured only where spinning is on).
     fn slept(&mut self, slept: Duration) {
         self.budget = if slept < SHORT_SLEEP {
-            self.max
+            (self.budget.saturating_mul(2)).clamp(MIN_SPIN.min(self.max), self.max)
         } else {
-            self.budget / 2
+            self.budget / 4
         };
     }
 }
@@ -397,19 +405,29 @@ mod tests {
         }
     }
 
-    /// Long sleeps halve the spin down to none; one short sleep (messages
-    /// coming close together again) restores it whole.
+    /// Long sleeps quarter the spin down to none; short sleeps (messages
+    /// coming close together again) double it back from `MIN_SPIN` to the
+    /// most; a short and a long sleep in turn keep it small.
     #[test]
-    fn spin_shrinks_while_sleeps_are_long_and_comes_back_after_a_short_one() {
+    fn spin_shrinks_while_sleeps_are_long_and_grows_back_while_short() {
         let mut s = Spin::new(2000);
         s.slept(Duration::from_millis(1));
-        assert_eq!(s.budget, 1000);
+        assert_eq!(s.budget, 500);
         for _ in 0..20 {
             s.slept(SHORT_SLEEP);
         }
         assert_eq!(s.budget, 0);
         s.slept(Duration::from_micros(5));
+        assert_eq!(s.budget, MIN_SPIN);
+        for _ in 0..20 {
+            s.slept(Duration::ZERO);
+        }
         assert_eq!(s.budget, 2000);
+        for _ in 0..20 {
+            s.slept(Duration::ZERO);
+            s.slept(Duration::from_millis(1));
+        }
+        assert!(s.budget <= MIN_SPIN, "{}", s.budget);
         let mut none = Spin::new(0);
         none.slept(Duration::ZERO);
         assert_eq!(none.budget, 0);
