@@ -870,7 +870,7 @@ mod tests {
         assert!(p.fits(&r));
         assert_eq!(p.args(), &[pos(c).unwrap(), pos(a).unwrap(), u32::MAX][..]);
         // Variant 1 carries `a` (argument 0) and inherits `b`, in label order.
-        let mut want = vec![(a, Src::Arg(0)), (b, Src::Input(pos(b).unwrap()))];
+        let mut want = [(a, Src::Arg(0)), (b, Src::Input(pos(b).unwrap()))];
         want.sort_by_key(|(l, _)| *l);
         assert_eq!(p.steps(1), Some(&want[..]));
         assert_eq!(p.steps(2), Some(&[(b, Src::Input(pos(b).unwrap()))][..]));
