@@ -647,9 +647,11 @@ impl Graph {
     /// program's text, that may run on `k` and is a placement inside one
     /// on another node (its records go between two nodes other than 0),
     /// a deterministic combinator with a synchrocell inside it, or a
-    /// synchrocell in a placement inside a feedback loop (node 0's
-    /// end-of-stream drain commits the groups of the records a cell
-    /// stores, and a loop can bring records back to the cell after that).
+    /// synchrocell that is a star's whole replica (`[| .. |] * p`) in a
+    /// placement inside a feedback loop (node 0's end-of-stream drain
+    /// parks the records a cell stores, and a loop can bring records back
+    /// to the cell after that: a replacement's lone cell, or a split's,
+    /// starts with its parked records, a fused star's positions do not).
     /// `None`: everything that may run on `k` is a function of each
     /// record (boxes, filters, splits, stars, feedback loops, placed
     /// farms `!@`, deterministic combinators inside or around a placement
@@ -727,7 +729,16 @@ impl Graph {
         // replica too) is named by its instance path, the same in every
         // incarnation of the node (`snet-engine`'s `CellId`).
         match &self.node(id).kind {
-            NodeKind::Synchrocell(_) if at.in_loop => return Some(id),
+            // A cell in a placement inside a feedback loop on node 0 is
+            // restored (the drain parks what it stores: `snet-engine`'s
+            // `dist::custody`), except the whole replica of a star (`[|
+            // .. |] * p`, fused), whose positions a replacement does not
+            // rebuild from parked records.
+            NodeKind::Star { body, .. } if at.in_loop => {
+                if let Some(cell) = self.fused_cell(*body) {
+                    return Some(cell);
+                }
+            }
             NodeKind::Place { .. } | NodeKind::DynPlace { .. } => return Some(id),
             // A deterministic combinator on the node whose inside holds a
             // synchrocell: a record the cell stores keeps its custody

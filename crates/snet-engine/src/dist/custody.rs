@@ -45,7 +45,11 @@
 //!   each record leaving one input of the merge commits with or after
 //!   the one that left it before ([`PathLast`], `crate::pathlink`).
 //!   At the end of the input node 0 asks the nodes holding records to
-//!   drain (`Net::ask_drain`): stored records' groups then commit.
+//!   drain (`Net::ask_drain`): stored records are *parked* (handed to
+//!   node 0 with their cell and slot in their group's commit,
+//!   [`Token::park`]; node 0 keeps them until the cell's tombstone,
+//!   [`Log::park`], and a replacement's cell starts with them) and their
+//!   groups commit.
 //! * **A lost node** (`managers::replace`): node 0 ends the run if the
 //!   node may have held what replay cannot restore, or held a record
 //!   through [`REPLAY_TRIES`] losses (a poison record); else it has the
@@ -130,6 +134,9 @@ struct Content {
     links: smallvec::SmallVec<[Arc<Link>; 1]>,
     /// Groups this one commits with or after.
     after: Vec<Arc<Link>>,
+    /// Records a drain parked (their cell, slot, and the record): node 0
+    /// keeps them until the cell's tombstone.
+    parked: Vec<(CellId, u64, Rec)>,
 }
 
 /// The items a commit reports done besides the root's own
@@ -147,6 +154,9 @@ impl Content {
             } else {
                 self.held.extend(o.held);
             }
+        }
+        if !o.parked.is_empty() {
+            self.parked.extend(o.parked);
         }
         if !o.links.is_empty() {
             self.links.extend(o.links);
@@ -208,6 +218,12 @@ impl Token {
     /// Holds `item` for connection `conn` until the commit.
     pub(crate) fn hold(&self, conn: ConnId, item: Item) {
         lock(&self.inner).c.held.push((conn, item));
+    }
+
+    /// The drain parks `rec`, stored in slot `slot` of cell `cell`: it
+    /// goes to node 0 with the group's commit.
+    pub(crate) fn park(&self, cell: CellId, slot: u64, rec: Rec) {
+        lock(&self.inner).c.parked.push((cell, slot, rec));
     }
 
     /// The root of the token's group.
@@ -430,7 +446,11 @@ impl Token {
     /// now on is queued behind it, on the same channel).
     fn commit(&self, c: Content) {
         let Content {
-            ids, held, links, ..
+            ids,
+            held,
+            links,
+            parked,
+            ..
         } = c;
         let committed = |links: &[Arc<Link>]| {
             for l in links {
@@ -446,7 +466,7 @@ impl Token {
         if g.stop {
             drop(g);
             committed(&links);
-            drop(held);
+            drop((held, parked));
             return;
         }
         // (Lock order: the state, then a link.)
@@ -460,6 +480,7 @@ impl Token {
             more: ids,
             items: held,
             fired: cells,
+            parked,
         };
         let g = &mut *g;
         match g.order.as_mut() {
@@ -775,6 +796,10 @@ pub(crate) struct Log {
     /// Per node: the synchrocells its groups fired (tombstones, kept for
     /// the run: a replacement's cell of the same name starts fired).
     tombstones: Vec<Tombstones>,
+    /// Per node: the records its drains parked (cell, slot, record), until
+    /// the cell's tombstone comes: a replacement's cell of that name
+    /// starts with them in its slots.
+    parked: Vec<Vec<(CellId, u64, Rec)>>,
     /// Items reported done so far.
     dones: u64,
     /// `dones` when node 0 last asked the nodes to drain (none yet:
@@ -908,6 +933,7 @@ pub(crate) struct Replay {
     pub unacked: u64,
     pub lost_credit: crate::weight::Dyadic,
     pub tombstones: Vec<CellId>,
+    pub parked: Vec<(CellId, u64, Rec)>,
 }
 
 impl Log {
@@ -924,15 +950,38 @@ impl Log {
             replaced: 0,
             barren: vec![0; n],
             tombstones: (0..n).map(|_| Tombstones::default()).collect(),
+            parked: (0..n).map(|_| Vec::new()).collect(),
             dones: 0,
             drained_at: u64::MAX,
         }
     }
 
-    /// Node `from`'s groups fired cell `cell` (committed with them).
-    pub(crate) fn fired(&mut self, from: Rank, cell: CellId) {
-        if let Some(v) = self.tombstones.get_mut(from.0 as usize) {
+    /// Node `from`'s groups fired cell `cell` (committed with them): the
+    /// records parked there are in the merged record, and are returned
+    /// (the caller drops them outside the state's lock: dropping a record
+    /// may release fields).
+    pub(crate) fn fired(&mut self, from: Rank, cell: CellId) -> Vec<(CellId, u64, Rec)> {
+        let i = from.0 as usize;
+        let mut gone = Vec::new();
+        if let Some(p) = self.parked.get_mut(i) {
+            if p.iter().any(|(c, ..)| *c == cell) {
+                let (g, keep) = std::mem::take(p)
+                    .into_iter()
+                    .partition(|(c, ..)| *c == cell);
+                *p = keep;
+                gone = g;
+            }
+        }
+        if let Some(v) = self.tombstones.get_mut(i) {
             v.insert(cell);
+        }
+        gone
+    }
+
+    /// Node `from`'s drain parked `rec`, stored in slot `slot` of `cell`.
+    pub(crate) fn park(&mut self, from: Rank, cell: CellId, slot: u64, rec: Rec) {
+        if let Some(v) = self.parked.get_mut(from.0 as usize) {
+            v.push((cell, slot, rec));
         }
     }
 
@@ -1064,6 +1113,7 @@ impl Log {
             unacked: std::mem::take(&mut self.unacked[i]),
             lost_credit,
             tombstones: self.tombstones[i].cells(),
+            parked: self.parked[i].clone(),
         })
     }
 
@@ -1373,7 +1423,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 0, 0, Some(&s));
+        g.stored(&net, 0, 0, Some(&s), &snet_core::Record::new());
         drop(s); // the cell's table keeps it
         g.passed_open(&net, 0..=0, Some(&r));
         drop(r);
@@ -1443,7 +1493,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 0, 0, Some(&s));
+        g.stored(&net, 0, 0, Some(&s), &snet_core::Record::new());
         drop(s);
         g.passed_open(&net, 0..=0, Some(&r)); // `r`'s record goes on
         let f = token(&net, 3);
@@ -1608,7 +1658,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, f) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 9, 0, Some(&s));
+        g.stored(&net, 9, 0, Some(&s), &snet_core::Record::new());
         drop(s);
         g.fired(&net, 9, Some(&f));
         let (r1, r2) = (token(&net, 3), token(&net, 4));
@@ -1622,20 +1672,65 @@ mod tests {
         assert_eq!(commits(&net), vec![(vec![4], vec![])]);
     }
 
+    /// The parked records of the commits queued so far: (cell key, slot,
+    /// the record's tag `k`), the queue left as it was.
+    fn parked(net: &Net) -> Vec<(u64, u64, Option<i64>)> {
+        let g = lock(&net.state.0);
+        let k = snet_core::Label::tag("custody-parked");
+        let mut v = Vec::new();
+        for o in &g.out {
+            if let Out::Commit { parked, .. } = o {
+                for (c, slot, r) in parked {
+                    let k = match r.rec.get(k) {
+                        Some(snet_core::Value::Int(k)) => Some(*k),
+                        _ => None,
+                    };
+                    v.push((c.key, *slot, k));
+                }
+            }
+        }
+        v
+    }
+
     /// The end of the stream: a stored record's group commits when node 0
-    /// asks the node to drain; stores after that keep no token.
+    /// asks the node to drain, with the record parked (its cell, slot and
+    /// contents, for node 0 to keep); a record stored after the drain (a
+    /// feedback loop brought it back) keeps its token, and the next drain
+    /// parks it too. A record that fires a cell whose slot holds a parked
+    /// record joins no group of it.
     #[test]
-    fn a_drain_commits_the_groups_of_stored_records() {
+    fn a_drain_parks_stored_records_and_commits_their_groups() {
         let net = node();
+        let rec = |k: i64| {
+            let mut r = snet_core::Record::new();
+            r.set_int(snet_core::Label::tag("custody-parked"), k);
+            r
+        };
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 0, 0, Some(&s));
+        g.stored(&net, 0, 0, Some(&s), &rec(10));
         g.passed_open(&net, 0..=0, Some(&r));
         drop((s, r));
         assert_eq!(commits(&net), vec![]);
         net.drain_frame(Rank::ROOT);
+        assert_eq!(parked(&net), vec![(0, 0, Some(10))]);
         assert_eq!(commits(&net), vec![(vec![1, 2], vec![])]);
+        // Back round the loop: stored in another cell, with its token.
         let t = token(&net, 3);
-        assert_eq!(net.cell_store(&t), None);
+        g.stored(&net, 5, 1, Some(&t), &rec(11));
+        drop(t);
+        assert_eq!(
+            commits(&net),
+            vec![],
+            "a store after the drain keeps its token"
+        );
+        net.drain_frame(Rank::ROOT);
+        assert_eq!(parked(&net), vec![(5, 1, Some(11))]);
+        assert_eq!(commits(&net), vec![(vec![3], vec![])]);
+        // A record fires cell 0 (slot 0 parked): its own group, the tombstone.
+        let f = token(&net, 4);
+        g.fired(&net, 0, Some(&f));
+        drop(f);
+        assert_eq!(commits(&net), vec![(vec![4], vec![0])]);
     }
 }
