@@ -13,8 +13,8 @@
 //!   again is then exactly what the log still holds.
 //! * **Node `k`** gives a record it receives from node 0, on a
 //!   connection whose template replay can restore
-//!   ([`snet_core::Graph::replayable`]: no placement inside, no
-//!   synchrocell inside a deterministic combinator), a [`Token`]; every
+//!   ([`snet_core::Graph::replayable`]: no placement inside), a
+//!   [`Token`]; every
 //!   record derived
 //!   from it carries a clone ([`crate::entity::Stamps::custody`]). A record
 //!   on its way back to node 0 does not leave: the token *holds* it. When
@@ -43,7 +43,11 @@
 //!   it commits after through the [`Link`], never waiting for it).
 //!   Where several cells are behind a merge whose order is not fixed,
 //!   each record leaving one input of the merge commits with or after
-//!   the one that left it before ([`PathLast`], `crate::pathlink`).
+//!   the one that left it before ([`PathLast`], `crate::pathlink`); so
+//!   does each record leaving a deterministic combinator with a cell
+//!   inside (`Graph::det_outputs_to_link`), and a commit that took in
+//!   other groups' content sends its records in the order they were
+//!   held ([`HOLDS`]).
 //!   At the end of the input node 0 asks the nodes holding records to
 //!   drain (`Net::ask_drain`): stored records' groups then commit.
 //! * **A lost node** (`managers::replace`): node 0 ends the run if the
@@ -119,6 +123,9 @@ struct Content {
     ids: Vec<u64>,
     /// Records for node 0, held until the commit.
     held: Vec<(ConnId, Item)>,
+    /// When each of `held` was held ([`HOLDS`]): a commit that took in
+    /// other groups' content sends them in that order.
+    order: smallvec::SmallVec<[u64; 2]>,
     /// Links to this group (moved on with the content), with the cell
     /// whose firing each is (a tombstone) if it is one.
     links: Vec<(Option<CellId>, Arc<Link>)>,
@@ -130,6 +137,7 @@ impl Content {
     fn extend(&mut self, o: Content) {
         self.ids.extend(o.ids);
         self.held.extend(o.held);
+        self.order.extend(o.order);
         self.links.extend(o.links);
         self.after.extend(o.after);
     }
@@ -147,6 +155,11 @@ impl Content {
 /// Lock order: `GROUPS`, then the node's state, then a [`Link`]; a
 /// token's own lock is taken alone (nothing is locked under it).
 static GROUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds so far in this process: the order of [`Content::held`] across
+/// groups. (A connection's records are held under its remote entity's
+/// licence, whose hand-over orders the increments.)
+static HOLDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Token {
     pub(crate) fn new(
@@ -185,7 +198,10 @@ impl Token {
 
     /// Holds `item` for connection `conn` until the commit.
     pub(crate) fn hold(&self, conn: ConnId, item: Item) {
-        lock(&self.inner).c.held.push((conn, item));
+        let n = HOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut g = lock(&self.inner);
+        g.c.held.push((conn, item));
+        g.c.order.push(n);
     }
 
     /// The root of the token's group.
@@ -405,10 +421,20 @@ impl Token {
     fn commit(&self, c: Content) {
         let Content {
             ids,
-            held,
+            mut held,
+            order,
             mut links,
             ..
         } = c;
+        // Records of several groups (a group that commits after another
+        // took that one's content) go in the order they were held: the
+        // order they left a deterministic combinator whose output is
+        // linked, for one (`Graph::det_outputs_to_link`).
+        if !order.is_sorted() {
+            let mut both: Vec<(u64, (ConnId, Item))> = order.into_iter().zip(held).collect();
+            both.sort_by_key(|b| b.0);
+            held = both.into_iter().map(|b| b.1).collect();
+        }
         let committed = |links: &[(Option<CellId>, Arc<Link>)]| {
             for (_, l) in links {
                 lock(&l.0).committed = true;
