@@ -1143,6 +1143,50 @@ mod tests {
         assert_eq!(commits(&net), vec![(vec![5], vec![])]);
     }
 
+    /// Records leaving a deterministic combinator inside a placement
+    /// (`Graph::det_outputs_to_link`): `a` and `c` are one group (`c`
+    /// passed the cell whose slot holds `a`'s record), `b` another, and
+    /// they left in the order `a`, `b`, `c`, so each group is linked
+    /// after the other. Node 0 gets the records in the order they were
+    /// held, whichever token drops last, not group by group.
+    #[test]
+    fn records_of_groups_linked_each_after_the_other_reach_node_0_in_order() {
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        for last in 0..3 {
+            let net = node();
+            let out = PathLast::default();
+            let t = [token(&net, 1), token(&net, 2), token(&net, 3)];
+            union(&t[0], &t[2]);
+            for (n, tok) in t.iter().enumerate() {
+                out.pass(Some(tok));
+                tok.hold(conn, rec(n as i64));
+            }
+            let [a, b, c] = t;
+            let mut t = vec![Some(a), Some(b), Some(c)];
+            for i in (0..3).filter(|&i| i != last) {
+                t[i] = None;
+            }
+            drop(t);
+            let g = std::mem::take(&mut lock(&net.state.0).out);
+            let ns: Vec<i64> = g
+                .into_iter()
+                .filter_map(|o| match o {
+                    Out::Commit { items, .. } => Some(items),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|(_, i)| match i {
+                    Item::Rec(r) => r.rec.int(snet_core::Label::tag("n")),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(ns, [0, 1, 2], "token {last} dropped last");
+        }
+    }
+
     /// A record passes a cell whose slot holds another's: it commits with
     /// that one's group while it is open (the cell fires later: one
     /// commit with the tombstone), alone once it has committed.
