@@ -964,3 +964,109 @@ fn a_synchrocell_in_a_placement_inside_a_loop_on_node_0_survives_a_loss() {
         assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
     }
 }
+
+/// Deterministic combinators with synchrocells inside, placed on node 1
+/// (issue 40's last such shape that ended the run): a star of cells in
+/// each replica of `!!`, a star of cells in one branch of `||`, and cells
+/// that never fire in the replicas of `!!` (records with `x` after the
+/// first of their replica pass a taken slot and join its group, held
+/// until the end's drain, while the others go around the cell).
+const DET_CELLS: [(&str, &str, usize); 3] = [
+    (
+        "cells-split",
+        "([{<k>} -> {<k>, <c = k % 4>}] .. ((victim .. \
+         [{<k>, <c>} -> {<k>, <c>, <a = k>}; {<k>, <c>, <b = k>}] .. \
+         ([| {<a>}, {<b>} |] * {<a>, <b>})) !! <c>)) @ 1",
+        201,
+    ),
+    (
+        "cells-parallel",
+        "([{<k>} -> if <k % 3 == 0> then {<k>, <t>} else {<k>, <v>}] .. \
+         (([{<k>, <v>} -> {<k>}] .. victim) || \
+         ([{<k>, <t>} -> {<k>, <a = k>}; {<k>, <b = k>}] .. ([| {<a>}, {<b>} |] * {<a>, <b>})))) @ 1",
+        201,
+    ),
+    (
+        "cells-held",
+        "([{<k>} -> if <k % 10 == 5> then {<k>, <c = k % 4>, <x>} else {<k>, <c = k % 4>}] .. \
+         ((victim .. [| {<x>}, {<y>} |]) !! <c>)) @ 1",
+        199,
+    ),
+];
+
+/// The programs of [`DET_CELLS`], built once.
+fn det_cell_programs() -> &'static Vec<PathBuf> {
+    static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| {
+        build_all(
+            "respawn-detcell",
+            DET_CELLS.iter().map(|(name, body, _)| {
+                let src = format!(
+                    "net d {{ box victim((<k>) -> (<k>)); box touch((<k>) -> (<k>)); }}\nconnect {body};\n"
+                );
+                (*name, src)
+            }),
+        )
+    })
+}
+
+/// Node 1 of each program of [`DET_CELLS`] loses itself on record 4, 37
+/// or 151 (at 1, 2 and 8 workers): the replacement is sent what node 1
+/// had not committed, and the output is the failure-free run's in the
+/// same order. The records leaving the combinator commit in its order
+/// (each after the group of the one before it:
+/// `Graph::det_outputs_to_link`), so node 0 has a prefix of that order
+/// when the node is lost, and without a loss the order is kept too.
+/// Before, each loss ended the run, naming the combinator.
+#[test]
+fn a_deterministic_combinator_with_a_cell_inside_is_replaced_and_the_order_is_kept() {
+    for (exe, (name, _, n)) in det_cell_programs().iter().zip(DET_CELLS) {
+        let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{name}: {}", want.stderr);
+        assert_eq!(in_order(&want.stdout).len(), n, "{name}");
+        let r = run_shm(
+            exe,
+            2,
+            200,
+            None,
+            &["--workers", "2", "--on-node-loss", "respawn"],
+        );
+        assert!(r.ok, "{name}, no loss: {}", r.stderr);
+        same_order(&r.stdout, &want.stdout, &format!("{name}, no loss"));
+        for (at, workers) in [("4", "1"), ("37", "2"), ("151", "8")] {
+            let r = run_shm(
+                exe,
+                2,
+                200,
+                Some(&format!("kill@{at}")),
+                &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
+            );
+            let what = format!("{name}, lost at {at}, {workers} workers");
+            assert!(r.ok, "{what}: {}", r.stderr);
+            same_order(&r.stdout, &want.stdout, &what);
+            assert!(
+                r.stderr.contains("replaced 1 lost node process"),
+                "{what}: {}",
+                r.stderr
+            );
+        }
+    }
+}
+
+/// As above, with node 1 SIGKILLed from outside 1 or 50 ms after its
+/// process appeared (the victim naps 2 ms a record).
+#[test]
+fn a_deterministic_combinator_with_a_cell_inside_killed_from_outside_is_replaced() {
+    for (exe, (name, _, _)) in det_cell_programs().iter().zip(DET_CELLS) {
+        let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{name}: {}", want.stderr);
+        for after in [1, 50] {
+            let (out, stderr) = killed_from_outside(exe, 2, 1, Kill::AfterMs(after));
+            same_order(
+                &out,
+                &want.stdout,
+                &format!("{name}, killed after {after} ms: {stderr}"),
+            );
+        }
+    }
+}

@@ -13,8 +13,8 @@
 //!   again is then exactly what the log still holds.
 //! * **Node `k`** gives a record it receives from node 0, on a
 //!   connection whose template replay can restore
-//!   ([`snet_core::Graph::replayable`]: no placement inside, no
-//!   synchrocell inside a deterministic combinator), a [`Token`]; every
+//!   ([`snet_core::Graph::replayable`]: no placement inside), a
+//!   [`Token`]; every
 //!   record derived
 //!   from it carries a clone ([`crate::entity::Stamps::custody`]). A record
 //!   on its way back to node 0 does not leave: the token *holds* it. When
@@ -43,7 +43,11 @@
 //!   it commits after through the [`Link`], never waiting for it).
 //!   Where several cells are behind a merge whose order is not fixed,
 //!   each record leaving one input of the merge commits with or after
-//!   the one that left it before ([`PathLast`], `crate::pathlink`).
+//!   the one that left it before ([`PathLast`], `crate::pathlink`); so
+//!   does each record leaving a deterministic combinator with a cell
+//!   inside (`Graph::det_outputs_to_link`), and a commit that took in
+//!   other groups' content sends its records in the order they were
+//!   held ([`HOLDS`]).
 //!   At the end of the input node 0 asks the nodes holding records to
 //!   drain (`Net::ask_drain`): stored records are *parked* (handed to
 //!   node 0 with their cell and slot in their group's commit,
@@ -129,6 +133,9 @@ struct Content {
     ids: Ids,
     /// Records for node 0, held until the commit.
     held: Vec<(ConnId, Item)>,
+    /// When each of `held` was held ([`HOLDS`]): a commit that took in
+    /// other groups' content sends them in that order.
+    order: smallvec::SmallVec<[u64; 2]>,
     /// Links to this group (moved on with the content); a firing's
     /// carries its cell (a tombstone, [`LinkAt::cell`]).
     links: smallvec::SmallVec<[Arc<Link>; 1]>,
@@ -154,6 +161,7 @@ impl Content {
             } else {
                 self.held.extend(o.held);
             }
+            self.order.extend(o.order);
         }
         if !o.parked.is_empty() {
             self.parked.extend(o.parked);
@@ -179,6 +187,11 @@ impl Content {
 /// Lock order: `GROUPS`, then the node's state, then a [`Link`]; a
 /// token's own lock is taken alone (nothing is locked under it).
 static GROUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds so far in this process: the order of [`Content::held`] across
+/// groups. (A connection's records are held under its remote entity's
+/// licence, whose hand-over orders the increments.)
+static HOLDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Token {
     pub(crate) fn new(
@@ -217,7 +230,10 @@ impl Token {
 
     /// Holds `item` for connection `conn` until the commit.
     pub(crate) fn hold(&self, conn: ConnId, item: Item) {
-        lock(&self.inner).c.held.push((conn, item));
+        let n = HOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut g = lock(&self.inner);
+        g.c.held.push((conn, item));
+        g.c.order.push(n);
     }
 
     /// The drain parks `rec`, stored in slot `slot` of cell `cell`: it
@@ -447,11 +463,21 @@ impl Token {
     fn commit(&self, c: Content) {
         let Content {
             ids,
-            held,
+            mut held,
+            order,
             links,
             parked,
             ..
         } = c;
+        // Records of several groups (a group that commits after another
+        // took that one's content) go in the order they were held: the
+        // order they left a deterministic combinator whose output is
+        // linked, for one (`Graph::det_outputs_to_link`).
+        if !order.is_sorted() {
+            let mut both: Vec<(u64, (ConnId, Item))> = order.into_iter().zip(held).collect();
+            both.sort_by_key(|b| b.0);
+            held = both.into_iter().map(|b| b.1).collect();
+        }
         let committed = |links: &[Arc<Link>]| {
             for l in links {
                 lock(&l.0).committed = true;
@@ -1413,6 +1439,50 @@ mod tests {
         one.pass(Some(&e));
         drop(e);
         assert_eq!(commits(&net), vec![(vec![5], vec![])]);
+    }
+
+    /// Records leaving a deterministic combinator inside a placement
+    /// (`Graph::det_outputs_to_link`): `a` and `c` are one group (`c`
+    /// passed the cell whose slot holds `a`'s record), `b` another, and
+    /// they left in the order `a`, `b`, `c`, so each group is linked
+    /// after the other. Node 0 gets the records in the order they were
+    /// held, whichever token drops last, not group by group.
+    #[test]
+    fn records_of_groups_linked_each_after_the_other_reach_node_0_in_order() {
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        for last in 0..3 {
+            let net = node();
+            let out = PathLast::default();
+            let t = [token(&net, 1), token(&net, 2), token(&net, 3)];
+            union(&t[0], &t[2]);
+            for (n, tok) in t.iter().enumerate() {
+                out.pass(Some(tok));
+                tok.hold(conn, rec(n as i64));
+            }
+            let [a, b, c] = t;
+            let mut t = vec![Some(a), Some(b), Some(c)];
+            for i in (0..3).filter(|&i| i != last) {
+                t[i] = None;
+            }
+            drop(t);
+            let g = std::mem::take(&mut lock(&net.state.0).out);
+            let ns: Vec<i64> = g
+                .into_iter()
+                .filter_map(|o| match o {
+                    Out::Commit { items, .. } => Some(items),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|(_, i)| match i {
+                    Item::Rec(r) => r.rec.int(snet_core::Label::tag("n")),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(ns, [0, 1, 2], "token {last} dropped last");
+        }
     }
 
     /// A record passes a cell whose slot holds another's: it commits with
