@@ -210,17 +210,21 @@ const DET: [(&str, &str, usize); 7] = [
 /// The programs of [`DET`], built once.
 fn det_programs() -> &'static Vec<PathBuf> {
     static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
-    P.get_or_init(|| {
-        build_all(
-            "respawn-det",
-            DET.iter().map(|(name, body, _)| {
-                let src = format!(
-                    "net d {{ box victim((<k>) -> (<k>)); box touch((<k>) -> (<k>)); }}\nconnect {body};\n"
-                );
-                (*name, src)
-            }),
-        )
-    })
+    P.get_or_init(|| build_det("respawn-det", &DET))
+}
+
+/// Builds each `(name, connect body, _)` of `table` as a net of the
+/// victim boxes, in the scratch folder `dir`.
+fn build_det(dir: &str, table: &[(&str, &str, usize)]) -> Vec<PathBuf> {
+    build_all(
+        dir,
+        table.iter().map(|(name, body, _)| {
+            let src = format!(
+                "net d {{ box victim((<k>) -> (<k>)); box touch((<k>) -> (<k>)); }}\nconnect {body};\n"
+            );
+            (*name, src)
+        }),
+    )
 }
 
 /// Builds each `(name, source)` program with the victim boxes in the
@@ -350,24 +354,9 @@ fn a_node_holding_several_cells_behind_a_race_is_replaced() {
             ("37", "8"),
             ("150", "1"),
         ] {
-            let r = run_shm(
-                exe,
-                2,
-                200,
-                Some(&format!("kill@{at}")),
-                &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
-            );
-            assert!(r.ok, "{name}, at {at}, {workers} workers: {}", r.stderr);
-            assert_eq!(
-                records(&r.stdout),
-                want,
-                "{name}, at {at}, {workers} workers"
-            );
-            assert!(
-                r.stderr.contains("replaced 1 lost node process"),
-                "{name}, at {at}, {workers} workers: {}",
-                r.stderr
-            );
+            let what = format!("{name}, at {at}, {workers} workers");
+            let out = replaced(exe, 2, &format!("kill@{at}"), workers, &what);
+            assert_eq!(records(&out), want, "{what}");
         }
         // And SIGKILLed from outside, at a moment the test does not
         // choose, once a third of the output is written.
@@ -398,6 +387,22 @@ fn programs() -> &'static (PathBuf, PathBuf) {
         let mut exes = build_all("respawn", progs.into_iter()).into_iter();
         (exes.next().unwrap(), exes.next().unwrap())
     })
+}
+
+/// Runs `exe` on `nodes` shm nodes with 200 records, the victim armed as
+/// `how` (as [`run_shm`]), with `workers` workers under `--on-node-loss
+/// respawn`: the run must go well with one node replaced (`what` names
+/// the case in a failure). Its output.
+fn replaced(exe: &Path, nodes: u32, how: &str, workers: &str, what: &str) -> String {
+    let args = ["--workers", workers, "--on-node-loss", "respawn", "--stats"];
+    let r = run_shm(exe, nodes, 200, Some(how), &args);
+    assert!(r.ok, "{what}: {}", r.stderr);
+    assert!(
+        r.stderr.contains("replaced 1 lost node process"),
+        "{what}: {}",
+        r.stderr
+    );
+    r.stdout
 }
 
 /// The output records as a multiset (line → count).
@@ -447,20 +452,9 @@ fn a_node_that_kills_itself_is_replaced_and_the_output_is_unchanged() {
     );
     assert!(!r.stdout.contains("terminate"), "{}", r.stdout);
     for workers in ["1", "2", "8"] {
-        let r = run_shm(
-            &programs().0,
-            3,
-            200,
-            Some("kill"),
-            &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
-        );
-        assert!(r.ok, "{workers} workers: {}", r.stderr);
-        assert_eq!(&records(&r.stdout), reference(), "{workers} workers");
-        assert!(
-            r.stderr.contains("replaced 1 lost node process"),
-            "{workers} workers: {}",
-            r.stderr
-        );
+        let what = format!("{workers} workers");
+        let out = replaced(&programs().0, 3, "kill", workers, &what);
+        assert_eq!(&records(&out), reference(), "{what}");
     }
 }
 
@@ -526,20 +520,9 @@ fn a_node_holding_loops_or_synchrocells_is_replaced_and_the_output_is_unchanged(
         let n = if name == "lone" { 399 } else { 200 };
         assert_eq!(want.values().sum::<usize>(), n + 1, "{name}");
         for workers in ["1", "2", "8"] {
-            let r = run_shm(
-                exe,
-                2,
-                200,
-                Some("kill"),
-                &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
-            );
-            assert!(r.ok, "{name}, {workers} workers: {}", r.stderr);
-            assert_eq!(records(&r.stdout), want, "{name}, {workers} workers");
-            assert!(
-                r.stderr.contains("replaced 1 lost node process"),
-                "{name}, {workers} workers: {}",
-                r.stderr
-            );
+            let what = format!("{name}, {workers} workers");
+            let out = replaced(exe, 2, "kill", workers, &what);
+            assert_eq!(records(&out), want, "{what}");
         }
     }
 }
@@ -577,24 +560,9 @@ fn a_node_holding_ordering_markers_is_replaced_and_the_order_is_kept() {
         assert!(want.ok, "{name}: {}", want.stderr);
         assert_eq!(in_order(&want.stdout).len(), n, "{name}");
         for workers in ["1", "2", "8"] {
-            let r = run_shm(
-                exe,
-                3,
-                200,
-                Some("kill"),
-                &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
-            );
-            assert!(r.ok, "{name}, {workers} workers: {}", r.stderr);
-            same_order(
-                &r.stdout,
-                &want.stdout,
-                &format!("{name}, {workers} workers"),
-            );
-            assert!(
-                r.stderr.contains("replaced 1 lost node process"),
-                "{name}, {workers} workers: {}",
-                r.stderr
-            );
+            let what = format!("{name}, {workers} workers");
+            let out = replaced(exe, 3, "kill", workers, &what);
+            same_order(&out, &want.stdout, &what);
         }
     }
 }
@@ -746,16 +714,9 @@ fn synchrocells_in_replicas_survive_a_loss_at_several_moments() {
         assert!(want.ok, "{}", want.stderr);
         let want = records(&want.stdout);
         for (at, workers) in [("0", "8"), ("120", "1"), ("199", "2")] {
-            let args = ["--workers", workers, "--on-node-loss", "respawn", "--stats"];
-            let r = run_shm(exe, 2, 200, Some(&format!("kill@{at}")), &args);
             let what = format!("{name}, lost on record {at}, {workers} workers");
-            assert!(r.ok, "{what}: {}", r.stderr);
-            assert_eq!(records(&r.stdout), want, "{what}");
-            assert!(
-                r.stderr.contains("replaced 1 lost node process"),
-                "{what}: {}",
-                r.stderr
-            );
+            let out = replaced(exe, 2, &format!("kill@{at}"), workers, &what);
+            assert_eq!(records(&out), want, "{what}");
         }
         let (out, stderr) = killed_from_outside(exe, 2, 1, Kill::After(20));
         assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
@@ -949,16 +910,9 @@ fn a_synchrocell_in_a_placement_inside_a_loop_on_node_0_survives_a_loss() {
             "{name}: the cell fired once: {want:?}"
         );
         for (at, workers) in [("1020", "1"), ("1200", "2"), ("1398", "8"), ("1200", "8")] {
-            let args = ["--workers", workers, "--on-node-loss", "respawn", "--stats"];
-            let r = run_shm(exe, 2, 200, Some(&format!("kill@{at}")), &args);
             let what = format!("{name}, lost on 2k + 1000 = {at}, {workers} workers");
-            assert!(r.ok, "{what}: {}", r.stderr);
-            assert_eq!(records(&r.stdout), want, "{what}");
-            assert!(
-                r.stderr.contains("replaced 1 lost node process"),
-                "{what}: {}",
-                r.stderr
-            );
+            let out = replaced(exe, 2, &format!("kill@{at}"), workers, &what);
+            assert_eq!(records(&out), want, "{what}");
         }
         let (out, stderr) = killed_from_outside(exe, 2, 1, Kill::After(20));
         assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
@@ -997,17 +951,7 @@ const DET_CELLS: [(&str, &str, usize); 3] = [
 /// The programs of [`DET_CELLS`], built once.
 fn det_cell_programs() -> &'static Vec<PathBuf> {
     static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
-    P.get_or_init(|| {
-        build_all(
-            "respawn-detcell",
-            DET_CELLS.iter().map(|(name, body, _)| {
-                let src = format!(
-                    "net d {{ box victim((<k>) -> (<k>)); box touch((<k>) -> (<k>)); }}\nconnect {body};\n"
-                );
-                (*name, src)
-            }),
-        )
-    })
+    P.get_or_init(|| build_det("respawn-detcell", &DET_CELLS))
 }
 
 /// Node 1 of each program of [`DET_CELLS`] loses itself on record 4, 37
@@ -1034,21 +978,9 @@ fn a_deterministic_combinator_with_a_cell_inside_is_replaced_and_the_order_is_ke
         assert!(r.ok, "{name}, no loss: {}", r.stderr);
         same_order(&r.stdout, &want.stdout, &format!("{name}, no loss"));
         for (at, workers) in [("4", "1"), ("37", "2"), ("151", "8")] {
-            let r = run_shm(
-                exe,
-                2,
-                200,
-                Some(&format!("kill@{at}")),
-                &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
-            );
             let what = format!("{name}, lost at {at}, {workers} workers");
-            assert!(r.ok, "{what}: {}", r.stderr);
-            same_order(&r.stdout, &want.stdout, &what);
-            assert!(
-                r.stderr.contains("replaced 1 lost node process"),
-                "{what}: {}",
-                r.stderr
-            );
+            let out = replaced(exe, 2, &format!("kill@{at}"), workers, &what);
+            same_order(&out, &want.stdout, &what);
         }
     }
 }

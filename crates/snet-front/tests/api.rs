@@ -5,6 +5,20 @@ use std::path::PathBuf;
 use snet_core::{NodeKind, Variant};
 use snet_front::{check_command, compile, graph_command};
 
+/// The kinds of the nodes of `src`'s graph that `which` marks (a flag
+/// per node), sorted.
+fn linked_kinds(src: &str, which: fn(&snet_core::Graph) -> Vec<bool>) -> Vec<String> {
+    let g = compile("b.snet", src, None).graph.expect("graph");
+    let mut kinds: Vec<String> = which(&g)
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| **l)
+        .map(|(i, _)| g.node(snet_core::NodeId(i as u32)).describe().to_string())
+        .collect();
+    kinds.sort();
+    kinds
+}
+
 fn temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("snet-front-api-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -304,18 +318,7 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     // inputs are linked (`Graph::merges_to_link`), and replay restores
     // them. Behind filters, boxes and cells (order kept), or as the only
     // cell, nothing is linked.
-    let linked = |src: &str| {
-        let g = compile("b.snet", src, None).graph.expect("graph");
-        let mut kinds: Vec<String> = g
-            .merges_to_link()
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| **l)
-            .map(|(i, _)| g.node(snet_core::NodeId(i as u32)).describe().to_string())
-            .collect();
-        kinds.sort();
-        kinds
-    };
+    let linked = |src: &str| linked_kinds(src, snet_core::Graph::merges_to_link);
     let split = "net s connect ([{<x>} -> {<x>}] .. ([| {<x>}, {<w>} |] ! <x>)) @ 2;";
     assert_eq!(boundary(split, 2), None);
     assert_eq!(linked(split), Vec::<String>::new());
@@ -425,18 +428,7 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     // so the records leaving the combinator are linked in its order
     // (`Graph::det_outputs_to_link`) and replay restores it. Without a
     // cell inside, or a combinator around the placement: not linked.
-    let det_linked = |src: &str| {
-        let g = compile("b.snet", src, None).graph.expect("graph");
-        let mut kinds: Vec<String> = g
-            .det_outputs_to_link()
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| **l)
-            .map(|(i, _)| g.node(snet_core::NodeId(i as u32)).describe().to_string())
-            .collect();
-        kinds.sort();
-        kinds
-    };
+    let det_linked = |src: &str| linked_kinds(src, snet_core::Graph::det_outputs_to_link);
     for (inside, kind) in [
         (
             "net d connect ([| {<x>}, {<w>} |] || [{<v>} -> {<v>}]) @ 1;",

@@ -1802,16 +1802,7 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            let (m, good) = model_of(spec, design, Mutation::None, 3);
-            let e = m.walk(&good, 5000, 0x77 + i as u64);
-            if let Some(v) = &e.violation {
-                panic!("{design:?} `{spec}`: {}", show(v));
-            }
-            eprintln!(
-                "{design:?} `{spec}`: 5000 runs, {} outputs of {}",
-                e.outputs.len(),
-                good.len()
-            );
+            random_runs(spec, design, 3, 5000, 0x77 + i as u64);
         }
         let mut states = 0;
         for n in 1..=3 {
@@ -1936,6 +1927,22 @@ mod tests {
         }
     }
 
+    /// `runs` random runs of network `spec` under `design`, `k` lost up to
+    /// `losses` times (seeded by `seed`): none may end wrong.
+    fn random_runs(spec: &str, design: Design, losses: u8, runs: usize, seed: u64) {
+        let (m, good) = model_of(spec, design, Mutation::None, losses);
+        let e = m.walk(&good, runs, seed);
+        if let Some(v) = &e.violation {
+            panic!("{design:?} `{spec}`: {}", show(v));
+        }
+        eprintln!(
+            "{design:?} `{spec}`: {runs} runs, {} steps, {} outputs seen of {}",
+            e.states,
+            e.outputs.len(),
+            good.len()
+        );
+    }
+
     /// Random runs of larger loop networks, `k` lost up to three times.
     #[test]
     fn group_model_random_runs_of_loop_networks() {
@@ -1948,16 +1955,7 @@ mod tests {
             .into_iter()
             .enumerate()
             {
-                let (m, good) = model_of(spec, design, Mutation::None, 3);
-                let e = m.walk(&good, 400, 0x41 + i as u64);
-                if let Some(v) = &e.violation {
-                    panic!("{design:?} `{spec}`: {}", show(v));
-                }
-                eprintln!(
-                    "{design:?} `{spec}`: 400 runs, {} outputs seen of {}",
-                    e.outputs.len(),
-                    good.len()
-                );
+                random_runs(spec, design, 3, 400, 0x41 + i as u64);
             }
         }
     }
@@ -2087,17 +2085,7 @@ mod tests {
             .into_iter()
             .enumerate()
             {
-                let (m, good) = model_of(spec, design, Mutation::None, 3);
-                let e = m.walk(&good, runs, 0x40 + i as u64);
-                if let Some(v) = &e.violation {
-                    panic!("{design:?} `{spec}`: {}", show(v));
-                }
-                eprintln!(
-                    "{design:?} `{spec}`: {runs} runs, {} steps, {} outputs seen of {}",
-                    e.states,
-                    e.outputs.len(),
-                    good.len()
-                );
+                random_runs(spec, design, 3, runs, 0x40 + i as u64);
             }
         }
     }

@@ -186,14 +186,11 @@ fn send_batch(
                 // A parked record: not an item of its connection (no
                 // acknowledgement counts it), its own Items frame.
                 for (cell, slot, rec) in parked {
-                    let conn = cell.conn;
-                    b.frames.push(&Frame::Parked { cell, slot });
                     b.frames
-                        .item(conn, enc, to, &Item::Rec(rec), &net.store)
+                        .parked(cell, slot, rec, enc, to, &net.store)
                         .map_err(|error| {
                             EngineError::Distribution(DistributionError::Field { node: me, error })
                         })?;
-                    b.frames.end_items();
                 }
                 for cell in fired {
                     b.frames.push(&Frame::Fired { cell });
@@ -216,14 +213,11 @@ fn send_batch(
             } => {
                 let b = msgs.entry((to, ch)).or_default();
                 b.needs_credit = true;
-                let conn = cell.conn;
-                b.frames.push(&Frame::Parked { cell, slot });
                 b.frames
-                    .item(conn, enc, to, &Item::Rec(rec), &net.store)
+                    .parked(cell, slot, rec, enc, to, &net.store)
                     .map_err(|error| {
                         EngineError::Distribution(DistributionError::Field { node: me, error })
                     })?;
-                b.frames.end_items();
             }
             Out::Drain { to } => {
                 let b = msgs.entry((to, ch)).or_default();

@@ -411,6 +411,25 @@ impl Frames {
         self.items = None;
     }
 
+    /// Appends a record parked in slot `slot` of cell `cell` for node `to`:
+    /// the `Parked` frame, then an Items frame of that record only (not an
+    /// item of its connection: no acknowledgement counts it).
+    pub(crate) fn parked(
+        &mut self,
+        cell: CellId,
+        slot: u64,
+        rec: Rec,
+        enc: &mut Encoder,
+        to: Rank,
+        store: &FieldStore,
+    ) -> Result<(), FieldStays> {
+        let conn = cell.conn;
+        self.push(&Frame::Parked { cell, slot });
+        self.item(conn, enc, to, &Item::Rec(rec), store)?;
+        self.end_items();
+        Ok(())
+    }
+
     /// Appends engine item `item` for connection `conn` at node `to`,
     /// written straight into the frames (see [`Encoder::item`]).
     pub(crate) fn item(

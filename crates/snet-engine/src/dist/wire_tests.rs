@@ -118,7 +118,7 @@ fn records_markers_and_labels_round_trip() {
 
 /// Custody's `Parked` frame: kind 13, the cell's name as in `Fired`
 /// and the slot, then an `Items` frame of the one parked record, which
-/// the output manager ends there (`Frames::end_items`) so that a record
+/// `Frames::parked` ends there (`Frames::end_items`) so that a record
 /// after it on the same connection starts an `Items` frame of its own;
 /// through the encoder and decoder both ways.
 #[test]
@@ -148,12 +148,11 @@ fn parked_frames_round_trip_with_their_record() {
     let mut enc = Encoder::new(Rank(1), 2, 16);
     let mut dec = Decoder::new(Rank(0), 2);
     let mut f = Frames::default();
-    f.push(&Frame::Parked {
-        cell: cell.clone(),
-        slot: 1,
-    });
-    f.item(conn, &mut enc, Rank(0), &rec(5), &store1).unwrap();
-    f.end_items();
+    let Item::Rec(parked) = rec(5) else {
+        unreachable!()
+    };
+    f.parked(cell.clone(), 1, parked, &mut enc, Rank(0), &store1)
+        .unwrap();
     f.item(conn, &mut enc, Rank(0), &rec(6), &store1).unwrap();
     let mut b = Vec::new();
     f.message(&Dyadic::zero(), &mut b);
