@@ -185,6 +185,52 @@ impl std::error::Error for UnknownMode {}
 /// hundred nanoseconds of spinning), unless set per consumer.
 pub const DEFAULT_SPINS: u32 = 100;
 
+/// A sleep shorter than this means a message came soon after the consumer
+/// gave up looking: about the time of the longest spin a transport sets
+/// (`SPARSE_SPINS` looks), so the spin would have caught it.
+const SHORT_SLEEP: Duration = Duration::from_micros(50);
+
+/// The spin a short sleep brings back from none (then doubled per short
+/// sleep, up to the consumer's most).
+const MIN_SPIN: u32 = 16;
+
+/// A sparse-mode consumer's spin before it sleeps, adapted to how its
+/// messages come. Spinning pays while messages follow each other closely (a
+/// node exchanging records with busy peers: no system call on either side);
+/// when they are sparse (a compute-bound node receiving a record every few
+/// hundred microseconds) every spin ends in a sleep anyway, and its looks
+/// take a core from the node's workers (about 5 % of each node's CPU in a
+/// farm of 2 shm nodes on 2 cores, `bench/distfarm`). So: a spin that finds
+/// a message keeps the budget; a sleep that ends soon ([`SHORT_SLEEP`]: a
+/// longer spin would have found that message) doubles it (from none to
+/// [`MIN_SPIN`]), up to the most; a longer sleep quarters it, down to 0
+/// (sleep at once). Growing slower than it shrinks matters: a node whose
+/// messages come in pairs (a record, then its window's credit) has a short
+/// sleep and a long one per pair, and would otherwise keep spinning about
+/// the whole budget in vain once a pair.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spin {
+    /// The most looks, set per consumer.
+    max: u32,
+    /// The looks the next wait takes.
+    budget: u32,
+}
+
+impl Spin {
+    pub(crate) const fn new(max: u32) -> Spin {
+        Spin { max, budget: max }
+    }
+
+    /// After a sleep of `slept` (measured only where spinning is on).
+    fn slept(&mut self, slept: Duration) {
+        self.budget = if slept < SHORT_SLEEP {
+            (self.budget.saturating_mul(2)).clamp(MIN_SPIN.min(self.max), self.max)
+        } else {
+            self.budget / 4
+        };
+    }
+}
+
 /// Spins of a polling consumer between yields (and timeout checks); one
 /// under loom, whose spins are yields already (bounded model branches).
 const POLL_SPINS: u32 = if cfg!(loom) { 1 } else { 64 };
@@ -228,7 +274,7 @@ pub(crate) fn wait(
     mode: Notify,
     w: &NotifyWords,
     futex: &Futex,
-    spins: u32,
+    spin: &mut Spin,
     ready: impl Fn() -> bool,
     timeout: Option<Duration>,
 ) -> bool {
@@ -264,7 +310,7 @@ pub(crate) fn wait(
             look()
         }
         Notify::Sparse => {
-            for _ in 0..spins {
+            for _ in 0..spin.budget {
                 if look() {
                     return true;
                 }
@@ -277,8 +323,14 @@ pub(crate) fn wait(
                 w.sleeping.swap(0, Ordering::Relaxed);
                 return true;
             }
+            // The clock is read only where a spin is on, never under loom
+            // (whose models must not depend on time).
+            let since = (spin.max > 0 && !cfg!(loom)).then(Instant::now);
             futex.wait(&w.sleeping, 1, timeout);
             w.sleeping.swap(0, Ordering::Relaxed);
+            if let Some(t) = since {
+                spin.slept(t.elapsed());
+            }
             look()
         }
     }
@@ -351,6 +403,34 @@ mod tests {
             assert!(c.wait(Some(Duration::from_millis(1))), "{mode:?}");
             assert!(c.try_pop(|_| ()).is_some());
         }
+    }
+
+    /// Long sleeps quarter the spin down to none; short sleeps (messages
+    /// coming close together again) double it back from `MIN_SPIN` to the
+    /// most; a short and a long sleep in turn keep it small.
+    #[test]
+    fn spin_shrinks_while_sleeps_are_long_and_grows_back_while_short() {
+        let mut s = Spin::new(2000);
+        s.slept(Duration::from_millis(1));
+        assert_eq!(s.budget, 500);
+        for _ in 0..20 {
+            s.slept(SHORT_SLEEP);
+        }
+        assert_eq!(s.budget, 0);
+        s.slept(Duration::from_micros(5));
+        assert_eq!(s.budget, MIN_SPIN);
+        for _ in 0..20 {
+            s.slept(Duration::ZERO);
+        }
+        assert_eq!(s.budget, 2000);
+        for _ in 0..20 {
+            s.slept(Duration::ZERO);
+            s.slept(Duration::from_millis(1));
+        }
+        assert!(s.budget <= MIN_SPIN, "{}", s.budget);
+        let mut none = Spin::new(0);
+        none.slept(Duration::ZERO);
+        assert_eq!(none.budget, 0);
     }
 
     #[test]

@@ -742,7 +742,7 @@ impl Ring {
         Ok(Consumer {
             ring: self,
             head: self.header().head.0.load(Ordering::Relaxed),
-            spins: notify::DEFAULT_SPINS,
+            spin: notify::Spin::new(notify::DEFAULT_SPINS),
         })
     }
 }
@@ -824,7 +824,7 @@ pub struct Consumer<'r> {
     ring: &'r Ring,
     /// The next position to take (private: only this handle moves it).
     head: u64,
-    spins: u32,
+    spin: notify::Spin,
 }
 
 impl fmt::Debug for Consumer<'_> {
@@ -909,14 +909,17 @@ impl Consumer<'_> {
     /// Use: `loop { while c.try_pop(..).is_some() {} ; c.wait(t); }`.
     pub fn wait(&mut self, timeout: Option<Duration>) -> bool {
         let ring = self.ring;
-        notify::wait(
+        let mut spin = self.spin;
+        let ready = notify::wait(
             ring.mode,
             ring.notify_words(),
             ring.futex(),
-            self.spins,
+            &mut spin,
             || self.is_ready(),
             timeout,
-        )
+        );
+        self.spin = spin;
+        ready
     }
 
     /// The position of the head message (taken next).
@@ -945,10 +948,11 @@ impl Consumer<'_> {
         true
     }
 
-    /// How many times a sparse-mode wait looks at the ring before it goes to
-    /// sleep (default [`notify::DEFAULT_SPINS`]); 0 sleeps at once.
+    /// How many times at most a sparse-mode wait looks at the ring before it
+    /// goes to sleep (default [`notify::DEFAULT_SPINS`]); 0 sleeps at once.
+    /// Fewer while the consumer's sleeps are long (`notify::Spin`).
     pub fn set_spins(&mut self, spins: u32) {
-        self.spins = spins;
+        self.spin = notify::Spin::new(spins);
     }
 
     /// The ring this consumer takes from.
