@@ -45,54 +45,63 @@ struct snet_c4snet_current *snet_c4snet_current(void)
 int  snet_c4snet_out_begin(void *hnd, int variant, const int **kinds, void **inv);
 void snet_c4snet_out_end(void *inv, int variant, const snet_arg_t *values, int n);
 
-/* Reads the values of a variant of more than ARGS_STACK labels. */
 #define ARGS_STACK 16
-static void out_many(void *inv, int variant, const int *kinds, int n, va_list *ap)
-{
-    snet_arg_t values[n];
-    for (int i = 0; i < n; i++) {
-        if (kinds[i])
-            values[i].tag = va_arg(*ap, int);
-        else
-            values[i].field = va_arg(*ap, c4snet_data_t *);
+
+/* Reads `n` values by their kinds (1: an int, 0: a field pointer). */
+#define READ_VALUES(values, kinds, n, ap) \
+    for (int i_ = 0; i_ < (n); i_++) { \
+        if ((kinds)[i_]) \
+            (values)[i_].tag = va_arg(ap, int); \
+        else \
+            (values)[i_].field = va_arg(ap, c4snet_data_t *); \
     }
+
+/* Everything but the common case of C4SNetOut (a handle that is not the
+ * running invocation's, a variant out of range, more than ARGS_STACK
+ * values): the Rust side checks the handle and variant again and reports
+ * what is wrong; the values are read from `ap`, which the caller ends. */
+static __attribute__((noinline)) void out_checked(void *hnd, int variant, va_list *ap)
+{
+    const int *kinds = 0;
+    void *inv = 0;
+    int n = snet_c4snet_out_begin(hnd, variant, &kinds, &inv);
+    if (n < 0)
+        return;
+    if (n <= ARGS_STACK) {
+        snet_arg_t values[ARGS_STACK];
+        READ_VALUES(values, kinds, n, *ap);
+        snet_c4snet_out_end(inv, variant, values, n);
+        return;
+    }
+    snet_arg_t values[n];
+    READ_VALUES(values, kinds, n, *ap);
     snet_c4snet_out_end(inv, variant, values, n);
 }
 
 void C4SNetOut(void *hnd, int variant, ...)
 {
-    const int *kinds = 0;
-    void *inv = 0;
-    int n;
     const struct snet_c4snet_current *c = &current;
-    /* The running invocation's own handle and a declared variant. A
-     * handle is never 0: with no invocation on the thread, nvariants is 0
-     * (between two calls of a run it is not, but no box code runs then). */
-    if (__builtin_expect(hnd == c->hnd
-                         && (unsigned long)(long)variant - 1 < (unsigned long)c->nvariants, 1)) {
-        kinds = c->variants[variant - 1].kinds;
-        n = (int)c->variants[variant - 1].n;
-        inv = c->inv;
-    } else {
-        /* Anything else: the Rust side checks it again and reports it. */
-        n = snet_c4snet_out_begin(hnd, variant, &kinds, &inv);
-        if (n < 0)
-            return;
-    }
     va_list ap;
     va_start(ap, variant);
-    if (__builtin_expect(n > ARGS_STACK, 0)) {
-        out_many(inv, variant, kinds, n, &ap);
-        va_end(ap);
-        return;
+    /* The running invocation's own handle and a declared variant. A
+     * handle is never 0: with no invocation on the thread, nvariants is 0
+     * (between two calls of a run it is not, but no box code runs then).
+     * Nothing here has its address taken, so that the common case keeps
+     * it all in registers. */
+    if (__builtin_expect(hnd == c->hnd
+                         && (unsigned long)(long)variant - 1 < (unsigned long)c->nvariants, 1)) {
+        const struct snet_c4snet_variant *v = &c->variants[variant - 1];
+        int n = (int)v->n;
+        if (__builtin_expect(n <= ARGS_STACK, 1)) {
+            const int *kinds = v->kinds;
+            void *inv = c->inv;
+            snet_arg_t values[ARGS_STACK];
+            READ_VALUES(values, kinds, n, ap);
+            va_end(ap);
+            snet_c4snet_out_end(inv, variant, values, n);
+            return;
+        }
     }
-    snet_arg_t values[ARGS_STACK];
-    for (int i = 0; i < n; i++) {
-        if (kinds[i])
-            values[i].tag = va_arg(ap, int);
-        else
-            values[i].field = va_arg(ap, c4snet_data_t *);
-    }
+    out_checked(hnd, variant, &ap);
     va_end(ap);
-    snet_c4snet_out_end(inv, variant, values, n);
 }

@@ -84,6 +84,51 @@ thread_local! {
     static IDS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
+/// A run's own block of ids (see [`CBox::invoke_run`]): taken from the
+/// thread's block when the run starts, the thread's left empty meanwhile
+/// (anything else on the thread, a call of another box while this run is
+/// suspended, takes a fresh block), and handed back when the run ends.
+/// Either way an id is handed out once: a block is held by one owner at a
+/// time, and a block dropped is only ids never used.
+struct RunIds {
+    next: u64,
+    end: u64,
+}
+
+impl RunIds {
+    fn take() -> RunIds {
+        let (next, end) = IDS.with(|c| c.replace((0, 0)));
+        RunIds { next, end }
+    }
+
+    /// A fresh invocation id.
+    #[inline(always)]
+    fn next(&mut self) -> u64 {
+        if self.next < self.end {
+            self.next += 1;
+            return self.next - 1;
+        }
+        self.refill()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) -> u64 {
+        let first = NEXT_ID.fetch_add(ID_BLOCK, Ordering::Relaxed);
+        self.next = first + 1;
+        self.end = first + ID_BLOCK;
+        first
+    }
+}
+
+impl Drop for RunIds {
+    fn drop(&mut self) {
+        let left = (self.next, self.end);
+        // `try_with`: a thread's locals may be gone while it exits.
+        let _ = IDS.try_with(|c| c.set(left));
+    }
+}
+
 /// A fresh invocation id.
 #[inline]
 fn next_id() -> u64 {
@@ -389,7 +434,7 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
             if let Some(slot) = direct.slot(variant as usize) {
                 let may_suspend = slot.may_suspend;
                 // SAFETY: every label is a tag: the values were read as ints.
-                unsafe { fill_tags(slot, out, values) };
+                unsafe { fill_tags(slot, values) };
                 if may_suspend {
                     suspending(|| direct.commit_slot());
                 } else {
@@ -483,19 +528,16 @@ unsafe fn out_end(inv: *mut Invocation, variant: c_int, values: *const SnetArg, 
 /// # Safety
 /// `values` were read as ints.
 #[inline(always)]
-unsafe fn fill_tags(slot: Slot<'_>, out: &OutVariant, values: &[SnetArg]) {
+unsafe fn fill_tags(slot: Slot<'_>, values: &[SnetArg]) {
     let input = slot.input.entries();
     slot.rec
-        .extend_sorted(slot.steps.iter().map(|step| match *step {
+        .extend_sorted(slot.steps.iter().map(|&(l, step)| match step {
             Src::Arg(j) => (
-                out.labels[j as usize],
+                l,
                 // SAFETY: the values were read as ints (contract).
                 Value::Int(i64::from(unsafe { values[j as usize].tag })),
             ),
-            Src::Input(i) => {
-                let (l, v) = &input[i as usize];
-                (*l, v.clone())
-            }
+            Src::Input(i) => (l, input[i as usize].1.clone()),
         }));
 }
 
@@ -511,24 +553,21 @@ unsafe fn fill(slot: Slot<'_>, out: &OutVariant, values: &[SnetArg]) -> Option<L
     if !out.fields {
         // Tags alone: no value can be null.
         // SAFETY: the values were read as ints (contract).
-        unsafe { fill_tags(slot, out, values) };
+        unsafe { fill_tags(slot, values) };
         return None;
     }
     let input = slot.input.entries();
     let mut null = None;
-    for step in slot.steps {
-        match *step {
+    for &(l, step) in slot.steps {
+        match step {
             Src::Arg(j) => {
-                let (l, v) = (out.labels[j as usize], &values[j as usize]);
+                let v = &values[j as usize];
                 // SAFETY: `v` was read by the kind of `l` (contract).
                 if let Some(v) = unsafe { value(l, v, &mut null) } {
                     slot.rec.push_sorted(l, v);
                 }
             }
-            Src::Input(i) => {
-                let (l, v) = &input[i as usize];
-                slot.rec.push_sorted(*l, v.clone());
-            }
+            Src::Input(i) => slot.rec.push_sorted(l, input[i as usize].1.clone()),
         }
     }
     null
@@ -685,6 +724,28 @@ impl CBox {
         Ok(())
     }
 
+    /// [`CBox::arguments`] for a run whose inputs are all tags at planned
+    /// positions (`at`, checked when the run started: every input label a
+    /// tag with a position in the planned label set, which every input of
+    /// the run has): each value read where the plan put it, without a
+    /// look at its label. `false` (nothing to release: no field was
+    /// made): a value is not an int or does not fit one; the caller then
+    /// reads the arguments by [`CBox::arguments`], which reports it.
+    #[inline(always)]
+    fn tag_arguments(input: &Record, at: &[u32], args: &mut [SnetArg]) -> bool {
+        let entries = input.entries();
+        for (a, &p) in args.iter_mut().zip(at) {
+            match entries.get(p as usize) {
+                Some((_, Value::Int(v))) => match c_int::try_from(*v) {
+                    Ok(t) => *a = SnetArg { tag: t },
+                    Err(_) => return false,
+                },
+                _ => return false,
+            }
+        }
+        true
+    }
+
     /// Releases the field references among the first arguments.
     #[cold]
     fn release(&self, args: &[SnetArg]) {
@@ -791,16 +852,33 @@ impl BoxImpl for CBox {
             });
         }
         let _restore = Restore(slot);
+        let mut ids = RunIds::take();
+        // The plan is the run's (it changes only between runs): whether
+        // every argument is a tag at a position of the planned label set,
+        // so that each call reads them there without a look at the label.
+        let tags = {
+            // SAFETY: as in the loop below.
+            let at = unsafe { (*direct).arg_positions() };
+            at.len() == n
+                && self
+                    .inputs
+                    .iter()
+                    .zip(at)
+                    .all(|(l, &p)| !l.is_field() && p != u32::MAX)
+        };
         loop {
             {
                 // SAFETY: `direct` is `run`, which outlives the run; no
                 // call is running (nothing else uses it now).
                 let r = unsafe { &*direct };
-                self.arguments(r.input(), r.arg_positions(), &mut args[..n])?;
+                let (input, at) = (r.input(), r.arg_positions());
+                if !(tags && Self::tag_arguments(input, at, &mut args[..n])) {
+                    self.arguments(input, at, &mut args[..n])?;
+                }
             }
             // SAFETY: as above.
             let origin = unsafe { (*direct).origin() }.to_bits();
-            let handle = ((next_id() << 16) as usize) | self.index;
+            let handle = ((ids.next() << 16) as usize) | self.index;
             // SAFETY: `invp` is `inv`, alive for the whole run; this
             // thread's slot names it only while the box runs (cleared
             // once it returned); the trampoline was generated for this
@@ -1024,6 +1102,29 @@ mod tests {
             let bytes = unsafe { std::slice::from_raw_parts(r.name.0, r.name.1) };
             String::from_utf8_lossy(bytes).into_owned()
         })
+    }
+
+    /// A run's block of ids is its own: ids taken on the thread while the
+    /// run holds its block (another box's call while the run is
+    /// suspended) and after it ended, across refills of both blocks,
+    /// never repeat one of the run's.
+    #[test]
+    fn a_runs_ids_are_never_handed_out_twice() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..3 {
+            assert!(seen.insert(next_id()));
+        }
+        let mut run = RunIds::take();
+        for k in 0..3 * ID_BLOCK {
+            assert!(seen.insert(run.next()), "run id repeated");
+            if k % 7 == 0 {
+                assert!(seen.insert(next_id()), "thread id repeated");
+            }
+        }
+        drop(run);
+        for _ in 0..2 * ID_BLOCK {
+            assert!(seen.insert(next_id()), "id repeated after the run");
+        }
     }
 
     /// A C box called while a box of another interface is marked as

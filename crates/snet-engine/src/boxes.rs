@@ -164,8 +164,9 @@ pub trait Emit {
 pub struct Slot<'a> {
     /// The record to fill (empty).
     pub rec: &'a mut Record,
-    /// Its entries in label order.
-    pub steps: &'a [Src],
+    /// Its entries in label order: each one's label and where its value
+    /// comes from.
+    pub steps: &'a [(Label, Src)],
     /// The call's input record (for [`Src::Input`]).
     pub input: &'a Record,
     /// Whether [`Emit::commit_slot`] may suspend the call (a language
@@ -286,11 +287,11 @@ impl Reorder {
 #[derive(Default)]
 pub(crate) struct Inherit {
     /// The label set planned for; empty with `take` empty: none yet.
-    labels: SmallVec<[Label; 6]>,
+    labels: Box<[Label]>,
     take: Vec<SmallVec<[u32; 4]>>,
     /// Per variant, its [`Slot`] steps; `None` for a variant that
     /// names a label twice.
-    steps: Vec<Option<Vec<Src>>>,
+    steps: Vec<Option<Vec<(Label, Src)>>>,
     /// Whether a label of the set is a field (a record of the set may then
     /// need a drop; otherwise only if its entries are on the heap).
     fields: bool,
@@ -312,6 +313,14 @@ impl Inherit {
     #[inline]
     pub(crate) fn fits(&self, rec: &Record) -> bool {
         !self.take.is_empty() && rec.has_labels(&self.labels)
+    }
+
+    /// [`Inherit::fits`] once a plan is made (a run of calls has one):
+    /// whether `rec` has the planned label set.
+    #[inline(always)]
+    pub(crate) fn same_set(&self, rec: &Record) -> bool {
+        debug_assert!(!self.take.is_empty(), "a plan is made");
+        rec.has_labels(&self.labels)
     }
 
     /// Plans for `rec`'s label set: `pattern` is the box's input labels,
@@ -361,7 +370,7 @@ impl Inherit {
                     .collect();
                 steps.sort_by_key(|(l, _)| *l);
                 let repeats = steps.windows(2).any(|w| w[0].0 == w[1].0);
-                (!repeats).then(|| steps.into_iter().map(|(_, s)| s).collect())
+                (!repeats).then_some(steps)
             })
             .collect();
         if self.take.is_empty() {
@@ -374,7 +383,7 @@ impl Inherit {
     /// The [`Slot`] steps of variant `variant` (1-based; `None` out of
     /// range, or for a variant that names a label twice).
     #[inline]
-    pub(crate) fn steps(&self, variant: usize) -> Option<&[Src]> {
+    pub(crate) fn steps(&self, variant: usize) -> Option<&[(Label, Src)]> {
         self.steps.get(variant.wrapping_sub(1))?.as_deref()
     }
 
@@ -861,11 +870,10 @@ mod tests {
         assert!(p.fits(&r));
         assert_eq!(p.args(), &[pos(c).unwrap(), pos(a).unwrap(), u32::MAX][..]);
         // Variant 1 carries `a` (argument 0) and inherits `b`, in label order.
-        let mut want = vec![(a, Src::Arg(0)), (b, Src::Input(pos(b).unwrap()))];
+        let mut want = [(a, Src::Arg(0)), (b, Src::Input(pos(b).unwrap()))];
         want.sort_by_key(|(l, _)| *l);
-        let want: Vec<Src> = want.into_iter().map(|(_, s)| s).collect();
         assert_eq!(p.steps(1), Some(&want[..]));
-        assert_eq!(p.steps(2), Some(&[Src::Input(pos(b).unwrap())][..]));
+        assert_eq!(p.steps(2), Some(&[(b, Src::Input(pos(b).unwrap()))][..]));
         assert_eq!(p.steps(0), None);
         assert_eq!(p.steps(3), None);
         assert!(!p.fits(&rec(&[a, b])));

@@ -122,7 +122,8 @@ impl CallIo {
         // while the call stack runs.
         let more = unsafe { &mut *self.more };
         let r = match more.front_mut() {
-            Some(Item::Rec(r)) if self.inherit.fits(&r.rec) => r,
+            // The run's first input was planned for (`BoxEntity::start`).
+            Some(Item::Rec(r)) if self.inherit.same_set(&r.rec) => r,
             _ => return false,
         };
         self.call_outs = self.outs.len();
@@ -378,7 +379,8 @@ impl Emitter {
             &mut *item
         };
         let Item::Rec(r) = item else {
-            unreachable!("just written")
+            // SAFETY: the item was written as `Item::Rec` just above.
+            unsafe { std::hint::unreachable_unchecked() }
         };
         Some(Slot {
             rec: &mut r.rec,

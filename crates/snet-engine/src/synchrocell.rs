@@ -13,7 +13,7 @@
 //! change; so nothing that shows a decision may reach node 0 before the
 //! records it was about (custody groups, `dist::custody`).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use snet_core::{NodeId, Pattern, Record, SynchrocellDef};
 
@@ -255,9 +255,9 @@ pub(crate) struct Guard {
     conn: Option<crate::dist::ConnId>,
     /// Per open cell, per slot: the stored record's token's key in the
     /// node's table.
-    slots: BTreeMap<u64, Slots>,
+    slots: KeyMap<Slots>,
     /// Per fired cell whose group may not have committed: its link.
-    firings: BTreeMap<u64, Arc<Link>>,
+    firings: KeyMap<Arc<Link>>,
     /// The keys of `firings`, oldest first (committed ones are forgotten).
     order: VecDeque<u64>,
     /// A lone cell that has seen no record yet.
@@ -265,6 +265,32 @@ pub(crate) struct Guard {
 }
 
 use crate::dist::custody::Link;
+
+/// A guard's cells by key. Hashed, not ordered: a cell per tag value
+/// fires once per value, and a `BTreeMap`'s insert and removal per fire
+/// were about a sixth of [`Guard::fired`] on `bench/soak`'s respawn
+/// network. The ranges a star's record passes are visited by whichever
+/// is shorter, the range or the map ([`in_range`]).
+type KeyMap<V> = rustc_hash::FxHashMap<u64, V>;
+
+/// The keys of `map` in `keys` (in no particular order).
+fn in_range<V>(
+    map: &KeyMap<V>,
+    keys: std::ops::RangeInclusive<u64>,
+) -> smallvec::SmallVec<[u64; 4]> {
+    let (lo, hi) = (*keys.start(), *keys.end());
+    if lo > hi || map.is_empty() {
+        return smallvec::SmallVec::new();
+    }
+    if hi - lo < map.len() as u64 {
+        keys.filter(|k| map.contains_key(k)).collect()
+    } else {
+        map.keys()
+            .copied()
+            .filter(|k| (lo..=hi).contains(k))
+            .collect()
+    }
+}
 
 /// A cell's slots as its guard sees them: per slot, the stored record's
 /// token's key in the node's table.
@@ -285,8 +311,8 @@ impl Guard {
                 cell,
                 path: at.clone(),
                 conn: None,
-                slots: BTreeMap::new(),
-                firings: BTreeMap::new(),
+                slots: KeyMap::default(),
+                firings: KeyMap::default(),
                 order: VecDeque::new(),
                 fresh: true,
             })
@@ -309,6 +335,11 @@ impl Guard {
     /// created: whether an earlier incarnation of the node fired it (it
     /// then starts fired).
     pub(crate) fn first(&mut self, net: &crate::dist::Net, key: u64, t: Tok) -> bool {
+        if !net.any_tombstones() {
+            // (The first incarnation, or one sent no tombstones: nothing
+            // to name the cell for.)
+            return false;
+        }
         if self.slots.contains_key(&key) || self.firings.contains_key(&key) {
             return false;
         }
@@ -320,7 +351,9 @@ impl Guard {
 
     /// Cell `key` stored the record with token `t` in slot `i`.
     pub(crate) fn stored(&mut self, net: &crate::dist::Net, key: u64, i: usize, t: Tok) {
-        let _ = self.id(key, t);
+        if self.conn.is_none() {
+            self.conn = t.map(|t| t.conn());
+        }
         let stored = t.and_then(|t| net.cell_store(t));
         let slots = self.slots.entry(key).or_default();
         if slots.len() <= i {
@@ -338,7 +371,10 @@ impl Guard {
         t: Tok,
     ) {
         let Some(t) = t else { return };
-        for slots in self.slots.range(keys).map(|(_, s)| s) {
+        for key in in_range(&self.slots, keys) {
+            let Some(slots) = self.slots.get(&key) else {
+                continue;
+            };
             for k in slots.iter().flatten() {
                 if let Some(s) = net.cell_token(*k, false) {
                     crate::dist::custody::union(t, &s);
@@ -351,16 +387,15 @@ impl Guard {
     /// commits with or after the groups that fired them.
     pub(crate) fn passed(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
         let Some(t) = t else { return };
-        let mut done = smallvec::SmallVec::<[u64; 2]>::new();
-        for (k, l) in self.firings.range(keys) {
+        for k in in_range(&self.firings, keys) {
+            let Some(l) = self.firings.get(&k) else {
+                continue;
+            };
             if l.committed() {
-                done.push(*k);
+                self.firings.remove(&k);
             } else {
                 t.after(l);
             }
-        }
-        for k in done {
-            self.firings.remove(&k);
         }
     }
 
@@ -369,15 +404,14 @@ impl Guard {
     pub(crate) fn fired(&mut self, net: &crate::dist::Net, key: u64, t: Tok) {
         let slots = self.slots.remove(&key).unwrap_or_default();
         let Some(t) = t else { return };
-        let stored: smallvec::SmallVec<[_; 2]> = slots
-            .iter()
-            .flatten()
-            .filter_map(|k| net.cell_token(*k, true))
-            .collect();
-        for s in &stored {
-            crate::dist::custody::union(t, s);
+        for k in slots.iter().flatten() {
+            if let Some(s) = net.cell_token(*k, true) {
+                crate::dist::custody::union(t, &s);
+                // (Maybe its last clone: it moves its content into the
+                // group now.)
+                drop(s);
+            }
         }
-        drop(stored);
         if let Some(id) = self.id(key, Some(t)) {
             self.firings.insert(key, t.link(Some(id)));
             self.order.push_back(key);

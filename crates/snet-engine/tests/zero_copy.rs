@@ -297,12 +297,16 @@ impl BoxImpl for SlotGen {
             let Some(slot) = out.slot(1) else {
                 panic!("the engine's collector gives slots")
             };
-            for step in slot.steps {
-                match *step {
-                    Src::Arg(_) => slot.rec.push_sorted(Label::tag("y"), Value::Int(i)),
+            for &(l, step) in slot.steps {
+                match step {
+                    Src::Arg(_) => {
+                        assert_eq!(l, Label::tag("y"), "the step's label is the variant's");
+                        slot.rec.push_sorted(l, Value::Int(i));
+                    }
                     Src::Input(k) => {
-                        let (l, v) = &slot.input.entries()[k as usize];
-                        slot.rec.push_sorted(*l, v.clone());
+                        let (m, v) = &slot.input.entries()[k as usize];
+                        assert_eq!(l, *m, "the step's label is the input entry's");
+                        slot.rec.push_sorted(l, v.clone());
                     }
                 }
             }

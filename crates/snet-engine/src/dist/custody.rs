@@ -113,25 +113,47 @@ struct Group {
 /// What a token's drop commits or moves to another token: moved whole
 /// from a token to its parent, to a group it commits after, or into a
 /// [`Link`]'s `pending` for a dying token to carry on.
+///
+/// A fired cell's group is two tokens with one link (its tombstone's,
+/// which the [`Link`] itself carries): the item list and the links are
+/// inline for that many, so that a fire allocates neither (a `Vec`
+/// apiece, grown again in each `extend`, cost `bench/soak`'s respawn
+/// network about 300 instructions a fire), and a token stays small.
 #[derive(Default)]
 struct Content {
     /// The items of tokens that moved their content here.
-    ids: Vec<u64>,
+    ids: Ids,
     /// Records for node 0, held until the commit.
     held: Vec<(ConnId, Item)>,
-    /// Links to this group (moved on with the content), with the cell
-    /// whose firing each is (a tombstone) if it is one.
-    links: Vec<(Option<CellId>, Arc<Link>)>,
+    /// Links to this group (moved on with the content); a firing's
+    /// carries its cell (a tombstone, [`LinkAt::cell`]).
+    links: smallvec::SmallVec<[Arc<Link>; 1]>,
     /// Groups this one commits with or after.
     after: Vec<Arc<Link>>,
 }
 
+/// The items a commit reports done besides the root's own
+/// ([`Out::Commit`]'s `more`).
+pub(crate) type Ids = smallvec::SmallVec<[u64; 2]>;
+
 impl Content {
     fn extend(&mut self, o: Content) {
-        self.ids.extend(o.ids);
-        self.held.extend(o.held);
-        self.links.extend(o.links);
-        self.after.extend(o.after);
+        if !o.ids.is_empty() {
+            self.ids.extend(o.ids);
+        }
+        if !o.held.is_empty() {
+            if self.held.is_empty() {
+                self.held = o.held;
+            } else {
+                self.held.extend(o.held);
+            }
+        }
+        if !o.links.is_empty() {
+            self.links.extend(o.links);
+        }
+        if !o.after.is_empty() {
+            self.after.extend(o.after);
+        }
     }
 }
 
@@ -208,8 +230,9 @@ impl Token {
             at: Arc::downgrade(self),
             committed: false,
             pending: Vec::new(),
+            cell,
         })));
-        lock(&self.inner).c.links.push((cell, l.clone()));
+        lock(&self.inner).c.links.push(l.clone());
         l
     }
 
@@ -294,6 +317,9 @@ struct LinkAt {
     /// Content handed to the dying token `at` by a token that had to
     /// commit with or after it (taken by that token's drop).
     pending: Vec<Content>,
+    /// The link is a firing's: the cell's tombstone, committed with the
+    /// group (taken by the commit).
+    cell: Option<CellId>,
 }
 
 impl Link {
@@ -344,7 +370,7 @@ impl Drop for Token {
         // content brings links of its own, which point here too).
         let mut i = 0;
         while i < c.links.len() {
-            let pending = std::mem::take(&mut lock(&c.links[i].1 .0).pending);
+            let pending = std::mem::take(&mut lock(&c.links[i].0).pending);
             for p in pending {
                 c.extend(p);
             }
@@ -370,7 +396,7 @@ impl Drop for Token {
                 break;
             }
             if let Some((l, at)) = dying {
-                for (_, m) in &c.links {
+                for m in &c.links {
                     lock(&m.0).at = at.clone();
                 }
                 c.ids.push(self.id);
@@ -380,7 +406,7 @@ impl Drop for Token {
         }
         match to {
             To::Token(p) => {
-                for (_, l) in &c.links {
+                for l in &c.links {
                     lock(&l.0).at = Arc::downgrade(&p);
                 }
                 c.ids.push(self.id);
@@ -404,13 +430,10 @@ impl Token {
     /// now on is queued behind it, on the same channel).
     fn commit(&self, c: Content) {
         let Content {
-            ids,
-            held,
-            mut links,
-            ..
+            ids, held, links, ..
         } = c;
-        let committed = |links: &[(Option<CellId>, Arc<Link>)]| {
-            for (_, l) in links {
+        let committed = |links: &[Arc<Link>]| {
+            for l in links {
                 lock(&l.0).committed = true;
             }
         };
@@ -426,7 +449,11 @@ impl Token {
             drop(held);
             return;
         }
-        let cells = links.iter_mut().filter_map(|(c, _)| c.take()).collect();
+        // (Lock order: the state, then a link.)
+        let cells: smallvec::SmallVec<[CellId; 1]> = links
+            .iter()
+            .filter_map(|l| lock(&l.0).cell.take())
+            .collect();
         let out = Out::Commit {
             to: self.from,
             id: self.id,
@@ -747,12 +774,120 @@ pub(crate) struct Log {
     barren: Vec<u32>,
     /// Per node: the synchrocells its groups fired (tombstones, kept for
     /// the run: a replacement's cell of the same name starts fired).
-    tombstones: Vec<Vec<CellId>>,
+    tombstones: Vec<Tombstones>,
     /// Items reported done so far.
     dones: u64,
     /// `dones` when node 0 last asked the nodes to drain (none yet:
     /// `u64::MAX`).
     pub drained_at: u64,
+}
+
+/// One node's tombstones in node 0's log: the cells its groups fired,
+/// kept for the run, exactly (a set: nothing is ever dropped), but
+/// stored by cell *instance* (connection, template node, instance path),
+/// each with the set of keys fired in it as 64-key words (the key's
+/// high bits, and a bit per value of its low 6 bits). A cell per tag
+/// value (`[| .. |] ! <t>`) or a star's chain fires many keys in one
+/// instance, mostly close together and in about increasing order:
+/// `bench/soak`'s respawn network fires one cell per input record, and a
+/// `CellId` apiece (about 64 bytes, in a growing `Vec`) made node 0's
+/// memory grow with the run's length; as words, its quarter-million keys
+/// per node at 10^6 records (every fourth value) take about 16
+/// thousand. Scattered keys cost a word each (a third of a `CellId`).
+#[derive(Default)]
+pub(crate) struct Tombstones {
+    /// The instance a tombstone last came for, out of `places` (a run
+    /// of fires in one instance, the usual case, costs no hashing).
+    last: Option<(Place, Words)>,
+    places: rustc_hash::FxHashMap<Place, Words>,
+}
+
+/// A cell instance: [`CellId`] without the key.
+type Place = (ConnId, snet_core::NodeId, super::wire::Path);
+
+/// The keys fired in one cell instance ([`Tombstones`]): the word last
+/// added to, and the others by their high bits (an empty `BTreeMap`
+/// allocates nothing: an instance that fires one key, a lone cell,
+/// costs no map node).
+#[derive(Default)]
+struct Words {
+    hi: u64,
+    bits: u64,
+    rest: BTreeMap<u64, u64>,
+}
+
+impl Words {
+    fn insert(&mut self, key: u64) {
+        let (hi, bit) = (key >> 6, 1u64 << (key & 63));
+        if self.bits != 0 && hi != self.hi {
+            *self.rest.entry(self.hi).or_default() |= self.bits;
+            self.bits = self.rest.remove(&hi).unwrap_or(0);
+        }
+        self.hi = hi;
+        self.bits |= bit;
+    }
+
+    /// Every key, each once.
+    fn keys(&self) -> impl Iterator<Item = u64> + '_ {
+        let rest = self.rest.iter().map(|(&h, &b)| (h, b));
+        rest.chain(std::iter::once((self.hi, self.bits)))
+            .flat_map(|(hi, bits)| {
+                let mut b = bits;
+                std::iter::from_fn(move || {
+                    (b != 0).then(|| {
+                        let lo = u64::from(b.trailing_zeros());
+                        b &= b - 1;
+                        hi << 6 | lo
+                    })
+                })
+            })
+    }
+}
+
+impl Tombstones {
+    /// `cell` fired.
+    pub(crate) fn insert(&mut self, cell: CellId) {
+        let CellId {
+            conn,
+            cell,
+            path,
+            key,
+        } = cell;
+        match &mut self.last {
+            Some(((c, n, p), w)) if *c == conn && *n == cell && *p == path => w.insert(key),
+            last => {
+                let place = (conn, cell, path);
+                let mut w = self.places.remove(&place).unwrap_or_default();
+                w.insert(key);
+                if let Some((p, old)) = last.replace((place, w)) {
+                    self.places.insert(p, old);
+                }
+            }
+        }
+    }
+
+    /// The 64-key words stored (each instance's last one included).
+    #[cfg(all(test, not(loom)))]
+    fn words(&self) -> usize {
+        let words = |w: &Words| 1 + w.rest.len();
+        self.places.values().map(words).sum::<usize>()
+            + self.last.as_ref().map_or(0, |(_, w)| words(w))
+    }
+
+    /// Every cell that fired (for a replacement: [`Replay::tombstones`]).
+    pub(crate) fn cells(&self) -> Vec<CellId> {
+        let mut v = Vec::new();
+        let last = self.last.iter().map(|(p, w)| (p, w));
+        for ((conn, cell, path), words) in self.places.iter().chain(last) {
+            v.extend(words.keys().map(|key| CellId {
+                conn: *conn,
+                cell: *cell,
+                path: path.clone(),
+                key,
+            }));
+        }
+        v
+    }
 }
 
 /// Why a lost node is not replaced ([`Log::lose`]).
@@ -788,7 +923,7 @@ impl Log {
             credit: vec![crate::weight::Dyadic::zero(); n],
             replaced: 0,
             barren: vec![0; n],
-            tombstones: vec![Vec::new(); n],
+            tombstones: (0..n).map(|_| Tombstones::default()).collect(),
             dones: 0,
             drained_at: u64::MAX,
         }
@@ -797,7 +932,7 @@ impl Log {
     /// Node `from`'s groups fired cell `cell` (committed with them).
     pub(crate) fn fired(&mut self, from: Rank, cell: CellId) {
         if let Some(v) = self.tombstones.get_mut(from.0 as usize) {
-            v.push(cell);
+            v.insert(cell);
         }
     }
 
@@ -928,7 +1063,7 @@ impl Log {
             next: self.next[i],
             unacked: std::mem::take(&mut self.unacked[i]),
             lost_credit,
-            tombstones: self.tombstones[i].clone(),
+            tombstones: self.tombstones[i].cells(),
         })
     }
 
@@ -1027,6 +1162,119 @@ mod ring_tests {
         assert!(ring.slots.is_empty());
         assert_eq!(ring.base, n);
     }
+
+    /// Node 0 keeps every tombstone a node's groups committed, however
+    /// it stores them: a replacement is sent exactly the cells that
+    /// fired (a cell whose tombstone were dropped would start empty in
+    /// the replacement, store a replayed record and fire a second time),
+    /// and no other (a cell named by mistake would pass records it must
+    /// join). Keys dense, strided, scattered and at the edges of a word
+    /// and of `u64`, in several instances (connection, template, path),
+    /// and on two nodes.
+    #[test]
+    fn every_tombstone_is_sent_to_the_replacement_and_no_other() {
+        let mut log = Log::new(3);
+        let cell = |seq: u64, node: u32, path: &[u64], key: u64| CellId {
+            conn: ConnId {
+                origin: Rank(0),
+                seq,
+            },
+            cell: snet_core::NodeId(node),
+            path: path.iter().copied().collect(),
+            key,
+        };
+        let mut fired = std::collections::BTreeSet::new();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..20_000u64 {
+            // Every fourth value (the soak's), dense ones, the word's
+            // and `u64`'s edges, and pseudo-random ones.
+            let key = match i % 5 {
+                0 => 4 * i + 1,
+                1 => i,
+                2 => [0, 63, 64, 127, u64::MAX, u64::MAX - 63][(i / 5 % 6) as usize],
+                _ => {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x
+                }
+            };
+            let c = match i % 3 {
+                0 => cell(1, 4, &[], key),
+                1 => cell(1, 4, &[2, 0], key),
+                _ => cell(2, 7, &[2, 0, 5], key),
+            };
+            log.fired(Rank(1), c.clone());
+            fired.insert(c);
+        }
+        log.fired(Rank(2), cell(1, 4, &[], 3));
+        let sent = match log.lose(Rank(1)) {
+            Ok(r) => r.tombstones,
+            Err(_) => panic!("node 1 is replaced"),
+        };
+        assert_eq!(sent.len(), fired.len(), "each tombstone sent once");
+        let sent: std::collections::BTreeSet<_> = sent.into_iter().collect();
+        assert_eq!(sent, fired);
+        // A second loss sends them all again.
+        match log.lose(Rank(1)) {
+            Ok(r) => assert_eq!(
+                r.tombstones
+                    .into_iter()
+                    .collect::<std::collections::BTreeSet<_>>(),
+                fired
+            ),
+            Err(_) => panic!("node 1 is replaced again"),
+        }
+        match log.lose(Rank(2)) {
+            Ok(r) => assert_eq!(r.tombstones, vec![cell(1, 4, &[], 3)]),
+            Err(_) => panic!("node 2 is replaced"),
+        }
+    }
+
+    /// The soak's pattern (a cell per tag value, every fourth value on a
+    /// node, committed in about increasing order, a few out of it) takes
+    /// a word per 16 tombstones, not a `CellId` each, and a lone cell's
+    /// instance one word.
+    #[test]
+    fn tombstones_of_one_instance_take_a_word_per_64_keys() {
+        let mut t = Tombstones::default();
+        let place = |key| CellId {
+            conn: ConnId {
+                origin: Rank(0),
+                seq: 3,
+            },
+            cell: snet_core::NodeId(9),
+            path: [1u64, 0].into_iter().collect(),
+            key,
+        };
+        let n = 250_000u64;
+        for i in 0..n {
+            // Pairs swapped now and then: commits from several workers.
+            let j = if i % 7 == 3 && i + 1 < n {
+                i + 1
+            } else if i % 7 == 4 {
+                i - 1
+            } else {
+                i
+            };
+            t.insert(place(4 * j + 1));
+        }
+        assert!(t.words() <= (n / 16 + 1) as usize, "{} words", t.words());
+        assert_eq!(t.cells().len(), n as usize);
+        let mut lone = Tombstones::default();
+        for seq in 0..100 {
+            lone.insert(CellId {
+                key: 0,
+                conn: ConnId {
+                    origin: Rank(0),
+                    seq,
+                },
+                ..place(0)
+            });
+        }
+        assert_eq!(lone.words(), 100);
+        assert_eq!(lone.cells().len(), 100);
+    }
 }
 
 /// Groups and a synchrocell's guard (`synchrocell::Guard`), on one node
@@ -1058,7 +1306,7 @@ mod tests {
                 id, more, fired, ..
             } = o
             {
-                let mut ids = more;
+                let mut ids = more.to_vec();
                 ids.push(id);
                 ids.sort_unstable();
                 v.push((ids, fired.iter().map(|c| c.key).collect()));
@@ -1242,7 +1490,7 @@ mod tests {
                 ..
             } = o
             {
-                let mut ids = more;
+                let mut ids = more.to_vec();
                 ids.push(id);
                 ids.sort_unstable();
                 let mut keys: Vec<u64> = fired.iter().map(|c| c.key).collect();

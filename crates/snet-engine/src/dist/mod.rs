@@ -174,9 +174,9 @@ pub(crate) enum Out {
     Commit {
         to: Rank,
         id: u64,
-        more: Vec<u64>,
+        more: custody::Ids,
         items: Vec<(ConnId, Item)>,
-        fired: Vec<wire::CellId>,
+        fired: smallvec::SmallVec<[wire::CellId; 1]>,
     },
     /// Node 0 replacing node `to`: the cells its groups fired, before the
     /// records replayed to it.
@@ -309,6 +309,11 @@ pub(crate) struct Net {
     /// Mirrors `NetState::order.is_some()` (set once, before the first
     /// item arrives: [`Net::opened`]).
     ordered: crate::sync::AtomicBool,
+    /// A node other than 0 was sent tombstones (it replaces a lost
+    /// incarnation): only then is a new synchrocell looked up among them
+    /// ([`Net::tombstoned`]; set before the first replayed record is
+    /// read, the `Fired` frames coming first).
+    tombstoned_any: crate::sync::AtomicBool,
     /// Unacknowledged items that weigh as much as a full backlog
     /// ([`ACK_WINDOW`], or `SNET_ACK_WINDOW`).
     window: u64,
@@ -429,6 +434,7 @@ impl Net {
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
             ordered: crate::sync::AtomicBool::new(false),
+            tombstoned_any: crate::sync::AtomicBool::new(false),
             window: ack_window(),
         }
     }
@@ -774,17 +780,27 @@ impl Net {
         }
     }
 
-    /// Whether an earlier incarnation of this node fired cell `cell`.
-    pub(crate) fn tombstoned(&self, cell: &wire::CellId) -> bool {
-        self.custody
-            .as_ref()
-            .is_some_and(|c| lock(c).tombstones.contains(cell))
+    /// Whether an earlier incarnation of this node may have fired a
+    /// cell (node 0 sent tombstones): if not, [`Net::tombstoned`] is
+    /// false for every cell, and a guard need not name the cell to ask.
+    pub(crate) fn any_tombstones(&self) -> bool {
+        self.tombstoned_any.load(Ordering::Acquire)
     }
 
-    /// Node 0: this node's earlier incarnations fired `cell`.
+    /// Whether an earlier incarnation of this node fired cell `cell`.
+    pub(crate) fn tombstoned(&self, cell: &wire::CellId) -> bool {
+        self.any_tombstones()
+            && self
+                .custody
+                .as_ref()
+                .is_some_and(|c| lock(c).tombstones.contains(cell))
+    }
+
+    /// Node 0 says this node's earlier incarnations fired `cell`.
     fn tombstone(&self, cell: wire::CellId) {
         if let Some(c) = &self.custody {
             lock(c).tombstones.insert(cell);
+            self.tombstoned_any.store(true, Ordering::Release);
         }
     }
 

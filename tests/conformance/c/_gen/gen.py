@@ -256,6 +256,23 @@ void *dup(void *hnd, c4snet_data_t *a)
 '''}, [[field('a', f'(int[2]){i},{i*i}')] for i in range(5)], [[field('x', f'(int[2]){i},{i*i}'), field('y', f'(int[2]){i},{i*i}')] for i in range(5)],
     notes='C4SNetShallowCopy: one field in two labels, reference counted')
 
+_WIDE = [f't{i:02d}' for i in range(1, 18)]
+case('wide-output', f'''
+// An output of 18 values (a field and 17 tags): more than C4SNetOut reads
+// on its stack in the common case, so read on its checked path.
+box wide((a, <x>) -> (a, {", ".join(f"<{l}>" for l in _WIDE)}));
+net w connect wide;
+''', {'wide.c': f'''
+#include "C4SNet.h"
+void *wide(void *hnd, c4snet_data_t *a, int x)
+{{
+    C4SNetOut(hnd, 1, a, {", ".join(f"x + {i}" for i in range(1, 18))});
+    return hnd;
+}}
+'''}, [[field('a', f'(int[2]){i},{i*i}'), tag('x', 10 * i)] for i in range(4)],
+    [[field('a', f'(int[2]){i},{i*i}')] + [tag(l, 10 * i + k) for k, l in enumerate(_WIDE, 1)] for i in range(4)],
+    notes='an output variant of 18 values, a field and 17 tags: beyond the 16 that C4SNetOut reads on its fast path, each value read by its kind and the record built whole')
+
 # --- FRONT's two state-modelling patterns with a real Compute box ----------
 def prefix_run(recs, op):
     # the pure corpus computes expected outputs; reuse its input and expected files
