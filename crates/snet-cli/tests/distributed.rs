@@ -192,3 +192,112 @@ net missing {
     assert!(r.stderr.contains("prog.snet:4:"), "{}", r.stderr);
     assert!(r.stderr.contains("node 9"), "{}", r.stderr);
 }
+
+/// A box that passes `<k>` on, napping 1 ms a record (so that node 1's
+/// inboxes fill up); on input `k == SNET_TEST_AT` it first waits until the
+/// run's output file (`SNET_TEST_OUT`) holds a data record, and if none
+/// comes within 30 s it ends its node (exit 4) saying so.
+const PROBE_BOX: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "C4SNet.h"
+
+static int output_begun(const char *path)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "r");
+    size_t n;
+    int seen = 0;
+    if (f == NULL) return 0;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    seen = strstr(buf, "type=\"data\"") != NULL;
+    fclose(f);
+    return seen;
+}
+
+void *probe(void *hnd, int k)
+{
+    const char *at = getenv("SNET_TEST_AT");
+    const char *out = getenv("SNET_TEST_OUT");
+    usleep(1000);
+    if (at != NULL && out != NULL && k == atoi(at)) {
+        int i;
+        for (i = 0; i < 30000 && !output_begun(out); i++) usleep(1000);
+        if (!output_begun(out)) {
+            fprintf(stderr, "probe: no output record before input record %d\n", k);
+            exit(4);
+        }
+    }
+    C4SNetOut(hnd, 1, k);
+    return hnd;
+}
+"#;
+
+/// A deterministic split around a placement on node 1 writes its output
+/// as node 1's replicas make it, not in a burst at the end: node 1's box
+/// for the last input record (`k = 199`, replica `c = 3`) waits until
+/// node 0 has written an output record. Before, node 1's worker ran one
+/// replica's box through its whole backlog (the licences of the other
+/// replicas, delivered from node 0, waited in the injector, which a worker
+/// looks at only when its own queue is empty), and the collector could
+/// write nothing before the replica holding record 0 ran: at one worker
+/// the box waited for ever (here: 30 s, then the node ended). With
+/// `--on-node-loss fail` and `respawn`, on shm and loopback, 1/2/8
+/// workers.
+#[test]
+fn a_deterministic_split_around_a_placement_writes_its_output_as_it_goes() {
+    let dir = scratch("det-stream");
+    let boxes = dir.join("probe.c");
+    std::fs::write(&boxes, PROBE_BOX).unwrap();
+    let prog = dir.join("stream.snet");
+    std::fs::write(
+        &prog,
+        "net stream { box probe((<k>) -> (<k>)); }\n\
+         connect [{<k>} -> {<k>, <c = k % 4>}] .. (probe @ 1) !! <c>;\n",
+    )
+    .unwrap();
+    let exe = dir.join("stream");
+    snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+    let runs: [(&str, &str, &str); 7] = [
+        ("shm", "fail", "1"),
+        ("shm", "fail", "2"),
+        ("shm", "fail", "8"),
+        ("shm", "respawn", "1"),
+        ("shm", "respawn", "2"),
+        ("shm", "respawn", "8"),
+        ("loopback", "fail", "1"),
+    ];
+    for (i, (transport, loss, workers)) in runs.into_iter().enumerate() {
+        let out = dir.join(format!("out-{i}.xml"));
+        let _ = std::fs::remove_file(&out);
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(["--nodes", "2", "--transport", transport])
+            .env("SNET_TEST_AT", "199")
+            .env("SNET_TEST_OUT", &out);
+        let r = run_with(
+            cmd,
+            &exe,
+            &k_records(200),
+            &[
+                "--on-node-loss",
+                loss,
+                "-w",
+                workers,
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        let what = format!("{transport}, {loss}, {workers} workers");
+        assert!(r.ok, "{what}: {}", r.stderr);
+        let written = std::fs::read_to_string(&out).unwrap();
+        let ks: Vec<i64> = written
+            .split("<tag label=\"k\">")
+            .skip(1)
+            .map(|s| s.split('<').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(ks, (0..200).collect::<Vec<_>>(), "{what}");
+    }
+}

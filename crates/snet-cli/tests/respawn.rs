@@ -5,8 +5,9 @@
 //! in a star, split per tag, inside a star's or a split's replica); a
 //! record that kills every incarnation is a poison record (the run ends
 //! after three tries, naming the box and the input record); a node
-//! holding what replay cannot restore (a synchrocell in a placement
-//! inside a feedback loop) ends the run with a message naming it;
+//! holding what replay cannot restore (a star-fused synchrocell in a
+//! placement inside a feedback loop) ends the run with a message naming
+//! it, while a lone cell there survives;
 //! `respawn` under MPI and `redistribute` are refused at start.
 //!
 //! The losses are deterministic: the box `victim` ends its own process
@@ -75,14 +76,16 @@ net chain {
 } connect (victim @ 1) .. (touch @ 2);
 "#;
 
-/// `victim` and a synchrocell on node 1, placed inside a feedback loop
-/// on node 0: the end of the stream's drain commits the groups of the
-/// records the cell stores, and the loop could bring records back to the
-/// cell after it, so replay cannot restore it.
+/// `victim` and a synchrocell that is a star's whole replica on node 1,
+/// placed inside a feedback loop on node 0: the end of the stream's
+/// drain parks the records the cell stores, and the loop could bring
+/// records back to the cell after it; a replacement's fused star does
+/// not rebuild its positions from parked records, so replay cannot
+/// restore it. (A lone cell there is restored: [`LOOPED`].)
 const CELL: &str = r#"
 net cell {
   box victim((<k>) -> (<k>));
-} connect ((victim .. [| {<k>}, {<m>} |]) @ 1) \ {<m>};
+} connect ((victim .. ([| {<k>}, {<m>} |] * {<k>, <m>})) @ 1) \ {<m>};
 "#;
 
 /// Each record becomes an `a` and a `b` on node 1, which a synchrocell
@@ -879,4 +882,191 @@ fn respawn_is_refused_under_mpi_and_redistribute_everywhere() {
         "{}",
         r.stderr
     );
+}
+
+/// A synchrocell on node 1 in a placement that node 0's feedback loop
+/// (or star) brings records back to (issue 40's last synchrocell
+/// placement that ended the run). Round 1: each input `k` becomes an `a`
+/// (`victim` doubles `k`); the cell stores the first, every other passes
+/// its taken slot and waits in the stored record's custody group, so it
+/// goes on only at the end of the stream's drain, which parks the stored
+/// record at node 0. Round 2 (the record comes back with `r`, its `k`
+/// raised by 1000 before `victim`, so `victim` sees `2k + 1000` and the
+/// kill lands in round 2 only): each becomes an `a` or a `b` by `k`. In
+/// the loop the first `b` fires the drained cell with the parked record
+/// (`{loop}` = `\ {<r>}`); in the star the records go on to the next
+/// stage's placement, a new cell on node 1, which stores its first `a`
+/// and `b` after the drain and fires (`{loop}` = `* {<out>}`). The
+/// output drops `k`, so it is one multiset whichever records the cells
+/// took.
+const LOOPED: &str = r#"
+net looped {
+  box victim((<k>) -> (<k>));
+} connect ((([{<k>, <r>} -> {<k = k + 1000>, <r>}] | [{<k>} -> {<k>}])
+    .. victim
+    .. ([{<k>, <r>} -> if <k % 3 == 0> then {<a = 1>, <r>} else {<b = 1>, <r>}]
+       | [{<k>} -> {<k>, <a = 1>}])
+    .. [| {<a>}, {<b>} |]
+    .. ([{<a>, <b>} -> {<m = 1>, <out>}] | [{<a>, <k>} -> {<k>, <r>}]
+       | [{<a>, <r>} -> {<a>, <out>}] | [{<b>, <r>} -> {<b>, <out>}])
+    .. ([{<out>, <k>} -> {<out>}] | [{<out>} -> {<out>}] | [{<r>} -> {<r>}])) @ 1) {loop};
+"#;
+
+/// The programs of [`LOOPED`]: the feedback loop and the star.
+fn looped_programs() -> &'static Vec<PathBuf> {
+    static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| {
+        build_all(
+            "respawn-looped",
+            [("feedback", "\\ {<r>}"), ("star", "* {<out>}")]
+                .into_iter()
+                .map(|(name, l)| (name, LOOPED.replace("{loop}", l))),
+        )
+    })
+}
+
+/// Node 1 of each program of [`LOOPED`] kills itself in round 2, on the
+/// record of input 10, 100 or 199, at 1, 2 and 8 workers, and is
+/// SIGKILLed from outside once 20 records are written (all in round 2):
+/// the replacement's cell starts with the records the drain parked (the
+/// loop), or the cells stored after the drain keep their custody (the
+/// star), and the output is the failure-free run's. Before, the loop's
+/// run ended at the loss naming the synchrocell.
+#[test]
+fn a_synchrocell_in_a_placement_inside_a_loop_on_node_0_survives_a_loss() {
+    for (exe, name) in looped_programs().iter().zip(["feedback", "star"]) {
+        let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{name}: {}", want.stderr);
+        let want = records(&want.stdout);
+        // One merged record and the 198 records no cell took (the
+        // loop's cell stored one), or 197 (the star's first stage stored
+        // one, the second stage's cell two).
+        let n = if name == "feedback" { 199 } else { 198 };
+        assert_eq!(want.values().sum::<usize>(), n + 1, "{name}: {want:?}");
+        assert_eq!(
+            want.keys().filter(|l| l.contains("\"m\"")).count(),
+            1,
+            "{name}: the cell fired once: {want:?}"
+        );
+        for (at, workers) in [("1020", "1"), ("1200", "2"), ("1398", "8"), ("1200", "8")] {
+            let args = ["--workers", workers, "--on-node-loss", "respawn", "--stats"];
+            let r = run_shm(exe, 2, 200, Some(&format!("kill@{at}")), &args);
+            let what = format!("{name}, lost on 2k + 1000 = {at}, {workers} workers");
+            assert!(r.ok, "{what}: {}", r.stderr);
+            assert_eq!(records(&r.stdout), want, "{what}");
+            assert!(
+                r.stderr.contains("replaced 1 lost node process"),
+                "{what}: {}",
+                r.stderr
+            );
+        }
+        let (out, stderr) = killed_from_outside(exe, 2, 1, Kill::After(20));
+        assert_eq!(records(&out), want, "{name}, killed from outside: {stderr}");
+    }
+}
+
+/// Deterministic combinators with synchrocells inside, placed on node 1
+/// (issue 40's last such shape that ended the run): a star of cells in
+/// each replica of `!!`, a star of cells in one branch of `||`, and cells
+/// that never fire in the replicas of `!!` (records with `x` after the
+/// first of their replica pass a taken slot and join its group, held
+/// until the end's drain, while the others go around the cell).
+const DET_CELLS: [(&str, &str, usize); 3] = [
+    (
+        "cells-split",
+        "([{<k>} -> {<k>, <c = k % 4>}] .. ((victim .. \
+         [{<k>, <c>} -> {<k>, <c>, <a = k>}; {<k>, <c>, <b = k>}] .. \
+         ([| {<a>}, {<b>} |] * {<a>, <b>})) !! <c>)) @ 1",
+        201,
+    ),
+    (
+        "cells-parallel",
+        "([{<k>} -> if <k % 3 == 0> then {<k>, <t>} else {<k>, <v>}] .. \
+         (([{<k>, <v>} -> {<k>}] .. victim) || \
+         ([{<k>, <t>} -> {<k>, <a = k>}; {<k>, <b = k>}] .. ([| {<a>}, {<b>} |] * {<a>, <b>})))) @ 1",
+        201,
+    ),
+    (
+        "cells-held",
+        "([{<k>} -> if <k % 10 == 5> then {<k>, <c = k % 4>, <x>} else {<k>, <c = k % 4>}] .. \
+         ((victim .. [| {<x>}, {<y>} |]) !! <c>)) @ 1",
+        199,
+    ),
+];
+
+/// The programs of [`DET_CELLS`], built once.
+fn det_cell_programs() -> &'static Vec<PathBuf> {
+    static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| {
+        build_all(
+            "respawn-detcell",
+            DET_CELLS.iter().map(|(name, body, _)| {
+                let src = format!(
+                    "net d {{ box victim((<k>) -> (<k>)); box touch((<k>) -> (<k>)); }}\nconnect {body};\n"
+                );
+                (*name, src)
+            }),
+        )
+    })
+}
+
+/// Node 1 of each program of [`DET_CELLS`] loses itself on record 4, 37
+/// or 151 (at 1, 2 and 8 workers): the replacement is sent what node 1
+/// had not committed, and the output is the failure-free run's in the
+/// same order. The records leaving the combinator commit in its order
+/// (each after the group of the one before it:
+/// `Graph::det_outputs_to_link`), so node 0 has a prefix of that order
+/// when the node is lost, and without a loss the order is kept too.
+/// Before, each loss ended the run, naming the combinator.
+#[test]
+fn a_deterministic_combinator_with_a_cell_inside_is_replaced_and_the_order_is_kept() {
+    for (exe, (name, _, n)) in det_cell_programs().iter().zip(DET_CELLS) {
+        let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{name}: {}", want.stderr);
+        assert_eq!(in_order(&want.stdout).len(), n, "{name}");
+        let r = run_shm(
+            exe,
+            2,
+            200,
+            None,
+            &["--workers", "2", "--on-node-loss", "respawn"],
+        );
+        assert!(r.ok, "{name}, no loss: {}", r.stderr);
+        same_order(&r.stdout, &want.stdout, &format!("{name}, no loss"));
+        for (at, workers) in [("4", "1"), ("37", "2"), ("151", "8")] {
+            let r = run_shm(
+                exe,
+                2,
+                200,
+                Some(&format!("kill@{at}")),
+                &["--workers", workers, "--on-node-loss", "respawn", "--stats"],
+            );
+            let what = format!("{name}, lost at {at}, {workers} workers");
+            assert!(r.ok, "{what}: {}", r.stderr);
+            same_order(&r.stdout, &want.stdout, &what);
+            assert!(
+                r.stderr.contains("replaced 1 lost node process"),
+                "{what}: {}",
+                r.stderr
+            );
+        }
+    }
+}
+
+/// As above, with node 1 SIGKILLed from outside 1 or 50 ms after its
+/// process appeared (the victim naps 2 ms a record).
+#[test]
+fn a_deterministic_combinator_with_a_cell_inside_killed_from_outside_is_replaced() {
+    for (exe, (name, _, _)) in det_cell_programs().iter().zip(DET_CELLS) {
+        let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{name}: {}", want.stderr);
+        for after in [1, 50] {
+            let (out, stderr) = killed_from_outside(exe, 2, 1, Kill::AfterMs(after));
+            same_order(
+                &out,
+                &want.stdout,
+                &format!("{name}, killed after {after} ms: {stderr}"),
+            );
+        }
+    }
 }

@@ -646,15 +646,17 @@ impl Graph {
     /// cannot restore if `k` is lost: the first construct, in the
     /// program's text, that may run on `k` and is a placement inside one
     /// on another node (its records go between two nodes other than 0),
-    /// a deterministic combinator with a synchrocell inside it, or a
-    /// synchrocell in a placement inside a feedback loop (node 0's
-    /// end-of-stream drain commits the groups of the records a cell
-    /// stores, and a loop can bring records back to the cell after that).
+    /// or a synchrocell that is a star's whole replica (`[| .. |] * p`) in
+    /// a placement inside a feedback loop (node 0's end-of-stream drain
+    /// parks the records a cell stores, and a loop can bring records back
+    /// to the cell after that: a replacement's lone cell, or a split's,
+    /// starts with its parked records, a fused star's positions do not).
     /// `None`: everything that may run on `k` is a function of each
     /// record (boxes, filters, splits, stars, feedback loops, placed
     /// farms `!@`, deterministic combinators inside or around a placement
     /// on `k`, whose markers custody keeps like records: `snet-engine`'s
-    /// `dist::custody`, `CommitOrder`) or a synchrocell whose decisions
+    /// `dist::custody`, `CommitOrder`; one with a synchrocell inside links
+    /// its output: [`Graph::det_outputs_to_link`]) or a synchrocell whose decisions
     /// custody groups protect, which replay restores; a cell is named by
     /// its instance path (so one in a star's or split's replica, or in a
     /// net used twice, is too). A dynamic placement's body counts as
@@ -727,19 +729,19 @@ impl Graph {
         // replica too) is named by its instance path, the same in every
         // incarnation of the node (`snet-engine`'s `CellId`).
         match &self.node(id).kind {
-            NodeKind::Synchrocell(_) if at.in_loop => return Some(id),
-            NodeKind::Place { .. } | NodeKind::DynPlace { .. } => return Some(id),
-            // A deterministic combinator on the node whose inside holds a
-            // synchrocell: a record the cell stores keeps its custody
-            // group open while the collector moves on, so the node would
-            // commit later records first, out of the combinator's order.
-            NodeKind::Parallel { det: true, .. }
-            | NodeKind::Split { det: true, .. }
-            | NodeKind::Star { det: true, .. }
-                if self.holds_cell(id) =>
-            {
-                return Some(id)
+            // A cell in a placement inside a feedback loop on node 0 is
+            // restored (the drain parks what it stores: `snet-engine`'s
+            // `dist::custody`), except the whole replica of a star (`[|
+            // .. |] * p`, fused), whose positions a replacement does not
+            // rebuild from parked records.
+            NodeKind::Star { body, .. } if at.in_loop => {
+                if let Some(cell) = self.fused_cell(*body) {
+                    return Some(cell);
+                }
             }
+            NodeKind::Place { .. } | NodeKind::DynPlace { .. } => return Some(id),
+            // (A deterministic combinator whose inside holds a synchrocell
+            // links its output: [`Graph::det_outputs_to_link`].)
             _ => {}
         }
         stack.extend(self.children(id).into_iter().map(|c| (c, *at)));
@@ -748,12 +750,12 @@ impl Graph {
 
     /// Whether replaying its records restores what an instance of
     /// `template`, placed on a node other than 0, held: it places
-    /// nothing on another node, and holds no synchrocell inside a
-    /// deterministic combinator. Boxes, filters, parallel composition,
+    /// nothing on another node. Boxes, filters, parallel composition,
     /// splits, stars and feedback loops are functions of each record, and
     /// so are deterministic combinators (a replacement's collector starts
     /// afresh with the replayed records, which node 0 sends again in
-    /// their order); synchrocells'
+    /// their order; with a synchrocell inside, their output is linked:
+    /// [`Graph::det_outputs_to_link`]); synchrocells'
     /// decisions are protected by custody groups (`snet-engine`'s
     /// `dist::custody`).
     pub fn replayable(&self, template: NodeId) -> bool {
@@ -770,6 +772,35 @@ impl Graph {
             }
         }
         true
+    }
+
+    /// The deterministic combinators (`||`, `!!`, `**`, `!!@`) whose
+    /// output a node other than 0 of a run that survives a lost node must
+    /// *link* (issue 40), by node index: those with a synchrocell inside.
+    /// There, each record leaving the combinator (its collector, or a
+    /// split of cells' one FIFO entity) commits with or after the record
+    /// that left it before (`snet-engine`'s `dist::custody::PathLast`).
+    /// A record a cell stores, or one passing a cell whose slot is taken,
+    /// keeps its custody group open while the combinator moves on; without
+    /// the link, later records would commit first and reach node 0 out of
+    /// the combinator's order (even without a loss). With it, commits
+    /// follow the combinator's order, so what node 0 has is a prefix of
+    /// that order and a replacement, sent the rest in input order, makes
+    /// the rest in that order (ARCHITECTURE.md, "Markers and a lost
+    /// node"). Elsewhere (no cell inside, or on node 0) nothing is linked.
+    pub fn det_outputs_to_link(&self) -> Vec<bool> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                matches!(
+                    node.kind,
+                    NodeKind::Parallel { det: true, .. }
+                        | NodeKind::Split { det: true, .. }
+                        | NodeKind::Star { det: true, .. }
+                ) && self.holds_cell(NodeId(i as u32))
+            })
+            .collect()
     }
 
     /// Whether a synchrocell is under `root`.

@@ -190,7 +190,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                 ));
             }
             let branches = &def.branches;
-            let (next, mut det) = det_wrap(ctx, def.det, next);
+            let (next, mut det) = det_wrap(ctx, node, def.det, next);
             let mut par = ParallelEntity::new(def.clone(), next.clone(), here(ctx));
             let eager = &def.init_branches;
             if !eager.is_empty() {
@@ -237,7 +237,9 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
         NodeKind::Star { .. } => {
             let def = rt.prog.star(node).clone();
             if def.fused.is_some() {
-                // A deterministic fused star is one FIFO entity: order holds without a collector.
+                // A deterministic fused star is one FIFO entity: order holds
+                // without a collector (its output linked like a collector's).
+                let next = det_output(ctx, node, next);
                 return ctx.entity(Kind::FusedSynchrocell(FusedSynchrocell::new(
                     def,
                     next,
@@ -252,14 +254,16 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                     rt, def, next,
                 )));
             }
-            let (exit, det) = det_wrap(ctx, def.det, next);
+            let (exit, det) = det_wrap(ctx, node, def.det, next);
             let exit = merge_input(ctx, node, &exit);
             ctx.entity(Kind::Star(StarEntity::new(def, 0, exit, det, here(ctx))))
         }
         NodeKind::Split { .. } | NodeKind::DynPlace { .. } => {
             let def = rt.prog.split(node).clone();
             if def.fused.is_some() {
-                // One FIFO entity: a deterministic split needs no collector (split.rs).
+                // One FIFO entity: a deterministic split needs no collector
+                // (split.rs); its output is linked like a collector's.
+                let next = det_output(ctx, node, next);
                 return ctx.entity(Kind::SplitSynchrocell(crate::split::SplitSynchrocell::new(
                     def,
                     next,
@@ -267,7 +271,7 @@ fn instantiate_node(ctx: &Ctx, node: NodeId, next: Arc<Entity>, start: &Stamps) 
                     &ctx.path.borrow(),
                 )));
             }
-            let (next, det) = det_wrap(ctx, def.det, next);
+            let (next, det) = det_wrap(ctx, node, def.det, next);
             ctx.entity(Kind::Split(SplitEntity::new(def, next, det, here(ctx))))
         }
         NodeKind::Feedback { .. } => {
@@ -366,15 +370,34 @@ fn is_filter(graph: &Graph, node: NodeId) -> bool {
     matches!(graph.node(node).kind, NodeKind::Filter(_))
 }
 
-/// For a deterministic combinator: a collector in front of `next`, and the owner state.
+/// Where deterministic combinator `comb`'s output going to `next` is
+/// sent: `next` itself, or, where a lost node's replay needs the records
+/// leaving it linked in their order (a synchrocell inside, on a node
+/// other than 0 of a run that survives a lost node:
+/// [`snet_core::Graph::det_outputs_to_link`]), a [`PathLink`] in front of
+/// it, run under the licence of the entity that orders the output.
+fn det_output(ctx: &Ctx, comb: NodeId, next: Arc<Entity>) -> Arc<Entity> {
+    if ctx.rt.prog.det_links[comb.index()] && ctx.rt.net.receives_custody() {
+        let e = ctx.stateless_entity(Stateless::Path(PathLink::new(next)));
+        e.tag(comb);
+        e
+    } else {
+        next
+    }
+}
+
+/// For a deterministic combinator `comb`: a collector in front of `next`
+/// (its output linked if [`det_output`] says so), and the owner state.
 fn det_wrap(
     ctx: &Ctx,
+    comb: NodeId,
     det: bool,
     next: Arc<Entity>,
 ) -> (Arc<Entity>, Option<crate::collector::DetOwner>) {
     if !det {
         return (next, None);
     }
+    let next = det_output(ctx, comb, next);
     let owner = ctx.rt.new_owner();
     let coll = ctx.entity(Kind::Collector(Collector::new(owner, next)));
     (coll, Some(crate::collector::DetOwner::new(owner)))

@@ -118,6 +118,10 @@ pub(crate) struct Program {
     /// of a run that survives a lost node ([`Graph::merges_to_link`],
     /// `crate::dist::custody::PathLast`).
     pub links: Vec<bool>,
+    /// Per node: a deterministic combinator whose output is linked on a
+    /// node other than 0 of a run that survives a lost node
+    /// ([`Graph::det_outputs_to_link`]).
+    pub det_links: Vec<bool>,
 }
 
 macro_rules! typed {
@@ -251,11 +255,13 @@ impl Program {
             .collect();
         let markers = may_see_markers(&graph);
         let links = graph.merges_to_link();
+        let det_links = graph.det_outputs_to_link();
         Program {
             graph,
             templates,
             markers,
             links,
+            det_links,
         }
     }
 

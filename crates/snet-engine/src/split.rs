@@ -341,8 +341,17 @@ impl SplitSynchrocell {
             }
             None => {
                 let mut cell = Cell::new(pats.len());
+                // Records an earlier incarnation's drain parked here.
+                let mut restored = false;
+                if let Some(g) = &mut self.guard {
+                    for (i, r) in g.parked(&ctx.rt.net, key, det.custody()) {
+                        restored |= cell.restore(i as usize, r);
+                    }
+                }
                 let r = cell.offer(pats, rec);
-                if matches!(r, Ok(Stored::Kept(_))) {
+                if matches!(r, Ok(Stored::Kept(_)))
+                    || (restored && matches!(r, Ok(Stored::Passed(_))))
+                {
                     self.open.insert(v, cell);
                 } else if matches!(r, Ok(Stored::Fired(_))) {
                     self.fired.insert(v);
@@ -357,8 +366,9 @@ impl SplitSynchrocell {
         })?;
         match stored {
             Stored::Kept(i) => {
-                if let Some(g) = &mut self.guard {
-                    g.stored(&ctx.rt.net, key, i, det.custody());
+                let r = self.open.get(&v).and_then(|c| c.slot(i));
+                if let (Some(g), Some(r)) = (&mut self.guard, r) {
+                    g.stored(&ctx.rt.net, key, i, det.custody(), r);
                 }
                 ctx.rt
                     .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker())

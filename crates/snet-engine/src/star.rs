@@ -353,8 +353,8 @@ impl FusedSynchrocell {
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
                 None => {
-                    if let Some(g) = &mut self.guard {
-                        g.stored(&ctx.rt.net, pos, i, det.custody());
+                    if let (Some(g), Some(r)) = (&mut self.guard, cell.slot(i)) {
+                        g.stored(&ctx.rt.net, pos, i, det.custody(), r);
                     }
                     ctx.rt
                         .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker());

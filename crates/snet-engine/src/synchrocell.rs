@@ -95,6 +95,27 @@ impl Cell {
         })
     }
 
+    /// An earlier incarnation of its node parked `rec` in slot `i` (the
+    /// drain handed it to node 0, which gives it back to a replacement):
+    /// the cell starts with it there. False if the slot is not an empty
+    /// one of this cell (a parked record never fills the last slot).
+    pub(crate) fn restore(&mut self, i: usize, rec: Record) -> bool {
+        if self.fired || self.slots.get(i).is_none_or(|s| s.is_some()) {
+            return false;
+        }
+        if self.filled + 1 >= self.slots.len() {
+            return false;
+        }
+        self.slots[i] = Some(rec);
+        self.filled += 1;
+        true
+    }
+
+    /// The record stored in slot `i`, if any.
+    pub(crate) fn slot(&self, i: usize) -> Option<&Record> {
+        self.slots.get(i).and_then(|s| s.as_ref())
+    }
+
     /// The cell fired in an earlier incarnation of its node.
     pub(crate) fn set_fired(&mut self) {
         self.fired = true;
@@ -175,8 +196,20 @@ impl SynchrocellEntity {
             0
         };
         if let Some(g) = &mut self.guard {
-            if std::mem::take(&mut g.fresh) && g.first(&ctx.rt.net, 0, det.custody()) {
-                self.cell.set_fired();
+            if std::mem::take(&mut g.fresh) {
+                if g.first(&ctx.rt.net, 0, det.custody()) {
+                    self.cell.set_fired();
+                } else {
+                    // Records an earlier incarnation's drain parked here.
+                    let mut restored = false;
+                    for (i, r) in g.parked(&ctx.rt.net, 0, det.custody()) {
+                        restored |= self.cell.restore(i as usize, r);
+                    }
+                    if restored {
+                        ctx.rt
+                            .note_holding(me, &mut self.listed, self.node, ctx.stacks.worker());
+                    }
+                }
             }
         }
         let stored =
@@ -189,8 +222,8 @@ impl SynchrocellEntity {
                 })?;
         match stored {
             Stored::Kept(i) => {
-                if let Some(g) = &mut self.guard {
-                    g.stored(&ctx.rt.net, 0, i, det.custody());
+                if let (Some(g), Some(r)) = (&mut self.guard, self.cell.slot(i)) {
+                    g.stored(&ctx.rt.net, 0, i, det.custody(), r);
                 }
                 ctx.rt
                     .note_holding(me, &mut self.listed, self.node, ctx.stacks.worker())
@@ -349,12 +382,40 @@ impl Guard {
         }
     }
 
-    /// Cell `key` stored the record with token `t` in slot `i`.
-    pub(crate) fn stored(&mut self, net: &crate::dist::Net, key: u64, i: usize, t: Tok) {
-        if self.conn.is_none() {
-            self.conn = t.map(|t| t.conn());
+    /// Records an earlier incarnation's drain parked in cell `key`, just
+    /// created (slot, record): it starts with them (no token: node 0 holds
+    /// them until the cell's tombstone comes).
+    pub(crate) fn parked(
+        &mut self,
+        net: &crate::dist::Net,
+        key: u64,
+        t: Tok,
+    ) -> Vec<(u64, snet_core::Record)> {
+        if !net.any_parked() {
+            // (No earlier incarnation's drain parked anything here.)
+            return Vec::new();
         }
-        let stored = t.and_then(|t| net.cell_store(t));
+        match self.id(key, t) {
+            Some(id) => net.parked_in(&id),
+            None => Vec::new(),
+        }
+    }
+
+    /// Cell `key` stored `rec`, with token `t`, in slot `i` (the node's
+    /// table keeps a copy of it for the drain to park).
+    pub(crate) fn stored(
+        &mut self,
+        net: &crate::dist::Net,
+        key: u64,
+        i: usize,
+        t: Tok,
+        rec: &snet_core::Record,
+    ) {
+        let id = self.id(key, t);
+        let stored = match (t, id) {
+            (Some(t), Some(id)) => net.cell_store(t, id, i as u64, rec),
+            _ => None,
+        };
         let slots = self.slots.entry(key).or_default();
         if slots.len() <= i {
             slots.resize(i + 1, None);

@@ -271,7 +271,9 @@ connect (t .. ([{<x>} -> {<y=x>}] !!@ <n>)) | ([{<z>} -> {<z>}] @ 3) | ([{<w>} -
 /// stars, feedback loops, `!@` farms, synchrocells (alone, or fused with
 /// a star or split, or several behind a race whose inputs are then
 /// linked: `Graph::merges_to_link`) and deterministic combinators (their
-/// ordering markers, inside or around a placement on the node) are fine.
+/// ordering markers, inside or around a placement on the node; with a
+/// cell inside, their output linked: `Graph::det_outputs_to_link`) are
+/// fine.
 #[test]
 fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     let boundary = |src: &str, k: u32| {
@@ -381,9 +383,23 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     assert_eq!(boundary(twice_in_order, 2), None);
     assert_eq!(linked(twice_in_order), Vec::<String>::new());
     // A cell in a placement inside a feedback loop on node 0 (its records
-    // can come back after the end of the stream's drain).
-    let looped = "net f connect ([| {<x>}, {<w>} |] @ 1) \\ {<z>};";
-    assert_eq!(boundary(looped, 1), Some(("synchrocell".into(), 1, 16)));
+    // can come back after the end of the stream's drain, which parks the
+    // records cells store): restored, alone, in a split's or a star's
+    // replica, a cell per tag; a cell that is a star's whole replica
+    // (fused: a replacement does not rebuild its positions from parked
+    // records) is still a boundary, named.
+    for looped in [
+        "net f connect ([| {<x>}, {<w>} |] @ 1) \\ {<z>};",
+        "net f connect (([| {<x>}, {<w>} |] ! <x>) @ 1) \\ {<z>};",
+        "net f connect ((([| {<x>}, {<w>} |] .. [{<x>} -> {<x>}]) * {<w>}) @ 1) \\ {<z>};",
+    ] {
+        assert_eq!(boundary(looped, 1), None, "{looped}");
+    }
+    let looped_star = "net f connect (([| {<x>}, {<w>} |] * {<x>, <w>}) @ 1) \\ {<z>};";
+    assert_eq!(
+        boundary(looped_star, 1),
+        Some(("synchrocell".into(), 1, 17))
+    );
     // Deterministic combinators inside a placement on the node (their
     // owner and collector there) ...
     for inside in [
@@ -405,18 +421,54 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
         assert_eq!(boundary(around, 2), None, "{around}");
     }
     // A deterministic combinator on the node with a cell inside it: a
-    // stored record would hold its outputs back while the collector
-    // moves on (the node's commits out of the combinator's order).
-    let det_cell_inside = "net d connect ([| {<x>}, {<w>} |] || [{<v>} -> {<v>}]) @ 1;";
+    // stored record holds its outputs back while the collector moves on,
+    // so the records leaving the combinator are linked in its order
+    // (`Graph::det_outputs_to_link`) and replay restores it. Without a
+    // cell inside, or a combinator around the placement: not linked.
+    let det_linked = |src: &str| {
+        let g = compile("b.snet", src, None).graph.expect("graph");
+        let mut kinds: Vec<String> = g
+            .det_outputs_to_link()
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| **l)
+            .map(|(i, _)| g.node(snet_core::NodeId(i as u32)).describe().to_string())
+            .collect();
+        kinds.sort();
+        kinds
+    };
+    for (inside, kind) in [
+        (
+            "net d connect ([| {<x>}, {<w>} |] || [{<v>} -> {<v>}]) @ 1;",
+            "deterministic parallel composition",
+        ),
+        (
+            "net d connect ([| {<x>}, {<w>} |] !! <x>) @ 1;",
+            "deterministic parallel replication",
+        ),
+        (
+            "net d connect (([| {<x>}, {<w>} |] .. [{<x>} -> {<x>}]) ** {<y>}) @ 1;",
+            "deterministic serial replication",
+        ),
+    ] {
+        assert_eq!(boundary(inside, 1), None, "{inside}");
+        assert_eq!(det_linked(inside), [kind], "{inside}");
+    }
     assert_eq!(
-        boundary(det_cell_inside, 1),
-        Some(("deterministic parallel composition".into(), 1, 35))
+        det_linked("net s connect ([{<x>} -> {<x>}] !! <x>) @ 1;"),
+        Vec::<String>::new()
     );
     // One around the placement orders at node 0: a cell inside is fine.
     let det_cell_around = "net d connect ([| {<x>}, {<w>} |] @ 1) !! <x>;";
     assert_eq!(boundary(det_cell_around, 1), None);
+    // (Linked wherever it runs: on node 0, which receives no custody,
+    // the engine makes no link.)
+    assert_eq!(
+        det_linked(det_cell_around),
+        ["deterministic parallel replication"]
+    );
     // A deterministic combinator does not hide what is still a boundary.
-    let det_cell = "net d connect ([| {<x>}, {<w>} |] @ 1) \\ {<z>} !! <x>;";
+    let det_cell = "net d connect (([| {<x>}, {<w>} |] * {<x>, <w>}) @ 1) \\ {<z>} !! <x>;";
     assert_eq!(
         boundary(det_cell, 1).map(|b| b.0),
         Some("synchrocell".into())

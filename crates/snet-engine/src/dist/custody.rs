@@ -13,8 +13,8 @@
 //!   again is then exactly what the log still holds.
 //! * **Node `k`** gives a record it receives from node 0, on a
 //!   connection whose template replay can restore
-//!   ([`snet_core::Graph::replayable`]: no placement inside, no
-//!   synchrocell inside a deterministic combinator), a [`Token`]; every
+//!   ([`snet_core::Graph::replayable`]: no placement inside), a
+//!   [`Token`]; every
 //!   record derived
 //!   from it carries a clone ([`crate::entity::Stamps::custody`]). A record
 //!   on its way back to node 0 does not leave: the token *holds* it. When
@@ -43,9 +43,17 @@
 //!   it commits after through the [`Link`], never waiting for it).
 //!   Where several cells are behind a merge whose order is not fixed,
 //!   each record leaving one input of the merge commits with or after
-//!   the one that left it before ([`PathLast`], `crate::pathlink`).
+//!   the one that left it before ([`PathLast`], `crate::pathlink`); so
+//!   does each record leaving a deterministic combinator with a cell
+//!   inside (`Graph::det_outputs_to_link`), and a commit that took in
+//!   other groups' content sends its records in the order they were
+//!   held ([`HOLDS`]).
 //!   At the end of the input node 0 asks the nodes holding records to
-//!   drain (`Net::ask_drain`): stored records' groups then commit.
+//!   drain (`Net::ask_drain`): stored records are *parked* (handed to
+//!   node 0 with their cell and slot in their group's commit,
+//!   [`Token::park`]; node 0 keeps them until the cell's tombstone,
+//!   [`Log::park`], and a replacement's cell starts with them) and their
+//!   groups commit.
 //! * **A lost node** (`managers::replace`): node 0 ends the run if the
 //!   node may have held what replay cannot restore, or held a record
 //!   through [`REPLAY_TRIES`] losses (a poison record); else it has the
@@ -125,11 +133,17 @@ struct Content {
     ids: Ids,
     /// Records for node 0, held until the commit.
     held: Vec<(ConnId, Item)>,
+    /// When each of `held` was held ([`HOLDS`]): a commit that took in
+    /// other groups' content sends them in that order.
+    order: smallvec::SmallVec<[u64; 2]>,
     /// Links to this group (moved on with the content); a firing's
     /// carries its cell (a tombstone, [`LinkAt::cell`]).
     links: smallvec::SmallVec<[Arc<Link>; 1]>,
     /// Groups this one commits with or after.
     after: Vec<Arc<Link>>,
+    /// Records a drain parked (their cell, slot, and the record): node 0
+    /// keeps them until the cell's tombstone.
+    parked: Vec<(CellId, u64, Rec)>,
 }
 
 /// The items a commit reports done besides the root's own
@@ -147,6 +161,10 @@ impl Content {
             } else {
                 self.held.extend(o.held);
             }
+            self.order.extend(o.order);
+        }
+        if !o.parked.is_empty() {
+            self.parked.extend(o.parked);
         }
         if !o.links.is_empty() {
             self.links.extend(o.links);
@@ -169,6 +187,11 @@ impl Content {
 /// Lock order: `GROUPS`, then the node's state, then a [`Link`]; a
 /// token's own lock is taken alone (nothing is locked under it).
 static GROUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds so far in this process: the order of [`Content::held`] across
+/// groups. (A connection's records are held under its remote entity's
+/// licence, whose hand-over orders the increments.)
+static HOLDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Token {
     pub(crate) fn new(
@@ -207,7 +230,16 @@ impl Token {
 
     /// Holds `item` for connection `conn` until the commit.
     pub(crate) fn hold(&self, conn: ConnId, item: Item) {
-        lock(&self.inner).c.held.push((conn, item));
+        let n = HOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut g = lock(&self.inner);
+        g.c.held.push((conn, item));
+        g.c.order.push(n);
+    }
+
+    /// The drain parks `rec`, stored in slot `slot` of cell `cell`: it
+    /// goes to node 0 with the group's commit.
+    pub(crate) fn park(&self, cell: CellId, slot: u64, rec: Rec) {
+        lock(&self.inner).c.parked.push((cell, slot, rec));
     }
 
     /// The root of the token's group.
@@ -430,8 +462,22 @@ impl Token {
     /// now on is queued behind it, on the same channel).
     fn commit(&self, c: Content) {
         let Content {
-            ids, held, links, ..
+            ids,
+            mut held,
+            order,
+            links,
+            parked,
+            ..
         } = c;
+        // Records of several groups (a group that commits after another
+        // took that one's content) go in the order they were held: the
+        // order they left a deterministic combinator whose output is
+        // linked, for one (`Graph::det_outputs_to_link`).
+        if !order.is_sorted() {
+            let mut both: Vec<(u64, (ConnId, Item))> = order.into_iter().zip(held).collect();
+            both.sort_by_key(|b| b.0);
+            held = both.into_iter().map(|b| b.1).collect();
+        }
         let committed = |links: &[Arc<Link>]| {
             for l in links {
                 lock(&l.0).committed = true;
@@ -446,7 +492,7 @@ impl Token {
         if g.stop {
             drop(g);
             committed(&links);
-            drop(held);
+            drop((held, parked));
             return;
         }
         // (Lock order: the state, then a link.)
@@ -460,6 +506,7 @@ impl Token {
             more: ids,
             items: held,
             fired: cells,
+            parked,
         };
         let g = &mut *g;
         match g.order.as_mut() {
@@ -775,6 +822,10 @@ pub(crate) struct Log {
     /// Per node: the synchrocells its groups fired (tombstones, kept for
     /// the run: a replacement's cell of the same name starts fired).
     tombstones: Vec<Tombstones>,
+    /// Per node: the records its drains parked (cell, slot, record), until
+    /// the cell's tombstone comes: a replacement's cell of that name
+    /// starts with them in its slots.
+    parked: Vec<Vec<(CellId, u64, Rec)>>,
     /// Items reported done so far.
     dones: u64,
     /// `dones` when node 0 last asked the nodes to drain (none yet:
@@ -908,6 +959,7 @@ pub(crate) struct Replay {
     pub unacked: u64,
     pub lost_credit: crate::weight::Dyadic,
     pub tombstones: Vec<CellId>,
+    pub parked: Vec<(CellId, u64, Rec)>,
 }
 
 impl Log {
@@ -924,15 +976,38 @@ impl Log {
             replaced: 0,
             barren: vec![0; n],
             tombstones: (0..n).map(|_| Tombstones::default()).collect(),
+            parked: (0..n).map(|_| Vec::new()).collect(),
             dones: 0,
             drained_at: u64::MAX,
         }
     }
 
-    /// Node `from`'s groups fired cell `cell` (committed with them).
-    pub(crate) fn fired(&mut self, from: Rank, cell: CellId) {
-        if let Some(v) = self.tombstones.get_mut(from.0 as usize) {
+    /// Node `from`'s groups fired cell `cell` (committed with them): the
+    /// records parked there are in the merged record, and are returned
+    /// (the caller drops them outside the state's lock: dropping a record
+    /// may release fields).
+    pub(crate) fn fired(&mut self, from: Rank, cell: CellId) -> Vec<(CellId, u64, Rec)> {
+        let i = from.0 as usize;
+        let mut gone = Vec::new();
+        if let Some(p) = self.parked.get_mut(i) {
+            if p.iter().any(|(c, ..)| *c == cell) {
+                let (g, keep) = std::mem::take(p)
+                    .into_iter()
+                    .partition(|(c, ..)| *c == cell);
+                *p = keep;
+                gone = g;
+            }
+        }
+        if let Some(v) = self.tombstones.get_mut(i) {
             v.insert(cell);
+        }
+        gone
+    }
+
+    /// Node `from`'s drain parked `rec`, stored in slot `slot` of `cell`.
+    pub(crate) fn park(&mut self, from: Rank, cell: CellId, slot: u64, rec: Rec) {
+        if let Some(v) = self.parked.get_mut(from.0 as usize) {
+            v.push((cell, slot, rec));
         }
     }
 
@@ -1064,6 +1139,7 @@ impl Log {
             unacked: std::mem::take(&mut self.unacked[i]),
             lost_credit,
             tombstones: self.tombstones[i].cells(),
+            parked: self.parked[i].clone(),
         })
     }
 
@@ -1365,6 +1441,50 @@ mod tests {
         assert_eq!(commits(&net), vec![(vec![5], vec![])]);
     }
 
+    /// Records leaving a deterministic combinator inside a placement
+    /// (`Graph::det_outputs_to_link`): `a` and `c` are one group (`c`
+    /// passed the cell whose slot holds `a`'s record), `b` another, and
+    /// they left in the order `a`, `b`, `c`, so each group is linked
+    /// after the other. Node 0 gets the records in the order they were
+    /// held, whichever token drops last, not group by group.
+    #[test]
+    fn records_of_groups_linked_each_after_the_other_reach_node_0_in_order() {
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        for last in 0..3 {
+            let net = node();
+            let out = PathLast::default();
+            let t = [token(&net, 1), token(&net, 2), token(&net, 3)];
+            union(&t[0], &t[2]);
+            for (n, tok) in t.iter().enumerate() {
+                out.pass(Some(tok));
+                tok.hold(conn, rec(n as i64));
+            }
+            let [a, b, c] = t;
+            let mut t = vec![Some(a), Some(b), Some(c)];
+            for i in (0..3).filter(|&i| i != last) {
+                t[i] = None;
+            }
+            drop(t);
+            let g = std::mem::take(&mut lock(&net.state.0).out);
+            let ns: Vec<i64> = g
+                .into_iter()
+                .filter_map(|o| match o {
+                    Out::Commit { items, .. } => Some(items),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|(_, i)| match i {
+                    Item::Rec(r) => r.rec.int(snet_core::Label::tag("n")),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(ns, [0, 1, 2], "token {last} dropped last");
+        }
+    }
+
     /// A record passes a cell whose slot holds another's: it commits with
     /// that one's group while it is open (the cell fires later: one
     /// commit with the tombstone), alone once it has committed.
@@ -1373,7 +1493,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 0, 0, Some(&s));
+        g.stored(&net, 0, 0, Some(&s), &snet_core::Record::new());
         drop(s); // the cell's table keeps it
         g.passed_open(&net, 0..=0, Some(&r));
         drop(r);
@@ -1443,7 +1563,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 0, 0, Some(&s));
+        g.stored(&net, 0, 0, Some(&s), &snet_core::Record::new());
         drop(s);
         g.passed_open(&net, 0..=0, Some(&r)); // `r`'s record goes on
         let f = token(&net, 3);
@@ -1608,7 +1728,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, f) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 9, 0, Some(&s));
+        g.stored(&net, 9, 0, Some(&s), &snet_core::Record::new());
         drop(s);
         g.fired(&net, 9, Some(&f));
         let (r1, r2) = (token(&net, 3), token(&net, 4));
@@ -1622,20 +1742,65 @@ mod tests {
         assert_eq!(commits(&net), vec![(vec![4], vec![])]);
     }
 
+    /// The parked records of the commits queued so far: (cell key, slot,
+    /// the record's tag `k`), the queue left as it was.
+    fn parked(net: &Net) -> Vec<(u64, u64, Option<i64>)> {
+        let g = lock(&net.state.0);
+        let k = snet_core::Label::tag("custody-parked");
+        let mut v = Vec::new();
+        for o in &g.out {
+            if let Out::Commit { parked, .. } = o {
+                for (c, slot, r) in parked {
+                    let k = match r.rec.get(k) {
+                        Some(snet_core::Value::Int(k)) => Some(*k),
+                        _ => None,
+                    };
+                    v.push((c.key, *slot, k));
+                }
+            }
+        }
+        v
+    }
+
     /// The end of the stream: a stored record's group commits when node 0
-    /// asks the node to drain; stores after that keep no token.
+    /// asks the node to drain, with the record parked (its cell, slot and
+    /// contents, for node 0 to keep); a record stored after the drain (a
+    /// feedback loop brought it back) keeps its token, and the next drain
+    /// parks it too. A record that fires a cell whose slot holds a parked
+    /// record joins no group of it.
     #[test]
-    fn a_drain_commits_the_groups_of_stored_records() {
+    fn a_drain_parks_stored_records_and_commits_their_groups() {
         let net = node();
+        let rec = |k: i64| {
+            let mut r = snet_core::Record::new();
+            r.set_int(snet_core::Label::tag("custody-parked"), k);
+            r
+        };
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 0, 0, Some(&s));
+        g.stored(&net, 0, 0, Some(&s), &rec(10));
         g.passed_open(&net, 0..=0, Some(&r));
         drop((s, r));
         assert_eq!(commits(&net), vec![]);
         net.drain_frame(Rank::ROOT);
+        assert_eq!(parked(&net), vec![(0, 0, Some(10))]);
         assert_eq!(commits(&net), vec![(vec![1, 2], vec![])]);
+        // Back round the loop: stored in another cell, with its token.
         let t = token(&net, 3);
-        assert_eq!(net.cell_store(&t), None);
+        g.stored(&net, 5, 1, Some(&t), &rec(11));
+        drop(t);
+        assert_eq!(
+            commits(&net),
+            vec![],
+            "a store after the drain keeps its token"
+        );
+        net.drain_frame(Rank::ROOT);
+        assert_eq!(parked(&net), vec![(5, 1, Some(11))]);
+        assert_eq!(commits(&net), vec![(vec![3], vec![])]);
+        // A record fires cell 0 (slot 0 parked): its own group, the tombstone.
+        let f = token(&net, 4);
+        g.fired(&net, 0, Some(&f));
+        drop(f);
+        assert_eq!(commits(&net), vec![(vec![4], vec![0])]);
     }
 }

@@ -167,6 +167,7 @@ fn send_batch(
                 more,
                 items,
                 fired,
+                parked,
             } => {
                 // The records, the tombstones and the `Done`s in one
                 // message (custody.rs): a message is delivered whole or
@@ -182,6 +183,18 @@ fn send_batch(
                             EngineError::Distribution(DistributionError::Field { node: me, error })
                         })?;
                 }
+                // A parked record: not an item of its connection (no
+                // acknowledgement counts it), its own Items frame.
+                for (cell, slot, rec) in parked {
+                    let conn = cell.conn;
+                    b.frames.push(&Frame::Parked { cell, slot });
+                    b.frames
+                        .item(conn, enc, to, &Item::Rec(rec), &net.store)
+                        .map_err(|error| {
+                            EngineError::Distribution(DistributionError::Field { node: me, error })
+                        })?;
+                    b.frames.end_items();
+                }
                 for cell in fired {
                     b.frames.push(&Frame::Fired { cell });
                 }
@@ -194,6 +207,23 @@ fn send_batch(
                 for cell in cells {
                     b.frames.push(&Frame::Fired { cell });
                 }
+            }
+            Out::Parked {
+                to,
+                cell,
+                slot,
+                rec,
+            } => {
+                let b = msgs.entry((to, ch)).or_default();
+                b.needs_credit = true;
+                let conn = cell.conn;
+                b.frames.push(&Frame::Parked { cell, slot });
+                b.frames
+                    .item(conn, enc, to, &Item::Rec(rec), &net.store)
+                    .map_err(|error| {
+                        EngineError::Distribution(DistributionError::Field { node: me, error })
+                    })?;
+                b.frames.end_items();
             }
             Out::Drain { to } => {
                 let b = msgs.entry((to, ch)).or_default();
@@ -437,7 +467,7 @@ fn replace(
     let gone = |message: String| EngineError::Node { node: k, message };
     if let Some(held) = rt.graph().replay_boundary(k) {
         return Err(gone(format!(
-            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops, deterministic combinators and synchrocells, but not a synchrocell placed inside a feedback loop or inside a deterministic combinator)",
+            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops, deterministic combinators and synchrocells, but not a synchrocell that is a star's whole replica placed inside a feedback loop, nor a placement inside a placement on another node)",
             held.what, held.loc
         )));
     }
@@ -533,6 +563,9 @@ fn handle(
     let net = &rt.net;
     let proto = |e: ProtocolError| Handled::Error(EngineError::Distribution(e.into()));
     got.dones.clear();
+    // A `Parked` frame's cell and slot: the next Items frame holds its
+    // record.
+    let mut park: Option<(super::wire::CellId, u64)> = None;
     while let Some(frame) = r
         .next_frame()
         .map_err(|error| proto(ProtocolError::Malformed { from, error }))?
@@ -554,6 +587,17 @@ fn handle(
                 let g = rt.graph();
                 let markers = net.receives_custody() && has_markers(g);
                 net.opened(from, conn, g.replayable(template), markers);
+            }
+            FrameRef::Items { .. } if park.is_some() => {
+                let Some((cell, slot)) = park.take() else {
+                    continue;
+                };
+                while let Some(item) = r
+                    .next_item(dec, from, &net.store, host.codecs())
+                    .map_err(|error| proto(ProtocolError::Item { from, error }))?
+                {
+                    net.parked_frame(from, cell.clone(), slot, item);
+                }
             }
             FrameRef::Items { conn, .. } => {
                 let to = lock(&net.inbound)
@@ -613,6 +657,7 @@ fn handle(
             FrameRef::Seq { next } => net.set_next(from, next),
             FrameRef::Fired { cell } => net.fired_frame(from, cell),
             FrameRef::Drain => net.drain_frame(from),
+            FrameRef::Parked { cell, slot } => park = Some((cell, slot)),
             // Taken from the log together, at the end of the message.
             FrameRef::Done { id } => got.dones.push(id),
         }

@@ -177,12 +177,23 @@ pub(crate) enum Out {
         more: custody::Ids,
         items: Vec<(ConnId, Item)>,
         fired: smallvec::SmallVec<[wire::CellId; 1]>,
+        /// Records a drain parked in the group's cells: cell, slot, record.
+        parked: Vec<(wire::CellId, u64, Rec)>,
     },
     /// Node 0 replacing node `to`: the cells its groups fired, before the
     /// records replayed to it.
     Tombstones {
         to: Rank,
         cells: Vec<wire::CellId>,
+    },
+    /// Node 0 replacing node `to`: a record an earlier incarnation's
+    /// drain parked in slot `slot` of `cell`, after the tombstones and
+    /// before the records replayed to it.
+    Parked {
+        to: Rank,
+        cell: wire::CellId,
+        slot: u64,
+        rec: Rec,
     },
     /// Node 0, quiescent at the end of the input with records still in
     /// node `to`'s custody: its synchrocells stop protecting what they
@@ -224,6 +235,7 @@ impl Out {
             | Out::Commit { .. }
             | Out::Replay { .. }
             | Out::Tombstones { .. }
+            | Out::Parked { .. }
             | Out::Seq { .. } => Channel::Records,
             Out::Bytes { .. } => Channel::Field,
             _ => Channel::Control,
@@ -314,6 +326,9 @@ pub(crate) struct Net {
     /// ([`Net::tombstoned`]; set before the first replayed record is
     /// read, the `Fired` frames coming first).
     tombstoned_any: crate::sync::AtomicBool,
+    /// Set when node 0 sent this replacement a parked record
+    /// ([`Net::any_parked`]).
+    parked_any: crate::sync::AtomicBool,
     /// Unacknowledged items that weigh as much as a full backlog
     /// ([`ACK_WINDOW`], or `SNET_ACK_WINDOW`).
     window: u64,
@@ -325,14 +340,25 @@ pub(crate) struct Receiving {
     pub next: u64,
     pub replayable: rustc_hash::FxHashSet<ConnId>,
     /// The custody tokens of records synchrocells store, by a key the
-    /// cell keeps (here, not in the cell, so that [`Net::drain`] can drop
-    /// them; a stored record keeps its group from committing).
-    stored: FxHashMap<u64, Arc<custody::Token>>,
+    /// cell keeps (here, not in the cell, so that [`Net::drain`] can park
+    /// them; a stored record keeps its group from committing), with the
+    /// cell, the slot and a copy of the record.
+    stored: FxHashMap<u64, StoredRec>,
     next_stored: u64,
-    /// The stream is over ([`Net::drain`]): cells store without custody.
-    drained: bool,
     /// The cells node 0 says this node's earlier incarnations fired.
     tombstones: rustc_hash::FxHashSet<wire::CellId>,
+    /// The records node 0 says this node's earlier incarnations' drains
+    /// parked, by cell (slot, record): the cell of that name starts with
+    /// them in its slots.
+    parked: FxHashMap<wire::CellId, Vec<(u64, snet_core::Record)>>,
+}
+
+/// A record a synchrocell stores, as [`Receiving::stored`] keeps it.
+struct StoredRec {
+    token: Arc<custody::Token>,
+    cell: wire::CellId,
+    slot: u64,
+    rec: snet_core::Record,
 }
 
 /// Items a node may have sent to other nodes and not had acknowledged
@@ -435,6 +461,7 @@ impl Net {
                 .then(|| Mutex::new(Receiving::default())),
             ordered: crate::sync::AtomicBool::new(false),
             tombstoned_any: crate::sync::AtomicBool::new(false),
+            parked_any: crate::sync::AtomicBool::new(false),
             window: ack_window(),
         }
     }
@@ -527,6 +554,7 @@ impl Net {
                 | Out::Ack { to, .. }
                 | Out::Commit { to, .. }
                 | Out::Tombstones { to, .. }
+                | Out::Parked { to, .. }
                 | Out::Drain { to }
                 | Out::Replay { to, .. }
                 | Out::Seq { to, .. } => Some(*to),
@@ -569,6 +597,14 @@ impl Net {
             st.out.push_back(Out::Tombstones {
                 to: k,
                 cells: r.tombstones,
+            });
+        }
+        for (cell, slot, rec) in r.parked {
+            st.out.push_back(Out::Parked {
+                to: k,
+                cell,
+                slot,
+                rec,
             });
         }
         for (id, conn, item) in r.items {
@@ -756,27 +792,39 @@ impl Net {
         }
     }
 
-    /// A node other than 0: a synchrocell stores a record with token `t`;
-    /// the key it finds it by (`None` after [`Net::drain`]).
-    pub(crate) fn cell_store(&self, t: &Arc<custody::Token>) -> Option<u64> {
+    /// A node other than 0: synchrocell `cell` stores `rec` in slot
+    /// `slot`, with token `t`; the key it finds the token by. The table
+    /// keeps a copy of the record for [`Net::drain`] to park.
+    pub(crate) fn cell_store(
+        &self,
+        t: &Arc<custody::Token>,
+        cell: wire::CellId,
+        slot: u64,
+        rec: &snet_core::Record,
+    ) -> Option<u64> {
         let mut c = lock(self.custody.as_ref()?);
-        if c.drained {
-            return None;
-        }
         let k = c.next_stored;
         c.next_stored += 1;
-        c.stored.insert(k, t.clone());
+        c.stored.insert(
+            k,
+            StoredRec {
+                token: t.clone(),
+                cell,
+                slot,
+                rec: rec.clone(),
+            },
+        );
         Some(k)
     }
 
     /// The token a cell stored under `key` (taken out of the table if
-    /// `take`); `None` after [`Net::drain`].
+    /// `take`); `None` once [`Net::drain`] parked the record.
     pub(crate) fn cell_token(&self, key: u64, take: bool) -> Option<Arc<custody::Token>> {
         let mut c = lock(self.custody.as_ref()?);
         if take {
-            c.stored.remove(&key)
+            c.stored.remove(&key).map(|s| s.token)
         } else {
-            c.stored.get(&key).cloned()
+            c.stored.get(&key).map(|s| s.token.clone())
         }
     }
 
@@ -785,6 +833,22 @@ impl Net {
     /// false for every cell, and a guard need not name the cell to ask.
     pub(crate) fn any_tombstones(&self) -> bool {
         self.tombstoned_any.load(Ordering::Acquire)
+    }
+
+    /// Whether earlier incarnations' drains parked records here (node 0
+    /// sent them, before any replayed record): if not, a new cell starts
+    /// empty, and its guard need not name it to ask.
+    pub(crate) fn any_parked(&self) -> bool {
+        self.parked_any.load(Ordering::Acquire)
+    }
+
+    /// The records earlier incarnations' drains parked in cell `cell`
+    /// (slot, record), taken: the cell starts with them.
+    pub(crate) fn parked_in(&self, cell: &wire::CellId) -> Vec<(u64, snet_core::Record)> {
+        self.custody
+            .as_ref()
+            .and_then(|c| lock(c).parked.remove(cell))
+            .unwrap_or_default()
     }
 
     /// Whether an earlier incarnation of this node fired cell `cell`.
@@ -804,17 +868,51 @@ impl Net {
         }
     }
 
-    /// The stream is over (node 0's `Drain`): the tokens of stored records
-    /// are dropped, so that their groups commit.
+    /// The stream is over (node 0's `Drain`): each stored record is
+    /// *parked*, handed to node 0 in its token's group (with its cell and
+    /// slot; the record stays in the cell), and the tokens are dropped,
+    /// so that their groups commit. Records stored later keep their
+    /// tokens (a feedback loop on node 0 may bring records back to the
+    /// cell), and a later drain parks them.
     fn drain(&self) {
         let Some(c) = &self.custody else { return };
-        let stored = {
-            let mut c = lock(c);
-            c.drained = true;
-            std::mem::take(&mut c.stored)
-        };
+        let stored = std::mem::take(&mut lock(c).stored);
         // Outside the lock: dropping a token commits (which locks the state).
-        drop(stored);
+        for (_, s) in stored {
+            s.token.park(
+                s.cell,
+                s.slot,
+                Rec {
+                    rec: s.rec,
+                    det: Stamps::default(),
+                    origin: Default::default(),
+                },
+            );
+        }
+    }
+
+    /// A `Parked` frame from `from` and its record: node 0 keeps it until
+    /// the cell's tombstone; a replacement's cell starts with it.
+    pub(crate) fn parked_frame(&self, from: Rank, cell: wire::CellId, slot: u64, item: Item) {
+        let Item::Rec(rec) = item else { return };
+        if self.me == Rank::ROOT {
+            if let Some(log) = lock(&self.state.0).log.as_mut() {
+                log.park(from, cell, slot, rec);
+                return;
+            }
+        } else if from == Rank::ROOT {
+            if let Some(c) = &self.custody {
+                lock(c)
+                    .parked
+                    .entry(cell)
+                    .or_default()
+                    .push((slot, rec.rec));
+                self.parked_any.store(true, Ordering::Release);
+                return;
+            }
+        }
+        // (Outside the lock: dropping a record may release fields.)
+        drop(rec);
     }
 
     /// A `Fired` frame from `from`: node 0 keeps the tombstone; a
@@ -836,9 +934,12 @@ impl Net {
 
     /// Node 0: node `from`'s groups fired `cell`.
     fn fired(&self, from: Rank, cell: wire::CellId) {
-        if let Some(log) = lock(&self.state.0).log.as_mut() {
-            log.fired(from, cell);
-        }
+        let gone = match lock(&self.state.0).log.as_mut() {
+            Some(log) => log.fired(from, cell),
+            None => Vec::new(),
+        };
+        // (Outside the lock: dropping a record may release fields.)
+        drop(gone);
     }
 
     /// Node 0 at the end of the input, quiescent: with records still in

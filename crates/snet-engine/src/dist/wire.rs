@@ -42,6 +42,7 @@
 //! | 10 | Seq | the identity of the next item from the sender (a replay's) |
 //! | 11 | Fired | a synchrocell's identity: connection, template node, instance path (a count and the steps), key (a tombstone) |
 //! | 12 | Drain | |
+//! | 13 | Parked | a synchrocell's identity (as in Fired), slot; the next frame is an Items frame of one record, the record parked in that slot |
 //!
 //! A connection is its creator node and counter; stamps are a count and
 //! the numbers. The Items count is written as a four-byte varint (padded
@@ -252,6 +253,7 @@ const DONE: u8 = 9;
 const SEQ: u8 = 10;
 const FIRED: u8 = 11;
 const DRAIN: u8 = 12;
+const PARKED: u8 = 13;
 
 /// Items counts below this fit the four-byte form patched in place.
 const COUNT4_LIMIT: u64 = 1 << 28;
@@ -289,6 +291,17 @@ fn put_s(out: &mut Vec<u8>, s: &str) {
 fn put_conn(out: &mut Vec<u8>, c: ConnId) {
     put_u(out, u64::from(c.origin.0));
     put_u(out, c.seq);
+}
+
+/// A synchrocell's name ([`CellId`]): connection, template node, path, key.
+fn put_cell(out: &mut Vec<u8>, cell: &CellId) {
+    put_conn(out, cell.conn);
+    put_u(out, u64::from(cell.cell.0));
+    put_u(out, cell.path.len() as u64);
+    for &step in &cell.path {
+        put_u(out, step);
+    }
+    put_u(out, cell.key);
 }
 
 fn put_stamps(out: &mut Vec<u8>, s: &Stamps) {
@@ -390,6 +403,12 @@ impl Frames {
     pub(crate) fn push(&mut self, f: &Frame) {
         self.items = None;
         f.encode(&mut self.bytes);
+    }
+
+    /// Ends the open Items frame: the next item starts a new one (a
+    /// parked record's Items frame holds that record only).
+    pub(crate) fn end_items(&mut self) {
+        self.items = None;
     }
 
     /// Appends engine item `item` for connection `conn` at node `to`,
@@ -526,6 +545,19 @@ pub enum Frame<'a> {
     /// left): the receiver's synchrocells stop protecting the records
     /// they store, whose groups then commit (`dist::custody`).
     Drain,
+    /// Custody: the record in the next frame (an `Items` frame of one
+    /// record) is the one stored in slot `slot` of the synchrocell named
+    /// `cell`, *parked* by a drain: from a node other than 0, in the
+    /// commit of its group (node 0 keeps it until the cell's tombstone);
+    /// from node 0 to a replacement, after the tombstones and before the
+    /// records replayed to it: the replacement's cell of that name starts
+    /// with it in that slot (`dist::custody`).
+    Parked {
+        /// The cell's name across incarnations.
+        cell: CellId,
+        /// The slot (the pattern's position in the cell).
+        slot: u64,
+    },
 }
 
 /// A synchrocell's name on a node other than 0, the same in every
@@ -628,6 +660,13 @@ pub enum FrameRef<'a> {
     },
     /// [`Frame::Drain`].
     Drain,
+    /// [`Frame::Parked`].
+    Parked {
+        /// The cell's name across incarnations.
+        cell: CellId,
+        /// The slot the record is parked in.
+        slot: u64,
+    },
 }
 
 /// An item as it travels.
@@ -748,6 +787,7 @@ impl<'a> Message<'a> {
                 FrameRef::Seq { next } => Frame::Seq { next },
                 FrameRef::Fired { cell } => Frame::Fired { cell },
                 FrameRef::Drain => Frame::Drain,
+                FrameRef::Parked { cell, slot } => Frame::Parked { cell, slot },
             });
         }
         Ok(Message { credit, frames })
@@ -826,15 +866,14 @@ impl Frame<'_> {
             }
             Frame::Fired { cell } => {
                 out.push(FIRED);
-                put_conn(out, cell.conn);
-                put_u(out, u64::from(cell.cell.0));
-                put_u(out, cell.path.len() as u64);
-                for &step in &cell.path {
-                    put_u(out, step);
-                }
-                put_u(out, cell.key);
+                put_cell(out, cell);
             }
             Frame::Drain => out.push(DRAIN),
+            Frame::Parked { cell, slot } => {
+                out.push(PARKED);
+                put_cell(out, cell);
+                put_u(out, *slot);
+            }
         }
     }
 
@@ -872,6 +911,7 @@ impl Frame<'_> {
             Frame::Seq { next } => Frame::Seq { next },
             Frame::Fired { cell } => Frame::Fired { cell },
             Frame::Drain => Frame::Drain,
+            Frame::Parked { cell, slot } => Frame::Parked { cell, slot },
         }
     }
 }
@@ -1019,6 +1059,16 @@ impl<'a> Reader<'a> {
             }
             None => self.err(Malformed::Truncated),
         }
+    }
+
+    /// A synchrocell's name, as [`put_cell`] writes it.
+    fn cell(&mut self) -> Result<CellId, WireError> {
+        Ok(CellId {
+            conn: self.conn()?,
+            cell: NodeId(self.u32("template node")?),
+            path: self.path()?,
+            key: self.u()?,
+        })
     }
 
     /// An instance path: a count, then the steps (each at least a byte,
@@ -1170,15 +1220,12 @@ impl<'a> Reader<'a> {
             ACK => FrameRef::Ack { count: self.u()? },
             DONE => FrameRef::Done { id: self.u()? },
             SEQ => FrameRef::Seq { next: self.u()? },
-            FIRED => FrameRef::Fired {
-                cell: CellId {
-                    conn: self.conn()?,
-                    cell: NodeId(self.u32("template node")?),
-                    path: self.path()?,
-                    key: self.u()?,
-                },
-            },
+            FIRED => FrameRef::Fired { cell: self.cell()? },
             DRAIN => FrameRef::Drain,
+            PARKED => FrameRef::Parked {
+                cell: self.cell()?,
+                slot: self.u()?,
+            },
             k => {
                 self.at -= 1;
                 return self.err(Malformed::UnknownFrame(k));

@@ -116,6 +116,86 @@ fn records_markers_and_labels_round_trip() {
     );
 }
 
+/// Custody's `Parked` frame: kind 13, the cell's name as in `Fired`
+/// and the slot, then an `Items` frame of the one parked record, which
+/// the output manager ends there (`Frames::end_items`) so that a record
+/// after it on the same connection starts an `Items` frame of its own;
+/// through the encoder and decoder both ways.
+#[test]
+fn parked_frames_round_trip_with_their_record() {
+    let store0 = FieldStore::new(Rank(0), Arc::new(NoRelease));
+    let store1 = FieldStore::new(Rank(1), Arc::new(NoRelease));
+    let codecs = Codecs::default();
+    let conn = ConnId {
+        origin: Rank(0),
+        seq: 3,
+    };
+    let cell = CellId {
+        conn,
+        cell: snet_core::NodeId(12),
+        path: smallvec::smallvec![2, 300],
+        key: 7,
+    };
+    let rec = |k: i64| {
+        let mut r = Record::new();
+        r.set_int(Label::tag("wire-parked"), k);
+        Item::Rec(Rec {
+            rec: r,
+            det: Stamps::new(),
+            origin: Origin::default(),
+        })
+    };
+    let mut enc = Encoder::new(Rank(1), 2, 16);
+    let mut dec = Decoder::new(Rank(0), 2);
+    let mut f = Frames::default();
+    f.push(&Frame::Parked {
+        cell: cell.clone(),
+        slot: 1,
+    });
+    f.item(conn, &mut enc, Rank(0), &rec(5), &store1).unwrap();
+    f.end_items();
+    f.item(conn, &mut enc, Rank(0), &rec(6), &store1).unwrap();
+    let mut b = Vec::new();
+    f.message(&Dyadic::zero(), &mut b);
+    let (_, mut r) = MessageReader::new(&b).unwrap();
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(FrameRef::Parked {
+            cell: cell.clone(),
+            slot: 1
+        })
+    );
+    let got = |r: &mut MessageReader, dec: &mut Decoder| {
+        assert_eq!(
+            r.next_frame().unwrap(),
+            Some(FrameRef::Items { conn, count: 1 })
+        );
+        let Some(Item::Rec(x)) = r.next_item(dec, Rank(1), &store0, &codecs).unwrap() else {
+            panic!("a record")
+        };
+        assert!(r
+            .next_item(dec, Rank(1), &store0, &codecs)
+            .unwrap()
+            .is_none());
+        match x.rec.get(Label::tag("wire-parked")) {
+            Some(Value::Int(k)) => Some(*k),
+            _ => None,
+        }
+    };
+    assert_eq!(got(&mut r, &mut dec), Some(5));
+    assert_eq!(got(&mut r, &mut dec), Some(6));
+    assert_eq!(r.next_frame().unwrap(), None);
+    // The owned syntax, both ways.
+    let m = Message {
+        credit: Dyadic::zero(),
+        frames: vec![Frame::Parked { cell, slot: 300 }, Frame::Drain],
+    };
+    let mut b = Vec::new();
+    m.encode(&mut b);
+    assert_eq!(b[1], PARKED);
+    assert_eq!(Message::decode(&b).unwrap(), m);
+}
+
 /// Custody's `Done` frame: kind 9 and the item's identity as a varint,
 /// after the items of the same message (a commit is one message).
 #[test]
@@ -159,16 +239,18 @@ fn malformed_messages_are_errors_that_say_where() {
     assert_eq!(err(&[2, 0, 3]).what, Malformed::BadCredit);
     assert_eq!(err(&[2, 3, 1]).what, Malformed::BadCredit);
     assert_eq!(
-        err(&[0, 13]),
+        err(&[0, 14]),
         WireError {
             at: 1,
-            what: Malformed::UnknownFrame(13)
+            what: Malformed::UnknownFrame(14)
         }
     );
     assert_eq!(
-        err(&[0, 13]).to_string(),
-        "malformed message at byte 1: unknown frame kind 13"
+        err(&[0, 14]).to_string(),
+        "malformed message at byte 1: unknown frame kind 14"
     );
+    // A parked record's frame cut short before its slot.
+    assert_eq!(err(&[0, PARKED, 0, 3, 4, 0, 0]).what, Malformed::Truncated);
     // A tombstone cut short after its connection.
     assert_eq!(err(&[0, 11, 0, 3]).what, Malformed::Truncated);
     // A tombstone whose instance path counts more steps than bytes left.
@@ -482,6 +564,22 @@ mod props {
                 }
             ),
             Just(Frame::Drain),
+            (
+                conn(),
+                any::<u32>(),
+                vec(any::<u64>(), 0..4),
+                any::<u64>(),
+                any::<u64>()
+            )
+                .prop_map(|(conn, cell, path, key, slot)| Frame::Parked {
+                    cell: super::CellId {
+                        conn,
+                        cell: snet_core::NodeId(cell),
+                        path: path.into(),
+                        key,
+                    },
+                    slot,
+                }),
             (any::<u64>(), text(), bytes()).prop_map(|(id, codec, meta)| Frame::Bytes {
                 id,
                 codec,

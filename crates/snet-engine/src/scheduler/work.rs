@@ -456,7 +456,30 @@ impl Shared {
                         // Keep the licence, let others (and thieves) get a turn.
                         ctx.count_queued(-1);
                         self.queue_ready(ctx, me);
-                        self.queues[me].with(|q| q.push_front(Task { ent, item: next }));
+                        let task = Task { ent, item: next };
+                        // Licences delivered from other nodes wait in the
+                        // injector, which a worker looks at only when its
+                        // queue is empty: an entity with a long backlog
+                        // (a box of one replica of a deterministic split,
+                        // fed a whole stream at once) would keep them
+                        // waiting until it drained, and a collector on
+                        // node 0 waiting for the other replicas' records
+                        // would write its output in a burst at the end.
+                        // It goes behind them instead.
+                        let task = if self.distributed {
+                            let mut inj = lock(&self.injector);
+                            if inj.is_empty() {
+                                Some(task)
+                            } else {
+                                inj.push_back(task);
+                                None
+                            }
+                        } else {
+                            Some(task)
+                        };
+                        if let Some(task) = task {
+                            self.queues[me].with(|q| q.push_front(task));
+                        }
                         self.sleep.notify_one();
                         ctx.flush_queued();
                         return None;
