@@ -56,13 +56,18 @@ pub(crate) struct Runtime {
     pub box_concurrency: usize,
     next_owner: AtomicU64,
     pub entities: AtomicU64,
-    pub outputs: AtomicU64,
+    /// Records written (one add per record by the output's licence
+    /// holder, read by admission): alone on its lines, so that writing it
+    /// does not take the lines of the fields every box call reads from
+    /// the other worker.
+    pub outputs: crate::sync::Padded<AtomicU64>,
     /// Items waiting in the inboxes of this node's entities, roughly: each
     /// [`Ctx`] counts what it queues and takes and adds its count here in
     /// steps of [`QUEUED_STEP`] (and when its worker finishes a task), so the
     /// figure may be off by that much per thread. What a suspended
     /// expansion looks at before it adds more ([`crate::star::FilterStar`]).
-    queued: std::sync::atomic::AtomicIsize,
+    /// Alone on its lines, as `outputs`.
+    queued: crate::sync::Padded<std::sync::atomic::AtomicIsize>,
     /// The size of the stack each box call runs on ([`crate::callstack`]).
     pub box_stack: usize,
     /// Box calls suspended so far (`--stats`).
@@ -121,8 +126,8 @@ impl Runtime {
             box_concurrency,
             next_owner: AtomicU64::new(1),
             entities: AtomicU64::new(0),
-            queued: std::sync::atomic::AtomicIsize::new(0),
-            outputs: AtomicU64::new(0),
+            queued: crate::sync::Padded(std::sync::atomic::AtomicIsize::new(0)),
+            outputs: crate::sync::Padded(AtomicU64::new(0)),
             box_stack: crate::callstack::DEFAULT_STACK,
             suspensions: AtomicU64::new(0),
             suspended: crate::sync::Mutex::new(Vec::new()),
@@ -817,6 +822,46 @@ mod held_tests {
         assert_eq!(rt.held_now(), vec![(a, 1)]);
         rt.released(a, 1, 0);
         assert_eq!(rt.held_now(), vec![]);
+    }
+
+    /// The counters workers write per record (`outputs`) or per batch
+    /// (`queued`) share no cache line with what every box call and every
+    /// send reads (the program, the boxes, the live dump's slots, the
+    /// distribution layer, the sizes) nor with each other: else each
+    /// write takes those lines from the other workers.
+    #[test]
+    fn written_counters_are_alone_on_their_lines() {
+        use crate::sync::share_lines;
+        let graph = Graph {
+            nodes: Vec::new(),
+            boxes: Vec::new(),
+            entry: NodeId(0),
+        };
+        let net = crate::dist::Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS);
+        let rt = Runtime::new(Program::new(Arc::new(graph)), Vec::new(), net, 1);
+        let read: [(&str, &dyn std::any::Any); 10] = [
+            ("prog", &rt.prog),
+            ("boxes", &rt.boxes),
+            ("node", &rt.node),
+            ("nodes", &rt.nodes),
+            ("box_concurrency", &rt.box_concurrency),
+            ("box_stack", &rt.box_stack),
+            ("held", &rt.held),
+            ("held_stride", &rt.held_stride),
+            ("now", &rt.now),
+            ("entities", &rt.entities),
+        ];
+        for (hot, h) in [
+            ("outputs", &rt.outputs as &dyn std::any::Any),
+            ("queued", &rt.queued),
+        ] {
+            for (name, r) in read {
+                assert!(!share_lines(h, r), "{hot} shares a line with {name}");
+            }
+        }
+        assert!(!share_lines(&rt.outputs, &rt.queued));
+        assert!(!share_lines(&rt.outputs, &rt.net));
+        assert!(!share_lines(&rt.queued, &rt.net));
     }
 }
 

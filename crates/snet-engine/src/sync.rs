@@ -18,6 +18,38 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering
 #[cfg(loom)]
 pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
+/// A value alone on its cache lines: 128-byte aligned and sized, the pair
+/// of 64-byte lines that x86's adjacent-line prefetcher fetches together.
+/// For locations one worker writes often while others read or write
+/// their neighbours: unpadded, every write takes the line from the other
+/// cores (false sharing), though nothing is shared but the line.
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Whether `a` and `b` touch a common 128-byte block of memory (the unit
+/// [`Padded`] keeps apart): the tests of the layout of shared state.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn share_lines<A: ?Sized, B: ?Sized>(a: &A, b: &B) -> bool {
+    let span = |p: usize, n: usize| (p / 128, (p + n.max(1) - 1) / 128);
+    let (a0, a1) = span(
+        a as *const A as *const u8 as usize,
+        std::mem::size_of_val(a),
+    );
+    let (b0, b1) = span(
+        b as *const B as *const u8 as usize,
+        std::mem::size_of_val(b),
+    );
+    a0 <= b1 && b0 <= a1
+}
+
 /// Locks, ignoring poisoning (a panicking worker aborts the run anyway).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

@@ -49,7 +49,9 @@ use super::sleep::{Look, Sleep, Wake};
 use crate::dist::{Out, Settle};
 use crate::entity::{Entity, Item};
 use crate::runtime::{process, Ctx, Runtime, BACKLOG_LIMIT};
-use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{
+    lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, Padded,
+};
 use crate::EngineError;
 
 /// Rounds an idle worker looks for work before it goes to sleep (none
@@ -75,6 +77,12 @@ pub(super) struct Task {
 /// victim that just got work, which its next round or its look before
 /// sleeping (which locks every queue) finds. Only the owner adds tasks, so
 /// the owner's own reading of zero is exact.
+///
+/// Each queue is alone on its cache lines ([`Padded`]'s alignment): the
+/// queues sit side by side in [`Shared::queues`], and at 56 bytes two
+/// workers' queues shared a line, so every push and pop of one worker
+/// took the line from the other, which was pushing and popping its own.
+#[repr(align(128))]
 pub(super) struct LocalQueue {
     q: Mutex<VecDeque<Task>>,
     len: AtomicUsize,
@@ -129,11 +137,15 @@ pub(crate) struct Shared {
     pub(super) input: Arc<Input>,
     /// The entry network's instance (node 0 only).
     pub(super) entry: Option<Arc<Entity>>,
+    /// Read by every worker at every turn of its loop: kept apart from
+    /// the counters below, which workers write (each on lines of its own).
     pub(super) abort: AtomicBool,
     pub(super) error: Mutex<Option<EngineError>>,
-    pub(super) admitted: AtomicU64,
+    /// Records admitted (stored once per batch of up to 16).
+    pub(super) admitted: Padded<AtomicU64>,
     pub(super) limit: Option<crate::InputLimit>,
-    pub(super) steals: AtomicU64,
+    /// Steals (one add per steal).
+    pub(super) steals: Padded<AtomicU64>,
     pub(super) codecs: snet_core::Codecs,
     /// Set by `run` when the managers must stop.
     pub(super) managers_stop: AtomicBool,
@@ -174,9 +186,9 @@ impl Shared {
             entry,
             abort: AtomicBool::new(false),
             error: Mutex::new(None),
-            admitted: AtomicU64::new(0),
+            admitted: Padded(AtomicU64::new(0)),
             limit: input.limit,
-            steals: AtomicU64::new(0),
+            steals: Padded(AtomicU64::new(0)),
             codecs: input.codecs,
             managers_stop: AtomicBool::new(false),
             idle_flush: None,
@@ -712,6 +724,54 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
                 }
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod layout_tests {
+    use std::collections::VecDeque;
+
+    use snet_core::{Graph, NodeId, Rank};
+
+    use super::{InputConfig, Shared};
+    use crate::program::Program;
+    use crate::runtime::Runtime;
+    use crate::sync::{share_lines, Arc};
+
+    /// Two workers' local queues share no cache line (each owner pushes
+    /// and pops its own at every task), and the flag every worker reads
+    /// at every turn shares none with the queues or with the counters
+    /// workers write.
+    #[test]
+    fn each_local_queue_is_alone_on_its_lines() {
+        let graph = Graph {
+            nodes: Vec::new(),
+            boxes: Vec::new(),
+            entry: NodeId(0),
+        };
+        let net = crate::dist::Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS);
+        let rt = Runtime::new(Program::new(Arc::new(graph)), Vec::new(), net, 1);
+        let input = InputConfig {
+            closed: true,
+            capacity: 1,
+            limit: None,
+            codecs: snet_core::Codecs::default(),
+        };
+        let sh = Shared::new(rt, 4, VecDeque::new(), None, input);
+        for (i, a) in sh.queues.iter().enumerate() {
+            for b in &sh.queues[i + 1..] {
+                assert!(
+                    !share_lines(a, b),
+                    "queue {i} shares a line with a neighbour"
+                );
+            }
+            assert!(!share_lines(a, &sh.abort), "queue {i} and abort");
+            assert!(!share_lines(a, &sh.admitted), "queue {i} and admitted");
+            assert!(!share_lines(a, &sh.steals), "queue {i} and steals");
+        }
+        assert!(!share_lines(&sh.abort, &sh.admitted));
+        assert!(!share_lines(&sh.abort, &sh.steals));
+        assert!(!share_lines(&sh.admitted, &sh.steals));
     }
 }
 
