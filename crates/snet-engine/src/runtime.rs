@@ -791,25 +791,30 @@ fn process_stateless(s: &Stateless, item: Item, ctx: &mut Ctx) -> Result<(), Eng
 }
 
 #[cfg(all(test, not(loom)))]
-mod held_tests {
+pub(crate) mod held_tests {
     use snet_core::{Graph, NodeId, Rank};
 
     use super::Runtime;
     use crate::program::Program;
     use crate::sync::Arc;
 
-    /// The counts of held records are sharded by worker: a record stored
-    /// on one worker and released on another leaves the sum right, and
-    /// workers beyond the shards share them.
-    #[test]
-    fn held_records_are_summed_over_the_shards() {
+    /// A runtime of node 0 alone, for a program with no nodes.
+    pub(crate) fn empty() -> Runtime {
         let graph = Graph {
             nodes: Vec::new(),
             boxes: Vec::new(),
             entry: NodeId(0),
         };
         let net = crate::dist::Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS);
-        let rt = Runtime::new(Program::new(Arc::new(graph)), Vec::new(), net, 1);
+        Runtime::new(Program::new(Arc::new(graph)), Vec::new(), net, 1)
+    }
+
+    /// The counts of held records are sharded by worker: a record stored
+    /// on one worker and released on another leaves the sum right, and
+    /// workers beyond the shards share them.
+    #[test]
+    fn held_records_are_summed_over_the_shards() {
+        let rt = empty();
         let (a, b) = (NodeId(0), NodeId(3));
         rt.held_add(a, 0, 1);
         rt.held_add(a, 1, 1);
@@ -832,13 +837,7 @@ mod held_tests {
     #[test]
     fn written_counters_are_alone_on_their_lines() {
         use crate::sync::share_lines;
-        let graph = Graph {
-            nodes: Vec::new(),
-            boxes: Vec::new(),
-            entry: NodeId(0),
-        };
-        let net = crate::dist::Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS);
-        let rt = Runtime::new(Program::new(Arc::new(graph)), Vec::new(), net, 1);
+        let rt = empty();
         let read: [(&str, &dyn std::any::Any); 10] = [
             ("prog", &rt.prog),
             ("boxes", &rt.boxes),

@@ -731,12 +731,8 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
 mod layout_tests {
     use std::collections::VecDeque;
 
-    use snet_core::{Graph, NodeId, Rank};
-
     use super::{InputConfig, Shared};
-    use crate::program::Program;
-    use crate::runtime::Runtime;
-    use crate::sync::{share_lines, Arc};
+    use crate::sync::share_lines;
 
     /// Two workers' local queues share no cache line (each owner pushes
     /// and pops its own at every task), and the flag every worker reads
@@ -744,13 +740,7 @@ mod layout_tests {
     /// workers write.
     #[test]
     fn each_local_queue_is_alone_on_its_lines() {
-        let graph = Graph {
-            nodes: Vec::new(),
-            boxes: Vec::new(),
-            entry: NodeId(0),
-        };
-        let net = crate::dist::Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS);
-        let rt = Runtime::new(Program::new(Arc::new(graph)), Vec::new(), net, 1);
+        let rt = crate::runtime::held_tests::empty();
         let input = InputConfig {
             closed: true,
             capacity: 1,
