@@ -153,7 +153,7 @@ pub(crate) type Ids = smallvec::SmallVec<[u64; 2]>;
 impl Content {
     fn extend(&mut self, o: Content) {
         if !o.ids.is_empty() {
-            self.ids.extend(o.ids);
+            self.ids.extend_from_slice(&o.ids);
         }
         if !o.held.is_empty() {
             if self.held.is_empty() {
@@ -161,7 +161,7 @@ impl Content {
             } else {
                 self.held.extend(o.held);
             }
-            self.order.extend(o.order);
+            self.order.extend_from_slice(&o.order);
         }
         if !o.parked.is_empty() {
             self.parked.extend(o.parked);
@@ -727,21 +727,44 @@ impl Ring {
         Some(rec)
     }
 
-    /// Takes the record numbered `id`, if held.
-    fn take(&mut self, id: u64) -> Option<Held> {
+    /// Takes the item numbered `id`, if held (false if not): a record
+    /// goes to `left`.
+    fn take_into(&mut self, id: u64, left: &mut Vec<Rec>) -> bool {
         let Some(i) = id.checked_sub(self.base) else {
-            return self.stragglers.remove(&id);
+            return match self.stragglers.remove(&id) {
+                Some(h) => {
+                    if let Logged::Rec(r) = h.what {
+                        left.push(r);
+                    }
+                    true
+                }
+                None => false,
+            };
         };
-        let s = self.slots.get_mut(usize::try_from(i).ok()?)?;
-        if !matches!(s, Slot::Held(_)) {
-            return None;
+        let Some(s) = usize::try_from(i).ok().and_then(|i| self.slots.get_mut(i)) else {
+            return false;
+        };
+        match std::mem::replace(s, Slot::Empty) {
+            Slot::Held(Held {
+                what: Logged::Rec(r),
+                ..
+            }) => left.push(r),
+            Slot::Held(_) => {}
+            other => {
+                *s = other;
+                return false;
+            }
         }
-        let Slot::Held(h) = std::mem::replace(s, Slot::Empty) else {
-            return None;
-        };
         self.count -= 1;
         self.trim();
-        Some(h)
+        true
+    }
+
+    /// Takes the record numbered `id`, if held (the tests').
+    #[cfg(all(test, not(loom)))]
+    fn take(&mut self, id: u64) -> Option<Rec> {
+        let mut left = Vec::new();
+        self.take_into(id, &mut left).then(|| left.pop()).flatten()
     }
 
     /// Drops the empty slots at the front, and moves old records aside
@@ -1080,17 +1103,20 @@ impl Log {
         }
     }
 
-    /// Node `from` reports done the item numbered `id`: the record (or
-    /// `Some(None)`, a marker), or `None` if the log does not hold it.
-    pub(crate) fn done(&mut self, from: Rank, id: u64) -> Option<Option<Rec>> {
-        let h = self.held.get_mut(from.0 as usize)?.take(id)?;
+    /// Node `from` reports done the item numbered `id`: its record (not
+    /// a marker's) goes to `left` (moved once: the caller drops it
+    /// outside the state's lock); false if the log does not hold it.
+    pub(crate) fn done(&mut self, from: Rank, id: u64, left: &mut Vec<Rec>) -> bool {
+        let Some(ring) = self.held.get_mut(from.0 as usize) else {
+            return false;
+        };
+        if !ring.take_into(id, left) {
+            return false;
+        }
         self.live -= 1;
         self.dones += 1;
         self.barren[from.0 as usize] = 0;
-        Some(match h.what {
-            Logged::Rec(r) => Some(r),
-            Logged::Marker(_) => None,
-        })
+        true
     }
 
     /// Node `k` is lost: each record it held counts one more loss; if
@@ -1227,11 +1253,8 @@ mod ring_tests {
         );
         assert!(!ring.is_empty());
         assert!(ring.take(1).is_none(), "done twice");
-        let h = ring.take(0).expect("the old record is still held");
-        assert_eq!(
-            h.what.rec().map(|r| r.origin),
-            Some(crate::entity::Origin::input(0, None))
-        );
+        let r = ring.take(0).expect("the old record is still held");
+        assert_eq!(r.origin, crate::entity::Origin::input(0, None));
         assert!(ring.take(0).is_none());
         assert!(ring.take(n - 1).is_some());
         assert!(ring.is_empty());

@@ -195,8 +195,16 @@ fn send_batch(
                 for cell in fired {
                     b.frames.push(&Frame::Fired { cell });
                 }
-                b.dones.push(id);
-                b.dones.extend(more);
+                // A pair (a fired cell's group of two) lowest first, so
+                // that consecutive commits' items make one run of
+                // `Done`s (`wire::done_runs`).
+                match more.as_slice() {
+                    [m] if *m < id => b.dones.extend([*m, id]),
+                    _ => {
+                        b.dones.push(id);
+                        b.dones.extend(more);
+                    }
+                }
             }
             Out::Tombstones { to, cells } => {
                 let b = msgs.entry((to, ch)).or_default();
@@ -300,9 +308,10 @@ fn send_batch(
     // error is reported.
     let mut first = Ok(());
     for ((to, ch), mut b) in msgs {
-        for &id in &b.dones {
-            b.frames.push(&Frame::Done { id });
-        }
+        // Runs of consecutive identities, a frame each.
+        super::wire::done_runs(&b.dones, |id, more| {
+            b.frames.push(&Frame::Done { id, more });
+        });
         // A message that only returns credit takes no new share.
         let ch = Channel::from_raw(ch).expect("channel");
         let r = send(to, ch, b.credit, b.needs_credit, &b.frames, Payload::none());
@@ -533,12 +542,15 @@ struct Got {
     items: u64,
     /// An acknowledgement of items this node sent.
     acked: bool,
-    /// The `Done` frames' identities, taken from the log together at the
-    /// end of the message; and the records they take from it, dropped
-    /// outside the lock. (Kept from message to message: buffers of
-    /// thousands freed each time went back to the system and faulted
-    /// their pages in again.)
-    dones: Vec<u64>,
+    /// The `Done` frames' runs of identities (the first, and how many
+    /// after it), taken from the log together at the end of the message;
+    /// and the records they take from it, dropped outside the lock.
+    /// (Kept from message to message: buffers of thousands freed each
+    /// time went back to the system and faulted their pages in again.)
+    dones: Vec<(u64, u64)>,
+    /// Node 0: the `Fired` frames' tombstones not yet in the log (taken
+    /// in under one lock: [`super::Net::fired_all`]).
+    fired: Vec<super::wire::CellId>,
     left: Vec<crate::entity::Rec>,
 }
 
@@ -557,6 +569,7 @@ fn handle(
     let net = &rt.net;
     let proto = |e: ProtocolError| Handled::Error(EngineError::Distribution(e.into()));
     got.dones.clear();
+    got.fired.clear();
     // A `Parked` frame's cell and slot: the next Items frame holds its
     // record.
     let mut park: Option<(super::wire::CellId, u64)> = None;
@@ -649,13 +662,20 @@ fn handle(
                 got.acked = true;
             }
             FrameRef::Seq { next } => net.set_next(from, next),
+            // Node 0 takes a message's tombstones into its log together
+            // (before a parked record, which a tombstone takes out).
+            FrameRef::Fired { cell } if net.me == Rank::ROOT => got.fired.push(cell),
             FrameRef::Fired { cell } => net.fired_frame(from, cell),
             FrameRef::Drain => net.drain_frame(from),
-            FrameRef::Parked { cell, slot } => park = Some((cell, slot)),
+            FrameRef::Parked { cell, slot } => {
+                net.fired_all(from, &mut got.fired);
+                park = Some((cell, slot));
+            }
             // Taken from the log together, at the end of the message.
-            FrameRef::Done { id } => got.dones.push(id),
+            FrameRef::Done { id, more } => got.dones.push((id, more)),
         }
     }
+    net.fired_all(from, &mut got.fired);
     if let Some(id) = net.done_all(from, &got.dones, &mut got.left) {
         return Err(proto(ProtocolError::UnknownDone { from, id }));
     }

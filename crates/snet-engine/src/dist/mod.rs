@@ -932,6 +932,23 @@ impl Net {
         }
     }
 
+    /// Node 0: node `from`'s groups fired `cells` (a message's `Fired`
+    /// frames, taken into the log under one lock; `cells` is left empty).
+    pub(crate) fn fired_all(&self, from: Rank, cells: &mut Vec<wire::CellId>) {
+        if cells.is_empty() {
+            return;
+        }
+        let mut gone = Vec::new();
+        if let Some(log) = lock(&self.state.0).log.as_mut() {
+            for cell in cells.drain(..) {
+                gone.extend(log.fired(from, cell));
+            }
+        }
+        cells.clear();
+        // (Outside the lock: dropping a record may release fields.)
+        drop(gone);
+    }
+
     /// Node 0: node `from`'s groups fired `cell`.
     fn fired(&self, from: Rank, cell: wire::CellId) {
         let gone = match lock(&self.state.0).log.as_mut() {
@@ -969,13 +986,19 @@ impl Net {
     /// (`Done`); false if the log does not hold it (a protocol error).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn done(&self, from: Rank, id: u64) -> bool {
-        self.done_all(from, &[id], &mut Vec::new()).is_none()
+        self.done_all(from, &[(id, 0)], &mut Vec::new()).is_none()
     }
 
     /// Node `from` reports done the items numbered `ids` (a message's
-    /// `Done` frames, under one lock); the first the log does not hold,
-    /// if any (a protocol error).
-    pub(crate) fn done_all(&self, from: Rank, ids: &[u64], left: &mut Vec<Rec>) -> Option<u64> {
+    /// `Done` frames, each a first identity and how many after it, under
+    /// one lock); the first the log does not hold, if any (a protocol
+    /// error: so a run longer than the log stops there).
+    pub(crate) fn done_all(
+        &self,
+        from: Rank,
+        ids: &[(u64, u64)],
+        left: &mut Vec<Rec>,
+    ) -> Option<u64> {
         if ids.is_empty() {
             return None;
         }
@@ -983,14 +1006,14 @@ impl Net {
         {
             let mut st = lock(&self.state.0);
             let Some(log) = st.log.as_mut() else {
-                return ids.first().copied();
+                return ids.first().map(|r| r.0);
             };
-            for &id in ids {
-                match log.done(from, id) {
-                    Some(r) => left.extend(r),
-                    None => {
+            'runs: for &(first, more) in ids {
+                // (`first + more` does not overflow: the wire checks it.)
+                for id in first..=first.saturating_add(more) {
+                    if !log.done(from, id, left) {
                         unknown = Some(id);
-                        break;
+                        break 'runs;
                     }
                 }
             }
@@ -1309,6 +1332,20 @@ mod tests {
         assert!(net.done(Rank(1), 5));
         assert!(!net.done(Rank(1), 4));
         assert_eq!(net.log_size(), (0, 3));
+        // A `Done` frame's run of items (the first, and how many after
+        // it): each item retired; a run past what the log holds is
+        // refused at the first item it does not hold, the items before
+        // it retired.
+        for r in 0..5 {
+            net.push_item(Rank(2), conn(), rec(30 + r));
+        }
+        send_queued(&net);
+        let mut left = Vec::new();
+        assert_eq!(net.done_all(Rank(2), &[(2, 2), (1, 0)], &mut left), None);
+        assert_eq!(logged(&net, 2), vec![(5, 34)]);
+        assert_eq!(net.done_all(Rank(2), &[(5, 3)], &mut left), Some(6));
+        assert_eq!(logged(&net, 2), vec![]);
+        assert_eq!(net.log_size(), (0, 5));
     }
 
     #[test]

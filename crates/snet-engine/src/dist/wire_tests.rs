@@ -195,8 +195,9 @@ fn parked_frames_round_trip_with_their_record() {
     assert_eq!(Message::decode(&b).unwrap(), m);
 }
 
-/// Custody's `Done` frame: kind 9 and the item's identity as a varint,
-/// after the items of the same message (a commit is one message).
+/// Custody's `Done` frame: kind 9, the item's identity and how many
+/// items after it are done too, as varints, after the items of the same
+/// message (a commit is one message).
 #[test]
 fn done_frames_round_trip_after_their_items() {
     let conn = ConnId {
@@ -210,24 +211,69 @@ fn done_frames_round_trip_after_their_items() {
                 conn,
                 items: vec![WireItem::Resume],
             },
-            Frame::Done { id: 0 },
-            Frame::Done { id: 300 },
+            Frame::Done { id: 0, more: 0 },
+            Frame::Done { id: 300, more: 2 },
             Frame::Seq { next: 5 },
         ],
     };
     let mut b = Vec::new();
     m.encode(&mut b);
-    assert_eq!(&b[b.len() - 7..], &[DONE, 0, DONE, 0xac, 0x02, SEQ, 5]);
+    assert_eq!(
+        &b[b.len() - 9..],
+        &[DONE, 0, 0, DONE, 0xac, 0x02, 2, SEQ, 5]
+    );
     assert_eq!(Message::decode(&b).unwrap(), m);
     let (_, mut r) = MessageReader::new(&b).unwrap();
     assert_eq!(
         r.next_frame().unwrap(),
         Some(FrameRef::Items { conn, count: 1 })
     );
-    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Done { id: 0 }));
-    assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Done { id: 300 }));
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(FrameRef::Done { id: 0, more: 0 })
+    );
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(FrameRef::Done { id: 300, more: 2 })
+    );
     assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Seq { next: 5 }));
     assert_eq!(r.next_frame().unwrap(), None);
+}
+
+/// A message's `Done`s go as runs of consecutive items, grown at either
+/// end (a group's items come in either order), each item named exactly
+/// once, in as many frames as the items have gaps.
+#[test]
+fn dones_go_as_runs_of_consecutive_items() {
+    let runs = |ids: &[u64]| {
+        let mut v = Vec::new();
+        done_runs(ids, |id, more| v.push((id, more)));
+        v
+    };
+    assert_eq!(runs(&[]), []);
+    assert_eq!(runs(&[7]), [(7, 0)]);
+    // A run grows at either end; an item next to an earlier run starts
+    // a new one.
+    assert_eq!(runs(&[1, 0, 2, 3, 4, 5]), [(0, 5)]);
+    assert_eq!(runs(&[1, 0, 2, 3, 5, 4]), [(0, 3), (4, 1)]);
+    assert_eq!(
+        runs(&[10, 11, 20, 12, 19]),
+        [(10, 1), (20, 0), (12, 0), (19, 0)]
+    );
+    assert_eq!(
+        runs(&[u64::MAX - 1, u64::MAX, 0]),
+        [(u64::MAX - 1, 1), (0, 0)]
+    );
+    // Every item exactly once, a frame per gap.
+    let mut ids: Vec<u64> = (0..1000u64).collect();
+    ids.swap(100, 500);
+    let mut named: Vec<u64> = runs(&ids)
+        .into_iter()
+        .flat_map(|(id, more)| id..=id + more)
+        .collect();
+    assert!(runs(&ids).len() <= 5, "{:?}", runs(&ids));
+    named.sort_unstable();
+    assert_eq!(named, (0..1000).collect::<Vec<_>>());
 }
 
 #[test]
@@ -257,6 +303,11 @@ fn malformed_messages_are_errors_that_say_where() {
     path.extend([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 2]);
     assert_eq!(err(&path).what, Malformed::Truncated);
     assert_eq!(err(&[0, DONE]).what, Malformed::Truncated);
+    // A run of `Done`s cut short, or past the last identity.
+    assert_eq!(err(&[0, DONE, 5]).what, Malformed::Truncated);
+    let mut past = vec![0, DONE, 2];
+    past.extend([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+    assert_eq!(err(&past).what, Malformed::TooLarge("Done run"));
     assert_eq!(err(&[0, SEQ, 0x80]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH]).what, Malformed::Truncated);
     assert_eq!(err(&[0, FETCH, 0x80]).what, Malformed::Truncated);
@@ -550,7 +601,10 @@ mod props {
             text().prop_map(|message| Frame::Fail { message }),
             Just(Frame::Shutdown),
             any::<u64>().prop_map(|count| Frame::Ack { count }),
-            any::<u64>().prop_map(|id| Frame::Done { id }),
+            (any::<u64>(), any::<u64>()).prop_map(|(id, more)| Frame::Done {
+                id,
+                more: more.min(u64::MAX - id)
+            }),
             any::<u64>().prop_map(|next| Frame::Seq { next }),
             (conn(), any::<u32>(), vec(any::<u64>(), 0..4), any::<u64>()).prop_map(
                 |(conn, cell, path, key)| Frame::Fired {
