@@ -16,7 +16,9 @@
 //!              passes every other record)
 //!           -> the collector: number n's output (none if stored) once
 //!              every number before it has gone
-//!           -> the output link (`PathLink`) -> held by its token
+//!           -> the output link (`PathLink`, under the collector's
+//!              licence) -> in order, held by its token (the remote
+//!              entity for node 0, a step of its own)
 //!   node 0: writes what arrives, and checks the output *sequence*
 //! ```
 //!
@@ -247,6 +249,10 @@ struct NodeK {
     outs: [VecDeque<Option<Rec>>; REPLICAS],
     /// The replica of each number the collector has not emitted yet.
     order: VecDeque<u8>,
+    /// Records the collector has emitted (and linked), on their way to
+    /// the entity that holds them (the remote entity for node 0, which
+    /// takes them in order under its own licence).
+    emitted: VecDeque<Rec>,
     cells: [Cell; REPLICAS],
     /// Tombstones received: a cell with one of these starts fired.
     tombs: Vec<u8>,
@@ -382,6 +388,7 @@ impl NodeK {
             .iter()
             .flatten()
             .chain(self.outs.iter().flatten().flatten())
+            .chain(self.emitted.iter())
             .chain(self.cells.iter().flat_map(|c| c.slots.iter().flatten()))
     }
 
@@ -423,6 +430,9 @@ impl NodeK {
                 for r in q.iter_mut().flatten() {
                     r.tok = re(r.tok);
                 }
+            }
+            for r in &mut self.emitted {
+                r.tok = re(r.tok);
             }
             for c in &mut self.cells {
                 for r in c.slots.iter_mut().flatten() {
@@ -740,11 +750,22 @@ impl Model {
                 }
             }
         }
+        k.emitted.push_back(rec);
+        k.settle();
+        what
+    }
+
+    /// The next emitted record is held by its token, stamped with the
+    /// hold counter.
+    fn hold(st: &mut State) {
+        let k = &mut st.k;
+        let Some(rec) = k.emitted.pop_front() else {
+            return;
+        };
         let n = k.holds;
         k.holds += 1;
         k.toks[rec.tok as usize].held.push((n, rec.val));
         k.settle();
-        what
     }
 
     /// Where the drop of dying token `t` moves its content: its parent,
@@ -880,6 +901,7 @@ impl Model {
             && !st.lost
             && k.queues.iter().all(|q| q.is_empty())
             && k.order.is_empty()
+            && k.emitted.is_empty()
             && k.toks.iter().all(|t| t.life != Life::Dying)
     }
 
@@ -942,6 +964,12 @@ impl Model {
                     let what = self.collect(&mut s);
                     out.push((format!("k: the collector emits {what}"), s));
                 }
+            }
+            if let Some(head) = k.emitted.front() {
+                let label = format!("k: {:?} ({}) is held", head.val, k.name(head.tok));
+                let mut s = st.clone();
+                Self::hold(&mut s);
+                out.push((label, s));
             }
             for (t, tok) in k.toks.iter().enumerate() {
                 if tok.life != Life::Dying {
@@ -1170,7 +1198,7 @@ mod tests {
     fn det_model_failure_free_runs_write_the_combinators_order() {
         let mut states = 0;
         let mut nets: Vec<Vec<Vec<(Kind, u8)>>> =
-            (1..=4).flat_map(|n| all_nets(n, false)).collect();
+            (1..=3).flat_map(|n| all_nets(n, false)).collect();
         nets.extend(NETS.iter().map(|s| net(s)));
         for inputs in nets {
             let m = Model::new(inputs.clone(), Mutation::None, 0);
@@ -1185,13 +1213,13 @@ mod tests {
         eprintln!("without a loss: {states} states");
     }
 
-    /// Every network of up to four one-record inputs with `k` lost at
-    /// every step once, of up to three twice, of up to two inputs of up
-    /// to two records each twice, and the chosen networks (up to six
-    /// inputs) once (twice for those of up to five records).
+    /// Every network of up to three one-record inputs with `k` lost at
+    /// every step up to twice, of up to two inputs of up to two records
+    /// each twice, and the chosen networks (up to six inputs) once (twice
+    /// for those of up to five records).
     #[test]
     fn det_model_survives_a_loss_at_every_step() {
-        for (max, pairs, losses) in [(4, false, 1), (3, false, 2), (2, true, 2)] {
+        for (max, pairs, losses) in [(3, false, 2), (2, true, 2)] {
             let t = std::time::Instant::now();
             let (nets, states) = exhaust(max, pairs, losses);
             eprintln!(
@@ -1236,15 +1264,15 @@ mod tests {
         }
     }
 
-    /// The heavier searches: every network of up to five one-record
-    /// inputs (one loss), of up to three inputs of up to two records
-    /// (one loss), of up to four one-record inputs (two losses). Run
+    /// The heavier searches: every network of up to four and of five
+    /// one-record inputs (one loss), of up to three inputs of up to two
+    /// records (one loss), of up to four one-record inputs (two losses). Run
     /// with `cargo test --release -p snet-engine --lib det_model --
     /// --ignored`.
     #[test]
     #[ignore]
     fn det_model_every_larger_network() {
-        for (max, pairs, losses) in [(5, false, 1), (3, true, 1), (4, false, 2)] {
+        for (max, pairs, losses) in [(4, false, 1), (5, false, 1), (3, true, 1), (4, false, 2)] {
             let t = std::time::Instant::now();
             let (nets, states) = exhaust(max, pairs, losses);
             eprintln!(
