@@ -336,6 +336,7 @@ impl FusedSynchrocell {
                 None => loop {
                     let mut pos = self.next_pos.max(from);
                     let mut cell = Cell::new(pats.len());
+                    let mut restored = false;
                     if let Some(g) = &mut self.guard {
                         // Positions an earlier incarnation of this node
                         // fired are passed (node 0 holds their tombstones).
@@ -347,7 +348,6 @@ impl FusedSynchrocell {
                         // them back before any replayed record), the
                         // position starts with them in their slots,
                         // keeping no token.
-                        let mut restored = false;
                         for (i, r) in g.parked(&ctx.rt.net, pos, det.custody()) {
                             restored |= cell.restore(i as usize, r);
                         }
@@ -360,9 +360,11 @@ impl FusedSynchrocell {
                             );
                         }
                     }
-                    let fits = (0..pats.len()).any(|i| accepts[i] && cell.open(i));
+                    // (An empty cell has a slot for the record: some
+                    // pattern accepts it.)
+                    let fits = !restored || (0..pats.len()).any(|i| accepts[i] && cell.open(i));
                     for (i, set) in self.empty.iter_mut().enumerate() {
-                        if cell.open(i) {
+                        if !restored || cell.open(i) {
                             set.insert(pos);
                         }
                     }
