@@ -249,13 +249,16 @@ net fork {
     for (exec, execd) in [("0", 0), ("1", 1)] {
         let mut cmd = Command::new(&exe);
         cmd.env("SNET_SHM_EXEC", exec);
-        let r = run_with(cmd, &exe, &k_records(8), &shm_args("3", "sparse", "zero-copy"));
+        let r = run_with(
+            cmd,
+            &exe,
+            &k_records(8),
+            &shm_args("3", "sparse", "zero-copy"),
+        );
         assert!(r.ok, "{}", r.stderr);
         let mut seen = whoami(&r.stdout);
         seen.sort();
-        let want: Vec<[i64; 4]> = [1, 1, 1, 1, 2, 2, 2, 2]
-            .map(|n| [n, 0, execd, 1])
-            .into();
+        let want: Vec<[i64; 4]> = [1, 1, 1, 1, 2, 2, 2, 2].map(|n| [n, 0, execd, 1]).into();
         assert_eq!(seen, want, "SNET_SHM_EXEC={exec}:\n{}", r.stdout);
     }
 }

@@ -559,7 +559,9 @@ impl Nodes {
         for k in 1..t.segment().geometry().nodes {
             let started = match forked.iter().find(|f| f.0 == k) {
                 Some(&(_, pid)) => starter.watch(k, pid),
-                None => starter.start(k, 0).map(|pid| lock(&nodes.pids).push((k, pid))),
+                None => starter
+                    .start(k, 0)
+                    .map(|pid| lock(&nodes.pids).push((k, pid))),
             };
             match started {
                 Ok(()) => {}
