@@ -5,9 +5,10 @@
 //! in a star, split per tag, inside a star's or a split's replica); a
 //! record that kills every incarnation is a poison record (the run ends
 //! after three tries, naming the box and the input record); a node
-//! holding what replay cannot restore (a star-fused synchrocell in a
-//! placement inside a feedback loop) ends the run with a message naming
-//! it, while a lone cell there survives;
+//! holding what replay cannot restore (a placement inside one on
+//! another node) ends the run with a message naming it, while cells in a
+//! placement inside a feedback loop on node 0 (alone or a star's fused
+//! chain) survive;
 //! `respawn` under MPI and `redistribute` are refused at start.
 //!
 //! The losses are deterministic: the box `victim` ends its own process
@@ -76,16 +77,13 @@ net chain {
 } connect (victim @ 1) .. (touch @ 2);
 "#;
 
-/// `victim` and a synchrocell that is a star's whole replica on node 1,
-/// placed inside a feedback loop on node 0: the end of the stream's
-/// drain parks the records the cell stores, and the loop could bring
-/// records back to the cell after it; a replacement's fused star does
-/// not rebuild its positions from parked records, so replay cannot
-/// restore it. (A lone cell there is restored: [`LOOPED`].)
-const CELL: &str = r#"
-net cell {
+/// `victim` on node 2 in a placement inside one on node 1: its records
+/// go between two nodes other than 0, which replay cannot restore
+/// (`Graph::replay_boundary`).
+const NESTED: &str = r#"
+net nested {
   box victim((<k>) -> (<k>));
-} connect ((victim .. ([| {<k>}, {<m>} |] * {<k>, <m>})) @ 1) \ {<m>};
+} connect ((victim @ 2) .. [{<k>} -> {<k>}]) @ 1;
 "#;
 
 /// Each record becomes an `a` and a `b` on node 1, which a synchrocell
@@ -383,7 +381,7 @@ fn restored_programs() -> &'static Vec<PathBuf> {
 fn programs() -> &'static (PathBuf, PathBuf) {
     static P: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     P.get_or_init(|| {
-        let progs = [("chain", CHAIN.to_string()), ("cell", CELL.to_string())];
+        let progs = [("chain", CHAIN.to_string()), ("nested", NESTED.to_string())];
         let mut exes = build_all("respawn", progs.into_iter()).into_iter();
         (exes.next().unwrap(), exes.next().unwrap())
     })
@@ -527,19 +525,23 @@ fn a_node_holding_loops_or_synchrocells_is_replaced_and_the_output_is_unchanged(
     }
 }
 
+/// What replay cannot restore still ends the run, naming it: losing
+/// node 2 of [`NESTED`]. (Until the fused star restored parked records,
+/// this was a star-fused synchrocell in a placement inside a feedback
+/// loop: [`FUSED_LOOPED`].)
 #[test]
-fn losing_a_node_with_a_synchrocell_in_a_looped_placement_ends_the_run_naming_it() {
+fn losing_a_node_holding_what_replay_cannot_restore_ends_the_run_naming_it() {
     let r = run_shm(
         &programs().1,
-        2,
+        3,
         100,
         Some("kill"),
         &["--workers", "2", "--on-node-loss", "respawn"],
     );
     assert!(!r.ok, "{}", r.stdout);
     assert!(
-        r.stderr.contains("node 1 stopped unexpectedly")
-            && r.stderr.contains("synchrocell at")
+        r.stderr.contains("node 2 stopped unexpectedly")
+            && r.stderr.contains("placement at")
             && r.stderr.contains("cannot restore"),
         "{}",
         r.stderr
@@ -999,5 +1001,88 @@ fn a_deterministic_combinator_with_a_cell_inside_killed_from_outside_is_replaced
                 &format!("{name}, killed after {after} ms: {stderr}"),
             );
         }
+    }
+}
+
+/// A synchrocell that is a star's whole replica (`[| .. |] * p`, run as
+/// one entity, `FusedSynchrocell`) on node 1, in a placement inside a
+/// feedback loop on node 0. Round 1: input `i` leaves `victim` as
+/// `k = 2i`, a `b` (carrying `j = k`) for every third input and an `a`
+/// (carrying `k`) otherwise. Open positions of the chain all hold the
+/// same kind of record, and each `a` stored after another joins its
+/// group, so the records merged in round 1 wait (in that group) for the
+/// end of the stream's drain, which parks the `a`s still stored; each
+/// is written as `{<j>, <o>}` and goes round again as `k = j`, to
+/// `victim` as `k + 1000` and to the star as a `b` (`b = 2`) that fires
+/// the first open position: in a replacement, one the drain parked.
+/// Whatever the order, 133 `a`s meet 134 `b`s: every round-1 `b` fires,
+/// 66 round-2 ones do (written `{<m>}`, dropping what depends on the
+/// pairing) and one stays stored.
+const FUSED_LOOPED: &str = r#"
+net fused {
+  box victim((<k>) -> (<k>));
+} connect ((([{<k>, <r>} -> {<k = k + 1000>, <r>}] | [{<k>} -> {<k>}])
+    .. victim
+    .. ([{<k>, <r>} -> {<b = 2>, <j = k>}]
+       | [{<k>} -> if <k % 6 == 0> then {<b = 1>, <j = k>} else {<k>, <a = 1>}])
+    .. ([| {<a>}, {<b>, <j>} |] * {<a>, <b>})
+    .. [{<a>, <b>, <j>, <k>} -> if <b == 1> then {<k = j>, <r>}; {<j>, <o>} else {<m>}]) @ 1)
+  \ {<r>};
+"#;
+
+/// Node 1 of [`FUSED_LOOPED`] kills itself on the round-2 record of
+/// input 0 (`victim` sees `1000`, before the drain: its merge committed
+/// at once), 6 (the first after the drain), 99 and 198 (the last), at 1,
+/// 2 and 8 workers, and is SIGKILLed from outside once 20 records are
+/// written (round 2 under way) and 50 ms after it started (round 1):
+/// the replacement's fused star passes the positions node 0 holds
+/// tombstones for and starts the ones the drain parked records in with
+/// them, and the output is the failure-free run's. Without the restore,
+/// the round-2 `b`s replayed after a loss after the drain are stored in
+/// empty positions and all but two or three of the 66 `{<m>}` are
+/// missing; before it, the run ended at the loss naming the synchrocell.
+#[test]
+fn a_star_fused_synchrocell_in_a_placement_inside_a_loop_survives_a_loss() {
+    static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    let exe = &P.get_or_init(|| {
+        build_all(
+            "respawn-fused-looped",
+            std::iter::once(("fused", FUSED_LOOPED.to_string())),
+        )
+    })[0];
+    let want = run_shm(exe, 2, 200, None, &["--workers", "2"]);
+    assert!(want.ok, "{}", want.stderr);
+    let want = records(&want.stdout);
+    let count = |label: &str| -> usize {
+        want.iter()
+            .filter(|(l, _)| l.contains(label))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert_eq!(count("\"o\""), 67, "{want:?}");
+    assert_eq!(count("\"m\""), 66, "{want:?}");
+    let runs = [
+        ("1000", "1"),
+        ("1012", "1"),
+        ("1012", "2"),
+        ("1198", "2"),
+        ("1396", "2"),
+        ("1012", "8"),
+        ("1198", "8"),
+    ];
+    for (at, workers) in runs {
+        let what = format!("lost on {at}, {workers} workers");
+        let out = replaced(exe, 2, &format!("kill@{at}"), workers, &what);
+        assert_eq!(records(&out), want, "{what}");
+    }
+    // In round 2, after the drain (the 20th record is in the burst the
+    // drain lets out), and in round 1 (the victim naps 2 ms a record).
+    for kill in [Kill::After(20), Kill::AfterMs(50)] {
+        let (out, stderr) = killed_from_outside(exe, 2, 1, kill);
+        assert_eq!(
+            records(&out),
+            want,
+            "killed from outside ({kill:?}): {stderr}"
+        );
     }
 }

@@ -645,12 +645,7 @@ impl Graph {
     /// What a run that replays the records lost with node `k` (issue 40)
     /// cannot restore if `k` is lost: the first construct, in the
     /// program's text, that may run on `k` and is a placement inside one
-    /// on another node (its records go between two nodes other than 0),
-    /// or a synchrocell that is a star's whole replica (`[| .. |] * p`) in
-    /// a placement inside a feedback loop (node 0's end-of-stream drain
-    /// parks the records a cell stores, and a loop can bring records back
-    /// to the cell after that: a replacement's lone cell, or a split's,
-    /// starts with its parked records, a fused star's positions do not).
+    /// on another node (its records go between two nodes other than 0).
     /// `None`: everything that may run on `k` is a function of each
     /// record (boxes, filters, splits, stars, feedback loops, placed
     /// farms `!@`, deterministic combinators inside or around a placement
@@ -659,8 +654,11 @@ impl Graph {
     /// its output: [`Graph::det_outputs_to_link`]) or a synchrocell whose decisions
     /// custody groups protect, which replay restores; a cell is named by
     /// its instance path (so one in a star's or split's replica, or in a
-    /// net used twice, is too). A dynamic placement's body counts as
-    /// running on every node.
+    /// net used twice, is too; one in a placement inside a feedback loop
+    /// on node 0, alone, per tag or a star's fused chain, whose records
+    /// can come back after node 0's end-of-stream drain, starts on a
+    /// replacement with the records the drain parked). A dynamic
+    /// placement's body counts as running on every node.
     pub fn replay_boundary(&self, k: Rank) -> Option<Placement> {
         let mut first: Option<Placement> = None;
         let found = |node: &Node, first: &mut Option<Placement>| {
@@ -701,7 +699,6 @@ impl Graph {
                     }
                     inner.on_k = true;
                 }
-                NodeKind::Feedback { .. } if !at.on_k => inner.in_loop = true,
                 _ if at.on_k => {
                     if let Some(bad) = self.replay_step(id, &inner, &mut stack) {
                         found(self.node(bad), &mut first);
@@ -729,16 +726,10 @@ impl Graph {
         // replica too) is named by its instance path, the same in every
         // incarnation of the node (`snet-engine`'s `CellId`).
         match &self.node(id).kind {
-            // A cell in a placement inside a feedback loop on node 0 is
-            // restored (the drain parks what it stores: `snet-engine`'s
-            // `dist::custody`), except the whole replica of a star (`[|
-            // .. |] * p`, fused), whose positions a replacement does not
-            // rebuild from parked records.
-            NodeKind::Star { body, .. } if at.in_loop => {
-                if let Some(cell) = self.fused_cell(*body) {
-                    return Some(cell);
-                }
-            }
+            // (A cell in a placement inside a feedback loop on node 0,
+            // alone, per tag or a star's fused chain, is restored: the
+            // drain parks what it stores and a replacement's cell starts
+            // with it, `snet-engine`'s `dist::custody`.)
             NodeKind::Place { .. } | NodeKind::DynPlace { .. } => return Some(id),
             // (A deterministic combinator whose inside holds a synchrocell
             // links its output: [`Graph::det_outputs_to_link`].)
@@ -1023,6 +1014,4 @@ struct ReplayAt {
     on_k: bool,
     /// Inside a placement on another node than 0 and the lost one.
     elsewhere: bool,
-    /// Inside a feedback loop around the placement (on node 0).
-    in_loop: bool,
 }
