@@ -615,9 +615,8 @@ enum Kill {
 /// late: `/proc/PID/environ` is empty while it starts).
 fn node_pid(tag: &str, node: u32) -> Option<u32> {
     let tag_var = format!("SNET_TEST_RUN={tag}");
-    let node_var = format!("SNET_SHM_NODE={node}");
     (0..200).find_map(|_| {
-        pid_with_env(&[&tag_var, &node_var]).or_else(|| {
+        shm_node_pid(&tag_var, node).or_else(|| {
             std::thread::sleep(std::time::Duration::from_millis(10));
             None
         })
