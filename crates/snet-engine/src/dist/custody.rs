@@ -1485,6 +1485,56 @@ mod tests {
         }
     }
 
+    /// One group's records reach node 0 in the order they were held, in
+    /// whatever order its tokens die (the det model's `a a b`: a stored
+    /// `a`'s token, an `a` passing its taken slot, the `b` that fires, all
+    /// one group; the passing record and the merged one are held in the
+    /// collector's order, and their tokens move their content into the
+    /// root in the order they die).
+    #[test]
+    fn records_of_one_group_reach_node_0_in_the_order_they_were_held() {
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        let orders = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
+        for order in orders {
+            let net = node();
+            let t = [token(&net, 1), token(&net, 2), token(&net, 3)];
+            union(&t[1], &t[0]);
+            union(&t[2], &t[0]);
+            for (n, tok) in t.iter().enumerate() {
+                tok.hold(conn, rec(n as i64));
+            }
+            let [a, b, c] = t;
+            let mut t = [Some(a), Some(b), Some(c)];
+            for i in order {
+                t[i] = None;
+            }
+            let g = std::mem::take(&mut lock(&net.state.0).out);
+            let ns: Vec<i64> = g
+                .into_iter()
+                .filter_map(|o| match o {
+                    Out::Commit { items, .. } => Some(items),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|(_, i)| match i {
+                    Item::Rec(r) => r.rec.int(snet_core::Label::tag("n")),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(ns, [0, 1, 2], "tokens dropped in the order {order:?}");
+        }
+    }
+
     /// A record passes a cell whose slot holds another's: it commits with
     /// that one's group while it is open (the cell fires later: one
     /// commit with the tombstone), alone once it has committed.

@@ -67,6 +67,8 @@
 
 pub(crate) mod custody;
 #[cfg(test)]
+mod det_model;
+#[cfg(test)]
 mod explorer;
 pub(crate) mod fields;
 #[cfg(test)]
