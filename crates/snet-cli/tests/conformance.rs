@@ -13,7 +13,9 @@
 //! case and shown in the trial's name), once with every field sent by
 //! reference (`--inline-fields 0`):
 //! placement must change no output, order included where it is
-//! deterministic. A `nodes` file restricts the node counts of the
+//! deterministic. The placement suite's cases run once more with their
+//! own placements on 4 loopback nodes under `--on-node-loss respawn`
+//! (nothing lost), where a placement inside another runs pushed down. A `nodes` file restricts the node counts of the
 //! distributed runs (e.g. `2` for a case about a missing node, `4` for a
 //! case that places on node 3); one-node runs always happen, since one node
 //! runs every placement (on node 0, as if the program had none). There a
@@ -186,6 +188,10 @@ struct Setup {
     /// slots of 192 bytes: most messages chunked or through the arena,
     /// senders often facing a full ring) when `.2`.
     shm: Option<(&'static str, &'static str, bool)>,
+    /// `--on-node-loss respawn` (nothing lost): nested placements run
+    /// pushed down (`Graph::placed_for_replay`), which must change no
+    /// output either.
+    respawn: bool,
 }
 
 impl Setup {
@@ -216,6 +222,9 @@ impl Setup {
         if self.by_ref {
             v.extend(["--inline-fields".into(), "0".into()]);
         }
+        if self.respawn {
+            v.extend(["--on-node-loss".into(), "respawn".into()]);
+        }
         v
     }
 
@@ -238,6 +247,9 @@ impl Setup {
         }
         if self.by_ref {
             n.push_str(" byref");
+        }
+        if self.respawn {
+            n.push_str(" respawn");
         }
         n
     }
@@ -495,6 +507,7 @@ fn main() {
                     by_ref: false,
                     mpi: None,
                     shm: None,
+                    respawn: false,
                 },
                 Setup {
                     workers: 2,
@@ -503,6 +516,7 @@ fn main() {
                     by_ref: false,
                     mpi: None,
                     shm: None,
+                    respawn: false,
                 },
                 Setup {
                     workers: 8,
@@ -511,6 +525,7 @@ fn main() {
                     by_ref: false,
                     mpi: None,
                     shm: None,
+                    respawn: false,
                 },
                 Setup {
                     workers: 2,
@@ -519,6 +534,7 @@ fn main() {
                     by_ref: false,
                     mpi: None,
                     shm: None,
+                    respawn: false,
                 },
                 Setup {
                     workers: 1,
@@ -527,6 +543,7 @@ fn main() {
                     by_ref: true,
                     mpi: None,
                     shm: None,
+                    respawn: false,
                 },
                 Setup {
                     workers: 2,
@@ -535,6 +552,7 @@ fn main() {
                     by_ref: false,
                     mpi: None,
                     shm: None,
+                    respawn: false,
                 },
                 // The program's own placements, unchanged.
                 Setup {
@@ -544,8 +562,23 @@ fn main() {
                     by_ref: false,
                     mpi: None,
                     shm: None,
+                    respawn: false,
                 },
             ];
+            // The placement suite's own placements under `--on-node-loss
+            // respawn` (nothing lost), where a placement inside another
+            // on a node other than 0 is pushed down: the same output.
+            if name.starts_with("placement/") {
+                setups.push(Setup {
+                    workers: 2,
+                    nodes: 4,
+                    scatter: None,
+                    by_ref: false,
+                    mpi: None,
+                    shm: None,
+                    respawn: true,
+                });
+            }
             // More random placements on request (`SNET_SEEDS=N`): the
             // property "placement changes no output" over N seeds per case.
             // Their trials' names end in `seedK` (the test script's property
@@ -559,6 +592,7 @@ fn main() {
                     by_ref: k % 2 == 0,
                     mpi: None,
                     shm: None,
+                    respawn: false,
                 });
             }
             // The same under mpirun (one process per node): 1 node, 2 and 4
@@ -572,6 +606,7 @@ fn main() {
                     by_ref,
                     mpi: Some(tcp),
                     shm: None,
+                    respawn: false,
                 };
                 setups.extend([
                     m(1, 2, None, false, false),
@@ -600,6 +635,7 @@ fn main() {
                     by_ref,
                     mpi: None,
                     shm: Some((notify, fields, tiny)),
+                    respawn: false,
                 };
                 let shift = seed as usize;
                 for (i, fields) in FIELDS.into_iter().enumerate() {

@@ -347,14 +347,7 @@ fn node_0_killed(via: Via, exes: &[(&str, PathBuf)]) -> Result<(), String> {
     let start = Instant::now();
     let k = kill_mid_run(cmd, || match victim_env {
         Some(v) => pid_with_env(&[&tag_var, v]),
-        None => std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let env = std::fs::read(e.path().join("environ")).ok()?;
-            let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
-            (vars.contains(&tag_var.as_bytes())
-                && !vars.iter().any(|v| v.starts_with(b"SNET_SHM_NODE=")))
-            .then_some(pid)
-        }),
+        None => shm_node_pid(&tag_var, 0),
     });
     let mut wrong = Vec::new();
     if k.status.success() {

@@ -158,7 +158,7 @@ net kill {
             status,
             stderr,
             rest,
-        } = kill_mid_run(cmd, || pid_with_env(&[&tag_var, "SNET_SHM_NODE=1"]));
+        } = kill_mid_run(cmd, || shm_node_pid(&tag_var, 1));
         assert!(!status.success(), "{stderr}");
         assert!(
             stderr.contains("node 1") && stderr.contains("signal 9"),
@@ -212,6 +212,54 @@ fn a_box_error_on_node_2_ends_the_run_naming_the_node_and_the_box() {
         assert!(r.stderr.contains("fragile"), "{}", r.stderr);
         assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
         assert!(!r.stdout.contains("terminate"), "{}", r.stdout);
+    }
+}
+
+/// The `(node, incarnation, exec'd, named)` tags of `whoami`'s outputs,
+/// one per record.
+fn whoami(stdout: &str) -> Vec<[i64; 4]> {
+    let tag = |rec: &str, label: &str| -> i64 {
+        let open = format!("<tag label=\"{label}\">");
+        let at = rec.find(&open).expect(label) + open.len();
+        rec[at..].split('<').next().unwrap().trim().parse().unwrap()
+    };
+    stdout
+        .split("<record")
+        .filter(|r| r.contains("label=\"named\""))
+        .map(|r| ["node", "inc", "execd", "named"].map(|l| tag(r, l)))
+        .collect()
+}
+
+/// Node 0 forks its node processes while it has one thread (a built
+/// program does, before its engine starts): a forked node's start-up
+/// environment is node 0's (no `SNET_SHM_NODE` in `/proc/PID/environ`),
+/// yet its boxes read their node's variables as an exec'd node's do, and
+/// it is named `snet-node-K`. `SNET_SHM_EXEC=1` asks for exec instead.
+#[test]
+fn node_processes_are_forked_unless_exec_is_asked_for_and_look_alike_to_boxes() {
+    let dir = scratch("shm-fork");
+    let exe = build(
+        &dir,
+        r#"
+net fork {
+  box whoami((<k>) -> (<k>,<node>,<inc>,<execd>,<named>));
+} connect [{<k>} -> {<k>,<n=k%2+1>}] .. whoami !@ <n>;
+"#,
+    );
+    for (exec, execd) in [("0", 0), ("1", 1)] {
+        let mut cmd = Command::new(&exe);
+        cmd.env("SNET_SHM_EXEC", exec);
+        let r = run_with(
+            cmd,
+            &exe,
+            &k_records(8),
+            &shm_args("3", "sparse", "zero-copy"),
+        );
+        assert!(r.ok, "{}", r.stderr);
+        let mut seen = whoami(&r.stdout);
+        seen.sort();
+        let want: Vec<[i64; 4]> = [1, 1, 1, 1, 2, 2, 2, 2].map(|n| [n, 0, execd, 1]).into();
+        assert_eq!(seen, want, "SNET_SHM_EXEC={exec}:\n{}", r.stdout);
     }
 }
 

@@ -570,29 +570,11 @@ impl Graph {
                 wrapper[id.index()] = Some(w);
             }
         }
-        let map = |c: &mut NodeId| {
-            if let Some(w) = wrapper.get(c.index()).copied().flatten() {
-                *c = w;
-            }
-        };
+        let map = |c: NodeId| wrapper.get(c.index()).copied().flatten().unwrap_or(c);
         for id in 0..original as usize {
-            match &mut g.nodes[id].kind {
-                NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Synchrocell(_) => {}
-                NodeKind::Serial(a, b) => {
-                    map(a);
-                    map(b);
-                }
-                NodeKind::Parallel { branches, .. } => branches.iter_mut().for_each(map),
-                NodeKind::Star { body, .. }
-                | NodeKind::Split { body, .. }
-                | NodeKind::Feedback { body, .. }
-                | NodeKind::Place { body, .. }
-                | NodeKind::DynPlace { body, .. }
-                | NodeKind::Net { body, .. }
-                | NodeKind::Observe { body, .. } => map(body),
-            }
+            map_children(&mut g.nodes[id].kind, &mut |c| map(c));
         }
-        map(&mut g.entry);
+        g.entry = map(g.entry);
         g
     }
 
@@ -642,15 +624,146 @@ impl Graph {
         first.map(|f| (g, f))
     }
 
+    /// The graph a run that survives a lost node (issue 40, `--on-node-loss
+    /// respawn`) executes: the same program, with every static placement
+    /// on a node other than 0 that *encloses* a placement (`@` on any
+    /// node, or `!@`) pushed down to the largest parts of its body that
+    /// enclose none. `((A @ 2) .. B) @ 1` runs as `(A @ 2) .. (B @ 1)`,
+    /// `((A @ 2) | B) @ 1` as `(A @ 2) | (B @ 1)`, `((A !@ <n>) .. B) @
+    /// 1` as `(A !@ <n>) .. (B @ 1)`; the combinators that enclosed the
+    /// inner placement (serial and parallel compositions, stars, splits,
+    /// feedback loops, deterministic ones too, nets, observers) run on
+    /// node 0 instead, and a placement on the outer node itself inside is
+    /// dropped (`((A @ 1) .. B) @ 1` runs as `(A @ 1) .. (B @ 1)`).
+    /// Placement never changes a program's output, only where its parts
+    /// run; after this, every record that crosses nodes starts or ends at
+    /// node 0, whose custody log keeps what it sends, so replay covers
+    /// both nodes. Its cost: records between the two nodes pass node 0
+    /// (a run that ends on a loss keeps the direct connection). A
+    /// placement inside a dynamic placement's replica stays (the replica's
+    /// node is a tag's value: [`Graph::replay_boundary`] names it).
+    /// New nodes keep the location and types of the construct they come
+    /// from (a pushed placement, its outer placement's location). `None`
+    /// if no placement encloses another.
+    pub fn placed_for_replay(&self) -> Option<Graph> {
+        use std::collections::HashMap;
+        let mut g = self.clone();
+        let mut lifted = HashMap::new();
+        let mut pushed = HashMap::new();
+        let entry = g.lift(self.entry, &mut lifted, &mut pushed);
+        (g.nodes.len() != self.nodes.len()).then(|| {
+            g.entry = entry;
+            g
+        })
+    }
+
+    /// [`Graph::placed_for_replay`] of the component `id`: its children
+    /// first, then, for a placement on a node other than 0 enclosing one,
+    /// its body pushed down ([`Graph::push_place`]). A component whose
+    /// children do not change stays.
+    fn lift(
+        &mut self,
+        id: NodeId,
+        lifted: &mut std::collections::HashMap<NodeId, NodeId>,
+        pushed: &mut std::collections::HashMap<(NodeId, NodeId), NodeId>,
+    ) -> NodeId {
+        if let Some(&l) = lifted.get(&id) {
+            return l;
+        }
+        let mut kind = self.node(id).kind.clone();
+        let mut changed = false;
+        map_children(&mut kind, &mut |c| {
+            let l = self.lift(c, lifted, pushed);
+            changed |= l != c;
+            l
+        });
+        let out = match kind {
+            NodeKind::Place { body, node } if node != Rank::ROOT && self.places_inside(body) => {
+                self.push_place(body, node, id, pushed)
+            }
+            kind if changed => self.derived(id, kind),
+            _ => id,
+        };
+        lifted.insert(id, out);
+        out
+    }
+
+    /// Component `id` placed on node `k` (by the placement `place`),
+    /// pushed down to the largest parts that place nothing themselves:
+    /// those get the placement, the combinators above them stay
+    /// unplaced, a placement on `k` inside is dropped, one on another
+    /// node (or a dynamic one) stays where it is.
+    fn push_place(
+        &mut self,
+        id: NodeId,
+        k: Rank,
+        place: NodeId,
+        pushed: &mut std::collections::HashMap<(NodeId, NodeId), NodeId>,
+    ) -> NodeId {
+        if let Some(&p) = pushed.get(&(id, place)) {
+            return p;
+        }
+        let out = if !self.places_inside(id) {
+            let body = self.node(id);
+            let node = Node {
+                kind: NodeKind::Place { body: id, node: k },
+                loc: self.node(place).loc.clone(),
+                input: body.input.clone(),
+                output: body.output.clone(),
+            };
+            self.add(node)
+        } else {
+            match self.node(id).kind.clone() {
+                NodeKind::Place { body, node } if node == k => {
+                    self.push_place(body, k, place, pushed)
+                }
+                NodeKind::Place { .. } | NodeKind::DynPlace { .. } => id,
+                mut kind => {
+                    map_children(&mut kind, &mut |c| self.push_place(c, k, place, pushed));
+                    self.derived(id, kind)
+                }
+            }
+        };
+        pushed.insert((id, place), out);
+        out
+    }
+
+    /// A new node of kind `kind` with `id`'s location and types.
+    fn derived(&mut self, id: NodeId, kind: NodeKind) -> NodeId {
+        let from = self.node(id);
+        let node = Node {
+            kind,
+            loc: from.loc.clone(),
+            input: from.input.clone(),
+            output: from.output.clone(),
+        };
+        self.add(node)
+    }
+
+    /// Whether a placement (`@`, `!@`, `!!@`) is at or under `root`.
+    fn places_inside(&self, root: NodeId) -> bool {
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if matches!(
+                self.node(id).kind,
+                NodeKind::Place { .. } | NodeKind::DynPlace { .. }
+            ) {
+                return true;
+            }
+            stack.extend(self.children(id));
+        }
+        false
+    }
+
     /// What a run that replays the records lost with node `k` (issue 40)
-    /// cannot restore if `k` is lost: the first construct, in the
-    /// program's text, that may run on `k` and is a placement inside one
-    /// on another node (its records go between two nodes other than 0),
-    /// or a synchrocell that is a star's whole replica (`[| .. |] * p`) in
-    /// a placement inside a feedback loop (node 0's end-of-stream drain
-    /// parks the records a cell stores, and a loop can bring records back
-    /// to the cell after that: a replacement's lone cell, or a split's,
-    /// starts with its parked records, a fused star's positions do not).
+    /// cannot restore if `k` is lost, in the graph such a run executes
+    /// ([`Graph::placed_for_replay`]: no static placement on a node other
+    /// than 0 encloses another there): the first construct, in the
+    /// program's text, that may run on `k` and is a placement inside a
+    /// dynamic placement's replica (`(A @ 2) !@ <n>`: its records go
+    /// between two nodes, or from the replica to node 0 and back, past
+    /// node 0's log), or a dynamic placement with a replica on `k` inside
+    /// one (`(A !@ <m>) !@ <n>`).
     /// `None`: everything that may run on `k` is a function of each
     /// record (boxes, filters, splits, stars, feedback loops, placed
     /// farms `!@`, deterministic combinators inside or around a placement
@@ -659,8 +772,13 @@ impl Graph {
     /// its output: [`Graph::det_outputs_to_link`]) or a synchrocell whose decisions
     /// custody groups protect, which replay restores; a cell is named by
     /// its instance path (so one in a star's or split's replica, or in a
-    /// net used twice, is too). A dynamic placement's body counts as
-    /// running on every node.
+    /// net used twice, is too; one in a placement inside a feedback loop
+    /// on node 0, alone, per tag or a star's fused chain, whose records
+    /// can come back after node 0's end-of-stream drain, starts on a
+    /// replacement with the records the drain parked). A placement inside
+    /// a static placement on another node is none of these: pushed down,
+    /// it is two placements that node 0 connects. A dynamic placement's
+    /// body counts as running on every node, `k` and others.
     pub fn replay_boundary(&self, k: Rank) -> Option<Placement> {
         let mut first: Option<Placement> = None;
         let found = |node: &Node, first: &mut Option<Placement>| {
@@ -672,6 +790,9 @@ impl Graph {
                 });
             }
         };
+        if let Some(g) = self.placed_for_replay() {
+            return g.replay_boundary(k);
+        }
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![(self.entry, ReplayAt::default())];
         while let Some((id, at)) = stack.pop() {
@@ -688,20 +809,23 @@ impl Graph {
                             found(node, &mut first);
                         }
                         inner.on_k = true;
-                    } else if *n != Rank::ROOT {
+                    } else {
+                        // (On node 0 inside a placement on `k`: its
+                        // records come back to `k` past the log.)
                         if at.on_k {
                             found(node, &mut first);
                         }
-                        inner.elsewhere = true;
+                        inner.elsewhere |= *n != Rank::ROOT;
                     }
                 }
                 NodeKind::DynPlace { .. } => {
                     if at.on_k || at.elsewhere {
                         found(node, &mut first);
                     }
+                    // Replicas on `k` and on other nodes.
                     inner.on_k = true;
+                    inner.elsewhere = true;
                 }
-                NodeKind::Feedback { .. } if !at.on_k => inner.in_loop = true,
                 _ if at.on_k => {
                     if let Some(bad) = self.replay_step(id, &inner, &mut stack) {
                         found(self.node(bad), &mut first);
@@ -729,16 +853,10 @@ impl Graph {
         // replica too) is named by its instance path, the same in every
         // incarnation of the node (`snet-engine`'s `CellId`).
         match &self.node(id).kind {
-            // A cell in a placement inside a feedback loop on node 0 is
-            // restored (the drain parks what it stores: `snet-engine`'s
-            // `dist::custody`), except the whole replica of a star (`[|
-            // .. |] * p`, fused), whose positions a replacement does not
-            // rebuild from parked records.
-            NodeKind::Star { body, .. } if at.in_loop => {
-                if let Some(cell) = self.fused_cell(*body) {
-                    return Some(cell);
-                }
-            }
+            // (A cell in a placement inside a feedback loop on node 0,
+            // alone, per tag or a star's fused chain, is restored: the
+            // drain parks what it stores and a replacement's cell starts
+            // with it, `snet-engine`'s `dist::custody`.)
             NodeKind::Place { .. } | NodeKind::DynPlace { .. } => return Some(id),
             // (A deterministic combinator whose inside holds a synchrocell
             // links its output: [`Graph::det_outputs_to_link`].)
@@ -1016,6 +1134,25 @@ impl Graph {
     }
 }
 
+/// Replaces each operand of `kind` by `f` of it, in order.
+fn map_children(kind: &mut NodeKind, f: &mut impl FnMut(NodeId) -> NodeId) {
+    match kind {
+        NodeKind::Box(_) | NodeKind::Filter(_) | NodeKind::Synchrocell(_) => {}
+        NodeKind::Serial(a, b) => {
+            *a = f(*a);
+            *b = f(*b);
+        }
+        NodeKind::Parallel { branches, .. } => branches.iter_mut().for_each(|b| *b = f(*b)),
+        NodeKind::Star { body, .. }
+        | NodeKind::Split { body, .. }
+        | NodeKind::Feedback { body, .. }
+        | NodeKind::Place { body, .. }
+        | NodeKind::DynPlace { body, .. }
+        | NodeKind::Net { body, .. }
+        | NodeKind::Observe { body, .. } => *body = f(*body),
+    }
+}
+
 /// Where [`Graph::replay_boundary`]'s walk is.
 #[derive(Copy, Clone, Default, PartialEq, Eq, Hash)]
 struct ReplayAt {
@@ -1023,6 +1160,4 @@ struct ReplayAt {
     on_k: bool,
     /// Inside a placement on another node than 0 and the lost one.
     elsewhere: bool,
-    /// Inside a feedback loop around the placement (on node 0).
-    in_loop: bool,
 }

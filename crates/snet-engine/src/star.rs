@@ -223,6 +223,14 @@ impl StarEntity {
 /// would reach walking the chain, found in O(patterns · log cells) instead of
 /// by visiting every cell — or to a fresh cell at the end. A merged record
 /// continues from the position of the cell that produced it.
+///
+/// On a replacement node (custody), positions are made in chain order as
+/// records need them, each started as node 0 says: fired (a tombstone) or
+/// with the records the lost incarnation's end-of-stream drain parked
+/// there (a placement inside a feedback loop on node 0). So the chain a
+/// replayed record walks is the lost incarnation's at its last drain plus
+/// what the replayed records stored again (ARCHITECTURE.md, "Surviving a
+/// lost node", the drain).
 pub(crate) struct FusedSynchrocell {
     def: Arc<StarDef>,
     sync: Arc<SynchrocellDef>,
@@ -323,22 +331,52 @@ impl FusedSynchrocell {
                 .min();
             let pos = match found {
                 Some(pos) => pos,
-                None => {
+                // The first position no record has reached yet (every
+                // one before `next_pos` exists or has fired).
+                None => loop {
                     let mut pos = self.next_pos.max(from);
+                    let mut cell = Cell::new(pats.len());
+                    let mut restored = false;
                     if let Some(g) = &mut self.guard {
                         // Positions an earlier incarnation of this node
                         // fired are passed (node 0 holds their tombstones).
                         while g.first(&ctx.rt.net, pos, det.custody()) {
                             pos += 1;
                         }
+                        // Where its drain parked records (node 0 holds
+                        // them until the position's tombstone, and gave
+                        // them back before any replayed record), the
+                        // position starts with them in their slots,
+                        // keeping no token.
+                        for (i, r) in g.parked(&ctx.rt.net, pos, det.custody()) {
+                            restored |= cell.restore(i as usize, r);
+                        }
+                        if restored {
+                            ctx.rt.note_holding(
+                                me,
+                                &mut self.listed,
+                                self.sync_node,
+                                ctx.stacks.worker(),
+                            );
+                        }
                     }
+                    // (An empty cell has a slot for the record: some
+                    // pattern accepts it.)
+                    let fits = !restored || (0..pats.len()).any(|i| accepts[i] && cell.open(i));
+                    for (i, set) in self.empty.iter_mut().enumerate() {
+                        if !restored || cell.open(i) {
+                            set.insert(pos);
+                        }
+                    }
+                    self.cells.insert(pos, cell);
                     self.next_pos = pos + 1;
-                    self.cells.insert(pos, Cell::new(pats.len()));
-                    for set in &mut self.empty {
-                        set.insert(pos);
+                    if fits {
+                        break pos;
                     }
-                    pos
-                }
+                    // A restored position whose slots for the record
+                    // are taken is passed (joining no group: its parked
+                    // records have none), as in the lost incarnation.
+                },
             };
             if let (Some(g), true) = (&mut self.guard, pos > from) {
                 // The record passes the cells before `pos`: fired ones,

@@ -388,21 +388,18 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
     // A cell in a placement inside a feedback loop on node 0 (its records
     // can come back after the end of the stream's drain, which parks the
     // records cells store): restored, alone, in a split's or a star's
-    // replica, a cell per tag; a cell that is a star's whole replica
-    // (fused: a replacement does not rebuild its positions from parked
-    // records) is still a boundary, named.
+    // replica, a cell per tag, and a cell that is a star's whole replica
+    // (fused: a replacement's star starts the positions it creates with
+    // their parked records), in a loop or a star on node 0.
     for looped in [
         "net f connect ([| {<x>}, {<w>} |] @ 1) \\ {<z>};",
         "net f connect (([| {<x>}, {<w>} |] ! <x>) @ 1) \\ {<z>};",
         "net f connect ((([| {<x>}, {<w>} |] .. [{<x>} -> {<x>}]) * {<w>}) @ 1) \\ {<z>};",
+        "net f connect (([| {<x>}, {<w>} |] * {<x>, <w>}) @ 1) \\ {<z>};",
+        "net f connect ((([| {<x>}, {<w>} |] * {<x>, <w>}) @ 1) \\ {<z>}) * {<v>};",
     ] {
         assert_eq!(boundary(looped, 1), None, "{looped}");
     }
-    let looped_star = "net f connect (([| {<x>}, {<w>} |] * {<x>, <w>}) @ 1) \\ {<z>};";
-    assert_eq!(
-        boundary(looped_star, 1),
-        Some(("synchrocell".into(), 1, 17))
-    );
     // Deterministic combinators inside a placement on the node (their
     // owner and collector there) ...
     for inside in [
@@ -459,14 +456,107 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
         det_linked(det_cell_around),
         ["deterministic parallel replication"]
     );
-    // A deterministic combinator does not hide what is still a boundary.
+    // Nor around a star-fused cell in a placement inside a loop (until
+    // the fused star restored parked records, this one was named).
     let det_cell = "net d connect (([| {<x>}, {<w>} |] * {<x>, <w>}) @ 1) \\ {<z>} !! <x>;";
-    assert_eq!(
-        boundary(det_cell, 1).map(|b| b.0),
-        Some("synchrocell".into())
-    );
-    // A placement inside a placement on another node.
+    assert_eq!(boundary(det_cell, 1), None);
+    // A placement inside a placement on another node (on node 0 or the
+    // outer node too, or a dynamic one): a run that survives a lost node
+    // pushes the outer placement down (`Graph::placed_for_replay`), so
+    // records between the two pass node 0's log. Not a boundary.
     let nested = "net n connect (([{<x>} -> {<x>}] @ 2) .. [{<x>} -> {<x>}]) @ 1;";
-    assert_eq!(boundary(nested, 1).map(|b| b.0), Some("placement".into()));
-    assert_eq!(boundary(nested, 2).map(|b| b.0), Some("placement".into()));
+    for k in [1, 2] {
+        assert_eq!(boundary(nested, k), None);
+        for inner in ["@ 0", "@ 1", "!@ <x>"] {
+            let src = nested.replace("@ 2", inner);
+            assert_eq!(boundary(&src, k), None, "{src}");
+        }
+    }
+    // Inside a dynamic placement's replica (its node is a tag's value,
+    // so it is not pushed down), a placement on another node, on node 0
+    // or on the node itself is still one: named for every node.
+    for (inner, col) in [("@ 2", 34), ("@ 0", 34), ("!@ <y>", 34)] {
+        let src = format!(
+            "net n connect (([{{<x>}} -> {{<x>}}] {inner}) .. [{{<x>}} -> {{<x>}}]) !@ <x>;"
+        );
+        for k in [1, 2, 3] {
+            let what = if inner.starts_with('!') {
+                "dynamic placement"
+            } else {
+                "placement"
+            };
+            assert_eq!(
+                boundary(&src, k),
+                Some((what.into(), 1, col)),
+                "{src}, node {k}"
+            );
+        }
+    }
+}
+
+/// The graph a run that survives a lost node executes: each placement on
+/// a node other than 0 that encloses a placement is pushed down to the
+/// largest parts that place nothing; the combinators above run on node
+/// 0, a placement on the outer node inside is dropped, a dynamic
+/// placement stays (its body too).
+#[test]
+fn placed_for_replay_pushes_an_outer_placement_below_the_inner_ones() {
+    fn shape(g: &snet_core::Graph, id: snet_core::NodeId) -> String {
+        use snet_core::NodeKind as K;
+        let s = |id| shape(g, id);
+        match &g.node(id).kind {
+            K::Box(b) => g.box_def(*b).name.clone(),
+            K::Filter(_) => "f".into(),
+            K::Synchrocell(_) => "cell".into(),
+            K::Serial(a, b) => format!("({} .. {})", s(*a), s(*b)),
+            K::Parallel { branches, det } => {
+                let sep = if *det { " || " } else { " | " };
+                let b: Vec<String> = branches.iter().map(|&b| s(b)).collect();
+                format!("({})", b.join(sep))
+            }
+            K::Star { body, det, .. } => {
+                format!("({} {} p)", s(*body), if *det { "**" } else { "*" })
+            }
+            K::Split { body, det, .. } => {
+                format!("({} {} <t>)", s(*body), if *det { "!!" } else { "!" })
+            }
+            K::Feedback { body, .. } => format!("({} \\ p)", s(*body)),
+            K::Place { body, node } => format!("({} @ {node})", s(*body)),
+            K::DynPlace { body, .. } => format!("({} !@ <t>)", s(*body)),
+            K::Net { body, .. } | K::Observe { body, .. } => s(*body),
+        }
+    }
+    let pushed = |connect: &str| {
+        let src = format!(
+            "net n {{ box a((<x>) -> (<x>)); box b((<x>) -> (<x>)); }}\nconnect {connect};"
+        );
+        let g = compile("p.snet", &src, None).graph.expect("graph");
+        g.placed_for_replay().map(|p| shape(&p, p.entry))
+    };
+    assert_eq!(pushed("(a @ 2) .. (b @ 1)"), None, "nothing nested");
+    assert_eq!(pushed("((a @ 2) .. b) @ 0"), None, "node 0 is not pushed");
+    for (connect, want) in [
+        ("((a @ 2) .. b) @ 1", "((a @ 2) .. (b @ 1))"),
+        ("((a @ 2) | b) @ 1", "((a @ 2) | (b @ 1))"),
+        (
+            "(((a @ 2) .. b) || b) @ 1",
+            "(((a @ 2) .. (b @ 1)) || (b @ 1))",
+        ),
+        ("((a @ 2) * {<y>}) @ 1", "((a @ 2) * p)"),
+        (
+            "((b .. (a @ 2)) !! <x>) @ 1",
+            "(((b @ 1) .. (a @ 2)) !! <t>)",
+        ),
+        ("((a @ 0) \\ {<y>}) @ 1", "((a @ 0) \\ p)"),
+        ("((a @ 1) .. b) @ 1", "((a @ 1) .. (b @ 1))"),
+        ("((a !@ <x>) .. b) @ 1", "((a !@ <t>) .. (b @ 1))"),
+        (
+            "((((a @ 3) .. b) @ 2) .. b) @ 1",
+            "(((a @ 3) .. (b @ 2)) .. (b @ 1))",
+        ),
+        ("((a @ 2) .. b) !@ <x>", "DYN"),
+    ] {
+        let want = (want != "DYN").then(|| want.to_string());
+        assert_eq!(pushed(connect), want, "{connect}");
+    }
 }

@@ -6,13 +6,27 @@
 //! environment variables, [`NODE_VAR`] (the node's number) and [`FD_VAR`]
 //! (the segment's inherited descriptor). Their standard input and output
 //! are closed (only node 0 reads and writes records); standard error is
-//! shared.
+//! shared. A node process names its main thread `snet-node-K` (what `ps`
+//! and `/proc/PID/comm` show).
 //!
+//! * **Fork where it is safe, else exec**: while node 0 has one thread
+//!   (a built program or `snet run` at this point: the program parsed and
+//!   checked, no engine thread yet), it *forks* nodes 1..N: each child
+//!   sets the variables itself and joins the run with node 0's checked
+//!   program and everything else already in memory. An exec'd node pays
+//!   the dynamic linking of the program and its libraries (three quarters
+//!   of a node's 3.2 million start-up instructions, Open MPI's libraries
+//!   mostly), the parse and the check again: a few milliseconds of CPU on
+//!   a core the running nodes share. With more than one thread (the
+//!   `snet` library's run thread), with [`NodeCommand::Command`], for
+//!   every replacement (started by the launcher thread), and with
+//!   [`EXEC_VAR`]`=1`, node processes are exec'd as before.
 //! * **A node dies with node 0**: each node process asks the kernel for
 //!   `SIGKILL` when its parent ends (`PR_SET_PDEATHSIG`, set between fork
 //!   and exec, and checked against a parent that died before it was set).
 //!   The parent here is the *thread* that started it, so node 0 starts its
 //!   nodes from a thread that lives as long as the run (the main thread).
+//!   A forked node asks the same right after the fork.
 //! * **Node 0 notices a death**: one thread per node process waits for it;
 //!   when it ends, the segment's node word says how (`EXITED` for status 0
 //!   after its transport closed in order, else `DEAD` with the status or
@@ -199,6 +213,7 @@ pub fn run<T>(
 ) -> Result<Ran<T>, SetupError> {
     if let Some(started) = started_as_node() {
         let (k, fd) = started.map_err(SetupError::Join)?;
+        name_node(k);
         let t = Arc::new(attach_as_node(k, fd).map_err(SetupError::Join)?);
         let (output, _) = part(&t);
         return Ok(Ran {
@@ -210,9 +225,31 @@ pub fn run<T>(
     let seg = Segment::create(launch.geometry).map_err(SetupError::Create)?;
     let t = Arc::new(ShmTransport::new(seg, 0).map_err(SetupError::Endpoint)?);
     let nodes = if launch.geometry.nodes > 1 {
+        // Copies of this process are forked where that is safe (see the
+        // module docs): the children need neither exec nor start-up.
+        let mut forked = Vec::new();
+        if matches!(launch.command, NodeCommand::ThisProgram) && may_fork() {
+            // SAFETY: getpid has no preconditions.
+            let parent = unsafe { libc::getpid() };
+            for k in 1..launch.geometry.nodes {
+                match fork_node(parent, k) {
+                    Ok(Some(pid)) => forked.push((k, pid)),
+                    Ok(None) => return as_forked_node(k, t, launch.env, part),
+                    Err(e) => {
+                        kill_and_reap(&forked);
+                        return Err(SetupError::Start(io::Error::new(
+                            e.kind(),
+                            format!("cannot start node {k} (fork): {e}"),
+                        )));
+                    }
+                }
+            }
+        }
         let started = match launch.command {
-            NodeCommand::ThisProgram => Nodes::start_with_env(&t, launch.env),
-            NodeCommand::Command { exe, args } => Nodes::start_command(&t, exe, args, launch.env),
+            NodeCommand::ThisProgram => Nodes::start_with_env(&t, launch.env, &forked),
+            NodeCommand::Command { exe, args } => {
+                Nodes::start_command(&t, exe, args, launch.env, &forked)
+            }
         };
         Some(started.map_err(SetupError::Start)?)
     } else {
@@ -225,6 +262,116 @@ pub fn run<T>(
         transport: t,
         ended,
     })
+}
+
+/// The environment variable that, set to `1`, makes node 0 start every
+/// node process with exec (as a replacement is always started) instead of
+/// forking it: for comparisons, and for tools that find node processes by
+/// their environment (`/proc/PID/environ` shows a forked node node 0's).
+pub const EXEC_VAR: &str = "SNET_SHM_EXEC";
+
+/// Whether node 0 may fork its node processes: it starts copies of itself
+/// ([`NodeCommand::ThisProgram`]), [`EXEC_VAR`] does not ask for exec, and
+/// this process has one thread. A fork copies only the calling thread: a
+/// lock another thread held (the allocator's, standard output's) would
+/// stay locked in the child for ever. Built programs and `snet run` reach
+/// here on their main thread before the engine starts any; the `snet`
+/// library (whose run has a thread of its own) and the Python package
+/// (which starts a command) exec.
+fn may_fork() -> bool {
+    if std::env::var_os(EXEC_VAR).is_some_and(|v| v == "1") {
+        return false;
+    }
+    // A thread that ended may linger in the list a moment: then exec.
+    std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.count() == 1)
+}
+
+/// Forks a node process of node 0 (`parent`): its pid in the parent,
+/// `None` in the child, which from here on is a started node as an exec'd
+/// one is at its start: dies with node 0, standard input and output
+/// `/dev/null`, named `snet-node-K`. The child's set-up failing ends it with status 1, which
+/// node 0's watcher reports like any node's end.
+fn fork_node(parent: libc::pid_t, k: u32) -> io::Result<Option<u32>> {
+    use std::io::Write;
+    // Output buffered now would be written twice, once by each process.
+    let _ = std::io::stdout().flush();
+    // SAFETY: this process has one thread (`may_fork`), so the child's
+    // copy holds no lock that a thread it lacks was holding.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid > 0 {
+        return Ok(Some(pid as u32));
+    }
+    // SAFETY: plain system calls in the child, on its own descriptors.
+    unsafe {
+        // As an exec'd node's pre_exec: dies with node 0's thread (this
+        // one), and not at all if node 0 died before the request.
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() != parent {
+            libc::_exit(1);
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null < 0 || libc::dup2(null, 0) < 0 || libc::dup2(null, 1) < 0 {
+            libc::_exit(1);
+        }
+        if null > 1 {
+            libc::close(null);
+        }
+    }
+    // At once: tools tell node 0 from its nodes by the name.
+    name_node(k);
+    Ok(None)
+}
+
+/// The rest of [`run`] in a forked node process `k`: node 0's endpoint
+/// (`node0`, this process's copy of it) is left alone, the variables an
+/// exec'd node finds are set (its code, and its boxes, may read them),
+/// and the node joins the run on a mapping of its own.
+fn as_forked_node<T>(
+    k: u32,
+    node0: Arc<ShmTransport>,
+    env: &[(&str, &str)],
+    part: impl FnOnce(&Arc<ShmTransport>) -> (T, bool),
+) -> Result<Ran<T>, SetupError> {
+    let fd = node0.segment().fd();
+    // Node 0's endpoint is node 0's: dropping this copy would close the
+    // descriptor the node maps below. Its mapping stays, unused.
+    std::mem::forget(node0);
+    // SAFETY: the process has one thread (the fork copied only this one).
+    unsafe {
+        std::env::set_var(NODE_VAR, k.to_string());
+        std::env::set_var(FD_VAR, fd.to_string());
+        std::env::set_var(INCARNATION_VAR, "0");
+        for (a, b) in env {
+            std::env::set_var(a, b);
+        }
+    }
+    let t = Arc::new(attach_as_node(k, fd).map_err(SetupError::Join)?);
+    let (output, _) = part(&t);
+    Ok(Ran {
+        output,
+        transport: t,
+        ended: Vec::new(),
+    })
+}
+
+/// Names the calling thread (in a node process, its main thread, whose
+/// name `ps` and `/proc/PID/comm` show) `snet-node-K`.
+fn name_node(k: u32) {
+    if let Ok(name) = std::ffi::CString::new(format!("snet-node-{k}")) {
+        // SAFETY: a NUL-terminated name (the kernel keeps 15 bytes of it).
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+    }
+}
+
+/// Kills and reaps forked node processes (node 0's set-up failed).
+fn kill_and_reap(forked: &[(u32, u32)]) {
+    for &(_, pid) in forked {
+        // SAFETY: kill(2) on a child we forked and have not reaped.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        reap(pid);
+    }
 }
 
 /// How a node process ended.
@@ -319,6 +466,13 @@ impl Starter {
             )
         })?;
         let pid = child.id();
+        self.watch(k, pid)?;
+        Ok(pid)
+    }
+
+    /// Records node `k`'s process `pid` in the segment and starts the
+    /// thread that waits for its end.
+    fn watch(&self, k: u32, pid: u32) -> io::Result<()> {
         self.t.segment().set_pid(k, pid);
         let tx = self.tx.clone();
         let t = self.t.clone();
@@ -345,7 +499,7 @@ impl Starter {
                     },
                 ));
             })?;
-        Ok(pid)
+        Ok(())
     }
 }
 
@@ -354,10 +508,15 @@ impl Nodes {
     /// the environment variables `env` set in every node process besides
     /// [`NODE_VAR`] and [`FD_VAR`]. Call it from the thread that lives as
     /// long as the run (see the module docs).
-    fn start_with_env(t: &Arc<ShmTransport>, env: &[(&str, &str)]) -> io::Result<Nodes> {
+    /// `forked`: the nodes already started by fork, with their pids.
+    fn start_with_env(
+        t: &Arc<ShmTransport>,
+        env: &[(&str, &str)],
+        forked: &[(u32, u32)],
+    ) -> io::Result<Nodes> {
         let exe = std::env::current_exe()?;
         let args: Vec<_> = std::env::args_os().skip(1).collect();
-        Nodes::start_command(t, &exe, &args, env)
+        Nodes::start_command(t, &exe, &args, env, forked)
     }
 
     /// As `start_with_env`, with the node processes started as
@@ -372,6 +531,7 @@ impl Nodes {
         exe: &std::path::Path,
         args: &[std::ffi::OsString],
         env: &[(&str, &str)],
+        forked: &[(u32, u32)],
     ) -> io::Result<Nodes> {
         let (tx, ended) = mpsc::channel();
         let starter = Starter {
@@ -392,9 +552,19 @@ impl Nodes {
             ended,
             launcher: None,
         };
+        // Forked nodes are running already (killed with the rest if a
+        // start fails); each is watched from now on (it cannot end
+        // unnoticed: unreaped, it waits for its watcher).
+        lock(&nodes.pids).extend_from_slice(forked);
         for k in 1..t.segment().geometry().nodes {
-            match starter.start(k, 0) {
-                Ok(pid) => lock(&nodes.pids).push((k, pid)),
+            let started = match forked.iter().find(|f| f.0 == k) {
+                Some(&(_, pid)) => starter.watch(k, pid),
+                None => starter
+                    .start(k, 0)
+                    .map(|pid| lock(&nodes.pids).push((k, pid))),
+            };
+            match started {
+                Ok(()) => {}
                 Err(e) => {
                     nodes.kill_all();
                     return Err(e);

@@ -55,7 +55,9 @@ pub fn output_guarded(mut cmd: Command) -> Output {
 }
 
 pub const BOXES: &str = r#"
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "C4SNet.h"
 
@@ -118,6 +120,34 @@ void *crash(void *hnd, int k)
         *p = k;
     }
     C4SNetOut(hnd, 1, k);
+    return hnd;
+}
+
+/* Where it runs: its node's variables as the box sees them (getenv), and
+   whether its process was exec'd as a node (its start-up environment,
+   /proc/self/environ, names the node) and is named as one (the main
+   thread's name, /proc/self/comm, is snet-node-K). */
+void *whoami(void *hnd, int k)
+{
+    const char *n = getenv("SNET_SHM_NODE"), *g = getenv("SNET_SHM_INCARNATION");
+    int node = n ? atoi(n) : -1, inc = g ? atoi(g) : -1, execd = 0, named = 0;
+    char buf[65536], want[32];
+    FILE *f = fopen("/proc/self/environ", "r");
+    if (f) {
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < len; i += strlen(buf + i) + 1) {
+            buf[len] = 0;
+            execd |= strncmp(buf + i, "SNET_SHM_NODE=", 14) == 0;
+        }
+    }
+    snprintf(want, sizeof want, "snet-node-%d\n", node);
+    f = fopen("/proc/self/comm", "r");
+    if (f) {
+        named = fgets(buf, sizeof buf, f) && strcmp(buf, want) == 0;
+        fclose(f);
+    }
+    C4SNetOut(hnd, 1, k, node, inc, execd, named);
     return hnd;
 }
 
@@ -550,6 +580,30 @@ pub fn kill_mid_run(mut cmd: Command, victim: impl Fn() -> Option<u32>) -> Kille
         stderr: stderr.join().unwrap_or_default(),
         rest: rest.join().unwrap_or_default(),
     }
+}
+
+/// The PID of shm node `node`'s process of the run whose environment
+/// holds `tag_var` (`NAME=value`): a node process names its main thread
+/// `snet-node-K` (`/proc/PID/comm`), node 0 is the one without such a
+/// name. (A forked node's `/proc/PID/environ` is node 0's: the variables
+/// it sets itself do not show there.)
+pub fn shm_node_pid(tag_var: &str, node: u32) -> Option<u32> {
+    let name = format!("snet-node-{node}");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let env = std::fs::read(e.path().join("environ")).ok()?;
+        if !env.split(|&b| b == 0).any(|v| v == tag_var.as_bytes()) {
+            return None;
+        }
+        let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+        let comm = comm.trim_end();
+        let found = if node == 0 {
+            !comm.starts_with("snet-node-")
+        } else {
+            comm == name
+        };
+        found.then_some(pid)
+    })
 }
 
 /// Processes (other than zombies) that carry `SNET_TEST_RUN=tag`.

@@ -222,10 +222,16 @@ pub(crate) enum Mutation {
     /// record stored after the drain (one that came back round the
     /// loop) is then neither protected nor parked.
     UntokenedStoreAfterDrain,
+    /// (Under `chain`) A star's cell instance that a replacement makes
+    /// starts empty: the records the drain parked there are not put back
+    /// in its slots (the engine's fused star `[| .. |] * p` before it
+    /// restored them: it made its chain positions as records reached
+    /// them, each empty or fired).
+    ChainParkedNotRestored,
 }
 
 impl Mutation {
-    pub(crate) const ALL: [Mutation; 16] = [
+    pub(crate) const ALL: [Mutation; 17] = [
         Mutation::NoUnionOnSlotPass,
         Mutation::NoUnionOnFiredPass,
         Mutation::WeakUpgradeMeansCommitted,
@@ -242,6 +248,7 @@ impl Mutation {
         Mutation::NoParking,
         Mutation::ParkedNotSent,
         Mutation::UntokenedStoreAfterDrain,
+        Mutation::ChainParkedNotRestored,
     ];
 }
 
@@ -886,6 +893,9 @@ impl Model {
         if k.tombs.contains(&id) {
             k.cells[c].fired = true;
             k.cells[c].link = Some(k.new_link(None, true));
+            return;
+        }
+        if self.chain && self.mutation == Mutation::ChainParkedNotRestored {
             return;
         }
         // Records an earlier incarnation's drain parked here: in their
@@ -1909,6 +1919,7 @@ mod tests {
             Mutation::NoParking,
             Mutation::ParkedNotSent,
             Mutation::UntokenedStoreAfterDrain,
+            Mutation::ChainParkedNotRestored,
         ] {
             for design in [Design::Hybrid, Design::HybridFifoMerged] {
                 let caught = LOOP_NETS.iter().find_map(|spec| {

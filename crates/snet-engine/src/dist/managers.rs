@@ -461,7 +461,7 @@ fn replace(
     let gone = |message: String| EngineError::Node { node: k, message };
     if let Some(held) = rt.graph().replay_boundary(k) {
         return Err(gone(format!(
-            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops, deterministic combinators and synchrocells, but not a synchrocell that is a star's whole replica placed inside a feedback loop, nor a placement inside a placement on another node)",
+            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops, deterministic combinators, synchrocells and placements inside placements, but not a synchrocell that is a star's whole replica placed inside a feedback loop, nor a placement inside a dynamic placement `!@`)",
             held.what, held.loc
         )));
     }
