@@ -387,18 +387,164 @@ pub(crate) enum Offer {
     Queued,
 }
 
+/// An entity's queued items: the senders' batches as they came, each in
+/// its own buffer ("segments"), so that a batch offered behind others
+/// and taken as a whole moves as a buffer, not item by item.
+///
+/// `head` is the front segment (the only one in the common case: a batch
+/// into an empty inbox, or single items); `more` holds the segments behind
+/// it, each non-empty. Invariant: `head` is empty only when `more` is.
 struct Inbox {
-    items: VecDeque<Item>,
+    head: VecDeque<Item>,
+    more: VecDeque<VecDeque<Item>>,
+    /// Items in `head` and `more` together.
+    len: usize,
+    /// Empty buffers handed back by takers that traded a segment away,
+    /// for senders that leave a batch as a segment (at most `SPARE_MAX`).
+    spare: Vec<VecDeque<Item>>,
     scheduled: bool,
     /// Times the licence was released (saturating): tells long-lived,
     /// busy entities from one-shot ones (see `next_or_release`).
     releases: u8,
 }
 
+/// A batch offered to a non-empty inbox goes in as a segment of its own
+/// (its buffer moved, no item copied) from this many items; smaller ones
+/// are copied behind the last segment (a segment of a few items would pin
+/// a buffer of a batch's size, and split the consumer's runs of calls).
+/// Two under loom, so that the models' pairs are segments.
+const SEGMENT_MIN: usize = if cfg!(loom) { 2 } else { 32 };
+
+/// Empty buffers an inbox keeps for the senders of segments.
+const SPARE_MAX: usize = 8;
+
 /// Releases after which an entity keeps its inbox buffer while idle.
 const KEEP_AFTER: u8 = 8;
 /// Buffers above this many items are dropped at every release (bursts).
 const KEEP_MAX: usize = 256;
+
+impl Inbox {
+    /// The front segment went empty: the next one, if any, takes its place
+    /// (its buffer kept as a spare).
+    #[inline(always)]
+    fn advance(&mut self) {
+        debug_assert!(self.head.is_empty());
+        if !self.more.is_empty() {
+            self.next_segment();
+        }
+    }
+
+    /// [`Inbox::advance`]'s rare half (a producer ran ahead).
+    #[cold]
+    #[inline(never)]
+    fn next_segment(&mut self) {
+        if let Some(next) = self.more.pop_front() {
+            let empty = std::mem::replace(&mut self.head, next);
+            self.keep_spare(empty);
+        }
+    }
+
+    /// Keeps an empty buffer for a later sender, if there is room and it
+    /// is not a burst's.
+    #[inline]
+    fn keep_spare(&mut self, buf: VecDeque<Item>) {
+        debug_assert!(buf.is_empty());
+        if self.spare.len() < SPARE_MAX && buf.capacity() > 0 && buf.capacity() <= KEEP_MAX {
+            self.spare.push(buf);
+        }
+    }
+
+    /// Appends one item behind everything queued.
+    #[inline]
+    fn push_back(&mut self, item: Item) {
+        match self.more.back_mut() {
+            Some(last) => last.push_back(item),
+            None => self.head.push_back(item),
+        }
+        self.len += 1;
+    }
+
+    /// Appends a sender's batch (not empty) behind everything queued,
+    /// leaving `items` empty: as a buffer where that moves no item (an
+    /// empty inbox with room for it, or a batch of at least
+    /// `SEGMENT_MIN`), else copied behind the last segment.
+    #[inline]
+    fn append(&mut self, items: &mut VecDeque<Item>) {
+        let n = items.len();
+        if self.len == 0 {
+            if self.head.capacity() >= n {
+                // Into an empty inbox: trade buffers (a box's batch of
+                // outputs into the next box's inbox, a pipeline's every
+                // hop). The sender gets the inbox's empty buffer, which
+                // holds as many as it sent: its next batch of that size
+                // needs no growth.
+                std::mem::swap(&mut self.head, items);
+            } else {
+                self.head.append(items);
+            }
+        } else if n >= SEGMENT_MIN && n.saturating_mul(4) >= items.capacity() {
+            // Behind others (a producer running ahead of its consumer on
+            // another worker): the batch stays in its buffer, and the
+            // sender gets a spare (or a new one).
+            let buf = self.spare.pop().unwrap_or_default();
+            self.more.push_back(std::mem::replace(items, buf));
+        } else {
+            match self.more.back_mut() {
+                Some(last) => last.append(items),
+                None => self.head.append(items),
+            }
+        }
+        self.len += n;
+    }
+
+    /// Moves up to `max` (at least one) of the front segment's items to the
+    /// end of `out`, and returns how many (0: the inbox is empty). A take
+    /// stops at the end of the front segment, so that the next take finds
+    /// a whole one; all of it into an empty `out` is a trade of buffers.
+    #[inline(always)]
+    fn take(&mut self, out: &mut VecDeque<Item>, max: usize) -> usize {
+        let n = self.head.len().min(max);
+        if n == 0 {
+            return 0;
+        }
+        if n == self.head.len() && out.is_empty() {
+            std::mem::swap(&mut self.head, out);
+        } else {
+            out.extend(self.head.drain(..n));
+        }
+        self.len -= n;
+        if self.head.is_empty() {
+            self.advance();
+        }
+        n
+    }
+
+    /// The next item.
+    #[inline]
+    fn pop_front(&mut self) -> Option<Item> {
+        let item = self.head.pop_front()?;
+        self.len -= 1;
+        if self.head.is_empty() {
+            self.advance();
+        }
+        Some(item)
+    }
+
+    /// Puts `items` (taken and not processed) back in front of everything
+    /// queued, as a segment of their own, leaving `items` empty.
+    fn unread(&mut self, items: &mut VecDeque<Item>) {
+        let n = items.len();
+        if self.len == 0 {
+            std::mem::swap(&mut self.head, items);
+        } else {
+            let buf = self.spare.pop().unwrap_or_default();
+            let front = std::mem::replace(items, buf);
+            let old = std::mem::replace(&mut self.head, front);
+            self.more.push_front(old);
+        }
+        self.len += n;
+    }
+}
 
 /// A runtime entity: an inbox plus kind-specific state.
 pub(crate) struct Entity {
@@ -454,7 +600,10 @@ impl Entity {
             replica: std::sync::atomic::AtomicBool::new(false),
             is_box,
             inbox: Mutex::new(Inbox {
-                items: VecDeque::new(),
+                head: VecDeque::new(),
+                more: VecDeque::new(),
+                len: 0,
+                spare: Vec::new(),
                 scheduled: false,
                 releases: 0,
             }),
@@ -465,53 +614,47 @@ impl Entity {
     pub(crate) fn offer(&self, item: Item) -> Offer {
         let mut inbox = lock(&self.inbox);
         if !inbox.scheduled {
-            debug_assert!(inbox.items.is_empty());
+            debug_assert!(inbox.len == 0);
             inbox.scheduled = true;
             Offer::Licensed(item)
         } else {
-            inbox.items.push_back(item);
-            self.backlog.store(inbox.items.len(), Ordering::Relaxed);
+            inbox.push_back(item);
+            self.backlog.store(inbox.len, Ordering::Relaxed);
             Offer::Queued
         }
     }
 
     /// Step 1 for several items from one sender, in order, under one lock
-    /// (`items` is left empty: its buffer goes to an empty inbox that has
-    /// room for as many, which gives its own back; otherwise the items are
-    /// copied in bulk and the buffer kept). Returns the first item when the caller now holds the
+    /// (`items` is left empty: its buffer goes into the inbox where that
+    /// saves copying its items, see `Inbox::append`, and the sender gets an
+    /// empty one back; otherwise the items are copied in bulk and the
+    /// buffer kept). Returns the first item when the caller now holds the
     /// licence, and how many items were queued.
     pub(crate) fn offer_many(&self, items: &mut VecDeque<Item>) -> (Option<Item>, usize) {
         let mut inbox = lock(&self.inbox);
         let first = if inbox.scheduled {
             None
         } else {
-            debug_assert!(inbox.items.is_empty());
+            debug_assert!(inbox.len == 0);
             inbox.scheduled = true;
             items.pop_front()
         };
         let queued = items.len();
-        if inbox.items.is_empty() && inbox.items.capacity() >= queued {
-            // Into an empty inbox: trade buffers instead of copying every
-            // item (a box's batch of outputs into the next box's inbox, a
-            // pipeline's every hop). The sender gets the inbox's empty
-            // buffer, which holds as many as it sent: its next batch of
-            // that size needs no growth.
-            std::mem::swap(&mut inbox.items, items);
-        } else {
-            inbox.items.append(items);
+        if queued > 0 {
+            inbox.append(items);
         }
-        self.backlog.store(inbox.items.len(), Ordering::Relaxed);
+        self.backlog.store(inbox.len, Ordering::Relaxed);
         (first, queued)
     }
 
     /// Step 2: the next item, or `None` after releasing the licence.
     pub(crate) fn next_or_release(&self) -> Option<Item> {
         let mut inbox = lock(&self.inbox);
-        let next = inbox.items.pop_front();
+        let next = inbox.pop_front();
         if next.is_none() {
             Self::release(&mut inbox);
         } else {
-            self.backlog.store(inbox.items.len(), Ordering::Relaxed);
+            self.backlog.store(inbox.len, Ordering::Relaxed);
         }
         next
     }
@@ -520,31 +663,17 @@ impl Entity {
     /// the end of `out` and returns how many, or releases the licence and
     /// returns 0 when there are none. The items are the holder's to
     /// process, in order, before any still in the inbox (or to give back
-    /// with [`Entity::unread`]).
+    /// with [`Entity::unread`]). A take ends where a sender's batch did
+    /// (`Inbox::take`), so it may move fewer than `max` while more wait.
     pub(crate) fn take_or_release(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
         let mut inbox = lock(&self.inbox);
-        let n = inbox.items.len().min(max.max(1));
+        let n = inbox.take(out, max.max(1));
         if n == 0 {
             Self::release(&mut inbox);
         } else {
-            self.move_out(&mut inbox, out, n);
+            self.backlog.store(inbox.len, Ordering::Relaxed);
         }
         n
-    }
-
-    /// Moves the inbox's next `n` items (`n > 0`, at most all) to the end
-    /// of `out` and updates the backlog hint.
-    #[inline]
-    fn move_out(&self, inbox: &mut Inbox, out: &mut VecDeque<Item>, n: usize) {
-        if n == inbox.items.len() && out.is_empty() {
-            // All of it: trade buffers instead of moving every item (the
-            // inbox gets `out`'s empty one).
-            std::mem::swap(&mut inbox.items, out);
-            self.backlog.store(0, Ordering::Relaxed);
-        } else {
-            out.extend(inbox.items.drain(..n));
-            self.backlog.store(inbox.items.len(), Ordering::Relaxed);
-        }
     }
 
     /// Like [`Entity::take_or_release`], but never releases the licence:
@@ -554,9 +683,9 @@ impl Entity {
     /// waits behind it (a box's run of calls, [`crate::callstack`]).
     pub(crate) fn take(&self, out: &mut VecDeque<Item>, max: usize) -> usize {
         let mut inbox = lock(&self.inbox);
-        let n = inbox.items.len().min(max);
+        let n = if max > 0 { inbox.take(out, max) } else { 0 };
         if n > 0 {
-            self.move_out(&mut inbox, out, n);
+            self.backlog.store(inbox.len, Ordering::Relaxed);
         }
         n
     }
@@ -568,25 +697,36 @@ impl Entity {
             return;
         }
         let mut inbox = lock(&self.inbox);
-        while let Some(item) = items.pop_back() {
-            inbox.items.push_front(item);
-        }
-        self.backlog.store(inbox.items.len(), Ordering::Relaxed);
+        inbox.unread(items);
+        self.backlog.store(inbox.len, Ordering::Relaxed);
     }
 
     /// Clears `scheduled` (the inbox is empty).
+    #[inline(always)]
     fn release(inbox: &mut Inbox) {
+        debug_assert!(inbox.len == 0 && inbox.more.is_empty());
         inbox.scheduled = false;
         // Most entities (one per split value, per star stage) see a queue
-        // only briefly; do not keep its buffer alive for the whole run.
+        // only briefly; do not keep its buffers alive for the whole run.
         // Entities that went idle often are the network's long-lived ones,
         // which queue again soon: they keep a small buffer (else every busy
-        // period would allocate and grow it anew).
-        let cap = inbox.items.capacity();
-        if cap > 0 && (inbox.releases < KEEP_AFTER || cap > KEEP_MAX) {
-            inbox.items = VecDeque::new();
+        // period would allocate and grow it anew), and their spares.
+        let cap = inbox.head.capacity();
+        let keep = inbox.releases >= KEEP_AFTER;
+        if cap > 0 && (!keep || cap > KEEP_MAX) {
+            inbox.head = VecDeque::new();
+        }
+        if !keep && !inbox.spare.is_empty() {
+            Self::drop_spares(inbox);
         }
         inbox.releases = inbox.releases.saturating_add(1);
+    }
+
+    /// Drops an inbox's spare buffers ([`Entity::release`]'s rare case).
+    #[cold]
+    #[inline(never)]
+    fn drop_spares(inbox: &mut Inbox) {
+        inbox.spare = Vec::new();
     }
 
     /// Records that this entity stands for graph node `node`, unless an
@@ -737,6 +877,75 @@ mod inbox_tests {
         assert_eq!(out.as_slices().0.as_ptr(), buffer, "the batch's own buffer");
         assert_eq!(seqs(&out), (64..130).collect::<Vec<_>>());
         assert_eq!(e.take_or_release(&mut out, 1), 0);
+    }
+    /// Batches offered behind others (a producer running ahead of its
+    /// consumer) stay in their own buffers: each is taken whole, as the
+    /// buffer it was sent in (no item copied either way), takes stop where
+    /// a batch ends, and the senders get the takers' empty buffers back.
+    /// A small batch is copied behind the last one instead; a batch given
+    /// back (`unread`) goes in front as a buffer of its own. Order is kept
+    /// throughout.
+    #[test]
+    fn batches_behind_others_move_as_buffers() {
+        let e = entity();
+        assert!(matches!(e.offer(Item::Wake), Offer::Licensed(_)));
+        let mut a = markers(0..40, 64);
+        assert!(matches!(e.offer_many(&mut a), (None, 40)));
+        let mut b = markers(40..104, 128);
+        let b_buf = b.as_slices().0.as_ptr();
+        assert!(matches!(e.offer_many(&mut b), (None, 64)));
+        assert!(b.is_empty());
+        // Small: copied behind `b`, into `b`'s room.
+        let mut c = markers(104..108, 4);
+        assert!(matches!(e.offer_many(&mut c), (None, 4)));
+        let mut d = markers(108..150, 64);
+        let d_buf = d.as_slices().0.as_ptr();
+        assert!(matches!(e.offer_many(&mut d), (None, 42)));
+        assert_eq!(e.backlog(), 150);
+
+        // The first take stops at the end of the first batch.
+        let mut out = VecDeque::new();
+        assert_eq!(e.take(&mut out, 63), 40);
+        assert_eq!(seqs(&out), (0..40).collect::<Vec<_>>());
+        // The second batch (with `c` behind it) is taken whole, in the
+        // buffer it was sent in; the taker's empty buffer stays behind.
+        let mut out = VecDeque::with_capacity(40);
+        let given = out.as_slices().0.as_ptr();
+        assert_eq!(e.take_or_release(&mut out, 100), 68);
+        assert_eq!(out.as_slices().0.as_ptr(), b_buf, "the batch's own buffer");
+        assert_eq!(seqs(&out), (40..108).collect::<Vec<_>>());
+        // A sender behind others gets the taker's empty buffer.
+        let mut f = markers(150..190, 40);
+        assert!(matches!(e.offer_many(&mut f), (None, 40)));
+        assert_eq!(
+            f.as_slices().0.as_ptr(),
+            given,
+            "the taker's buffer, handed on"
+        );
+        // Part of a batch, then the rest given back: in front, as a
+        // buffer of its own.
+        let mut out = VecDeque::new();
+        assert_eq!(e.take_or_release(&mut out, 5), 5);
+        assert_eq!(seqs(&out), (108..113).collect::<Vec<_>>());
+        e.unread(&mut out);
+        assert_eq!(e.backlog(), 42 + 40);
+        let mut out = VecDeque::new();
+        assert_eq!(e.take_or_release(&mut out, 64), 5);
+        assert_eq!(seqs(&out), (108..113).collect::<Vec<_>>());
+        let mut out = VecDeque::new();
+        assert_eq!(e.take_or_release(&mut out, 64), 37);
+        assert_eq!(seqs(&out), (113..150).collect::<Vec<_>>());
+        let _ = d_buf;
+        match e.next_or_release() {
+            Some(Item::Marker(m)) => assert_eq!(m.seq, 150),
+            _ => panic!("the next batch's first item"),
+        }
+        let mut out = VecDeque::new();
+        assert_eq!(e.take_or_release(&mut out, 64), 39);
+        assert_eq!(seqs(&out), (151..190).collect::<Vec<_>>());
+        assert_eq!(e.backlog(), 0);
+        assert_eq!(e.take_or_release(&mut out, 1), 0);
+        assert!(matches!(e.offer(Item::Wake), Offer::Licensed(_)));
     }
 }
 

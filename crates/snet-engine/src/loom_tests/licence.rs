@@ -25,11 +25,17 @@
 //! yields), then goes on: the same three properties must hold.
 //!
 //! The pairs variant offers two items at a time with `Entity::offer_many`
-//! (as a worker flushes the sends it held back, `Ctx::flush_sends`).
+//! (as a worker flushes the sends it held back, `Ctx::flush_sends`). The
+//! pairs-bulk variant does both: a pair offered behind others is a segment
+//! of the inbox of its own (its buffer moved, `Inbox::append`), takes
+//! stop where a segment ends, and what is given back goes in front as a
+//! segment: the holder must still see every item once, in each sender's
+//! order, and the last take must find the inbox empty only when every
+//! segment is (else a segment is stranded behind a released licence).
 //!
 //! Sizes: two senders with three items each; three senders with two items
-//! each; bulk: two senders with three items each; pairs: two senders with
-//! four items each. Preemption bound 3.
+//! each; bulk: two senders with three items each; pairs and pairs-bulk:
+//! two senders with four items each. Preemption bound 3.
 //!
 //! Run: `LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
 //! cargo test --release -q -p snet-engine --lib loom_tests::licence` (add
@@ -121,9 +127,32 @@ fn run_licensed(ent: &Entity, owned: &Owned, mut it: Item) {
 
 /// As [`offer_and_run`], taking items in bulk and giving them back once.
 fn offer_and_run_bulk(ent: &Entity, owned: &Owned, sender: u64, seq: u64) {
-    let Offer::Licensed(mut it) = ent.offer(item(sender, seq)) else {
+    if let Offer::Licensed(it) = ent.offer(item(sender, seq)) {
+        run_licensed_bulk(ent, owned, it);
+    }
+}
+
+/// As [`offer_pairs_and_run`], the licence holder taking items in bulk
+/// and giving them back once: pairs offered behind others are segments of
+/// the inbox (`Inbox::append`; `SEGMENT_MIN` is 2 under loom), taken as
+/// buffers, and the items given back go in front as one.
+fn offer_pairs_and_run_bulk(ent: &Entity, owned: &Owned, sender: u64, seq: u64) {
+    if seq % 2 == 1 {
         return;
-    };
+    }
+    let mut pair = std::collections::VecDeque::from([item(sender, seq), item(sender, seq + 1)]);
+    let (first, queued) = ent.offer_many(&mut pair);
+    assert!(pair.is_empty(), "offer_many leaves nothing behind");
+    assert_eq!(queued, 2 - usize::from(first.is_some()));
+    if let Some(it) = first {
+        run_licensed_bulk(ent, owned, it);
+    }
+}
+
+/// Processes `it`, then what `take_or_release` hands over (two at a time,
+/// as `run_task` takes what is left of its batch), giving back what it
+/// took once (`Entity::unread`, as a yield does), until release.
+fn run_licensed_bulk(ent: &Entity, owned: &Owned, mut it: Item) {
     let mut taken = std::collections::VecDeque::new();
     let mut gave_back = false;
     loop {
@@ -220,4 +249,9 @@ fn licence_bulk_two_senders_three_items() {
 #[test]
 fn licence_pairs_two_senders_four_items() {
     licence_model_with(2, 4, offer_pairs_and_run);
+}
+
+#[test]
+fn licence_pairs_bulk_two_senders_four_items() {
+    licence_model_with(2, 4, offer_pairs_and_run_bulk);
 }
