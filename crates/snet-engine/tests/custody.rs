@@ -162,19 +162,25 @@ fn input(n: i64) -> Vec<Record> {
         .collect()
 }
 
-/// The output records' `X`, `Y`, `Z` and `V`, sorted.
-fn outs(out: &std::sync::Mutex<Vec<Record>>) -> Vec<Out> {
-    let mut got: Vec<_> = out
+/// The output records' values of the tags `labels`, in that order, one
+/// row a record, sorted.
+fn tag_rows(out: &std::sync::Mutex<Vec<Record>>, labels: &[&str]) -> Vec<Vec<i64>> {
+    let mut got: Vec<Vec<i64>> = out
         .lock()
         .unwrap()
         .iter()
-        .map(|r| {
-            let v = |l: &str| r.int(t(l)).expect("tag");
-            (v("X"), v("Y"), v("Z"), v("V"))
-        })
+        .map(|r| labels.iter().map(|&l| r.int(t(l)).expect("tag")).collect())
         .collect();
     got.sort_unstable();
     got
+}
+
+/// The output records' `X`, `Y`, `Z` and `V`, sorted.
+fn outs(out: &std::sync::Mutex<Vec<Record>>) -> Vec<Out> {
+    tag_rows(out, &["X", "Y", "Z", "V"])
+        .into_iter()
+        .map(|v| (v[0], v[1], v[2], v[3]))
+        .collect()
 }
 
 fn run(loss: OnNodeLoss, workers: usize, n: i64) -> (Vec<Out>, Vec<Stats>) {
@@ -358,20 +364,7 @@ fn nested_graph() -> Arc<Graph> {
 /// placement's replica, is `snet-cli`'s `respawn.rs`.)
 #[test]
 fn a_placement_inside_a_placement_survives_the_loss_of_either_node() {
-    let xyz = |out: &std::sync::Mutex<Vec<Record>>| {
-        let mut got: Vec<_> = out
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                let v = |l: &str| r.int(t(l)).expect("tag");
-                (v("X"), v("Y"), v("Z"))
-            })
-            .collect();
-        got.sort_unstable();
-        got
-    };
-    let want: Vec<_> = (0..200).map(|x| (x, 2 * x, 2 * x + 1)).collect();
+    let want: Vec<_> = (0..200).map(|x| vec![x, 2 * x, 2 * x + 1]).collect();
     for workers in [1, 2] {
         for victim in [1, 2] {
             for after in [1, 2, 3] {
@@ -379,7 +372,7 @@ fn a_placement_inside_a_placement_survives_the_loss_of_either_node() {
                 let (out, stats) =
                     killed_run(nested_graph(), 3, input(200), workers, victim, after, false)
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
-                assert_eq!(xyz(&out), want, "{what}");
+                assert_eq!(tag_rows(&out, &["X", "Y", "Z"]), want, "{what}");
                 assert!(stats[0].nodes_replaced <= 1, "{what}");
             }
         }
