@@ -1491,21 +1491,26 @@ mod tests {
                 t[i] = None;
             }
             drop(t);
-            let g = std::mem::take(&mut lock(&net.state.0).out);
-            let ns: Vec<i64> = g
-                .into_iter()
-                .filter_map(|o| match o {
-                    Out::Commit { items, .. } => Some(items),
-                    _ => None,
-                })
-                .flatten()
-                .filter_map(|(_, i)| match i {
-                    Item::Rec(r) => r.rec.int(snet_core::Label::tag("n")),
-                    _ => None,
-                })
-                .collect();
+            let ns = committed_ns(&net);
             assert_eq!(ns, [0, 1, 2], "token {last} dropped last");
         }
+    }
+
+    /// The tag `n` of each record `net` has committed to node 0 so far,
+    /// in the order the commits send them (taking them out).
+    fn committed_ns(net: &Net) -> Vec<i64> {
+        let g = std::mem::take(&mut lock(&net.state.0).out);
+        g.into_iter()
+            .filter_map(|o| match o {
+                Out::Commit { items, .. } => Some(items),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|(_, i)| match i {
+                Item::Rec(r) => r.rec.int(snet_core::Label::tag("n")),
+                _ => None,
+            })
+            .collect()
     }
 
     /// One group's records reach node 0 in the order they were held, in
@@ -1541,19 +1546,7 @@ mod tests {
             for i in order {
                 t[i] = None;
             }
-            let g = std::mem::take(&mut lock(&net.state.0).out);
-            let ns: Vec<i64> = g
-                .into_iter()
-                .filter_map(|o| match o {
-                    Out::Commit { items, .. } => Some(items),
-                    _ => None,
-                })
-                .flatten()
-                .filter_map(|(_, i)| match i {
-                    Item::Rec(r) => r.rec.int(snet_core::Label::tag("n")),
-                    _ => None,
-                })
-                .collect();
+            let ns = committed_ns(&net);
             assert_eq!(ns, [0, 1, 2], "tokens dropped in the order {order:?}");
         }
     }
