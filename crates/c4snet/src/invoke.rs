@@ -161,7 +161,15 @@ struct Invocation {
 struct VariantKinds {
     kinds: *const c_int,
     n: std::ffi::c_long,
+    /// `n` when every value is an int and there are at most
+    /// [`TAGS_FAST`] of them (`C4SNetOut` then reads them without a look
+    /// at `kinds`); -1 otherwise.
+    tags: std::ffi::c_long,
 }
+
+/// The most values of a variant of ints alone that `C4SNetOut` reads
+/// without its loop over the kinds (`TAGS_FAST` in `csrc/out.c`).
+const TAGS_FAST: usize = 4;
 
 /// The invocation running on a thread (`struct snet_c4snet_current` in
 /// `csrc/out.c`, a C thread-local, so that `C4SNetOut` finds a valid
@@ -420,8 +428,10 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     {
         // SAFETY: see the contract; `begin` checked the handle and the variant.
         let inv = unsafe { &mut *invp };
-        // SAFETY: the box implementation outlives the invocation.
-        let out = unsafe { &(&(*inv.cbox).outputs)[variant as usize - 1] };
+        // SAFETY: the box implementation outlives the invocation; the
+        // variant is in range (`begin`, or `C4SNetOut`'s test against the
+        // slot's `nvariants`, the box's count of variants, checked it).
+        let out = unsafe { (&(*inv.cbox).outputs).get_unchecked(variant as usize - 1) };
         let direct = inv.direct;
         // The common case: the engine's own collector, tags alone, no
         // error so far.
@@ -531,7 +541,7 @@ unsafe fn out_end(inv: *mut Invocation, variant: c_int, values: *const SnetArg, 
 unsafe fn fill_tags(slot: Slot<'_>, values: &[SnetArg]) {
     let input = slot.input.entries();
     slot.rec
-        .extend_sorted(slot.steps.iter().map(|&(l, step)| match step {
+        .fill_empty_sorted(slot.steps.iter().map(|&(l, step)| match step {
             Src::Arg(j) => (
                 l,
                 // SAFETY: the values were read as ints (contract).
@@ -894,8 +904,13 @@ impl BoxImpl for CBox {
                 (*slot).name = std::ptr::null();
             }
             // SAFETY: as above; the box returned.
-            if let Some(e) = unsafe { (*invp).error.take() } {
-                return Err(e);
+            // (Looked at first, taken only when there is one: no store
+            // back per call.)
+            if unsafe { (*invp).error.is_some() } {
+                // SAFETY: as above.
+                if let Some(e) = unsafe { (*invp).error.take() } {
+                    return Err(e);
+                }
             }
             // SAFETY: as above.
             if !unsafe { (*direct).next_input() } {
@@ -1066,6 +1081,11 @@ impl LanguageInterface for C4SNet {
             .map(|k| VariantKinds {
                 kinds: k.as_ptr(),
                 n: k.len() as std::ffi::c_long,
+                tags: if k.len() <= TAGS_FAST && k.iter().all(|&t| t == 1) {
+                    k.len() as std::ffi::c_long
+                } else {
+                    -1
+                },
             })
             .collect();
         Ok(Arc::new(CBox {

@@ -284,6 +284,41 @@ impl Record {
             .all(|w| w[0].0 < w[1].0));
     }
 
+    /// Fills an empty record with `entries`, in label order, each label
+    /// once (an output built where it waits: [`Record::extend_sorted`]
+    /// on an empty record, cheaper). When they fit inline and the record
+    /// holds no heap buffer, the record is written whole from a buffer
+    /// of its entries, with no look at its capacity per entry or at the
+    /// end; otherwise they are appended by [`Record::extend_sorted`].
+    #[inline(always)]
+    pub fn fill_empty_sorted(&mut self, entries: impl ExactSizeIterator<Item = (Label, Value)>) {
+        debug_assert!(self.is_empty());
+        let n = entries.len();
+        if n > Record::INLINE || self.entries.spilled() || !self.entries.is_empty() {
+            return self.extend_sorted(entries);
+        }
+        let mut buf = std::mem::MaybeUninit::<[(Label, Value); 4]>::uninit();
+        let base = buf.as_mut_ptr().cast::<(Label, Value)>();
+        let mut k = 0;
+        let mut entries = entries;
+        while k < n {
+            let Some(e) = entries.next() else { break };
+            // SAFETY: `k < n <= 4`, inside the buffer.
+            unsafe { base.add(k).write(e) };
+            k += 1;
+        }
+        // SAFETY: the first `k` entries of the buffer were written just
+        // above (`k <= 4`); the rest is never read. (If the iterator
+        // panics, those written are leaked, not dropped twice.)
+        let filled = Record {
+            entries: unsafe { SmallVec::from_buf_and_len_unchecked(buf, k) },
+        };
+        debug_assert!(filled.entries.windows(2).all(|w| w[0].0 < w[1].0));
+        // SAFETY: `self` is empty and inline: it owns nothing, so it is
+        // overwritten without a drop.
+        unsafe { std::ptr::write(self, filled) };
+    }
+
     /// Flow inheritance: copies into `self` every entry of `from` whose label
     /// `pattern` does not name and `self` does not already carry.
     pub fn inherit(&mut self, from: &Record, pattern: &Variant) {

@@ -228,9 +228,12 @@ pub struct Emitter {
     /// lives as long as the coroutine, which outlives every call on it.
     y: *const Yielder<*mut CallIo, Event>,
     io: *mut CallIo,
-    /// The outputs waiting when this call started or last went on: the
-    /// call is suspended after [`YIELD_AFTER`] of its own.
-    base: usize,
+    /// Where the call's batch is full: an output placed at this index of
+    /// `outs` is the [`YIELD_AFTER`]th of the call's own since it started
+    /// or last went on (the outputs waiting then plus `YIELD_AFTER - 1`;
+    /// `usize::MAX` when the call cannot be suspended), so the test per
+    /// output is one comparison ([`Emitter::set_base`]).
+    yield_at: usize,
     /// Whether the output in the slot just taken fills the batch: its
     /// commit suspends the call ([`Slot::may_suspend`], worked out once
     /// by [`Emitter::slot`] for the interface and the commit alike).
@@ -243,8 +246,7 @@ impl Emit for Emitter {
         // SAFETY: as in `push`.
         let outs = unsafe { &*std::ptr::addr_of!((*self.io).outs) };
         !self.y.is_null()
-            && (outs.len() + 1 >= self.base + YIELD_AFTER
-                || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
+            && (outs.len() >= self.yield_at || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
     }
 
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
@@ -314,7 +316,7 @@ impl Emitter {
         // stack's alone until it switches back.
         if unsafe { (*self.io).pull() } {
             // SAFETY: as above.
-            self.base = unsafe { (*self.io).outs.len() };
+            self.set_base(unsafe { (*self.io).outs.len() });
             true
         } else {
             false
@@ -359,9 +361,8 @@ impl Emitter {
         // The condition of `batch_full` once this output is committed:
         // nothing between the slot and its commit makes field values (the
         // interface only fills the slot with values it already has).
-        let may_suspend = !self.y.is_null()
-            && (len + 1 >= self.base + YIELD_AFTER
-                || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES);
+        let may_suspend = len >= self.yield_at
+            || (!self.y.is_null() && snet_core::new_field_bytes() >= YIELD_AFTER_BYTES);
         self.full = may_suspend;
         // SAFETY: `reserve` made room for one more item at `len`; it is
         // written whole before the length covers it.
@@ -452,7 +453,7 @@ impl Emitter {
     fn batch_full(&mut self) {
         // SAFETY: as in `push`.
         let n = unsafe { (*self.io).outs.len() };
-        if (n >= self.base + YIELD_AFTER || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
+        if (n > self.yield_at || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
             && !self.y.is_null()
         {
             self.suspend();
@@ -470,7 +471,18 @@ impl Emitter {
         snet_core::take_new_field_bytes();
         // The worker took the batch.
         // SAFETY: as in `push`, with the pointer this resume passed in.
-        self.base = unsafe { (*self.io).outs.len() };
+        self.set_base(unsafe { (*self.io).outs.len() });
+    }
+
+    /// The call (re)starts with `base` outputs waiting: it is suspended
+    /// after [`YIELD_AFTER`] more of its own (see `yield_at`).
+    #[inline(always)]
+    fn set_base(&mut self, base: usize) {
+        self.yield_at = if self.y.is_null() {
+            usize::MAX
+        } else {
+            base + YIELD_AFTER - 1
+        };
     }
 }
 
@@ -486,9 +498,10 @@ fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallI
     let mut out = Emitter {
         y: y.map_or(std::ptr::null(), |y| y as *const _),
         io,
-        base,
+        yield_at: usize::MAX,
         full: false,
     };
+    out.set_base(base);
     // Field values made before this call (decoding, other calls) do not
     // count towards its batch.
     snet_core::take_new_field_bytes();
