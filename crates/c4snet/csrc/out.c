@@ -46,6 +46,7 @@ struct snet_c4snet_current *snet_c4snet_current(void)
 
 int  snet_c4snet_out_begin(void *hnd, int variant, const int **kinds, void **inv);
 void snet_c4snet_out_end(void *inv, int variant, const snet_arg_t *values, int n);
+void snet_c4snet_out_tags(void *inv, int variant, const snet_arg_t *values, int n);
 
 #define ARGS_STACK 16
 #define TAGS_FAST 4
@@ -110,7 +111,7 @@ void C4SNetOut(void *hnd, int variant, ...)
             if (t > 3)
                 values[3].tag = va_arg(ap, int);
             va_end(ap);
-            snet_c4snet_out_end(inv, variant, values, (int)t);
+            snet_c4snet_out_tags(inv, variant, values, (int)t);
             return;
         }
         int n = (int)v->n;

@@ -427,35 +427,78 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     let invp = inv.cast::<Invocation>();
     {
         // SAFETY: see the contract; `begin` checked the handle and the variant.
-        let inv = unsafe { &mut *invp };
+        let inv = unsafe { &*invp };
         // SAFETY: the box implementation outlives the invocation; the
         // variant is in range (`begin`, or `C4SNetOut`'s test against the
         // slot's `nvariants`, the box's count of variants, checked it).
         let out = unsafe { (&(*inv.cbox).outputs).get_unchecked(variant as usize - 1) };
-        let direct = inv.direct;
-        // The common case: the engine's own collector, tags alone, no
-        // error so far.
-        if !direct.is_null() && !out.fields && inv.error.is_none() {
-            // SAFETY: `values` holds `n` initialised values (contract);
-            // `direct` is the engine's collector, alive and exclusively
-            // ours during the invocation.
-            let (values, direct) =
-                unsafe { (std::slice::from_raw_parts(values, n as usize), &mut *direct) };
-            if let Some(slot) = direct.slot(variant as usize) {
-                let may_suspend = slot.may_suspend;
-                // SAFETY: every label is a tag: the values were read as ints.
-                unsafe { fill_tags(slot, values) };
-                if may_suspend {
-                    suspending(|| direct.commit_slot());
-                } else {
-                    direct.commit_slot();
-                }
-                return;
-            }
+        // SAFETY: as for this function; every label is a tag when
+        // `fields` is false.
+        if !out.fields && unsafe { out_tags(invp, variant, values, n) } {
+            return;
         }
     }
     // SAFETY: as for this function.
     unsafe { out_end(invp, variant, values, n) }
+}
+
+/// [`snet_c4snet_out_end`] for a variant whose values are all ints, at
+/// most `TAGS_FAST` of them (`C4SNetOut`'s common case, which knows it
+/// from the variant's table: no look at the variant's kinds here).
+///
+/// # Safety
+/// As for [`snet_c4snet_out_end`]; every label of the variant is a tag.
+#[no_mangle]
+pub unsafe extern "C" fn snet_c4snet_out_tags(
+    inv: *mut c_void,
+    variant: c_int,
+    values: *const SnetArg,
+    n: c_int,
+) {
+    let invp = inv.cast::<Invocation>();
+    // SAFETY: as for this function.
+    if unsafe { !out_tags(invp, variant, values, n) } {
+        // SAFETY: as for this function.
+        unsafe { out_end(invp, variant, values, n) }
+    }
+}
+
+/// The common case of an output of tags alone: the engine's own
+/// collector, no error so far; the record built in its slot and
+/// committed. `false`: not the common case, nothing done.
+///
+/// # Safety
+/// As for [`snet_c4snet_out_end`]; every label of the variant is a tag.
+#[inline(always)]
+unsafe fn out_tags(
+    invp: *mut Invocation,
+    variant: c_int,
+    values: *const SnetArg,
+    n: c_int,
+) -> bool {
+    // SAFETY: see the contract.
+    let inv = unsafe { &*invp };
+    let direct = inv.direct;
+    if direct.is_null() || inv.error.is_some() {
+        return false;
+    }
+    // SAFETY: `values` holds `n` initialised values (contract);
+    // `direct` is the engine's collector, alive and exclusively ours
+    // during the invocation.
+    let (values, direct) =
+        unsafe { (std::slice::from_raw_parts(values, n as usize), &mut *direct) };
+    let Some(slot) = direct.slot(variant as usize) else {
+        return false;
+    };
+    let may_suspend = slot.may_suspend;
+    // SAFETY: every label is a tag: the values were read as ints.
+    unsafe { fill_tags(slot, values) };
+    if may_suspend {
+        suspending(|| direct.commit_slot());
+    } else {
+        direct.commit_slot();
+    }
+    true
 }
 
 /// [`snet_c4snet_out_end`] for everything but its common case (a field

@@ -100,6 +100,13 @@ pub(crate) struct CallIo {
     /// Calls started from [`CallIo::more`] since the worker last looked
     /// (it counts them as items processed).
     pub(crate) pulled: usize,
+    /// The front item of `more` and the end of the contiguous part of its
+    /// buffer it is in (`next == end`: found from `more` again, at the
+    /// first pull of a resume and where the buffer wraps around): each
+    /// pull looks at its item there, without working out the front's
+    /// place in the ring buffer (`pop_front` still does, to take it).
+    pub(crate) next: *mut Item,
+    pub(crate) end: *mut Item,
     /// The worker's live-dump slot while the calls run (null: none).
     pub(crate) now: *const crate::stuck::WorkerNow,
 }
@@ -117,13 +124,16 @@ impl CallIo {
         if self.more.is_null() || self.outs.len() >= YIELD_AFTER {
             return false;
         }
-        // SAFETY: `more` is the worker's buffer for the duration of this
-        // resume (see `CallStack::resume`), which nothing else touches
-        // while the call stack runs.
-        let more = unsafe { &mut *self.more };
-        let r = match more.front_mut() {
+        if self.next == self.end && !self.find_next() {
+            return false;
+        }
+        // SAFETY: `next` is an item of `more`, the worker's buffer for the
+        // duration of this resume (see `CallStack::resume`), which nothing
+        // else touches while the call stack runs (`find_next`).
+        let item = unsafe { &mut *self.next };
+        let r = match item {
             // The run's first input was planned for (`BoxEntity::start`).
-            Some(Item::Rec(r)) if self.inherit.same_set(&r.rec) => r,
+            Item::Rec(r) if self.inherit.same_set(&r.rec) => r,
             _ => return false,
         };
         self.call_outs = self.outs.len();
@@ -166,6 +176,13 @@ impl CallIo {
             drop(det);
         }
         self.origin = r.origin;
+        // SAFETY: `next < end`, the end of its part of the buffer: the
+        // item after it in `more`, if any, is there.
+        self.next = unsafe { self.next.add(1) };
+        // SAFETY: as above.
+        let more = unsafe { &mut *self.more };
+        // The item whose record, stamps and origin were moved out is
+        // `more`'s front: taken and forgotten.
         std::mem::forget(more.pop_front());
         self.pulled += 1;
         if !self.now.is_null() {
@@ -173,6 +190,27 @@ impl CallIo {
             unsafe { (*self.now).again(more.len()) };
         }
         true
+    }
+
+    /// Points `next` and `end` at the front item of `more` and the end
+    /// of its contiguous part; `false`: `more` is empty.
+    #[cold]
+    #[inline(never)]
+    fn find_next(&mut self) -> bool {
+        // SAFETY: as in `pull`.
+        let more = unsafe { &mut *self.more };
+        // The first part is empty only when the whole is.
+        let range = more.as_mut_slices().0.as_mut_ptr_range();
+        (self.next, self.end) = (range.start, range.end);
+        self.next != self.end
+    }
+
+    /// After a resume: forgets `more` (and the place in it), and returns
+    /// how many calls took their input from it ([`CallIo::pulled`]).
+    pub(crate) fn end_pulls(&mut self) -> usize {
+        self.more = std::ptr::null_mut();
+        (self.next, self.end) = (std::ptr::null_mut(), std::ptr::null_mut());
+        std::mem::take(&mut self.pulled)
     }
 }
 
@@ -478,9 +516,12 @@ impl Emitter {
     /// after [`YIELD_AFTER`] more of its own (see `yield_at`).
     #[inline(always)]
     fn set_base(&mut self, base: usize) {
-        self.yield_at = if self.y.is_null() {
+        // Every call runs on a call stack (a yielder), except under Miri,
+        // which runs calls to their end (`CallStack::resume`).
+        self.yield_at = if cfg!(miri) {
             usize::MAX
         } else {
+            debug_assert!(!self.y.is_null());
             base + YIELD_AFTER - 1
         };
     }
