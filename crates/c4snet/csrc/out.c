@@ -9,7 +9,9 @@
  * variant is declared; otherwise it asks the Rust side, snet_c4snet_out_begin),
  * reads exactly those from the va_list, and hands the array back
  * (snet_c4snet_out_end, with the invocation found for the handle), which
- * builds the record.
+ * builds the record. A variant of at most TAGS_FAST ints (its table says
+ * so) is read without a look at the kinds and handed to
+ * snet_c4snet_out_tags, which does not look at them either.
  * Any error (stale handle, variant out of range) is recorded by the Rust side
  * and reported with the box's name; begin then returns a negative count.
  */

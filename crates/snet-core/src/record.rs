@@ -494,6 +494,50 @@ mod tests {
         }
     }
 
+    /// Filling an empty record gives what appending to it gives, inline
+    /// (written whole) or not (more than fit inline, or an empty record
+    /// that keeps a heap buffer), fields included.
+    #[test]
+    fn fill_empty_sorted_agrees_with_extend_sorted() {
+        let labels: Vec<Label> = std::iter::once(Label::field("fe0"))
+            .chain(
+                ["fe1", "fe2", "fe3", "fe4", "fe5"]
+                    .iter()
+                    .map(|n| Label::tag(n)),
+            )
+            .collect();
+        for n in 0..=labels.len() {
+            let entries = || {
+                labels[..n].iter().enumerate().map(|(i, l)| {
+                    let v = if l.is_field() {
+                        Value::Field(Field::text("C4SNet", false, "7"))
+                    } else {
+                        Value::Int(i as i64 * 10 - 25)
+                    };
+                    (*l, v)
+                })
+            };
+            let mut want = Record::new();
+            want.extend_sorted(entries());
+            let mut got = Record::new();
+            got.fill_empty_sorted(entries());
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "{n} entries");
+            assert_eq!(got.spilled(), n > Record::INLINE);
+            // An empty record with a heap buffer keeps it (not overwritten).
+            let mut heap = Record::with_capacity(8);
+            heap.set_int(labels[1], 1);
+            heap.discard(labels[1]);
+            assert!(heap.spilled() && heap.is_empty());
+            heap.fill_empty_sorted(entries());
+            assert_eq!(
+                format!("{heap:?}"),
+                format!("{want:?}"),
+                "{n} entries, heap"
+            );
+            assert!(heap.spilled());
+        }
+    }
+
     #[test]
     fn needs_drop_only_for_fields_or_heap_entries() {
         let tags: Vec<Label> = ["nd1", "nd2", "nd3", "nd4", "nd5"]
