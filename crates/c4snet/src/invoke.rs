@@ -431,7 +431,10 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
         // SAFETY: the box implementation outlives the invocation; the
         // variant is in range (`begin`, or `C4SNetOut`'s test against the
         // slot's `nvariants`, the box's count of variants, checked it).
-        let out = unsafe { (&(*inv.cbox).outputs).get_unchecked(variant as usize - 1) };
+        let out = unsafe {
+            let cbox = &*inv.cbox;
+            cbox.outputs.get_unchecked(variant as usize - 1)
+        };
         // SAFETY: as for this function; every label is a tag when
         // `fields` is false.
         if !out.fields && unsafe { out_tags(invp, variant, values, n) } {

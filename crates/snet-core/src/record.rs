@@ -307,10 +307,10 @@ impl Record {
             unsafe { base.add(k).write(e) };
             k += 1;
         }
-        // SAFETY: the first `k` entries of the buffer were written just
-        // above (`k <= 4`); the rest is never read. (If the iterator
-        // panics, those written are leaked, not dropped twice.)
         let filled = Record {
+            // SAFETY: the first `k` entries of the buffer were written
+            // just above (`k <= 4`); the rest is never read. (If the
+            // iterator panics, those written are leaked, not dropped twice.)
             entries: unsafe { SmallVec::from_buf_and_len_unchecked(buf, k) },
         };
         debug_assert!(filled.entries.windows(2).all(|w| w[0].0 < w[1].0));
