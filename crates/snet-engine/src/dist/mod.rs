@@ -1486,4 +1486,34 @@ mod tests {
         let st = lock(&net.state.0);
         assert!(matches!(st.out.front(), Some(Out::Credit(_))));
     }
+
+    #[test]
+    fn a_worker_about_to_sleep_is_told_to_send_what_settle_queued() {
+        // A worker (notify false) is told `Queued` for the owed
+        // acknowledgements, then for the credit, and finds the node
+        // passive only once both are sent.
+        let net = Net::new(Rank(1), 2, 1024);
+        net.begin(&Dyadic::one());
+        net.received(Rank(0), 3);
+        net.end();
+        assert_eq!(net.settle(true, false), Settle::Queued);
+        assert_eq!(queued(&net), vec![(Rank(0), 3)]);
+        // Not sent yet: busy, whoever asks.
+        assert_eq!(net.settle(true, false), Settle::Busy);
+        lock(&net.state.0).out.clear();
+        assert_eq!(net.settle(true, false), Settle::Queued);
+        assert!(matches!(
+            lock(&net.state.0).out.front(),
+            Some(Out::Credit(_))
+        ));
+        lock(&net.state.0).out.clear();
+        assert_eq!(net.settle(true, false), Settle::Passive);
+        // Node 0 never returns credit: quiescent once its acknowledgements
+        // are sent.
+        let root = Net::new(Rank(0), 2, 1024);
+        root.received(Rank(1), 1);
+        assert_eq!(root.settle(true, false), Settle::Queued);
+        lock(&root.state.0).out.clear();
+        assert_eq!(root.settle(true, false), Settle::Quiescent);
+    }
 }
