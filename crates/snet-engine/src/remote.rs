@@ -45,7 +45,12 @@ impl RemoteEntity {
             }
             _ => {}
         }
-        ctx.rt.net.push_item(self.to, self.conn, item);
+        // A worker sends it itself after its task (with whatever else
+        // the task queued): no output manager woken per item.
+        ctx.rt
+            .net
+            .push_item(self.to, self.conn, item, !ctx.sends_itself);
+        ctx.unsent |= ctx.sends_itself;
         Ok(())
     }
 }

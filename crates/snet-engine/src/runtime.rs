@@ -398,6 +398,12 @@ pub(crate) struct Ctx<'a> {
     /// This worker's trace and profile (`None` unless the run is
     /// instrumented, see [`crate::instrument`]).
     pub(crate) log: Option<Box<crate::instrument::WorkerLog>>,
+    /// A worker of a distributed run: what it queues for other nodes it
+    /// sends itself after the task ([`crate::dist::managers::send_queued`]),
+    /// without waking the output manager.
+    pub(crate) sends_itself: bool,
+    /// Set when such a worker queued something it has not sent yet.
+    pub(crate) unsent: bool,
 }
 
 /// Bits of [`Ctx::holding`].
@@ -427,6 +433,8 @@ impl<'a> Ctx<'a> {
             now: None,
             sent: 0,
             log: None,
+            sends_itself: false,
+            unsent: false,
         }
     }
 
@@ -436,6 +444,7 @@ impl<'a> Ctx<'a> {
         ctx.stacks = crate::callstack::Stacks::for_worker_thread(rt.box_stack, worker);
         ctx.now = rt.now.get(worker);
         ctx.log = rt.new_log(worker as u32 + 1, format!("worker {worker}"));
+        ctx.sends_itself = rt.net.distributed();
         if ctx.log.as_ref().is_some_and(|l| l.follows_flows()) {
             ctx.holding = FLOWS;
         }

@@ -55,6 +55,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Locks if no one holds the lock now (poisoning ignored, as [`lock`]).
+pub(crate) fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
 /// Lets other threads run (a worker waiting for others to drain a
 /// backlog; under loom, a point where the model may switch threads, so
 /// that a wait on another thread's progress is not taken for a livelock).

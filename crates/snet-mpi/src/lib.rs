@@ -2,7 +2,8 @@
 //!
 //! A run started by `mpirun -np N` is N nodes, node = rank in
 //! `MPI_COMM_WORLD`. Each process makes one [`MpiTransport`]; the
-//! distribution layer's output manager calls [`Transport::send`], its input
+//! distribution layer's output manager (or a worker, one sender at a time)
+//! calls [`Transport::send`], its input
 //! manager [`Transport::recv`], and neither ever calls MPI.
 //!
 //! - `transport.rs`: [`MpiTransport`], the managers' side (queues, window

@@ -2,9 +2,10 @@
 //!
 //! A transport moves opaque messages between the nodes of one run. The
 //! distribution layer of `snet-engine` (one input manager and one output
-//! manager per node) is its only user: the output manager is the only
-//! caller of [`Transport::send`], the input manager the only caller of
-//! [`Transport::recv`]. Backends: [`loopback`] (every node in one process,
+//! manager per node) is its only user: one thread of a node calls
+//! [`Transport::send`] at a time (the output manager, or a worker sending
+//! what it queued, each holding the layer's encoder), the input manager
+//! is the only caller of [`Transport::recv`]. Backends: [`loopback`] (every node in one process,
 //! for tests and debugging, here), `snet_mpi::MpiTransport` (processes and
 //! machines under `mpirun`) and `snet_shm::ShmTransport` (processes of one
 //! machine over shared memory). This crate depends on `snet-core` only, so

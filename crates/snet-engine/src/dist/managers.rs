@@ -12,7 +12,7 @@ use super::{Channel, FieldBytes, Out, Payload, Received, Settle, Transport, Tran
 use crate::entity::{Entity, Item};
 use crate::instantiate::instantiate;
 use crate::remote::RemoteEntity;
-use crate::runtime::{Ctx, Kind, Runtime, BACKLOG_LIMIT};
+use crate::runtime::{Ctx, Kind, Runtime};
 use crate::sync::{lock, Arc, Ordering};
 use crate::weight::Dyadic;
 use crate::{DistributionError, EngineError, ProtocolError};
@@ -79,6 +79,46 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
         net.end();
         host.settle();
     }
+}
+
+/// A worker sends what is queued itself, after a task that queued
+/// something (or when it found the node quiet and queued acknowledgements
+/// or its credit: [`super::Settle::Queued`]), instead of waking the output
+/// manager: if no one holds the encoder, it takes it, then the queue (as
+/// the output manager does: encoder first, so a replacement that holds
+/// the encoder sees no batch taken and not sent) and sends the batch. If
+/// someone holds the encoder, the worker wakes the output manager (the
+/// holder may be another worker, which does not look at the queue again).
+///
+/// Counted busy while it sends, as the output manager is; it does not
+/// settle afterwards: the worker is awake, so no one can have found the
+/// node quiet meanwhile, and it settles when it next goes to sleep last.
+pub(crate) fn send_queued(host: &dyn Host, t: &dyn Transport) {
+    let net = &host.rt().net;
+    let Some(mut enc) = crate::sync::try_lock(&net.enc) else {
+        net.notify();
+        return;
+    };
+    let mut batch: Vec<Out>;
+    let more = {
+        let mut st = lock(&net.state.0);
+        if st.out.is_empty() {
+            return;
+        }
+        st.busy += 1;
+        let n = st.out.len().min(4096);
+        batch = st.out.drain(..n).collect();
+        !st.out.is_empty()
+    };
+    if more {
+        net.notify();
+    }
+    let r = send_batch(host, t, &mut enc, &mut batch, &mut Vec::new());
+    drop(enc);
+    if let Err(e) = r {
+        host.fail(e, false);
+    }
+    net.end();
 }
 
 /// A message being built for one node and channel.
@@ -462,14 +502,15 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
         if !ready.is_empty() {
             host.deliver(ready);
         }
-        // Back-pressure across nodes: the items are acknowledged now if
-        // this node's backlog is small, else by a worker once it is (or
-        // when the node goes passive); never depending on what this node
-        // has outstanding itself.
+        // Back-pressure across nodes: the items are acknowledged by a
+        // worker after the task that takes them in (or after any task
+        // that follows, once this node's backlog is small), with what
+        // that task sends (`Shared::send_own`), or when the node goes
+        // passive (`Net::settle`); never depending on what this node has
+        // outstanding itself. Not here: an acknowledgement of its own
+        // woke the output manager and the sender's input manager once
+        // for every message that brought a record.
         net.received(from, got.items);
-        if net.owes() && ctx.local_backlog() < BACKLOG_LIMIT {
-            net.flush_acks();
-        }
         if got.acked {
             host.acked();
         }

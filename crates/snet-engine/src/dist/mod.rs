@@ -31,10 +31,12 @@
 //! # Managers
 //!
 //! One output manager and one input manager per node (`managers`)
-//! multiplex every connection; workers never touch the transport. Workers
-//! put what must leave the node on the node's outbound queue; the output
-//! manager encodes ([`wire`]) and sends it, coalescing what goes to one node
-//! into one message. The input manager decodes, instantiates on `Open`,
+//! multiplex every connection. Workers put what must leave the node on
+//! the node's outbound queue; the output manager encodes ([`wire`]) and
+//! sends it, coalescing what goes to one node into one message. A worker
+//! sends what its own tasks queued itself when the encoder is free
+//! ([`managers::send_queued`]): one thread sends at a time, the one
+//! holding the encoder. The input manager decodes, instantiates on `Open`,
 //! offers items to the bound entities, answers field requests, and hands
 //! the licences it obtains to the workers through the injector queue. It
 //! never blocks on anything but the transport's `recv`, so every node's
@@ -285,6 +287,10 @@ pub(crate) enum Settle {
     Passive,
     /// Node 0 only: passive and holding all the credit — nothing is active anywhere.
     Quiescent,
+    /// Quiet, and the caller (a worker about to sleep, `notify` false)
+    /// must send what this queued: the acknowledgements owed, or (a node
+    /// other than 0) all its credit. Not passive until that is sent.
+    Queued,
 }
 
 /// Counters of one node's traffic.
@@ -673,8 +679,10 @@ impl Net {
     }
 
     /// Queues an item for connection `conn` on node `to`: one more item
-    /// outstanding until `to` acknowledges it.
-    pub(crate) fn push_item(&self, to: Rank, conn: ConnId, item: Item) {
+    /// outstanding until `to` acknowledges it. `notify`: wake the output
+    /// manager; a worker that sends what it queued itself
+    /// ([`managers::send_queued`], after its task) does not.
+    pub(crate) fn push_item(&self, to: Rank, conn: ConnId, item: Item, notify: bool) {
         let (m, cv) = &*self.state;
         let mut st = lock(m);
         st.outstanding += 1;
@@ -686,7 +694,16 @@ impl Net {
         }
         st.out.push_back(Out::Item { to, conn, item });
         drop(st);
-        cv.notify_one();
+        if notify {
+            cv.notify_one();
+        }
+    }
+
+    /// Wakes the output manager (a worker that queued something and found
+    /// the encoder taken: its holder may be another worker, which does
+    /// not look at the queue again after its own batch).
+    pub(crate) fn notify(&self) {
+        self.state.1.notify_one();
     }
 
     /// Items sent to other nodes and not acknowledged yet, roughly (any
@@ -1061,14 +1078,21 @@ impl Net {
     /// not suspended) is small, and whenever the node is passive: never
     /// depending on what this node has outstanding itself (see
     /// ARCHITECTURE.md, "It cannot deadlock", rule 3).
-    pub(crate) fn flush_acks(&self) {
+    /// `notify`: wake the output manager (a worker sends them itself,
+    /// with what else it queued: [`managers::send_queued`]). Whether any
+    /// was queued.
+    pub(crate) fn flush_acks(&self, notify: bool) -> bool {
         let (m, cv) = &*self.state;
         let mut st = lock(m);
         if Self::queue_acks(&mut st) {
             self.owed_hint.store(0, Ordering::Relaxed);
             drop(st);
-            cv.notify_one();
+            if notify {
+                cv.notify_one();
+            }
+            return true;
         }
+        false
     }
 
     /// Moves every owed acknowledgement to the outbound queue; whether
@@ -1144,7 +1168,12 @@ impl Net {
     /// A node other than 0 that is passive sends all its credit to node 0
     /// (as a message, which the output manager sends with exactly that
     /// credit). Node 0 is quiescent when passive with all the credit.
-    pub(crate) fn settle(&self, quiet: bool) -> Settle {
+    ///
+    /// `notify`: wake the output manager for what this queues (the
+    /// acknowledgements owed, the credit). A worker about to sleep passes
+    /// false: it is told [`Settle::Queued`] and sends them itself
+    /// ([`managers::send_queued`]) before it looks again.
+    pub(crate) fn settle(&self, quiet: bool, notify: bool) -> Settle {
         let (m, cv) = &*self.state;
         let mut st = lock(m);
         if !quiet || st.busy > 0 || !st.out.is_empty() || st.stop {
@@ -1156,6 +1185,9 @@ impl Net {
         if Self::queue_acks(&mut st) {
             self.owed_hint.store(0, Ordering::Relaxed);
             drop(st);
+            if !notify {
+                return Settle::Queued;
+            }
             cv.notify_one();
             return Settle::Busy;
         }
@@ -1170,6 +1202,9 @@ impl Net {
                 let credit = st.pool.take();
                 st.out.push_back(Out::Credit(credit));
                 drop(st);
+                if !notify {
+                    return Settle::Queued;
+                }
                 cv.notify_one();
             }
             Settle::Passive
@@ -1224,13 +1259,13 @@ mod tests {
         // Each item weighs as much as one in the node's own backlog.
         net.window = crate::runtime::BACKLOG_LIMIT as u64;
         for _ in 0..5 {
-            net.push_item(Rank(1), conn(), Item::Wake);
+            net.push_item(Rank(1), conn(), Item::Wake, true);
         }
-        net.push_item(Rank(2), conn(), Item::Wake);
+        net.push_item(Rank(2), conn(), Item::Wake, true);
         assert_eq!(net.outstanding(), 6);
         assert!(net.acked(Rank(1), 4));
         assert_eq!(net.outstanding(), 2);
-        net.push_item(Rank(2), conn(), Item::Wake);
+        net.push_item(Rank(2), conn(), Item::Wake, true);
         assert_eq!(net.outstanding(), 3);
         // More than outstanding is refused and changes nothing.
         assert!(!net.acked(Rank(1), 4));
@@ -1245,11 +1280,11 @@ mod tests {
         let mut net = Net::new(Rank(0), 2, 1024);
         net.window = 8 * crate::runtime::BACKLOG_LIMIT as u64;
         for _ in 0..15 {
-            net.push_item(Rank(1), conn(), Item::Wake);
+            net.push_item(Rank(1), conn(), Item::Wake, true);
         }
         assert_eq!(net.outstanding(), 1);
         assert_eq!(net.outstanding_now(), 1);
-        net.push_item(Rank(1), conn(), Item::Wake);
+        net.push_item(Rank(1), conn(), Item::Wake, true);
         assert_eq!(net.outstanding(), 2);
         assert!(net.acked(Rank(1), 16));
         assert_eq!(net.outstanding(), 0);
@@ -1302,12 +1337,12 @@ mod tests {
     #[test]
     fn node_0_logs_each_record_it_sends_until_the_node_reports_it_done() {
         let net = Net::with_loss(Rank(0), 3, 1024, OnNodeLoss::Respawn);
-        net.push_item(Rank(1), conn(), rec(10));
-        net.push_item(Rank(2), conn(), rec(20));
+        net.push_item(Rank(1), conn(), rec(10), true);
+        net.push_item(Rank(2), conn(), rec(20), true);
         // A marker takes a number (the receiver counts every item) but is
         // not logged.
-        net.push_item(Rank(1), conn(), Item::Resume);
-        net.push_item(Rank(1), conn(), rec(11));
+        net.push_item(Rank(1), conn(), Item::Resume, true);
+        net.push_item(Rank(1), conn(), rec(11), true);
         // Queued, not sent: the slots wait for the records (node 0 moves
         // them in once encoded, never copies them), and nothing is done.
         assert_eq!(logged(&net, 1), vec![]);
@@ -1329,9 +1364,9 @@ mod tests {
         assert!(net.done(Rank(1), 0));
         assert_eq!(net.log_size(), (0, 3));
         // Numbers go on after an emptied log, markers included.
-        net.push_item(Rank(1), conn(), rec(12));
-        net.push_item(Rank(1), conn(), Item::Resume);
-        net.push_item(Rank(1), conn(), rec(13));
+        net.push_item(Rank(1), conn(), rec(12), true);
+        net.push_item(Rank(1), conn(), Item::Resume, true);
+        net.push_item(Rank(1), conn(), rec(13), true);
         send_queued(&net);
         assert_eq!(logged(&net, 1), vec![(3, 12), (5, 13)]);
         assert!(net.done(Rank(1), 3));
@@ -1343,7 +1378,7 @@ mod tests {
         // refused at the first item it does not hold, the items before
         // it retired.
         for r in 0..5 {
-            net.push_item(Rank(2), conn(), rec(30 + r));
+            net.push_item(Rank(2), conn(), rec(30 + r), true);
         }
         send_queued(&net);
         let mut left = Vec::new();
@@ -1365,7 +1400,7 @@ mod tests {
             start: Stamps::new(),
         });
         for n in 0..4 {
-            net.push_item(Rank(1), conn(), rec(n));
+            net.push_item(Rank(1), conn(), rec(n), true);
         }
         // 0 and 1 sent; 1 reported done; 2 and 3 still queued, with an
         // item for node 2, when node 1 is lost.
@@ -1374,7 +1409,7 @@ mod tests {
         drop(st);
         send(&net, sent);
         assert!(net.done(Rank(1), 1));
-        net.push_item(Rank(2), conn(), rec(20));
+        net.push_item(Rank(2), conn(), rec(20), true);
         assert!(net.replay(Rank(1)).is_ok());
         let st = lock(&net.state.0);
         let what: Vec<String> = st
@@ -1412,13 +1447,13 @@ mod tests {
     #[test]
     fn without_respawn_nothing_is_logged() {
         let net = Net::new(Rank(0), 2, 1024);
-        net.push_item(Rank(1), conn(), rec(1));
+        net.push_item(Rank(1), conn(), rec(1), true);
         assert!(lock(&net.state.0).log.is_none());
         assert!(!net.done(Rank(1), 0));
         assert_eq!(net.log_size(), (0, 0));
         // Only node 0 keeps a log.
         let other = Net::with_loss(Rank(1), 2, 1024, OnNodeLoss::Respawn);
-        other.push_item(Rank(0), conn(), rec(1));
+        other.push_item(Rank(0), conn(), rec(1), true);
         assert!(lock(&other.state.0).log.is_none());
     }
 
@@ -1431,11 +1466,11 @@ mod tests {
         net.received(Rank(0), 2);
         net.received(Rank(2), 0);
         assert!(net.owes());
-        net.flush_acks();
+        net.flush_acks(true);
         assert!(!net.owes());
         assert_eq!(queued(&net), vec![(Rank(0), 5), (Rank(2), 1)]);
         // Nothing owed: nothing more queued.
-        net.flush_acks();
+        net.flush_acks(true);
         assert_eq!(queued(&net).len(), 2);
     }
 
@@ -1446,13 +1481,43 @@ mod tests {
         net.received(Rank(0), 7);
         net.end();
         // Quiet, but owing: the acknowledgement goes first.
-        assert_eq!(net.settle(true), Settle::Busy);
+        assert_eq!(net.settle(true, true), Settle::Busy);
         assert_eq!(queued(&net), vec![(Rank(0), 7)]);
         assert!(!net.owes());
         // Once sent, the node is passive and returns its credit.
         lock(&net.state.0).out.clear();
-        assert_eq!(net.settle(true), Settle::Passive);
+        assert_eq!(net.settle(true, true), Settle::Passive);
         let st = lock(&net.state.0);
         assert!(matches!(st.out.front(), Some(Out::Credit(_))));
+    }
+
+    #[test]
+    fn a_worker_about_to_sleep_is_told_to_send_what_settle_queued() {
+        // A worker (notify false) is told `Queued` for the owed
+        // acknowledgements, then for the credit, and finds the node
+        // passive only once both are sent.
+        let net = Net::new(Rank(1), 2, 1024);
+        net.begin(&Dyadic::one());
+        net.received(Rank(0), 3);
+        net.end();
+        assert_eq!(net.settle(true, false), Settle::Queued);
+        assert_eq!(queued(&net), vec![(Rank(0), 3)]);
+        // Not sent yet: busy, whoever asks.
+        assert_eq!(net.settle(true, false), Settle::Busy);
+        lock(&net.state.0).out.clear();
+        assert_eq!(net.settle(true, false), Settle::Queued);
+        assert!(matches!(
+            lock(&net.state.0).out.front(),
+            Some(Out::Credit(_))
+        ));
+        lock(&net.state.0).out.clear();
+        assert_eq!(net.settle(true, false), Settle::Passive);
+        // Node 0 never returns credit: quiescent once its acknowledgements
+        // are sent.
+        let root = Net::new(Rank(0), 2, 1024);
+        root.received(Rank(1), 1);
+        assert_eq!(root.settle(true, false), Settle::Queued);
+        lock(&root.state.0).out.clear();
+        assert_eq!(root.settle(true, false), Settle::Quiescent);
     }
 }

@@ -156,8 +156,8 @@ fn suspend_generator_two_workers() {
         };
         let node = Arc::new(Shared::for_model(rt, 2, vec![(gen.clone(), first)]));
         let other = node.clone();
-        let t = thread::spawn(move || worker_loop(&other, 1));
-        worker_loop(&node, 0);
+        let t = thread::spawn(move || worker_loop(&other, 1, &crate::dist::SingleNode));
+        worker_loop(&node, 0, &crate::dist::SingleNode);
         t.join().unwrap();
         node.model_assert_drained();
         assert!(node.model_suspended_is_empty(), "an entity left suspended");
@@ -198,8 +198,8 @@ fn runs_of_calls_two_workers() {
         };
         let node = Arc::new(Shared::for_model(rt, 2, vec![(thin.clone(), first)]));
         let other = node.clone();
-        let h = thread::spawn(move || worker_loop(&other, 1));
-        worker_loop(&node, 0);
+        let h = thread::spawn(move || worker_loop(&other, 1, &crate::dist::SingleNode));
+        worker_loop(&node, 0, &crate::dist::SingleNode);
         h.join().unwrap();
         node.model_assert_drained();
         assert!(node.model_suspended_is_empty(), "an entity left suspended");

@@ -260,7 +260,7 @@ impl Host for Inline {
     /// workers are done).
     fn settle(&self) -> Settle {
         let mut st = lock(&self.state);
-        let r = self.rt.net.settle(!st.awake);
+        let r = self.rt.net.settle(!st.awake, true);
         if r == Settle::Quiescent && !st.over {
             st.over = true;
             self.rt.net.push(Out::Shutdown);
@@ -374,7 +374,14 @@ fn worker_on_node_1(records: usize) {
         }));
         let (n1, w) = (node1.clone(), wire.clone());
         threads.push(thread::spawn(move || {
-            worker_loop(&n1, 0);
+            worker_loop(
+                &n1,
+                0,
+                &Endpoint {
+                    me: Rank(1),
+                    wire: w.clone(),
+                },
+            );
             // `run` after its workers: stop the managers, close the endpoint.
             n1.model_stop();
             w.close(Rank(1));
@@ -468,7 +475,14 @@ fn worker_on_node_0(records: usize) {
             }));
         }
 
-        worker_loop(&node0, 0);
+        worker_loop(
+            &node0,
+            0,
+            &Endpoint {
+                me: Rank(0),
+                wire: wire.clone(),
+            },
+        );
         node0.model_stop();
         wire.close(Rank(0));
         for t in threads {

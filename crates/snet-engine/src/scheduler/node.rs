@@ -215,7 +215,7 @@ pub fn run(
             .map(|me| {
                 thread::Builder::new()
                     .name(format!("snet-worker-{me}"))
-                    .spawn_scoped(s, move || guarded(sh, || worker_loop(sh, me)))
+                    .spawn_scoped(s, move || guarded(sh, || worker_loop(sh, me, transport)))
                     .expect("spawn worker thread")
             })
             .collect();
@@ -432,7 +432,7 @@ impl Host for Shared {
             let quiet = sleeping == workers
                 && self.queues.iter().all(LocalQueue::is_empty)
                 && lock(&self.injector).is_empty();
-            result = self.rt.net.settle(quiet);
+            result = self.rt.net.settle(quiet, true);
             // Node 0 quiescent: wake a worker to end the run (or admit held input).
             result == Settle::Quiescent
         });

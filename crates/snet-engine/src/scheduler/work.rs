@@ -46,7 +46,8 @@ use std::thread;
 
 use super::admission::{Input, InputConfig, InputState};
 use super::sleep::{Look, Sleep, Wake};
-use crate::dist::{Out, Settle};
+use crate::dist::managers::send_queued;
+use crate::dist::{Out, Settle, Transport};
 use crate::entity::{Entity, Item};
 use crate::runtime::{process, Ctx, Runtime, BACKLOG_LIMIT};
 use crate::sync::{
@@ -227,7 +228,11 @@ impl Shared {
         None
     }
 
-    fn look(&self, last: bool) -> Look {
+    /// `queued`: set when the worker found the node quiet and queued
+    /// what it must send before it may count as passive (the
+    /// acknowledgements owed, its credit): it sends them itself
+    /// ([`Shared::send_own`]) and looks again.
+    fn look(&self, last: bool, queued: &mut bool) -> Look {
         if self.abort.load(Ordering::Acquire) {
             return Look::Finished;
         }
@@ -245,8 +250,15 @@ impl Shared {
             // Everyone here is idle. With other nodes, that is the end (or
             // a reason to admit held-back input) only when no node is
             // active and no message is in flight: the credit rule.
-            if self.distributed && self.rt.net.settle(true) != Settle::Quiescent {
-                return Look::Wait;
+            if self.distributed {
+                match self.rt.net.settle(true, false) {
+                    Settle::Quiescent => {}
+                    Settle::Queued => {
+                        *queued = true;
+                        return Look::Work;
+                    }
+                    Settle::Busy | Settle::Passive => return Look::Wait,
+                }
             }
             if st.closed && st.records.is_empty() {
                 // Records still in a node's custody at the end: groups a
@@ -618,12 +630,38 @@ fn item_hook(ctx: &mut Ctx, item: &mut Item) -> Option<crate::instrument::Hop> {
     ctx.log.as_deref_mut()?.item(item)
 }
 
-pub(crate) fn worker_loop(sh: &Shared, me: usize) {
+/// Tasks a worker may run one after the other (each the licence the last
+/// one obtained) before it sends what they queued for other nodes: a
+/// chain ends sooner when a task obtains nothing to run next.
+const CHAIN_SEND: u32 = 16;
+
+impl Shared {
+    /// After a chain of tasks (and when [`Shared::look`] queued what a
+    /// quiet node must send): the acknowledgements this node owes, if its
+    /// backlog is small, then everything this worker queued for other
+    /// nodes, sent by the worker itself ([`send_queued`]): the
+    /// acknowledgements ride on the records the tasks made.
+    fn send_own(&self, ctx: &mut Ctx, t: &dyn Transport) {
+        // Items received from other nodes are acknowledged once this
+        // node's backlog is small: checked after every chain of tasks,
+        // suspended calls' included (a worker that only resumes a call
+        // waiting for acknowledgements must still send the ones it owes,
+        // or two nodes could wait for each other).
+        if self.rt.net.owes() && ctx.local_backlog() < BACKLOG_LIMIT {
+            ctx.unsent |= self.rt.net.flush_acks(false);
+        }
+        if std::mem::take(&mut ctx.unsent) {
+            send_queued(self, t);
+        }
+    }
+}
+
+pub(crate) fn worker_loop(sh: &Shared, me: usize, t: &dyn Transport) {
     let mut ctx = Ctx::for_worker(&sh.rt, me);
     if ctx.log.is_some() {
         sh.count_now(&mut ctx, crate::instrument::now_ns());
     }
-    worker_loop_in(sh, me, &mut ctx);
+    worker_loop_in(sh, me, &mut ctx, t);
     if ctx.log.is_some() {
         sh.count_now(&mut ctx, crate::instrument::now_ns());
     }
@@ -633,9 +671,11 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
 }
 
 #[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))] // SPINS is 0 under loom
-fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
+fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx, tr: &dyn Transport) {
     let mut next: Option<Task> = None;
     let mut spins = 0u32;
+    // Tasks run since this worker last sent what it queued.
+    let mut chain = 0u32;
     loop {
         if sh.abort.load(Ordering::Relaxed) {
             // The task in hand stays queued: if it is the output's, its
@@ -655,16 +695,17 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
             None if sh.distributed => lock(&sh.injector).pop_front(),
             t => t,
         };
-        // Items received from other nodes while this node's backlog was
-        // large are acknowledged once it is small again: checked after
-        // every task, suspended calls' included (a worker that only
-        // resumes a call waiting for acknowledgements must still send the
-        // ones it owes, or two nodes could wait for each other).
-        if sh.distributed && sh.rt.net.owes() && ctx.local_backlog() < BACKLOG_LIMIT {
-            sh.rt.net.flush_acks();
-        }
         if let Some(t) = task {
             next = sh.run_task(ctx, me, t);
+            chain += 1;
+            // What the chain queued for other nodes goes when it ends
+            // (or every `CHAIN_SEND` tasks), with the acknowledgements
+            // owed: one message where a record and its acknowledgement
+            // each woke the output manager.
+            if sh.distributed && (next.is_none() || chain >= CHAIN_SEND) {
+                chain = 0;
+                sh.send_own(ctx, tr);
+            }
             continue;
         }
         match sh.admit(ctx, false) {
@@ -696,6 +737,10 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
                     item: Item::Wake,
                 },
             );
+            if sh.distributed && next.is_none() {
+                chain = 0;
+                sh.send_own(ctx, tr);
+            }
             if next.is_none() && ctx.pinned_tasks.len() > before && sh.queues[me].maybe_empty() {
                 // It yielded again at once: let the others drain.
                 crate::sync::yield_now();
@@ -715,7 +760,16 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
             continue;
         }
         spins = 0;
-        match sh.sleep.idle(|last| sh.look(last)) {
+        let mut queued = false;
+        match sh.sleep.idle(|last| sh.look(last, &mut queued)) {
+            Wake::Retry if queued => {
+                // Quiet: it sends the acknowledgements or credit it queued
+                // itself, and looks again at once (no spinning: it was
+                // about to sleep).
+                ctx.unsent = true;
+                sh.send_own(ctx, tr);
+                spins = SPINS;
+            }
             Wake::Retry => {}
             Wake::Done => return,
             Wake::ForceAdmit => {
