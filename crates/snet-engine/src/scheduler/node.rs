@@ -330,6 +330,11 @@ pub fn run(
         log_live,
         log_peak,
         nodes_replaced: shared.rt.net.replaced(),
+        sent_per_worker: shared
+            .sent
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .collect(),
     };
     // SAFETY: all workers have been joined; nothing else can hold the output's licence.
     let out = output.as_ref().map(|o| match unsafe { o.state() } {

@@ -146,6 +146,17 @@ pub(crate) struct Shared {
     pub(super) limit: Option<crate::InputLimit>,
     /// Steals (one add per steal).
     pub(super) steals: Padded<AtomicU64>,
+    /// Workers looking for work: counted from the moment a worker finds
+    /// its own queue empty until it has a task again (spinning, stealing,
+    /// polling its suspended calls, asleep). A hint read by
+    /// [`Shared::cut_chain`]; written only when a worker goes idle or
+    /// finds work again, never per item.
+    pub(super) searching: Padded<AtomicUsize>,
+    /// Whether [`Shared::cut_chain`] may cut a chain of boxes between
+    /// workers (on unless `SNET_CHAIN_CUT=0`).
+    pub(super) cut: bool,
+    /// Records each worker sent (its `Ctx::sent` at its end), for `Stats`.
+    pub(super) sent: Vec<Padded<AtomicU64>>,
     pub(super) codecs: snet_core::Codecs,
     /// Set by `run` when the managers must stop.
     pub(super) managers_stop: AtomicBool,
@@ -189,6 +200,9 @@ impl Shared {
             admitted: Padded(AtomicU64::new(0)),
             limit: input.limit,
             steals: Padded(AtomicU64::new(0)),
+            searching: Padded(AtomicUsize::new(0)),
+            cut: workers > 1 && chain_cut_enabled(),
+            sent: (0..workers).map(|_| Padded(AtomicU64::new(0))).collect(),
             codecs: input.codecs,
             managers_stop: AtomicBool::new(false),
             idle_flush: None,
@@ -526,8 +540,69 @@ impl Shared {
                 let n = next.take().expect("checked");
                 next = self.queues[me].with(|q| defer_below_siblings(q, node, n));
             }
+        } else if self.cut && ent.is_box() {
+            if let Some(walk) = next.take() {
+                next = self.cut_chain(ctx, me, walk);
+            }
         }
         next
+    }
+
+    /// A box's task ended and obtained the licence of the box it fed
+    /// (`walk`): a chain of boxes, which this worker would walk on, batch
+    /// by batch. While another worker looks for work, the chain is cut
+    /// here instead: `walk` goes to this worker's queue, where the idle
+    /// worker steals it (a sleeper is woken as for any queued licence),
+    /// and this worker goes back upstream, to the oldest task of its own
+    /// queue (the front, which a thief takes last) or, with none, to its
+    /// oldest suspended call if the node's backlog lets that call go on
+    /// (the generator feeding the chain). Both then run a part of the
+    /// chain side by side; FRONT's front-first walk made the one worker
+    /// that held the chain's licences run all of it while the other
+    /// waited for a licence to steal. With no other work here, or no
+    /// worker looking for work, the worker walks on as before.
+    ///
+    /// Only the order of licences this worker holds changes (every queued
+    /// task still runs: a worker never sleeps while any queue holds one,
+    /// and if no thief comes this worker pops `walk` back itself), so
+    /// ARCHITECTURE.md's "It cannot deadlock" is untouched; `walk` is
+    /// published under the queue lock before `notify_one`, the sleep
+    /// protocol's order, so a worker about to sleep sees it or is woken.
+    #[inline(never)]
+    fn cut_chain(&self, ctx: &mut Ctx, me: usize, walk: Task) -> Option<Task> {
+        if !walk.ent.is_box() || self.searching.load(Ordering::Relaxed) == 0 {
+            return Some(walk);
+        }
+        let queue = &self.queues[me];
+        let walk = if queue.maybe_empty() {
+            walk
+        } else {
+            queue.note_top(Some(&walk.ent));
+            match queue.with(|q| match q.pop_front() {
+                Some(front) => {
+                    q.push_back(walk);
+                    Ok(front)
+                }
+                None => Err(walk),
+            }) {
+                Ok(front) => {
+                    self.sleep.notify_one();
+                    return Some(front);
+                }
+                Err(walk) => walk,
+            }
+        };
+        if ctx.pinned_tasks.is_empty() || ctx.backlog_elsewhere() >= BACKLOG_LIMIT {
+            return Some(walk);
+        }
+        let ent = ctx.pinned_tasks.pop_front()?;
+        queue.note_top(Some(&walk.ent));
+        queue.with(|q| q.push_back(walk));
+        self.sleep.notify_one();
+        Some(Task {
+            ent,
+            item: Item::Wake,
+        })
     }
 
     /// Runs the split a suspended call fed ([`router`]) and queues the
@@ -624,6 +699,7 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
         sh.count_now(&mut ctx, crate::instrument::now_ns());
     }
     worker_loop_in(sh, me, &mut ctx);
+    sh.sent[me].store(ctx.sent, Ordering::Relaxed);
     if ctx.log.is_some() {
         sh.count_now(&mut ctx, crate::instrument::now_ns());
     }
@@ -636,6 +712,8 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
 fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
     let mut next: Option<Task> = None;
     let mut spins = 0u32;
+    // Whether this worker is counted in `sh.searching`.
+    let mut searching = false;
     loop {
         if sh.abort.load(Ordering::Relaxed) {
             // The task in hand stays queued: if it is the output's, its
@@ -643,7 +721,7 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
             if let Some(t) = next.take() {
                 sh.queues[me].with(|q| q.push_back(t));
             }
-            return;
+            break;
         }
         let task = match next.take() {
             Some(t) => Some(t),
@@ -664,8 +742,16 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
             sh.rt.net.flush_acks();
         }
         if let Some(t) = task {
+            if searching {
+                searching = false;
+                sh.searching.fetch_sub(1, Ordering::Relaxed);
+            }
             next = sh.run_task(ctx, me, t);
             continue;
+        }
+        if !searching && sh.cut {
+            searching = true;
+            sh.searching.fetch_add(1, Ordering::Relaxed);
         }
         match sh.admit(ctx, false) {
             Some(Some(t)) => {
@@ -717,7 +803,7 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
         spins = 0;
         match sh.sleep.idle(|last| sh.look(last)) {
             Wake::Retry => {}
-            Wake::Done => return,
+            Wake::Done => break,
             Wake::ForceAdmit => {
                 if let Some(Some(t)) = sh.admit(ctx, true) {
                     next = Some(t);
@@ -725,6 +811,18 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx) {
             }
         }
     }
+    if searching {
+        sh.searching.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether [`Shared::cut_chain`] is on: unless the environment variable
+/// `SNET_CHAIN_CUT` is `0` (for measuring the rule against its absence).
+fn chain_cut_enabled() -> bool {
+    if cfg!(loom) {
+        return true;
+    }
+    std::env::var_os("SNET_CHAIN_CUT").is_none_or(|v| v != "0")
 }
 
 #[cfg(all(test, not(loom)))]
@@ -793,6 +891,11 @@ impl Shared {
     pub(crate) fn model_stop(&self) {
         self.rt.net.stop();
         self.managers_stop.store(true, Ordering::Release);
+    }
+
+    /// Workers counted as looking for work ([`Shared::cut_chain`]'s hint).
+    pub(crate) fn model_searching(&self) -> usize {
+        self.searching.load(Ordering::Relaxed)
     }
 
     /// Whether no entity is listed as suspended.
