@@ -27,6 +27,9 @@
 //! every interleaving: every output arrives once, in input order, with
 //! its own input's inherited tag (a run must stop at an input of another
 //! label set, whose inheritance is planned anew).
+//!
+//! `chain_cut_two_workers`: two chains of two boxes, the scheduler's
+//! chain cut (`Shared::cut_chain`; see the test's docs).
 
 use std::sync::{Arc, Mutex as StdMutex};
 
