@@ -574,24 +574,21 @@ impl Shared {
             return Some(walk);
         }
         let queue = &self.queues[me];
-        let walk = if queue.maybe_empty() {
-            walk
-        } else {
-            queue.note_top(Some(&walk.ent));
-            match queue.with(|q| match q.pop_front() {
-                Some(front) => {
-                    q.push_back(walk);
-                    Ok(front)
-                }
-                None => Err(walk),
-            }) {
-                Ok(front) => {
-                    self.sleep.notify_one();
-                    return Some(front);
-                }
-                Err(walk) => walk,
+        let mut walk = Some(walk);
+        if !queue.maybe_empty() {
+            queue.note_top(walk.as_ref().map(|t| &t.ent));
+            let front = queue.with(|q| {
+                let front = q.pop_front()?;
+                q.extend(walk.take());
+                Some(front)
+            });
+            if front.is_some() {
+                self.sleep.notify_one();
+                return front;
             }
-        };
+        }
+        // Still here: it is taken only together with a front task.
+        let walk = walk?;
         if ctx.pinned_tasks.is_empty() || ctx.backlog_elsewhere() >= BACKLOG_LIMIT {
             return Some(walk);
         }
@@ -917,5 +914,155 @@ impl Shared {
             self.rt.node
         );
         assert!(self.sleep.is_done(), "node {}: not done", self.rt.node);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod chain_cut_tests {
+    use std::collections::VecDeque;
+
+    use snet_core::{BoxDef, Graph, Label, Loc, Node, NodeKind, Rank, Record, Type, Value};
+
+    use super::{InputConfig, Shared, Task};
+    use crate::boxes::{BoxImpl, Emit};
+    use crate::entity::{Entity, Item, Offer, Origin, Rec, Stamps};
+    use crate::error::BoxError;
+    use crate::instantiate::{instantiate, output_entity};
+    use crate::program::Program;
+    use crate::runtime::{Ctx, Runtime};
+    use crate::sync::{Arc, Ordering};
+
+    /// `<x>` -> `<x + 1>`.
+    struct Inc(Label);
+
+    impl BoxImpl for Inc {
+        fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+            let mut r = Record::new();
+            r.set(self.0, Value::Int(input.int(self.0).expect("<x>") + 1));
+            out.emit(1, r)
+        }
+    }
+
+    struct Discard;
+
+    impl crate::Sink for Discard {
+        fn write(&mut self, _: &Record) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn abort(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A node of 2 workers running `inc .. inc`.
+    fn chain_node(x: Label) -> Shared {
+        let loc = Loc {
+            file: "t.snet".into(),
+            line: 1,
+            col: 1,
+        };
+        let def = BoxDef {
+            name: "inc".into(),
+            inputs: vec![x],
+            init: false,
+            outputs: vec![vec![x]],
+            interface: "Rust".into(),
+            code: None,
+            loc: loc.clone(),
+        };
+        let mut g = Graph {
+            nodes: Vec::new(),
+            boxes: vec![def],
+            entry: snet_core::NodeId(0),
+        };
+        let mut node = |kind| {
+            g.add(Node {
+                kind,
+                loc: loc.clone(),
+                input: Type::default(),
+                output: Type::default(),
+            })
+        };
+        let a = node(NodeKind::Box(0));
+        let b = node(NodeKind::Box(0));
+        let entry = node(NodeKind::Serial(a, b));
+        g.entry = entry;
+        let imp: Arc<dyn BoxImpl> = Arc::new(Inc(x));
+        let rt = Runtime::new(
+            Program::new(Arc::new(g)),
+            vec![Some(imp)],
+            crate::dist::Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS),
+            1,
+        );
+        let input = InputConfig {
+            closed: true,
+            capacity: 1,
+            limit: None,
+            codecs: snet_core::Codecs::default(),
+        };
+        Shared::new(rt, 2, VecDeque::new(), None, input)
+    }
+
+    /// Two instances of the chain; the first box of each licensed with
+    /// one record; the second instance's task queued on worker 0.
+    fn two_chains(sh: &Shared, x: Label) -> (Task, Arc<Entity>) {
+        let ctx = Ctx::new(&sh.rt);
+        let output = output_entity(&ctx, Box::new(Discard));
+        let task = |v| {
+            let chain = instantiate(&ctx, sh.rt.graph().entry, output.clone(), &Stamps::new());
+            let mut r = Record::new();
+            r.set(x, Value::Int(v));
+            let Offer::Licensed(item) = chain.offer(Item::Rec(Rec {
+                rec: r,
+                det: Stamps::new(),
+                origin: Origin::NONE,
+            })) else {
+                unreachable!("an idle entity")
+            };
+            Task { ent: chain, item }
+        };
+        let (first, second) = (task(1), task(10));
+        let queued = second.ent.clone();
+        sh.queues[0].with(|q| q.push_back(second));
+        (first, queued)
+    }
+
+    /// A box's task that obtained the next box's licence, while the other
+    /// worker searches for work and this worker has an older task: the
+    /// walk is queued (for the thief) and the older task comes next.
+    /// With no worker searching, the task walks on as before.
+    #[test]
+    fn a_chain_is_cut_while_another_worker_searches() {
+        let x = Label::tag("x");
+        for searching in [1, 0] {
+            let mut sh = chain_node(x);
+            sh.cut = true;
+            sh.searching.store(searching, Ordering::Relaxed);
+            let (first, queued) = two_chains(&sh, x);
+            let head = first.ent.clone();
+            let mut ctx = Ctx::for_worker(&sh.rt, 0);
+            let next = sh.run_task(&mut ctx, 0, first).expect("a task to run next");
+            let left: Vec<Arc<Entity>> =
+                sh.queues[0].with(|q| q.iter().map(|t| t.ent.clone()).collect());
+            assert_eq!(left.len(), 1, "searching {searching}");
+            // The first chain's second box: a box, neither chain's head.
+            let second_box =
+                |e: &Arc<Entity>| e.is_box() && !Arc::ptr_eq(e, &head) && !Arc::ptr_eq(e, &queued);
+            if searching > 0 {
+                assert!(Arc::ptr_eq(&next.ent, &queued), "the older task comes next");
+                assert!(second_box(&left[0]), "the walk is queued");
+            } else {
+                assert!(second_box(&next.ent), "walks on into the next box");
+                assert!(
+                    Arc::ptr_eq(&left[0], &queued),
+                    "the older task stays queued"
+                );
+            }
+            drop(next);
+            sh.queues[0].with(VecDeque::clear);
+        }
     }
 }
