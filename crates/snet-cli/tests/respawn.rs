@@ -4,12 +4,11 @@
 //! as a multiset, also when the node holds synchrocells (alone, merging
 //! in a star, split per tag, inside a star's or a split's replica); a
 //! record that kills every incarnation is a poison record (the run ends
-//! after three tries, naming the box and the input record); a node
-//! holding what replay cannot restore (a placement inside a dynamic
-//! placement's replica) ends the run with a message naming it, while
-//! cells in a placement inside a feedback loop on node 0 (alone or a
-//! star's fused chain) survive, and a placement inside a placement
-//! survives the loss of either node (the outer one runs pushed down);
+//! after three tries, naming the box and the input record); cells in a
+//! placement inside a feedback loop on node 0 (alone or a star's fused
+//! chain) survive, and a placement inside a placement, static or a
+//! dynamic placement's replica, survives the loss of either node (the
+//! outer one runs pushed down);
 //! `respawn` under MPI and `redistribute` are refused at start.
 //!
 //! The losses are deterministic: the box `victim` ends its own process
@@ -76,17 +75,6 @@ net chain {
   box victim((<k>) -> (<k>));
   box touch((<k>) -> (<k>));
 } connect (victim @ 1) .. (touch @ 2);
-"#;
-
-/// `victim` on node 2 in a placement inside the replica of a dynamic
-/// placement (on node 1, by the tag `<n>`): the replica's node is a tag's
-/// value, so a run that survives a lost node cannot push the placement
-/// down, and the records between nodes 1 and 2 pass no log, which
-/// replay cannot restore (`Graph::replay_boundary`).
-const IN_REPLICA: &str = r#"
-net inreplica {
-  box victim((<k>) -> (<k>));
-} connect [{<k>} -> {<k>, <n = 1>}] .. (((victim @ 2) .. [{<k>, <n>} -> {<k>}]) !@ <n>);
 "#;
 
 /// Each record becomes an `a` and a `b` on node 1, which a synchrocell
@@ -380,16 +368,14 @@ fn restored_programs() -> &'static Vec<PathBuf> {
     })
 }
 
-/// The programs, built once: (chain, inreplica).
-fn programs() -> &'static (PathBuf, PathBuf) {
-    static P: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+/// The chain program, built once.
+fn chain() -> &'static PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
-        let progs = [
-            ("chain", CHAIN.to_string()),
-            ("inreplica", IN_REPLICA.to_string()),
-        ];
-        let mut exes = build_all("respawn", progs.into_iter()).into_iter();
-        (exes.next().unwrap(), exes.next().unwrap())
+        let progs = [("chain", CHAIN.to_string())];
+        build_all("respawn", progs.into_iter())
+            .pop()
+            .expect("the chain program")
     })
 }
 
@@ -436,7 +422,7 @@ fn run_shm(exe: &Path, nodes: u32, n: usize, how: Option<&str>, args: &[&str]) -
 fn reference() -> &'static BTreeMap<String, usize> {
     static R: OnceLock<BTreeMap<String, usize>> = OnceLock::new();
     R.get_or_init(|| {
-        let r = run_shm(&programs().0, 3, 200, None, &["--workers", "2"]);
+        let r = run_shm(chain(), 3, 200, None, &["--workers", "2"]);
         assert!(r.ok, "{}", r.stderr);
         let m = records(&r.stdout);
         assert_eq!(m.values().sum::<usize>(), 201, "{}", r.stdout);
@@ -447,7 +433,7 @@ fn reference() -> &'static BTreeMap<String, usize> {
 #[test]
 fn a_node_that_kills_itself_is_replaced_and_the_output_is_unchanged() {
     // Without the option (the default, `fail`) the same loss ends the run.
-    let r = run_shm(&programs().0, 3, 200, Some("kill"), &["--workers", "2"]);
+    let r = run_shm(chain(), 3, 200, Some("kill"), &["--workers", "2"]);
     assert!(!r.ok);
     assert!(
         r.stderr.contains("node 1 stopped unexpectedly"),
@@ -457,7 +443,7 @@ fn a_node_that_kills_itself_is_replaced_and_the_output_is_unchanged() {
     assert!(!r.stdout.contains("terminate"), "{}", r.stdout);
     for workers in ["1", "2", "8"] {
         let what = format!("{workers} workers");
-        let out = replaced(&programs().0, 3, "kill", workers, &what);
+        let out = replaced(chain(), 3, "kill", workers, &what);
         assert_eq!(&records(&out), reference(), "{what}");
     }
 }
@@ -465,7 +451,7 @@ fn a_node_that_kills_itself_is_replaced_and_the_output_is_unchanged() {
 #[test]
 fn a_box_that_calls_exit_loses_its_node_which_is_replaced() {
     let r = run_shm(
-        &programs().0,
+        chain(),
         3,
         200,
         Some("exit"),
@@ -484,7 +470,7 @@ fn a_box_that_calls_exit_loses_its_node_which_is_replaced() {
 #[test]
 fn a_poison_record_ends_the_run_after_three_tries_naming_box_and_record() {
     let r = run_shm(
-        &programs().0,
+        chain(),
         3,
         200,
         Some("poison"),
@@ -529,30 +515,6 @@ fn a_node_holding_loops_or_synchrocells_is_replaced_and_the_output_is_unchanged(
             assert_eq!(records(&out), want, "{what}");
         }
     }
-}
-
-/// What replay cannot restore still ends the run, naming it: losing
-/// node 2 of [`IN_REPLICA`]. (Until the fused star restored parked
-/// records and nested static placements were pushed down, this was a
-/// star-fused synchrocell in a placement inside a feedback loop,
-/// [`FUSED_LOOPED`], then a placement inside one on another node.)
-#[test]
-fn losing_a_node_holding_what_replay_cannot_restore_ends_the_run_naming_it() {
-    let r = run_shm(
-        &programs().1,
-        3,
-        100,
-        Some("kill"),
-        &["--workers", "2", "--on-node-loss", "respawn"],
-    );
-    assert!(!r.ok, "{}", r.stdout);
-    assert!(
-        r.stderr.contains("node 2 stopped unexpectedly")
-            && r.stderr.contains("placement at")
-            && r.stderr.contains("cannot restore"),
-        "{}",
-        r.stderr
-    );
 }
 
 /// Node 1 of each program of [`DET`] loses itself on record 37, when it
@@ -704,7 +666,7 @@ fn killed_from_outside(exe: &Path, nodes: u32, node: u32, kill: Kill) -> (String
 /// records (the victim naps 2 ms a record, so the run is still going).
 #[test]
 fn a_node_killed_from_outside_mid_run_is_replaced() {
-    let (out, stderr) = killed_from_outside(&programs().0, 3, 2, Kill::After(20));
+    let (out, stderr) = killed_from_outside(chain(), 3, 2, Kill::After(20));
     assert_eq!(&records(&out), reference(), "{stderr}");
 }
 
@@ -792,7 +754,7 @@ fn a_synchrocell_that_fired_before_its_node_was_lost_stays_fired() {
 #[test]
 fn a_node_that_cannot_start_is_given_up_after_three_losses() {
     use std::process::Stdio;
-    let exe = &programs().0;
+    let exe = chain();
     let mut child = Command::new(exe)
         .args(["--transport", "shm", "--nodes", "3", "--workers", "2"])
         .args(["--on-node-loss", "respawn"])
@@ -826,7 +788,7 @@ fn a_node_that_cannot_start_is_given_up_after_three_losses() {
 
 #[test]
 fn respawn_is_refused_under_mpi_and_redistribute_everywhere() {
-    let exe = &programs().0;
+    let exe = chain();
     let r = run_with(
         {
             let mut c = Command::new(exe);
@@ -1222,5 +1184,122 @@ fn a_nested_placement_killed_from_outside_is_replaced() {
         let (out, stderr) = killed_from_outside(exe, 3, node, kill);
         let what = format!("{name}, node {node} killed {kill:?}: {stderr}");
         same_output(&out, &want.stdout, ordered, &what);
+    }
+}
+
+/// Placements inside a dynamic placement's replica (3 nodes; the last
+/// placements that ended a run under `--on-node-loss respawn`): `(name,
+/// connect body, the victim's input values at which it loses its node
+/// (at 1, 2 and 8 workers), whether the output's order is fixed)`. The
+/// replica's node is `<n>` = 1 or 2 (`1 + k % 2`); each replica runs
+/// on node 0 with the parts of its body that place nothing on node `n`
+/// (`Graph::placed_for_replay`), so the victim's node is, by the point,
+/// the replica's node or the inner placement's. Cells in the body are
+/// per replica: `cells` merges the first pair of each replica on node 2
+/// (398 records; one cell for both would merge one pair); in
+/// `dyn-in-dyn` the inner `!@`'s tag is made inside the outer body.
+const IN_DYN: [(&str, &str, [&str; 3], bool); 5] = [
+    (
+        // Victim on node 2 inside both replicas.
+        "inner",
+        "[{<k>} -> {<k>, <n = 1 + k % 2>}] .. (((victim @ 2) .. touch) !@ <n>)",
+        ["3", "36", "151"],
+        false,
+    ),
+    (
+        // Victim on the replica's node: 1 for even k, 2 for odd.
+        "replica",
+        "[{<k>} -> {<k>, <n = 1 + k % 2>}] .. ((victim .. (touch @ 2)) !@ <n>)",
+        ["4", "37", "150"],
+        false,
+    ),
+    (
+        "cells",
+        "[{<k>} -> {<k>, <n = 1 + k % 2>}] .. ((victim .. [{<k>} -> {<k>, <a = k>}; {<k>, <b = k>}] \
+         .. ([| {<a>}, {<b>} |] @ 2) .. touch) !@ <n>)",
+        ["4", "37", "150"],
+        false,
+    ),
+    (
+        "on-node-0",
+        "[{<k>} -> {<k>, <n = 1 + k % 2>}] .. (((touch @ 0) .. victim) !@ <n>)",
+        ["4", "37", "150"],
+        false,
+    ),
+    (
+        "dyn-in-dyn",
+        "[{<k>} -> {<k>, <n = 1 + k % 2>}] .. \
+         (([{<n>} -> {<n>, <m = 3 - n>}] .. (victim !@ <m>) .. touch) !@ <n>)",
+        ["4", "37", "150"],
+        false,
+    ),
+];
+
+/// `!!@` with a placement inside: `(name, connect body, ordered output
+/// records)` for [`build_det`].
+const IN_DYN_DET: (&str, &str, usize) = (
+    "det",
+    "[{<k>} -> {<k>, <n = 1 + k % 2>}] .. (((touch @ 2) .. victim) !!@ <n>)",
+    201,
+);
+
+/// The programs of [`IN_DYN`] and then [`IN_DYN_DET`], built once.
+fn in_dyn_programs() -> &'static Vec<PathBuf> {
+    static P: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| {
+        let mut table: Vec<(&str, &str, usize)> =
+            IN_DYN.iter().map(|(n, b, ..)| (*n, *b, 0)).collect();
+        table.push(IN_DYN_DET);
+        build_det("respawn-in-dyn", &table)
+    })
+}
+
+/// Each program of [`IN_DYN`] (and `!!@`, its order checked) on 3 shm
+/// nodes, the victim's node losing itself at the three points (1, 2 and
+/// 8 workers): node 0 replaces it, and the output is the failure-free
+/// run's. Before, each of these runs ended at the loss, naming the
+/// placement inside the replica (`Graph::replay_boundary`), or, with the
+/// victim on the replica's node, lost the records node 0 had sent back
+/// to it.
+#[test]
+fn a_placement_inside_a_dynamic_placements_replica_survives_the_loss_of_either_node() {
+    let progs = in_dyn_programs();
+    let det = [(IN_DYN_DET.0, ["4", "37", "150"], true)];
+    let cases = IN_DYN.iter().map(|(n, _, at, o)| (*n, *at, *o)).chain(det);
+    for (exe, (name, points, ordered)) in progs.iter().zip(cases) {
+        let want = run_shm(exe, 3, 200, None, &["--workers", "2"]);
+        assert!(want.ok, "{name}: {}", want.stderr);
+        let records = if name == "cells" { 399 } else { 201 };
+        assert_eq!(in_order(&want.stdout).len(), records, "{name}");
+        for (at, workers) in points.iter().zip(["1", "2", "8"]) {
+            let what = format!("{name}, lost at {at}, {workers} workers");
+            let out = replaced(exe, 3, &format!("kill@{at}"), workers, &what);
+            same_output(&out, &want.stdout, ordered, &what);
+        }
+    }
+}
+
+/// The replica's node and the inner placement's node of [`IN_DYN`]'s
+/// `replica` and `cells` SIGKILLed from outside (the victim naps 2 ms a
+/// record), once 20 or 120 records are written.
+#[test]
+fn a_placement_inside_a_replica_killed_from_outside_is_replaced() {
+    let progs = in_dyn_programs();
+    let mut wanted = BTreeMap::new();
+    for (i, node, kill) in [
+        (1, 1, Kill::After(20)),
+        (1, 2, Kill::After(120)),
+        (2, 2, Kill::After(20)),
+        (2, 1, Kill::After(120)),
+    ] {
+        let (exe, name) = (&progs[i], IN_DYN[i].0);
+        let want = wanted.entry(i).or_insert_with(|| {
+            let want = run_shm(exe, 3, 200, None, &["--workers", "2"]);
+            assert!(want.ok, "{name}: {}", want.stderr);
+            want
+        });
+        let (out, stderr) = killed_from_outside(exe, 3, node, kill);
+        let what = format!("{name}, node {node} killed {kill:?}: {stderr}");
+        same_output(&out, &want.stdout, false, &what);
     }
 }

@@ -360,6 +360,13 @@ pub enum NodeKind {
         tag: Label,
         /// `!!@`: the output keeps the order of the input.
         det: bool,
+        /// Empty as written. In the graph a run that survives a lost node
+        /// executes ([`Graph::placed_for_replay`]), for a body that places
+        /// something: the component the replica for value `v` runs, at
+        /// index `v` (one per node of the run), instantiated where the
+        /// dynamic placement runs (node 0): `body` with `@ v` pushed down
+        /// to the parts that place nothing.
+        per_node: Vec<NodeId>,
     },
     /// A named net's boundary (transparent at run time; kept for messages and graphs).
     Net {
@@ -609,7 +616,7 @@ impl Graph {
                     body,
                     node: Rank::ROOT,
                 },
-                NodeKind::DynPlace { body, tag, det } => NodeKind::Split { body, tag, det },
+                NodeKind::DynPlace { body, tag, det, .. } => NodeKind::Split { body, tag, det },
                 k => k,
             };
             let key = |p: &Placement| (p.loc.file.clone(), p.loc.line, p.loc.col);
@@ -625,32 +632,44 @@ impl Graph {
     }
 
     /// The graph a run that survives a lost node (issue 40, `--on-node-loss
-    /// respawn`) executes: the same program, with every static placement
-    /// on a node other than 0 that *encloses* a placement (`@` on any
-    /// node, or `!@`) pushed down to the largest parts of its body that
-    /// enclose none. `((A @ 2) .. B) @ 1` runs as `(A @ 2) .. (B @ 1)`,
-    /// `((A @ 2) | B) @ 1` as `(A @ 2) | (B @ 1)`, `((A !@ <n>) .. B) @
-    /// 1` as `(A !@ <n>) .. (B @ 1)`; the combinators that enclosed the
-    /// inner placement (serial and parallel compositions, stars, splits,
-    /// feedback loops, deterministic ones too, nets, observers) run on
-    /// node 0 instead, and a placement on the outer node itself inside is
-    /// dropped (`((A @ 1) .. B) @ 1` runs as `(A @ 1) .. (B @ 1)`).
+    /// respawn`) over `nodes` nodes executes: the same program, in which
+    /// every record that crosses nodes starts or ends at node 0, whose
+    /// custody log keeps what it sends, so replay covers every node.
+    ///
+    /// * Every static placement on a node other than 0 that *encloses* a
+    ///   placement (`@` on any node, or `!@`) is pushed down to the
+    ///   largest parts of its body that enclose none. `((A @ 2) .. B) @
+    ///   1` runs as `(A @ 2) .. (B @ 1)`, `((A @ 2) | B) @ 1` as `(A @ 2)
+    ///   | (B @ 1)`, `((A !@ <n>) .. B) @ 1` as `(A !@ <n>) .. (B @ 1)`;
+    ///   the combinators that enclosed the inner placement (serial and
+    ///   parallel compositions, stars, splits, feedback loops,
+    ///   deterministic ones too, nets, observers) run on node 0 instead,
+    ///   and a placement on the outer node itself inside is dropped
+    ///   (`((A @ 1) .. B) @ 1` runs as `(A @ 1) .. (B @ 1)`).
+    /// * Every dynamic placement whose body places something gets one
+    ///   body per node ([`NodeKind::DynPlace`]'s `per_node`): for value
+    ///   `v`, the body pushed down the same way as if it were `body @ v`
+    ///   (for `v = 0`, the body itself). The split runs on node 0 and
+    ///   instantiates that body there when the value's first record
+    ///   arrives: `((A @ 2) .. B) !@ <n>` runs the replica of `v` as `(A
+    ///   @ 2) .. (B @ v)`. The replica's node is its value when it is
+    ///   made, as before; each replica makes its own instances (and
+    ///   connections), so cells stay per replica; a `!@` inside stays a
+    ///   component of the pushed body, on node 0, and gets its own
+    ///   bodies per node if it needs them.
+    ///
     /// Placement never changes a program's output, only where its parts
-    /// run; after this, every record that crosses nodes starts or ends at
-    /// node 0, whose custody log keeps what it sends, so replay covers
-    /// both nodes. Its cost: records between the two nodes pass node 0
-    /// (a run that ends on a loss keeps the direct connection). A
-    /// placement inside a dynamic placement's replica stays (the replica's
-    /// node is a tag's value: [`Graph::replay_boundary`] names it).
+    /// run. Its cost: records between two placed parts pass node 0 (a run
+    /// that ends on a loss keeps the direct connection).
     /// New nodes keep the location and types of the construct they come
     /// from (a pushed placement, its outer placement's location). `None`
     /// if no placement encloses another.
-    pub fn placed_for_replay(&self) -> Option<Graph> {
+    pub fn placed_for_replay(&self, nodes: u32) -> Option<Graph> {
         use std::collections::HashMap;
         let mut g = self.clone();
         let mut lifted = HashMap::new();
         let mut pushed = HashMap::new();
-        let entry = g.lift(self.entry, &mut lifted, &mut pushed);
+        let entry = g.lift(self.entry, nodes, &mut lifted, &mut pushed);
         (g.nodes.len() != self.nodes.len()).then(|| {
             g.entry = entry;
             g
@@ -659,13 +678,15 @@ impl Graph {
 
     /// [`Graph::placed_for_replay`] of the component `id`: its children
     /// first, then, for a placement on a node other than 0 enclosing one,
-    /// its body pushed down ([`Graph::push_place`]). A component whose
+    /// its body pushed down ([`Graph::push_place`]), and for a dynamic
+    /// placement enclosing one, its bodies per node. A component whose
     /// children do not change stays.
     fn lift(
         &mut self,
         id: NodeId,
+        nodes: u32,
         lifted: &mut std::collections::HashMap<NodeId, NodeId>,
-        pushed: &mut std::collections::HashMap<(NodeId, NodeId), NodeId>,
+        pushed: &mut Pushed,
     ) -> NodeId {
         if let Some(&l) = lifted.get(&id) {
             return l;
@@ -673,13 +694,33 @@ impl Graph {
         let mut kind = self.node(id).kind.clone();
         let mut changed = false;
         map_children(&mut kind, &mut |c| {
-            let l = self.lift(c, lifted, pushed);
+            let l = self.lift(c, nodes, lifted, pushed);
             changed |= l != c;
             l
         });
         let out = match kind {
             NodeKind::Place { body, node } if node != Rank::ROOT && self.places_inside(body) => {
                 self.push_place(body, node, id, pushed)
+            }
+            NodeKind::DynPlace {
+                body,
+                tag,
+                det,
+                per_node,
+            } if per_node.is_empty() && self.places_inside(body) => {
+                let per_node = (0..nodes)
+                    .map(|v| match Rank(v) {
+                        Rank::ROOT => body,
+                        v => self.push_place(body, v, id, pushed),
+                    })
+                    .collect();
+                let kind = NodeKind::DynPlace {
+                    body,
+                    tag,
+                    det,
+                    per_node,
+                };
+                self.derived(id, kind)
             }
             kind if changed => self.derived(id, kind),
             _ => id,
@@ -688,19 +729,13 @@ impl Graph {
         out
     }
 
-    /// Component `id` placed on node `k` (by the placement `place`),
-    /// pushed down to the largest parts that place nothing themselves:
-    /// those get the placement, the combinators above them stay
-    /// unplaced, a placement on `k` inside is dropped, one on another
-    /// node (or a dynamic one) stays where it is.
-    fn push_place(
-        &mut self,
-        id: NodeId,
-        k: Rank,
-        place: NodeId,
-        pushed: &mut std::collections::HashMap<(NodeId, NodeId), NodeId>,
-    ) -> NodeId {
-        if let Some(&p) = pushed.get(&(id, place)) {
+    /// Component `id` placed on node `k` (by the placement `place`, static
+    /// or dynamic), pushed down to the largest parts that place nothing
+    /// themselves: those get the placement, the combinators above them
+    /// stay unplaced, a placement on `k` inside is dropped, one on
+    /// another node (or a dynamic one) stays where it is.
+    fn push_place(&mut self, id: NodeId, k: Rank, place: NodeId, pushed: &mut Pushed) -> NodeId {
+        if let Some(&p) = pushed.get(&(id, place, k)) {
             return p;
         }
         let out = if !self.places_inside(id) {
@@ -724,7 +759,7 @@ impl Graph {
                 }
             }
         };
-        pushed.insert((id, place), out);
+        pushed.insert((id, place, k), out);
         out
     }
 
@@ -755,15 +790,18 @@ impl Graph {
         false
     }
 
-    /// What a run that replays the records lost with node `k` (issue 40)
-    /// cannot restore if `k` is lost, in the graph such a run executes
-    /// ([`Graph::placed_for_replay`]: no static placement on a node other
-    /// than 0 encloses another there): the first construct, in the
-    /// program's text, that may run on `k` and is a placement inside a
-    /// dynamic placement's replica (`(A @ 2) !@ <n>`: its records go
-    /// between two nodes, or from the replica to node 0 and back, past
-    /// node 0's log), or a dynamic placement with a replica on `k` inside
-    /// one (`(A !@ <m>) !@ <n>`).
+    /// What a run over `nodes` nodes that replays the records lost with
+    /// node `k` (issue 40) cannot restore if `k` is lost, in the graph
+    /// such a run executes ([`Graph::placed_for_replay`]: no static
+    /// placement on a node other than 0 encloses another there, and a
+    /// dynamic placement that encloses one runs each replica's body on
+    /// node 0, its parts that place nothing on the replica's node): the
+    /// first construct, in the program's text, that may run on `k` and is
+    /// not a function of each record or restored by custody. After the
+    /// rewrite no placement is inside a placement that may run on a node
+    /// other than 0, so this finds nothing in a run of two or more nodes
+    /// today; it stays as the check of that claim (a placement inside a
+    /// placement that may run on `k` would be named).
     /// `None`: everything that may run on `k` is a function of each
     /// record (boxes, filters, splits, stars, feedback loops, placed
     /// farms `!@`, deterministic combinators inside or around a placement
@@ -776,10 +814,11 @@ impl Graph {
     /// on node 0, alone, per tag or a star's fused chain, whose records
     /// can come back after node 0's end-of-stream drain, starts on a
     /// replacement with the records the drain parked). A placement inside
-    /// a static placement on another node is none of these: pushed down,
-    /// it is two placements that node 0 connects. A dynamic placement's
-    /// body counts as running on every node, `k` and others.
-    pub fn replay_boundary(&self, k: Rank) -> Option<Placement> {
+    /// a static placement on another node, or inside a dynamic
+    /// placement's replica, is none of these: pushed down, it is two
+    /// placements that node 0 connects. A dynamic placement's body counts
+    /// as running on every node, `k` and others.
+    pub fn replay_boundary(&self, k: Rank, nodes: u32) -> Option<Placement> {
         let mut first: Option<Placement> = None;
         let found = |node: &Node, first: &mut Option<Placement>| {
             let key = |l: &Loc| (l.file.clone(), l.line, l.col);
@@ -790,8 +829,8 @@ impl Graph {
                 });
             }
         };
-        if let Some(g) = self.placed_for_replay() {
-            return g.replay_boundary(k);
+        if let Some(g) = self.placed_for_replay(nodes) {
+            return g.replay_boundary(k, nodes);
         }
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![(self.entry, ReplayAt::default())];
@@ -817,6 +856,16 @@ impl Graph {
                         }
                         inner.elsewhere |= *n != Rank::ROOT;
                     }
+                }
+                NodeKind::DynPlace { per_node, .. } if !per_node.is_empty() => {
+                    // Runs here (node 0 after the rewrite), and so does
+                    // each replica's body; the parts that place nothing
+                    // are placements on the replica's node.
+                    if at.on_k || at.elsewhere {
+                        found(node, &mut first);
+                    }
+                    stack.extend(per_node.iter().map(|&c| (c, at)));
+                    continue;
                 }
                 NodeKind::DynPlace { .. } => {
                     if at.on_k || at.elsewhere {
@@ -1143,15 +1192,21 @@ fn map_children(kind: &mut NodeKind, f: &mut impl FnMut(NodeId) -> NodeId) {
             *b = f(*b);
         }
         NodeKind::Parallel { branches, .. } => branches.iter_mut().for_each(|b| *b = f(*b)),
+        NodeKind::DynPlace { body, per_node, .. } => {
+            *body = f(*body);
+            per_node.iter_mut().for_each(|b| *b = f(*b));
+        }
         NodeKind::Star { body, .. }
         | NodeKind::Split { body, .. }
         | NodeKind::Feedback { body, .. }
         | NodeKind::Place { body, .. }
-        | NodeKind::DynPlace { body, .. }
         | NodeKind::Net { body, .. }
         | NodeKind::Observe { body, .. } => *body = f(*body),
     }
 }
+
+/// [`Graph::push_place`]'s results: by component, placement and node.
+type Pushed = std::collections::HashMap<(NodeId, NodeId, Rank), NodeId>;
 
 /// Where [`Graph::replay_boundary`]'s walk is.
 #[derive(Copy, Clone, Default, PartialEq, Eq, Hash)]

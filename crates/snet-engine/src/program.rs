@@ -51,6 +51,11 @@ pub(crate) struct SplitDef {
     pub det: bool,
     /// Dynamic placement: the tag's value also names the replica's node.
     pub placement: bool,
+    /// A dynamic placement of a run that survives a lost node, whose body
+    /// places something: the component replica `v` runs, instantiated
+    /// here (`snet_core::NodeKind::DynPlace`'s `per_node`); empty
+    /// otherwise (the body, on node `v`).
+    pub per_node: Vec<NodeId>,
     /// A lone synchrocell body `[| .. |] ! <t>` (not placed): run as one
     /// entity keeping one cell per tag value ([`crate::split::SplitSynchrocell`]),
     /// with the synchrocell's template node (for messages).
@@ -228,15 +233,22 @@ impl Program {
                             tag: *tag,
                             det: *det,
                             placement: false,
+                            per_node: Vec::new(),
                             fused,
                         }))
                     }
-                    NodeKind::DynPlace { body, tag, det } => Template::Split(Arc::new(SplitDef {
+                    NodeKind::DynPlace {
+                        body,
+                        tag,
+                        det,
+                        per_node,
+                    } => Template::Split(Arc::new(SplitDef {
                         node: id,
                         body: *body,
                         tag: *tag,
                         det: *det,
                         placement: true,
+                        per_node: per_node.clone(),
                         fused: None,
                     })),
                     NodeKind::Feedback { body, back } => {

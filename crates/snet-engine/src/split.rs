@@ -217,7 +217,13 @@ impl SplitEntity {
         let def = &*self.def;
         let body = def.body;
         // The replica's initialisers start as part of the record that creates it.
-        let t = if def.placement && v != i64::from(ctx.rt.node.0) {
+        // (A body that places something, in a run that survives a lost
+        // node, is instantiated here with its other parts placed on `v`:
+        // `Graph::placed_for_replay`.)
+        let t = if let Some(&body) = def.per_node.get(v as usize) {
+            let next = crate::instantiate::merge_input(ctx, def.node, &self.next);
+            instantiate_at(ctx, self.at.as_deref(), v as u64, body, next, &r.det)
+        } else if def.placement && v != i64::from(ctx.rt.node.0) {
             remote_instance(ctx, Rank(v as u32), body, self.next.clone(), &r.det)
         } else {
             let next = crate::instantiate::merge_input(ctx, def.node, &self.next);

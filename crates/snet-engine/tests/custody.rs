@@ -360,8 +360,8 @@ fn nested_graph() -> Arc<Graph> {
 /// composition runs on node 0, `Graph::placed_for_replay`), so the loss
 /// of either node, at several messages, is replaced and the output is
 /// exactly the failure-free one. (Before, either loss ended the run
-/// naming the placement; what still does, a placement inside a dynamic
-/// placement's replica, is `snet-cli`'s `respawn.rs`.)
+/// naming the placement; a placement inside a dynamic placement's
+/// replica is the next test.)
 #[test]
 fn a_placement_inside_a_placement_survives_the_loss_of_either_node() {
     let want: Vec<_> = (0..200).map(|x| vec![x, 2 * x, 2 * x + 1]).collect();
@@ -374,6 +374,90 @@ fn a_placement_inside_a_placement_survives_the_loss_of_either_node() {
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(tag_rows(&out, &["X", "Y", "Z"]), want, "{what}");
                 assert!(stats[0].nodes_replaced <= 1, "{what}");
+            }
+        }
+    }
+}
+
+/// `(([{<X>} -> {<X>, <Y=2X>}] INNER) .. [{<X>,<Y>} -> {.., <Z=Y+1>}]) !@ <N>`,
+/// INNER `@ 2` or (`dyn`) `!@ <M>`: a placement inside a dynamic
+/// placement's replica (the input gives `N` and `M`, 1 or 2).
+fn in_replica_graph(dyn_inner: bool) -> Arc<Graph> {
+    let mut g = Graph {
+        nodes: vec![],
+        boxes: vec![],
+        entry: NodeId(0),
+    };
+    let (x, y, n, m) = (t("X"), t("Y"), t("N"), t("M"));
+    let two = filter(&mut g, &[x], &[("Y", "X", 2, 0)]);
+    let kind = if dyn_inner {
+        NodeKind::DynPlace {
+            body: two,
+            tag: m,
+            det: false,
+            per_node: Vec::new(),
+        }
+    } else {
+        NodeKind::Place {
+            body: two,
+            node: Rank(2),
+        }
+    };
+    let inner = add(&mut g, kind, ty(&[&[x, m]]));
+    let inc = filter(&mut g, &[x, y], &[("Z", "Y", 1, 1)]);
+    let both = add(&mut g, NodeKind::Serial(inner, inc), ty(&[&[x, m]]));
+    g.entry = add(
+        &mut g,
+        NodeKind::DynPlace {
+            body: both,
+            tag: n,
+            det: false,
+            per_node: Vec::new(),
+        },
+        ty(&[&[x, n]]),
+    );
+    Arc::new(g)
+}
+
+/// A placement on node 2, or a dynamic one, inside the replicas of a
+/// dynamic placement on nodes 1 and 2: a run that survives a lost node
+/// runs each replica's body on node 0, the parts that place nothing on
+/// the replica's node (`Graph::placed_for_replay`), so the loss of
+/// either node, at several messages, is replaced and the output is
+/// exactly the failure-free one. (Before, either loss ended the run
+/// naming the inner placement.)
+#[test]
+fn a_placement_inside_a_dynamic_placements_replica_survives_the_loss_of_either_node() {
+    let records: Vec<Record> = input(200)
+        .into_iter()
+        .map(|mut r| {
+            let x = r.int(t("X")).expect("X");
+            r.set_int(t("N"), 1 + x % 2);
+            r.set_int(t("M"), 2 - x % 2);
+            r
+        })
+        .collect();
+    let want: Vec<_> = (0..200)
+        .map(|x| vec![x, 2 * x, 2 * x + 1, 1 + x % 2])
+        .collect();
+    for dyn_inner in [false, true] {
+        for workers in [1, 2] {
+            for victim in [1, 2] {
+                for after in [1, 2, 3] {
+                    let what = format!(
+                        "inner {}, node {victim} at {after}, {workers} workers",
+                        if dyn_inner { "!@" } else { "@ 2" }
+                    );
+                    let graph = in_replica_graph(dyn_inner);
+                    let (out, stats) =
+                        killed_run(graph, 3, records.clone(), workers, victim, after, false)
+                            .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert_eq!(tag_rows(&out, &["X", "Y", "Z", "N"]), want, "{what}");
+                    assert!(stats[0].nodes_replaced <= 1, "{what}");
+                    if after == 1 {
+                        assert_eq!(stats[0].nodes_replaced, 1, "{what}");
+                    }
+                }
             }
         }
     }

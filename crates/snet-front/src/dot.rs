@@ -305,7 +305,7 @@ impl Dot<'_> {
                     d.node(body, ind)
                 })
             }
-            NodeKind::DynPlace { body, tag, det } => {
+            NodeKind::DynPlace { body, tag, det, .. } => {
                 let label = format!("{} {tag}", if *det { "!!@" } else { "!@" });
                 let body = *body;
                 self.cluster_of(Some(id), &label, indent, |d, ind| d.node(body, ind))

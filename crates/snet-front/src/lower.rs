@@ -220,6 +220,7 @@ impl Lower<'_, '_> {
                 body: self.expr(*body),
                 tag: *tag,
                 det: *det,
+                per_node: Vec::new(),
             },
             // Only reachable if errors were reported, in which case the graph is dropped.
             HKind::Error => NodeKind::Parallel {

@@ -299,7 +299,7 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
         );
         c.graph
             .expect("graph")
-            .replay_boundary(snet_core::Rank(k))
+            .replay_boundary(snet_core::Rank(k), 4)
             .map(|p| (p.what, p.loc.line, p.loc.col))
     };
     let stateless = "net s connect ([{<x>} -> {<x>, <y=x>}] @ 1) .. ([{<x>} -> {<x>}] ! <x>) .. ([{<x>} -> {<x>}] !@ <x>);";
@@ -472,33 +472,36 @@ fn replay_boundary_names_the_first_construct_a_lost_node_held() {
             assert_eq!(boundary(&src, k), None, "{src}");
         }
     }
-    // Inside a dynamic placement's replica (its node is a tag's value,
-    // so it is not pushed down), a placement on another node, on node 0
-    // or on the node itself is still one: named for every node.
-    for (inner, col) in [("@ 2", 34), ("@ 0", 34), ("!@ <y>", 34)] {
+    // Inside a dynamic placement's replica, a placement on another node,
+    // on node 0 or on the node itself, or a dynamic one: each replica's
+    // body runs on node 0 with the parts that place nothing placed on the
+    // replica's node (`Graph::placed_for_replay`), so records between
+    // them pass node 0's log. Not a boundary, for any node. (Until the
+    // replicas were pushed down, each of these was named on every node.)
+    for inner in ["@ 2", "@ 0", "@ 1", "!@ <y>"] {
         let src = format!(
-            "net n connect (([{{<x>}} -> {{<x>}}] {inner}) .. [{{<x>}} -> {{<x>}}]) !@ <x>;"
+            "net n connect (([{{<x>, <y>}} -> {{<x>, <y>}}] {inner}) .. [{{<x>}} -> {{<x>}}]) !@ <x>;"
         );
         for k in [1, 2, 3] {
-            let what = if inner.starts_with('!') {
-                "dynamic placement"
-            } else {
-                "placement"
-            };
-            assert_eq!(
-                boundary(&src, k),
-                Some((what.into(), 1, col)),
-                "{src}, node {k}"
-            );
+            assert_eq!(boundary(&src, k), None, "{src}, node {k}");
+        }
+        let deep = format!(
+            "net n connect (({src_body}) !@ <y>) @ 1;",
+            src_body = &src[14..src.len() - 1]
+        );
+        for k in [1, 2, 3] {
+            assert_eq!(boundary(&deep, k), None, "{deep}, node {k}");
         }
     }
 }
 
-/// The graph a run that survives a lost node executes: each placement on
-/// a node other than 0 that encloses a placement is pushed down to the
-/// largest parts that place nothing; the combinators above run on node
-/// 0, a placement on the outer node inside is dropped, a dynamic
-/// placement stays (its body too).
+/// The graph a run that survives a lost node executes (here over 3
+/// nodes): each placement on a node other than 0 that encloses a
+/// placement is pushed down to the largest parts that place nothing; the
+/// combinators above run on node 0, a placement on the outer node inside
+/// is dropped, a dynamic placement stays (its body too). A dynamic
+/// placement whose body places something gets one body per node `v`,
+/// the body pushed down as `body @ v` (the body itself for node 0).
 #[test]
 fn placed_for_replay_pushes_an_outer_placement_below_the_inner_ones() {
     fn shape(g: &snet_core::Graph, id: snet_core::NodeId) -> String {
@@ -522,7 +525,20 @@ fn placed_for_replay_pushes_an_outer_placement_below_the_inner_ones() {
             }
             K::Feedback { body, .. } => format!("({} \\ p)", s(*body)),
             K::Place { body, node } => format!("({} @ {node})", s(*body)),
-            K::DynPlace { body, .. } => format!("({} !@ <t>)", s(*body)),
+            K::DynPlace {
+                body,
+                det,
+                per_node,
+                ..
+            } => {
+                let op = if *det { "!!@" } else { "!@" };
+                if per_node.is_empty() {
+                    format!("({} {op} <t>)", s(*body))
+                } else {
+                    let p: Vec<String> = per_node.iter().map(|&b| s(b)).collect();
+                    format!("({} {op} <t> per node: {})", s(*body), p.join("; "))
+                }
+            }
             K::Net { body, .. } | K::Observe { body, .. } => s(*body),
         }
     }
@@ -531,7 +547,11 @@ fn placed_for_replay_pushes_an_outer_placement_below_the_inner_ones() {
             "net n {{ box a((<x>) -> (<x>)); box b((<x>) -> (<x>)); }}\nconnect {connect};"
         );
         let g = compile("p.snet", &src, None).graph.expect("graph");
-        g.placed_for_replay().map(|p| shape(&p, p.entry))
+        g.placed_for_replay(3).map(|p| {
+            // Once is enough: the rewritten graph is its own rewrite.
+            assert!(p.placed_for_replay(3).is_none(), "{connect}");
+            shape(&p, p.entry)
+        })
     };
     assert_eq!(pushed("(a @ 2) .. (b @ 1)"), None, "nothing nested");
     assert_eq!(pushed("((a @ 2) .. b) @ 0"), None, "node 0 is not pushed");
@@ -554,9 +574,48 @@ fn placed_for_replay_pushes_an_outer_placement_below_the_inner_ones() {
             "((((a @ 3) .. b) @ 2) .. b) @ 1",
             "(((a @ 3) .. (b @ 2)) .. (b @ 1))",
         ),
-        ("((a @ 2) .. b) !@ <x>", "DYN"),
+        (
+            "((a @ 2) .. b) !@ <x>",
+            "(((a @ 2) .. b) !@ <t> per node: ((a @ 2) .. b); ((a @ 2) .. (b @ 1)); \
+             ((a @ 2) .. (b @ 2)))",
+        ),
+        (
+            "((a @ 0) .. b) !!@ <x>",
+            "(((a @ 0) .. b) !!@ <t> per node: ((a @ 0) .. b); ((a @ 0) .. (b @ 1)); \
+             ((a @ 0) .. (b @ 2)))",
+        ),
+        (
+            "((b .. (a @ 2)) * {<y>}) !@ <x>",
+            "(((b .. (a @ 2)) * p) !@ <t> per node: ((b .. (a @ 2)) * p); \
+             (((b @ 1) .. (a @ 2)) * p); (((b @ 2) .. (a @ 2)) * p))",
+        ),
+        (
+            "((a !@ <y>) .. b) !@ <x>",
+            "(((a !@ <t>) .. b) !@ <t> per node: ((a !@ <t>) .. b); \
+             ((a !@ <t>) .. (b @ 1)); ((a !@ <t>) .. (b @ 2)))",
+        ),
+        (
+            "((((a @ 1) .. b) !@ <y>) .. b) !@ <x>",
+            "(((((a @ 1) .. b) !@ <t> per node: ((a @ 1) .. b); ((a @ 1) .. (b @ 1)); \
+             ((a @ 1) .. (b @ 2))) .. b) !@ <t> per node: \
+             ((((a @ 1) .. b) !@ <t> per node: ((a @ 1) .. b); ((a @ 1) .. (b @ 1)); \
+             ((a @ 1) .. (b @ 2))) .. b); \
+             ((((a @ 1) .. b) !@ <t> per node: ((a @ 1) .. b); ((a @ 1) .. (b @ 1)); \
+             ((a @ 1) .. (b @ 2))) .. (b @ 1)); \
+             ((((a @ 1) .. b) !@ <t> per node: ((a @ 1) .. b); ((a @ 1) .. (b @ 1)); \
+             ((a @ 1) .. (b @ 2))) .. (b @ 2)))",
+        ),
+        (
+            "(((a @ 2) .. b) !@ <x>) @ 1",
+            "(((a @ 2) .. b) !@ <t> per node: ((a @ 2) .. b); ((a @ 2) .. (b @ 1)); \
+             ((a @ 2) .. (b @ 2)))",
+        ),
     ] {
-        let want = (want != "DYN").then(|| want.to_string());
-        assert_eq!(pushed(connect), want, "{connect}");
+        assert_eq!(pushed(connect), Some(want.to_string()), "{connect}");
+    }
+    // A dynamic placement whose body places nothing (a farm, cells in its
+    // replicas too) stays as it is.
+    for connect in ["(a .. b) !@ <x>", "(a .. [| {<x>}, {<y>} |]) !@ <x>"] {
+        assert_eq!(pushed(connect), None, "{connect}");
     }
 }

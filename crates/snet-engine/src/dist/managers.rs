@@ -468,9 +468,9 @@ fn replace(
     let rt = host.rt();
     let net = &rt.net;
     let gone = |message: String| EngineError::Node { node: k, message };
-    if let Some(held) = rt.graph().replay_boundary(k) {
+    if let Some(held) = rt.graph().replay_boundary(k, rt.nodes) {
         return Err(gone(format!(
-            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops, deterministic combinators, synchrocells and placements inside placements, but not a synchrocell that is a star's whole replica placed inside a feedback loop, nor a placement inside a dynamic placement `!@`)",
+            "node {k} stopped unexpectedly ({why}); it may have held the {} at {}, which replaying its records cannot restore yet (--on-node-loss respawn covers placed boxes, filters, splits, farms, stars, feedback loops, deterministic combinators, synchrocells and placements inside placements, static or dynamic)",
             held.what, held.loc
         )));
     }

@@ -107,13 +107,14 @@ pub fn run(
     };
     check_placements(&graph, transport.nodes())?;
     // A run that survives a lost node runs no placement inside another
-    // on a node other than 0: pushed down, each is connected to the
-    // other through node 0, whose custody log keeps what it sends
-    // (`Graph::placed_for_replay`). Every node, and every replacement,
-    // makes the same graph, so template numbers agree.
+    // on a node other than 0, static or a dynamic placement's replica:
+    // pushed down, each is connected to the other through node 0, whose
+    // custody log keeps what it sends (`Graph::placed_for_replay`). Every
+    // node, and every replacement, makes the same graph, so template
+    // numbers agree.
     let respawn = config.on_node_loss == crate::dist::OnNodeLoss::Respawn;
     let pushed = (respawn && transport.nodes() > 1)
-        .then(|| graph.placed_for_replay())
+        .then(|| graph.placed_for_replay(transport.nodes()))
         .flatten();
     let graph = pushed.map(Arc::new).unwrap_or(graph);
 

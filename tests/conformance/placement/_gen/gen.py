@@ -463,6 +463,45 @@ connect (((x @ 2) .. y) !@ <node>) .. ((z !@ <m>) @ 3);
            'parts run (x on 2, y on <node>, z on <m>) is checked by the location probes of _gen/run.py.',
      readme=('multiset', '`((x @ 2) .. y) !@ <node>` and `(z !@ <m>) @ 3`: static inside dynamic and the reverse'))
 
+# Its own generator: the cases after it keep their inputs.
+rc = random.Random(40)
+ins = [R(id=i, node=rc.randrange(4), v=rc.randint(-99, 99)) for i in range(300)]
+exp = []
+first = set()
+for r in ins:
+    nd, v = T(r, 'node'), T(r, 'v')
+    a = filt(r, [t('v')], [{t('v'): v, t('a'): v}, {t('v'): v, t('b'): v}])
+    if nd not in first:
+        # The replica's own cell merges its first pair; later ones pass.
+        first.add(nd)
+        a = [merge(a, [[t('a')], [t('b')]])]
+    for x in a:
+        m = 3 - nd
+        x = filt(x, [t('v'), t('node')], [{t('v'): T(x, 'v') + 1, t('node'): nd, t('m'): m}])[0]
+        x = filt(x, [t('v'), t('m')], [{t('v'): T(x, 'v') * 2, t('m'): m, t('zs'): m}])[0]
+        exp.append(x)
+case('dyn-replica-cells', '''
+// Placements inside a dynamic placement's replica, with a synchrocell per
+// replica: the replica of <node> = u splits each record into an <a> and a
+// <b> on node u, its own cell (placed on node 2 whatever u is) merges the
+// replica's first pair, the tag <m> is made inside the replica and a
+// dynamic placement inside it sends the record on to node <m>.
+net repcells
+{
+  net pair connect [{<v>} -> {<v>, <a=v>}; {<v>, <b=v>}];
+  net cell connect [| {<a>}, {<b>} |];
+  net tagm connect [{<v>, <node>} -> {<v=v+1>, <node>, <m=3-node>}];
+  net z connect [{<v>, <m>} -> {<v=v*2>, <m>, <zs=m>}];
+}
+connect (pair .. (cell @ 2) .. tagm .. (z !@ <m>)) !@ <node>;
+''', ins, exp, nodes=[4],
+     notes='Each input gives an <a> and a <b> record, except the first of each <node> value, whose pair '
+           'its replica\'s cell merges (one cell per replica: four merged records); then v -> 2(v+1), '
+           'm = zs = 3 - node. Under --on-node-loss respawn each replica\'s body runs on node 0 with its '
+           'unplaced parts on node <node>, which changes no output.',
+     readme=('multiset', '`(pair .. (cell @ 2) .. tagm .. (z !@ <m>)) !@ <node>`: a cell per replica, '
+                         'a static and a dynamic placement inside the replica, the inner tag made there'))
+
 # ============================================================================
 # PLACEMENT INSIDE STAR / SPLIT / FEEDBACK
 
