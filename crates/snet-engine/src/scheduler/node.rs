@@ -334,7 +334,7 @@ pub fn run(
         sent_per_worker: shared
             .sent
             .iter()
-            .map(|s| s.load(Ordering::Relaxed))
+            .map(|s| s.load(std::sync::atomic::Ordering::Relaxed))
             .collect(),
     };
     // SAFETY: all workers have been joined; nothing else can hold the output's licence.

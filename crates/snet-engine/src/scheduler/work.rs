@@ -155,8 +155,10 @@ pub(crate) struct Shared {
     /// Whether [`Shared::cut_chain`] may cut a chain of boxes between
     /// workers (on unless `SNET_CHAIN_CUT=0`).
     pub(super) cut: bool,
-    /// Records each worker sent (its `Ctx::sent` at its end), for `Stats`.
-    pub(super) sent: Vec<Padded<AtomicU64>>,
+    /// Records each worker sent (its `Ctx::sent` at its end), for `Stats`:
+    /// std's atomics even under loom (statistics, no protocol: not a
+    /// point for the model checks to interleave at).
+    pub(super) sent: Vec<Padded<std::sync::atomic::AtomicU64>>,
     pub(super) codecs: snet_core::Codecs,
     /// Set by `run` when the managers must stop.
     pub(super) managers_stop: AtomicBool,
@@ -202,7 +204,9 @@ impl Shared {
             steals: Padded(AtomicU64::new(0)),
             searching: Padded(AtomicUsize::new(0)),
             cut: workers > 1 && chain_cut_enabled(),
-            sent: (0..workers).map(|_| Padded(AtomicU64::new(0))).collect(),
+            sent: (0..workers)
+                .map(|_| Padded(std::sync::atomic::AtomicU64::new(0)))
+                .collect(),
             codecs: input.codecs,
             managers_stop: AtomicBool::new(false),
             idle_flush: None,
@@ -696,7 +700,7 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize) {
         sh.count_now(&mut ctx, crate::instrument::now_ns());
     }
     worker_loop_in(sh, me, &mut ctx);
-    sh.sent[me].store(ctx.sent, Ordering::Relaxed);
+    sh.sent[me].store(ctx.sent, std::sync::atomic::Ordering::Relaxed);
     if ctx.log.is_some() {
         sh.count_now(&mut ctx, crate::instrument::now_ns());
     }
