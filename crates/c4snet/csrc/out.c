@@ -9,7 +9,9 @@
  * variant is declared; otherwise it asks the Rust side, snet_c4snet_out_begin),
  * reads exactly those from the va_list, and hands the array back
  * (snet_c4snet_out_end, with the invocation found for the handle), which
- * builds the record.
+ * builds the record. A variant of at most TAGS_FAST ints (its table says
+ * so) is read without a look at the kinds and handed to
+ * snet_c4snet_out_tags, which does not look at them either.
  * Any error (stale handle, variant out of range) is recorded by the Rust side
  * and reported with the box's name; begin then returns a negative count.
  */
@@ -19,8 +21,10 @@
 /* Must match `SnetArg` in src/lib.rs. */
 typedef union { c4snet_data_t *field; int tag; } snet_arg_t;
 
-/* Must match `VariantKinds` and `Current` in src/invoke.rs. */
-struct snet_c4snet_variant { const int *kinds; long n; };
+/* Must match `VariantKinds` and `Current` in src/invoke.rs. `tags`: the
+ * variant's count of values when every one is an int and there are at
+ * most TAGS_FAST of them (read without a look at their kinds), else -1. */
+struct snet_c4snet_variant { const int *kinds; long n; long tags; };
 struct snet_c4snet_current {
     void *hnd;    /* the handle of the invocation running on this thread (0: none) */
     void *inv;    /* its state */
@@ -44,8 +48,10 @@ struct snet_c4snet_current *snet_c4snet_current(void)
 
 int  snet_c4snet_out_begin(void *hnd, int variant, const int **kinds, void **inv);
 void snet_c4snet_out_end(void *inv, int variant, const snet_arg_t *values, int n);
+void snet_c4snet_out_tags(void *inv, int variant, const snet_arg_t *values, int n);
 
 #define ARGS_STACK 16
+#define TAGS_FAST 4
 
 /* Reads `n` values by their kinds (1: an int, 0: a field pointer). */
 #define READ_VALUES(values, kinds, n, ap) \
@@ -91,6 +97,25 @@ void C4SNetOut(void *hnd, int variant, ...)
     if (__builtin_expect(hnd == c->hnd
                          && (unsigned long)(long)variant - 1 < (unsigned long)c->nvariants, 1)) {
         const struct snet_c4snet_variant *v = &c->variants[variant - 1];
+        long t = v->tags;
+        if (__builtin_expect(t >= 0, 1)) {
+            /* Ints alone, at most TAGS_FAST: read in order, each where
+             * the first va_arg of its position finds it (the compiler
+             * knows the offsets from va_start: no loop, no test). */
+            void *inv = c->inv;
+            snet_arg_t values[TAGS_FAST];
+            if (t > 0)
+                values[0].tag = va_arg(ap, int);
+            if (t > 1)
+                values[1].tag = va_arg(ap, int);
+            if (t > 2)
+                values[2].tag = va_arg(ap, int);
+            if (t > 3)
+                values[3].tag = va_arg(ap, int);
+            va_end(ap);
+            snet_c4snet_out_tags(inv, variant, values, (int)t);
+            return;
+        }
         int n = (int)v->n;
         if (__builtin_expect(n <= ARGS_STACK, 1)) {
             const int *kinds = v->kinds;

@@ -161,7 +161,15 @@ struct Invocation {
 struct VariantKinds {
     kinds: *const c_int,
     n: std::ffi::c_long,
+    /// `n` when every value is an int and there are at most
+    /// [`TAGS_FAST`] of them (`C4SNetOut` then reads them without a look
+    /// at `kinds`); -1 otherwise.
+    tags: std::ffi::c_long,
 }
+
+/// The most values of a variant of ints alone that `C4SNetOut` reads
+/// without its loop over the kinds (`TAGS_FAST` in `csrc/out.c`).
+const TAGS_FAST: usize = 4;
 
 /// The invocation running on a thread (`struct snet_c4snet_current` in
 /// `csrc/out.c`, a C thread-local, so that `C4SNetOut` finds a valid
@@ -419,33 +427,81 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     let invp = inv.cast::<Invocation>();
     {
         // SAFETY: see the contract; `begin` checked the handle and the variant.
-        let inv = unsafe { &mut *invp };
-        // SAFETY: the box implementation outlives the invocation.
-        let out = unsafe { &(&(*inv.cbox).outputs)[variant as usize - 1] };
-        let direct = inv.direct;
-        // The common case: the engine's own collector, tags alone, no
-        // error so far.
-        if !direct.is_null() && !out.fields && inv.error.is_none() {
-            // SAFETY: `values` holds `n` initialised values (contract);
-            // `direct` is the engine's collector, alive and exclusively
-            // ours during the invocation.
-            let (values, direct) =
-                unsafe { (std::slice::from_raw_parts(values, n as usize), &mut *direct) };
-            if let Some(slot) = direct.slot(variant as usize) {
-                let may_suspend = slot.may_suspend;
-                // SAFETY: every label is a tag: the values were read as ints.
-                unsafe { fill_tags(slot, values) };
-                if may_suspend {
-                    suspending(|| direct.commit_slot());
-                } else {
-                    direct.commit_slot();
-                }
-                return;
-            }
+        let inv = unsafe { &*invp };
+        // SAFETY: the box implementation outlives the invocation; the
+        // variant is in range (`begin`, or `C4SNetOut`'s test against the
+        // slot's `nvariants`, the box's count of variants, checked it).
+        let out = unsafe {
+            let cbox = &*inv.cbox;
+            cbox.outputs.get_unchecked(variant as usize - 1)
+        };
+        // SAFETY: as for this function; every label is a tag when
+        // `fields` is false.
+        if !out.fields && unsafe { out_tags(invp, variant, values, n) } {
+            return;
         }
     }
     // SAFETY: as for this function.
     unsafe { out_end(invp, variant, values, n) }
+}
+
+/// [`snet_c4snet_out_end`] for a variant whose values are all ints, at
+/// most `TAGS_FAST` of them (`C4SNetOut`'s common case, which knows it
+/// from the variant's table: no look at the variant's kinds here).
+///
+/// # Safety
+/// As for [`snet_c4snet_out_end`]; every label of the variant is a tag.
+#[no_mangle]
+pub unsafe extern "C" fn snet_c4snet_out_tags(
+    inv: *mut c_void,
+    variant: c_int,
+    values: *const SnetArg,
+    n: c_int,
+) {
+    let invp = inv.cast::<Invocation>();
+    // SAFETY: as for this function.
+    if unsafe { !out_tags(invp, variant, values, n) } {
+        // SAFETY: as for this function.
+        unsafe { out_end(invp, variant, values, n) }
+    }
+}
+
+/// The common case of an output of tags alone: the engine's own
+/// collector, no error so far; the record built in its slot and
+/// committed. `false`: not the common case, nothing done.
+///
+/// # Safety
+/// As for [`snet_c4snet_out_end`]; every label of the variant is a tag.
+#[inline(always)]
+unsafe fn out_tags(
+    invp: *mut Invocation,
+    variant: c_int,
+    values: *const SnetArg,
+    n: c_int,
+) -> bool {
+    // SAFETY: see the contract.
+    let inv = unsafe { &*invp };
+    let direct = inv.direct;
+    if direct.is_null() || inv.error.is_some() {
+        return false;
+    }
+    // SAFETY: `values` holds `n` initialised values (contract);
+    // `direct` is the engine's collector, alive and exclusively ours
+    // during the invocation.
+    let (values, direct) =
+        unsafe { (std::slice::from_raw_parts(values, n as usize), &mut *direct) };
+    let Some(slot) = direct.slot(variant as usize) else {
+        return false;
+    };
+    let may_suspend = slot.may_suspend;
+    // SAFETY: every label is a tag: the values were read as ints.
+    unsafe { fill_tags(slot, values) };
+    if may_suspend {
+        suspending(|| direct.commit_slot());
+    } else {
+        direct.commit_slot();
+    }
+    true
 }
 
 /// [`snet_c4snet_out_end`] for everything but its common case (a field
@@ -531,7 +587,7 @@ unsafe fn out_end(inv: *mut Invocation, variant: c_int, values: *const SnetArg, 
 unsafe fn fill_tags(slot: Slot<'_>, values: &[SnetArg]) {
     let input = slot.input.entries();
     slot.rec
-        .extend_sorted(slot.steps.iter().map(|&(l, step)| match step {
+        .fill_empty_sorted(slot.steps.iter().map(|&(l, step)| match step {
             Src::Arg(j) => (
                 l,
                 // SAFETY: the values were read as ints (contract).
@@ -894,8 +950,13 @@ impl BoxImpl for CBox {
                 (*slot).name = std::ptr::null();
             }
             // SAFETY: as above; the box returned.
-            if let Some(e) = unsafe { (*invp).error.take() } {
-                return Err(e);
+            // (Looked at first, taken only when there is one: no store
+            // back per call.)
+            if unsafe { (*invp).error.is_some() } {
+                // SAFETY: as above.
+                if let Some(e) = unsafe { (*invp).error.take() } {
+                    return Err(e);
+                }
             }
             // SAFETY: as above.
             if !unsafe { (*direct).next_input() } {
@@ -1066,6 +1127,11 @@ impl LanguageInterface for C4SNet {
             .map(|k| VariantKinds {
                 kinds: k.as_ptr(),
                 n: k.len() as std::ffi::c_long,
+                tags: if k.len() <= TAGS_FAST && k.iter().all(|&t| t == 1) {
+                    k.len() as std::ffi::c_long
+                } else {
+                    -1
+                },
             })
             .collect();
         Ok(Arc::new(CBox {

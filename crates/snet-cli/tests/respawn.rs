@@ -1187,6 +1187,212 @@ fn a_nested_placement_killed_from_outside_is_replaced() {
     }
 }
 
+/// Boxes whose records carry fields of 16 KiB (4096 ints: more than a
+/// ring slot, so in zero-copy mode, the default, they are made in the
+/// shared arena): `make` makes `a[i] = 3k + i` and `b[i] = 5k - i`
+/// (`SNET_TEST_VICTIM=kill@K` kills its process on `k == K` in the middle
+/// of writing `a`: a block allocated, half written, never sent; `nap`
+/// sleeps 2 ms a record), `add` makes `c = a + b` (every element `8k`),
+/// and `check` says whether every element of `c` is `8k` and sums them.
+const FIELD_BOXES: &str = r#"
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "C4SNet.h"
+
+#define N 4096
+
+static int first_life(void)
+{
+    const char *g = getenv("SNET_SHM_INCARNATION");
+    return g == NULL || strcmp(g, "0") == 0;
+}
+
+void *make(void *hnd, int k)
+{
+    const char *how = getenv("SNET_TEST_VICTIM");
+    const char *at = getenv("SNET_TEST_AT");
+    int *a, *b;
+    c4snet_data_t *da = C4SNetAlloc(CTYPE_int, N, (void **)&a);
+    if (how != NULL && strcmp(how, "nap") == 0) usleep(2000);
+    for (int i = 0; i < N / 2; i++) a[i] = 3 * k + i;
+    if (how != NULL && strcmp(how, "kill") == 0 && at != NULL && k == atoi(at) && first_life())
+        kill(getpid(), SIGKILL);
+    for (int i = N / 2; i < N; i++) a[i] = 3 * k + i;
+    c4snet_data_t *db = C4SNetAlloc(CTYPE_int, N, (void **)&b);
+    for (int i = 0; i < N; i++) b[i] = 5 * k - i;
+    C4SNetOut(hnd, 1, da, db, k);
+    return hnd;
+}
+
+void *add(void *hnd, c4snet_data_t *da, c4snet_data_t *db, int k)
+{
+    const int *a = C4SNetGetData(da), *b = C4SNetGetData(db);
+    int *c;
+    c4snet_data_t *dc = C4SNetAlloc(CTYPE_int, N, (void **)&c);
+    for (int i = 0; i < N; i++) c[i] = a[i] + b[i];
+    C4SNetFree(da);
+    C4SNetFree(db);
+    C4SNetOut(hnd, 1, dc, k);
+    return hnd;
+}
+
+void *check(void *hnd, c4snet_data_t *dc, int k)
+{
+    const int *c = C4SNetGetData(dc);
+    int ok = C4SNetArraySize(dc) == N;
+    long s = 0;
+    for (int i = 0; ok && i < N; i++) {
+        ok = c[i] == 8 * k;
+        s += c[i];
+    }
+    C4SNetFree(dc);
+    C4SNetOut(hnd, 1, k, ok, (int)(s % 1000003));
+    return hnd;
+}
+"#;
+
+/// Fields made on node 1, changed on node 2, checked on node 0.
+const FIELDS: &str = r#"
+net zc {
+  box make((<k>) -> (a, b, <k>));
+  box add((a, b, <k>) -> (c, <k>));
+  box check((c, <k>) -> (<k>, <ok>, <s>));
+} connect (make @ 1) .. (add @ 2) .. check;
+"#;
+
+/// The program of [`FIELDS`], built once.
+fn fields_program() -> &'static PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = scratch("respawn-fields");
+        let boxes = dir.join("fields.c");
+        std::fs::write(&boxes, FIELD_BOXES).unwrap();
+        let prog = dir.join("zc.snet");
+        std::fs::write(&prog, FIELDS).unwrap();
+        let exe = dir.join("zc");
+        snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+        exe
+    })
+}
+
+/// Runs the fields program on 3 shm nodes with 200 records, with
+/// `workers` workers and `env` set (`--stats`, and `--on-node-loss
+/// respawn` if `respawn`).
+fn run_fields(env: &[(&str, &str)], workers: &str, respawn: bool) -> Run {
+    let exe = fields_program();
+    let mut cmd = Command::new(exe);
+    cmd.args(["--transport", "shm", "--nodes", "3"])
+        .env_remove("SNET_TEST_VICTIM")
+        .env_remove("SNET_TEST_FAULT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut args = vec!["--workers", workers, "--stats"];
+    if respawn {
+        args.extend(["--on-node-loss", "respawn"]);
+    }
+    let tag: String = env.iter().map(|(k, v)| format!("{k}{v}")).collect();
+    let dir = exe.with_file_name(format!("in-{tag}-{}", args.join("")));
+    std::fs::create_dir_all(&dir).unwrap();
+    run_with(cmd, &dir.join("x"), &k_records(200), &args)
+}
+
+/// The failure-free output of the fields program (`fail`): every record
+/// checked (`<ok>` 1).
+fn fields_reference() -> &'static BTreeMap<String, usize> {
+    static R: OnceLock<BTreeMap<String, usize>> = OnceLock::new();
+    R.get_or_init(|| {
+        let r = run_fields(&[], "2", false);
+        assert!(r.ok, "{}", r.stderr);
+        let m = records(&r.stdout);
+        assert_eq!(m.values().sum::<usize>(), 201, "{}", r.stdout);
+        assert_eq!(
+            m.keys()
+                .filter(|l| l.contains(r#"<tag label="ok">1</tag>"#))
+                .count(),
+            200,
+            "{}",
+            r.stdout
+        );
+        m
+    })
+}
+
+/// Under `respawn`, a node other than 0 sends a field made in the shared
+/// arena (zero-copy) by reference, as `fail` does: it *gives* it to node
+/// 0 (the block's offset in a message of its own, with a reference of its
+/// own, ahead of the record), instead of copying its bytes. Nodes 1 and
+/// 2 lose their process at several moments: in the middle of writing a
+/// field (a block allocated, half written, never sent: `kill@K`, at 1,
+/// 2 and 8 workers), between giving a field and sending the record that
+/// holds it (`die-after-given`, the fault hook: the field is at node 0,
+/// the record never comes, and the replacement gives it again), and
+/// from outside mid-run. Every run writes exactly the failure-free
+/// output (a record whose field was read half written, or took another
+/// record's field, would have `<ok>` 0 or another sum).
+#[test]
+fn fields_in_the_shared_arena_go_by_reference_under_respawn_and_survive_a_loss() {
+    let want = fields_reference();
+    // Nothing lost: node 1 and node 2 give every field they make.
+    let r = run_fields(&[], "2", true);
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(&records(&r.stdout), want);
+    for node in [1, 2] {
+        let given = r
+            .stderr
+            .lines()
+            .find(|l| l.contains(&format!("node {node}: ")) && l.contains("fields given"))
+            .unwrap_or_else(|| panic!("node {node} gave no field: {}", r.stderr));
+        let n = if node == 1 { 400 } else { 200 };
+        assert!(given.contains(&format!(", {n} fields given")), "{given}");
+    }
+    for (at, workers) in [("0", "8"), ("37", "1"), ("150", "2")] {
+        let what = format!("node 1 killed writing a field of record {at}, {workers} workers");
+        let r = run_fields(
+            &[("SNET_TEST_VICTIM", "kill"), ("SNET_TEST_AT", at)],
+            workers,
+            true,
+        );
+        assert!(r.ok, "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("replaced 1 lost node process"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert_eq!(&records(&r.stdout), want, "{what}");
+    }
+    for (node, workers) in [(1, "1"), (1, "8"), (2, "2")] {
+        let what = format!("node {node} lost after giving a field, {workers} workers");
+        let fault = format!("die-after-given@{node}");
+        let r = run_fields(&[("SNET_TEST_FAULT", &fault)], workers, true);
+        assert!(r.ok, "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("replaced 1 lost node process"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert_eq!(&records(&r.stdout), want, "{what}");
+        // The field given by the lost process whose record never came
+        // was dropped at node 0 when the node was replaced.
+        assert!(
+            r.stderr
+                .contains("given fields of lost node processes dropped"),
+            "{what}: {}",
+            r.stderr
+        );
+    }
+    for node in [1, 2] {
+        let (out, stderr) = killed_from_outside(fields_program(), 3, node, Kill::After(50));
+        assert_eq!(
+            &records(&out),
+            want,
+            "node {node} killed from outside: {stderr}"
+        );
+    }
+}
+
 /// Placements inside a dynamic placement's replica (3 nodes; the last
 /// placements that ended a run under `--on-node-loss respawn`): `(name,
 /// connect body, the victim's input values at which it loses its node

@@ -284,6 +284,41 @@ impl Record {
             .all(|w| w[0].0 < w[1].0));
     }
 
+    /// Fills an empty record with `entries`, in label order, each label
+    /// once (an output built where it waits: [`Record::extend_sorted`]
+    /// on an empty record, cheaper). When they fit inline and the record
+    /// holds no heap buffer, the record is written whole from a buffer
+    /// of its entries, with no look at its capacity per entry or at the
+    /// end; otherwise they are appended by [`Record::extend_sorted`].
+    #[inline(always)]
+    pub fn fill_empty_sorted(&mut self, entries: impl ExactSizeIterator<Item = (Label, Value)>) {
+        debug_assert!(self.is_empty());
+        let n = entries.len();
+        if n > Record::INLINE || self.entries.spilled() || !self.entries.is_empty() {
+            return self.extend_sorted(entries);
+        }
+        let mut buf = std::mem::MaybeUninit::<[(Label, Value); 4]>::uninit();
+        let base = buf.as_mut_ptr().cast::<(Label, Value)>();
+        let mut k = 0;
+        let mut entries = entries;
+        while k < n {
+            let Some(e) = entries.next() else { break };
+            // SAFETY: `k < n <= 4`, inside the buffer.
+            unsafe { base.add(k).write(e) };
+            k += 1;
+        }
+        let filled = Record {
+            // SAFETY: the first `k` entries of the buffer were written
+            // just above (`k <= 4`); the rest is never read. (If the
+            // iterator panics, those written are leaked, not dropped twice.)
+            entries: unsafe { SmallVec::from_buf_and_len_unchecked(buf, k) },
+        };
+        debug_assert!(filled.entries.windows(2).all(|w| w[0].0 < w[1].0));
+        // SAFETY: `self` is empty and inline: it owns nothing, so it is
+        // overwritten without a drop.
+        unsafe { std::ptr::write(self, filled) };
+    }
+
     /// Flow inheritance: copies into `self` every entry of `from` whose label
     /// `pattern` does not name and `self` does not already carry.
     pub fn inherit(&mut self, from: &Record, pattern: &Variant) {
@@ -456,6 +491,50 @@ mod tests {
                 format!("{want:?}"),
                 "{inp:?} {pat:?} {out:?}"
             );
+        }
+    }
+
+    /// Filling an empty record gives what appending to it gives, inline
+    /// (written whole) or not (more than fit inline, or an empty record
+    /// that keeps a heap buffer), fields included.
+    #[test]
+    fn fill_empty_sorted_agrees_with_extend_sorted() {
+        let labels: Vec<Label> = std::iter::once(Label::field("fe0"))
+            .chain(
+                ["fe1", "fe2", "fe3", "fe4", "fe5"]
+                    .iter()
+                    .map(|n| Label::tag(n)),
+            )
+            .collect();
+        for n in 0..=labels.len() {
+            let entries = || {
+                labels[..n].iter().enumerate().map(|(i, l)| {
+                    let v = if l.is_field() {
+                        Value::Field(Field::text("C4SNet", false, "7"))
+                    } else {
+                        Value::Int(i as i64 * 10 - 25)
+                    };
+                    (*l, v)
+                })
+            };
+            let mut want = Record::new();
+            want.extend_sorted(entries());
+            let mut got = Record::new();
+            got.fill_empty_sorted(entries());
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "{n} entries");
+            assert_eq!(got.spilled(), n > Record::INLINE);
+            // An empty record with a heap buffer keeps it (not overwritten).
+            let mut heap = Record::with_capacity(8);
+            heap.set_int(labels[1], 1);
+            heap.discard(labels[1]);
+            assert!(heap.spilled() && heap.is_empty());
+            heap.fill_empty_sorted(entries());
+            assert_eq!(
+                format!("{heap:?}"),
+                format!("{want:?}"),
+                "{n} entries, heap"
+            );
+            assert!(heap.spilled());
         }
     }
 

@@ -485,6 +485,8 @@ impl BoxEntity {
                     error: None,
                     more: std::ptr::null_mut(),
                     pulled: 0,
+                    next: std::ptr::null_mut(),
+                    end: std::ptr::null_mut(),
                     now: std::ptr::null(),
                 },
                 parked: Default::default(),
@@ -634,8 +636,7 @@ impl BoxEntity {
         // touched between resumes, until the call returns; `ctx.taken` is
         // not touched until `resume` returns.
         let ev = unsafe { stack.resume(&mut self.c.io, worker) };
-        self.c.io.more = std::ptr::null_mut();
-        ctx.pulled += std::mem::take(&mut self.c.io.pulled);
+        ctx.pulled += self.c.io.end_pulls();
         if let Some(now) = now {
             now.leave();
         }

@@ -100,6 +100,13 @@ pub(crate) struct CallIo {
     /// Calls started from [`CallIo::more`] since the worker last looked
     /// (it counts them as items processed).
     pub(crate) pulled: usize,
+    /// The front item of `more` and the end of the contiguous part of its
+    /// buffer it is in (`next == end`: found from `more` again, at the
+    /// first pull of a resume and where the buffer wraps around): each
+    /// pull looks at its item there, without working out the front's
+    /// place in the ring buffer (`pop_front` still does, to take it).
+    pub(crate) next: *mut Item,
+    pub(crate) end: *mut Item,
     /// The worker's live-dump slot while the calls run (null: none).
     pub(crate) now: *const crate::stuck::WorkerNow,
 }
@@ -117,13 +124,16 @@ impl CallIo {
         if self.more.is_null() || self.outs.len() >= YIELD_AFTER {
             return false;
         }
-        // SAFETY: `more` is the worker's buffer for the duration of this
-        // resume (see `CallStack::resume`), which nothing else touches
-        // while the call stack runs.
-        let more = unsafe { &mut *self.more };
-        let r = match more.front_mut() {
+        if self.next == self.end && !self.find_next() {
+            return false;
+        }
+        // SAFETY: `next` is an item of `more`, the worker's buffer for the
+        // duration of this resume (see `CallStack::resume`), which nothing
+        // else touches while the call stack runs (`find_next`).
+        let item = unsafe { &mut *self.next };
+        let r = match item {
             // The run's first input was planned for (`BoxEntity::start`).
-            Some(Item::Rec(r)) if self.inherit.same_set(&r.rec) => r,
+            Item::Rec(r) if self.inherit.same_set(&r.rec) => r,
             _ => return false,
         };
         self.call_outs = self.outs.len();
@@ -166,6 +176,13 @@ impl CallIo {
             drop(det);
         }
         self.origin = r.origin;
+        // SAFETY: `next < end`, the end of its part of the buffer: the
+        // item after it in `more`, if any, is there.
+        self.next = unsafe { self.next.add(1) };
+        // SAFETY: as above.
+        let more = unsafe { &mut *self.more };
+        // The item whose record, stamps and origin were moved out is
+        // `more`'s front: taken and forgotten.
         std::mem::forget(more.pop_front());
         self.pulled += 1;
         if !self.now.is_null() {
@@ -173,6 +190,27 @@ impl CallIo {
             unsafe { (*self.now).again(more.len()) };
         }
         true
+    }
+
+    /// Points `next` and `end` at the front item of `more` and the end
+    /// of its contiguous part; `false`: `more` is empty.
+    #[cold]
+    #[inline(never)]
+    fn find_next(&mut self) -> bool {
+        // SAFETY: as in `pull`.
+        let more = unsafe { &mut *self.more };
+        // The first part is empty only when the whole is.
+        let range = more.as_mut_slices().0.as_mut_ptr_range();
+        (self.next, self.end) = (range.start, range.end);
+        self.next != self.end
+    }
+
+    /// After a resume: forgets `more` (and the place in it), and returns
+    /// how many calls took their input from it ([`CallIo::pulled`]).
+    pub(crate) fn end_pulls(&mut self) -> usize {
+        self.more = std::ptr::null_mut();
+        (self.next, self.end) = (std::ptr::null_mut(), std::ptr::null_mut());
+        std::mem::take(&mut self.pulled)
     }
 }
 
@@ -228,9 +266,12 @@ pub struct Emitter {
     /// lives as long as the coroutine, which outlives every call on it.
     y: *const Yielder<*mut CallIo, Event>,
     io: *mut CallIo,
-    /// The outputs waiting when this call started or last went on: the
-    /// call is suspended after [`YIELD_AFTER`] of its own.
-    base: usize,
+    /// Where the call's batch is full: an output placed at this index of
+    /// `outs` is the [`YIELD_AFTER`]th of the call's own since it started
+    /// or last went on (the outputs waiting then plus `YIELD_AFTER - 1`;
+    /// `usize::MAX` when the call cannot be suspended), so the test per
+    /// output is one comparison ([`Emitter::set_base`]).
+    yield_at: usize,
     /// Whether the output in the slot just taken fills the batch: its
     /// commit suspends the call ([`Slot::may_suspend`], worked out once
     /// by [`Emitter::slot`] for the interface and the commit alike).
@@ -243,8 +284,7 @@ impl Emit for Emitter {
         // SAFETY: as in `push`.
         let outs = unsafe { &*std::ptr::addr_of!((*self.io).outs) };
         !self.y.is_null()
-            && (outs.len() + 1 >= self.base + YIELD_AFTER
-                || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
+            && (outs.len() >= self.yield_at || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
     }
 
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
@@ -314,7 +354,7 @@ impl Emitter {
         // stack's alone until it switches back.
         if unsafe { (*self.io).pull() } {
             // SAFETY: as above.
-            self.base = unsafe { (*self.io).outs.len() };
+            self.set_base(unsafe { (*self.io).outs.len() });
             true
         } else {
             false
@@ -359,9 +399,8 @@ impl Emitter {
         // The condition of `batch_full` once this output is committed:
         // nothing between the slot and its commit makes field values (the
         // interface only fills the slot with values it already has).
-        let may_suspend = !self.y.is_null()
-            && (len + 1 >= self.base + YIELD_AFTER
-                || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES);
+        let may_suspend = len >= self.yield_at
+            || (!self.y.is_null() && snet_core::new_field_bytes() >= YIELD_AFTER_BYTES);
         self.full = may_suspend;
         // SAFETY: `reserve` made room for one more item at `len`; it is
         // written whole before the length covers it.
@@ -452,7 +491,7 @@ impl Emitter {
     fn batch_full(&mut self) {
         // SAFETY: as in `push`.
         let n = unsafe { (*self.io).outs.len() };
-        if (n >= self.base + YIELD_AFTER || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
+        if (n > self.yield_at || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
             && !self.y.is_null()
         {
             self.suspend();
@@ -470,7 +509,21 @@ impl Emitter {
         snet_core::take_new_field_bytes();
         // The worker took the batch.
         // SAFETY: as in `push`, with the pointer this resume passed in.
-        self.base = unsafe { (*self.io).outs.len() };
+        self.set_base(unsafe { (*self.io).outs.len() });
+    }
+
+    /// The call (re)starts with `base` outputs waiting: it is suspended
+    /// after [`YIELD_AFTER`] more of its own (see `yield_at`).
+    #[inline(always)]
+    fn set_base(&mut self, base: usize) {
+        // Every call runs on a call stack (a yielder), except under Miri,
+        // which runs calls to their end (`CallStack::resume`).
+        self.yield_at = if cfg!(miri) {
+            usize::MAX
+        } else {
+            debug_assert!(!self.y.is_null());
+            base + YIELD_AFTER - 1
+        };
     }
 }
 
@@ -486,9 +539,10 @@ fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallI
     let mut out = Emitter {
         y: y.map_or(std::ptr::null(), |y| y as *const _),
         io,
-        base,
+        yield_at: usize::MAX,
         full: false,
     };
+    out.set_base(base);
     // Field values made before this call (decoding, other calls) do not
     // count towards its batch.
     snet_core::take_new_field_bytes();

@@ -266,6 +266,14 @@ pub struct Stats {
     /// call's outputs included): how the run's work was spread over the
     /// workers.
     pub sent_per_worker: Vec<u64>,
+    /// A node other than 0 with [`dist::OnNodeLoss::Respawn`]: fields it
+    /// gave to another node as references to memory that outlives it
+    /// (the shared-memory transport's arena in zero-copy mode) instead of
+    /// copying them.
+    pub fields_given: u64,
+    /// Node 0: fields that lost node processes gave and whose records
+    /// never came (dropped with the old incarnation when it was replaced).
+    pub given_dropped: u64,
 }
 
 impl fmt::Display for Stats {
@@ -289,7 +297,18 @@ impl fmt::Display for Stats {
             self.exports_live,
             self.proxies_live,
             self.peak_outstanding
-        )
+        )?;
+        if self.fields_given > 0 {
+            write!(f, ", {} fields given", self.fields_given)?;
+        }
+        if self.given_dropped > 0 {
+            write!(
+                f,
+                ", {} given fields of lost node processes dropped",
+                self.given_dropped
+            )?;
+        }
+        Ok(())
     }
 }
 

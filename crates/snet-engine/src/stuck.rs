@@ -180,9 +180,12 @@ impl WorkerNow {
         self.held.store(held, Ordering::Relaxed);
         let n = self.calls.load(Ordering::Relaxed).wrapping_add(1);
         self.calls.store(n, Ordering::Relaxed);
-        // Only this worker writes its token.
-        let node = self.token.load(Ordering::Relaxed) & u64::from(u32::MAX);
-        self.token.store((n << 32) | node, Ordering::Release);
+        // Only this worker writes its token, which `enter` set to the
+        // number of the run's first call above the node: the next number
+        // is one more in the high half (modulo 2^32, as `n << 32` is), the
+        // node stays.
+        let t = self.token.load(Ordering::Relaxed);
+        self.token.store(t.wrapping_add(1 << 32), Ordering::Release);
     }
 
     /// The call returned or was suspended.

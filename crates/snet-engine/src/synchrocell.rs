@@ -291,8 +291,9 @@ pub(crate) struct Guard {
     slots: KeyMap<Slots>,
     /// Per fired cell whose group may not have committed: its link.
     firings: KeyMap<Arc<Link>>,
-    /// The keys of `firings`, oldest first (committed ones are forgotten).
-    order: VecDeque<u64>,
+    /// The keys of `firings` with their links, oldest first (committed
+    /// ones are forgotten; the link here tells without a lookup).
+    order: VecDeque<(u64, Arc<Link>)>,
     /// A lone cell that has seen no record yet.
     pub(crate) fresh: bool,
 }
@@ -469,24 +470,25 @@ impl Guard {
         let Some(t) = t else { return };
         for k in slots.iter().flatten() {
             if let Some(s) = net.cell_token(*k, true) {
-                crate::dist::custody::union(t, &s);
-                // (Maybe its last clone: it moves its content into the
-                // group now.)
-                drop(s);
+                crate::dist::custody::union_last(t, s);
             }
         }
         if let Some(id) = self.id(key, Some(t)) {
-            self.firings.insert(key, t.link(Some(id)));
-            self.order.push_back(key);
+            let l = t.link(Some(id));
+            self.firings.insert(key, l.clone());
+            self.order.push_back((key, l));
         }
-        // Forget the links of groups that committed (the oldest first).
-        while let Some(k) = self.order.front() {
-            match self.firings.get(k) {
-                Some(l) if !l.committed() => break,
-                Some(_) => {
-                    self.firings.remove(k);
+        // Forget the links of groups that committed (the oldest first;
+        // `passed` may have forgotten one already, and a key fired again
+        // after a loss may stand for a newer link).
+        while let Some((k, l)) = self.order.front() {
+            if !l.committed() {
+                break;
+            }
+            if let Some(f) = self.firings.remove(k) {
+                if !Arc::ptr_eq(&f, l) {
+                    self.firings.insert(*k, f);
                 }
-                None => {}
             }
             self.order.pop_front();
         }

@@ -11,6 +11,7 @@
 //! | `die-sending-field` | starts sending a payload of 1 MiB or more and is killed (`SIGKILL`) 2 ms into the send |
 //! | `die-at-shutdown` | is killed (`SIGKILL`) when node 0's shutdown notice reaches it |
 //! | `die-at-start` | is killed (`SIGKILL`) before its engine starts (every incarnation of it, under `--on-node-loss respawn`) |
+//! | `die-after-given` | is killed (`SIGKILL`) when it is about to send the message after its first given field (`--on-node-loss respawn`, zero-copy fields: the field is at node 0, the record holding it never comes); its first incarnation only |
 
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ enum Kind {
     DieSendingField,
     DieAtShutdown,
     DieAtStart,
+    DieAfterGiven,
 }
 
 /// A transport with a fault armed on this node (the transport crate's
@@ -36,7 +38,7 @@ enum Kind {
 pub(crate) type Faulty<'a> = Hooked<&'a dyn Transport, Fault>;
 
 /// The fault armed on this node.
-pub(crate) struct Fault(Kind);
+pub(crate) struct Fault(Kind, std::sync::atomic::AtomicBool);
 
 /// `inner`, wrapped if [`VAR`] arms a fault on this node.
 pub(crate) fn wrap(inner: &dyn Transport) -> Option<Faulty<'_>> {
@@ -47,12 +49,20 @@ pub(crate) fn wrap(inner: &dyn Transport) -> Option<Faulty<'_>> {
         "die-sending-field" => Kind::DieSendingField,
         "die-at-shutdown" => Kind::DieAtShutdown,
         "die-at-start" => Kind::DieAtStart,
+        "die-after-given" => Kind::DieAfterGiven,
         _ => return None,
     };
     if kind == Kind::DieAtStart && node.parse().map(Rank) == Ok(inner.node()) {
         die();
     }
-    (node.parse().map(Rank) == Ok(inner.node())).then(|| Hooked::new(inner, Fault(kind)))
+    (node.parse().map(Rank) == Ok(inner.node()))
+        .then(|| Hooked::new(inner, Fault(kind, Default::default())))
+}
+
+/// Whether this process is its node's first (`SNET_SHM_INCARNATION`
+/// unset or 0).
+fn first_incarnation() -> bool {
+    std::env::var("SNET_SHM_INCARNATION").map_or(true, |g| g == "0")
 }
 
 fn die() {
@@ -77,6 +87,19 @@ impl<'x> Hooks<dyn Transport + 'x> for Fault {
                     std::thread::sleep(Duration::from_millis(2));
                     die();
                 });
+            }
+            Kind::DieAfterGiven if first_incarnation() => {
+                use std::sync::atomic::Ordering::Relaxed;
+                if self.1.load(Relaxed) {
+                    die();
+                }
+                if let Ok((_, mut r)) = MessageReader::new(header) {
+                    while let Ok(Some(f)) = r.next_frame() {
+                        if matches!(f, FrameRef::Given { .. }) {
+                            self.1.store(true, Relaxed);
+                        }
+                    }
+                }
             }
             _ => {}
         }

@@ -1040,6 +1040,13 @@ impl Arena {
         (1usize << order) - HDR
     }
 
+    /// The addresses of the blocks area in this process's mapping: every
+    /// block's data lies there.
+    pub fn blocks_range(&self) -> std::ops::Range<usize> {
+        let start = self.base.as_ptr().addr() + self.blocks_off;
+        start..start + (1usize << self.max_order)
+    }
+
     /// If `ptr` is the data start of a live block of this arena (allocated
     /// by any process) holding at least `len` bytes: its offset. `None` for
     /// any other pointer (outside the arena, inside a block, a free block);

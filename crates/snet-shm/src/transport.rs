@@ -979,6 +979,16 @@ impl Transport for ShmTransport {
     /// never delivered in part; a slot it reserved and never published is
     /// skipped) and starts the replacement process. The caller sends
     /// nothing to `node` meanwhile.
+    /// Zero-copy mode: the field arena's blocks (a field made there is
+    /// sent as its block's offset, the message owning one reference of
+    /// its own, and the segment outlives every node process but node 0).
+    fn shared_region(&self) -> Option<std::ops::Range<usize>> {
+        if self.geometry().fields != FieldMode::ZeroCopy {
+            return None;
+        }
+        self.segment().arena().map(Arena::blocks_range)
+    }
+
     fn replace(&self, node: Rank) -> Result<bool, TransportError> {
         let Some(respawn) = self.respawn.get() else {
             return Ok(false);
@@ -1106,6 +1116,93 @@ mod tests {
         // Every arena block came back: the dropped one-by-arena message too.
         let a = zero.segment().arena().expect("arena");
         assert_eq!(a.stats().live_blocks, 0, "{:?}", a.stats());
+    }
+
+    /// Zero-copy under `--on-node-loss respawn` (issue 40): node 1 makes
+    /// a field in the arena and *gives* it to node 0 (a payload that lies
+    /// in [`Transport::shared_region`]: the message takes a reference of
+    /// its own and passes the offset), and dies holding its own reference
+    /// (a dead process never gives its references back). Node 0 replaces
+    /// it. The block node 0 received stays live and intact while node 0
+    /// holds it, whatever the dead process held; no allocation hands it
+    /// out meanwhile; once node 0 drops it, the dead process's reference
+    /// alone keeps it (leaked until the run ends: exactly that block, and
+    /// what the dead process was sending and nobody took, which node 0
+    /// gives back as it clears the ring). The arena is not poisoned: node
+    /// 0 and the replacement allocate and free as before, and a field the
+    /// dead process had allocated and not sent (half written) is never
+    /// seen by anyone. A message that took no reference of its own (its
+    /// receiver consuming the sender's) would free the block when node 0
+    /// drops it, the dead process's reference with it: `live_blocks` 0.
+    #[test]
+    fn a_lost_nodes_references_never_free_a_block_another_holds() {
+        let g = geometry(2, Notify::Poll, FieldMode::ZeroCopy);
+        let mut ts = ShmTransport::in_process(g).expect("segment").into_iter();
+        let (zero, old) = (ts.next().unwrap(), ts.next().unwrap());
+        zero.on_replace(Box::new(|_, _| Ok(())));
+        let wait = Duration::from_secs(5);
+        let a1 = old.segment().arena().expect("arena");
+        let region = old.shared_region().expect("zero-copy has a shared region");
+        let len = 64 << 10;
+        // Node 1's field (its own reference), filled, then given.
+        let off = a1.alloc(len).expect("room");
+        let mut field = arena_bytes(&old.shared, a1, off, len);
+        field.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        assert!(region.contains(&(field.as_ptr() as usize)));
+        let field = Arc::new(field);
+        old.send(
+            Rank(0),
+            Channel::Records,
+            b"given",
+            Payload::shared(field.clone()),
+        )
+        .unwrap();
+        // A second field allocated and half written, never sent.
+        let half = a1.alloc(len).expect("room");
+        // SAFETY: node 1's own block of `len` bytes.
+        unsafe { a1.data(half).write_bytes(7, len / 2) };
+        // Node 1 dies holding both (its references are never released).
+        std::mem::forget(field);
+        old.kill();
+        let m = zero.recv(wait).unwrap().expect("the given field");
+        assert_eq!(&m.header[..], b"given");
+        assert!(m.payload.is_external(), "passed by reference");
+        match zero.recv(wait) {
+            Err(TransportError::PeerGone { node: Rank(1), .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(zero.replace(Rank(1)), Ok(true));
+        let a0 = zero.segment().arena().expect("arena");
+        let check = |p: &FieldBytes| p.iter().enumerate().all(|(i, &b)| b == i as u8);
+        assert!(check(&m.payload));
+        // Allocations meanwhile never hand out a block someone holds.
+        let mine: Vec<u64> = (0..8).map(|_| a0.alloc(len).expect("room")).collect();
+        assert!(!mine.contains(&off) && !mine.contains(&half), "{mine:?}");
+        for &o in &mine {
+            // SAFETY: node 0's own blocks, written and given up.
+            unsafe {
+                a0.data(o).write_bytes(0xee, len);
+                a0.release(o);
+            }
+        }
+        assert!(check(&m.payload), "node 0's field was overwritten");
+        drop(m);
+        let s = a0.stats();
+        assert!(!s.poisoned);
+        assert_eq!(
+            s.live_blocks, 2,
+            "the dead process's two blocks, and no other: {s:?}"
+        );
+        // The replacement allocates and frees as the first did.
+        // SAFETY: duplicating a descriptor we hold.
+        let fd = unsafe { libc::dup(zero.segment().fd()) };
+        let new = ShmTransport::new(Segment::attach(fd).expect("map"), 1).expect("ring 1");
+        let an = new.segment().arena().expect("arena");
+        let o = an.alloc(len).expect("room");
+        assert!(o != off && o != half);
+        // SAFETY: the replacement's own block, given up.
+        unsafe { an.release(o) };
+        assert_eq!(a0.stats().live_blocks, 2);
     }
 
     /// The transport conformance suite on every notify × fields

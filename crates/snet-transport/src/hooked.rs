@@ -120,6 +120,10 @@ where
     fn replace(&self, node: Rank) -> Result<bool, TransportError> {
         self.inner.replace(node)
     }
+
+    fn shared_region(&self) -> Option<std::ops::Range<usize>> {
+        self.inner.shared_region()
+    }
 }
 
 #[cfg(test)]

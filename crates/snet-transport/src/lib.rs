@@ -344,4 +344,15 @@ pub trait Transport: Send + Sync {
     fn replace(&self, _node: Rank) -> Result<bool, TransportError> {
         Ok(false)
     }
+    /// The addresses of memory that every node of the run maps and that
+    /// outlives any one node process, if this backend has such: a payload
+    /// that lies there is passed to the receiver as a reference (the
+    /// receiver's [`Received::payload`] holds a reference of its own,
+    /// the sender's bytes stay valid whatever becomes of the sender), not
+    /// copied. The shared-memory transport's field arena in zero-copy mode;
+    /// `None` elsewhere. A hint of cost only: a payload is delivered
+    /// intact wherever its bytes are.
+    fn shared_region(&self) -> Option<std::ops::Range<usize>> {
+        None
+    }
 }

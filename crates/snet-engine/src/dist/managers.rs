@@ -45,6 +45,9 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
     // delay is 0) and faulted its pages in again the next time.
     let mut batch: Vec<Out> = Vec::new();
     let mut logging = Vec::new();
+    // A node that may be lost gives the fields that lie in memory
+    // outliving it (wire.rs, "Given fields").
+    lock(&net.enc).set_shared(t.shared_region());
     loop {
         {
             let (m, cv) = &*net.state;
@@ -307,6 +310,32 @@ fn send_batch(
     // reach the nodes still running when another has gone); the first
     // error is reported.
     let mut first = Ok(());
+    // The fields given (wire.rs, "Given fields") before the messages of
+    // the records holding them, on their channel, each in a message of
+    // its own (a message has one payload), in the order the records were
+    // written: the transport passes each body as a reference to its
+    // block, the message owning a reference of its own.
+    for (to, value) in enc.take_given() {
+        net.traffic.fields_given.fetch_add(1, Ordering::Relaxed);
+        let mut meta = Vec::new();
+        value.encode_meta(&mut meta);
+        let mut frames = Frames::default();
+        frames.push(&Frame::Given {
+            codec: Cow::Borrowed(value.codec()),
+            meta: Cow::Owned(meta),
+        });
+        let r = send(
+            to,
+            Channel::Records,
+            Dyadic::zero(),
+            true,
+            &frames,
+            Payload::field_body(value),
+        );
+        if first.is_ok() {
+            first = r;
+        }
+    }
     for ((to, ch), mut b) in msgs {
         // Runs of consecutive identities, a frame each.
         super::wire::done_runs(&b.dones, |id, more| {
@@ -516,7 +545,10 @@ fn replace(
         }
     }
     enc.forget(k);
-    dec.forget(k);
+    let dropped = dec.forget(k);
+    net.traffic
+        .given_dropped
+        .fetch_add(dropped as u64, Ordering::Relaxed);
     drop(enc);
     Ok(())
 }
@@ -670,6 +702,19 @@ fn handle(
             FrameRef::Parked { cell, slot } => {
                 net.fired_all(from, &mut got.fired);
                 park = Some((cell, slot));
+            }
+            // A field given ahead of the record holding it: the record's
+            // given value takes it (wire.rs, "Given fields").
+            FrameRef::Given { codec, meta } => {
+                let body = payload
+                    .take()
+                    .ok_or_else(|| proto(ProtocolError::TwoFieldValues { from }))?;
+                let v = host.codecs().decode(codec, meta, body).map_err(|e| {
+                    proto(ProtocolError::FieldStore(
+                        super::fields::StoreError::Decode(e),
+                    ))
+                })?;
+                dec.give(from, snet_core::Field::new(v));
             }
             // Taken from the log together, at the end of the message.
             FrameRef::Done { id, more } => got.dones.push((id, more)),

@@ -294,6 +294,10 @@ pub(crate) struct Traffic {
     pub bytes_sent: AtomicU64,
     pub messages_received: AtomicU64,
     pub bytes_received: AtomicU64,
+    /// Fields given (wire.rs, "Given fields").
+    pub fields_given: AtomicU64,
+    /// Node 0: given fields of lost incarnations dropped untaken.
+    pub given_dropped: AtomicU64,
 }
 
 /// One node's distribution state.

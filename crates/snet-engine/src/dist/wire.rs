@@ -43,6 +43,7 @@
 //! | 11 | Fired | a synchrocell's identity: connection, template node, instance path (a count and the steps), key (a tombstone) |
 //! | 12 | Drain | |
 //! | 13 | Parked | a synchrocell's identity (as in Fired), slot; the next frame is an Items frame of one record, the record parked in that slot |
+//! | 14 | Given | codec name, meta bytes; the body is the payload: a field value the sender gives the receiver ahead of the record that holds it (a *given* field, below) |
 //!
 //! A connection is its creator node and counter; stamps are a count and
 //! the numbers. The Items count is written as a four-byte varint (padded
@@ -60,7 +61,22 @@
 //! dictionary's `n`th label) or `n << 1 | 1`, its kind byte and name (it
 //! defines the `n`th). A value is a kind byte and: 0, an integer; 1, an
 //! inline field (codec name, meta bytes and body bytes, copied into the
-//! frame); 2, a field reference (home node, id, weight, interface, size).
+//! frame); 2, a field reference (home node, id, weight, interface, size);
+//! 3, a given field (no bytes: the value is the oldest the sender gave
+//! the receiver in a `Given` message and no record has taken yet).
+//!
+//! **Given fields** (`--on-node-loss respawn`, a node other than 0, whose
+//! fields may not stay behind it): a field whose body lives in memory
+//! every node of the run maps and that outlives any one node process (the
+//! shared-memory transport's field arena in zero-copy mode,
+//! [`super::Transport::shared_region`]) is sent in a `Given` message of
+//! its own, the body as the payload (so the transport passes a reference
+//! to the block, not the bytes), before the message of the record that
+//! holds it, on the same channel (`Records`): the receiver queues the
+//! decoded value per sender, and a record's value of kind 3 takes the
+//! oldest. The value is then the receiver's own (it owns the reference
+//! the message carried), as a field sent by value would be; a sender's
+//! replacement starts with an empty queue ([`Decoder::forget`]).
 //! Markers nest at most [`MAX_MARKER_DEPTH`] deep.
 //!
 //! A field's value travels in two parts ([`snet_core::FieldData`]): its
@@ -191,6 +207,12 @@ pub enum ItemError {
         /// The node the reference names.
         home: Rank,
     },
+    /// Field `label` is a given field (value kind 3) and the sender gave
+    /// no value that a record has not taken yet.
+    NotGiven {
+        /// The field's label.
+        label: Label,
+    },
 }
 
 /// A field that cannot go to another node (the record's label, the
@@ -233,6 +255,10 @@ impl fmt::Display for ItemError {
                 f,
                 "field `{label}` refers to node {home}, which this run does not have"
             ),
+            ItemError::NotGiven { label } => write!(
+                f,
+                "field `{label}` is a given field, and its sender gave no value for it"
+            ),
         }
     }
 }
@@ -254,6 +280,7 @@ const SEQ: u8 = 10;
 const FIRED: u8 = 11;
 const DRAIN: u8 = 12;
 const PARKED: u8 = 13;
+const GIVEN: u8 = 14;
 
 /// Items counts below this fit the four-byte form patched in place.
 const COUNT4_LIMIT: u64 = 1 << 28;
@@ -607,6 +634,15 @@ pub enum Frame<'a> {
         /// The slot (the pattern's position in the cell).
         slot: u64,
     },
+    /// A field value given ahead of the record that holds it (its meta
+    /// part; the body is the message's payload): the receiver queues it
+    /// for the sender's next record value of kind 3 (a given field).
+    Given {
+        /// The codec that decodes the value ([`snet_core::FieldCodec`]).
+        codec: Cow<'a, str>,
+        /// The value's meta part ([`snet_core::FieldData::encode_meta`]).
+        meta: Cow<'a, [u8]>,
+    },
 }
 
 /// A synchrocell's name on a node other than 0, the same in every
@@ -718,6 +754,13 @@ pub enum FrameRef<'a> {
         /// The slot the record is parked in.
         slot: u64,
     },
+    /// [`Frame::Given`].
+    Given {
+        /// The codec that decodes the value.
+        codec: &'a str,
+        /// The value's meta part.
+        meta: &'a [u8],
+    },
 }
 
 /// An item as it travels.
@@ -782,6 +825,9 @@ pub enum WireValue<'a> {
         /// The size of the value's encoding, in bytes.
         len: u64,
     },
+    /// The oldest field value the sender gave the receiver ahead of this
+    /// record ([`Frame::Given`]) and no record took yet.
+    Given,
 }
 
 fn owned<T: ToOwned + ?Sized>(c: Cow<'_, T>) -> Cow<'static, T> {
@@ -839,6 +885,10 @@ impl<'a> Message<'a> {
                 FrameRef::Fired { cell } => Frame::Fired { cell },
                 FrameRef::Drain => Frame::Drain,
                 FrameRef::Parked { cell, slot } => Frame::Parked { cell, slot },
+                FrameRef::Given { codec, meta } => Frame::Given {
+                    codec: Cow::Borrowed(codec),
+                    meta: Cow::Borrowed(meta),
+                },
             });
         }
         Ok(Message { credit, frames })
@@ -926,6 +976,11 @@ impl Frame<'_> {
                 put_cell(out, cell);
                 put_u(out, *slot);
             }
+            Frame::Given { codec, meta } => {
+                out.push(GIVEN);
+                put_s(out, codec);
+                put_bytes(out, meta);
+            }
         }
     }
 
@@ -964,6 +1019,10 @@ impl Frame<'_> {
             Frame::Fired { cell } => Frame::Fired { cell },
             Frame::Drain => Frame::Drain,
             Frame::Parked { cell, slot } => Frame::Parked { cell, slot },
+            Frame::Given { codec, meta } => Frame::Given {
+                codec: owned(codec),
+                meta: owned(meta),
+            },
         }
     }
 }
@@ -1000,6 +1059,7 @@ impl WireItem<'_> {
                             interface,
                             len,
                         } => put_ref(out, *home, *id, *weight, interface, *len),
+                        WireValue::Given => out.push(3),
                     }
                 }
             }
@@ -1066,6 +1126,7 @@ impl WireValue<'_> {
                 interface: owned(interface),
                 len,
             },
+            WireValue::Given => WireValue::Given,
         }
     }
 }
@@ -1285,6 +1346,10 @@ impl<'a> Reader<'a> {
                 cell: self.cell()?,
                 slot: self.u()?,
             },
+            GIVEN => FrameRef::Given {
+                codec: self.s()?,
+                meta: self.bytes()?,
+            },
             k => {
                 self.at -= 1;
                 return self.err(Malformed::UnknownFrame(k));
@@ -1364,6 +1429,7 @@ impl<'a> Reader<'a> {
                 interface: Cow::Borrowed(self.s()?),
                 len: self.u()?,
             }),
+            3 => Ok(WireValue::Given),
             k => {
                 self.at -= 1;
                 self.err(Malformed::BadValueKind(k))
@@ -1466,6 +1532,13 @@ pub(crate) struct Encoder {
     /// no field's only copy may stay here, so a field goes by value
     /// unless node 0 is its home ([`Encoder::keeping_nothing`]).
     keep_nothing: bool,
+    /// Where memory that outlives this process lies, if the transport has
+    /// such ([`super::Transport::shared_region`]): with `keep_nothing`, a
+    /// field whose body is there is *given* (the module docs), not copied.
+    shared: Option<std::ops::Range<usize>>,
+    /// Fields given since [`Encoder::take_given`]: (destination, value),
+    /// in the order the records holding them were written.
+    given: Vec<(Rank, std::sync::Arc<dyn snet_core::FieldData>)>,
     /// Scratch space for a field's meta part.
     meta: Vec<u8>,
 }
@@ -1477,8 +1550,28 @@ impl Encoder {
             dicts: (0..nodes).map(|_| FxHashMap::default()).collect(),
             inline_limit,
             keep_nothing: false,
+            shared: None,
+            given: Vec::new(),
             meta: Vec::new(),
         }
+    }
+
+    /// Memory in `region` outlives this process (the transport's
+    /// [`super::Transport::shared_region`]): a node [`keeping
+    /// nothing`](Encoder::keeping_nothing) gives the fields whose bodies
+    /// lie there instead of copying them into the frame.
+    pub(crate) fn set_shared(&mut self, region: Option<std::ops::Range<usize>>) {
+        self.shared = region;
+    }
+
+    /// The fields given since the last call, each with its destination,
+    /// in the order their records were written: each must be sent to its
+    /// destination (a [`Frame::Given`] message, the body as payload)
+    /// before the message holding those records, on the same channel.
+    pub(crate) fn take_given(
+        &mut self,
+    ) -> std::vec::Drain<'_, (Rank, std::sync::Arc<dyn snet_core::FieldData>)> {
+        self.given.drain(..)
     }
 
     /// This node may be lost with everything in its memory: a field it
@@ -1514,18 +1607,32 @@ impl Encoder {
 
     fn field(
         &mut self,
+        to: Rank,
         f: &Field,
         store: &FieldStore,
         out: &mut Vec<u8>,
     ) -> Result<(), snet_core::NotPortable> {
         if let Some(v) = f.get() {
             v.portable()?;
-            if v.encoded_len() <= self.inline_limit
-                || (self.keep_nothing
-                    && !f
-                        .as_remote()
-                        .is_some_and(|r| r.home == Rank::ROOT && r.weight() >= 2))
+            let small = v.encoded_len() <= self.inline_limit;
+            let keep = self.keep_nothing
+                && !small
+                && !f
+                    .as_remote()
+                    .is_some_and(|r| r.home == Rank::ROOT && r.weight() >= 2);
+            if keep
+                && self
+                    .shared
+                    .as_ref()
+                    .is_some_and(|s| s.contains(&(v.body().as_ptr() as usize)))
             {
+                // In memory that outlives this process: given, so the
+                // transport passes a reference to it (the module docs).
+                self.given.push((to, v.clone()));
+                out.push(3);
+                return Ok(());
+            }
+            if small || keep {
                 // Small: meta part and body are copied into the frame.
                 self.meta.clear();
                 v.encode_meta(&mut self.meta);
@@ -1573,7 +1680,7 @@ impl Encoder {
                             put_i(out, *i);
                         }
                         Value::Field(f) => {
-                            self.field(f, store, out).map_err(|error| FieldStays {
+                            self.field(to, f, store, out).map_err(|error| FieldStays {
                                 label: *l,
                                 to,
                                 error,
@@ -1594,6 +1701,9 @@ impl Encoder {
 pub(crate) struct Decoder {
     me: Rank,
     dicts: Vec<Vec<Label>>,
+    /// By sender: the fields it gave ([`Frame::Given`]) that no record
+    /// took yet, oldest first.
+    given: Vec<std::collections::VecDeque<Field>>,
 }
 
 impl Decoder {
@@ -1601,14 +1711,38 @@ impl Decoder {
         Decoder {
             me,
             dicts: (0..nodes).map(|_| Vec::new()).collect(),
+            given: (0..nodes).map(|_| Default::default()).collect(),
         }
     }
 
-    /// Node `from` was replaced: its dictionary starts again.
-    pub(crate) fn forget(&mut self, from: Rank) {
+    /// Node `from` was replaced: its dictionary starts again, and the
+    /// fields its lost incarnation gave and no record took are dropped
+    /// (the records that were to take them never came: they are made
+    /// again, with their fields given again, by the replacement).
+    /// Returns how many given fields it dropped.
+    pub(crate) fn forget(&mut self, from: Rank) -> usize {
         if let Some(d) = self.dicts.get_mut(from.index()) {
             d.clear();
         }
+        self.given.get_mut(from.index()).map_or(0, |g| {
+            let n = g.len();
+            g.clear();
+            n
+        })
+    }
+
+    /// Node `from` gave field `f` ([`Frame::Given`]): its next record
+    /// value of kind 3 takes it.
+    pub(crate) fn give(&mut self, from: Rank, f: Field) {
+        if let Some(g) = self.given.get_mut(from.index()) {
+            g.push_back(f);
+        }
+    }
+
+    /// Fields node `from` gave that no record took yet.
+    #[cfg(test)]
+    pub(crate) fn given(&self, from: Rank) -> usize {
+        self.given.get(from.index()).map_or(0, |g| g.len())
     }
 
     /// The label `l` (read at byte `at`) from node `from` stands for.
@@ -1680,6 +1814,12 @@ impl Decoder {
                         } else {
                             store.proxy(home, id, weight, &interface, len)
                         }),
+                        WireValue::Given => Value::Field(
+                            self.given
+                                .get_mut(from.index())
+                                .and_then(|g| g.pop_front())
+                                .ok_or(ItemError::NotGiven { label: l })?,
+                        ),
                     };
                     rec.set(l, v);
                 }

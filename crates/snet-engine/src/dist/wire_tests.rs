@@ -284,16 +284,18 @@ fn malformed_messages_are_errors_that_say_where() {
     assert_eq!(err(&[2, 0, 3]).what, Malformed::BadCredit);
     assert_eq!(err(&[2, 3, 1]).what, Malformed::BadCredit);
     assert_eq!(
-        err(&[0, 14]),
+        err(&[0, 15]),
         WireError {
             at: 1,
-            what: Malformed::UnknownFrame(14)
+            what: Malformed::UnknownFrame(15)
         }
     );
     assert_eq!(
-        err(&[0, 14]).to_string(),
-        "malformed message at byte 1: unknown frame kind 14"
+        err(&[0, 15]).to_string(),
+        "malformed message at byte 1: unknown frame kind 15"
     );
+    // A given field's frame cut short before its meta part.
+    assert_eq!(err(&[0, GIVEN, 1, b'X']).what, Malformed::Truncated);
     // A parked record's frame cut short before its slot.
     assert_eq!(err(&[0, PARKED, 0, 3, 4, 0, 0]).what, Malformed::Truncated);
     // A tombstone cut short after its connection.
@@ -351,8 +353,8 @@ fn malformed_messages_are_errors_that_say_where() {
             Malformed::BadLabelKind(3),
         ),
         (
-            vec![0, ITEMS, 0, 0, 1, 0, 0, 0, 0, 1, 0, 3],
-            Malformed::BadValueKind(3),
+            vec![0, ITEMS, 0, 0, 1, 0, 0, 0, 0, 1, 0, 4],
+            Malformed::BadValueKind(4),
         ),
     ] {
         assert_eq!(err(&b).what, what, "{b:?}");
@@ -564,6 +566,7 @@ mod props {
                         len,
                     }
                 }),
+            Just(WireValue::Given),
         ]
     }
 
@@ -638,6 +641,7 @@ mod props {
                 codec,
                 meta
             }),
+            (text(), bytes()).prop_map(|(codec, meta)| Frame::Given { codec, meta }),
         ]
     }
 
@@ -842,6 +846,7 @@ fn a_node_that_may_be_lost_keeps_no_field_but_passes_node_0s_references_on() {
                 WireValue::Ref { home, .. } => format!("reference home {home}"),
                 WireValue::Inline { .. } => "value".to_string(),
                 WireValue::Int(_) => "int".to_string(),
+                WireValue::Given => "given".to_string(),
             })
             .collect()
     };
@@ -850,4 +855,161 @@ fn a_node_that_may_be_lost_keeps_no_field_but_passes_node_0s_references_on() {
         ["reference home 0", "reference home 2", "reference home 1"]
     );
     assert_eq!(kinds(true), ["reference home 0", "value", "value"]);
+}
+
+/// A node keeping nothing (`respawn`, not node 0) whose transport has
+/// memory outliving the node (shm's arena in zero-copy mode) *gives* a
+/// big field whose body lies there (value kind 3, the value handed to the
+/// output manager to send ahead in a `Given` message), copies one whose
+/// body does not (kind 1, as before), and keeps small fields inline and
+/// node 0's references as references. The receiver's records take the
+/// given values in order; a given value with nothing given is an error
+/// naming the field, never a panic; a replaced sender's untaken values
+/// are dropped (`Decoder::forget`), so its replacement's records never
+/// take them.
+#[test]
+fn a_node_keeping_nothing_gives_fields_that_lie_in_shared_memory() {
+    let store = FieldStore::new(Rank(1), Arc::new(NoRelease));
+    let store0 = FieldStore::new(Rank(0), Arc::new(NoRelease));
+    let codecs = Codecs::default();
+    let text = |s: &str| Field::text("X", false, s);
+    let (shared_a, shared_b) = (text(&"a".repeat(64)), text(&"b".repeat(64)));
+    let body = |f: &Field| f.get().unwrap().body().as_ptr() as usize;
+    // The "shared region": from the body of `shared_a` to that of
+    // `shared_b`; a field on the heap outside it plays the private one
+    // (those that land inside are kept alive, so the next lands elsewhere).
+    let (lo, hi) = (
+        body(&shared_a).min(body(&shared_b)),
+        body(&shared_a).max(body(&shared_b)),
+    );
+    let mut inside = Vec::new();
+    let private = loop {
+        let p = text(&"p".repeat(64));
+        if !(lo..hi + 1).contains(&body(&p)) {
+            break p;
+        }
+        inside.push(p);
+        assert!(inside.len() < 10_000, "no heap address outside the region");
+    };
+    let mut enc = Encoder::new(Rank(1), 2, 16).keeping_nothing();
+    enc.set_shared(Some(lo..hi + 1));
+    let rec = |fields: &[(&str, &Field)]| {
+        let mut r = Record::new();
+        for (l, f) in fields {
+            r.set(Label::field(l), Value::Field((*f).clone()));
+        }
+        r.set(Label::field("give-small"), Value::Field(text("s")));
+        Item::Rec(Rec {
+            rec: r,
+            det: Stamps::new(),
+            origin: Origin::input(1, None),
+        })
+    };
+    let conn = ConnId {
+        origin: Rank(0),
+        seq: 1,
+    };
+    let mut frames = Frames::default();
+    let first = rec(&[("give-a", &shared_a), ("give-p", &private)]);
+    let second = rec(&[("give-b", &shared_b)]);
+    frames
+        .item(conn, &mut enc, Rank(0), &first, &store)
+        .unwrap();
+    frames
+        .item(conn, &mut enc, Rank(0), &second, &store)
+        .unwrap();
+    let given: Vec<_> = enc.take_given().collect();
+    assert_eq!(given.len(), 2, "the two fields in the shared region");
+    assert!(given.iter().all(|(to, _)| *to == Rank(0)));
+    assert_eq!(given[0].1.body(), shared_a.get().unwrap().body());
+    assert_eq!(given[1].1.body(), shared_b.get().unwrap().body());
+    let mut out = Vec::new();
+    frames.message(&Dyadic::one(), &mut out);
+    // The syntax: a, p, small / b, small; given, copied, inline.
+    let m = Message::decode(&out).unwrap();
+    let [Frame::Items { items, .. }] = &m.frames[..] else {
+        panic!("one Items frame: {:?}", m.frames)
+    };
+    let kinds: Vec<Vec<&str>> = items
+        .iter()
+        .map(|it| match it {
+            WireItem::Rec { entries, .. } => entries
+                .iter()
+                .map(|(_, v)| match v {
+                    WireValue::Given => "given",
+                    WireValue::Inline { .. } => "value",
+                    _ => "other",
+                })
+                .collect(),
+            _ => panic!("records"),
+        })
+        .collect();
+    let mut sorted = kinds.clone();
+    sorted.iter_mut().for_each(|k| k.sort());
+    assert_eq!(
+        sorted,
+        [vec!["given", "value", "value"], vec!["given", "value"]]
+    );
+    // The receiver: given values taken in order.
+    let receive = |dec: &mut Decoder| {
+        let (_, mut r) = MessageReader::new(&out).unwrap();
+        r.next_frame().unwrap();
+        let mut recs = Vec::new();
+        loop {
+            match r.next_item(dec, Rank(1), &store0, &codecs) {
+                Ok(Some(Item::Rec(rec))) => recs.push(rec.rec),
+                Ok(_) => return Ok(recs),
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    let mut dec = Decoder::new(Rank(0), 2);
+    for (_, v) in &given {
+        dec.give(Rank(1), Field::new(v.clone()));
+    }
+    let recs = receive(&mut dec).unwrap();
+    let field = |r: &Record, l: &str| {
+        r.field(Label::field(l))
+            .unwrap()
+            .get()
+            .unwrap()
+            .body()
+            .to_vec()
+    };
+    assert_eq!(field(&recs[0], "give-a"), b"a".repeat(64));
+    assert_eq!(field(&recs[0], "give-p"), b"p".repeat(64));
+    assert_eq!(field(&recs[1], "give-b"), b"b".repeat(64));
+    assert_eq!(dec.given(Rank(1)), 0);
+    // Nothing given: an error naming the field.
+    let mut dec = Decoder::new(Rank(0), 2);
+    match receive(&mut dec) {
+        Err(e @ ItemError::NotGiven { .. }) => {
+            assert!(
+                e.to_string().contains("field `give-a` is a given field"),
+                "{e}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // A lost sender's untaken value (its record never came) is dropped
+    // when the sender is replaced: the replacement's records take their
+    // own. (Without `forget` clearing it, the first record would take the
+    // lost incarnation's `b` as its `a`.)
+    let mut dec = Decoder::new(Rank(0), 2);
+    dec.give(Rank(1), Field::new(given[1].1.clone()));
+    assert_eq!(dec.forget(Rank(1)), 1);
+    assert_eq!(dec.given(Rank(1)), 0);
+    for (_, v) in &given {
+        dec.give(Rank(1), Field::new(v.clone()));
+    }
+    let recs = receive(&mut dec).unwrap();
+    assert_eq!(field(&recs[0], "give-a"), b"a".repeat(64));
+    assert_eq!(field(&recs[1], "give-b"), b"b".repeat(64));
+    // Node 0 and a node that does not keep nothing never give.
+    let mut enc = Encoder::new(Rank(1), 2, 16);
+    enc.set_shared(Some(lo..hi + 1));
+    Frames::default()
+        .item(conn, &mut enc, Rank(0), &first, &store)
+        .unwrap();
+    assert_eq!(enc.take_given().count(), 0);
 }

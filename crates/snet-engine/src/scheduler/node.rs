@@ -336,6 +336,8 @@ pub fn run(
             .iter()
             .map(|s| s.load(std::sync::atomic::Ordering::Relaxed))
             .collect(),
+        fields_given: traffic.fields_given.load(Ordering::Relaxed),
+        given_dropped: traffic.given_dropped.load(Ordering::Relaxed),
     };
     // SAFETY: all workers have been joined; nothing else can hold the output's licence.
     let out = output.as_ref().map(|o| match unsafe { o.state() } {
