@@ -262,6 +262,10 @@ pub struct Stats {
     pub log_peak: u64,
     /// Node 0: the nodes it replaced after they were lost.
     pub nodes_replaced: u64,
+    /// Per worker, the records it sent from one entity to another (a box
+    /// call's outputs included): how the run's work was spread over the
+    /// workers.
+    pub sent_per_worker: Vec<u64>,
     /// A node other than 0 with [`dist::OnNodeLoss::Respawn`]: fields it
     /// gave to another node as references to memory that outlives it
     /// (the shared-memory transport's arena in zero-copy mode) instead of

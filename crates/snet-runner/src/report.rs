@@ -158,14 +158,19 @@ pub(crate) fn local(
         let elapsed = start.elapsed().as_secs_f64();
         if let [s] = stats {
             say!(
-                "snet: {} input, {} output records, {} entities, {} steals, {} suspensions, {} workers, {:.3} s",
+                "snet: {} input, {} output records, {} entities, {} steals, {} suspensions, {} workers, {:.3} s, records sent per worker {}",
                 s.input_records,
                 s.output_records,
                 s.entities_created,
                 s.steals,
                 s.suspensions,
                 config.workers,
-                elapsed
+                elapsed,
+                s.sent_per_worker
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("/")
             );
         } else {
             for s in stats {

@@ -18,7 +18,8 @@
 //!   `next_or_release`);
 //! - [`sleep`]: the scheduler's sleep/wake and quiescence protocol (`Sleep`);
 //! - [`suspend`]: suspended box calls (pinned tasks, the backlog rule) and
-//!   runs of calls (a call stack taking its next inputs itself).
+//!   runs of calls (a call stack taking its next inputs itself), and the
+//!   chain cut (a walk into the next box queued for a searching worker).
 //!
 //! `README.md` next to this file lists the mutations each model was shown
 //! to catch. A model's preemption bound is `LOOM_MAX_PREEMPTIONS`, capped

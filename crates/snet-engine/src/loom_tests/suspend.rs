@@ -27,6 +27,9 @@
 //! every interleaving: every output arrives once, in input order, with
 //! its own input's inherited tag (a run must stop at an input of another
 //! label set, whose inheritance is planned anew).
+//!
+//! `chain_cut_two_workers`: two chains of two boxes, the scheduler's
+//! chain cut (`Shared::cut_chain`; see the test's docs).
 
 use std::sync::{Arc, Mutex as StdMutex};
 
@@ -205,5 +208,128 @@ fn runs_of_calls_two_workers() {
         assert!(node.model_suspended_is_empty(), "an entity left suspended");
         assert_eq!(*seen.lock().unwrap(), [101, 102, 7103, 7104, 105]);
         drop(thin);
+    });
+}
+
+/// Emits `<i> + 100` for input `<i>`.
+struct Inc(Label);
+
+impl BoxImpl for Inc {
+    fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+        let v = input.int(self.0).expect("<i>");
+        let mut r = Record::new();
+        r.set(self.0, Value::Int(v + 100));
+        out.emit(1, r)
+    }
+}
+
+/// `thin .. inc`: a chain of two boxes, whose first box's task ends by
+/// walking into the second (the case [`crate::scheduler`]'s chain cut
+/// looks at).
+fn chain_runtime(n: Label, i: Label) -> Runtime {
+    let loc = Loc {
+        file: "t.snet".into(),
+        line: 1,
+        col: 1,
+    };
+    let def = |name: &str, input| BoxDef {
+        name: name.into(),
+        inputs: vec![input],
+        init: false,
+        outputs: vec![vec![i]],
+        interface: "Rust".into(),
+        code: None,
+        loc: loc.clone(),
+    };
+    let mut g = Graph {
+        nodes: Vec::new(),
+        boxes: vec![def("thin", n), def("inc", i)],
+        entry: snet_core::NodeId(0),
+    };
+    let node = |g: &mut Graph, kind| {
+        g.add(Node {
+            kind,
+            loc: loc.clone(),
+            input: Type::default(),
+            output: Type::default(),
+        })
+    };
+    let a = node(&mut g, NodeKind::Box(0));
+    let b = node(&mut g, NodeKind::Box(1));
+    g.entry = node(&mut g, NodeKind::Serial(a, b));
+    let thin: Arc<dyn BoxImpl> = Arc::new(Thin(n, i));
+    let inc: Arc<dyn BoxImpl> = Arc::new(Inc(i));
+    let mut rt = Runtime::new(
+        Program::new(Arc::new(g)),
+        vec![Some(thin), Some(inc)],
+        Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS),
+        1,
+    );
+    rt.box_stack = 64 << 10;
+    rt
+}
+
+/// The chain cut on two workers: two instances of `thin .. inc`, both
+/// feeding one output, with two inputs each and both first boxes'
+/// licences queued on worker 0 (a worker whose task ends walking into a
+/// box, with work of its own left, while the other worker looks for
+/// work: the walk is queued for it instead, and the worker goes back to
+/// its oldest task). Checked in every interleaving: every output arrives
+/// once, each chain's in its input order, both workers end (a queued
+/// walk nobody runs, or a sleeper not woken for it, leaves a task or a
+/// worker behind: `model_assert_drained`, loom's deadlock report), and
+/// the count of searching workers is back to zero.
+#[test]
+fn chain_cut_two_workers() {
+    super::check(3, || {
+        let (n, i) = (Label::tag("n"), Label::tag("i"));
+        let rt = chain_runtime(n, i);
+        let seen = Arc::new(StdMutex::new(Vec::new()));
+        let (chains, initial) = {
+            let ctx = Ctx::new(&rt);
+            let output = output_entity(&ctx, Box::new(Collect(seen.clone(), i)));
+            let input = |v| {
+                let mut r = Record::new();
+                r.set(n, Value::Int(v));
+                Item::Rec(Rec::new(r))
+            };
+            let mut ctx = ctx;
+            let mut chains = Vec::new();
+            let mut initial = Vec::new();
+            for first in [1, 3] {
+                let chain = instantiate(&ctx, rt.graph().entry, output.clone(), &Stamps::new());
+                let Offer::Licensed(item) = chain.offer(input(first)) else {
+                    unreachable!("an idle entity")
+                };
+                ctx.send(&chain, input(first + 1));
+                assert!(ctx.ready.is_empty());
+                initial.push((chain.clone(), item));
+                chains.push(chain);
+            }
+            ctx.flush_queued();
+            (chains, initial)
+        };
+        let node = Arc::new(Shared::for_model(rt, 2, initial));
+        let other = node.clone();
+        let h = thread::spawn(move || worker_loop(&other, 1, &crate::dist::SingleNode));
+        worker_loop(&node, 0, &crate::dist::SingleNode);
+        h.join().unwrap();
+        node.model_assert_drained();
+        assert_eq!(
+            node.model_searching(),
+            0,
+            "a worker still counted as searching"
+        );
+        let seen = seen.lock().unwrap().clone();
+        let of = |lo: i64, hi: i64| -> Vec<i64> {
+            seen.iter()
+                .copied()
+                .filter(|v| (lo..=hi).contains(v))
+                .collect()
+        };
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert_eq!(of(201, 202), [201, 202], "{seen:?}");
+        assert_eq!(of(203, 204), [203, 204], "{seen:?}");
+        drop(chains);
     });
 }

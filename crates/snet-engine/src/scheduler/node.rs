@@ -331,6 +331,11 @@ pub fn run(
         log_live,
         log_peak,
         nodes_replaced: shared.rt.net.replaced(),
+        sent_per_worker: shared
+            .sent
+            .iter()
+            .map(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+            .collect(),
         fields_given: traffic.fields_given.load(Ordering::Relaxed),
         given_dropped: traffic.given_dropped.load(Ordering::Relaxed),
     };

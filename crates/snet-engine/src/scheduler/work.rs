@@ -147,6 +147,19 @@ pub(crate) struct Shared {
     pub(super) limit: Option<crate::InputLimit>,
     /// Steals (one add per steal).
     pub(super) steals: Padded<AtomicU64>,
+    /// Workers looking for work: counted from the moment a worker finds
+    /// its own queue empty until it has a task again (spinning, stealing,
+    /// polling its suspended calls, asleep). A hint read by
+    /// [`Shared::cut_chain`]; written only when a worker goes idle or
+    /// finds work again, never per item.
+    pub(super) searching: Padded<AtomicUsize>,
+    /// Whether [`Shared::cut_chain`] may cut a chain of boxes between
+    /// workers (on unless `SNET_CHAIN_CUT=0`).
+    pub(super) cut: bool,
+    /// Records each worker sent (its `Ctx::sent` at its end), for `Stats`:
+    /// std's atomics even under loom (statistics, no protocol: not a
+    /// point for the model checks to interleave at).
+    pub(super) sent: Vec<Padded<std::sync::atomic::AtomicU64>>,
     pub(super) codecs: snet_core::Codecs,
     /// Set by `run` when the managers must stop.
     pub(super) managers_stop: AtomicBool,
@@ -190,6 +203,11 @@ impl Shared {
             admitted: Padded(AtomicU64::new(0)),
             limit: input.limit,
             steals: Padded(AtomicU64::new(0)),
+            searching: Padded(AtomicUsize::new(0)),
+            cut: workers > 1 && chain_cut_enabled(),
+            sent: (0..workers)
+                .map(|_| Padded(std::sync::atomic::AtomicU64::new(0)))
+                .collect(),
             codecs: input.codecs,
             managers_stop: AtomicBool::new(false),
             idle_flush: None,
@@ -538,8 +556,66 @@ impl Shared {
                 let n = next.take().expect("checked");
                 next = self.queues[me].with(|q| defer_below_siblings(q, node, n));
             }
+        } else if self.cut && ent.is_box() {
+            if let Some(walk) = next.take() {
+                next = self.cut_chain(ctx, me, walk);
+            }
         }
         next
+    }
+
+    /// A box's task ended and obtained the licence of the box it fed
+    /// (`walk`): a chain of boxes, which this worker would walk on, batch
+    /// by batch. While another worker looks for work, the chain is cut
+    /// here instead: `walk` goes to this worker's queue, where the idle
+    /// worker steals it (a sleeper is woken as for any queued licence),
+    /// and this worker goes back upstream, to the oldest task of its own
+    /// queue (the front, which a thief takes last) or, with none, to its
+    /// oldest suspended call if the node's backlog lets that call go on
+    /// (the generator feeding the chain). Both then run a part of the
+    /// chain side by side; FRONT's front-first walk made the one worker
+    /// that held the chain's licences run all of it while the other
+    /// waited for a licence to steal. With no other work here, or no
+    /// worker looking for work, the worker walks on as before.
+    ///
+    /// Only the order of licences this worker holds changes (every queued
+    /// task still runs: a worker never sleeps while any queue holds one,
+    /// and if no thief comes this worker pops `walk` back itself), so
+    /// ARCHITECTURE.md's "It cannot deadlock" is untouched; `walk` is
+    /// published under the queue lock before `notify_one`, the sleep
+    /// protocol's order, so a worker about to sleep sees it or is woken.
+    #[inline(never)]
+    fn cut_chain(&self, ctx: &mut Ctx, me: usize, walk: Task) -> Option<Task> {
+        if !walk.ent.is_box() || self.searching.load(Ordering::Relaxed) == 0 {
+            return Some(walk);
+        }
+        let queue = &self.queues[me];
+        let mut walk = Some(walk);
+        if !queue.maybe_empty() {
+            queue.note_top(walk.as_ref().map(|t| &t.ent));
+            let front = queue.with(|q| {
+                let front = q.pop_front()?;
+                q.extend(walk.take());
+                Some(front)
+            });
+            if front.is_some() {
+                self.sleep.notify_one();
+                return front;
+            }
+        }
+        // Still here: it is taken only together with a front task.
+        let walk = walk?;
+        if ctx.pinned_tasks.is_empty() || ctx.backlog_elsewhere() >= BACKLOG_LIMIT {
+            return Some(walk);
+        }
+        let ent = ctx.pinned_tasks.pop_front()?;
+        queue.note_top(Some(&walk.ent));
+        queue.with(|q| q.push_back(walk));
+        self.sleep.notify_one();
+        Some(Task {
+            ent,
+            item: Item::Wake,
+        })
     }
 
     /// Runs the split a suspended call fed ([`router`]) and queues the
@@ -662,6 +738,7 @@ pub(crate) fn worker_loop(sh: &Shared, me: usize, t: &dyn Transport) {
         sh.count_now(&mut ctx, crate::instrument::now_ns());
     }
     worker_loop_in(sh, me, &mut ctx, t);
+    sh.sent[me].store(ctx.sent, std::sync::atomic::Ordering::Relaxed);
     if ctx.log.is_some() {
         sh.count_now(&mut ctx, crate::instrument::now_ns());
     }
@@ -676,6 +753,8 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx, tr: &dyn Transport) {
     let mut spins = 0u32;
     // Tasks run since this worker last sent what it queued.
     let mut chain = 0u32;
+    // Whether this worker is counted in `sh.searching`.
+    let mut searching = false;
     loop {
         if sh.abort.load(Ordering::Relaxed) {
             // The task in hand stays queued: if it is the output's, its
@@ -683,7 +762,7 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx, tr: &dyn Transport) {
             if let Some(t) = next.take() {
                 sh.queues[me].with(|q| q.push_back(t));
             }
-            return;
+            break;
         }
         let task = match next.take() {
             Some(t) => Some(t),
@@ -696,6 +775,10 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx, tr: &dyn Transport) {
             t => t,
         };
         if let Some(t) = task {
+            if searching {
+                searching = false;
+                sh.searching.fetch_sub(1, Ordering::Relaxed);
+            }
             next = sh.run_task(ctx, me, t);
             chain += 1;
             // What the chain queued for other nodes goes when it ends
@@ -707,6 +790,10 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx, tr: &dyn Transport) {
                 sh.send_own(ctx, tr);
             }
             continue;
+        }
+        if !searching && sh.cut {
+            searching = true;
+            sh.searching.fetch_add(1, Ordering::Relaxed);
         }
         match sh.admit(ctx, false) {
             Some(Some(t)) => {
@@ -771,7 +858,7 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx, tr: &dyn Transport) {
                 spins = SPINS;
             }
             Wake::Retry => {}
-            Wake::Done => return,
+            Wake::Done => break,
             Wake::ForceAdmit => {
                 if let Some(Some(t)) = sh.admit(ctx, true) {
                     next = Some(t);
@@ -779,6 +866,18 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx, tr: &dyn Transport) {
             }
         }
     }
+    if searching {
+        sh.searching.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether [`Shared::cut_chain`] is on: unless the environment variable
+/// `SNET_CHAIN_CUT` is `0` (for measuring the rule against its absence).
+fn chain_cut_enabled() -> bool {
+    if cfg!(loom) {
+        return true;
+    }
+    std::env::var_os("SNET_CHAIN_CUT").is_none_or(|v| v != "0")
 }
 
 #[cfg(all(test, not(loom)))]
@@ -849,6 +948,11 @@ impl Shared {
         self.managers_stop.store(true, Ordering::Release);
     }
 
+    /// Workers counted as looking for work ([`Shared::cut_chain`]'s hint).
+    pub(crate) fn model_searching(&self) -> usize {
+        self.searching.load(Ordering::Relaxed)
+    }
+
     /// Whether no entity is listed as suspended.
     pub(crate) fn model_suspended_is_empty(&self) -> bool {
         self.rt.suspended_count() == 0
@@ -868,5 +972,155 @@ impl Shared {
             self.rt.node
         );
         assert!(self.sleep.is_done(), "node {}: not done", self.rt.node);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod chain_cut_tests {
+    use std::collections::VecDeque;
+
+    use snet_core::{BoxDef, Graph, Label, Loc, Node, NodeKind, Rank, Record, Type, Value};
+
+    use super::{InputConfig, Shared, Task};
+    use crate::boxes::{BoxImpl, Emit};
+    use crate::entity::{Entity, Item, Offer, Origin, Rec, Stamps};
+    use crate::error::BoxError;
+    use crate::instantiate::{instantiate, output_entity};
+    use crate::program::Program;
+    use crate::runtime::{Ctx, Runtime};
+    use crate::sync::{Arc, Ordering};
+
+    /// `<x>` -> `<x + 1>`.
+    struct Inc(Label);
+
+    impl BoxImpl for Inc {
+        fn invoke(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {
+            let mut r = Record::new();
+            r.set(self.0, Value::Int(input.int(self.0).expect("<x>") + 1));
+            out.emit(1, r)
+        }
+    }
+
+    struct Discard;
+
+    impl crate::Sink for Discard {
+        fn write(&mut self, _: &Record) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn abort(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A node of 2 workers running `inc .. inc`.
+    fn chain_node(x: Label) -> Shared {
+        let loc = Loc {
+            file: "t.snet".into(),
+            line: 1,
+            col: 1,
+        };
+        let def = BoxDef {
+            name: "inc".into(),
+            inputs: vec![x],
+            init: false,
+            outputs: vec![vec![x]],
+            interface: "Rust".into(),
+            code: None,
+            loc: loc.clone(),
+        };
+        let mut g = Graph {
+            nodes: Vec::new(),
+            boxes: vec![def],
+            entry: snet_core::NodeId(0),
+        };
+        let mut node = |kind| {
+            g.add(Node {
+                kind,
+                loc: loc.clone(),
+                input: Type::default(),
+                output: Type::default(),
+            })
+        };
+        let a = node(NodeKind::Box(0));
+        let b = node(NodeKind::Box(0));
+        let entry = node(NodeKind::Serial(a, b));
+        g.entry = entry;
+        let imp: Arc<dyn BoxImpl> = Arc::new(Inc(x));
+        let rt = Runtime::new(
+            Program::new(Arc::new(g)),
+            vec![Some(imp)],
+            crate::dist::Net::new(Rank(0), 1, crate::DEFAULT_INLINE_FIELDS),
+            1,
+        );
+        let input = InputConfig {
+            closed: true,
+            capacity: 1,
+            limit: None,
+            codecs: snet_core::Codecs::default(),
+        };
+        Shared::new(rt, 2, VecDeque::new(), None, input)
+    }
+
+    /// Two instances of the chain; the first box of each licensed with
+    /// one record; the second instance's task queued on worker 0.
+    fn two_chains(sh: &Shared, x: Label) -> (Task, Arc<Entity>) {
+        let ctx = Ctx::new(&sh.rt);
+        let output = output_entity(&ctx, Box::new(Discard));
+        let task = |v| {
+            let chain = instantiate(&ctx, sh.rt.graph().entry, output.clone(), &Stamps::new());
+            let mut r = Record::new();
+            r.set(x, Value::Int(v));
+            let Offer::Licensed(item) = chain.offer(Item::Rec(Rec {
+                rec: r,
+                det: Stamps::new(),
+                origin: Origin::NONE,
+            })) else {
+                unreachable!("an idle entity")
+            };
+            Task { ent: chain, item }
+        };
+        let (first, second) = (task(1), task(10));
+        let queued = second.ent.clone();
+        sh.queues[0].with(|q| q.push_back(second));
+        (first, queued)
+    }
+
+    /// A box's task that obtained the next box's licence, while the other
+    /// worker searches for work and this worker has an older task: the
+    /// walk is queued (for the thief) and the older task comes next.
+    /// With no worker searching, the task walks on as before.
+    #[test]
+    fn a_chain_is_cut_while_another_worker_searches() {
+        let x = Label::tag("x");
+        for searching in [1, 0] {
+            let mut sh = chain_node(x);
+            sh.cut = true;
+            sh.searching.store(searching, Ordering::Relaxed);
+            let (first, queued) = two_chains(&sh, x);
+            let head = first.ent.clone();
+            let mut ctx = Ctx::for_worker(&sh.rt, 0);
+            let next = sh.run_task(&mut ctx, 0, first).expect("a task to run next");
+            let left: Vec<Arc<Entity>> =
+                sh.queues[0].with(|q| q.iter().map(|t| t.ent.clone()).collect());
+            assert_eq!(left.len(), 1, "searching {searching}");
+            // The first chain's second box: a box, neither chain's head.
+            let second_box =
+                |e: &Arc<Entity>| e.is_box() && !Arc::ptr_eq(e, &head) && !Arc::ptr_eq(e, &queued);
+            if searching > 0 {
+                assert!(Arc::ptr_eq(&next.ent, &queued), "the older task comes next");
+                assert!(second_box(&left[0]), "the walk is queued");
+            } else {
+                assert!(second_box(&next.ent), "walks on into the next box");
+                assert!(
+                    Arc::ptr_eq(&left[0], &queued),
+                    "the older task stays queued"
+                );
+            }
+            drop(next);
+            sh.queues[0].with(VecDeque::clear);
+        }
     }
 }
