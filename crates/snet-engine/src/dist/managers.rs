@@ -134,6 +134,23 @@ struct Building {
     dones: Vec<u64>,
 }
 
+/// The frames of a message carrying one field value (a message has one
+/// payload): its meta part goes in the header, its body is sent from the
+/// value's own memory (the payload keeps the value until sent). `id` is
+/// the export a `Bytes` answers; `None`, a field given ahead of the
+/// record holding it (wire.rs, "Given fields").
+fn field_frames(id: Option<u64>, value: &dyn snet_core::FieldData) -> Frames {
+    let mut meta = Vec::new();
+    value.encode_meta(&mut meta);
+    let (codec, meta) = (Cow::Borrowed(value.codec()), Cow::Owned(meta));
+    let mut frames = Frames::default();
+    frames.push(&match id {
+        Some(id) => Frame::Bytes { id, codec, meta },
+        None => Frame::Given { codec, meta },
+    });
+    frames
+}
+
 fn send_batch(
     host: &dyn Host,
     t: &dyn Transport,
@@ -357,13 +374,7 @@ fn send_batch(
     // block, the message owning a reference of its own.
     for (to, value) in enc.take_given() {
         net.traffic.fields_given.fetch_add(1, Ordering::Relaxed);
-        let mut meta = Vec::new();
-        value.encode_meta(&mut meta);
-        let mut frames = Frames::default();
-        frames.push(&Frame::Given {
-            codec: Cow::Borrowed(value.codec()),
-            meta: Cow::Owned(meta),
-        });
+        let frames = field_frames(None, &*value);
         let r = send(
             to,
             Channel::Records,
@@ -389,16 +400,7 @@ fn send_batch(
         }
     }
     for (to, id, value) in payloads {
-        // The meta part goes in the header; the body is sent from the
-        // value's own memory (the payload keeps the value until sent).
-        let mut meta = Vec::new();
-        value.encode_meta(&mut meta);
-        let mut frames = Frames::default();
-        frames.push(&Frame::Bytes {
-            id,
-            codec: Cow::Borrowed(value.codec()),
-            meta: Cow::Owned(meta),
-        });
+        let frames = field_frames(Some(id), &*value);
         let r = send(
             to,
             Channel::Field,
