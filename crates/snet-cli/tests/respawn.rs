@@ -1165,17 +1165,29 @@ fn a_placement_inside_a_placement_survives_the_loss_of_either_node() {
 /// its process appeared (its output comes in a burst at the end).
 #[test]
 fn a_nested_placement_killed_from_outside_is_replaced() {
-    let progs = nested_programs();
-    let mut wanted = BTreeMap::new();
-    for (i, node, kill) in [
+    let cases = [
         (0, 1, Kill::After(20)),
         (0, 2, Kill::After(120)),
         (1, 2, Kill::After(20)),
         (1, 1, Kill::After(120)),
         (5, 1, Kill::AfterMs(1)),
         (5, 2, Kill::AfterMs(50)),
-    ] {
-        let (exe, (name, _, _, ordered)) = (&progs[i], NESTED[i]);
+    ];
+    each_killed_from_outside(nested_programs(), &cases, |i| (NESTED[i].0, NESTED[i].3));
+}
+
+/// For each `(i, node, kill)` of `cases`: `progs[i]` on 3 shm nodes, its
+/// node `node` SIGKILLed when `kill` says, writes what a run without a
+/// loss writes (`name(i)`: the program's name, and whether its output is
+/// compared in order); each program's run without a loss is made once.
+fn each_killed_from_outside(
+    progs: &[PathBuf],
+    cases: &[(usize, u32, Kill)],
+    name: impl Fn(usize) -> (&'static str, bool),
+) {
+    let mut wanted = BTreeMap::new();
+    for &(i, node, kill) in cases {
+        let (exe, (name, ordered)) = (&progs[i], name(i));
         let want = wanted.entry(i).or_insert_with(|| {
             let want = run_shm(exe, 3, 200, None, &["--workers", "2"]);
             assert!(want.ok, "{name}: {}", want.stderr);
@@ -1490,22 +1502,11 @@ fn a_placement_inside_a_dynamic_placements_replica_survives_the_loss_of_either_n
 /// record), once 20 or 120 records are written.
 #[test]
 fn a_placement_inside_a_replica_killed_from_outside_is_replaced() {
-    let progs = in_dyn_programs();
-    let mut wanted = BTreeMap::new();
-    for (i, node, kill) in [
+    let cases = [
         (1, 1, Kill::After(20)),
         (1, 2, Kill::After(120)),
         (2, 2, Kill::After(20)),
         (2, 1, Kill::After(120)),
-    ] {
-        let (exe, name) = (&progs[i], IN_DYN[i].0);
-        let want = wanted.entry(i).or_insert_with(|| {
-            let want = run_shm(exe, 3, 200, None, &["--workers", "2"]);
-            assert!(want.ok, "{name}: {}", want.stderr);
-            want
-        });
-        let (out, stderr) = killed_from_outside(exe, 3, node, kill);
-        let what = format!("{name}, node {node} killed {kill:?}: {stderr}");
-        same_output(&out, &want.stdout, false, &what);
-    }
+    ];
+    each_killed_from_outside(in_dyn_programs(), &cases, |i| (IN_DYN[i].0, false));
 }
