@@ -116,22 +116,46 @@ impl Dyadic {
 
     /// Subtracts `other` (a node's credit that is known lost): false,
     /// and `self` unchanged, if `other` is more than `self`.
+    ///
+    /// In place, without a copy (node 0 of a `respawn` run subtracts
+    /// every message's credit from its sender's balance): the comparison
+    /// first, then the pieces taken away, which cannot fail then.
     pub fn sub(&mut self, other: &Dyadic) -> bool {
-        let mut left = self.0.clone();
+        if !self.at_least(other) {
+            return false;
+        }
         for &e in &other.0 {
-            if left.remove(&e) {
+            if self.0.remove(&e) {
                 continue;
             }
             // Break the smallest piece larger than `2^-e`: `2^-f` is
-            // `2^-(f+1) + ... + 2^-e + 2^-e`; no piece lies between.
-            let Some(&f) = left.range(..e).next_back() else {
-                return false;
-            };
-            left.remove(&f);
-            left.extend(f + 1..=e);
+            // `2^-(f+1) + ... + 2^-e + 2^-e`; no piece lies between. There
+            // is one: what is left is at least the rest of `other`, so at
+            // least `2^-e`, and without `e` itself its pieces smaller
+            // than `2^-e` sum to less.
+            let f = *self
+                .0
+                .range(..e)
+                .next_back()
+                .expect("a larger piece is left");
+            self.0.remove(&f);
+            self.0.extend(f + 1..=e);
         }
-        self.0 = left;
         true
+    }
+
+    /// `self` is at least `other`: as binary fractions, the larger one
+    /// has the largest piece (smallest exponent) where they differ.
+    pub fn at_least(&self, other: &Dyadic) -> bool {
+        let (mut a, mut b) = (self.0.iter(), other.0.iter());
+        loop {
+            match (a.next(), b.next()) {
+                (Some(x), Some(y)) if x == y => {}
+                (Some(x), Some(y)) => return x < y,
+                (_, None) => return true,
+                (None, Some(_)) => return false,
+            }
+        }
     }
 
     /// Takes everything, leaving zero.
@@ -160,6 +184,142 @@ impl Dyadic {
             d.add(e);
         }
         d
+    }
+}
+
+/// A credit balance (node 0's count, in a `respawn` run, of the credit a
+/// node holds: what was sent to it less what came back) as a binary
+/// fraction: bit `e` is the piece `2^-e`, in 64-bit words, the largest
+/// pieces first. Adding or subtracting a message's credit is a word
+/// operation per piece with a carry or borrow, where a [`Dyadic`]'s set
+/// took a search, a removal and an insertion per piece, and a copy of
+/// the set per subtraction (node 0 does one for every message it sends
+/// or receives). A piece smaller than `2^-BALANCE_BITS` (never seen:
+/// pools stay a handful of pieces of small exponent) turns the balance
+/// into a [`Dyadic`] for good, so that no exponent sizes the words.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Balance {
+    words: Vec<u64>,
+    big: Option<Dyadic>,
+}
+
+/// See [`Balance`].
+const BALANCE_BITS: u64 = 4096;
+
+impl Balance {
+    /// Moves to a [`Dyadic`] if `d` has a piece too small for the words.
+    fn widen_for(&mut self, d: &Dyadic) {
+        if self.big.is_none() && d.0.last().is_some_and(|&e| e >= BALANCE_BITS) {
+            self.big = Some(self.to_dyadic());
+            self.words.clear();
+        }
+    }
+
+    /// Adds `2^-e` (modulo 2: the carry out of the whole, if any, is
+    /// returned).
+    fn add_piece(&mut self, e: u64) -> bool {
+        let mut i = (e / 64) as usize;
+        if i >= self.words.len() {
+            self.words.resize(i + 1, 0);
+        }
+        let mut bit = 1u64 << (63 - e % 64);
+        loop {
+            let (w, carry) = self.words[i].overflowing_add(bit);
+            self.words[i] = w;
+            if !carry {
+                return false;
+            }
+            if i == 0 {
+                return true;
+            }
+            i -= 1;
+            bit = 1;
+        }
+    }
+
+    /// Subtracts `2^-e` (modulo 2: true if it went below zero).
+    fn sub_piece(&mut self, e: u64) -> bool {
+        let mut i = (e / 64) as usize;
+        if i >= self.words.len() {
+            self.words.resize(i + 1, 0);
+        }
+        let mut bit = 1u64 << (63 - e % 64);
+        loop {
+            let (w, borrow) = self.words[i].overflowing_sub(bit);
+            self.words[i] = w;
+            if !borrow {
+                return false;
+            }
+            if i == 0 {
+                return true;
+            }
+            i -= 1;
+            bit = 1;
+        }
+    }
+
+    /// Adds every piece of `d`.
+    ///
+    /// # Panics
+    /// If the sum would exceed one (as [`Dyadic::add`]).
+    pub(crate) fn add_all(&mut self, d: &Dyadic) {
+        self.widen_for(d);
+        if let Some(big) = &mut self.big {
+            big.add_all(d);
+            return;
+        }
+        for &e in &d.0 {
+            assert!(!self.add_piece(e), "dyadic weights sum to more than one");
+        }
+        assert!(
+            self.words.first().is_none_or(|&w| w <= 1 << 63)
+                && (self.words.first() != Some(&(1 << 63))
+                    || self.words[1..].iter().all(|&w| w == 0)),
+            "dyadic weights sum to more than one"
+        );
+    }
+
+    /// Subtracts `d`: false, and `self` unchanged, if `d` is more than
+    /// `self` (as [`Dyadic::sub`]).
+    pub(crate) fn sub(&mut self, d: &Dyadic) -> bool {
+        self.widen_for(d);
+        if let Some(big) = &mut self.big {
+            return big.sub(d);
+        }
+        for (n, &e) in d.0.iter().enumerate() {
+            if self.sub_piece(e) {
+                // Below zero: every piece taken so far goes back (the
+                // arithmetic is modulo 2, so this restores every word).
+                for &e in d.0.iter().take(n + 1) {
+                    self.add_piece(e);
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The balance as pieces (taking it, leaving zero).
+    pub(crate) fn take(&mut self) -> Dyadic {
+        let d = self.to_dyadic();
+        *self = Balance::default();
+        d
+    }
+
+    fn to_dyadic(&self) -> Dyadic {
+        if let Some(big) = &self.big {
+            return big.clone();
+        }
+        let mut exps = Vec::new();
+        for (i, &w) in self.words.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                let top = u64::from(w.leading_zeros());
+                exps.push(i as u64 * 64 + top);
+                w &= !(1u64 << (63 - top));
+            }
+        }
+        Dyadic::from_canonical(&exps).expect("a balance of at most one")
     }
 }
 
@@ -198,6 +358,81 @@ mod tests {
         assert_eq!(d.pieces().collect::<Vec<_>>(), vec![2]);
         assert!(d.sub(&Dyadic::from_pieces([2])));
         assert!(d.is_zero());
+    }
+
+    /// The value of pieces of exponent at most 64, as a fixed-point
+    /// number with 64 bits after the point.
+    fn value(d: &Dyadic) -> u128 {
+        d.pieces().map(|e| 1u128 << (64 - e)).sum()
+    }
+
+    proptest::proptest! {
+        /// Subtraction agrees with arithmetic: it succeeds exactly when
+        /// `b` is at most `a`, leaving `a - b` in canonical form, and
+        /// leaves `a` unchanged when it refuses.
+        #[test]
+        fn subtraction_is_exact(
+            a in proptest::collection::btree_set(1u64..20, 0..8),
+            b in proptest::collection::btree_set(1u64..20, 0..8),
+        ) {
+            let (mut x, y) = (Dyadic(a), Dyadic(b));
+            let (va, vb) = (value(&x), value(&y));
+            proptest::prop_assert_eq!(x.at_least(&y), va >= vb);
+            let before = x.clone();
+            let ok = x.sub(&y);
+            proptest::prop_assert_eq!(ok, va >= vb);
+            if ok {
+                proptest::prop_assert_eq!(value(&x), va - vb);
+            } else {
+                proptest::prop_assert_eq!(&x, &before);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// A [`Balance`] computes what a [`Dyadic`] computes: over a run
+        /// of credit sent and received (pieces of every size, small ones
+        /// beyond the words included), each subtraction succeeds or is
+        /// refused as the set's does, and the balance taken is the set.
+        #[test]
+        fn a_balance_agrees_with_a_dyadic(
+            steps in proptest::collection::vec(
+                (proptest::bool::ANY, proptest::collection::btree_set(
+                    proptest::prop_oneof![1u64..80, 4090u64..4100], 0..6)),
+                0..40,
+            ),
+        ) {
+            let (mut bal, mut dy) = (Balance::default(), Dyadic::zero());
+            for (send, pieces) in steps {
+                let d = Dyadic(pieces);
+                if send {
+                    // Only what keeps the sum at most one.
+                    let mut sum = dy.clone();
+                    sum.add_all_checked(&d).then(|| {
+                        dy = sum;
+                        bal.add_all(&d);
+                    });
+                } else {
+                    proptest::prop_assert_eq!(bal.sub(&d), dy.sub(&d));
+                }
+                proptest::prop_assert_eq!(bal.to_dyadic(), dy.clone());
+            }
+            proptest::prop_assert_eq!(bal.take(), dy);
+            proptest::prop_assert!(bal.to_dyadic().is_zero());
+        }
+    }
+
+    impl Dyadic {
+        /// Adds `other` if the sum stays at most one (the tests').
+        fn add_all_checked(&mut self, other: &Dyadic) -> bool {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut d = self.clone();
+                d.add_all(other);
+                d
+            }))
+            .map(|d| *self = d)
+            .is_ok()
+        }
     }
 
     fn sum_is_one(pieces: &[u64]) -> bool {

@@ -806,6 +806,54 @@ impl Ring {
         true
     }
 
+    /// Takes the items numbered `first..=first + more` (a `Done` run),
+    /// records to `left`: the slots in the ring one after the other,
+    /// with one trim at the end. The number taken, and the first
+    /// identity not held, if any (the items before it are taken).
+    fn take_run(&mut self, first: u64, more: u64, left: &mut Vec<Rec>) -> (u64, Option<u64>) {
+        let last = first.saturating_add(more);
+        let mut id = first;
+        // Moved aside, or before the ring: one at a time.
+        while id < self.base.min(last.saturating_add(1)) {
+            if !self.take_into(id, left) {
+                return (id - first, Some(id));
+            }
+            id += 1;
+        }
+        let mut unknown = None;
+        if id <= last {
+            let start = id - self.base;
+            let mut i = usize::try_from(start).unwrap_or(usize::MAX);
+            loop {
+                let Some(s) = self.slots.get_mut(i) else {
+                    unknown = Some(id);
+                    break;
+                };
+                match std::mem::replace(s, Slot::Empty) {
+                    Slot::Held(Held {
+                        what: Logged::Rec(r),
+                        ..
+                    }) => left.push(r),
+                    Slot::Held(_) => {}
+                    other => {
+                        *s = other;
+                        unknown = Some(id);
+                        break;
+                    }
+                }
+                self.count -= 1;
+                if id == last {
+                    id += 1;
+                    break;
+                }
+                id += 1;
+                i += 1;
+            }
+            self.trim();
+        }
+        (id - first, unknown)
+    }
+
     /// Takes the record numbered `id`, if held (the tests').
     #[cfg(all(test, not(loom)))]
     fn take(&mut self, id: u64) -> Option<Rec> {
@@ -883,7 +931,7 @@ pub(crate) struct Log {
     unacked: Vec<u64>,
     /// Per node: credit sent to it less credit received from it (what it
     /// holds, or is on its way between it and node 0).
-    credit: Vec<crate::weight::Dyadic>,
+    credit: Vec<crate::weight::Balance>,
     /// Nodes replaced so far.
     pub replaced: u64,
     /// Per node: losses since it last reported a record done.
@@ -1041,7 +1089,7 @@ impl Log {
             peak: 0,
             opens: vec![Vec::new(); n],
             unacked: vec![0; n],
-            credit: vec![crate::weight::Dyadic::zero(); n],
+            credit: vec![crate::weight::Balance::default(); n],
             replaced: 0,
             barren: vec![0; n],
             tombstones: (0..n).map(|_| Tombstones::default()).collect(),
@@ -1056,21 +1104,33 @@ impl Log {
     /// (the caller drops them outside the state's lock: dropping a record
     /// may release fields).
     pub(crate) fn fired(&mut self, from: Rank, cell: CellId) -> Vec<(CellId, u64, Rec)> {
-        let i = from.0 as usize;
         let mut gone = Vec::new();
+        self.fired_into(from, cell, &mut gone);
+        gone
+    }
+
+    /// [`Log::fired`], the parked records taken out going to `gone` (a
+    /// message's tombstones: no allocation for the usual one that took
+    /// nothing out).
+    pub(crate) fn fired_into(
+        &mut self,
+        from: Rank,
+        cell: CellId,
+        gone: &mut Vec<(CellId, u64, Rec)>,
+    ) {
+        let i = from.0 as usize;
         if let Some(p) = self.parked.get_mut(i) {
-            if p.iter().any(|(c, ..)| *c == cell) {
-                let (g, keep) = std::mem::take(p)
+            if !p.is_empty() && p.iter().any(|(c, ..)| *c == cell) {
+                let (g, keep): (Vec<_>, _) = std::mem::take(p)
                     .into_iter()
                     .partition(|(c, ..)| *c == cell);
                 *p = keep;
-                gone = g;
+                gone.extend(g);
             }
         }
         if let Some(v) = self.tombstones.get_mut(i) {
             v.insert(cell);
         }
-        gone
     }
 
     /// Node `from`'s drain parked `rec`, stored in slot `slot` of `cell`.
@@ -1144,25 +1204,34 @@ impl Log {
     pub(crate) fn credit_received(&mut self, from: Rank, c: &crate::weight::Dyadic) {
         if let Some(d) = self.credit.get_mut(from.0 as usize) {
             if !d.sub(c) {
-                *d = crate::weight::Dyadic::zero();
+                *d = crate::weight::Balance::default();
             }
         }
     }
 
-    /// Node `from` reports done the item numbered `id`: its record (not
-    /// a marker's) goes to `left` (moved once: the caller drops it
-    /// outside the state's lock); false if the log does not hold it.
-    pub(crate) fn done(&mut self, from: Rank, id: u64, left: &mut Vec<Rec>) -> bool {
-        let Some(ring) = self.held.get_mut(from.0 as usize) else {
-            return false;
+    /// Node `from` reports done the items numbered `first..=first +
+    /// more` (a `Done` run), in one pass over the ring: a record (not a
+    /// marker) goes to `left` (moved once: the caller drops it outside
+    /// the state's lock); the first identity the log does not hold, if
+    /// any (the items before it are taken).
+    pub(crate) fn done_run(
+        &mut self,
+        from: Rank,
+        first: u64,
+        more: u64,
+        left: &mut Vec<Rec>,
+    ) -> Option<u64> {
+        let k = from.0 as usize;
+        let Some(ring) = self.held.get_mut(k) else {
+            return Some(first);
         };
-        if !ring.take_into(id, left) {
-            return false;
+        let (taken, unknown) = ring.take_run(first, more, left);
+        if taken > 0 {
+            self.live -= taken;
+            self.dones += taken;
+            self.barren[k] = 0;
         }
-        self.live -= 1;
-        self.dones += 1;
-        self.barren[from.0 as usize] = 0;
-        true
+        unknown
     }
 
     /// Node `k` is lost: each record it held counts one more loss; if
@@ -1196,7 +1265,7 @@ impl Log {
         if self.barren[i] >= REPLAY_TRIES && !records {
             return Err(GiveUp::Barren);
         }
-        let lost_credit = std::mem::take(&mut self.credit[i]);
+        let lost_credit = self.credit[i].take();
         self.replaced += 1;
         // The replacement must be asked to drain again (a loss after the
         // drain, or during it).
@@ -1306,6 +1375,79 @@ mod ring_tests {
         assert!(ring.is_empty());
         assert!(ring.slots.is_empty());
         assert_eq!(ring.base, n);
+    }
+
+    /// A `Done` run taken in one pass ([`Ring::take_run`]) does what
+    /// taking its items one by one does: the same records out (in
+    /// order), the same count, the same first identity not held, the
+    /// same items left; over runs that start among the records moved
+    /// aside, cross into the ring, cover markers and items never kept,
+    /// name items taken already or never sent, and end at the last
+    /// slot.
+    #[test]
+    fn a_done_run_takes_what_its_items_one_by_one_take() {
+        let build = || {
+            let mut ring = Ring::default();
+            for id in 0..20_000u64 {
+                let slot = match id % 7 {
+                    // Never kept (not a record or a marker).
+                    3 => Slot::Empty,
+                    5 => Slot::Held(Held {
+                        conn: conn(),
+                        what: Logged::Marker(crate::entity::Marker {
+                            owner: 1,
+                            seq: id,
+                            weight: 0,
+                            payload: None,
+                            custody: Default::default(),
+                        }),
+                        tries: 0,
+                    }),
+                    _ => Slot::Pending(conn()),
+                };
+                let pending = matches!(slot, Slot::Pending(_));
+                ring.push(id, slot);
+                if pending {
+                    assert!(ring.fill(rec(id)).is_none());
+                }
+                // Most are done soon: the first few and every 11th stay,
+                // and the oldest move aside.
+                let old = id.wrapping_sub(30);
+                if id >= 40 && old % 7 != 3 && old % 11 != 0 {
+                    assert!(ring.take_into(old, &mut Vec::new()));
+                }
+            }
+            ring
+        };
+        let (mut a, mut b) = (build(), build());
+        assert!(!a.stragglers.is_empty(), "the test starts among stragglers");
+        let mut x = 12345u64;
+        let mut runs = vec![(0, 5), (0, 0), (19_990, 9), (19_999, 0), (20_000, 0)];
+        for _ in 0..3000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            runs.push(((x >> 33) % 20_010, (x >> 20) % 5));
+        }
+        for (first, more) in runs {
+            let (mut la, mut lb) = (Vec::new(), Vec::new());
+            let got = a.take_run(first, more, &mut la);
+            let mut want = (0, None);
+            for id in first..=first + more {
+                if !b.take_into(id, &mut lb) {
+                    want.1 = Some(id);
+                    break;
+                }
+                want.0 += 1;
+            }
+            assert_eq!(got, want, "run ({first}, {more})");
+            let origins = |l: &[Rec]| l.iter().map(|r| r.origin).collect::<Vec<_>>();
+            assert_eq!(origins(&la), origins(&lb));
+            assert_eq!(a.count + a.stragglers.len(), b.count + b.stragglers.len());
+        }
+        let ids = |r: &Ring| r.iter().map(|(id, _)| id).collect::<Vec<_>>();
+        assert_eq!(ids(&a), ids(&b));
+        assert!(a.slots.len() <= SPREAD * a.count + SLACK + 1);
     }
 
     /// Node 0 keeps every tombstone a node's groups committed, however

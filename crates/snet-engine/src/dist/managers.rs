@@ -336,11 +336,7 @@ fn send_batch(
                     share: bool,
                     frames: &Frames,
                     payload: Payload| {
-        if share {
-            let share = lock(&net.state.0).pool.share(me == Rank::ROOT);
-            credit.add_all(&share);
-        }
-        net.credit_flow(to, &credit, true);
+        net.credit_to(to, &mut credit, share);
         header.clear();
         frames.message(&credit, &mut header);
         net.traffic.messages_sent.fetch_add(1, Ordering::Relaxed);
@@ -490,8 +486,7 @@ pub(crate) fn input_manager(host: &dyn Host, t: &dyn Transport) {
                 return;
             }
         };
-        net.credit_flow(from, &credit, false);
-        net.begin(&credit);
+        net.begin(from, &credit);
         let mut ctx = Ctx::new(rt);
         got.items = 0;
         got.acked = false;

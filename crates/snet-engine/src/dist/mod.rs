@@ -516,16 +516,22 @@ impl Net {
         cv.notify_one();
     }
 
-    /// Node 0 with a log: credit `c` goes to (`sent`) or came from node `k`.
-    pub(crate) fn credit_flow(&self, k: Rank, c: &crate::weight::Dyadic, sent: bool) {
-        if !self.respawn_root || c.is_zero() {
+    /// The credit of a message to node `to`: `credit`, plus a share of
+    /// the pool if `share`; node 0 with a log counts it as sent to `to`
+    /// (under the same lock).
+    pub(crate) fn credit_to(&self, to: Rank, credit: &mut Dyadic, share: bool) {
+        let logs = self.respawn_root && to != self.me;
+        if !share && (!logs || credit.is_zero()) {
             return;
         }
-        if let Some(log) = lock(&self.state.0).log.as_mut() {
-            if sent {
-                log.credit_sent(k, c);
-            } else {
-                log.credit_received(k, c);
+        let mut st = lock(&self.state.0);
+        if share {
+            let s = st.pool.share(self.me == Rank::ROOT);
+            credit.add_all(&s);
+        }
+        if logs && !credit.is_zero() {
+            if let Some(log) = st.log.as_mut() {
+                log.credit_sent(to, credit);
             }
         }
     }
@@ -964,7 +970,7 @@ impl Net {
         let mut gone = Vec::new();
         if let Some(log) = lock(&self.state.0).log.as_mut() {
             for cell in cells.drain(..) {
-                gone.extend(log.fired(from, cell));
+                log.fired_into(from, cell, &mut gone);
             }
         }
         cells.clear();
@@ -1031,13 +1037,11 @@ impl Net {
             let Some(log) = st.log.as_mut() else {
                 return ids.first().map(|r| r.0);
             };
-            'runs: for &(first, more) in ids {
+            for &(first, more) in ids {
                 // (`first + more` does not overflow: the wire checks it.)
-                for id in first..=first.saturating_add(more) {
-                    if !log.done(from, id, left) {
-                        unknown = Some(id);
-                        break 'runs;
-                    }
+                unknown = log.done_run(from, first, more, left);
+                if unknown.is_some() {
+                    break;
                 }
             }
         }
@@ -1211,9 +1215,16 @@ impl Net {
         }
     }
 
-    /// A manager starts handling a message that brought `credit`.
-    pub(crate) fn begin(&self, credit: &Dyadic) {
+    /// A manager starts handling a message from `from` that brought
+    /// `credit` (node 0 with a log counts it as received from `from`,
+    /// under the same lock).
+    pub(crate) fn begin(&self, from: Rank, credit: &Dyadic) {
         let mut st = lock(&self.state.0);
+        if self.respawn_root && from != self.me && !credit.is_zero() {
+            if let Some(log) = st.log.as_mut() {
+                log.credit_received(from, credit);
+            }
+        }
         st.pool.add_all(credit);
         st.busy += 1;
     }
@@ -1477,7 +1488,7 @@ mod tests {
     #[test]
     fn a_node_acknowledges_everything_before_it_is_passive() {
         let net = Net::new(Rank(1), 2, 1024);
-        net.begin(&Dyadic::one());
+        net.begin(Rank(0), &Dyadic::one());
         net.received(Rank(0), 7);
         net.end();
         // Quiet, but owing: the acknowledgement goes first.
@@ -1497,7 +1508,7 @@ mod tests {
         // acknowledgements, then for the credit, and finds the node
         // passive only once both are sent.
         let net = Net::new(Rank(1), 2, 1024);
-        net.begin(&Dyadic::one());
+        net.begin(Rank(0), &Dyadic::one());
         net.received(Rank(0), 3);
         net.end();
         assert_eq!(net.settle(true, false), Settle::Queued);
