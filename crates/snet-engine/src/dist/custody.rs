@@ -49,8 +49,10 @@
 //!   other groups' content sends its records in the order they were
 //!   held ([`HOLDS`]).
 //!   At the end of the input node 0 asks the nodes holding records to
-//!   drain (`Net::ask_drain`): stored records are *parked* (handed to
-//!   node 0 with their cell and slot in their group's commit,
+//!   drain (`Net::ask_drain`; each cell entity holding records gets
+//!   `Item::Wake` and parks its own, `Guard::drain`): stored records
+//!   are *parked* (handed to node 0 with their cell and slot in their
+//!   group's commit,
 //!   [`Token::park`]; node 0 keeps them until the cell's tombstone,
 //!   [`Log::park`], and a replacement's cell starts with them) and their
 //!   groups commit.
