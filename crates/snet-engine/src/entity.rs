@@ -363,8 +363,11 @@ pub(crate) enum Item {
     Marker(Marker),
     /// Feedback: the loop drained; release held outside input.
     Resume,
-    /// A field a waiting entity asked for has arrived from another node
-    /// (never travels on a stream: offered to the waiting entity only).
+    /// Offered to one entity only, never passed on a stream: a field a
+    /// waiting entity asked for has arrived from another node; suspended
+    /// work goes on (the scheduler's); the end of the stream asks a
+    /// synchrocell entity to park its stored records (node 0's `Drain`,
+    /// `Net::drain_frame`).
     Wake,
 }
 

@@ -224,6 +224,12 @@ impl Runtime {
         }
     }
 
+    /// The synchrocell entities that have held a record (those the end of
+    /// the stream asks to park their stored records, `Net::drain_frame`).
+    pub(crate) fn holding_cells(&self) -> Vec<Arc<Entity>> {
+        crate::sync::lock(&self.holding).clone()
+    }
+
     /// A synchrocell of template `node` fired on worker `worker`,
     /// releasing `n` held records (stored on any worker: a shard's count
     /// may go below zero, the sum over the shards cannot).

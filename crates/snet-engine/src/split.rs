@@ -308,8 +308,20 @@ impl SplitSynchrocell {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det, origin }) = item else {
-            if !matches!(item, Item::Wake) {
+        let Item::Rec(Rec {
+            rec,
+            mut det,
+            origin,
+        }) = item
+        else {
+            if let Item::Wake = item {
+                // The end of the stream (node 0's drain): park the
+                // stored records.
+                if let Some(g) = &mut self.guard {
+                    let open = &self.open;
+                    g.drain(|key, i| open.get(&(key as i64)).and_then(|c| c.slot(i)));
+                }
+            } else {
                 ctx.send(&self.next, item);
             }
             return Ok(());
@@ -372,16 +384,15 @@ impl SplitSynchrocell {
         })?;
         match stored {
             Stored::Kept(i) => {
-                let r = self.open.get(&v).and_then(|c| c.slot(i));
-                if let (Some(g), Some(r)) = (&mut self.guard, r) {
-                    g.stored(&ctx.rt.net, key, i, det.custody(), r);
+                if let Some(g) = &mut self.guard {
+                    g.stored(key, i, det.take_custody());
                 }
                 ctx.rt
                     .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker())
             }
             Stored::Fired(rec) => {
                 if let Some(g) = &mut self.guard {
-                    g.fired(&ctx.rt.net, key, det.custody());
+                    g.fired(key, det.custody());
                 }
                 ctx.rt
                     .released(self.sync_node, pats.len() - 1, ctx.stacks.worker());
@@ -399,7 +410,7 @@ impl SplitSynchrocell {
                 let takes = crate::synchrocell::takes(pats, &rec);
                 if let (Some(g), true) = (&mut self.guard, takes) {
                     g.passed(key..=key, det.custody());
-                    g.passed_open(&ctx.rt.net, key..=key, det.custody());
+                    g.passed_open(key..=key, det.custody());
                 }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }

@@ -288,8 +288,22 @@ impl FusedSynchrocell {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det, origin }) = item else {
-            ctx.send(&self.next, item);
+        let Item::Rec(Rec {
+            rec,
+            mut det,
+            origin,
+        }) = item
+        else {
+            if let Item::Wake = item {
+                // The end of the stream (node 0's drain): park the
+                // stored records.
+                if let Some(g) = &mut self.guard {
+                    let cells = &self.cells;
+                    g.drain(|pos, i| cells.get(&pos).and_then(|c| c.slot(i)));
+                }
+            } else {
+                ctx.send(&self.next, item);
+            }
             return Ok(());
         };
         let exits = &self.def.exits;
@@ -382,7 +396,7 @@ impl FusedSynchrocell {
                 // The record passes the cells before `pos`: fired ones,
                 // and open ones whose slots for it are taken.
                 g.passed(from..=pos - 1, det.custody());
-                g.passed_open(&ctx.rt.net, from..=pos - 1, det.custody());
+                g.passed_open(from..=pos - 1, det.custody());
             }
             let cell = self.cells.get_mut(&pos).expect("open cell");
             let i = (0..pats.len())
@@ -391,8 +405,8 @@ impl FusedSynchrocell {
             self.empty[i].remove(&pos);
             match cell.store(i, pats, rec) {
                 None => {
-                    if let (Some(g), Some(r)) = (&mut self.guard, cell.slot(i)) {
-                        g.stored(&ctx.rt.net, pos, i, det.custody(), r);
+                    if let Some(g) = &mut self.guard {
+                        g.stored(pos, i, det.take_custody());
                     }
                     ctx.rt
                         .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker());
@@ -400,7 +414,7 @@ impl FusedSynchrocell {
                 }
                 Some(merged) => {
                     if let Some(g) = &mut self.guard {
-                        g.fired(&ctx.rt.net, pos, det.custody());
+                        g.fired(pos, det.custody());
                     }
                     ctx.rt
                         .released(self.sync_node, pats.len() - 1, ctx.stacks.worker());

@@ -186,8 +186,22 @@ impl SynchrocellEntity {
         ctx: &mut Ctx,
         me: &Arc<Entity>,
     ) -> Result<(), EngineError> {
-        let Item::Rec(Rec { rec, det, origin }) = item else {
-            ctx.send(&self.next, item);
+        let Item::Rec(Rec {
+            rec,
+            mut det,
+            origin,
+        }) = item
+        else {
+            if let Item::Wake = item {
+                // The end of the stream (node 0's drain): park the
+                // stored records.
+                if let Some(g) = &mut self.guard {
+                    let cell = &self.cell;
+                    g.drain(|_, i| cell.slot(i));
+                }
+            } else {
+                ctx.send(&self.next, item);
+            }
             return Ok(());
         };
         let t0 = if ctx.log.is_some() {
@@ -222,15 +236,15 @@ impl SynchrocellEntity {
                 })?;
         match stored {
             Stored::Kept(i) => {
-                if let (Some(g), Some(r)) = (&mut self.guard, self.cell.slot(i)) {
-                    g.stored(&ctx.rt.net, 0, i, det.custody(), r);
+                if let Some(g) = &mut self.guard {
+                    g.stored(0, i, det.take_custody());
                 }
                 ctx.rt
                     .note_holding(me, &mut self.listed, self.node, ctx.stacks.worker())
             }
             Stored::Fired(rec) => {
                 if let Some(g) = &mut self.guard {
-                    g.fired(&ctx.rt.net, 0, det.custody());
+                    g.fired(0, det.custody());
                 }
                 ctx.rt
                     .released(self.node, self.def.patterns.len() - 1, ctx.stacks.worker());
@@ -243,7 +257,7 @@ impl SynchrocellEntity {
                 // A record no pattern takes passes whatever the cell did.
                 if let (Some(g), true) = (&mut self.guard, takes(&self.def.patterns, &rec)) {
                     g.passed(0..=0, det.custody());
-                    g.passed_open(&ctx.rt.net, 0..=0, det.custody());
+                    g.passed_open(0..=0, det.custody());
                 }
                 ctx.send(&self.next, Item::Rec(Rec { rec, det, origin }))
             }
@@ -275,8 +289,11 @@ pub(crate) fn takes(patterns: &[Pattern], rec: &Record) -> bool {
 ///   cell it passes, until that one committed (after, node 0 holds the
 ///   tombstone).
 ///
-/// A stored record's token is kept in the node's table
-/// ([`crate::dist::Net::cell_store`]) until the cell fires.
+/// A stored record's token is kept here, beside the record in the cell,
+/// until the cell fires or the end of the stream parks the record
+/// ([`Guard::drain`]: node 0's `Drain` hands the cell entity
+/// [`Item::Wake`], and the cell, under its licence, hands node 0 a copy
+/// of each stored record in its token's group and drops the token).
 ///
 /// [`Token::after`]: crate::dist::custody::Token::after
 pub(crate) struct Guard {
@@ -286,8 +303,8 @@ pub(crate) struct Guard {
     path: crate::dist::wire::Path,
     /// The connection its records come on (the first token's).
     conn: Option<crate::dist::ConnId>,
-    /// Per open cell, per slot: the stored record's token's key in the
-    /// node's table.
+    /// Per open cell, per slot: the stored record's token (none once the
+    /// drain parked the record).
     slots: KeyMap<Slots>,
     /// Per fired cell whose group may not have committed: its link.
     firings: KeyMap<Arc<Link>>,
@@ -327,8 +344,8 @@ fn in_range<V>(
 }
 
 /// A cell's slots as its guard sees them: per slot, the stored record's
-/// token's key in the node's table.
-type Slots = smallvec::SmallVec<[Option<u64>; 2]>;
+/// token.
+type Slots = smallvec::SmallVec<[Option<std::sync::Arc<crate::dist::custody::Token>>; 2]>;
 
 type Tok<'a> = Option<&'a std::sync::Arc<crate::dist::custody::Token>>;
 
@@ -404,45 +421,70 @@ impl Guard {
         }
     }
 
-    /// Cell `key` stored `rec`, with token `t`, in slot `i` (the node's
-    /// table keeps a copy of it for the drain to park).
+    /// Cell `key` stored a record with token `t` in slot `i`: the token
+    /// stays here (keeping its group open) until the cell fires or the
+    /// drain parks the record. Nothing of the record is copied.
     pub(crate) fn stored(
         &mut self,
-        net: &crate::dist::Net,
         key: u64,
         i: usize,
-        t: Tok,
-        rec: &snet_core::Record,
+        t: Option<std::sync::Arc<crate::dist::custody::Token>>,
     ) {
-        let id = self.id(key, t);
-        let stored = match (t, id) {
-            (Some(t), Some(id)) => net.cell_store(t, id, i as u64, rec),
-            _ => None,
-        };
+        let Some(t) = t else { return };
+        if self.conn.is_none() {
+            self.conn = Some(t.conn());
+        }
         let slots = self.slots.entry(key).or_default();
         if slots.len() <= i {
             slots.resize(i + 1, None);
         }
-        slots[i] = stored;
+        slots[i] = Some(t);
     }
 
     /// A record with token `t` passes the open cells of `keys` (their
     /// slots for it are taken): it joins their stored records' groups.
-    pub(crate) fn passed_open(
-        &mut self,
-        net: &crate::dist::Net,
-        keys: std::ops::RangeInclusive<u64>,
-        t: Tok,
-    ) {
+    pub(crate) fn passed_open(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
         let Some(t) = t else { return };
         for key in in_range(&self.slots, keys) {
             let Some(slots) = self.slots.get(&key) else {
                 continue;
             };
-            for k in slots.iter().flatten() {
-                if let Some(s) = net.cell_token(*k, false) {
-                    crate::dist::custody::union(t, &s);
-                }
+            for s in slots.iter().flatten() {
+                crate::dist::custody::union(t, s);
+            }
+        }
+    }
+
+    /// The end of the stream (node 0's `Drain`, delivered to the cell
+    /// entity as [`Item::Wake`]): each record stored with a token (`slot`
+    /// gives the record in slot `i` of cell `key`) is *parked*, a copy
+    /// handed to node 0 in its token's group with the cell's name and the
+    /// slot, and the token is dropped, so that the group commits. The
+    /// record stays in its slot, with no token: a record that passes or
+    /// fires the cell joins no group of it (node 0 holds it until the
+    /// cell's tombstone). Records stored later keep their tokens, and a
+    /// later drain parks them.
+    pub(crate) fn drain<'a>(&mut self, slot: impl Fn(u64, usize) -> Option<&'a snet_core::Record>) {
+        let slots = std::mem::take(&mut self.slots);
+        for (key, tokens) in slots {
+            for (i, t) in tokens.into_iter().enumerate() {
+                let Some(t) = t else { continue };
+                let (Some(rec), Some(id)) = (slot(key, i), self.id(key, Some(&t))) else {
+                    debug_assert!(false, "a stored token without its record");
+                    continue;
+                };
+                t.park(
+                    id,
+                    i as u64,
+                    Rec {
+                        rec: rec.clone(),
+                        det: Default::default(),
+                        origin: Default::default(),
+                    },
+                );
+                // Dropping the token commits its group once its last
+                // member is gone.
+                drop(t);
             }
         }
     }
@@ -465,13 +507,11 @@ impl Guard {
 
     /// The record with token `t` fired cell `key`: it joins the groups of
     /// the records stored there, which get the cell's tombstone.
-    pub(crate) fn fired(&mut self, net: &crate::dist::Net, key: u64, t: Tok) {
+    pub(crate) fn fired(&mut self, key: u64, t: Tok) {
         let slots = self.slots.remove(&key).unwrap_or_default();
         let Some(t) = t else { return };
-        for k in slots.iter().flatten() {
-            if let Some(s) = net.cell_token(*k, true) {
-                crate::dist::custody::union_last(t, s);
-            }
+        for s in slots.into_iter().flatten() {
+            crate::dist::custody::union_last(t, s);
         }
         if let Some(id) = self.id(key, Some(t)) {
             let l = t.link(Some(id));

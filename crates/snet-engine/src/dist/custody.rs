@@ -49,8 +49,10 @@
 //!   other groups' content sends its records in the order they were
 //!   held ([`HOLDS`]).
 //!   At the end of the input node 0 asks the nodes holding records to
-//!   drain (`Net::ask_drain`): stored records are *parked* (handed to
-//!   node 0 with their cell and slot in their group's commit,
+//!   drain (`Net::ask_drain`; each cell entity holding records gets
+//!   `Item::Wake` and parks its own, `Guard::drain`): stored records
+//!   are *parked* (handed to node 0 with their cell and slot in their
+//!   group's commit,
 //!   [`Token::park`]; node 0 keeps them until the cell's tombstone,
 //!   [`Log::park`], and a replacement's cell starts with them) and their
 //!   groups commit.
@@ -1761,19 +1763,18 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 0, 0, Some(&s), &snet_core::Record::new());
-        drop(s); // the cell's table keeps it
-        g.passed_open(&net, 0..=0, Some(&r));
+        g.stored(0, 0, Some(s)); // the guard keeps it
+        g.passed_open(0..=0, Some(&r));
         drop(r);
         assert_eq!(commits(&net), vec![], "the pass waits for the decision");
         let f = token(&net, 3);
-        g.fired(&net, 0, Some(&f));
+        g.fired(0, Some(&f));
         drop(f);
         assert_eq!(commits(&net), vec![(vec![1, 2, 3], vec![0])]);
         // The cell has fired and its group committed: a record passes freely.
         let late = token(&net, 4);
         g.passed(0..=0, Some(&late));
-        g.passed_open(&net, 0..=0, Some(&late));
+        g.passed_open(0..=0, Some(&late));
         drop(late);
         assert_eq!(commits(&net), vec![(vec![4], vec![])]);
     }
@@ -1831,11 +1832,10 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 0, 0, Some(&s), &snet_core::Record::new());
-        drop(s);
-        g.passed_open(&net, 0..=0, Some(&r)); // `r`'s record goes on
+        g.stored(0, 0, Some(s));
+        g.passed_open(0..=0, Some(&r)); // `r`'s record goes on
         let f = token(&net, 3);
-        g.fired(&net, 0, Some(&f));
+        g.fired(0, Some(&f));
         drop(f);
         assert_eq!(commits(&net), vec![], "the decision waits for the pass");
         drop(r);
@@ -2043,9 +2043,8 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, f) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 9, 0, Some(&s), &snet_core::Record::new());
-        drop(s);
-        g.fired(&net, 9, Some(&f));
+        g.stored(9, 0, Some(s));
+        g.fired(9, Some(&f));
         let (r1, r2) = (token(&net, 3), token(&net, 4));
         g.passed(9..=9, Some(&r1));
         g.passed(9..=9, Some(&r2));
@@ -2092,29 +2091,32 @@ mod tests {
             r
         };
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
+        // The cells' slots, as the cell entity keeps them: (key, slot).
+        let mut cells = std::collections::HashMap::new();
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(&net, 0, 0, Some(&s), &rec(10));
-        g.passed_open(&net, 0..=0, Some(&r));
-        drop((s, r));
+        cells.insert((0, 0), rec(10));
+        g.stored(0, 0, Some(s));
+        g.passed_open(0..=0, Some(&r));
+        drop(r);
         assert_eq!(commits(&net), vec![]);
-        net.drain_frame(Rank::ROOT);
+        g.drain(|key, i| cells.get(&(key, i)));
         assert_eq!(parked(&net), vec![(0, 0, Some(10))]);
         assert_eq!(commits(&net), vec![(vec![1, 2], vec![])]);
         // Back round the loop: stored in another cell, with its token.
         let t = token(&net, 3);
-        g.stored(&net, 5, 1, Some(&t), &rec(11));
-        drop(t);
+        cells.insert((5, 1), rec(11));
+        g.stored(5, 1, Some(t));
         assert_eq!(
             commits(&net),
             vec![],
             "a store after the drain keeps its token"
         );
-        net.drain_frame(Rank::ROOT);
+        g.drain(|key, i| cells.get(&(key, i)));
         assert_eq!(parked(&net), vec![(5, 1, Some(11))]);
         assert_eq!(commits(&net), vec![(vec![3], vec![])]);
         // A record fires cell 0 (slot 0 parked): its own group, the tombstone.
         let f = token(&net, 4);
-        g.fired(&net, 0, Some(&f));
+        g.fired(0, Some(&f));
         drop(f);
         assert_eq!(commits(&net), vec![(vec![4], vec![0])]);
     }

@@ -846,7 +846,12 @@ impl Model {
             // `Drain` (sent only when all is quiescent): an unfired
             // cell's stored records no longer keep their tokens; each is
             // handed to node 0 in its token's group (parked), and stays
-            // in its slot.
+            // in its slot. (The engine hands each cell entity a `Wake`,
+            // on which the cell parks its own records, `Guard::drain`:
+            // one step here, since the node is quiescent at the `Drain`
+            // and anything that reaches a cell afterwards comes behind
+            // its `Wake`, so each cell parks what it holds now; groups
+            // commit as their last tokens drop, in either order.)
             ToK::Drain => {
                 k.drained = true;
                 for c in 0..CELLS {

@@ -736,7 +736,7 @@ fn handle(
             // (before a parked record, which a tombstone takes out).
             FrameRef::Fired { cell } if net.me == Rank::ROOT => got.fired.push(cell),
             FrameRef::Fired { cell } => net.fired_frame(from, cell),
-            FrameRef::Drain => net.drain_frame(from),
+            FrameRef::Drain => net.drain_frame(from, ctx),
             FrameRef::Parked { cell, slot } => {
                 net.fired_all(from, &mut got.fired);
                 park = Some((cell, slot));

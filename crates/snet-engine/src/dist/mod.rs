@@ -351,26 +351,12 @@ pub(crate) struct Net {
 pub(crate) struct Receiving {
     pub next: u64,
     pub replayable: rustc_hash::FxHashSet<ConnId>,
-    /// The custody tokens of records synchrocells store, by a key the
-    /// cell keeps (here, not in the cell, so that [`Net::drain`] can park
-    /// them; a stored record keeps its group from committing), with the
-    /// cell, the slot and a copy of the record.
-    stored: FxHashMap<u64, StoredRec>,
-    next_stored: u64,
     /// The cells node 0 says this node's earlier incarnations fired.
     tombstones: rustc_hash::FxHashSet<wire::CellId>,
     /// The records node 0 says this node's earlier incarnations' drains
     /// parked, by cell (slot, record): the cell of that name starts with
     /// them in its slots.
     parked: FxHashMap<wire::CellId, Vec<(u64, snet_core::Record)>>,
-}
-
-/// A record a synchrocell stores, as [`Receiving::stored`] keeps it.
-struct StoredRec {
-    token: Arc<custody::Token>,
-    cell: wire::CellId,
-    slot: u64,
-    rec: snet_core::Record,
 }
 
 /// Items a node may have sent to other nodes and not had acknowledged
@@ -821,42 +807,6 @@ impl Net {
         }
     }
 
-    /// A node other than 0: synchrocell `cell` stores `rec` in slot
-    /// `slot`, with token `t`; the key it finds the token by. The table
-    /// keeps a copy of the record for [`Net::drain`] to park.
-    pub(crate) fn cell_store(
-        &self,
-        t: &Arc<custody::Token>,
-        cell: wire::CellId,
-        slot: u64,
-        rec: &snet_core::Record,
-    ) -> Option<u64> {
-        let mut c = lock(self.custody.as_ref()?);
-        let k = c.next_stored;
-        c.next_stored += 1;
-        c.stored.insert(
-            k,
-            StoredRec {
-                token: t.clone(),
-                cell,
-                slot,
-                rec: rec.clone(),
-            },
-        );
-        Some(k)
-    }
-
-    /// The token a cell stored under `key` (taken out of the table if
-    /// `take`); `None` once [`Net::drain`] parked the record.
-    pub(crate) fn cell_token(&self, key: u64, take: bool) -> Option<Arc<custody::Token>> {
-        let mut c = lock(self.custody.as_ref()?);
-        if take {
-            c.stored.remove(&key).map(|s| s.token)
-        } else {
-            c.stored.get(&key).map(|s| s.token.clone())
-        }
-    }
-
     /// Whether an earlier incarnation of this node may have fired a
     /// cell (node 0 sent tombstones): if not, [`Net::tombstoned`] is
     /// false for every cell, and a guard need not name the cell to ask.
@@ -897,29 +847,6 @@ impl Net {
         }
     }
 
-    /// The stream is over (node 0's `Drain`): each stored record is
-    /// *parked*, handed to node 0 in its token's group (with its cell and
-    /// slot; the record stays in the cell), and the tokens are dropped,
-    /// so that their groups commit. Records stored later keep their
-    /// tokens (a feedback loop on node 0 may bring records back to the
-    /// cell), and a later drain parks them.
-    fn drain(&self) {
-        let Some(c) = &self.custody else { return };
-        let stored = std::mem::take(&mut lock(c).stored);
-        // Outside the lock: dropping a token commits (which locks the state).
-        for (_, s) in stored {
-            s.token.park(
-                s.cell,
-                s.slot,
-                Rec {
-                    rec: s.rec,
-                    det: Stamps::default(),
-                    origin: Default::default(),
-                },
-            );
-        }
-    }
-
     /// A `Parked` frame from `from` and its record: node 0 keeps it until
     /// the cell's tombstone; a replacement's cell starts with it.
     pub(crate) fn parked_frame(&self, from: Rank, cell: wire::CellId, slot: u64, item: Item) {
@@ -954,10 +881,23 @@ impl Net {
         }
     }
 
-    /// A `Drain` frame from `from` (node 0's only).
-    pub(crate) fn drain_frame(&self, from: Rank) {
-        if from == Rank::ROOT {
-            self.drain();
+    /// A `Drain` frame from `from` (node 0's only): the stream is over,
+    /// and each synchrocell entity that holds records is handed
+    /// [`Item::Wake`], on which it *parks* its stored records under its
+    /// own licence ([`crate::synchrocell::Guard::drain`]: a copy of each
+    /// goes to node 0 in its token's group, with the cell's name and the
+    /// slot; the record stays in the cell; the token is dropped, so that
+    /// its group commits). The node is quiescent when node 0 asks, so
+    /// nothing is ahead of the `Wake` in a cell's inbox, and whatever
+    /// reaches the cell later (a feedback loop on node 0 bringing records
+    /// back once their groups committed) comes behind it: records stored
+    /// after the drain keep their tokens, and a later drain parks them.
+    pub(crate) fn drain_frame(&self, from: Rank, ctx: &mut crate::runtime::Ctx) {
+        if from != Rank::ROOT || self.custody.is_none() {
+            return;
+        }
+        for e in ctx.rt.holding_cells() {
+            ctx.send(&e, Item::Wake);
         }
     }
 
