@@ -786,12 +786,17 @@ impl CBox {
     /// the run has): each value read where the plan put it, without a
     /// look at its label. `false` (nothing to release: no field was
     /// made): a value is not an int or does not fit one; the caller then
-    /// reads the arguments by [`CBox::arguments`], which reports it.
+    /// reads the arguments by [`CBox::arguments`], which reports it. `N`,
+    /// the count, is known to the compiler: no loop.
     #[inline(always)]
-    fn tag_arguments(input: &Record, at: &[u32], args: &mut [SnetArg]) -> bool {
+    fn tag_arguments<const N: usize>(
+        input: &Record,
+        at: &[usize; N],
+        args: &mut [SnetArg; ARGS_INLINE],
+    ) -> bool {
         let entries = input.entries();
         for (a, &p) in args.iter_mut().zip(at) {
-            match entries.get(p as usize) {
+            match entries.get(p) {
                 Some((_, Value::Int(v))) => match c_int::try_from(*v) {
                     Ok(t) => *a = SnetArg { tag: t },
                     Err(_) => return false,
@@ -872,7 +877,6 @@ impl BoxImpl for CBox {
         if n > ARGS_INLINE || !idle {
             return snet_engine::invoke_each(self, run);
         }
-        let mut args = [SnetArg { tag: 0 }; ARGS_INLINE];
         let direct: *mut Emitter = run;
         let emit: *mut (dyn Emit + 'static) = direct;
         let mut inv = Invocation {
@@ -912,40 +916,83 @@ impl BoxImpl for CBox {
         // The plan is the run's (it changes only between runs): whether
         // every argument is a tag at a position of the planned label set,
         // so that each call reads them there without a look at the label.
-        let tags = {
-            // SAFETY: as in the loop below.
-            let at = unsafe { (*direct).arg_positions() };
-            at.len() == n
-                && self
-                    .inputs
-                    .iter()
-                    .zip(at)
-                    .all(|(l, &p)| !l.is_field() && p != u32::MAX)
-        };
+        // SAFETY: `direct` is `run`, which outlives the run; no call runs yet.
+        let at = unsafe { (*direct).arg_positions() };
+        let tags = at.len() == n
+            && self
+                .inputs
+                .iter()
+                .zip(at)
+                .all(|(l, &p)| !l.is_field() && p != u32::MAX);
+        let run = RunState { direct, invp, slot };
+        // The calls' loop made for the count of tag arguments (up to
+        // three: their positions in registers or on the stack, read
+        // without a loop), and once for the rest (fields, more tags).
+        match (tags, n) {
+            (true, 1) => self.calls::<1>(run, &mut ids, [at[0] as usize]),
+            (true, 2) => self.calls::<2>(run, &mut ids, [at[0] as usize, at[1] as usize]),
+            (true, 3) => self.calls::<3>(
+                run,
+                &mut ids,
+                [at[0] as usize, at[1] as usize, at[2] as usize],
+            ),
+            _ => self.calls::<0>(run, &mut ids, []),
+        }
+    }
+}
+
+/// What the calls of a run share ([`CBox::calls`]).
+#[derive(Clone, Copy)]
+struct RunState {
+    /// The engine's collector, which outlives the run.
+    direct: *mut Emitter,
+    /// The run's invocation state, alive for the whole run.
+    invp: *mut Invocation,
+    /// This thread's slot.
+    slot: *mut Current,
+}
+
+impl CBox {
+    /// The calls of a run ([`BoxImpl::invoke_run`], which set up `run`):
+    /// with `N` tag arguments (`N > 0`), each read at its position `at`
+    /// in the run's label set ([`CBox::tag_arguments`]); with `N == 0`,
+    /// the arguments are read by [`CBox::arguments`].
+    #[inline(always)]
+    fn calls<const N: usize>(
+        &self,
+        run: RunState,
+        ids: &mut RunIds,
+        at: [usize; N],
+    ) -> Result<(), BoxError> {
+        let RunState { direct, invp, slot } = run;
+        let n = self.inputs.len();
+        let mut args = [SnetArg { tag: 0 }; ARGS_INLINE];
+        let (name, call, index) = (self.name.as_ptr(), self.call, self.index);
         loop {
             {
-                // SAFETY: `direct` is `run`, which outlives the run; no
-                // call is running (nothing else uses it now).
+                // SAFETY: `direct` is the run's collector, which outlives
+                // the run; no call is running (nothing else uses it now).
                 let r = unsafe { &*direct };
-                let (input, at) = (r.input(), r.arg_positions());
-                if !(tags && Self::tag_arguments(input, at, &mut args[..n])) {
-                    self.arguments(input, at, &mut args[..n])?;
+                let input = r.input();
+                if !(N > 0 && Self::tag_arguments(input, &at, &mut args)) {
+                    self.arguments(input, r.arg_positions(), &mut args[..n])?;
                 }
             }
             // SAFETY: as above.
             let origin = unsafe { (*direct).origin() }.to_bits();
-            let handle = ((ids.next() << 16) as usize) | self.index;
-            // SAFETY: `invp` is `inv`, alive for the whole run; this
-            // thread's slot names it only while the box runs (cleared
-            // once it returned); the trampoline was generated for this
-            // box's signature and reads exactly `inputs.len()` arguments;
-            // field arguments are owned references handed to the box.
+            let handle = ((ids.next() << 16) as usize) | index;
+            // SAFETY: `invp` is the run's state, alive for the whole run;
+            // this thread's slot names it only while the box runs
+            // (cleared once it returned); the trampoline was generated
+            // for this box's signature and reads exactly `inputs.len()`
+            // arguments; field arguments are owned references handed to
+            // the box.
             unsafe {
                 (*invp).handle = handle;
                 (*slot).hnd = handle;
-                (*slot).name = self.name.as_ptr();
+                (*slot).name = name;
                 (*slot).origin = origin;
-                (self.call)(handle as *mut c_void, args.as_ptr());
+                call(handle as *mut c_void, args.as_ptr());
                 (*slot).hnd = 0;
                 (*slot).name = std::ptr::null();
             }
@@ -964,9 +1011,7 @@ impl BoxImpl for CBox {
             }
         }
     }
-}
 
-impl CBox {
     /// [`BoxImpl::invoke`] with more arguments than fit on the stack.
     #[cold]
     fn invoke_spilled(&self, input: &Record, out: &mut dyn Emit) -> Result<(), BoxError> {

@@ -364,6 +364,29 @@ impl Record {
         }
     }
 
+    /// [`Record::has_labels`] for the first `n` of `labels`, with `n` at
+    /// most [`Record::INLINE`], where the record's entries are inline:
+    /// the length and the labels compared without a loop (the compiler
+    /// unrolls it). `false` for entries on the heap, whatever their labels
+    /// (a caller that must know asks [`Record::has_labels`] then).
+    #[inline(always)]
+    pub fn has_inline_labels(&self, labels: &[Label; Record::INLINE], n: usize) -> bool {
+        if self.entries.spilled() || self.entries.len() != n {
+            return false;
+        }
+        let e = self.entries.as_slice();
+        for (i, m) in labels.iter().enumerate() {
+            if i == n {
+                return true;
+            }
+            // `i < n`, the length.
+            if e[i].0 != *m {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Whether the record's labels are exactly `labels` (in order).
     #[inline]
     pub fn has_labels(&self, labels: &[Label]) -> bool {

@@ -284,10 +284,14 @@ impl Reorder {
 /// Flow inheritance planned for one input label set: per output variant,
 /// the positions of the input entries its outputs inherit (the labels the
 /// box's input pattern does not name and the variant does not carry).
-#[derive(Default)]
 pub(crate) struct Inherit {
     /// The label set planned for; empty with `take` empty: none yet.
     labels: Box<[Label]>,
+    /// The same set when it has at most [`Record::INLINE`] labels (padded
+    /// with [`Label::PAD`]), and how many (`usize::MAX`: more, or no
+    /// plan), for [`Inherit::same_set`]'s unrolled check.
+    few: [Label; Record::INLINE],
+    nfew: usize,
     take: Vec<SmallVec<[u32; 4]>>,
     /// Per variant, its [`Slot`] steps; `None` for a variant that
     /// names a label twice.
@@ -298,6 +302,20 @@ pub(crate) struct Inherit {
     /// The position in a record of the set of each of the box's input
     /// labels, in signature order ([`Emitter::arg_positions`]).
     args: SmallVec<[u32; 8]>,
+}
+
+impl Default for Inherit {
+    fn default() -> Inherit {
+        Inherit {
+            labels: Box::default(),
+            few: [Label::PAD; Record::INLINE],
+            nfew: usize::MAX,
+            take: Vec::new(),
+            steps: Vec::new(),
+            fields: false,
+            args: SmallVec::new(),
+        }
+    }
 }
 
 impl Inherit {
@@ -320,6 +338,15 @@ impl Inherit {
     #[inline(always)]
     pub(crate) fn same_set(&self, rec: &Record) -> bool {
         debug_assert!(!self.take.is_empty(), "a plan is made");
+        // A set of at most four labels (pipe10's two, most records): the
+        // length and each label compared without a loop; entries on the
+        // heap (a record that once grew) are looked at the general way.
+        rec.has_inline_labels(&self.few, self.nfew) || self.same_set_slow(rec)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn same_set_slow(&self, rec: &Record) -> bool {
         rec.has_labels(&self.labels)
     }
 
@@ -334,6 +361,11 @@ impl Inherit {
         outputs: &[Vec<Label>],
     ) {
         self.labels = rec.labels().collect();
+        (self.few, self.nfew) = ([Label::PAD; Record::INLINE], usize::MAX);
+        if self.labels.len() <= Record::INLINE {
+            self.few[..self.labels.len()].copy_from_slice(&self.labels);
+            self.nfew = self.labels.len();
+        }
         self.fields = self.labels.iter().any(|l| l.is_field());
         // A label the record lacks (the input check refuses such a record
         // before any call) gets a position past its end.
@@ -878,5 +910,43 @@ mod tests {
         assert_eq!(p.steps(0), None);
         assert_eq!(p.steps(3), None);
         assert!(!p.fits(&rec(&[a, b])));
+    }
+
+    /// The check of a run's next input (`same_set`): exactly the planned
+    /// labels, for sets that take the unrolled check (up to four labels,
+    /// entries inline) and for the rest (more labels, entries on the heap).
+    #[test]
+    fn a_runs_next_input_has_exactly_the_planned_labels() {
+        let l: Vec<Label> = (0..6).map(|i| Label::tag(&format!("ss{i}"))).collect();
+        let plan = |labels: &[Label]| {
+            let mut p = Inherit::default();
+            p.plan(&rec(labels), &Variant::new([]), &[], &[]);
+            p
+        };
+        for n in 0..=6 {
+            let p = plan(&l[..n]);
+            assert!(p.same_set(&rec(&l[..n])), "{n} labels");
+            // On the heap, with the same labels.
+            let mut heap = Record::with_capacity(8);
+            for (i, m) in l[..n].iter().enumerate() {
+                heap.set(*m, Value::Int(i as i64));
+            }
+            assert!(heap.spilled());
+            assert!(p.same_set(&heap), "{n} labels on the heap");
+            // One label fewer, one more.
+            if n > 0 {
+                assert!(!p.same_set(&rec(&l[..n - 1])), "{n} labels, one fewer");
+            }
+            if n < 6 {
+                assert!(!p.same_set(&rec(&l[..n + 1])), "{n} labels, one more");
+            }
+            // As many labels, one of them another.
+            for k in 0..n {
+                let mut other = l[..n].to_vec();
+                other[k] = Label::tag("ss-other");
+                other.sort();
+                assert!(!p.same_set(&rec(&other)), "{n} labels, {k} another");
+            }
+        }
     }
 }
