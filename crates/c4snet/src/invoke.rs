@@ -490,6 +490,26 @@ unsafe fn out_tags(
     // during the invocation.
     let (values, direct) =
         unsafe { (std::slice::from_raw_parts(values, n as usize), &mut *direct) };
+    // Outputs with exactly the input's labels (pipe10's `{x, <k>}` in
+    // and out): the input's copy with the box's values written over it.
+    if let Some(over) = direct.slot_over(variant as usize) {
+        let may_suspend = over.may_suspend;
+        for &(i, j) in over.args {
+            // SAFETY: the values were read as ints (contract); `i` is a
+            // position of the record, whose value there is a tag's, an
+            // int (`Over::args`).
+            unsafe {
+                over.rec
+                    .set_int_at_unchecked(i as usize, i64::from(values[j as usize].tag))
+            };
+        }
+        if may_suspend {
+            suspending(|| direct.commit_slot());
+        } else {
+            direct.commit_slot();
+        }
+        return true;
+    }
     let Some(slot) = direct.slot(variant as usize) else {
         return false;
     };

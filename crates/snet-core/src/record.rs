@@ -319,6 +319,43 @@ impl Record {
         unsafe { std::ptr::write(self, filled) };
     }
 
+    /// Copies a record that holds no field value and keeps its entries
+    /// inline over `to`, bitwise in one go (no look at each entry): such
+    /// a record owns nothing, so the copy and the original are
+    /// independent.
+    ///
+    /// # Safety
+    /// No value of `self` is a field and `self` is not spilled
+    /// ([`Record::spilled`]), i.e. `self` does not [`Record::needs_drop`];
+    /// nor does `to`, which is overwritten without a drop.
+    #[inline(always)]
+    pub unsafe fn copy_inline_tags_to(&self, to: &mut Record) {
+        debug_assert!(!self.needs_drop() && !to.needs_drop());
+        // SAFETY: the record owns no heap buffer and no field reference
+        // (contract): its bytes are the whole of its value; `to` owns
+        // nothing to drop; two references do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(self, to, 1) }
+    }
+
+    /// Writes the tag value `v` over the value of the entry at position
+    /// `i` (its label stays), without dropping the old value.
+    ///
+    /// # Safety
+    /// `i` is below [`Record::len`], and the value there is an int (it
+    /// needs no drop).
+    #[inline(always)]
+    pub unsafe fn set_int_at_unchecked(&mut self, i: usize, v: i64) {
+        debug_assert!(i < self.len() && matches!(self.entries[i].1, Value::Int(_)));
+        // SAFETY: `i` is in bounds (contract); the old value is an int,
+        // which owns nothing: overwritten without a drop.
+        unsafe {
+            std::ptr::write(
+                std::ptr::addr_of_mut!((*self.entries.as_mut_ptr().add(i)).1),
+                Value::Int(v),
+            )
+        }
+    }
+
     /// Flow inheritance: copies into `self` every entry of `from` whose label
     /// `pattern` does not name and `self` does not already carry.
     pub fn inherit(&mut self, from: &Record, pattern: &Variant) {

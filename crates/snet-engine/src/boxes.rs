@@ -174,6 +174,23 @@ pub struct Slot<'a> {
     pub may_suspend: bool,
 }
 
+/// An output record built as a copy of the call's input with some of
+/// its values overwritten ([`Emitter::slot_over`]): what a variant's
+/// outputs are when they carry exactly the input's labels (what the
+/// steps of its [`Slot`] would build, each `Src::Input(i)` at position
+/// `i`, with fewer stores).
+pub struct Over<'a> {
+    /// The record: a copy of the input, tags alone, inline.
+    pub rec: &'a mut Record,
+    /// The entries to overwrite: each one's position in `rec` and the
+    /// position of its value among the box's values for the variant (in
+    /// signature order); the value is an int (the labels are tags). See
+    /// [`Record::set_int_at_unchecked`].
+    pub args: &'a [(u32, u32)],
+    /// As [`Slot::may_suspend`].
+    pub may_suspend: bool,
+}
+
 /// Where one entry of an output record comes from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Src {
@@ -281,6 +298,9 @@ impl Reorder {
     }
 }
 
+/// An [`Over`]'s plan: (position in the record, argument) per value.
+type OverPlan = Box<[(u32, u32)]>;
+
 /// Flow inheritance planned for one input label set: per output variant,
 /// the positions of the input entries its outputs inherit (the labels the
 /// box's input pattern does not name and the variant does not carry).
@@ -296,6 +316,11 @@ pub(crate) struct Inherit {
     /// Per variant, its [`Slot`] steps; `None` for a variant that
     /// names a label twice.
     steps: Vec<Option<Vec<(Label, Src)>>>,
+    /// Per variant, when its outputs have exactly the planned label set,
+    /// which holds no field and fits a record inline: the positions of
+    /// its values in such a record, with their argument (the steps' `Src::Arg`),
+    /// for [`Emitter::slot_over`]; `None` otherwise.
+    over: Vec<Option<OverPlan>>,
     /// Whether a label of the set is a field (a record of the set may then
     /// need a drop; otherwise only if its entries are on the heap).
     fields: bool,
@@ -312,6 +337,7 @@ impl Default for Inherit {
             nfew: usize::MAX,
             take: Vec::new(),
             steps: Vec::new(),
+            over: Vec::new(),
             fields: false,
             args: SmallVec::new(),
         }
@@ -405,6 +431,25 @@ impl Inherit {
                 (!repeats).then_some(steps)
             })
             .collect();
+        let small = !self.fields && self.labels.len() <= Record::INLINE;
+        self.over = self
+            .steps
+            .iter()
+            .map(|steps| {
+                let steps = steps.as_deref().filter(|_| small)?;
+                let same = steps.len() == self.labels.len()
+                    && steps.iter().zip(&*self.labels).all(|((l, _), m)| l == m);
+                same.then(|| {
+                    (0u32..)
+                        .zip(steps)
+                        .filter_map(|(i, &(_, src))| match src {
+                            Src::Arg(j) => Some((i, j)),
+                            Src::Input(_) => None,
+                        })
+                        .collect()
+                })
+            })
+            .collect();
         if self.take.is_empty() {
             // A box with no output variant: nothing is inherited, but the
             // plan must still tell itself from none.
@@ -417,6 +462,14 @@ impl Inherit {
     #[inline]
     pub(crate) fn steps(&self, variant: usize) -> Option<&[(Label, Src)]> {
         self.steps.get(variant.wrapping_sub(1))?.as_deref()
+    }
+
+    /// Variant `variant`'s outputs as the input with values overwritten
+    /// (1-based; `None` out of range or when they are not): the
+    /// positions in the record and the arguments of the values written.
+    #[inline(always)]
+    pub(crate) fn over(&self, variant: usize) -> Option<&[(u32, u32)]> {
+        self.over.get(variant.wrapping_sub(1))?.as_deref()
     }
 
     /// The positions variant `variant` (1-based, in range) inherits.
@@ -948,5 +1001,50 @@ mod tests {
                 assert!(!p.same_set(&rec(&other)), "{n} labels, {k} another");
             }
         }
+    }
+
+    /// A variant whose outputs carry exactly the input's labels (tags,
+    /// inline) is planned as the input with its values written over:
+    /// the positions and arguments are its steps' `Src::Arg`s; any other
+    /// variant, a set with a field and a set too big to be inline have
+    /// no such plan.
+    #[test]
+    fn outputs_with_the_inputs_labels_are_planned_as_overwrites() {
+        let (x, y, k) = (Label::tag("ox"), Label::tag("oy"), Label::btag("ok"));
+        let r = rec(&[x, y, k]);
+        let pos = |l: Label| r.labels().position(|m| m == l).unwrap() as u32;
+        let mut p = Inherit::default();
+        // box ((ox, oy) -> (oy, ox) | (ox) | (ox, oy, <ok>) | (ox, ox)).
+        let pattern = Variant::new([x, y]);
+        let outs = [vec![y, x], vec![x], vec![x, y, k], vec![x, x]];
+        p.plan(&r, &pattern, &[x, y], &outs);
+        let mut want = [(pos(y), 0), (pos(x), 1)];
+        want.sort();
+        assert_eq!(p.over(1), Some(&want[..]));
+        assert_eq!(p.over(2), None, "ox alone lacks oy");
+        let mut want = [(pos(x), 0), (pos(y), 1), (pos(k), 2)];
+        want.sort();
+        assert_eq!(
+            p.over(3),
+            Some(&want[..]),
+            "<ok> overwritten, not inherited"
+        );
+        assert_eq!(p.over(4), None, "a label named twice has no steps");
+        assert_eq!((p.over(0), p.over(5)), (None, None));
+        // A field among the labels, or more than fit inline: none.
+        let f = Label::field("of");
+        let rf = rec(&[f, x]);
+        p.plan(&rf, &Variant::new([x]), &[x], &[vec![x]]);
+        assert_eq!(p.over(1), None);
+        let wide: Vec<Label> = (0..=Record::INLINE)
+            .map(|i| Label::tag(&format!("ow{i}")))
+            .collect();
+        p.plan(
+            &rec(&wide),
+            &Variant::new([wide[0]]),
+            &wide[..1],
+            &[wide[..1].to_vec()],
+        );
+        assert_eq!(p.over(1), None);
     }
 }

@@ -53,7 +53,7 @@ use corosensei::Yielder;
 use corosensei::{Coroutine, CoroutineResult};
 use snet_core::{BoxDef, Record};
 
-use crate::boxes::{BoxImpl, Emit, Slot};
+use crate::boxes::{BoxImpl, Emit, Over, Slot};
 use crate::entity::{Item, Origin, Rec, Stamps};
 use crate::error::BoxError;
 
@@ -372,28 +372,80 @@ impl Emitter {
     /// [`Emit::slot`], without dynamic dispatch.
     #[inline(always)]
     pub fn slot(&mut self, variant: usize) -> Option<Slot<'_>> {
-        // SAFETY: as in `push`; `outs` is not borrowed elsewhere while the
-        // slot lives (the interface only fills it, then commits or
-        // discards it).
-        let (input, inherit, det, origin, outs) = unsafe {
+        // SAFETY: as in `push`; the plan only changes between runs.
+        let (input, inherit) = unsafe {
             (
                 &*std::ptr::addr_of!((*self.io).input),
                 &*std::ptr::addr_of!((*self.io).inherit),
-                &*std::ptr::addr_of!((*self.io).det),
-                *std::ptr::addr_of!((*self.io).origin),
-                &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
         // Out of range (the plan has steps for each declared variant), or
         // a variant that names a label twice: `None`.
         let steps = inherit.steps(variant)?;
+        // The record is empty (the filling makes room if its entries do
+        // not fit inline).
+        let (rec, may_suspend) = self.place();
+        Some(Slot {
+            rec,
+            steps,
+            input,
+            may_suspend,
+        })
+    }
+
+    /// A slot for variant `variant`'s next output whose record is already
+    /// built as a copy of the call's input, for the interface to
+    /// overwrite the box's values in: when the variant's outputs carry
+    /// exactly the input's labels (tags alone, inline), as planned once
+    /// per label set; `None` otherwise (take an [`Emitter::slot`]). It
+    /// is committed or discarded as a slot is.
+    #[inline(always)]
+    pub fn slot_over(&mut self, variant: usize) -> Option<Over<'_>> {
+        // SAFETY: as in `slot`.
+        let (input, inherit) = unsafe {
+            (
+                &*std::ptr::addr_of!((*self.io).input),
+                &*std::ptr::addr_of!((*self.io).inherit),
+            )
+        };
+        let args = inherit.over(variant)?;
+        if input.spilled() {
+            return None;
+        }
+        let (rec, may_suspend) = self.place();
+        // SAFETY: the planned label set has no field (`Inherit::over`)
+        // and the input is inline: it owns nothing, and its bytes copied
+        // over the empty record (which owns nothing either) make a record
+        // of their own. (Copied in place: a record made apart and moved
+        // is copied twice, the compiler cannot tell `outs` from `input`.)
+        unsafe { input.copy_inline_tags_to(rec) };
+        Some(Over {
+            rec,
+            args,
+            may_suspend,
+        })
+    }
+
+    /// Writes an output item with an empty record where it will wait
+    /// (the slot's record, to fill before the commit) and works out
+    /// whether committing it suspends the call.
+    #[inline(always)]
+    fn place(&mut self) -> (&mut Record, bool) {
+        // SAFETY: as in `push`; `outs` is not borrowed elsewhere while the
+        // slot lives (the interface only fills it, then commits or
+        // discards it).
+        let (det, origin, outs) = unsafe {
+            (
+                &*std::ptr::addr_of!((*self.io).det),
+                *std::ptr::addr_of!((*self.io).origin),
+                &mut *std::ptr::addr_of_mut!((*self.io).outs),
+            )
+        };
         let det = det.clone();
         // The item is written where it will wait, in the spare room of
         // `outs` (a `Vec`, which has room to spare; a `VecDeque` has not):
-        // only its fields and the empty record's length are stored (an
-        // item pushed whole is built apart and copied, 128 bytes). The
-        // record is empty (the filling makes room if its entries do not
-        // fit inline).
+        // only its fields are stored (an item pushed whole is built apart
+        // and copied, 128 bytes).
         outs.reserve(1);
         let len = outs.len();
         // The condition of `batch_full` once this output is committed:
@@ -421,12 +473,7 @@ impl Emitter {
             // SAFETY: the item was written as `Item::Rec` just above.
             unsafe { std::hint::unreachable_unchecked() }
         };
-        Some(Slot {
-            rec: &mut r.rec,
-            steps,
-            input,
-            may_suspend,
-        })
+        (&mut r.rec, may_suspend)
     }
 
     /// [`Emit::commit_slot`], without dynamic dispatch.
