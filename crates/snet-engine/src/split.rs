@@ -314,16 +314,10 @@ impl SplitSynchrocell {
             origin,
         }) = item
         else {
-            if let Item::Wake = item {
-                // The end of the stream (node 0's drain): park the
-                // stored records.
-                if let Some(g) = &mut self.guard {
-                    let open = &self.open;
-                    g.drain(|key, i| open.get(&(key as i64)).and_then(|c| c.slot(i)));
-                }
-            } else {
-                ctx.send(&self.next, item);
-            }
+            let open = &self.open;
+            crate::synchrocell::not_a_record(item, &mut self.guard, ctx, &self.next, |key, i| {
+                open.get(&(key as i64)).and_then(|c| c.slot(i))
+            });
             return Ok(());
         };
         let def = &*self.def;

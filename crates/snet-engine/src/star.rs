@@ -294,16 +294,10 @@ impl FusedSynchrocell {
             origin,
         }) = item
         else {
-            if let Item::Wake = item {
-                // The end of the stream (node 0's drain): park the
-                // stored records.
-                if let Some(g) = &mut self.guard {
-                    let cells = &self.cells;
-                    g.drain(|pos, i| cells.get(&pos).and_then(|c| c.slot(i)));
-                }
-            } else {
-                ctx.send(&self.next, item);
-            }
+            let cells = &self.cells;
+            crate::synchrocell::not_a_record(item, &mut self.guard, ctx, &self.next, |pos, i| {
+                cells.get(&pos).and_then(|c| c.slot(i))
+            });
             return Ok(());
         };
         let exits = &self.def.exits;

@@ -157,6 +157,26 @@ impl Cell {
     }
 }
 
+/// What a cell entity (a lone cell, a star's fused cells, a cell per tag
+/// value) does with an item that is not a record: on [`Item::Wake`] (node
+/// 0's drain) its guard parks the records it still stores, which `slot`
+/// finds by key and slot; anything else goes on to `next`.
+pub(crate) fn not_a_record<'a>(
+    item: Item,
+    guard: &mut Option<Box<Guard>>,
+    ctx: &mut Ctx,
+    next: &Arc<Entity>,
+    slot: impl Fn(u64, usize) -> Option<&'a Record>,
+) {
+    if let Item::Wake = item {
+        if let Some(g) = guard {
+            g.drain(slot);
+        }
+    } else {
+        ctx.send(next, item);
+    }
+}
+
 impl SynchrocellEntity {
     pub(crate) fn new(
         node: NodeId,
@@ -192,16 +212,8 @@ impl SynchrocellEntity {
             origin,
         }) = item
         else {
-            if let Item::Wake = item {
-                // The end of the stream (node 0's drain): park the
-                // stored records.
-                if let Some(g) = &mut self.guard {
-                    let cell = &self.cell;
-                    g.drain(|_, i| cell.slot(i));
-                }
-            } else {
-                ctx.send(&self.next, item);
-            }
+            let cell = &self.cell;
+            not_a_record(item, &mut self.guard, ctx, &self.next, |_, i| cell.slot(i));
             return Ok(());
         };
         let t0 = if ctx.log.is_some() {
