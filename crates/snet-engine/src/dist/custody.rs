@@ -750,6 +750,25 @@ struct Ring {
     stragglers: BTreeMap<u64, Held>,
 }
 
+/// Empties slot `s` if it holds an item, its record (if any) pushed to
+/// `left`; false, and `s` left as it was, if it holds none.
+fn take_slot(s: &mut Slot, left: &mut Vec<Rec>) -> bool {
+    match std::mem::replace(s, Slot::Empty) {
+        Slot::Held(Held {
+            what: Logged::Rec(r),
+            ..
+        }) => {
+            left.push(r);
+            true
+        }
+        Slot::Held(_) => true,
+        other => {
+            *s = other;
+            false
+        }
+    }
+}
+
 impl Ring {
     /// Slot `id` (the next identity, `base + slots.len()`, as the caller
     /// keeps them dense) is `slot`: pending (a record), held (a marker,
@@ -806,16 +825,8 @@ impl Ring {
         let Some(s) = usize::try_from(i).ok().and_then(|i| self.slots.get_mut(i)) else {
             return false;
         };
-        match std::mem::replace(s, Slot::Empty) {
-            Slot::Held(Held {
-                what: Logged::Rec(r),
-                ..
-            }) => left.push(r),
-            Slot::Held(_) => {}
-            other => {
-                *s = other;
-                return false;
-            }
+        if !take_slot(s, left) {
+            return false;
         }
         self.count -= 1;
         self.trim();
@@ -845,17 +856,9 @@ impl Ring {
                     unknown = Some(id);
                     break;
                 };
-                match std::mem::replace(s, Slot::Empty) {
-                    Slot::Held(Held {
-                        what: Logged::Rec(r),
-                        ..
-                    }) => left.push(r),
-                    Slot::Held(_) => {}
-                    other => {
-                        *s = other;
-                        unknown = Some(id);
-                        break;
-                    }
+                if !take_slot(s, left) {
+                    unknown = Some(id);
+                    break;
                 }
                 self.count -= 1;
                 if id == last {
