@@ -317,12 +317,9 @@ pub(crate) struct Guard {
     conn: Option<crate::dist::ConnId>,
     /// Per open cell, per slot: the stored record's token (none once the
     /// drain parked the record).
-    slots: KeyMap<Slots>,
+    slots: OpenCells,
     /// Per fired cell whose group may not have committed: its link.
-    firings: KeyMap<Arc<Link>>,
-    /// The keys of `firings` with their links, oldest first (committed
-    /// ones are forgotten; the link here tells without a lookup).
-    order: VecDeque<(u64, Arc<Link>)>,
+    firings: Firings,
     /// A lone cell that has seen no record yet.
     pub(crate) fresh: bool,
 }
@@ -355,6 +352,202 @@ fn in_range<V>(
     }
 }
 
+/// The links of a guard's fired cells whose groups may not have
+/// committed, by key: the newest per key counts.
+///
+/// Keys mostly fire in increasing order (a star's chain positions, a tag
+/// value that counts up): such a fire goes at the back of `ring`, whose
+/// keys then increase from front to back and are found by binary search,
+/// and committed links leave from its front. A key at or below the
+/// highest one `ring` has taken (out of order, or fired again) goes to
+/// `late`, a map swept of committed links whenever it has doubled since
+/// the last sweep. A key is in one of them at most (`ring` takes only
+/// keys above every earlier one, and a key that fires again leaves
+/// `ring`). On `bench/soak`'s
+/// respawn network the hash map insert and removal and the queue of fire
+/// order this replaces were about 100 instructions a fire.
+#[derive(Default)]
+struct Firings {
+    ring: VecDeque<(u64, Arc<Link>)>,
+    /// The highest key `ring` has taken (kept when it empties).
+    top: Option<u64>,
+    late: KeyMap<Arc<Link>>,
+    /// `late`'s length after its last sweep.
+    swept: usize,
+}
+
+impl Firings {
+    /// Cell `key` fired; `l` is the firing group's link.
+    fn insert(&mut self, key: u64, l: Arc<Link>) {
+        if self.top.is_none_or(|top| key > top) {
+            self.top = Some(key);
+            self.ring.push_back((key, l));
+        } else {
+            // (A key fired again: the newer link replaces the older.)
+            if let Ok(i) = find(&self.ring, key) {
+                self.ring.remove(i);
+            }
+            self.late.insert(key, l);
+            if self.late.len() > 2 * self.swept.max(8) {
+                self.late.retain(|_, l| !l.committed());
+                self.swept = self.late.len();
+            }
+        }
+        // Forget the links of groups that committed, oldest first.
+        while self.ring.front().is_some_and(|(_, l)| l.committed()) {
+            self.ring.pop_front();
+        }
+    }
+
+    /// Whether cell `key` fired and its link is still here.
+    fn contains(&self, key: u64) -> bool {
+        self.late.contains_key(&key) || find(&self.ring, key).is_ok()
+    }
+
+    /// The newest link of each key in `keys` (`f` may tell that the
+    /// link's group has committed: a link in `late` is then forgotten).
+    fn each(&mut self, keys: std::ops::RangeInclusive<u64>, mut f: impl FnMut(&Arc<Link>) -> bool) {
+        let (lo, hi) = (*keys.start(), *keys.end());
+        if lo > hi {
+            return;
+        }
+        let from = self.ring.partition_point(|&(k, _)| k < lo);
+        for (k, l) in self.ring.range(from..) {
+            if *k > hi {
+                break;
+            }
+            f(l);
+        }
+        for k in in_range(&self.late, keys) {
+            if let Some(l) = self.late.get(&k) {
+                if f(l) {
+                    self.late.remove(&k);
+                }
+            }
+        }
+    }
+}
+
+/// Where `key` is in `ring` (keys increasing), as
+/// `VecDeque::binary_search_by_key` tells it: a fire is usually of the
+/// oldest or the newest cell, looked at first (the search, which splits
+/// the ring in two slices, was about 60 instructions a fire).
+fn find<V>(ring: &VecDeque<(u64, V)>, key: u64) -> Result<usize, usize> {
+    match (ring.front(), ring.back()) {
+        (Some((k, _)), _) if *k == key => Ok(0),
+        (_, Some((k, _))) if *k == key => Ok(ring.len() - 1),
+        (_, Some((k, _))) if *k < key => Err(ring.len()),
+        _ => ring.binary_search_by_key(&key, |&(k, _)| k),
+    }
+}
+
+/// The stored records' tokens of a guard's open cells, by key (a cell
+/// with none is not here).
+///
+/// As [`Firings`]: a cell first stored in with a key above every earlier
+/// one goes at the back of `ring` (keys increasing, found by binary
+/// search), any other in `late`. A fire empties its cell's entry in
+/// `ring`, which leaves once it reaches the front, or when such holes
+/// are more than half of `ring` (a cell that stays open while later ones
+/// fire keeps no more than as many holes as live cells). On
+/// `bench/soak`'s respawn network the hash map's entry at the store and
+/// removal at the fire this replaces were about 90 instructions a fire.
+#[derive(Default)]
+struct OpenCells {
+    ring: VecDeque<(u64, Slots)>,
+    /// The highest key `ring` has taken (kept when it empties).
+    top: Option<u64>,
+    /// The entries of `ring` emptied by a fire.
+    holes: usize,
+    late: KeyMap<Slots>,
+}
+
+impl OpenCells {
+    /// Cell `key`'s slots, made if it has none (the caller stores in it).
+    fn slots(&mut self, key: u64) -> &mut Slots {
+        if self.top.is_none_or(|top| key > top) {
+            self.top = Some(key);
+            self.ring.push_back((key, Slots::new()));
+            let Some((_, s)) = self.ring.back_mut() else {
+                unreachable!("just pushed")
+            };
+            return s;
+        }
+        match find(&self.ring, key) {
+            Ok(i) => {
+                let s = &mut self.ring[i].1;
+                if s.is_empty() {
+                    // (A hole filled again.)
+                    self.holes -= 1;
+                }
+                s
+            }
+            Err(_) => self.late.entry(key).or_default(),
+        }
+    }
+
+    /// Takes cell `key`'s slots out (none if it has none).
+    fn take(&mut self, key: u64) -> Slots {
+        let Ok(i) = find(&self.ring, key) else {
+            return self.late.remove(&key).unwrap_or_default();
+        };
+        let s = std::mem::take(&mut self.ring[i].1);
+        if !s.is_empty() {
+            self.holes += 1;
+        }
+        while self.ring.front().is_some_and(|(_, s)| s.is_empty()) {
+            self.ring.pop_front();
+            self.holes -= 1;
+        }
+        if self.holes > 8 && 2 * self.holes > self.ring.len() {
+            self.ring.retain(|(_, s)| !s.is_empty());
+            self.holes = 0;
+        }
+        s
+    }
+
+    /// Entries kept (holes included).
+    #[cfg(all(test, not(loom)))]
+    fn len(&self) -> usize {
+        self.ring.len() + self.late.len()
+    }
+
+    /// Whether cell `key` has stored tokens.
+    fn contains(&self, key: u64) -> bool {
+        match find(&self.ring, key) {
+            Ok(i) => !self.ring[i].1.is_empty(),
+            Err(_) => self.late.contains_key(&key),
+        }
+    }
+
+    /// `f` on the slots of each cell in `keys` that has some.
+    fn each(&self, keys: std::ops::RangeInclusive<u64>, mut f: impl FnMut(&Slots)) {
+        let (lo, hi) = (*keys.start(), *keys.end());
+        if lo > hi {
+            return;
+        }
+        let from = self.ring.partition_point(|&(k, _)| k < lo);
+        for (k, s) in self.ring.range(from..) {
+            if *k > hi {
+                break;
+            }
+            if !s.is_empty() {
+                f(s);
+            }
+        }
+        for k in in_range(&self.late, keys) {
+            if let Some(s) = self.late.get(&k) {
+                f(s);
+            }
+        }
+    }
+
+    /// Every cell with its slots (holes included, empty).
+    fn into_entries(self) -> impl Iterator<Item = (u64, Slots)> {
+        self.ring.into_iter().chain(self.late)
+    }
+}
+
 /// A cell's slots as its guard sees them: per slot, the stored record's
 /// token.
 type Slots = smallvec::SmallVec<[Option<std::sync::Arc<crate::dist::custody::Token>>; 2]>;
@@ -374,9 +567,8 @@ impl Guard {
                 cell,
                 path: at.clone(),
                 conn: None,
-                slots: KeyMap::default(),
-                firings: KeyMap::default(),
-                order: VecDeque::new(),
+                slots: OpenCells::default(),
+                firings: Firings::default(),
                 fresh: true,
             })
         })
@@ -396,6 +588,13 @@ impl Guard {
         })
     }
 
+    /// The open cells' entries the guard keeps (a fired cell's hole
+    /// included until it is cleared).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn open_entries(&self) -> usize {
+        self.slots.len()
+    }
+
     /// The first record (with token `t`) reaches cell `key`, which is
     /// created: whether an earlier incarnation of the node fired it (it
     /// then starts fired).
@@ -405,7 +604,7 @@ impl Guard {
             // to name the cell for.)
             return false;
         }
-        if self.slots.contains_key(&key) || self.firings.contains_key(&key) {
+        if self.slots.contains(key) || self.firings.contains(key) {
             return false;
         }
         match self.id(key, t) {
@@ -446,9 +645,11 @@ impl Guard {
         if self.conn.is_none() {
             self.conn = Some(t.conn());
         }
-        let slots = self.slots.entry(key).or_default();
-        if slots.len() <= i {
-            slots.resize(i + 1, None);
+        let slots = self.slots.slots(key);
+        // (A push per missing slot: `resize` was about 70 instructions
+        // a store.)
+        while slots.len() <= i {
+            slots.push(None);
         }
         slots[i] = Some(t);
     }
@@ -457,14 +658,11 @@ impl Guard {
     /// slots for it are taken): it joins their stored records' groups.
     pub(crate) fn passed_open(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
         let Some(t) = t else { return };
-        for key in in_range(&self.slots, keys) {
-            let Some(slots) = self.slots.get(&key) else {
-                continue;
-            };
+        self.slots.each(keys, |slots| {
             for s in slots.iter().flatten() {
                 crate::dist::custody::union(t, s);
             }
-        }
+        });
     }
 
     /// The end of the stream (node 0's `Drain`, delivered to the cell
@@ -477,8 +675,8 @@ impl Guard {
     /// cell's tombstone). Records stored later keep their tokens, and a
     /// later drain parks them.
     pub(crate) fn drain<'a>(&mut self, slot: impl Fn(u64, usize) -> Option<&'a snet_core::Record>) {
-        let slots = std::mem::take(&mut self.slots);
-        for (key, tokens) in slots {
+        let open = std::mem::take(&mut self.slots);
+        for (key, tokens) in open.into_entries() {
             for (i, t) in tokens.into_iter().enumerate() {
                 let Some(t) = t else { continue };
                 let (Some(rec), Some(id)) = (slot(key, i), self.id(key, Some(&t))) else {
@@ -505,44 +703,25 @@ impl Guard {
     /// commits with or after the groups that fired them.
     pub(crate) fn passed(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
         let Some(t) = t else { return };
-        for k in in_range(&self.firings, keys) {
-            let Some(l) = self.firings.get(&k) else {
-                continue;
-            };
-            if l.committed() {
-                self.firings.remove(&k);
-            } else {
+        self.firings.each(keys, |l| {
+            let committed = l.committed();
+            if !committed {
                 t.after(l);
             }
-        }
+            committed
+        });
     }
 
     /// The record with token `t` fired cell `key`: it joins the groups of
     /// the records stored there, which get the cell's tombstone.
     pub(crate) fn fired(&mut self, key: u64, t: Tok) {
-        let slots = self.slots.remove(&key).unwrap_or_default();
+        let slots = self.slots.take(key);
         let Some(t) = t else { return };
         for s in slots.into_iter().flatten() {
             crate::dist::custody::union_last(t, s);
         }
         if let Some(id) = self.id(key, Some(t)) {
-            let l = t.link(Some(id));
-            self.firings.insert(key, l.clone());
-            self.order.push_back((key, l));
-        }
-        // Forget the links of groups that committed (the oldest first;
-        // `passed` may have forgotten one already, and a key fired again
-        // after a loss may stand for a newer link).
-        while let Some((k, l)) = self.order.front() {
-            if !l.committed() {
-                break;
-            }
-            if let Some(f) = self.firings.remove(k) {
-                if !Arc::ptr_eq(&f, l) {
-                    self.firings.insert(*k, f);
-                }
-            }
-            self.order.pop_front();
+            self.firings.insert(key, t.link(Some(id)));
         }
     }
 }

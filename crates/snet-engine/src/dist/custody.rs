@@ -2059,6 +2059,139 @@ mod tests {
         assert_eq!(commits(&net), vec![(vec![4], vec![])]);
     }
 
+    /// Cells fire in and out of key order (and one fires again): a
+    /// record passing a fired cell commits after the newest group that
+    /// fired that key, whichever way the guard keeps it (`Firings`: keys
+    /// above every earlier one in its ring, the others in its map); a
+    /// range of keys reaches the groups of every key in it; a key that
+    /// never fired holds nothing back.
+    #[test]
+    fn a_record_passing_cells_fired_out_of_key_order_commits_after_each_group() {
+        let net = node();
+        let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
+        let keys = [5u64, 9, 2, 7];
+        let firing: Vec<Arc<Token>> = (0..4).map(|i| token(&net, 10 + i)).collect();
+        for (k, f) in keys.iter().zip(&firing) {
+            g.fired(*k, Some(f));
+        }
+        let never = token(&net, 30);
+        g.passed(3..=3, Some(&never));
+        g.passed(10..=20, Some(&never));
+        drop(never);
+        assert_eq!(commits(&net), vec![(vec![30], vec![])], "3 never fired");
+        for (i, k) in keys.iter().enumerate() {
+            let r = token(&net, 20 + i as u64);
+            g.passed(*k..=*k, Some(&r));
+            drop(r);
+        }
+        let range = token(&net, 40);
+        g.passed(6..=8, Some(&range)); // 7's group only
+        drop(range);
+        assert_eq!(commits(&net), vec![], "each pass waits for its firing");
+        let [f5, f9, f2, f7] = <[Arc<Token>; 4]>::try_from(firing).expect("four");
+        drop(f2);
+        assert_eq!(commits(&net), vec![(vec![12, 22], vec![2])]);
+        drop(f9);
+        assert_eq!(commits(&net), vec![(vec![11, 21], vec![9])]);
+        drop(f7);
+        assert_eq!(commits(&net), vec![(vec![13, 23, 40], vec![7])]);
+        drop(f5);
+        assert_eq!(commits(&net), vec![(vec![10, 20], vec![5])]);
+        // Key 5 fires again (below the highest key fired so far): a pass
+        // waits for the new group, not for the committed one.
+        let again = token(&net, 50);
+        g.fired(5, Some(&again));
+        let r = token(&net, 51);
+        g.passed(5..=5, Some(&r));
+        drop(r);
+        assert_eq!(commits(&net), vec![]);
+        drop(again);
+        assert_eq!(commits(&net), vec![(vec![50, 51], vec![5])]);
+        // Every group committed: passes go alone.
+        let free = token(&net, 60);
+        g.passed(0..=100, Some(&free));
+        drop(free);
+        assert_eq!(commits(&net), vec![(vec![60], vec![])]);
+    }
+
+    /// Records are stored in cells out of key order: a record passing a
+    /// range of open cells joins the groups of the records stored in each
+    /// of them, wherever the guard keeps them (`OpenCells`: keys above
+    /// every earlier one in its ring, the others in its map), and a fire
+    /// takes its cell's stored tokens from either.
+    #[test]
+    fn records_stored_out_of_key_order_are_found_by_passes_and_fires() {
+        let net = node();
+        let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
+        for k in [4u64, 8, 2, 6, 10] {
+            g.stored(k, 0, Some(token(&net, 100 + k)));
+        }
+        // A cell above every open one fires with nothing stored: it
+        // takes no other cell's record.
+        let f = token(&net, 112);
+        g.fired(12, Some(&f));
+        drop(f);
+        assert_eq!(commits(&net), vec![(vec![112], vec![12])]);
+        let r = token(&net, 1);
+        g.passed_open(3..=8, Some(&r)); // 4, 6 and 8
+        drop(r);
+        let sorted = |mut v: Vec<(Vec<u64>, Vec<u64>)>| {
+            for c in &mut v {
+                c.1.sort_unstable();
+            }
+            v
+        };
+        for (k, id) in [(8, 18), (4, 14)] {
+            let f = token(&net, id);
+            g.fired(k, Some(&f));
+            drop(f);
+            assert_eq!(commits(&net), vec![], "6's record holds the group open");
+        }
+        let f = token(&net, 16);
+        g.fired(6, Some(&f));
+        drop(f);
+        assert_eq!(
+            sorted(commits(&net)),
+            vec![(vec![1, 14, 16, 18, 104, 106, 108], vec![4, 6, 8])]
+        );
+        for (k, id) in [(10, 20), (2, 12)] {
+            let f = token(&net, id);
+            g.fired(k, Some(&f));
+            drop(f);
+            assert_eq!(commits(&net), vec![(vec![id, 100 + k], vec![k])]);
+        }
+        let free = token(&net, 2);
+        g.passed_open(0..=100, Some(&free));
+        drop(free);
+        assert_eq!(commits(&net), vec![(vec![2], vec![])], "nothing is open");
+    }
+
+    /// A cell that stays open while a hundred cells after it are stored
+    /// in and fire: the guard keeps no entry per fired cell (the holes
+    /// fires leave behind the open one are cleared), and the open cell's
+    /// record is still found.
+    #[test]
+    fn an_open_cell_keeps_no_entry_per_later_fire() {
+        let net = node();
+        let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
+        g.stored(0, 0, Some(token(&net, 1000)));
+        for k in 1..=100u64 {
+            g.stored(k, 0, Some(token(&net, k)));
+            let f = token(&net, 200 + k);
+            g.fired(k, Some(&f));
+            drop(f);
+        }
+        assert_eq!(commits(&net).len(), 100);
+        assert!(g.open_entries() <= 20, "{} entries", g.open_entries());
+        let r = token(&net, 2000);
+        g.passed_open(0..=0, Some(&r));
+        drop(r);
+        let f = token(&net, 3000);
+        g.fired(0, Some(&f));
+        drop(f);
+        assert_eq!(commits(&net), vec![(vec![1000, 2000, 3000], vec![0])]);
+    }
+
     /// The parked records of the commits queued so far: (cell key, slot,
     /// the record's tag `k`), the queue left as it was.
     fn parked(net: &Net) -> Vec<(u64, u64, Option<i64>)> {

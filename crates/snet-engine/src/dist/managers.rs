@@ -252,8 +252,8 @@ fn send_batch(
                             EngineError::Distribution(DistributionError::Field { node: me, error })
                         })?;
                 }
-                for cell in fired {
-                    b.frames.push(&Frame::Fired { cell });
+                for cell in &fired {
+                    b.frames.fired(cell);
                 }
                 // A pair (a fired cell's group of two) lowest first, so
                 // that consecutive commits' items make one run of
@@ -269,8 +269,8 @@ fn send_batch(
             Out::Tombstones { to, cells } => {
                 let b = msgs.entry((to, ch)).or_default();
                 b.needs_credit = true;
-                for cell in cells {
-                    b.frames.push(&Frame::Fired { cell });
+                for cell in &cells {
+                    b.frames.fired(cell);
                 }
             }
             Out::Parked {

@@ -302,6 +302,22 @@ fn put_u(out: &mut Vec<u8>, mut v: u64) {
     }
 }
 
+/// The steps of an instance path [`put_cell`] writes through its buffer
+/// on the stack (a longer path goes byte by byte).
+const CELL_STEPS: usize = 6;
+
+/// [`put_u`] into `b` at `n` (which it moves on); `b` has room for it.
+#[inline(always)]
+fn put_u_at(b: &mut [u8], n: &mut usize, mut v: u64) {
+    while v >= 0x80 {
+        b[*n] = v as u8 | 0x80;
+        v >>= 7;
+        *n += 1;
+    }
+    b[*n] = v as u8;
+    *n += 1;
+}
+
 fn put_i(out: &mut Vec<u8>, v: i64) {
     put_u(out, ((v << 1) ^ (v >> 63)) as u64)
 }
@@ -343,8 +359,32 @@ pub(crate) fn done_runs(ids: &[u64], mut f: impl FnMut(u64, u64)) {
     f(lo, hi - lo);
 }
 
-/// A synchrocell's name ([`CellId`]): connection, template node, path, key.
-fn put_cell(out: &mut Vec<u8>, cell: &CellId) {
+/// A frame of kind `kind` that starts with a synchrocell's name
+/// ([`CellId`]: connection, template node, path, key): the kind and the
+/// name.
+///
+/// Written into a buffer on the stack and appended in one copy when the
+/// path has at most [`CELL_STEPS`] steps (every instance path but a deeply
+/// nested one): a push per byte, each checking the vector's capacity,
+/// was about 220 instructions a `Fired` frame on `bench/soak`'s respawn
+/// network.
+fn put_cell(out: &mut Vec<u8>, kind: u8, cell: &CellId) {
+    if cell.path.len() <= CELL_STEPS {
+        let mut b = [0u8; 1 + (5 + CELL_STEPS) * 10];
+        b[0] = kind;
+        let mut n = 1;
+        put_u_at(&mut b, &mut n, u64::from(cell.conn.origin.0));
+        put_u_at(&mut b, &mut n, cell.conn.seq);
+        put_u_at(&mut b, &mut n, u64::from(cell.cell.0));
+        put_u_at(&mut b, &mut n, cell.path.len() as u64);
+        for &step in &cell.path {
+            put_u_at(&mut b, &mut n, step);
+        }
+        put_u_at(&mut b, &mut n, cell.key);
+        out.extend_from_slice(&b[..n]);
+        return;
+    }
+    out.push(kind);
     put_conn(out, cell.conn);
     put_u(out, u64::from(cell.cell.0));
     put_u(out, cell.path.len() as u64);
@@ -453,6 +493,13 @@ impl Frames {
     pub(crate) fn push(&mut self, f: &Frame) {
         self.items = None;
         f.encode(&mut self.bytes);
+    }
+
+    /// Appends the `Fired` frame of `cell` (a tombstone; as
+    /// `push(&Frame::Fired { .. })`, without building the frame).
+    pub(crate) fn fired(&mut self, cell: &CellId) {
+        self.items = None;
+        put_cell(&mut self.bytes, FIRED, cell);
     }
 
     /// Ends the open Items frame: the next item starts a new one (a
@@ -966,14 +1013,10 @@ impl Frame<'_> {
                 out.push(SEQ);
                 put_u(out, *next);
             }
-            Frame::Fired { cell } => {
-                out.push(FIRED);
-                put_cell(out, cell);
-            }
+            Frame::Fired { cell } => put_cell(out, FIRED, cell),
             Frame::Drain => out.push(DRAIN),
             Frame::Parked { cell, slot } => {
-                out.push(PARKED);
-                put_cell(out, cell);
+                put_cell(out, PARKED, cell);
                 put_u(out, *slot);
             }
             Frame::Given { codec, meta } => {
@@ -1200,7 +1243,11 @@ impl<'a> Reader<'a> {
         Ok(p)
     }
 
-    /// A varint: one byte (most) inline, longer ones out of line.
+    /// A varint: one or two bytes (most: a `Fired` frame's key, a `Done`
+    /// frame's item below 16,384) inline, longer ones out of line (a
+    /// two-byte one there was about 30 instructions, a tenth of node 0's
+    /// reading and filing of a tombstone on `bench/soak`'s respawn
+    /// network).
     #[inline(always)]
     fn u(&mut self) -> Result<u64, WireError> {
         match self.b.get(self.at) {
@@ -1208,7 +1255,14 @@ impl<'a> Reader<'a> {
                 self.at += 1;
                 Ok(u64::from(b))
             }
-            _ => self.u_long(),
+            Some(&b) => match self.b.get(self.at + 1) {
+                Some(&c) if c & 0x80 == 0 => {
+                    self.at += 2;
+                    Ok(u64::from(b & 0x7f) | u64::from(c) << 7)
+                }
+                _ => self.u_long(),
+            },
+            None => self.u_long(),
         }
     }
 

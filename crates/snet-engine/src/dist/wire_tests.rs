@@ -116,6 +116,92 @@ fn records_markers_and_labels_round_trip() {
     );
 }
 
+/// A varint reads back as written whatever its length (one and two
+/// bytes inline, longer ones out of line), takes exactly its bytes, and
+/// a two-byte one that is not the shortest form still reads as its
+/// value; one cut short is a truncated frame.
+#[test]
+fn varints_of_every_length_read_back_and_cut_short_are_truncated() {
+    let edges = [
+        0u64, 1, 0x7f, 0x80, 300, 0x3fff, 0x4000, 0x1f_ffff, 0x20_0000,
+    ];
+    let values = edges
+        .into_iter()
+        .chain((0..64).map(|s| 1u64 << s))
+        .chain([u64::MAX]);
+    for v in values {
+        let mut b = Vec::new();
+        put_u(&mut b, v);
+        let n = b.len();
+        b.push(0x55);
+        let mut r = Reader { b: &b, at: 0 };
+        assert_eq!(r.u().unwrap(), v);
+        assert_eq!(r.at, n, "{v} takes {n} bytes");
+        for cut in 0..n {
+            let mut r = Reader {
+                b: &b[..cut],
+                at: 0,
+            };
+            assert_eq!(
+                r.u().unwrap_err().what,
+                Malformed::Truncated,
+                "{v} cut at {cut}"
+            );
+        }
+    }
+    let mut r = Reader {
+        b: &[0x85, 0x00, 0x81, 0x01],
+        at: 0,
+    };
+    assert_eq!((r.u().unwrap(), r.u().unwrap()), (5, 129));
+}
+
+/// A cell's name (`Fired` and `Parked` frames) is the frame's kind, the
+/// connection's node and number, the template node, the path's length
+/// and steps, and the key, each a varint: the same bytes whether `put_cell` writes them
+/// through its buffer on the stack (paths of up to `CELL_STEPS` steps)
+/// or one by one, for the smallest and largest values of each, and read
+/// back whole.
+#[test]
+fn a_cells_name_is_its_varints_in_order_for_every_path_length() {
+    for len in 0..=CELL_STEPS + 2 {
+        for v in [0u64, 1, 0x7f, 0x80, 300, u64::from(u32::MAX), u64::MAX] {
+            let cell = CellId {
+                conn: ConnId {
+                    origin: Rank(u32::try_from(v).unwrap_or(u32::MAX)),
+                    seq: v,
+                },
+                cell: snet_core::NodeId(u32::try_from(v).unwrap_or(u32::MAX)),
+                path: (0..len as u64).map(|i| v.wrapping_sub(i)).collect(),
+                key: v,
+            };
+            let mut want = vec![FIRED];
+            put_u(&mut want, u64::from(cell.conn.origin.0));
+            put_u(&mut want, cell.conn.seq);
+            put_u(&mut want, u64::from(cell.cell.0));
+            put_u(&mut want, len as u64);
+            for &s in &cell.path {
+                put_u(&mut want, s);
+            }
+            put_u(&mut want, cell.key);
+            let mut got = Vec::new();
+            put_cell(&mut got, FIRED, &cell);
+            assert_eq!(got, want, "path of {len} steps, value {v}");
+            // `Frames::fired` writes what `push` writes, and it reads back.
+            let (mut f, mut g) = (Frames::default(), Frames::default());
+            f.fired(&cell);
+            g.push(&Frame::Fired { cell: cell.clone() });
+            let (mut b, mut c) = (Vec::new(), Vec::new());
+            f.message(&Dyadic::zero(), &mut b);
+            g.message(&Dyadic::zero(), &mut c);
+            assert_eq!(b, c);
+            let (_, mut r) = MessageReader::new(&b).unwrap();
+            assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Fired { cell }));
+            assert_eq!(r.next_frame().unwrap(), None);
+        }
+    }
+}
+
 /// Custody's `Parked` frame: kind 13, the cell's name as in `Fired`
 /// and the slot, then an `Items` frame of the one parked record, which
 /// `Frames::parked` ends there (`Frames::end_items`) so that a record
@@ -609,7 +695,8 @@ mod props {
                 more: more.min(u64::MAX - id)
             }),
             any::<u64>().prop_map(|next| Frame::Seq { next }),
-            (conn(), any::<u32>(), vec(any::<u64>(), 0..4), any::<u64>()).prop_map(
+            // (Paths past `CELL_STEPS`, which `put_cell` writes another way.)
+            (conn(), any::<u32>(), vec(any::<u64>(), 0..9), any::<u64>()).prop_map(
                 |(conn, cell, path, key)| Frame::Fired {
                     cell: super::CellId {
                         conn,
