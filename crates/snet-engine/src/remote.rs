@@ -7,6 +7,7 @@
 //! keep their order: one licence holder at a time pushes them, and the
 //! output manager and the transport keep the order per connection.
 
+use crate::dist::custody;
 use crate::dist::ConnId;
 use crate::entity::Item;
 use crate::runtime::Ctx;
@@ -34,12 +35,14 @@ impl RemoteEntity {
             Item::Rec(r) if r.det.custody().is_some_and(|t| t.from() == self.to) => {
                 if let Some(t) = r.det.take_custody() {
                     t.hold(self.conn, item);
+                    release(t, ctx);
                 }
                 return Ok(());
             }
             Item::Marker(m) if m.custody.0.as_ref().is_some_and(|t| t.from() == self.to) => {
                 if let Some(t) = m.custody.0.take() {
                     t.hold(self.conn, item);
+                    release(t, ctx);
                 }
                 return Ok(());
             }
@@ -52,5 +55,15 @@ impl RemoteEntity {
             .push_item(self.to, self.conn, item, !ctx.sends_itself);
         ctx.unsent |= ctx.sends_itself;
         Ok(())
+    }
+}
+
+/// Drops a held record's token (often its last clone: its commit is
+/// queued now). A worker that sends what its task queued sends the
+/// commit too, with the task's other messages, instead of waking the
+/// output manager for it ([`custody::quietly`]).
+fn release(t: std::sync::Arc<custody::Token>, ctx: &mut Ctx) {
+    if ctx.sends_itself {
+        ctx.unsent |= custody::quietly(|| drop(t));
     }
 }

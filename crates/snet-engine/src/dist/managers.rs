@@ -681,12 +681,13 @@ fn handle(
                     .get(&conn)
                     .cloned()
                     .ok_or_else(|| proto(ProtocolError::UnknownConnection { from, conn }))?;
+                let arrivals = net.arrivals(from, conn);
                 while let Some(mut item) = r
                     .next_item(dec, from, &net.store, host.codecs())
                     .map_err(|error| proto(ProtocolError::Item { from, error }))?
                 {
                     got.items += 1;
-                    net.arrived(from, conn, &mut item);
+                    net.arrived_on(arrivals, &mut item);
                     ctx.send(&to, item);
                 }
             }

@@ -327,9 +327,13 @@ pub(crate) struct Net {
     /// lost node, so that nothing is sent meanwhile.
     pub enc: Mutex<wire::Encoder>,
     /// A node other than 0 of a run that survives a lost node: the
-    /// connections from node 0 whose records get a custody token, and the
-    /// number of the next item from node 0 ([`custody`]).
+    /// connections from node 0 whose records get a custody token
+    /// ([`custody`]).
     custody: Option<Mutex<Receiving>>,
+    /// With `custody`: the number of the next item from node 0 (read and
+    /// written by the input manager only, which receives the items and
+    /// the `Seq` frames in their order; atomic for `&self`).
+    next_from_root: AtomicU64,
     /// Mirrors `NetState::order.is_some()` (set once, before the first
     /// item arrives: [`Net::opened`]).
     ordered: crate::sync::AtomicBool,
@@ -346,10 +350,19 @@ pub(crate) struct Net {
     window: u64,
 }
 
+/// The items of one `Items` frame ([`Net::arrivals`]): their connection,
+/// and, if they get custody numbers (a node other than 0 of a run that
+/// survives a lost node, the frame from node 0), whether the connection
+/// is replayable.
+#[derive(Copy, Clone)]
+pub(crate) struct Arrivals {
+    conn: ConnId,
+    replayable: Option<bool>,
+}
+
 /// A node's custody of what node 0 sends it ([`Net::custody`]).
 #[derive(Default)]
 pub(crate) struct Receiving {
-    pub next: u64,
     pub replayable: rustc_hash::FxHashSet<ConnId>,
     /// The cells node 0 says this node's earlier incarnations fired.
     tombstones: rustc_hash::FxHashSet<wire::CellId>,
@@ -457,6 +470,7 @@ impl Net {
             }),
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
+            next_from_root: AtomicU64::new(0),
             ordered: crate::sync::AtomicBool::new(false),
             tombstoned_any: crate::sync::AtomicBool::new(false),
             parked_any: crate::sync::AtomicBool::new(false),
@@ -665,8 +679,8 @@ impl Net {
 
     /// A node other than 0: the next item from `from` is its `next`th.
     pub(crate) fn set_next(&self, from: Rank, next: u64) {
-        if let (Some(c), Rank::ROOT) = (&self.custody, from) {
-            lock(c).next = next;
+        if let (Some(_), Rank::ROOT) = (&self.custody, from) {
+            self.next_from_root.store(next, Ordering::Relaxed);
         }
     }
 
@@ -776,17 +790,32 @@ impl Net {
     /// An item arrived from `from` on `conn`: with custody, it takes its
     /// number, and a record or marker on a replayable connection its
     /// token (one on another connection is reported done at once).
+    #[cfg(test)]
     pub(crate) fn arrived(&self, from: Rank, conn: ConnId, item: &mut Item) {
-        let Some(c) = &self.custody else { return };
-        if from != Rank::ROOT {
-            return;
-        }
-        let (id, replayable) = {
-            let mut c = lock(c);
-            let id = c.next;
-            c.next += 1;
-            (id, c.replayable.contains(&conn))
+        self.arrived_on(self.arrivals(from, conn), item)
+    }
+
+    /// What [`Net::arrived_on`] needs to know of the items of one `Items`
+    /// frame from `from` on `conn` (looked up once a frame, not once an
+    /// item).
+    pub(crate) fn arrivals(&self, from: Rank, conn: ConnId) -> Arrivals {
+        let replayable = match (&self.custody, from) {
+            (Some(c), Rank::ROOT) => Some(lock(c).replayable.contains(&conn)),
+            _ => None,
         };
+        Arrivals { conn, replayable }
+    }
+
+    /// As [`Net::arrived`], for an item of a frame whose [`Arrivals`]
+    /// are `a`.
+    pub(crate) fn arrived_on(&self, a: Arrivals, item: &mut Item) {
+        let Some(replayable) = a.replayable else {
+            return;
+        };
+        let (from, conn) = (Rank::ROOT, a.conn);
+        // (The input manager alone counts them.)
+        let id = self.next_from_root.load(Ordering::Relaxed);
+        self.next_from_root.store(id + 1, Ordering::Relaxed);
         if !matches!(item, Item::Rec(_) | Item::Marker(_)) {
             return;
         }
