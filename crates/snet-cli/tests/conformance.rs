@@ -57,8 +57,12 @@
 //!
 //! A case with C or C++ box code (`*.c`, `*.cpp`, `*.cc`, `*.cxx` files in
 //! its directory, or any case of the `c` suite: its boxes may all be inline
-//! C) is built once with `snet build prog.snet <those files> -o <tmp>/prog`, and the produced executable is
-//! run with the same arguments instead of `snet run`. Such a case may hold
+//! C) is built once with `snet build prog.snet <those files> -o <exe>`, and the produced executable is
+//! run with the same arguments instead of `snet run`. The executable is kept
+//! for later test processes (`target/tmp/conformance-builds/`, named by a hash
+//! of the case's files and of the `snet` that built it): the test script runs
+//! this harness five times. A compiler upgraded in place is not in the hash:
+//! remove that directory to rebuild every case. Such a case may hold
 //! `expected-build-error.txt` instead: the build must fail with a message
 //! containing each of its non-empty lines.
 
