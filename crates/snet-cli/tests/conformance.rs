@@ -57,8 +57,12 @@
 //!
 //! A case with C or C++ box code (`*.c`, `*.cpp`, `*.cc`, `*.cxx` files in
 //! its directory, or any case of the `c` suite: its boxes may all be inline
-//! C) is built once with `snet build prog.snet <those files> -o <tmp>/prog`, and the produced executable is
-//! run with the same arguments instead of `snet run`. Such a case may hold
+//! C) is built once with `snet build prog.snet <those files> -o <exe>`, and the produced executable is
+//! run with the same arguments instead of `snet run`. The executable is kept
+//! for later test processes (`target/tmp/conformance-builds/`, named by a hash
+//! of the case's files and of the `snet` that built it): the test script runs
+//! this harness five times. A compiler upgraded in place is not in the hash:
+//! remove that directory to rebuild every case. Such a case may hold
 //! `expected-build-error.txt` instead: the build must fail with a message
 //! containing each of its non-empty lines.
 
@@ -108,6 +112,10 @@ fn c_sources(dir: &Path) -> Vec<PathBuf> {
 type BuildResult = Result<PathBuf, String>;
 
 /// Builds a C case once (all worker counts share the executable): Ok(exe) or Err(stderr).
+/// A successful build is kept across test processes (see [`build_key`]):
+/// the test script runs this harness five times (the corpus, MPI, shared
+/// memory, the placement property, the flake hunt), and each of those
+/// would otherwise build every C case again with the same `snet`.
 fn built(dir: &Path) -> BuildResult {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceLock<BuildResult>>>>> = OnceLock::new();
     let cell = CACHE
@@ -127,44 +135,90 @@ fn built(dir: &Path) -> BuildResult {
             dir.file_name().unwrap_or_default().to_string_lossy()
         );
         let out_dir = exe_dir()?;
-        let exe = out_dir.join(name);
+        let exe = out_dir.join(format!("{name}.{:016x}", build_key(dir)?));
+        if exe.exists() {
+            return Ok(exe);
+        }
+        // Built under a name of this process's own, then renamed: a test
+        // process running at the same time sees the whole executable or
+        // none.
+        let partial = out_dir.join(format!("{name}.partial.{}", std::process::id()));
         let out = Command::new(env!("CARGO_BIN_EXE_snet"))
             .arg("build")
             .arg(dir.join("prog.snet"))
             .args(c_sources(dir))
             .arg("-o")
-            .arg(&exe)
+            .arg(&partial)
             .output()
             .map_err(|e| format!("cannot start snet build: {e}"))?;
         if out.status.success() {
+            std::fs::rename(&partial, &exe).map_err(|e| format!("{}: {e}", exe.display()))?;
+            // The same case built from other sources or by another `snet`
+            // is stale now.
+            if let Ok(entries) = std::fs::read_dir(&out_dir) {
+                for e in entries.flatten() {
+                    let file = e.file_name().to_string_lossy().into_owned();
+                    if e.path() != exe && file.rsplit_once('.').is_some_and(|(n, _)| n == name) {
+                        let _ = std::fs::remove_file(e.path());
+                    }
+                }
+            }
             Ok(exe)
         } else {
+            let _ = std::fs::remove_file(&partial);
             Err(String::from_utf8_lossy(&out.stderr).into_owned())
         }
     })
     .clone()
 }
 
-/// Where this test process puts the executables it builds (~20 MB each):
-/// a directory per process under the target directory's scratch space,
-/// made once; the directories of processes that are gone are removed
-/// first, so repeated runs do not pile up executables.
+/// What a C case's executable is built from (FNV-1a, 64 bits): the `snet`
+/// that builds it (path, size, modification time; the runner library it
+/// links is the one built with it), the compilers and runner library the
+/// environment names, and the name and content of every file in the case's
+/// directory (sources, headers, the program). Any change builds anew.
+fn build_key(dir: &Path) -> Result<u64, String> {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes.iter().chain([0xffu8].iter()) {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    };
+    let snet = Path::new(env!("CARGO_BIN_EXE_snet"));
+    let meta = std::fs::metadata(snet).map_err(|e| format!("{}: {e}", snet.display()))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .unwrap_or_default();
+    eat(snet.as_os_str().as_encoded_bytes());
+    eat(&meta.len().to_le_bytes());
+    eat(&modified.as_nanos().to_le_bytes());
+    for var in ["CC", "CXX", "SNET_RUNNER_LIB"] {
+        eat(std::env::var_os(var).unwrap_or_default().as_encoded_bytes());
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    for f in files {
+        eat(f.file_name().unwrap_or_default().as_encoded_bytes());
+        eat(&std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?);
+    }
+    Ok(h)
+}
+
+/// Where the test processes keep the executables they build (~20 MB each):
+/// one directory under the target directory's scratch space, made once,
+/// shared by every test process (an executable's name holds its case and
+/// [`build_key`]).
 fn exe_dir() -> Result<PathBuf, String> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance");
-        if let Ok(entries) = std::fs::read_dir(&base) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let gone = name
-                    .parse::<u32>()
-                    .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
-                if gone {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-        let dir = base.join(std::process::id().to_string());
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-builds");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         Ok(dir)
     })
