@@ -193,11 +193,11 @@ impl FieldData for Counted {
     }
 }
 
-/// `box look((<x>, f) -> (<y>))` driving its runs itself: 100 outputs
+/// `box look((<x>, f) -> (<y>))` driving its runs itself: `m` outputs
 /// per call, `<y>` = x * 1000 + i + the first byte of `f`, with `<x>`
 /// and `f` read from [`Emitter::input`] again for every output (after
 /// the outputs that suspended the call too).
-struct Reread;
+struct Reread(i64);
 
 impl BoxImpl for Reread {
     fn invoke(&self, _input: &Record, _out: &mut dyn Emit) -> Result<(), BoxError> {
@@ -207,7 +207,7 @@ impl BoxImpl for Reread {
     fn invoke_run(&self, run: &mut Emitter) -> Result<(), BoxError> {
         let (x, f, y) = (Label::tag("x"), Label::field("f"), Label::tag("y"));
         loop {
-            for i in 0..100 {
+            for i in 0..self.0 {
                 let input = run.input();
                 let v = input.int(x).expect("<x>");
                 let body = input.field(f).expect("f").get().expect("local");
@@ -226,32 +226,43 @@ impl BoxImpl for Reread {
 /// moved into the call when it is suspended (and when the run ends): a
 /// call reads its input unchanged after every output, suspended or not,
 /// and every input is dropped exactly once. 50 inputs with a field each,
-/// 100 outputs per call.
+/// 100 outputs per call and 3.
 #[test]
 fn a_runs_inputs_read_in_place_stay_the_calls_and_are_dropped_once() {
     let (x, f, y) = (Label::tag("x"), Label::field("f"), Label::tag("y"));
     let g = box_graph(&[x, f], &[y]);
-    for workers in [1, 2, 4] {
-        let inputs = (0..50)
-            .map(|k| {
-                let mut r = Record::new();
-                r.set_int(x, k);
-                let mut body = FieldBytes::for_field(1);
-                body[0] = 7;
-                let value: Arc<dyn FieldData> = Arc::new(Counted(body));
-                r.set(f, Value::Field(Field::new(value)));
-                r
-            })
-            .collect();
-        let before = COUNTED_DROPS.load(std::sync::atomic::Ordering::Relaxed);
-        let (got, suspensions) = run_box(&g, workers, Arc::new(Reread), inputs);
-        let got: Vec<i64> = got.iter().map(|r| r.int(y).expect("<y>")).collect();
-        let want: Vec<i64> = (0..50)
-            .flat_map(|k| (0..100).map(move |i| k * 1000 + i + 7))
-            .collect();
-        assert_eq!(got, want, "{workers} workers");
-        assert_eq!(suspensions, 50, "{workers} workers");
-        let dropped = COUNTED_DROPS.load(std::sync::atomic::Ordering::Relaxed) - before;
-        assert_eq!(dropped, 50, "{workers} workers: every input dropped once");
+    // 100 outputs a call: each call is suspended once; 3: none is, and
+    // the run's last input is still where the worker took it when the
+    // run ends.
+    for (m, want_suspensions) in [(100, 50), (3, 0)] {
+        for workers in [1, 2, 4] {
+            let inputs = (0..50)
+                .map(|k| {
+                    let mut r = Record::new();
+                    r.set_int(x, k);
+                    let mut body = FieldBytes::for_field(1);
+                    body[0] = 7;
+                    let value: Arc<dyn FieldData> = Arc::new(Counted(body));
+                    r.set(f, Value::Field(Field::new(value)));
+                    r
+                })
+                .collect();
+            let before = COUNTED_DROPS.load(std::sync::atomic::Ordering::Relaxed);
+            let (got, suspensions) = run_box(&g, workers, Arc::new(Reread(m)), inputs);
+            let got: Vec<i64> = got.iter().map(|r| r.int(y).expect("<y>")).collect();
+            let want: Vec<i64> = (0..50)
+                .flat_map(|k| (0..m).map(move |i| k * 1000 + i + 7))
+                .collect();
+            assert_eq!(got, want, "{m} outputs, {workers} workers");
+            assert_eq!(
+                suspensions, want_suspensions,
+                "{m} outputs, {workers} workers"
+            );
+            let dropped = COUNTED_DROPS.load(std::sync::atomic::Ordering::Relaxed) - before;
+            assert_eq!(
+                dropped, 50,
+                "{m} outputs, {workers} workers: every input dropped once"
+            );
+        }
     }
 }
