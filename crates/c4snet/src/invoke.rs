@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex};
 use snet_core::{BoxDef, Field, Label, Record, Value};
 use snet_engine::{
     BoxError, BoxImpl, Emit, Emitter, LanguageInterface, ResolveError, ResolveReason, Slot, Src,
+    Steps, TagOutput,
 };
 
 use crate::abi::{into_c_value, CField};
@@ -144,8 +145,9 @@ fn next_id() -> u64 {
     })
 }
 
+/// The state of an invocation (its handle is the thread's slot's,
+/// [`Current::hnd`]).
 struct Invocation {
-    handle: usize,
     /// The box (its name, output kinds and variants), which outlives the invocation.
     cbox: *const CBox,
     emit: *mut (dyn Emit + 'static),
@@ -449,6 +451,14 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
 /// most `TAGS_FAST` of them (`C4SNetOut`'s common case, which knows it
 /// from the variant's table: no look at the variant's kinds here).
 ///
+/// Its common case, an output that is a copy of the input with the
+/// box's values written over it and that cannot suspend the call
+/// ([`TagOutput::Now`]), takes loads, tests and stores only, and no
+/// call: the function then needs no frame and saves no register. Every
+/// other case goes on in a function of its own (called last, so that
+/// the call is a jump): a variant built by its steps in
+/// [`out_tags_steps`], the rest in [`out_tags_other`].
+///
 /// # Safety
 /// As for [`snet_c4snet_out_end`]; every label of the variant is a tag.
 #[no_mangle]
@@ -459,6 +469,92 @@ pub unsafe extern "C" fn snet_c4snet_out_tags(
     n: c_int,
 ) {
     let invp = inv.cast::<Invocation>();
+    // SAFETY: see the contract.
+    let direct = unsafe { (*invp).direct };
+    // SAFETY: see the contract.
+    if !direct.is_null() && unsafe { (*invp).error.is_none() } {
+        // SAFETY: `direct` is the engine's collector, alive and
+        // exclusively ours during the invocation.
+        match unsafe { (*direct).tag_output(variant as usize) } {
+            TagOutput::Now(mut over) => {
+                let value = |j: u32| {
+                    debug_assert!((j as usize) < n as usize);
+                    // SAFETY: the values were read as ints, one per label
+                    // of the variant (contract), and `j` is one of its
+                    // labels' places.
+                    i64::from(unsafe { (*values.add(j as usize)).tag })
+                };
+                // One value or two (pipe10's `inc`, most boxes) without
+                // a loop.
+                match *over.args {
+                    // SAFETY: `i` is a position of `args`.
+                    [(i, j)] => unsafe { over.set(i, value(j)) },
+                    // SAFETY: `i` and `k` are positions of `args`.
+                    [(i, j), (k, l)] => unsafe {
+                        over.set(i, value(j));
+                        over.set(k, value(l));
+                    },
+                    _ => {
+                        for &(i, j) in over.args {
+                            // SAFETY: as above.
+                            unsafe { over.set(i, value(j)) };
+                        }
+                    }
+                }
+                return;
+            }
+            TagOutput::Steps(steps) => {
+                let (steps, len) = steps.into_raw_parts();
+                // SAFETY: as for this function; the steps are this call's.
+                return unsafe { out_tags_steps(invp, values, n, steps, len) };
+            }
+            TagOutput::Other => {}
+        }
+    }
+    // SAFETY: as for this function.
+    unsafe { out_tags_other(invp, variant, values, n) }
+}
+
+/// [`snet_c4snet_out_tags`] for a variant built by its steps.
+///
+/// # Safety
+/// As for [`snet_c4snet_out_tags`], whose collector (the invocation's
+/// `direct`, not null, with no error so far) gave the steps
+/// ([`Steps::into_raw_parts`]) during this call.
+#[inline(never)]
+unsafe fn out_tags_steps(
+    invp: *mut Invocation,
+    values: *const SnetArg,
+    n: c_int,
+    steps: *const (Label, Src),
+    len: usize,
+) {
+    // SAFETY: see the contract.
+    let (values, direct, steps) = unsafe {
+        (
+            std::slice::from_raw_parts(values, n as usize),
+            &mut *(*invp).direct,
+            Steps::from_raw_parts(steps, len),
+        )
+    };
+    // SAFETY: see the contract.
+    let slot = unsafe { direct.slot_steps(steps) };
+    let may_suspend = slot.may_suspend;
+    // SAFETY: every label is a tag: the values were read as ints.
+    unsafe { fill_tags(slot, values) };
+    if may_suspend {
+        suspending(|| direct.commit_slot());
+    } else {
+        direct.commit_slot();
+    }
+}
+
+/// [`snet_c4snet_out_tags`] for everything but its two common cases.
+///
+/// # Safety
+/// As for [`snet_c4snet_out_tags`].
+#[inline(never)]
+unsafe fn out_tags_other(invp: *mut Invocation, variant: c_int, values: *const SnetArg, n: c_int) {
     // SAFETY: as for this function.
     if unsafe { !out_tags(invp, variant, values, n) } {
         // SAFETY: as for this function.
@@ -900,7 +996,6 @@ impl BoxImpl for CBox {
         let direct: *mut Emitter = run;
         let emit: *mut (dyn Emit + 'static) = direct;
         let mut inv = Invocation {
-            handle: 0,
             cbox: self,
             emit,
             direct,
@@ -1008,7 +1103,6 @@ impl CBox {
             // arguments; field arguments are owned references handed to
             // the box.
             unsafe {
-                (*invp).handle = handle;
                 (*slot).hnd = handle;
                 (*slot).name = name;
                 (*slot).origin = origin;
@@ -1059,7 +1153,6 @@ impl CBox {
         let emit: *mut (dyn Emit + 'static) =
             unsafe { std::mem::transmute::<*mut dyn Emit, *mut (dyn Emit + 'static)>(out) };
         let mut inv = Invocation {
-            handle,
             cbox: self,
             emit,
             direct,
@@ -1106,7 +1199,6 @@ impl CBox {
                 slot.write(prev);
             }
         }
-        debug_assert_eq!(inv.handle, handle);
         match inv.error.take() {
             None => Ok(()),
             Some(e) => Err(e),

@@ -81,6 +81,15 @@ pub fn new_field_bytes() -> usize {
     NEW_FIELD_BYTES.with(std::cell::Cell::get)
 }
 
+/// Whether [`new_field_bytes`] may be above 0 at all: a field of
+/// 64 KiB or more was made in the process. While it is not, a caller
+/// that only compares the count with a limit of its own need not read
+/// the count (a thread-local).
+#[inline(always)]
+pub fn big_fields_made() -> bool {
+    BIG_FIELDS_MADE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// [`new_field_bytes`], and starts counting again from 0.
 #[inline]
 pub fn take_new_field_bytes() -> usize {

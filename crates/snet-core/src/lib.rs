@@ -20,7 +20,8 @@ pub mod label;
 pub mod record;
 
 pub use bytes::{
-    new_field_bytes, set_field_allocator, take_new_field_bytes, FieldAllocator, FieldBytes,
+    big_fields_made, new_field_bytes, set_field_allocator, take_new_field_bytes, FieldAllocator,
+    FieldBytes,
 };
 pub use expr::{BinOp, EvalError, Expr, ExprTree, Func, Slots, UnOp};
 pub use field::{

@@ -337,6 +337,86 @@ impl Record {
         unsafe { std::ptr::copy_nonoverlapping(self, to, 1) }
     }
 
+    /// [`Record::copy_inline_tags_to`] for a record of `n` entries,
+    /// handing back where the copy's entries are (inline, in `to`), to
+    /// write ints over them with [`Record::set_int_in`] without a look
+    /// at `to`'s length or place of entries.
+    ///
+    /// Only as much of the inline room as the entries in use need is
+    /// copied: two entries' worth for up to two (pipe10's record of two
+    /// tags: 56 bytes of its 104, the length included), all four
+    /// otherwise. `n` is read by the caller (before it writes anything
+    /// the compiler cannot tell from `self`, which would make it read
+    /// the record's length again).
+    ///
+    /// # Safety
+    /// As for [`Record::copy_inline_tags_to`]; `n` is [`Record::len`].
+    #[inline(always)]
+    pub unsafe fn copy_inline_tags_into(&self, n: usize, to: &mut Record) -> *mut (Label, Value) {
+        debug_assert!(!self.needs_drop() && !to.needs_drop() && n == self.len());
+        type E = (Label, Value);
+        const ROOM: usize = Record::INLINE * std::mem::size_of::<E>();
+        let (from, to): (*const u8, *mut u8) =
+            ((self as *const Record).cast(), (to as *mut Record).cast());
+        // Where the inline room is in a record: an empty one is inline, so
+        // the compiler works this out as a constant (and, not dropped,
+        // makes no record at all).
+        let probe = std::mem::ManuallyDrop::new(Record::new());
+        // SAFETY: both pointers are into (or at the start of) `probe`.
+        let at = unsafe {
+            probe
+                .entries
+                .as_ptr()
+                .cast::<u8>()
+                .offset_from((&*probe as *const Record).cast::<u8>())
+        } as usize;
+        // SAFETY: the record owns no heap buffer and no field reference
+        // (contract): its bytes are the whole of its value, of which the
+        // inline room behind its `n` entries is never read (copied or
+        // not); `to` owns nothing to drop; the two do not overlap.
+        unsafe {
+            if at + ROOM > std::mem::size_of::<Record>() {
+                // Not the layout of inline room and a length beside it.
+                std::ptr::copy_nonoverlapping(self, to.cast::<Record>(), 1);
+            } else {
+                // What is not the inline room: the length (before or
+                // behind it), copies of sizes known to the compiler.
+                std::ptr::copy_nonoverlapping(from, to, at);
+                std::ptr::copy_nonoverlapping(
+                    from.add(at + ROOM),
+                    to.add(at + ROOM),
+                    std::mem::size_of::<Record>() - at - ROOM,
+                );
+                let (f, t) = (from.add(at), to.add(at));
+                if n <= 2 {
+                    std::ptr::copy_nonoverlapping(f, t, 2 * std::mem::size_of::<E>());
+                } else {
+                    std::ptr::copy_nonoverlapping(f, t, ROOM);
+                }
+            }
+            to.add(at).cast()
+        }
+    }
+
+    /// Writes the tag value `v` over the value of entry `i` of the
+    /// entries at `entries` (from [`Record::copy_inline_tags_into`]);
+    /// its label stays. One store: the entry's value is an int already.
+    ///
+    /// # Safety
+    /// `entries` came from [`Record::copy_inline_tags_into`] for a record
+    /// that is still alive and unchanged in length; `i` is below its
+    /// length and the value there is an int.
+    #[inline(always)]
+    pub unsafe fn set_int_in(entries: *mut (Label, Value), i: usize, v: i64) {
+        // SAFETY: see the contract.
+        let e = unsafe { &mut (*entries.add(i)).1 };
+        let Value::Int(x) = e else {
+            // SAFETY: an int (contract).
+            unsafe { std::hint::unreachable_unchecked() }
+        };
+        *x = v;
+    }
+
     /// Writes the tag value `v` over the value of the entry at position
     /// `i` (its label stays), without dropping the old value.
     ///

@@ -191,6 +191,68 @@ pub struct Over<'a> {
     pub may_suspend: bool,
 }
 
+/// An output of tags alone as [`Emitter::tag_output`] found it.
+pub enum TagOutput<'a> {
+    /// Placed and emitted at once, as a copy of the call's input (an
+    /// [`Over`] whose commit cannot suspend the call: nothing to commit
+    /// or discard): each value is written over its entry with
+    /// [`OverNow::set`].
+    Now(OverNow<'a>),
+    /// Built by the plan's steps: [`Emitter::slot_steps`] gives the slot.
+    Steps(Steps),
+    /// Anything else (an [`Over`] whose commit may suspend the call or
+    /// that needs more than stores, a variant out of range, one that
+    /// names a label twice): the general way ([`Emitter::slot_over`],
+    /// [`Emitter::slot`], [`Emit::emit`]).
+    Other,
+}
+
+/// The record of a [`TagOutput::Now`]: where its entries are and which
+/// to write the box's values over.
+pub struct OverNow<'a> {
+    pub(crate) entries: *mut (Label, snet_core::Value),
+    /// As [`Over::args`].
+    pub args: &'a [(u32, u32)],
+}
+
+impl OverNow<'_> {
+    /// Writes `v` as the value of the record's entry at position `i` (an
+    /// `args` position).
+    ///
+    /// # Safety
+    /// `i` is one of the positions of `args`.
+    #[inline(always)]
+    pub unsafe fn set(&mut self, i: u32, v: i64) {
+        // SAFETY: `entries` are the placed record's (inline, tags alone:
+        // `Emitter::tag_output`), and `i` is one of its positions
+        // (contract), whose value is a tag's, an int.
+        unsafe { Record::set_int_in(self.entries, i as usize, v) }
+    }
+}
+
+/// The steps of a [`TagOutput::Steps`], for [`Emitter::slot_steps`]
+/// (a pointer into the call's plan, which the call does not change).
+#[derive(Clone, Copy)]
+pub struct Steps(pub(crate) *const [(Label, Src)]);
+
+impl Steps {
+    /// The pointer and count (to pass through a call of a function of
+    /// the interface's own, [`Steps::from_raw_parts`] back).
+    #[inline(always)]
+    pub fn into_raw_parts(self) -> (*const (Label, Src), usize) {
+        (self.0.cast(), self.0.len())
+    }
+
+    /// What [`Steps::into_raw_parts`] gave.
+    ///
+    /// # Safety
+    /// `ptr` and `len` came from [`Steps::into_raw_parts`].
+    #[inline(always)]
+    pub unsafe fn from_raw_parts(ptr: *const (Label, Src), len: usize) -> Steps {
+        Steps(std::ptr::slice_from_raw_parts(ptr, len))
+    }
+}
+
 /// Where one entry of an output record comes from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Src {
@@ -220,9 +282,9 @@ pub trait BoxImpl: Send + Sync {
 /// [`BoxImpl::invoke_run`] by [`BoxImpl::invoke`], one input at a time.
 pub fn invoke_each<B: BoxImpl + ?Sized>(b: &B, run: &mut Emitter) -> Result<(), BoxError> {
     loop {
-        let input: *const Record = run.input();
+        let input = run.own_input();
         // SAFETY: the input stays in place, unchanged, until `next_input` (below):
-        // the call only reads it, and `run` never writes it meanwhile.
+        // the call only reads it, and `run` never writes or moves it meanwhile.
         b.invoke(unsafe { &*input }, run)?;
         if !run.next_input() {
             return Ok(());
@@ -301,6 +363,23 @@ impl Reorder {
 /// An [`Over`]'s plan: (position in the record, argument) per value.
 type OverPlan = Box<[(u32, u32)]>;
 
+/// A [`Slot`]'s plan: its steps.
+type StepsPlan = Box<[(Label, Src)]>;
+
+/// What the outputs of one variant are built by (planned for one input
+/// label set): both plans in one entry, so that an output looks up its
+/// variant once, whichever it is built by.
+#[derive(Default)]
+pub(crate) struct OutPlan {
+    /// Its [`Slot`] steps; `None` for a variant that names a label twice.
+    pub(crate) steps: Option<StepsPlan>,
+    /// When its outputs have exactly the planned label set, which holds
+    /// no field and fits a record inline: the positions of its values in
+    /// such a record, with their argument (the steps' `Src::Arg`), for
+    /// [`Emitter::slot_over`]; `None` otherwise.
+    pub(crate) over: Option<OverPlan>,
+}
+
 /// Flow inheritance planned for one input label set: per output variant,
 /// the positions of the input entries its outputs inherit (the labels the
 /// box's input pattern does not name and the variant does not carry).
@@ -313,14 +392,8 @@ pub(crate) struct Inherit {
     few: [Label; Record::INLINE],
     nfew: usize,
     take: Vec<SmallVec<[u32; 4]>>,
-    /// Per variant, its [`Slot`] steps; `None` for a variant that
-    /// names a label twice.
-    steps: Vec<Option<Vec<(Label, Src)>>>,
-    /// Per variant, when its outputs have exactly the planned label set,
-    /// which holds no field and fits a record inline: the positions of
-    /// its values in such a record, with their argument (the steps' `Src::Arg`),
-    /// for [`Emitter::slot_over`]; `None` otherwise.
-    over: Vec<Option<OverPlan>>,
+    /// Per variant, how its outputs are built.
+    outs: Vec<OutPlan>,
     /// Whether a label of the set is a field (a record of the set may then
     /// need a drop; otherwise only if its entries are on the heap).
     fields: bool,
@@ -336,8 +409,7 @@ impl Default for Inherit {
             few: [Label::PAD; Record::INLINE],
             nfew: usize::MAX,
             take: Vec::new(),
-            steps: Vec::new(),
-            over: Vec::new(),
+            outs: Vec::new(),
             fields: false,
             args: SmallVec::new(),
         }
@@ -414,7 +486,7 @@ impl Inherit {
                     .collect()
             })
             .collect();
-        self.steps = outputs
+        let steps: Vec<Option<StepsPlan>> = outputs
             .iter()
             .zip(&self.take)
             .map(|(out, take)| {
@@ -428,26 +500,27 @@ impl Inherit {
                     .collect();
                 steps.sort_by_key(|(l, _)| *l);
                 let repeats = steps.windows(2).any(|w| w[0].0 == w[1].0);
-                (!repeats).then_some(steps)
+                (!repeats).then(|| steps.into_boxed_slice())
             })
             .collect();
         let small = !self.fields && self.labels.len() <= Record::INLINE;
-        self.over = self
-            .steps
-            .iter()
+        self.outs = steps
+            .into_iter()
             .map(|steps| {
-                let steps = steps.as_deref().filter(|_| small)?;
-                let same = steps.len() == self.labels.len()
-                    && steps.iter().zip(&*self.labels).all(|((l, _), m)| l == m);
-                same.then(|| {
-                    (0u32..)
-                        .zip(steps)
-                        .filter_map(|(i, &(_, src))| match src {
-                            Src::Arg(j) => Some((i, j)),
-                            Src::Input(_) => None,
-                        })
-                        .collect()
-                })
+                let over = steps.as_deref().filter(|_| small).and_then(|steps| {
+                    let same = steps.len() == self.labels.len()
+                        && steps.iter().zip(&*self.labels).all(|((l, _), m)| l == m);
+                    same.then(|| {
+                        (0u32..)
+                            .zip(steps)
+                            .filter_map(|(i, &(_, src))| match src {
+                                Src::Arg(j) => Some((i, j)),
+                                Src::Input(_) => None,
+                            })
+                            .collect()
+                    })
+                });
+                OutPlan { steps, over }
             })
             .collect();
         if self.take.is_empty() {
@@ -461,7 +534,7 @@ impl Inherit {
     /// range, or for a variant that names a label twice).
     #[inline]
     pub(crate) fn steps(&self, variant: usize) -> Option<&[(Label, Src)]> {
-        self.steps.get(variant.wrapping_sub(1))?.as_deref()
+        self.out(variant)?.steps.as_deref()
     }
 
     /// Variant `variant`'s outputs as the input with values overwritten
@@ -469,7 +542,14 @@ impl Inherit {
     /// positions in the record and the arguments of the values written.
     #[inline(always)]
     pub(crate) fn over(&self, variant: usize) -> Option<&[(u32, u32)]> {
-        self.over.get(variant.wrapping_sub(1))?.as_deref()
+        self.out(variant)?.over.as_deref()
+    }
+
+    /// How variant `variant`'s outputs are built (1-based; `None` out of
+    /// range).
+    #[inline(always)]
+    pub(crate) fn out(&self, variant: usize) -> Option<&OutPlan> {
+        self.outs.get(variant.wrapping_sub(1))
     }
 
     /// The positions variant `variant` (1-based, in range) inherits.
@@ -562,6 +642,7 @@ impl BoxEntity {
                     imp,
                     def: t.def.clone(),
                     input: Record::new(),
+                    input_at: std::ptr::null_mut(),
                     inherit: Inherit::default(),
                     det: Stamps::new(),
                     origin: Origin::NONE,

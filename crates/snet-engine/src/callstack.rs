@@ -53,7 +53,7 @@ use corosensei::Yielder;
 use corosensei::{Coroutine, CoroutineResult};
 use snet_core::{BoxDef, Record};
 
-use crate::boxes::{BoxImpl, Emit, Over, Slot};
+use crate::boxes::{BoxImpl, Emit, Over, OverNow, Slot, Steps, TagOutput};
 use crate::entity::{Item, Origin, Rec, Stamps};
 use crate::error::BoxError;
 
@@ -76,8 +76,19 @@ const KEEP_FREE: usize = 2;
 pub(crate) struct CallIo {
     pub imp: std::sync::Arc<dyn BoxImpl>,
     pub def: std::sync::Arc<BoxDef>,
-    /// The input record (the box reads it during the whole call).
+    /// The input record (the box reads it during the whole call), where
+    /// [`CallIo::input_at`] is not elsewhere.
     pub input: Record,
+    /// Where the input of the call in progress is, while the call stack
+    /// runs: [`CallIo::input`], or a record in the worker's buffer
+    /// ([`CallIo::more`]) whose item was taken and forgotten (a run's
+    /// further input, read where it is instead of moved into the call:
+    /// nothing writes a taken item's place in the buffer until the stack
+    /// switches back). Before every switch back ([`CallIo::settle`]) the
+    /// record is moved into `input`, so that the worker only ever sees
+    /// it there. While it is elsewhere, `input` owns nothing (the run's
+    /// first input once it needed no drop, or an empty record).
+    pub(crate) input_at: *mut Record,
     /// What the outputs inherit from `input` (planned for its label set).
     pub inherit: crate::boxes::Inherit,
     /// The stamps and origin of the input, which every output carries.
@@ -137,34 +148,35 @@ impl CallIo {
             _ => return false,
         };
         self.call_outs = self.outs.len();
-        // The record goes straight from the worker's buffer into the call
-        // (an item is 128 bytes: moved out and in again it costs three
-        // copies): the last input is dropped where it is, the new one
-        // copied over it, and the buffer's item forgotten.
+        // The call reads the record where it is, in the worker's buffer
+        // (`input_at`): the last input is dropped where it is, and the
+        // buffer's item forgotten (below).
         {
-            /// Leaves an empty record behind if dropping the last input unwinds.
+            /// Leaves an empty record behind where the last input was
+            /// dropped (also if dropping it unwinds): `input` then owns
+            /// nothing (see `input_at`), and a place in the buffer is
+            /// not looked at again.
             struct Refill(*mut Record);
             impl Drop for Refill {
                 fn drop(&mut self) {
-                    // SAFETY: the record was (partly) dropped: overwritten, not dropped again.
+                    // SAFETY: the record was dropped: overwritten, not dropped again.
                     unsafe { std::ptr::write(self.0, Record::new()) }
                 }
             }
+            let last = self.input_at;
             // Records of tags alone (inline) need no drop: not even the
             // call. The last input was of the planned label set too.
-            let drop = self.inherit.needs_drop(&self.input);
-            let input: *mut Record = &mut self.input;
-            if drop {
-                let guard = Refill(input);
-                // SAFETY: `input` is valid; it is overwritten right after
-                // (or by the guard) without being dropped again.
-                unsafe { std::ptr::drop_in_place(input) };
-                std::mem::forget(guard);
+            // SAFETY: `input_at` is the call's input, valid while the
+            // call stack runs.
+            if self.inherit.needs_drop(unsafe { &*last }) {
+                let _refill = Refill(last);
+                // SAFETY: `last` is valid; it is overwritten right after
+                // by the guard, without being dropped again.
+                unsafe { std::ptr::drop_in_place(last) };
             }
-            // SAFETY: the item's record moves into `input`; the item is
-            // then taken from the buffer and forgotten (below), so the
-            // record is owned once.
-            unsafe { std::ptr::copy_nonoverlapping(&r.rec, input, 1) };
+            // The item is taken from the buffer and forgotten (below): its
+            // record is owned once, where it is.
+            self.input_at = &mut r.rec;
         }
         // SAFETY: as for the record.
         let det = std::mem::replace(&mut self.det, unsafe { std::ptr::read(&r.det) });
@@ -190,6 +202,22 @@ impl CallIo {
             unsafe { (*self.now).again(more.len()) };
         }
         true
+    }
+
+    /// Moves the call's input into [`CallIo::input`] if it is in the
+    /// worker's buffer (see [`CallIo::input_at`]): before the call stack
+    /// switches back to the worker.
+    #[inline(always)]
+    fn settle(&mut self) {
+        let own: *mut Record = &mut self.input;
+        if self.input_at != own {
+            // SAFETY: the record at `input_at` was taken from the buffer
+            // (its item forgotten): it moves into `input`, which owns
+            // nothing while the input is elsewhere (overwritten without
+            // a drop).
+            unsafe { std::ptr::copy_nonoverlapping(self.input_at, own, 1) };
+            self.input_at = own;
+        }
     }
 
     /// Points `next` and `end` at the front item of `more` and the end
@@ -293,7 +321,7 @@ impl Emit for Emitter {
         // SAFETY: as in `push`.
         let (input, inherit) = unsafe {
             (
-                &*std::ptr::addr_of!((*self.io).input),
+                &*(*self.io).input_at,
                 &*std::ptr::addr_of!((*self.io).inherit),
             )
         };
@@ -325,13 +353,27 @@ impl Emit for Emitter {
 
 impl Emitter {
     /// The input record of the call in progress (or about to start) in a
-    /// run ([`BoxImpl::invoke_run`]). It stays in place, unchanged, until
-    /// [`Emitter::next_input`].
+    /// run ([`BoxImpl::invoke_run`]). It stays unchanged until
+    /// [`Emitter::next_input`], but may move when the call is suspended
+    /// (an output may suspend it): a caller that keeps its address
+    /// across outputs takes [`Emitter::own_input`].
     #[inline(always)]
     pub fn input(&self) -> &Record {
-        // SAFETY: as in `push`; the record is only written by `next`,
-        // which takes `self` mutably.
-        unsafe { &*std::ptr::addr_of!((*self.io).input) }
+        // SAFETY: as in `push`; the record is only written or moved by
+        // `next_input` and the outputs, which take `self` mutably.
+        unsafe { &*(*self.io).input_at }
+    }
+
+    /// [`Emitter::input`], moved where it stays until
+    /// [`Emitter::next_input`] (the call's own place, not the worker's
+    /// buffer): its address may be kept across outputs.
+    #[inline]
+    pub fn own_input(&mut self) -> *const Record {
+        // SAFETY: as in `push`.
+        unsafe {
+            (*self.io).settle();
+            std::ptr::addr_of!((*self.io).input)
+        }
     }
 
     /// The positions of the box's input labels (signature order) in
@@ -375,7 +417,7 @@ impl Emitter {
         // SAFETY: as in `push`; the plan only changes between runs.
         let (input, inherit) = unsafe {
             (
-                &*std::ptr::addr_of!((*self.io).input),
+                &*(*self.io).input_at,
                 &*std::ptr::addr_of!((*self.io).inherit),
             )
         };
@@ -404,7 +446,7 @@ impl Emitter {
         // SAFETY: as in `slot`.
         let (input, inherit) = unsafe {
             (
-                &*std::ptr::addr_of!((*self.io).input),
+                &*(*self.io).input_at,
                 &*std::ptr::addr_of!((*self.io).inherit),
             )
         };
@@ -424,6 +466,103 @@ impl Emitter {
             args,
             may_suspend,
         })
+    }
+
+    /// An output of variant `variant` whose values are all ints (the
+    /// interface read them as such), with one look at the plan:
+    /// [`TagOutput::Now`] when the variant's outputs are copies of the
+    /// input with the box's values written over them (what
+    /// [`Emitter::slot_over`] places) and placing this one takes nothing
+    /// but stores: the input is inline, the stamps are none, `outs` has
+    /// room, the output does not fill the call's batch and no big field
+    /// value was made in the process (its commit could not suspend the
+    /// call). It is then placed and emitted at once: the caller writes
+    /// the values, and neither commits nor discards it. Otherwise
+    /// nothing is placed: [`TagOutput::Steps`] for a variant built by
+    /// its steps ([`Emitter::slot_steps`]), [`TagOutput::Other`] for the
+    /// rest ([`Emitter::slot_over`], [`Emitter::slot`] or
+    /// [`Emit::emit`]).
+    #[inline(always)]
+    pub fn tag_output(&mut self, variant: usize) -> TagOutput<'_> {
+        // SAFETY: as in `slot`.
+        let (input, inherit) = unsafe {
+            (
+                &*(*self.io).input_at,
+                &*std::ptr::addr_of!((*self.io).inherit),
+            )
+        };
+        let Some(out) = inherit.out(variant) else {
+            return TagOutput::Other;
+        };
+        let Some(args) = out.over.as_deref() else {
+            return match out.steps.as_deref() {
+                Some(steps) => TagOutput::Steps(Steps(steps)),
+                None => TagOutput::Other,
+            };
+        };
+        // SAFETY: as in `place`.
+        let (det, origin, outs) = unsafe {
+            (
+                &*std::ptr::addr_of!((*self.io).det),
+                *std::ptr::addr_of!((*self.io).origin),
+                &mut *std::ptr::addr_of_mut!((*self.io).outs),
+            )
+        };
+        let len = outs.len();
+        // `place`'s condition of a commit that suspends, without the
+        // thread's count of field bytes: it is 0 while no big field was
+        // made.
+        let n = input.len();
+        if input.spilled()
+            || !det.is_bare()
+            || len == outs.capacity()
+            || len >= self.yield_at
+            || snet_core::big_fields_made()
+        {
+            return TagOutput::Other;
+        }
+        debug_assert!(!self.full, "no slot is open");
+        // SAFETY: there is room for one more item at `len`; it is
+        // written whole (its record a copy of the input, which has no
+        // field and is inline: `Inherit::over`, and tested above) before
+        // the length covers it.
+        let entries = unsafe {
+            let item = outs.as_mut_ptr().add(len);
+            std::ptr::write(
+                item,
+                Item::Rec(Rec {
+                    rec: Record::new(),
+                    det: Stamps::new(),
+                    origin,
+                }),
+            );
+            let Item::Rec(r) = &mut *item else {
+                std::hint::unreachable_unchecked()
+            };
+            let entries = input.copy_inline_tags_into(n, &mut r.rec);
+            outs.set_len(len + 1);
+            entries
+        };
+        TagOutput::Now(OverNow { entries, args })
+    }
+
+    /// The slot of a [`TagOutput::Steps`]: [`Emitter::slot`] without a
+    /// second look at the plan.
+    ///
+    /// # Safety
+    /// `steps` came from [`Emitter::tag_output`] during this call.
+    #[inline(always)]
+    pub unsafe fn slot_steps(&mut self, steps: Steps) -> Slot<'_> {
+        // SAFETY: as in `slot`; the plan, which `steps` points into, only
+        // changes between runs.
+        let (input, steps) = unsafe { (&*(*self.io).input_at, &*steps.0) };
+        let (rec, may_suspend) = self.place();
+        Slot {
+            rec,
+            steps,
+            input,
+            may_suspend,
+        }
     }
 
     /// Writes an output item with an empty record where it will wait
@@ -552,6 +691,9 @@ impl Emitter {
         // SAFETY: `y` (not null) is the yielder of the coroutine this call
         // runs on, which outlives the call.
         let y = unsafe { &*self.y };
+        // SAFETY: as in `push`; the worker sees the input only in the
+        // `CallIo`'s own place.
+        unsafe { (*self.io).settle() };
         self.io = y.suspend(Event::Batch);
         snet_core::take_new_field_bytes();
         // The worker took the batch.
@@ -583,6 +725,9 @@ fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallI
     // SAFETY: the box stays put while the calls run (the worker only takes
     // `outs` between resumes, which the box never sees).
     let (imp, base) = unsafe { (&*(*io).imp as *const dyn BoxImpl, (*io).outs.len()) };
+    // SAFETY: as above; the input of the run's first call is the
+    // entity's (`BoxEntity::start`).
+    unsafe { (*io).input_at = std::ptr::addr_of_mut!((*io).input) };
     let mut out = Emitter {
         y: y.map_or(std::ptr::null(), |y| y as *const _),
         io,
@@ -596,6 +741,9 @@ fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallI
     // SAFETY: see above.
     let r = unsafe { (*imp).invoke_run(&mut out) };
     let io = out.io;
+    // SAFETY: the calls returned; the worker sees the last input only in
+    // the `CallIo`'s own place.
+    unsafe { (*io).settle() };
     if let Err(e) = r {
         // SAFETY: the call returned; the worker reads it after `Done`.
         unsafe { (*io).error = Some(e) };

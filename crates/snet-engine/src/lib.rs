@@ -72,7 +72,10 @@ use std::sync::Arc;
 
 use snet_core::{Graph, Rank, Record};
 
-pub use boxes::{invoke_each, BoxImpl, Emit, LanguageInterface, NoBoxes, Over, Slot, Src};
+pub use boxes::{
+    invoke_each, BoxImpl, Emit, LanguageInterface, NoBoxes, Over, OverNow, Slot, Src, Steps,
+    TagOutput,
+};
 /// For a signal handler that reports crashes of box code (the C4SNet
 /// crash report): whether a fault address is the overflow of the box call
 /// running on this thread.
