@@ -1437,7 +1437,7 @@ mod ring_tests {
             // Every third run starts at the ring's front (`u64::MAX`:
             // `base` when it is taken), where the slots leave the ring
             // as they are taken.
-            let first = if x % 3 == 0 {
+            let first = if x.is_multiple_of(3) {
                 u64::MAX
             } else {
                 (x >> 33) % 20_010
