@@ -750,10 +750,6 @@ enum Slot {
     /// Reported done, or an item that is not kept (only records and
     /// markers are).
     Empty,
-    /// Queued for connection `conn` and not sent yet: the output manager
-    /// moves the record in once it has encoded it ([`Log::fill`]), so
-    /// that node 0 never copies a record for its log.
-    Pending(ConnId),
     Held(Held),
 }
 
@@ -784,9 +780,6 @@ struct Ring {
     slots: VecDeque<Slot>,
     /// Slots not empty.
     count: usize,
-    /// Every slot before this identity is not pending (where
-    /// [`Ring::fill`] starts looking).
-    filled: u64,
     /// Records older than `base`, moved out of the ring.
     stragglers: BTreeMap<u64, Held>,
 }
@@ -803,17 +796,13 @@ fn take_slot(s: &mut Slot, left: &mut Vec<Rec>) -> bool {
             true
         }
         Slot::Held(_) => true,
-        other => {
-            *s = other;
-            false
-        }
+        Slot::Empty => false,
     }
 }
 
 impl Ring {
     /// Slot `id` (the next identity, `base + slots.len()`, as the caller
-    /// keeps them dense) is `slot`: pending (a record), held (a marker,
-    /// kept at once: it is small) or empty.
+    /// keeps them dense) is `slot`: held (a record or a marker) or empty.
     fn push(&mut self, id: u64, slot: Slot) {
         debug_assert_eq!(id, self.base + self.slots.len() as u64);
         match slot {
@@ -824,29 +813,6 @@ impl Ring {
                 self.count += 1;
             }
         }
-    }
-
-    /// The first pending slot holds `rec` now (records are sent in the
-    /// order they were numbered). `rec` back if none is pending.
-    fn fill(&mut self, rec: Rec) -> Option<Rec> {
-        let start = self.filled.saturating_sub(self.base) as usize;
-        let base = self.base;
-        for (i, s) in self
-            .slots
-            .range_mut(start.min(self.slots.len())..)
-            .enumerate()
-        {
-            if let Slot::Pending(conn) = *s {
-                *s = Slot::Held(Held {
-                    conn,
-                    what: Logged::Rec(rec),
-                    tries: 0,
-                });
-                self.filled = base + (start + i) as u64 + 1;
-                return None;
-            }
-        }
-        Some(rec)
     }
 
     /// Takes the item numbered `id`, if held (false if not): a record
@@ -888,29 +854,49 @@ impl Ring {
             }
             id += 1;
         }
-        let mut unknown = None;
-        if id <= last {
-            let start = id - self.base;
-            let mut i = usize::try_from(start).unwrap_or(usize::MAX);
-            loop {
-                let Some(s) = self.slots.get_mut(i) else {
-                    unknown = Some(id);
-                    break;
-                };
-                if !take_slot(s, left) {
-                    unknown = Some(id);
-                    break;
-                }
-                self.count -= 1;
-                if id == last {
-                    id += 1;
-                    break;
-                }
-                id += 1;
-                i += 1;
+        // At the front of the ring (the usual case: items are mostly
+        // done in the order they were sent), each slot leaves the ring
+        // as it is taken, instead of being emptied and then dropped by
+        // the trim: one move of the slot fewer.
+        let front = id;
+        while id <= last && id == self.base && matches!(self.slots.front(), Some(Slot::Held(_))) {
+            if let Some(Slot::Held(Held {
+                what: Logged::Rec(r),
+                ..
+            })) = self.slots.pop_front()
+            {
+                left.push(r);
             }
-            self.trim();
+            self.count -= 1;
+            self.base += 1;
+            id += 1;
         }
+        if id > last {
+            if id > front {
+                self.trim();
+            }
+            return (id - first, None);
+        }
+        let mut unknown = None;
+        let mut i = usize::try_from(id - self.base).unwrap_or(usize::MAX);
+        loop {
+            let Some(s) = self.slots.get_mut(i) else {
+                unknown = Some(id);
+                break;
+            };
+            if !take_slot(s, left) {
+                unknown = Some(id);
+                break;
+            }
+            self.count -= 1;
+            if id == last {
+                id += 1;
+                break;
+            }
+            id += 1;
+            i += 1;
+        }
+        self.trim();
         (id - first, unknown)
     }
 
@@ -1208,33 +1194,43 @@ impl Log {
             .collect()
     }
 
-    /// `item` is being queued for `to` on `conn`: it takes the next
-    /// identity, and a record a slot, pending until the output manager
-    /// moves it in once encoded ([`Log::fill`]).
-    pub(crate) fn sent(&mut self, to: Rank, conn: ConnId, item: &Item) {
+    /// The output manager encoded `item` for `to` on `conn` and is about
+    /// to send it (in the order it sends them: the receiver counts the
+    /// same way): it takes the next identity, and a record or an
+    /// ordering marker is kept in its slot, moved there, never copied (a
+    /// replay sends a marker again among the records, in its place: its
+    /// copies are committed by the node all together, after every item
+    /// sent before it, `Token::commit`). Any other item is given back
+    /// (the caller drops it outside the state's lock).
+    #[inline]
+    pub(crate) fn sent(&mut self, to: Rank, conn: ConnId, item: Item) -> Option<Item> {
         let k = to.0 as usize;
         let id = self.next[k];
         self.next[k] += 1;
         self.unacked[k] += 1;
-        // A record's slot is pending until the output manager moves the
-        // encoded record in; a marker is kept at once (a replay sends it
-        // again among the records, in its place: its copies are
-        // committed by the node all together, after every item sent
-        // before it, `Token::commit`).
-        let slot = match item {
-            Item::Rec(_) => Slot::Pending(conn),
-            Item::Marker(m) => Slot::Held(Held {
+        let ring = &mut self.held[k];
+        debug_assert_eq!(id, ring.base + ring.slots.len() as u64);
+        // (Each arm builds its slot in place: the record is moved once,
+        // from the caller's buffer into the ring.)
+        let held = |what| {
+            Slot::Held(Held {
                 conn,
-                what: Logged::Marker(m.clone()),
+                what,
                 tries: 0,
-            }),
-            _ => Slot::Empty,
+            })
         };
-        if !matches!(slot, Slot::Empty) {
-            self.live += 1;
-            self.peak = self.peak.max(self.live);
+        match item {
+            Item::Rec(r) => ring.slots.push_back(held(Logged::Rec(r))),
+            Item::Marker(m) => ring.slots.push_back(held(Logged::Marker(m))),
+            other => {
+                ring.push(id, Slot::Empty);
+                return Some(other);
+            }
         }
-        self.held[k].push(id, slot);
+        ring.count += 1;
+        self.live += 1;
+        self.peak = self.peak.max(self.live);
+        None
     }
 
     /// Node `to` was sent `Open` for `o`.
@@ -1364,18 +1360,6 @@ impl Log {
         self.peak
     }
 
-    /// The output manager encoded record `rec` for node `to`: the log
-    /// keeps it (in the first pending slot: records are sent in the
-    /// order they were queued). `rec` back if no slot was pending for
-    /// it (the caller drops it outside the state's lock: dropping a
-    /// record may release fields).
-    pub(crate) fn fill(&mut self, to: Rank, rec: Rec) -> Option<Rec> {
-        match self.held.get_mut(to.0 as usize) {
-            Some(ring) => ring.fill(rec),
-            None => Some(rec),
-        }
-    }
-
     /// Node `k`'s records in identity order (the order they were sent).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn held(&self, k: Rank) -> impl Iterator<Item = (u64, &ConnId, &Rec)> {
@@ -1405,6 +1389,15 @@ mod ring_tests {
         }
     }
 
+    /// A slot holding record `n`.
+    fn held(n: u64) -> Slot {
+        Slot::Held(Held {
+            conn: conn(),
+            what: Logged::Rec(rec(n)),
+            tries: 0,
+        })
+    }
+
     /// A record held far longer than the ones after it (a slow box)
     /// does not keep their slots: the ring stays in proportion to the
     /// records it holds, and the old record is still found, replayed in
@@ -1414,8 +1407,7 @@ mod ring_tests {
         let mut ring = Ring::default();
         let n = 100_000u64;
         for id in 0..n {
-            ring.push(id, Slot::Pending(conn()));
-            assert!(ring.fill(rec(id)).is_none());
+            ring.push(id, held(id));
             if id >= 2 {
                 // Everything but the first two is done soon after sent.
                 assert!(ring.take(id - 1).is_some());
@@ -1463,13 +1455,9 @@ mod ring_tests {
                         }),
                         tries: 0,
                     }),
-                    _ => Slot::Pending(conn()),
+                    _ => held(id),
                 };
-                let pending = matches!(slot, Slot::Pending(_));
                 ring.push(id, slot);
-                if pending {
-                    assert!(ring.fill(rec(id)).is_none());
-                }
                 // Most are done soon: the first few and every 11th stay,
                 // and the oldest move aside.
                 let old = id.wrapping_sub(30);
@@ -1487,9 +1475,24 @@ mod ring_tests {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            runs.push(((x >> 33) % 20_010, (x >> 20) % 5));
+            // Every third run starts at the ring's front (`u64::MAX`:
+            // `base` when it is taken), where the slots leave the ring
+            // as they are taken.
+            let first = if x.is_multiple_of(3) {
+                u64::MAX
+            } else {
+                (x >> 33) % 20_010
+            };
+            runs.push((first, (x >> 20) % 5));
         }
+        let mut fronts = 0;
         for (first, more) in runs {
+            let first = if first == u64::MAX {
+                fronts += usize::from(a.base == b.base && a.slots.front().is_some());
+                a.base
+            } else {
+                first
+            };
             let (mut la, mut lb) = (Vec::new(), Vec::new());
             let got = a.take_run(first, more, &mut la);
             let mut want = (0, None);
@@ -1505,6 +1508,7 @@ mod ring_tests {
             assert_eq!(origins(&la), origins(&lb));
             assert_eq!(a.count + a.stragglers.len(), b.count + b.stragglers.len());
         }
+        assert!(fronts > 300, "runs at the front: {fronts}");
         let ids = |r: &Ring| r.iter().map(|(id, _)| id).collect::<Vec<_>>();
         assert_eq!(ids(&a), ids(&b));
         assert!(a.slots.len() <= SPREAD * a.count + SLACK + 1);

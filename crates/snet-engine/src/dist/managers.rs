@@ -44,7 +44,6 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
     // each time went back to the system at once (the allocator's purge
     // delay is 0) and faulted its pages in again the next time.
     let mut batch: Vec<Out> = Vec::new();
-    let mut logging = Vec::new();
     // A node that may be lost gives the fields that lie in memory
     // outliving it (wire.rs, "Given fields").
     lock(&net.enc).set_shared(t.shared_region());
@@ -71,7 +70,7 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
             let n = st.out.len().min(4096);
             batch.extend(st.out.drain(..n));
         }
-        let r = send_batch(host, t, &mut enc, &mut batch, &mut logging);
+        let r = send_batch(host, t, &mut enc, &mut batch);
         drop(enc);
         if let Err(e) = r {
             host.fail(e, false);
@@ -113,7 +112,7 @@ pub(crate) fn send_queued(host: &dyn Host, t: &dyn Transport) {
     if more {
         net.notify();
     }
-    let r = send_batch(host, t, &mut enc, &mut batch, &mut Vec::new());
+    let r = send_batch(host, t, &mut enc, &mut batch);
     drop(enc);
     if let Err(e) = r {
         host.fail(e, false);
@@ -156,7 +155,6 @@ fn send_batch(
     t: &dyn Transport,
     enc: &mut Encoder,
     batch: &mut Vec<Out>,
-    logging: &mut Vec<(Rank, crate::entity::Rec)>,
 ) -> Result<(), EngineError> {
     let net = &host.rt().net;
     let me = net.me;
@@ -166,10 +164,16 @@ fn send_batch(
     // Records of commits: outstanding until acknowledged (counted once
     // for the batch, before any is sent).
     let mut committed = 0u64;
-    // Node 0 with a log: the records sent go to `logging`, for the log
-    // (moved there once encoded, before any is sent: a node may report
-    // one done at once).
-    logging.clear();
+    // Node 0 with a log: the items sent go to `logging`, in the order
+    // they are sent, for the log to number and keep (moved there once
+    // encoded, before any is sent: a node may report one done at once).
+    // The buffer is the node's, kept from batch to batch (the caller
+    // holds the encoder, so no one waits for it): one grown afresh for
+    // each of the workers' batches cost about 100 instructions an item.
+    let mut logging = net.respawn_root.then(|| lock(&net.logging));
+    if let Some(l) = logging.as_mut() {
+        l.clear();
+    }
     for out in batch.drain(..) {
         let ch = out.channel() as u8;
         match out {
@@ -215,10 +219,8 @@ fn send_batch(
                     .map_err(|error| {
                         EngineError::Distribution(DistributionError::Field { node: me, error })
                     })?;
-                if net.respawn_root {
-                    if let Item::Rec(r) = item {
-                        logging.push((to, r));
-                    }
+                if let Some(l) = logging.as_mut() {
+                    l.push((to, conn, item));
                 }
             }
             Out::Commit {
@@ -328,7 +330,9 @@ fn send_batch(
         }
     }
     net.sending(committed);
-    net.logged(logging);
+    if let Some(mut l) = logging {
+        net.logged(&mut l);
+    }
     let mut header = Vec::new();
     let mut send = |to: Rank,
                     ch: Channel,

@@ -326,6 +326,9 @@ pub(crate) struct Net {
     /// The output manager's encoder; node 0 holds it while it replaces a
     /// lost node, so that nothing is sent meanwhile.
     pub enc: Mutex<wire::Encoder>,
+    /// Node 0 with a log: the items of the batch being sent, for the log
+    /// ([`Net::logged`]); taken only by the holder of [`Net::enc`].
+    pub logging: Mutex<Vec<(Rank, ConnId, Item)>>,
     /// A node other than 0 of a run that survives a lost node: the
     /// connections from node 0 whose records get a custody token
     /// ([`custody`]).
@@ -468,6 +471,7 @@ impl Net {
                     enc
                 }
             }),
+            logging: Mutex::new(Vec::new()),
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
             next_from_root: AtomicU64::new(0),
@@ -554,14 +558,16 @@ impl Net {
         if *finished {
             return Ok(());
         }
-        // What was queued for the old incarnation: its records go to
-        // their log slots (pending until sent), its connections are
-        // opened again, and nothing else (acknowledgements, fields)
-        // means anything to the replacement.
+        // What was queued for the old incarnation: its records and
+        // markers (not numbered yet: an item takes its identity when
+        // sent, `Net::logged`) go to the replacement after the log's, its
+        // connections are opened again, and nothing else
+        // (acknowledgements, fields) means anything to the replacement.
         let old = std::mem::take(out);
         let mut dropped = Vec::new();
-        // (None: every queued record has its slot.)
-        let mut unplaced = Vec::new();
+        let mut later = Vec::new();
+        // Items queued and dropped: no longer outstanding.
+        let mut unsent = 0u64;
         for o in old {
             let to = match &o {
                 Out::Open { to, .. }
@@ -579,10 +585,14 @@ impl Net {
                 Out::Credit(_) | Out::Fail(_) | Out::Shutdown => None,
             };
             match o {
-                Out::Item {
-                    item: Item::Rec(r), ..
-                } if to == Some(k) => unplaced.extend(log.fill(k, r)),
-                o if to == Some(k) => dropped.push(o),
+                o @ Out::Item {
+                    item: Item::Rec(_) | Item::Marker(_),
+                    ..
+                } if to == Some(k) => later.push(o),
+                o if to == Some(k) => {
+                    unsent += u64::from(matches!(o, Out::Item { .. }));
+                    dropped.push(o);
+                }
                 o => out.push_back(o),
             }
         }
@@ -590,12 +600,12 @@ impl Net {
             Ok(r) => r,
             Err(e) => {
                 drop(guard);
-                drop((dropped, unplaced));
+                drop((dropped, later));
                 return Err(e);
             }
         };
         log.resent(k, r.items.len() as u64);
-        st.outstanding = st.outstanding.saturating_sub(r.unacked) + r.items.len() as u64;
+        st.outstanding = st.outstanding.saturating_sub(r.unacked + unsent) + r.items.len() as u64;
         self.outstanding_hint
             .store(st.outstanding, Ordering::SeqCst);
         let owed = std::mem::take(&mut st.owed[k.0 as usize]);
@@ -637,28 +647,32 @@ impl Net {
             to: k,
             next: r.next,
         });
+        st.out.extend(later);
         drop(guard);
         // Dropping records may release fields (which locks the state).
-        drop((dropped, unplaced));
+        drop(dropped);
         cv.notify_one();
         Ok(())
     }
 
-    /// Node 0 with a log: the output manager encoded these records for
-    /// these nodes (and has not sent them yet): the log keeps them, in
-    /// the slots [`Net::push_item`] made pending.
-    pub(crate) fn logged(&self, recs: &mut Vec<(Rank, Rec)>) {
-        if recs.is_empty() {
+    /// Node 0 with a log: the output manager encoded these items for
+    /// these nodes, in the order it sends them (and has not sent them
+    /// yet: a node may report one done at once): each takes its node's
+    /// next identity, and the log keeps the records and markers, moved
+    /// in (under one lock for the batch).
+    pub(crate) fn logged(&self, items: &mut Vec<(Rank, ConnId, Item)>) {
+        if items.is_empty() {
             return;
         }
-        let mut unplaced = Vec::new();
+        let mut unkept = Vec::new();
         if let Some(log) = lock(&self.state.0).log.as_mut() {
-            for (to, r) in recs.drain(..) {
-                unplaced.extend(log.fill(to, r));
+            for (to, conn, item) in items.drain(..) {
+                unkept.extend(log.sent(to, conn, item));
             }
         }
         // (Outside the lock: dropping a record may release fields.)
-        drop(unplaced);
+        items.clear();
+        drop(unkept);
     }
 
     /// Nodes node 0 replaced during the run.
@@ -695,9 +709,6 @@ impl Net {
         st.peak_outstanding = st.peak_outstanding.max(st.outstanding);
         self.outstanding_hint
             .store(st.outstanding, Ordering::Relaxed);
-        if let Some(log) = st.log.as_mut() {
-            log.sent(to, conn, &item);
-        }
         st.out.push_back(Out::Item { to, conn, item });
         drop(st);
         if notify {
@@ -1297,17 +1308,14 @@ mod tests {
     }
 
     /// What the output manager does with `out`, taken from the queue:
-    /// the records in it go to the log.
+    /// the items in it are numbered, and the records and markers go to
+    /// the log.
     fn send(net: &Net, out: impl IntoIterator<Item = Out>) {
         net.logged(
             &mut out
                 .into_iter()
                 .filter_map(|o| match o {
-                    Out::Item {
-                        to,
-                        item: Item::Rec(r),
-                        ..
-                    } => Some((to, r)),
+                    Out::Item { to, conn, item } => Some((to, conn, item)),
                     _ => None,
                 })
                 .collect(),
@@ -1323,10 +1331,11 @@ mod tests {
         // not logged.
         net.push_item(Rank(1), conn(), Item::Resume, true);
         net.push_item(Rank(1), conn(), rec(11), true);
-        // Queued, not sent: the slots wait for the records (node 0 moves
-        // them in once encoded, never copies them), and nothing is done.
+        // Queued, not sent: not numbered or logged yet (node 0 moves
+        // the records in once encoded, never copies them), and nothing
+        // is done.
         assert_eq!(logged(&net, 1), vec![]);
-        assert_eq!(net.log_size(), (3, 3));
+        assert_eq!(net.log_size(), (0, 0));
         assert!(!net.done(Rank(1), 0));
         send_queued(&net);
         assert_eq!(logged(&net, 1), vec![(0, 10), (2, 11)]);
@@ -1390,13 +1399,26 @@ mod tests {
         send(&net, sent);
         assert!(net.done(Rank(1), 1));
         net.push_item(Rank(2), conn(), rec(20), true);
+        // (Dropped: a `Resume` means nothing to the replacement.)
+        net.push_item(Rank(1), conn(), Item::Resume, true);
+        assert_eq!(net.outstanding_hint.load(Ordering::Relaxed), 6);
         assert!(net.replay(Rank(1)).is_ok());
+        // Items 0 and 1 went with the old incarnation, unacknowledged,
+        // and the queued `Resume` is dropped: the replayed item 0 and the
+        // three records queued are outstanding.
+        assert_eq!(net.outstanding_hint.load(Ordering::Relaxed), 4);
         let st = lock(&net.state.0);
         let what: Vec<String> = st
             .out
             .iter()
             .map(|o| match o {
-                Out::Item { to, .. } => format!("item to {to}"),
+                Out::Item { to, item, .. } => match item {
+                    Item::Rec(r) => format!(
+                        "item to {to}: {}",
+                        r.rec.int(snet_core::Label::tag("n")).expect("n")
+                    ),
+                    _ => format!("item to {to}"),
+                },
                 Out::Open { to, .. } => format!("open at {to}"),
                 Out::Replay { to, id, item, .. } => match item {
                     Item::Rec(r) => format!(
@@ -1409,18 +1431,24 @@ mod tests {
                 _ => "other".into(),
             })
             .collect();
+        // The queued records go after the log's, numbered when sent
+        // from where the replacement is told to count.
         assert_eq!(
             what,
             [
-                "item to 2",
+                "item to 2: 20",
                 "open at 1",
                 "0 again to 1: 0",
-                "2 again to 1: 2",
-                "3 again to 1: 3",
-                "next to 1: 4"
+                "next to 1: 2",
+                "item to 1: 2",
+                "item to 1: 3"
             ]
         );
         drop(st);
+        assert_eq!(net.log_size(), (1, 2));
+        send_queued(&net);
+        assert_eq!(logged(&net, 1), vec![(0, 0), (2, 2), (3, 3)]);
+        assert_eq!(logged(&net, 2), vec![(0, 20)]);
         assert_eq!(net.log_size(), (4, 4));
     }
 

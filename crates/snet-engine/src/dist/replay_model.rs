@@ -22,7 +22,10 @@
 //! **What the engine implements of it** (`custody.rs`), for the first
 //! slice (records from node 0 to one node and back, through placed
 //! subnetworks without state): `Msg::Item` with its log entry at node 0
-//! (the identity is the item's number on the channel, which agrees with
+//! (made when the item is sent, as the model's send makes it:
+//! `Net::logged` numbers and logs a batch's items just before they are
+//! handed to the transport; the identity is the item's number on the
+//! channel, which agrees with
 //! the model's `H(parent, j)` for items node 0 sends, node 0 never being
 //! lost) and `Msg::Retire` (the wire's `Done`), which the receiving node
 //! sends when everything derived from the item has left it; retiring
