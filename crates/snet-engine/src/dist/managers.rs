@@ -40,10 +40,6 @@ pub(crate) trait Host: Sync {
 /// Sends everything workers and the input manager queue, until stopped.
 pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
     let net = &host.rt().net;
-    // Kept from batch to batch: a batch of a few thousand items freed
-    // each time went back to the system at once (the allocator's purge
-    // delay is 0) and faulted its pages in again the next time.
-    let mut batch: Vec<Out> = Vec::new();
     // A node that may be lost gives the fields that lie in memory
     // outliving it (wire.rs, "Given fields").
     lock(&net.enc).set_shared(t.shared_region());
@@ -58,6 +54,7 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
         // The encoder first, then the batch: a lost node's replacement
         // (which holds the encoder) sees no batch taken and not sent.
         let mut enc = lock(&net.enc);
+        let mut bufs = lock(&net.sending);
         {
             let mut st = lock(&net.state.0);
             if st.out.is_empty() {
@@ -68,9 +65,10 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
             }
             st.busy += 1;
             let n = st.out.len().min(4096);
-            batch.extend(st.out.drain(..n));
+            bufs.batch.extend(st.out.drain(..n));
         }
-        let r = send_batch(host, t, &mut enc, &mut batch);
+        let r = send_batch(host, t, &mut enc, &mut bufs);
+        drop(bufs);
         drop(enc);
         if let Err(e) = r {
             host.fail(e, false);
@@ -98,7 +96,7 @@ pub(crate) fn send_queued(host: &dyn Host, t: &dyn Transport) {
         net.notify();
         return;
     };
-    let mut batch: Vec<Out>;
+    let mut bufs = lock(&net.sending);
     let more = {
         let mut st = lock(&net.state.0);
         if st.out.is_empty() {
@@ -106,18 +104,54 @@ pub(crate) fn send_queued(host: &dyn Host, t: &dyn Transport) {
         }
         st.busy += 1;
         let n = st.out.len().min(4096);
-        batch = st.out.drain(..n).collect();
+        bufs.batch.extend(st.out.drain(..n));
         !st.out.is_empty()
     };
     if more {
         net.notify();
     }
-    let r = send_batch(host, t, &mut enc, &mut batch);
+    let r = send_batch(host, t, &mut enc, &mut bufs);
+    drop(bufs);
     drop(enc);
     if let Err(e) = r {
         host.fail(e, false);
     }
     net.end();
+}
+
+/// What messages are built in, kept by the node from batch to batch
+/// ([`super::Net::sending`], taken by whoever holds the encoder: the output
+/// manager or a worker sending its own batch). Made afresh for each batch,
+/// they went back to the system at once (the allocator's purge delay is 0)
+/// and faulted their pages in again the next time; and a message's frames
+/// grew from nothing by doubling, about 700 instructions a message, more
+/// than a commit's `Fired` frame costs to write (under `respawn`, a
+/// worker's batch is often one commit).
+#[derive(Default)]
+pub(crate) struct SendBufs {
+    /// The batch taken from the node's queue.
+    batch: Vec<Out>,
+    /// Messages sent, emptied, for the next batch's messages.
+    spare: Vec<Building>,
+    /// A message's header (its credit, then its frames) as sent.
+    header: Vec<u8>,
+}
+
+/// The batch's messages, a [`Building`] per node and channel.
+struct Messages<'s> {
+    map: BTreeMap<(Rank, u8), Building>,
+    spare: &'s mut Vec<Building>,
+}
+
+impl Messages<'_> {
+    /// The message for node `to` on channel `ch`, started (from a spare
+    /// one's buffers) if it is the batch's first for them.
+    fn at(&mut self, to: Rank, ch: u8) -> &mut Building {
+        let spare = &mut *self.spare;
+        self.map
+            .entry((to, ch))
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+    }
 }
 
 /// A message being built for one node and channel.
@@ -131,6 +165,16 @@ struct Building {
     /// last, so that the commits' records join one `Items` frame per
     /// connection (a `Done` between them would start a new one).
     dones: Vec<u64>,
+}
+
+impl Building {
+    /// Empties the message for reuse, keeping its buffers.
+    fn clear(&mut self) {
+        self.frames.clear();
+        self.credit = Dyadic::zero();
+        self.needs_credit = false;
+        self.dones.clear();
+    }
 }
 
 /// The frames of a message carrying one field value (a message has one
@@ -154,11 +198,19 @@ fn send_batch(
     host: &dyn Host,
     t: &dyn Transport,
     enc: &mut Encoder,
-    batch: &mut Vec<Out>,
+    bufs: &mut SendBufs,
 ) -> Result<(), EngineError> {
     let net = &host.rt().net;
     let me = net.me;
-    let mut msgs: BTreeMap<(Rank, u8), Building> = BTreeMap::new();
+    let SendBufs {
+        batch,
+        spare,
+        header,
+    } = bufs;
+    let mut msgs = Messages {
+        map: BTreeMap::new(),
+        spare,
+    };
     let mut payloads: Vec<(Rank, u64, Arc<dyn snet_core::FieldData>)> = Vec::new();
     let peers = Rank::all(net.nodes).filter(|&n| n != me);
     // Records of commits: outstanding until acknowledged (counted once
@@ -180,7 +232,7 @@ fn send_batch(
             Out::Bytes { to, id, value } => payloads.push((to, id, value)),
             Out::Fail(m) => {
                 for p in peers.clone() {
-                    msgs.entry((p, ch)).or_default().frames.push(&Frame::Fail {
+                    msgs.at(p, ch).frames.push(&Frame::Fail {
                         message: Cow::Borrowed(&m),
                     });
                 }
@@ -188,13 +240,10 @@ fn send_batch(
             Out::Shutdown => {
                 for p in peers.clone() {
                     // No credit: the run is over, nothing may answer.
-                    msgs.entry((p, ch))
-                        .or_default()
-                        .frames
-                        .push(&Frame::Shutdown);
+                    msgs.at(p, ch).frames.push(&Frame::Shutdown);
                 }
             }
-            Out::Credit(c) => msgs.entry((Rank::ROOT, ch)).or_default().credit.add_all(&c),
+            Out::Credit(c) => msgs.at(Rank::ROOT, ch).credit.add_all(&c),
             Out::Open {
                 to,
                 conn,
@@ -202,7 +251,7 @@ fn send_batch(
                 back,
                 start,
             } => {
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 b.frames.push(&Frame::Open {
                     conn,
@@ -212,7 +261,7 @@ fn send_batch(
                 });
             }
             Out::Item { to, conn, item } => {
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 b.frames
                     .item(conn, enc, to, &item, &net.store)
@@ -236,7 +285,7 @@ fn send_batch(
                 // not at all, so several commits in one keep "all or
                 // none" each.
                 committed += items.len() as u64;
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 for (conn, item) in &items {
                     b.frames
@@ -269,7 +318,7 @@ fn send_batch(
                 }
             }
             Out::Tombstones { to, cells } => {
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 for cell in &cells {
                     b.frames.fired(cell);
@@ -281,7 +330,7 @@ fn send_batch(
                 slot,
                 rec,
             } => {
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 b.frames
                     .parked(cell, slot, rec, enc, to, &net.store)
@@ -290,12 +339,12 @@ fn send_batch(
                     })?;
             }
             Out::Drain { to } => {
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 b.frames.push(&Frame::Drain);
             }
             Out::Replay { to, conn, id, item } => {
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 b.frames.push(&Frame::Seq { next: id });
                 b.frames
@@ -305,17 +354,17 @@ fn send_batch(
                     })?;
             }
             Out::Seq { to, next } => {
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 b.frames.push(&Frame::Seq { next });
             }
             Out::Fetch { to, id } => {
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 b.frames.push(&Frame::Fetch { id });
             }
             Out::Release { to, id, weight } => {
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 b.frames.push(&Frame::Release { id, weight });
             }
@@ -323,7 +372,7 @@ fn send_batch(
                 // With a share of credit: a run is not over while an
                 // acknowledgement is on its way, so a quiescent run has
                 // nothing outstanding.
-                let b = msgs.entry((to, ch)).or_default();
+                let b = msgs.at(to, ch);
                 b.needs_credit = true;
                 b.frames.push(&Frame::Ack { count });
             }
@@ -333,7 +382,6 @@ fn send_batch(
     if let Some(mut l) = logging {
         net.logged(&mut l);
     }
-    let mut header = Vec::new();
     let mut send = |to: Rank,
                     ch: Channel,
                     mut credit: Dyadic,
@@ -342,12 +390,12 @@ fn send_batch(
                     payload: Payload| {
         net.credit_to(to, &mut credit, share);
         header.clear();
-        frames.message(&credit, &mut header);
+        frames.message(&credit, header);
         net.traffic.messages_sent.fetch_add(1, Ordering::Relaxed);
         net.traffic
             .bytes_sent
             .fetch_add((header.len() + payload.len()) as u64, Ordering::Relaxed);
-        match t.send(to, ch, &header, payload) {
+        match t.send(to, ch, header, payload) {
             // A lost node's messages are replayed to its replacement.
             Err(TransportError::PeerGone { node, .. })
                 if net.respawn_root && node != Rank::ROOT =>
@@ -387,17 +435,20 @@ fn send_batch(
             first = r;
         }
     }
-    for ((to, ch), mut b) in msgs {
+    for ((to, ch), mut b) in std::mem::take(&mut msgs.map) {
         // Runs of consecutive identities, a frame each.
         super::wire::done_runs(&b.dones, |id, more| {
             b.frames.push(&Frame::Done { id, more });
         });
         // A message that only returns credit takes no new share.
         let ch = Channel::from_raw(ch).expect("channel");
-        let r = send(to, ch, b.credit, b.needs_credit, &b.frames, Payload::none());
+        let credit = std::mem::take(&mut b.credit);
+        let r = send(to, ch, credit, b.needs_credit, &b.frames, Payload::none());
         if first.is_ok() {
             first = r;
         }
+        b.clear();
+        msgs.spare.push(b);
     }
     for (to, id, value) in payloads {
         let frames = field_frames(Some(id), &*value);

@@ -329,6 +329,9 @@ pub(crate) struct Net {
     /// Node 0 with a log: the items of the batch being sent, for the log
     /// ([`Net::logged`]); taken only by the holder of [`Net::enc`].
     pub logging: Mutex<Vec<(Rank, ConnId, Item)>>,
+    /// The buffers batches are sent from and messages built in
+    /// ([`managers::SendBufs`]); taken only by the holder of [`Net::enc`].
+    pub(crate) sending: Mutex<managers::SendBufs>,
     /// A node other than 0 of a run that survives a lost node: the
     /// connections from node 0 whose records get a custody token
     /// ([`custody`]).
@@ -472,6 +475,7 @@ impl Net {
                 }
             }),
             logging: Mutex::new(Vec::new()),
+            sending: Mutex::new(managers::SendBufs::default()),
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
             next_from_root: AtomicU64::new(0),

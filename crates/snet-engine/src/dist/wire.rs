@@ -489,6 +489,12 @@ pub(crate) struct Frames {
 }
 
 impl Frames {
+    /// Empties the frames, keeping the buffer.
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.items = None;
+    }
+
     /// Appends a frame.
     pub(crate) fn push(&mut self, f: &Frame) {
         self.items = None;
