@@ -542,11 +542,7 @@ unsafe fn out_tags_steps(
     let may_suspend = slot.may_suspend;
     // SAFETY: every label is a tag: the values were read as ints.
     unsafe { fill_tags(slot, values) };
-    if may_suspend {
-        suspending(|| direct.commit_slot());
-    } else {
-        direct.commit_slot();
-    }
+    commit(direct, may_suspend);
 }
 
 /// [`snet_c4snet_out_tags`] for everything but its two common cases.
@@ -599,11 +595,7 @@ unsafe fn out_tags(
                     .set_int_at_unchecked(i as usize, i64::from(values[j as usize].tag))
             };
         }
-        if may_suspend {
-            suspending(|| direct.commit_slot());
-        } else {
-            direct.commit_slot();
-        }
+        commit(direct, may_suspend);
         return true;
     }
     let Some(slot) = direct.slot(variant as usize) else {
@@ -612,11 +604,7 @@ unsafe fn out_tags(
     let may_suspend = slot.may_suspend;
     // SAFETY: every label is a tag: the values were read as ints.
     unsafe { fill_tags(slot, values) };
-    if may_suspend {
-        suspending(|| direct.commit_slot());
-    } else {
-        direct.commit_slot();
-    }
+    commit(direct, may_suspend);
     true
 }
 
@@ -789,6 +777,17 @@ fn null_field(label: Label, variant: c_int) -> BoxError {
         label,
         variant: variant as usize,
         call: "C4SNetOut",
+    }
+}
+
+/// Commits the output slot `direct` filled: with the thread's slot set
+/// aside ([`suspending`]) when the commit `may_suspend` the call.
+#[inline(always)]
+fn commit(direct: &mut Emitter, may_suspend: bool) {
+    if may_suspend {
+        suspending(|| direct.commit_slot());
+    } else {
+        direct.commit_slot();
     }
 }
 
