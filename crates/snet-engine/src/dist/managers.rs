@@ -135,6 +135,9 @@ pub(crate) struct SendBufs {
     spare: Vec<Building>,
     /// A message's header (its credit, then its frames) as sent.
     header: Vec<u8>,
+    /// Node 0 with a log: the batch's items in the order they are sent,
+    /// for the log to number and keep ([`super::Net::logged`]).
+    logging: Vec<(Rank, super::ConnId, Item)>,
 }
 
 /// The batch's messages, a [`Building`] per node and channel.
@@ -206,6 +209,7 @@ fn send_batch(
         batch,
         spare,
         header,
+        logging,
     } = bufs;
     let mut msgs = Messages {
         map: BTreeMap::new(),
@@ -219,13 +223,9 @@ fn send_batch(
     // Node 0 with a log: the items sent go to `logging`, in the order
     // they are sent, for the log to number and keep (moved there once
     // encoded, before any is sent: a node may report one done at once).
-    // The buffer is the node's, kept from batch to batch (the caller
-    // holds the encoder, so no one waits for it): one grown afresh for
-    // each of the workers' batches cost about 100 instructions an item.
-    let mut logging = net.respawn_root.then(|| lock(&net.logging));
-    if let Some(l) = logging.as_mut() {
-        l.clear();
-    }
+    // One grown afresh for each of the workers' batches cost about 100
+    // instructions an item.
+    logging.clear();
     for out in batch.drain(..) {
         let ch = out.channel() as u8;
         match out {
@@ -268,8 +268,8 @@ fn send_batch(
                     .map_err(|error| {
                         EngineError::Distribution(DistributionError::Field { node: me, error })
                     })?;
-                if let Some(l) = logging.as_mut() {
-                    l.push((to, conn, item));
+                if net.respawn_root {
+                    logging.push((to, conn, item));
                 }
             }
             Out::Commit {
@@ -379,9 +379,7 @@ fn send_batch(
         }
     }
     net.sending(committed);
-    if let Some(mut l) = logging {
-        net.logged(&mut l);
-    }
+    net.logged(logging);
     let mut send = |to: Rank,
                     ch: Channel,
                     mut credit: Dyadic,

@@ -326,10 +326,8 @@ pub(crate) struct Net {
     /// The output manager's encoder; node 0 holds it while it replaces a
     /// lost node, so that nothing is sent meanwhile.
     pub enc: Mutex<wire::Encoder>,
-    /// Node 0 with a log: the items of the batch being sent, for the log
-    /// ([`Net::logged`]); taken only by the holder of [`Net::enc`].
-    pub logging: Mutex<Vec<(Rank, ConnId, Item)>>,
-    /// The buffers batches are sent from and messages built in
+    /// The buffers batches are sent from, messages built in and (node 0
+    /// with a log) a batch's items gathered in for [`Net::logged`]
     /// ([`managers::SendBufs`]); taken only by the holder of [`Net::enc`].
     pub(crate) sending: Mutex<managers::SendBufs>,
     /// A node other than 0 of a run that survives a lost node: the
@@ -474,7 +472,6 @@ impl Net {
                     enc
                 }
             }),
-            logging: Mutex::new(Vec::new()),
             sending: Mutex::new(managers::SendBufs::default()),
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
