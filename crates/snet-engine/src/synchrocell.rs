@@ -407,15 +407,10 @@ impl Firings {
     /// The newest link of each key in `keys` (`f` may tell that the
     /// link's group has committed: a link in `late` is then forgotten).
     fn each(&mut self, keys: std::ops::RangeInclusive<u64>, mut f: impl FnMut(&Arc<Link>) -> bool) {
-        let (lo, hi) = (*keys.start(), *keys.end());
-        if lo > hi {
+        if keys.is_empty() {
             return;
         }
-        let from = self.ring.partition_point(|&(k, _)| k < lo);
-        for (k, l) in self.ring.range(from..) {
-            if *k > hi {
-                break;
-            }
+        for (_, l) in ring_range(&self.ring, &keys) {
             f(l);
         }
         for k in in_range(&self.late, keys) {
@@ -426,6 +421,16 @@ impl Firings {
             }
         }
     }
+}
+
+/// The entries of `ring` (keys increasing) whose keys are in `keys`.
+fn ring_range<'r, V>(
+    ring: &'r VecDeque<(u64, V)>,
+    keys: &std::ops::RangeInclusive<u64>,
+) -> impl Iterator<Item = &'r (u64, V)> {
+    let from = ring.partition_point(|&(k, _)| k < *keys.start());
+    let hi = *keys.end();
+    ring.range(from..).take_while(move |&&(k, _)| k <= hi)
 }
 
 /// Where `key` is in `ring` (keys increasing), as
@@ -522,15 +527,10 @@ impl OpenCells {
 
     /// `f` on the slots of each cell in `keys` that has some.
     fn each(&self, keys: std::ops::RangeInclusive<u64>, mut f: impl FnMut(&Slots)) {
-        let (lo, hi) = (*keys.start(), *keys.end());
-        if lo > hi {
+        if keys.is_empty() {
             return;
         }
-        let from = self.ring.partition_point(|&(k, _)| k < lo);
-        for (k, s) in self.ring.range(from..) {
-            if *k > hi {
-                break;
-            }
+        for (_, s) in ring_range(&self.ring, &keys) {
             if !s.is_empty() {
                 f(s);
             }
