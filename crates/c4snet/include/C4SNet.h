@@ -96,41 +96,71 @@ void           C4SNetOutValues(void *hnd, int variant,
 #define C4SNET_OUT_C4SNET_MANY_(...) ((void)sizeof(struct { int c4snet_; \
     _Static_assert(0, "C4SNetOut: more than 32 values; call the function " \
                       "itself: (C4SNetOut)(hnd, variant, ...)"); }))
-#define C4SNET_OUT_N_(h, v, n, ...) \
-    C4SNetOutValues(h, v, (const unsigned long long[]){ __VA_ARGS__ }, n)
 #define C4SNET_OUT_0(t, h, v) C4SNetOutValues((h), (v), 0, 0)
-#define C4SNET_OUT_1(t, h, v, ...) C4SNET_OUT_N_((h), (v), 1, C4SNET_W1_(__VA_ARGS__))
-#define C4SNET_OUT_2(t, h, v, ...) C4SNET_OUT_N_((h), (v), 2, C4SNET_W2_(__VA_ARGS__))
-#define C4SNET_OUT_3(t, h, v, ...) C4SNET_OUT_N_((h), (v), 3, C4SNET_W3_(__VA_ARGS__))
-#define C4SNET_OUT_4(t, h, v, ...) C4SNET_OUT_N_((h), (v), 4, C4SNET_W4_(__VA_ARGS__))
-#define C4SNET_OUT_5(t, h, v, ...) C4SNET_OUT_N_((h), (v), 5, C4SNET_W5_(__VA_ARGS__))
-#define C4SNET_OUT_6(t, h, v, ...) C4SNET_OUT_N_((h), (v), 6, C4SNET_W6_(__VA_ARGS__))
-#define C4SNET_OUT_7(t, h, v, ...) C4SNET_OUT_N_((h), (v), 7, C4SNET_W7_(__VA_ARGS__))
-#define C4SNET_OUT_8(t, h, v, ...) C4SNET_OUT_N_((h), (v), 8, C4SNET_W8_(__VA_ARGS__))
-#define C4SNET_OUT_9(t, h, v, ...) C4SNET_OUT_N_((h), (v), 9, C4SNET_W9_(__VA_ARGS__))
-#define C4SNET_OUT_10(t, h, v, ...) C4SNET_OUT_N_((h), (v), 10, C4SNET_W10_(__VA_ARGS__))
-#define C4SNET_OUT_11(t, h, v, ...) C4SNET_OUT_N_((h), (v), 11, C4SNET_W11_(__VA_ARGS__))
-#define C4SNET_OUT_12(t, h, v, ...) C4SNET_OUT_N_((h), (v), 12, C4SNET_W12_(__VA_ARGS__))
-#define C4SNET_OUT_13(t, h, v, ...) C4SNET_OUT_N_((h), (v), 13, C4SNET_W13_(__VA_ARGS__))
-#define C4SNET_OUT_14(t, h, v, ...) C4SNET_OUT_N_((h), (v), 14, C4SNET_W14_(__VA_ARGS__))
-#define C4SNET_OUT_15(t, h, v, ...) C4SNET_OUT_N_((h), (v), 15, C4SNET_W15_(__VA_ARGS__))
-#define C4SNET_OUT_16(t, h, v, ...) C4SNET_OUT_N_((h), (v), 16, C4SNET_W16_(__VA_ARGS__))
-#define C4SNET_OUT_17(t, h, v, ...) C4SNET_OUT_N_((h), (v), 17, C4SNET_W17_(__VA_ARGS__))
-#define C4SNET_OUT_18(t, h, v, ...) C4SNET_OUT_N_((h), (v), 18, C4SNET_W18_(__VA_ARGS__))
-#define C4SNET_OUT_19(t, h, v, ...) C4SNET_OUT_N_((h), (v), 19, C4SNET_W19_(__VA_ARGS__))
-#define C4SNET_OUT_20(t, h, v, ...) C4SNET_OUT_N_((h), (v), 20, C4SNET_W20_(__VA_ARGS__))
-#define C4SNET_OUT_21(t, h, v, ...) C4SNET_OUT_N_((h), (v), 21, C4SNET_W21_(__VA_ARGS__))
-#define C4SNET_OUT_22(t, h, v, ...) C4SNET_OUT_N_((h), (v), 22, C4SNET_W22_(__VA_ARGS__))
-#define C4SNET_OUT_23(t, h, v, ...) C4SNET_OUT_N_((h), (v), 23, C4SNET_W23_(__VA_ARGS__))
-#define C4SNET_OUT_24(t, h, v, ...) C4SNET_OUT_N_((h), (v), 24, C4SNET_W24_(__VA_ARGS__))
-#define C4SNET_OUT_25(t, h, v, ...) C4SNET_OUT_N_((h), (v), 25, C4SNET_W25_(__VA_ARGS__))
-#define C4SNET_OUT_26(t, h, v, ...) C4SNET_OUT_N_((h), (v), 26, C4SNET_W26_(__VA_ARGS__))
-#define C4SNET_OUT_27(t, h, v, ...) C4SNET_OUT_N_((h), (v), 27, C4SNET_W27_(__VA_ARGS__))
-#define C4SNET_OUT_28(t, h, v, ...) C4SNET_OUT_N_((h), (v), 28, C4SNET_W28_(__VA_ARGS__))
-#define C4SNET_OUT_29(t, h, v, ...) C4SNET_OUT_N_((h), (v), 29, C4SNET_W29_(__VA_ARGS__))
-#define C4SNET_OUT_30(t, h, v, ...) C4SNET_OUT_N_((h), (v), 30, C4SNET_W30_(__VA_ARGS__))
-#define C4SNET_OUT_31(t, h, v, ...) C4SNET_OUT_N_((h), (v), 31, C4SNET_W31_(__VA_ARGS__))
-#define C4SNET_OUT_32(t, h, v, ...) C4SNET_OUT_N_((h), (v), 32, C4SNET_W32_(__VA_ARGS__))
+#define C4SNET_OUT_1(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W1_(__VA_ARGS__) }, 1)
+#define C4SNET_OUT_2(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W2_(__VA_ARGS__) }, 2)
+#define C4SNET_OUT_3(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W3_(__VA_ARGS__) }, 3)
+#define C4SNET_OUT_4(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W4_(__VA_ARGS__) }, 4)
+#define C4SNET_OUT_5(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W5_(__VA_ARGS__) }, 5)
+#define C4SNET_OUT_6(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W6_(__VA_ARGS__) }, 6)
+#define C4SNET_OUT_7(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W7_(__VA_ARGS__) }, 7)
+#define C4SNET_OUT_8(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W8_(__VA_ARGS__) }, 8)
+#define C4SNET_OUT_9(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W9_(__VA_ARGS__) }, 9)
+#define C4SNET_OUT_10(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W10_(__VA_ARGS__) }, 10)
+#define C4SNET_OUT_11(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W11_(__VA_ARGS__) }, 11)
+#define C4SNET_OUT_12(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W12_(__VA_ARGS__) }, 12)
+#define C4SNET_OUT_13(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W13_(__VA_ARGS__) }, 13)
+#define C4SNET_OUT_14(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W14_(__VA_ARGS__) }, 14)
+#define C4SNET_OUT_15(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W15_(__VA_ARGS__) }, 15)
+#define C4SNET_OUT_16(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W16_(__VA_ARGS__) }, 16)
+#define C4SNET_OUT_17(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W17_(__VA_ARGS__) }, 17)
+#define C4SNET_OUT_18(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W18_(__VA_ARGS__) }, 18)
+#define C4SNET_OUT_19(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W19_(__VA_ARGS__) }, 19)
+#define C4SNET_OUT_20(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W20_(__VA_ARGS__) }, 20)
+#define C4SNET_OUT_21(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W21_(__VA_ARGS__) }, 21)
+#define C4SNET_OUT_22(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W22_(__VA_ARGS__) }, 22)
+#define C4SNET_OUT_23(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W23_(__VA_ARGS__) }, 23)
+#define C4SNET_OUT_24(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W24_(__VA_ARGS__) }, 24)
+#define C4SNET_OUT_25(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W25_(__VA_ARGS__) }, 25)
+#define C4SNET_OUT_26(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W26_(__VA_ARGS__) }, 26)
+#define C4SNET_OUT_27(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W27_(__VA_ARGS__) }, 27)
+#define C4SNET_OUT_28(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W28_(__VA_ARGS__) }, 28)
+#define C4SNET_OUT_29(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W29_(__VA_ARGS__) }, 29)
+#define C4SNET_OUT_30(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W30_(__VA_ARGS__) }, 30)
+#define C4SNET_OUT_31(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W31_(__VA_ARGS__) }, 31)
+#define C4SNET_OUT_32(t, h, v, ...) C4SNetOutValues((h), (v), \
+    (const unsigned long long[]){ C4SNET_W32_(__VA_ARGS__) }, 32)
 #define C4SNET_W1_(a) (unsigned long long)(a)
 #define C4SNET_W2_(a, ...) (unsigned long long)(a), C4SNET_W1_(__VA_ARGS__)
 #define C4SNET_W3_(a, ...) (unsigned long long)(a), C4SNET_W2_(__VA_ARGS__)
