@@ -210,7 +210,7 @@ fn an_undeclared_variant_is_reported_as_by_the_variadic_call() {
         assert_eq!(
             e,
             BoxError::VariantOutOfRange {
-                variant: i64::from(v),
+                variant: v,
                 declared: 2,
                 call: Some("C4SNetOut"),
             }
