@@ -24,6 +24,7 @@
  * holding it); anything else goes to snet_c4snet_out_values, which checks
  * everything again, converts the words and reports what is wrong.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include "C4SNet.h"
 
@@ -34,7 +35,8 @@ typedef union { c4snet_data_t *field; int tag; } snet_arg_t;
  * variant's count of values when every one is an int and there are at
  * most TAGS_FAST of them (read without a look at their kinds), else -1;
  * `ints`: the count of values when every one is an int (any count), else
- * INTS_NONE, which no count of an int equals. */
+ * INTS_NONE, which no int count equals where C4SNetOutValues reads it
+ * (64-bit long). */
 struct snet_c4snet_variant { const int *kinds; long n; long tags; long ints; };
 struct snet_c4snet_current {
     void *hnd;    /* the handle of the invocation running on this thread (0: none) */
@@ -64,7 +66,7 @@ void snet_c4snet_out_values(void *hnd, int variant, const unsigned long long *va
 
 #define ARGS_STACK 16
 #define TAGS_FAST 4
-#define INTS_NONE (-(1L << 40))
+#define INTS_NONE LONG_MIN
 
 /* Reads `n` values by their kinds (1: an int, 0: a field pointer). */
 #define READ_VALUES(values, kinds, n, ap) \

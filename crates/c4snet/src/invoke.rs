@@ -182,8 +182,9 @@ struct VariantKinds {
 }
 
 /// [`VariantKinds::ints`] of a variant with a field: a value no count
-/// of values (a C `int`) equals (`INTS_NONE` in `csrc/out.c`).
-const INTS_NONE: std::ffi::c_long = -(1 << 40);
+/// of values (a C `int`) equals where `C4SNetOutValues` reads it, a
+/// 64-bit `long` (`INTS_NONE` in `csrc/out.c`).
+const INTS_NONE: std::ffi::c_long = std::ffi::c_long::MIN;
 
 /// The most values of a variant of ints alone that `C4SNetOut` reads
 /// without its loop over the kinds (`TAGS_FAST` in `csrc/out.c`).
