@@ -9,7 +9,8 @@
  * need not make them visible. So the library defines them itself, each
  * forwarding through a table of the runtime's functions that the loader
  * hands over once (__snet_c4snet_bind) before any box runs. C4SNetOut is
- * the variadic one: as csrc/out.c does, it asks the runtime for the
+ * the variadic one (C4SNetOutValues, the macro's, hands its array to the
+ * runtime, snet_c4snet_out_values): as csrc/out.c does, it asks the runtime for the
  * argument kinds of the variant (snet_c4snet_out_begin, which also checks
  * the handle), reads exactly those from the va_list and hands the values
  * back (snet_c4snet_out_end).
@@ -36,6 +37,7 @@ struct __snet_c4snet_api {
     char *(*get_string)(c4snet_data_t *);
     int (*out_begin)(void *, int, const int **, void **);
     void (*out_end)(void *, int, const __snet_lib_arg_t *, int);
+    void (*out_values)(void *, int, const unsigned long long *, int);
 };
 
 static struct __snet_c4snet_api __snet_api;
@@ -45,7 +47,7 @@ static struct __snet_c4snet_api __snet_api;
 __attribute__((visibility("default")))
 int __snet_c4snet_bind(const struct __snet_c4snet_api *api)
 {
-    if (api->version != 1 || api->size != sizeof __snet_api)
+    if (api->version != 2 || api->size != sizeof __snet_api)
         return -1;
     __snet_api = *api;
     return 0;
@@ -103,7 +105,8 @@ char *C4SNetGetString(c4snet_data_t *data)
 
 #define __SNET_ARGS_STACK 16
 
-void C4SNetOut(void *hnd, int variant, ...)
+/* In parentheses: C4SNet.h's macro of the same name is not expanded. */
+void (C4SNetOut)(void *hnd, int variant, ...)
 {
     const int *kinds = 0;
     void *inv = 0;
@@ -125,4 +128,11 @@ void C4SNetOut(void *hnd, int variant, ...)
     }
     va_end(ap);
     __snet_api.out_end(inv, variant, values, n);
+}
+
+/* What C4SNet.h's macro C4SNetOut calls: the runtime checks the handle,
+ * the variant and the count of values and converts the values. */
+void C4SNetOutValues(void *hnd, int variant, const unsigned long long *values, int count)
+{
+    __snet_api.out_values(hnd, variant, values, count);
 }

@@ -1,5 +1,7 @@
 /*
- * C4SNetOut, the one variadic function of the interface.
+ * C4SNetOut, the one variadic function of the interface, and
+ * C4SNetOutValues, the same with its values in an array (what C4SNet.h's
+ * macro C4SNetOut calls in C99 and later).
  *
  * Stable Rust cannot define a C variadic function, so this file does the
  * va_list part: it finds how many values variant `variant` of the calling
@@ -14,7 +16,15 @@
  * snet_c4snet_out_tags, which does not look at them either.
  * Any error (stale handle, variant out of range) is recorded by the Rust side
  * and reported with the box's name; begin then returns a negative count.
+ *
+ * C4SNetOutValues checks the handle, the variant and its count of values
+ * against the same slot and hands the array on as it is (a 64-bit word
+ * holding an int tag by its value or a field pointer has, on a
+ * little-endian machine of 64-bit pointers, the layout of the snet_arg_t
+ * holding it); anything else goes to snet_c4snet_out_values, which checks
+ * everything again, converts the words and reports what is wrong.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include "C4SNet.h"
 
@@ -23,8 +33,11 @@ typedef union { c4snet_data_t *field; int tag; } snet_arg_t;
 
 /* Must match `VariantKinds` and `Current` in src/invoke.rs. `tags`: the
  * variant's count of values when every one is an int and there are at
- * most TAGS_FAST of them (read without a look at their kinds), else -1. */
-struct snet_c4snet_variant { const int *kinds; long n; long tags; };
+ * most TAGS_FAST of them (read without a look at their kinds), else -1;
+ * `ints`: the count of values when every one is an int (any count), else
+ * INTS_NONE, which no int count equals where C4SNetOutValues reads it
+ * (64-bit long). */
+struct snet_c4snet_variant { const int *kinds; long n; long tags; long ints; };
 struct snet_c4snet_current {
     void *hnd;    /* the handle of the invocation running on this thread (0: none) */
     void *inv;    /* its state */
@@ -49,9 +62,11 @@ struct snet_c4snet_current *snet_c4snet_current(void)
 int  snet_c4snet_out_begin(void *hnd, int variant, const int **kinds, void **inv);
 void snet_c4snet_out_end(void *inv, int variant, const snet_arg_t *values, int n);
 void snet_c4snet_out_tags(void *inv, int variant, const snet_arg_t *values, int n);
+void snet_c4snet_out_values(void *hnd, int variant, const unsigned long long *values, int n);
 
 #define ARGS_STACK 16
 #define TAGS_FAST 4
+#define INTS_NONE LONG_MIN
 
 /* Reads `n` values by their kinds (1: an int, 0: a field pointer). */
 #define READ_VALUES(values, kinds, n, ap) \
@@ -84,7 +99,8 @@ static __attribute__((noinline)) void out_checked(void *hnd, int variant, va_lis
     snet_c4snet_out_end(inv, variant, values, n);
 }
 
-void C4SNetOut(void *hnd, int variant, ...)
+/* In parentheses: C4SNet.h's macro of the same name is not expanded. */
+void (C4SNetOut)(void *hnd, int variant, ...)
 {
     const struct snet_c4snet_current *c = &current;
     va_list ap;
@@ -129,4 +145,30 @@ void C4SNetOut(void *hnd, int variant, ...)
     }
     out_checked(hnd, variant, &ap);
     va_end(ap);
+}
+
+void C4SNetOutValues(void *hnd, int variant, const unsigned long long *values, int count)
+{
+#if defined(__SIZEOF_POINTER__) && __SIZEOF_POINTER__ == 8 \
+    && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const struct snet_c4snet_current *c = &current;
+    /* As in C4SNetOut (the variant's place from 32-bit arithmetic: a
+     * variant of 0 or less is beyond any count of variants); and the
+     * count the box gave is the variant's. */
+    unsigned long i = (unsigned)variant - 1u;
+    if (__builtin_expect(hnd == c->hnd && i < (unsigned long)c->nvariants, 1)) {
+        const struct snet_c4snet_variant *v = &c->variants[i];
+        const snet_arg_t *args = (const snet_arg_t *)(const void *)values;
+        /* Ints alone, as many as the box gave (one test for both). */
+        if (__builtin_expect(count == v->ints, 1)) {
+            snet_c4snet_out_tags(c->inv, variant, args, count);
+            return;
+        }
+        if (count == v->n) {
+            snet_c4snet_out_end(c->inv, variant, args, count);
+            return;
+        }
+    }
+#endif
+    snet_c4snet_out_values(hnd, variant, values, count);
 }

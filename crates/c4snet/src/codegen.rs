@@ -190,8 +190,9 @@ pub fn box_name_problem(name: &str, cxx: bool) -> Option<String> {
     None
 }
 
-/// The identifiers `C4SNet.h` declares (its functions, types and
-/// constants: every word starting with `C4SNet`, `c4snet_` or `CTYPE_`).
+/// The identifiers `C4SNet.h` declares (its functions, types, constants
+/// and macros: every word starting with `C4SNet`, `c4snet_`, `CTYPE_` or
+/// `C4SNET_`).
 fn header_identifiers() -> impl Iterator<Item = &'static str> {
     crate::HEADER
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -199,6 +200,7 @@ fn header_identifiers() -> impl Iterator<Item = &'static str> {
             (w.starts_with("C4SNet") && w.len() > "C4SNet".len())
                 || w.starts_with("c4snet_")
                 || w.starts_with("CTYPE_")
+                || w.starts_with("C4SNET_")
         })
 }
 
@@ -441,6 +443,9 @@ mod tests {
             ("int", "C keyword"),
             ("__snet_call_f", "reserved for the code"),
             ("C4SNetOut", "C4SNet.h"),
+            ("C4SNetOutValues", "C4SNet.h"),
+            ("C4SNET_OUT_1", "C4SNet.h"),
+            ("C4SNET_NO_OUT_MACRO", "C4SNet.h"),
             ("c4snet_data_t", "C4SNet.h"),
             ("CTYPE_int", "C4SNet.h"),
             ("snet_runner_main", "runtime library"),

@@ -27,6 +27,14 @@
 //! Errors are remembered in the invocation and returned by
 //! [`BoxImpl::invoke`] once the box returns: the first one wins; outputs
 //! after an error are dropped (their field references released).
+//!
+//! `C4SNetOutValues(hnd, k, values, n)`, the call `C4SNet.h`'s macro
+//! `C4SNetOut` makes in C99 and later, has the values already in an array
+//! of 64-bit words with their count: its common case checks the handle,
+//! the variant and the count against the same slot and hands the array on
+//! as it is (tags alone to [`snet_c4snet_out_tags`]); the rest goes to
+//! [`snet_c4snet_out_values`], which also reports a count other than the
+//! variant's.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -167,7 +175,16 @@ struct VariantKinds {
     /// [`TAGS_FAST`] of them (`C4SNetOut` then reads them without a look
     /// at `kinds`); -1 otherwise.
     tags: std::ffi::c_long,
+    /// `n` when every value is an int, whatever their count
+    /// (`C4SNetOutValues` then hands them to [`snet_c4snet_out_tags`]);
+    /// [`INTS_NONE`] otherwise.
+    ints: std::ffi::c_long,
 }
+
+/// [`VariantKinds::ints`] of a variant with a field: a value no count
+/// of values (a C `int`) equals where `C4SNetOutValues` reads it, a
+/// 64-bit `long` (`INTS_NONE` in `csrc/out.c`).
+const INTS_NONE: std::ffi::c_long = std::ffi::c_long::MIN;
 
 /// The most values of a variant of ints alone that `C4SNetOut` reads
 /// without its loop over the kinds (`TAGS_FAST` in `csrc/out.c`).
@@ -447,9 +464,10 @@ pub unsafe extern "C" fn snet_c4snet_out_end(
     unsafe { out_end(invp, variant, values, n) }
 }
 
-/// [`snet_c4snet_out_end`] for a variant whose values are all ints, at
-/// most `TAGS_FAST` of them (`C4SNetOut`'s common case, which knows it
-/// from the variant's table: no look at the variant's kinds here).
+/// [`snet_c4snet_out_end`] for a variant whose values are all ints
+/// (`C4SNetOut`'s common case, at most `TAGS_FAST` of them, and
+/// `C4SNetOutValues`', any count: both know it from the variant's table;
+/// no look at the variant's kinds here).
 ///
 /// Its common case, an output that is a copy of the input with the
 /// box's values written over it and that cannot suspend the call
@@ -513,6 +531,78 @@ pub unsafe extern "C" fn snet_c4snet_out_tags(
     }
     // SAFETY: as for this function.
     unsafe { out_tags_other(invp, variant, values, n) }
+}
+
+/// `C4SNetOutValues` for everything but its common case (the running
+/// invocation's handle, a declared variant, as many values as it
+/// declares, on a little-endian machine of 64-bit pointers: `csrc/out.c`
+/// hands those on itself): checks the handle, the variant and the count
+/// of values, reports what is wrong (a count other than the variant's
+/// fails the call, naming the box, the variant and both counts; none of
+/// the values is taken), and otherwise converts each 64-bit word by the
+/// variant's kinds (an int tag: its low 32 bits; a field: its address)
+/// and goes on as [`snet_c4snet_out_end`].
+///
+/// # Safety
+/// `values` points to `count` readable words (or `count` is at most 0);
+/// the words of fields are owned references or null, as for
+/// `C4SNetOut`.
+#[no_mangle]
+pub unsafe extern "C" fn snet_c4snet_out_values(
+    hnd: *mut c_void,
+    variant: c_int,
+    values: *const u64,
+    count: c_int,
+) {
+    let mut kinds: *const c_int = std::ptr::null();
+    let mut inv: *mut c_void = std::ptr::null_mut();
+    // SAFETY: both are writable locals.
+    let n = unsafe { snet_c4snet_out_begin(hnd, variant, &mut kinds, &mut inv) };
+    if n < 0 {
+        return; // reported by `begin`
+    }
+    if count != n {
+        // SAFETY: `begin` returned this thread's live invocation.
+        let inv = unsafe { &mut *inv.cast::<Invocation>() };
+        inv.error.get_or_insert_with(|| {
+            BoxError::Misuse(format!(
+                "C4SNetOut called with {count} value{} for output variant {variant}, which declares {n}",
+                if count == 1 { "" } else { "s" }
+            ))
+        });
+        return;
+    }
+    let n = n as usize;
+    // SAFETY: `begin` gave the variant's `n` kinds; `values` holds
+    // `count` == `n` words (contract).
+    let (kinds, words) = unsafe {
+        (
+            std::slice::from_raw_parts(kinds, n),
+            std::slice::from_raw_parts(values, n),
+        )
+    };
+    let mut inline = [SnetArg { tag: 0 }; ARGS_INLINE];
+    let mut heap = Vec::new();
+    let args = if n <= ARGS_INLINE {
+        &mut inline[..n]
+    } else {
+        heap.resize(n, SnetArg { tag: 0 });
+        &mut heap[..]
+    };
+    for ((a, &k), &w) in args.iter_mut().zip(kinds).zip(words) {
+        *a = if k != 0 {
+            SnetArg {
+                tag: w as u32 as c_int,
+            }
+        } else {
+            SnetArg {
+                field: w as usize as *mut CField,
+            }
+        };
+    }
+    // SAFETY: `inv` is what `begin` returned for this variant, just now;
+    // the values were converted by the variant's kinds.
+    unsafe { snet_c4snet_out_end(inv, variant, args.as_ptr(), n as c_int) }
 }
 
 /// [`snet_c4snet_out_tags`] for a variant built by its steps.
@@ -1287,6 +1377,11 @@ impl LanguageInterface for C4SNet {
                     k.len() as std::ffi::c_long
                 } else {
                     -1
+                },
+                ints: if k.iter().all(|&t| t == 1) {
+                    k.len() as std::ffi::c_long
+                } else {
+                    INTS_NONE
                 },
             })
             .collect();

@@ -2,7 +2,9 @@
 //!
 //! - [`abi`]: the functions of `C4SNet.h` (`include/C4SNet.h`), exported
 //!   with C linkage under their C names; `C4SNetOut` is variadic and lives in
-//!   `csrc/out.c`, which calls back into [`invoke`];
+//!   `csrc/out.c`, which calls back into [`invoke`], as does
+//!   `C4SNetOutValues` there (what the header's macro `C4SNetOut` calls in
+//!   C99 and later: the values in an array of 64-bit words, and their count);
 //! - [`invoke`]: the engine side: [`C4SNet`], a
 //!   [`snet_engine::LanguageInterface`] over a table of box trampolines, and
 //!   the per-invocation handle the box passes back to `C4SNetOut`;

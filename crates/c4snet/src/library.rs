@@ -39,7 +39,7 @@ use crate::invoke::{BoxEntry, BoxFn, C4SNet, SnetArg};
 pub const LIBRARY_GLUE: &str = include_str!("../csrc/library.c");
 
 /// The version of the table handed to a library (`csrc/library.c` checks it).
-const API_VERSION: c_ulong = 1;
+const API_VERSION: c_ulong = 2;
 
 /// The symbol a library exports with its box table.
 const TABLE_SYMBOL: &str = "__snet_c4snet_library";
@@ -65,6 +65,7 @@ struct Api {
     out_begin:
         unsafe extern "C" fn(*mut c_void, c_int, *mut *const c_int, *mut *mut c_void) -> c_int,
     out_end: unsafe extern "C" fn(*mut c_void, c_int, *const SnetArg, c_int),
+    out_values: unsafe extern "C" fn(*mut c_void, c_int, *const u64, c_int),
 }
 
 static API: Api = Api {
@@ -82,6 +83,7 @@ static API: Api = Api {
     get_string: abi::C4SNetGetString,
     out_begin: crate::invoke::snet_c4snet_out_begin,
     out_end: crate::invoke::snet_c4snet_out_end,
+    out_values: crate::invoke::snet_c4snet_out_values,
 };
 
 /// A box's signature as S-Net writes it: `f((x, <t>) -> (y) | (<e>))`

@@ -10,7 +10,7 @@ use c4snet::CType;
 
 /// The exported functions as the Rust side defines them (crate `abi`,
 /// `csrc/out.c`), written as C function types over the header's names.
-const SIGNATURES: [(&str, &str); 11] = [
+const SIGNATURES: [(&str, &str); 12] = [
     (
         "C4SNetAlloc",
         "c4snet_data_t *(c4snet_type_t, size_t, void **)",
@@ -28,6 +28,10 @@ const SIGNATURES: [(&str, &str); 11] = [
     ("C4SNetGetType", "c4snet_type_t (c4snet_data_t *)"),
     ("C4SNetGetString", "char *(c4snet_data_t *)"),
     ("C4SNetOut", "void (void *, int, ...)"),
+    (
+        "C4SNetOutValues",
+        "void (void *, int, const unsigned long long *, int)",
+    ),
 ];
 
 fn c_enum_name(t: CType) -> &'static str {

@@ -2,6 +2,7 @@
  * driver that follows cholesky.snet's data flow step by step; used only to
  * check the box code (`make -C bench/programs/c/selftest`). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +23,18 @@ size_t C4SNetArraySize(c4snet_data_t *c) { return c->n; }
 /* outputs: variant + up to 8 values; `sig` says per variant which are fields */
 typedef struct { int v; void *f[8]; int t[8]; } out_t;
 static out_t outs[100000]; static int nouts; static const char *sig[3];
-void C4SNetOut(void *hnd, int variant, ...)
+void (C4SNetOut)(void *hnd, int variant, ...)
 { va_list ap; va_start(ap, variant); out_t *o = &outs[nouts++]; o->v = variant;
   const char *s = sig[variant];
   for (int k = 0; s[k]; k++) { if (s[k] == 'f') o->f[k] = va_arg(ap, void *); else o->t[k] = va_arg(ap, int); }
   va_end(ap); (void)hnd; }
+/* what C4SNet.h's macro C4SNetOut calls in C99 and later */
+void C4SNetOutValues(void *hnd, int variant, const unsigned long long *values, int count)
+{ out_t *o = &outs[nouts++]; o->v = variant;
+  const char *s = sig[variant];
+  if ((int)strlen(s) != count) { fprintf(stderr, "variant %d: %d values, not %d\n", variant, count, (int)strlen(s)); exit(1); }
+  for (int k = 0; s[k]; k++) { if (s[k] == 'f') o->f[k] = (void *)(uintptr_t)values[k]; else o->t[k] = (int)values[k]; }
+  (void)hnd; }
 
 void *gen(void *, int, int); void *diag(void *, c4snet_data_t *, int, int, int);
 void *trsm(void *, c4snet_data_t *, c4snet_data_t *, int, int);
