@@ -74,7 +74,7 @@ use std::sync::{Arc, Weak};
 
 use snet_core::Rank;
 
-use super::wire::CellId;
+use super::wire::{CellId, CellRef};
 use super::{ConnId, NetState, Out};
 use crate::entity::{Item, Rec};
 use crate::sync::{lock, Condvar, Mutex};
@@ -784,15 +784,114 @@ struct Ring {
     stragglers: BTreeMap<u64, Held>,
 }
 
-/// Empties slot `s` if it holds an item, its record (if any) pushed to
-/// `left`; false, and `s` left as it was, if it holds none.
-fn take_slot(s: &mut Slot, left: &mut Vec<Rec>) -> bool {
+/// Node 0: the items of a batch the output manager sends, in the order
+/// it sends them, per node, each already in the log slot it takes
+/// ([`Log::sent_all`] numbers them and moves them into the rings under
+/// one lock). Kept from batch to batch (`managers::SendBufs`): its
+/// buffers are reused.
+#[derive(Default)]
+pub(crate) struct Sending {
+    /// Per node: the slots, in sending order.
+    slots: Vec<VecDeque<Slot>>,
+    /// Per node: how many of them hold an item.
+    held: Vec<usize>,
+}
+
+impl Sending {
+    /// `item` for node `to` on `conn` was encoded: a record or an ordering
+    /// marker moves into its slot (a replay sends a marker again among
+    /// the records, in its place: its copies are committed by the node
+    /// all together, after every item sent before it, `Token::commit`);
+    /// any other item takes a number too (the receiver counts every
+    /// item) and is given back.
+    #[inline]
+    pub(crate) fn push(&mut self, to: Rank, conn: ConnId, item: Item) -> Option<Item> {
+        let k = to.0 as usize;
+        if k >= self.slots.len() {
+            self.slots.resize_with(k + 1, VecDeque::new);
+            self.held.resize(k + 1, 0);
+        }
+        let slots = &mut self.slots[k];
+        // (Each arm builds its slot in place: the item is moved once,
+        // from the caller into the buffer.)
+        let held = |what| {
+            Slot::Held(Held {
+                conn,
+                what,
+                tries: 0,
+            })
+        };
+        match item {
+            Item::Rec(r) => slots.push_back(held(Logged::Rec(r))),
+            Item::Marker(m) => slots.push_back(held(Logged::Marker(m))),
+            other => {
+                slots.push_back(Slot::Empty);
+                return Some(other);
+            }
+        }
+        self.held[k] += 1;
+        None
+    }
+
+    /// Drops what a batch that was not sent left (the caller holds no
+    /// lock: dropping a record may release fields).
+    pub(crate) fn clear(&mut self) {
+        self.slots.iter_mut().for_each(VecDeque::clear);
+        self.held.iter_mut().for_each(|h| *h = 0);
+    }
+
+    /// Holds no item.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.iter().all(VecDeque::is_empty)
+    }
+}
+
+/// Where the records a `Done` takes out of node 0's log go
+/// ([`Log::done_run`]).
+pub(crate) trait Leave {
+    /// Records are dropped where they are: a run of slots at the ring's
+    /// front leaves it at once, dropped in place (`VecDeque::drain`),
+    /// not moved out one by one.
+    const HERE: bool;
+    fn leave(&mut self, r: Rec);
+}
+
+/// To the caller, who drops them outside the state's lock (dropping a
+/// record whose field is a reference to another node's value gives its
+/// weight back, which queues a message: [`snet_core::RemoteField`]).
+impl Leave for Vec<Rec> {
+    const HERE: bool = false;
+    #[inline(always)]
+    fn leave(&mut self, r: Rec) {
+        self.push(r);
+    }
+}
+
+/// Dropped where they are taken, under the state's lock: only for a node
+/// that has never held such a reference ([`crate::dist::Net::done_all`]
+/// asks its field store), so that no drop can queue a message; node 0
+/// holds none under `Respawn`, where every other node sends it fields by
+/// value or gives them, or refers to node 0's own. One move of the
+/// record (out of the ring into the caller's buffer) fewer.
+pub(crate) struct DropHere;
+
+impl Leave for DropHere {
+    const HERE: bool = true;
+    #[inline(always)]
+    fn leave(&mut self, r: Rec) {
+        drop(r);
+    }
+}
+
+/// Empties slot `s` if it holds an item, its record (if any) to `left`;
+/// false, and `s` left as it was, if it holds none.
+fn take_slot<L: Leave>(s: &mut Slot, left: &mut L) -> bool {
     match std::mem::replace(s, Slot::Empty) {
         Slot::Held(Held {
             what: Logged::Rec(r),
             ..
         }) => {
-            left.push(r);
+            left.leave(r);
             true
         }
         Slot::Held(_) => true,
@@ -802,7 +901,9 @@ fn take_slot(s: &mut Slot, left: &mut Vec<Rec>) -> bool {
 
 impl Ring {
     /// Slot `id` (the next identity, `base + slots.len()`, as the caller
-    /// keeps them dense) is `slot`: held (a record or a marker) or empty.
+    /// keeps them dense) is `slot`: held (a record or a marker) or empty
+    /// (the tests'; the log appends a batch's slots, [`Log::sent_all`]).
+    #[cfg(all(test, not(loom)))]
     fn push(&mut self, id: u64, slot: Slot) {
         debug_assert_eq!(id, self.base + self.slots.len() as u64);
         match slot {
@@ -817,12 +918,12 @@ impl Ring {
 
     /// Takes the item numbered `id`, if held (false if not): a record
     /// goes to `left`.
-    fn take_into(&mut self, id: u64, left: &mut Vec<Rec>) -> bool {
+    fn take_into<L: Leave>(&mut self, id: u64, left: &mut L) -> bool {
         let Some(i) = id.checked_sub(self.base) else {
             return match self.stragglers.remove(&id) {
                 Some(h) => {
                     if let Logged::Rec(r) = h.what {
-                        left.push(r);
+                        left.leave(r);
                     }
                     true
                 }
@@ -844,7 +945,7 @@ impl Ring {
     /// records to `left`: the slots in the ring one after the other,
     /// with one trim at the end. The number taken, and the first
     /// identity not held, if any (the items before it are taken).
-    fn take_run(&mut self, first: u64, more: u64, left: &mut Vec<Rec>) -> (u64, Option<u64>) {
+    fn take_run<L: Leave>(&mut self, first: u64, more: u64, left: &mut L) -> (u64, Option<u64>) {
         let last = first.saturating_add(more);
         let mut id = first;
         // Moved aside, or before the ring: one at a time.
@@ -859,13 +960,28 @@ impl Ring {
         // as it is taken, instead of being emptied and then dropped by
         // the trim: one move of the slot fewer.
         let front = id;
+        if L::HERE && id <= last && id == self.base {
+            // The run's held slots at the front leave together, each
+            // dropped where it lies.
+            let upto = usize::try_from(last - id).map_or(usize::MAX, |n| n.saturating_add(1));
+            let n = self
+                .slots
+                .iter()
+                .take(upto)
+                .take_while(|s| matches!(s, Slot::Held(_)))
+                .count();
+            self.slots.drain(..n);
+            self.count -= n;
+            self.base += n as u64;
+            id += n as u64;
+        }
         while id <= last && id == self.base && matches!(self.slots.front(), Some(Slot::Held(_))) {
             if let Some(Slot::Held(Held {
                 what: Logged::Rec(r),
                 ..
             })) = self.slots.pop_front()
             {
-                left.push(r);
+                left.leave(r);
             }
             self.count -= 1;
             self.base += 1;
@@ -1013,6 +1129,11 @@ pub(crate) struct Tombstones {
     /// The instance a tombstone last came for, out of `places` (a run
     /// of fires in one instance, the usual case, costs no hashing).
     last: Option<(Place, Words)>,
+    /// The bytes a `Fired` frame named `last` by ([`CellRef::place`]),
+    /// if it came so: a frame with the same bytes is filed in `last`
+    /// without building its name (empty: none; no instance is encoded
+    /// in no bytes).
+    last_bytes: smallvec::SmallVec<[u8; 16]>,
     places: rustc_hash::FxHashMap<Place, Words>,
 }
 
@@ -1035,7 +1156,14 @@ impl Words {
         let (hi, bit) = (key >> 6, 1u64 << (key & 63));
         if self.bits != 0 && hi != self.hi {
             *self.rest.entry(self.hi).or_default() |= self.bits;
-            self.bits = self.rest.remove(&hi).unwrap_or(0);
+            // (Keys mostly count up: a word past every stored one is new,
+            // found without a search that misses.)
+            let past = self.rest.last_key_value().is_none_or(|(&h, _)| h < hi);
+            self.bits = if past {
+                0
+            } else {
+                self.rest.remove(&hi).unwrap_or(0)
+            };
         }
         self.hi = hi;
         self.bits |= bit;
@@ -1059,8 +1187,23 @@ impl Words {
 }
 
 impl Tombstones {
+    /// The cell a `Fired` frame names fired: in the last instance if the
+    /// frame names it by the same bytes (a word's bit set), else as
+    /// [`Tombstones::insert`] files it.
+    pub(crate) fn insert_ref(&mut self, cell: &CellRef<'_>) {
+        if let Some((_, w)) = &mut self.last {
+            if !self.last_bytes.is_empty() && *self.last_bytes == *cell.place() {
+                w.insert(cell.key());
+                return;
+            }
+        }
+        self.insert(cell.id());
+        self.last_bytes.extend_from_slice(cell.place());
+    }
+
     /// `cell` fired.
     pub(crate) fn insert(&mut self, cell: CellId) {
+        self.last_bytes.clear();
         let CellId {
             conn,
             cell,
@@ -1179,6 +1322,24 @@ impl Log {
         }
     }
 
+    /// [`Log::fired_into`] for a `Fired` frame's cell as read: with no
+    /// parked records of `from` to take out (the usual case), filed
+    /// without building its name ([`Tombstones::insert_ref`]).
+    pub(crate) fn fired_ref(
+        &mut self,
+        from: Rank,
+        cell: &CellRef<'_>,
+        gone: &mut Vec<(CellId, u64, Rec)>,
+    ) {
+        let i = from.0 as usize;
+        if self.parked.get(i).is_some_and(|p| !p.is_empty()) {
+            return self.fired_into(from, cell.id(), gone);
+        }
+        if let Some(v) = self.tombstones.get_mut(i) {
+            v.insert_ref(cell);
+        }
+    }
+
     /// Node `from`'s drain parked `rec`, stored in slot `slot` of `cell`.
     pub(crate) fn park(&mut self, from: Rank, cell: CellId, slot: u64, rec: Rec) {
         if let Some(v) = self.parked.get_mut(from.0 as usize) {
@@ -1194,43 +1355,40 @@ impl Log {
             .collect()
     }
 
-    /// The output manager encoded `item` for `to` on `conn` and is about
-    /// to send it (in the order it sends them: the receiver counts the
-    /// same way): it takes the next identity, and a record or an
-    /// ordering marker is kept in its slot, moved there, never copied (a
-    /// replay sends a marker again among the records, in its place: its
-    /// copies are committed by the node all together, after every item
-    /// sent before it, `Token::commit`). Any other item is given back
-    /// (the caller drops it outside the state's lock).
-    #[inline]
-    pub(crate) fn sent(&mut self, to: Rank, conn: ConnId, item: Item) -> Option<Item> {
-        let k = to.0 as usize;
-        let id = self.next[k];
-        self.next[k] += 1;
-        self.unacked[k] += 1;
-        let ring = &mut self.held[k];
-        debug_assert_eq!(id, ring.base + ring.slots.len() as u64);
-        // (Each arm builds its slot in place: the record is moved once,
-        // from the caller's buffer into the ring.)
-        let held = |what| {
-            Slot::Held(Held {
-                conn,
-                what,
-                tries: 0,
-            })
-        };
-        match item {
-            Item::Rec(r) => ring.slots.push_back(held(Logged::Rec(r))),
-            Item::Marker(m) => ring.slots.push_back(held(Logged::Marker(m))),
-            other => {
-                ring.push(id, Slot::Empty);
-                return Some(other);
+    /// The output manager encoded the items of `s` and is about to send
+    /// them (in the order it sends them: the receiver counts the same
+    /// way): each node's take its next identities, in order, and their
+    /// slots, built when each was encoded ([`Sending::push`]), join the
+    /// node's ring in one move of the batch's slots (`VecDeque::append`,
+    /// a copy of contiguous memory), not one move a slot; `s` is left
+    /// empty, its buffers kept.
+    pub(crate) fn sent_all(&mut self, s: &mut Sending) {
+        for (k, slots) in s.slots.iter_mut().enumerate() {
+            let n = slots.len() as u64;
+            if n == 0 {
+                continue;
             }
+            let held = std::mem::take(&mut s.held[k]);
+            let (Some(next), Some(ring)) = (self.next.get_mut(k), self.held.get_mut(k)) else {
+                slots.clear();
+                continue;
+            };
+            debug_assert_eq!(*next, ring.base + ring.slots.len() as u64);
+            *next += n;
+            self.unacked[k] += n;
+            if ring.slots.is_empty() {
+                // The first slot is never empty.
+                ring.base = *next - n;
+                while let Some(Slot::Empty) = slots.front() {
+                    slots.pop_front();
+                    ring.base += 1;
+                }
+            }
+            ring.slots.append(slots);
+            ring.count += held;
+            self.live += held as u64;
         }
-        ring.count += 1;
-        self.live += 1;
         self.peak = self.peak.max(self.live);
-        None
     }
 
     /// Node `to` was sent `Open` for `o`.
@@ -1267,15 +1425,15 @@ impl Log {
 
     /// Node `from` reports done the items numbered `first..=first +
     /// more` (a `Done` run), in one pass over the ring: a record (not a
-    /// marker) goes to `left` (moved once: the caller drops it outside
-    /// the state's lock); the first identity the log does not hold, if
-    /// any (the items before it are taken).
-    pub(crate) fn done_run(
+    /// marker) goes to `left` ([`Leave`]: to the caller, to be dropped
+    /// outside the state's lock, or dropped at once); the first identity
+    /// the log does not hold, if any (the items before it are taken).
+    pub(crate) fn done_run<L: Leave>(
         &mut self,
         from: Rank,
         first: u64,
         more: u64,
-        left: &mut Vec<Rec>,
+        left: &mut L,
     ) -> Option<u64> {
         let k = from.0 as usize;
         let Some(ring) = self.held.get_mut(k) else {
@@ -1467,7 +1625,9 @@ mod ring_tests {
             }
             ring
         };
-        let (mut a, mut b) = (build(), build());
+        // `c` drops what it takes where it lies ([`DropHere`]: a run at
+        // the front leaves in one drain).
+        let (mut a, mut b, mut c) = (build(), build(), build());
         assert!(!a.stragglers.is_empty(), "the test starts among stragglers");
         let mut x = 12345u64;
         let mut runs = vec![(0, 5), (0, 0), (19_990, 9), (19_999, 0), (20_000, 0)];
@@ -1494,7 +1654,9 @@ mod ring_tests {
                 first
             };
             let (mut la, mut lb) = (Vec::new(), Vec::new());
+            assert_eq!(c.base, a.base);
             let got = a.take_run(first, more, &mut la);
+            let dropped = c.take_run(first, more, &mut DropHere);
             let mut want = (0, None);
             for id in first..=first + more {
                 if !b.take_into(id, &mut lb) {
@@ -1504,13 +1666,16 @@ mod ring_tests {
                 want.0 += 1;
             }
             assert_eq!(got, want, "run ({first}, {more})");
+            assert_eq!(dropped, want, "run ({first}, {more}), dropped in place");
             let origins = |l: &[Rec]| l.iter().map(|r| r.origin).collect::<Vec<_>>();
             assert_eq!(origins(&la), origins(&lb));
             assert_eq!(a.count + a.stragglers.len(), b.count + b.stragglers.len());
+            assert_eq!((c.count, c.stragglers.len()), (a.count, a.stragglers.len()));
         }
         assert!(fronts > 300, "runs at the front: {fronts}");
         let ids = |r: &Ring| r.iter().map(|(id, _)| id).collect::<Vec<_>>();
         assert_eq!(ids(&a), ids(&b));
+        assert_eq!(ids(&c), ids(&b));
         assert!(a.slots.len() <= SPREAD * a.count + SLACK + 1);
     }
 
@@ -1550,12 +1715,30 @@ mod ring_tests {
                     x
                 }
             };
-            let c = match i % 3 {
+            // Runs of three fires an instance, among instances whose
+            // names take as many bytes (`[2, 0]` and `[2, 1]`).
+            let c = match i / 3 % 4 {
                 0 => cell(1, 4, &[], key),
                 1 => cell(1, 4, &[2, 0], key),
+                2 => cell(1, 4, &[2, 1], key),
                 _ => cell(2, 7, &[2, 0, 5], key),
             };
-            log.fired(Rank(1), c.clone());
+            // In blocks, as a `Fired` frame reads (filed by its bytes
+            // when they are the last instance's) or as a name.
+            if i / 7 % 2 == 0 {
+                let mut f = crate::dist::wire::Frames::default();
+                f.fired(&c);
+                let mut b = Vec::new();
+                f.message(&crate::weight::Dyadic::zero(), &mut b);
+                let (_, mut r) = crate::dist::wire::MessageReader::new(&b).expect("a message");
+                let Ok(Some(crate::dist::wire::FrameRef::Fired { cell: read })) = r.next_frame()
+                else {
+                    panic!("a Fired frame");
+                };
+                log.fired_ref(Rank(1), &read, &mut Vec::new());
+            } else {
+                log.fired(Rank(1), c.clone());
+            }
             fired.insert(c);
         }
         log.fired(Rank(2), cell(1, 4, &[], 3));

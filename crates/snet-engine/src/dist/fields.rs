@@ -37,7 +37,7 @@ use rustc_hash::FxHashMap;
 use snet_core::{Codecs, Field, FieldBytes, FieldData, Rank, ReleaseRemote, RemoteField};
 
 use crate::entity::{Entity, Item};
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, AtomicBool, Mutex, Ordering};
 
 /// The weight a home issues with each reference it sends.
 pub(crate) const ISSUE: u64 = 1 << 40;
@@ -90,6 +90,9 @@ pub(crate) struct FieldStore {
     me: Rank,
     state: Mutex<State>,
     release: Arc<dyn ReleaseRemote>,
+    /// A reference to another node's field was ever made here
+    /// ([`FieldStore::proxied`]).
+    proxied: AtomicBool,
 }
 
 /// A field-store request another node made that cannot be met (a
@@ -137,6 +140,7 @@ impl FieldStore {
             me,
             state: Mutex::new(State::default()),
             release,
+            proxied: AtomicBool::new(false),
         }
     }
 
@@ -200,6 +204,16 @@ impl FieldStore {
         FieldStore::give_back(&mut st, self.me, id, weight).map(drop)
     }
 
+    /// Whether this node ever held a reference to another node's field
+    /// (a [`RemoteField`], whose drop gives its weight back by queueing a
+    /// message). Made only here, before the record holding it goes
+    /// anywhere; so a caller that holds a lock every record it asks
+    /// about passed through since it was made (node 0's state lock, for
+    /// the records of its log) sees `true` if any of them may hold one.
+    pub(crate) fn proxied(&self) -> bool {
+        self.proxied.load(Ordering::Relaxed)
+    }
+
     /// A reference to field `id` of node `home` arrived with `weight`.
     pub(crate) fn proxy(
         &self,
@@ -222,6 +236,7 @@ impl FieldStore {
             weight,
             self.release.clone(),
         ));
+        self.proxied.store(true, Ordering::Relaxed);
         st.proxies.insert((home, id), Arc::downgrade(&p));
         if st.proxies.len() > 64 && st.proxies.len().is_power_of_two() {
             st.proxies.retain(|_, w| w.strong_count() > 0);

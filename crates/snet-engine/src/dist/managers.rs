@@ -136,8 +136,9 @@ pub(crate) struct SendBufs {
     /// A message's header (its credit, then its frames) as sent.
     header: Vec<u8>,
     /// Node 0 with a log: the batch's items in the order they are sent,
-    /// for the log to number and keep ([`super::Net::logged`]).
-    logging: Vec<(Rank, super::ConnId, Item)>,
+    /// each in its log slot, for the log to number and keep
+    /// ([`super::Net::logged`]).
+    logging: super::custody::Sending,
 }
 
 /// The batch's messages, a [`Building`] per node and channel.
@@ -221,10 +222,10 @@ fn send_batch(
     // for the batch, before any is sent).
     let mut committed = 0u64;
     // Node 0 with a log: the items sent go to `logging`, in the order
-    // they are sent, for the log to number and keep (moved there once
-    // encoded, before any is sent: a node may report one done at once).
-    // One grown afresh for each of the workers' batches cost about 100
-    // instructions an item.
+    // they are sent, each in its log slot, for the log to number and
+    // keep (moved there once encoded, before any is sent: a node may
+    // report one done at once). Buffers grown afresh for each of the
+    // workers' batches cost about 100 instructions an item.
     logging.clear();
     for out in batch.drain(..) {
         let ch = out.channel() as u8;
@@ -269,7 +270,8 @@ fn send_batch(
                         EngineError::Distribution(DistributionError::Field { node: me, error })
                     })?;
                 if net.respawn_root {
-                    logging.push((to, conn, item));
+                    // (Not kept: dropped here, outside any lock.)
+                    drop(logging.push(to, conn, item));
                 }
             }
             Out::Commit {
@@ -671,9 +673,6 @@ struct Got {
     /// (Kept from message to message: buffers of thousands freed each
     /// time went back to the system and faulted their pages in again.)
     dones: Vec<(u64, u64)>,
-    /// Node 0: the `Fired` frames' tombstones not yet in the log (taken
-    /// in under one lock: [`super::Net::fired_all`]).
-    fired: Vec<super::wire::CellId>,
     left: Vec<crate::entity::Rec>,
 }
 
@@ -692,10 +691,18 @@ fn handle(
     let net = &rt.net;
     let proto = |e: ProtocolError| Handled::Error(EngineError::Distribution(e.into()));
     got.dones.clear();
-    got.fired.clear();
+    // Node 0: the `Fired` frames' tombstones not yet in the log, as read
+    // (taken in under one lock: [`super::Net::fired_all`]; a message
+    // carries a few).
+    let mut fired: smallvec::SmallVec<[super::wire::CellRef<'_>; 16]> = smallvec::SmallVec::new();
     // A `Parked` frame's cell and slot: the next Items frame holds its
     // record.
     let mut park: Option<(super::wire::CellId, u64)> = None;
+    // The entry and arrivals of the last `Items` frame's connection: a
+    // commit's records come in one frame each (its `Fired` frame comes
+    // between two), mostly on one connection. (Valid for the message: an
+    // entry, once bound, is never replaced; an `Open` clears it.)
+    let mut last: Option<(super::ConnId, Arc<Entity>, super::Arrivals)> = None;
     while let Some(frame) = r
         .next_frame()
         .map_err(|error| proto(ProtocolError::Malformed { from, error }))?
@@ -714,6 +721,7 @@ fn handle(
                 let entry = instantiate(ctx, template, next, &start);
                 ctx.start();
                 lock(&net.inbound).insert(conn, entry);
+                last = None;
                 let g = rt.graph();
                 let markers = net.receives_custody() && has_markers(g);
                 net.opened(from, conn, g.replayable(template), markers);
@@ -730,18 +738,23 @@ fn handle(
                 }
             }
             FrameRef::Items { conn, .. } => {
-                let to = lock(&net.inbound)
-                    .get(&conn)
-                    .cloned()
-                    .ok_or_else(|| proto(ProtocolError::UnknownConnection { from, conn }))?;
-                let arrivals = net.arrivals(from, conn);
+                if last.as_ref().is_none_or(|(c, ..)| *c != conn) {
+                    let to = lock(&net.inbound)
+                        .get(&conn)
+                        .cloned()
+                        .ok_or_else(|| proto(ProtocolError::UnknownConnection { from, conn }))?;
+                    last = Some((conn, to, net.arrivals(from, conn)));
+                }
+                let Some((_, to, arrivals)) = &last else {
+                    continue;
+                };
                 while let Some(mut item) = r
                     .next_item(dec, from, &net.store, host.codecs())
                     .map_err(|error| proto(ProtocolError::Item { from, error }))?
                 {
                     got.items += 1;
-                    net.arrived_on(arrivals, &mut item);
-                    ctx.send(&to, item);
+                    net.arrived_on(*arrivals, &mut item);
+                    ctx.send(to, item);
                 }
             }
             FrameRef::Fetch { id } => {
@@ -788,11 +801,12 @@ fn handle(
             FrameRef::Seq { next } => net.set_next(from, next),
             // Node 0 takes a message's tombstones into its log together
             // (before a parked record, which a tombstone takes out).
-            FrameRef::Fired { cell } if net.me == Rank::ROOT => got.fired.push(cell),
-            FrameRef::Fired { cell } => net.fired_frame(from, cell),
+            FrameRef::Fired { cell } if net.me == Rank::ROOT => fired.push(cell),
+            FrameRef::Fired { cell } => net.fired_frame(from, cell.id()),
             FrameRef::Drain => net.drain_frame(from, ctx),
             FrameRef::Parked { cell, slot } => {
-                net.fired_all(from, &mut got.fired);
+                net.fired_all(from, &fired);
+                fired.clear();
                 park = Some((cell, slot));
             }
             // A field given ahead of the record holding it: the record's
@@ -812,7 +826,7 @@ fn handle(
             FrameRef::Done { id, more } => got.dones.push((id, more)),
         }
     }
-    net.fired_all(from, &mut got.fired);
+    net.fired_all(from, &fired);
     if let Some(id) = net.done_all(from, &got.dones, &mut got.left) {
         return Err(proto(ProtocolError::UnknownDone { from, id }));
     }

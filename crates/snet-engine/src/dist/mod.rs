@@ -656,24 +656,18 @@ impl Net {
         Ok(())
     }
 
-    /// Node 0 with a log: the output manager encoded these items for
-    /// these nodes, in the order it sends them (and has not sent them
+    /// Node 0 with a log: the output manager encoded the items of `s` for
+    /// their nodes, in the order it sends them (and has not sent them
     /// yet: a node may report one done at once): each takes its node's
-    /// next identity, and the log keeps the records and markers, moved
-    /// in (under one lock for the batch).
-    pub(crate) fn logged(&self, items: &mut Vec<(Rank, ConnId, Item)>) {
-        if items.is_empty() {
+    /// next identity, and the log keeps the records and markers, their
+    /// slots moved in a batch at a time (under one lock for the batch).
+    pub(crate) fn logged(&self, s: &mut custody::Sending) {
+        if s.is_empty() {
             return;
         }
-        let mut unkept = Vec::new();
         if let Some(log) = lock(&self.state.0).log.as_mut() {
-            for (to, conn, item) in items.drain(..) {
-                unkept.extend(log.sent(to, conn, item));
-            }
+            log.sent_all(s);
         }
-        // (Outside the lock: dropping a record may release fields.)
-        items.clear();
-        drop(unkept);
     }
 
     /// Nodes node 0 replaced during the run.
@@ -943,18 +937,18 @@ impl Net {
     }
 
     /// Node 0: node `from`'s groups fired `cells` (a message's `Fired`
-    /// frames, taken into the log under one lock; `cells` is left empty).
-    pub(crate) fn fired_all(&self, from: Rank, cells: &mut Vec<wire::CellId>) {
+    /// frames as read, taken into the log under one lock; the caller
+    /// empties `cells`).
+    pub(crate) fn fired_all(&self, from: Rank, cells: &[wire::CellRef<'_>]) {
         if cells.is_empty() {
             return;
         }
         let mut gone = Vec::new();
         if let Some(log) = lock(&self.state.0).log.as_mut() {
-            for cell in cells.drain(..) {
-                log.fired_into(from, cell, &mut gone);
+            for cell in cells {
+                log.fired_ref(from, cell, &mut gone);
             }
         }
-        cells.clear();
         // (Outside the lock: dropping a record may release fields.)
         drop(gone);
     }
@@ -1002,7 +996,11 @@ impl Net {
     /// Node `from` reports done the items numbered `ids` (a message's
     /// `Done` frames, each a first identity and how many after it, under
     /// one lock); the first the log does not hold, if any (a protocol
-    /// error: so a run longer than the log stops there).
+    /// error: so a run longer than the log stops there). The records
+    /// taken are dropped under the lock, where they are taken, unless
+    /// this node ever held a reference to another node's field (whose
+    /// drop queues a message): then they go through `left`, dropped
+    /// after the lock ([`custody::DropHere`]).
     pub(crate) fn done_all(
         &self,
         from: Rank,
@@ -1018,9 +1016,16 @@ impl Net {
             let Some(log) = st.log.as_mut() else {
                 return ids.first().map(|r| r.0);
             };
+            // (Asked under the lock: every record of the log passed
+            // through it after any reference it holds was made.)
+            let here = !self.store.proxied();
             for &(first, more) in ids {
                 // (`first + more` does not overflow: the wire checks it.)
-                unknown = log.done_run(from, first, more, left);
+                unknown = if here {
+                    log.done_run(from, first, more, &mut custody::DropHere)
+                } else {
+                    log.done_run(from, first, more, left)
+                };
                 if unknown.is_some() {
                     break;
                 }
@@ -1312,15 +1317,14 @@ mod tests {
     /// the items in it are numbered, and the records and markers go to
     /// the log.
     fn send(net: &Net, out: impl IntoIterator<Item = Out>) {
-        net.logged(
-            &mut out
-                .into_iter()
-                .filter_map(|o| match o {
-                    Out::Item { to, conn, item } => Some((to, conn, item)),
-                    _ => None,
-                })
-                .collect(),
-        );
+        let mut s = custody::Sending::default();
+        for o in out {
+            if let Out::Item { to, conn, item } = o {
+                drop(s.push(to, conn, item));
+            }
+        }
+        net.logged(&mut s);
+        assert!(s.is_empty());
     }
 
     #[test]
@@ -1377,6 +1381,31 @@ mod tests {
         assert_eq!(net.done_all(Rank(2), &[(5, 3)], &mut left), Some(6));
         assert_eq!(logged(&net, 2), vec![]);
         assert_eq!(net.log_size(), (0, 5));
+    }
+
+    /// A retired record is dropped under the state's lock only while the
+    /// node has never held a reference to another node's field (dropping
+    /// one queues a message, which takes that lock): after the first
+    /// such reference, retired records go through the caller's buffer.
+    #[test]
+    fn node_0_drops_retired_records_in_place_only_if_it_never_held_another_nodes_field() {
+        let net = Net::with_loss(Rank(0), 2, 1024, OnNodeLoss::Respawn);
+        for n in 0..3 {
+            net.push_item(Rank(1), conn(), rec(n), true);
+        }
+        send_queued(&net);
+        let mut left = Vec::new();
+        assert_eq!(net.done_all(Rank(1), &[(0, 0)], &mut left), None);
+        assert_eq!(logged(&net, 1), vec![(1, 1), (2, 2)]);
+        assert_eq!(left.capacity(), 0, "dropped where it was taken");
+        assert!(!net.store.proxied());
+        let f = net.store.proxy(Rank(1), 7, 1, "X", 10);
+        assert!(net.store.proxied());
+        assert_eq!(net.done_all(Rank(1), &[(1, 1)], &mut left), None);
+        assert_eq!(logged(&net, 1), vec![]);
+        assert!(left.capacity() >= 2, "dropped after the lock");
+        assert!(left.is_empty());
+        drop(f);
     }
 
     #[test]

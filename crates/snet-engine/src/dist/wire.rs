@@ -723,6 +723,48 @@ pub struct CellId {
 /// An instance path ([`CellId::path`]): short ones inline.
 pub type Path = smallvec::SmallVec<[u64; 2]>;
 
+/// A [`CellId`] as a `Fired` frame carries it, checked and not yet
+/// built: its instance (connection, template node, path) as the bytes
+/// that encode it, and its key. Node 0 files a tombstone by comparing
+/// those bytes with its last instance's (`custody::Tombstones`), so that
+/// a run of fires in one instance builds no path; [`CellRef::id`] builds
+/// the name.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CellRef<'a> {
+    place: &'a [u8],
+    key: u64,
+}
+
+impl<'a> CellRef<'a> {
+    /// The bytes that encode the cell's instance (equal bytes, equal
+    /// instances; the converse need not hold).
+    pub fn place(&self) -> &'a [u8] {
+        self.place
+    }
+
+    /// The cell's key in its instance.
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// The cell's name.
+    pub fn id(&self) -> CellId {
+        let mut r = Reader {
+            b: self.place,
+            at: 0,
+        };
+        let (conn, cell, path) = r
+            .place()
+            .expect("a cell's instance is checked when its frame is read");
+        CellId {
+            conn,
+            cell,
+            path,
+            key: self.key,
+        }
+    }
+}
+
 /// A frame as [`MessageReader::next_frame`] reads it: an `Items` frame is
 /// its connection and count, its items read next
 /// (`MessageReader::next_item` or [`MessageReader::next_wire_item`]).
@@ -795,8 +837,9 @@ pub enum FrameRef<'a> {
     },
     /// [`Frame::Fired`].
     Fired {
-        /// The cell's name across incarnations.
-        cell: CellId,
+        /// The cell's name across incarnations, as read ([`CellRef::id`]
+        /// is the [`CellId`]).
+        cell: CellRef<'a>,
     },
     /// [`Frame::Drain`].
     Drain,
@@ -935,7 +978,7 @@ impl<'a> Message<'a> {
                 FrameRef::Ack { count } => Frame::Ack { count },
                 FrameRef::Done { id, more } => Frame::Done { id, more },
                 FrameRef::Seq { next } => Frame::Seq { next },
-                FrameRef::Fired { cell } => Frame::Fired { cell },
+                FrameRef::Fired { cell } => Frame::Fired { cell: cell.id() },
                 FrameRef::Drain => Frame::Drain,
                 FrameRef::Parked { cell, slot } => Frame::Parked { cell, slot },
                 FrameRef::Given { codec, meta } => Frame::Given {
@@ -1225,10 +1268,41 @@ impl<'a> Reader<'a> {
 
     /// A synchrocell's name, as [`put_cell`] writes it.
     fn cell(&mut self) -> Result<CellId, WireError> {
+        let (conn, cell, path) = self.place()?;
         Ok(CellId {
-            conn: self.conn()?,
-            cell: NodeId(self.u32("template node")?),
-            path: self.path()?,
+            conn,
+            cell,
+            path,
+            key: self.u()?,
+        })
+    }
+
+    /// A synchrocell's instance (its name without the key).
+    fn place(&mut self) -> Result<(ConnId, NodeId, Path), WireError> {
+        Ok((
+            self.conn()?,
+            NodeId(self.u32("template node")?),
+            self.path()?,
+        ))
+    }
+
+    /// A synchrocell's name, checked as [`Reader::cell`] reads it, its
+    /// instance left as bytes (a `Fired` frame's: [`CellRef`]).
+    fn cell_ref(&mut self) -> Result<CellRef<'a>, WireError> {
+        let start = self.at;
+        self.u32("node")?;
+        self.u()?;
+        self.u32("template node")?;
+        let n = self.u()?;
+        if n > (self.b.len() - self.at) as u64 {
+            return self.err(Malformed::Truncated);
+        }
+        for _ in 0..n {
+            self.u()?;
+        }
+        let place = &self.b[start..self.at];
+        Ok(CellRef {
+            place,
             key: self.u()?,
         })
     }
@@ -1406,7 +1480,9 @@ impl<'a> Reader<'a> {
                 FrameRef::Done { id, more }
             }
             SEQ => FrameRef::Seq { next: self.u()? },
-            FIRED => FrameRef::Fired { cell: self.cell()? },
+            FIRED => FrameRef::Fired {
+                cell: self.cell_ref()?,
+            },
             DRAIN => FrameRef::Drain,
             PARKED => FrameRef::Parked {
                 cell: self.cell()?,

@@ -156,6 +156,13 @@ fn varints_of_every_length_read_back_and_cut_short_are_truncated() {
     assert_eq!((r.u().unwrap(), r.u().unwrap()), (5, 129));
 }
 
+/// How many bytes `put_u` writes for `v`.
+fn varint_len(v: u64) -> usize {
+    let mut b = Vec::new();
+    put_u(&mut b, v);
+    b.len()
+}
+
 /// A cell's name (`Fired` and `Parked` frames) is the frame's kind, the
 /// connection's node and number, the template node, the path's length
 /// and steps, and the key, each a varint: the same bytes whether `put_cell` writes them
@@ -196,7 +203,14 @@ fn a_cells_name_is_its_varints_in_order_for_every_path_length() {
             g.message(&Dyadic::zero(), &mut c);
             assert_eq!(b, c);
             let (_, mut r) = MessageReader::new(&b).unwrap();
-            assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Fired { cell }));
+            // Read as the bytes of its instance (all but the kind and the
+            // key) and its key, which build the name back.
+            let Some(FrameRef::Fired { cell: got }) = r.next_frame().unwrap() else {
+                panic!("a Fired frame");
+            };
+            assert_eq!(got.place(), &want[1..want.len() - varint_len(cell.key)]);
+            assert_eq!(got.key(), cell.key);
+            assert_eq!(got.id(), cell);
             assert_eq!(r.next_frame().unwrap(), None);
         }
     }
