@@ -107,7 +107,7 @@ impl Stamps {
             // SAFETY: an odd word is a box's pointer plus one (`boxed`).
             b if b & 1 == 1 => Kind::Boxed(unsafe { &*self.0.boxed.wrapping_byte_sub(1) }),
             // SAFETY: an even, non-null word is `token`.
-            _ => Kind::Token(unsafe { &*self.0.token }),
+            _ => Kind::Token(unsafe { &self.0.token }),
         }
     }
 
