@@ -484,7 +484,7 @@ struct LinkAt {
     /// A token commits with or after the group ([`Token::after`]): it
     /// may hand the group content through `pending`, so the group's root
     /// commits under [`GROUPS`]. A root whose only link is not shared
-    /// commits without it ([`Token::commit`]).
+    /// commits without it ([`Token::try_commit`]).
     shared: bool,
     /// Content handed to the dying token `at` by a token that had to
     /// commit with or after it (taken by that token's drop).
