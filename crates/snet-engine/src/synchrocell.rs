@@ -597,9 +597,7 @@ impl Guard {
 
     /// The first record (with token `t`) reaches cell `key`, which is
     /// created: whether an earlier incarnation of the node fired it (it
-    /// then starts fired). (Inline: the check is an atomic's load, a
-    /// call of its own was about 20 instructions a record.)
-    #[inline]
+    /// then starts fired).
     pub(crate) fn first(&mut self, net: &crate::dist::Net, key: u64, t: Tok) -> bool {
         if !net.any_tombstones() {
             // (The first incarnation, or one sent no tombstones: nothing
@@ -617,8 +615,7 @@ impl Guard {
 
     /// Records an earlier incarnation's drain parked in cell `key`, just
     /// created (slot, record): it starts with them (no token: node 0 holds
-    /// them until the cell's tombstone comes). (Inline, as `first`.)
-    #[inline]
+    /// them until the cell's tombstone comes).
     pub(crate) fn parked(
         &mut self,
         net: &crate::dist::Net,
