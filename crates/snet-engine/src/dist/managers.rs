@@ -169,6 +169,9 @@ struct Building {
     /// last, so that the commits' records join one `Items` frame per
     /// connection (a `Done` between them would start a new one).
     dones: Vec<u64>,
+    /// The cells the commits' groups fired: their `Fired` frames go after
+    /// the records, before the `Done`s, for the same reason.
+    fired: Vec<super::wire::CellId>,
 }
 
 impl Building {
@@ -178,6 +181,7 @@ impl Building {
         self.credit = Dyadic::zero();
         self.needs_credit = false;
         self.dones.clear();
+        self.fired.clear();
     }
 }
 
@@ -296,8 +300,17 @@ fn send_batch(
                             EngineError::Distribution(DistributionError::Field { node: me, error })
                         })?;
                 }
+                super::custody::recycle(items);
                 // A parked record: not an item of its connection (no
-                // acknowledgement counts it), its own Items frame.
+                // acknowledgement counts it), its own Items frame; the
+                // tombstones of the commits before go ahead of it, as
+                // node 0 files them (a tombstone takes its cell's parked
+                // records out).
+                if !parked.is_empty() {
+                    for cell in b.fired.drain(..) {
+                        b.frames.fired(&cell);
+                    }
+                }
                 for (cell, slot, rec) in parked {
                     b.frames
                         .parked(cell, slot, rec, enc, to, &net.store)
@@ -305,9 +318,7 @@ fn send_batch(
                             EngineError::Distribution(DistributionError::Field { node: me, error })
                         })?;
                 }
-                for cell in &fired {
-                    b.frames.fired(cell);
-                }
+                b.fired.extend(fired);
                 // A pair (a fired cell's group of two) lowest first, so
                 // that consecutive commits' items make one run of
                 // `Done`s (`wire::done_runs`).
@@ -436,6 +447,9 @@ fn send_batch(
         }
     }
     for ((to, ch), mut b) in std::mem::take(&mut msgs.map) {
+        for cell in &b.fired {
+            b.frames.fired(cell);
+        }
         // Runs of consecutive identities, a frame each.
         super::wire::done_runs(&b.dones, |id, more| {
             b.frames.push(&Frame::Done { id, more });
