@@ -796,7 +796,7 @@ impl Net {
     /// An item arrived from `from` on `conn`: with custody, it takes its
     /// number, and a record or marker on a replayable connection its
     /// token (one on another connection is reported done at once).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn arrived(&self, from: Rank, conn: ConnId, item: &mut Item) {
         self.arrived_on(self.arrivals(from, conn), item)
     }
