@@ -8,6 +8,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -16,10 +17,15 @@ mod common;
 /// Far above the writer's 50 ms, far below "the end of the run".
 const ARRIVAL: Duration = Duration::from_secs(20);
 
+/// Writes `text` to a file of its own: the tests run in parallel in one
+/// process, and two of them writing one file name let a run read the other's
+/// half-written program (CI once saw an empty file).
 fn program(name: &str, text: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("snet-streaming-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+    let p = dir.join(format!("{n}-{name}"));
     std::fs::write(&p, text).unwrap();
     p
 }
