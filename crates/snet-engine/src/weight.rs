@@ -215,39 +215,29 @@ impl Balance {
         }
     }
 
-    /// Adds `2^-e` (modulo 2: the carry out of the whole, if any, is
-    /// returned).
+    /// Adds `2^-e` (modulo 2: true if it carried past one).
     fn add_piece(&mut self, e: u64) -> bool {
-        let mut i = (e / 64) as usize;
-        if i >= self.words.len() {
-            self.words.resize(i + 1, 0);
-        }
-        let mut bit = 1u64 << (63 - e % 64);
-        loop {
-            let (w, carry) = self.words[i].overflowing_add(bit);
-            self.words[i] = w;
-            if !carry {
-                return false;
-            }
-            if i == 0 {
-                return true;
-            }
-            i -= 1;
-            bit = 1;
-        }
+        self.step_piece(e, u64::overflowing_add)
     }
 
     /// Subtracts `2^-e` (modulo 2: true if it went below zero).
     fn sub_piece(&mut self, e: u64) -> bool {
+        self.step_piece(e, u64::overflowing_sub)
+    }
+
+    /// Adds or subtracts (`op`) `2^-e`, carrying or borrowing towards the
+    /// first word: true if the carry or borrow went past it.
+    #[inline]
+    fn step_piece(&mut self, e: u64, op: fn(u64, u64) -> (u64, bool)) -> bool {
         let mut i = (e / 64) as usize;
         if i >= self.words.len() {
             self.words.resize(i + 1, 0);
         }
         let mut bit = 1u64 << (63 - e % 64);
         loop {
-            let (w, borrow) = self.words[i].overflowing_sub(bit);
+            let (w, over) = op(self.words[i], bit);
             self.words[i] = w;
-            if !borrow {
+            if !over {
                 return false;
             }
             if i == 0 {
