@@ -47,13 +47,21 @@ use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
 ///
 /// The word is null (nothing), a custody token alone (the `Arc` itself,
 /// `Word::token`: the record of a node that receives custody, which has
-/// no stamps and no flow), or a box of the rest (`StampsIn`, its
-/// address plus one, `Word::boxed`). A token alone takes no box: the box
-/// made for each item from node 0 and dropped when the record was held
-/// or stored, both on `bench/soak`'s respawn network, were about 100
-/// instructions an item on a node other than 0 (`Net::arrived` 221 to
-/// 175, taking the token at a synchrocell 78 to 16).
-pub struct Stamps(Word);
+/// no stamps and no flow), a custody token not made yet (`Word::bits`
+/// ending in `0b10`: [`crate::dist::custody::Pending`], the item's
+/// identity, which the input manager writes), or a box of the rest
+/// (`StampsIn`, its address plus one, `Word::boxed`). A token alone
+/// takes no box: the box made for each item from node 0 and dropped when
+/// the record was held or stored, both on `bench/soak`'s respawn network,
+/// were about 100 instructions an item on a node other than 0
+/// (`Net::arrived` 221 to 175, taking the token at a synchrocell 78 to
+/// 16).
+///
+/// A pending token is made an `Arc` by the first look at the record's
+/// custody or clone of its stamps ([`Stamps::custody`], `clone`, both
+/// through `&self`: the word is in an `UnsafeCell`, and `Stamps` is not
+/// `Sync`), or committed without one when the stamps are dropped first.
+pub struct Stamps(UnsafeCell<Word>);
 
 /// [`Stamps`]' word (see there): which field is live is told by the
 /// address ([`Stamps::kind`]).
@@ -66,10 +74,9 @@ union Word {
 }
 
 // SAFETY: the word owns a `Box<StampsIn>` or an `Arc<Token>`, both `Send`
-// and `Sync`, and nothing else.
+// and `Sync`, or a pending token's numbers, and nothing else. (Not `Sync`:
+// `&Stamps` may make a pending token, writing the word.)
 unsafe impl Send for Stamps {}
-// SAFETY: as `Send`; `&Stamps` lends only shared references to them.
-unsafe impl Sync for Stamps {}
 
 #[derive(Clone, Default)]
 struct StampsIn {
@@ -84,20 +91,49 @@ struct StampsIn {
 /// What a [`Stamps`] word holds.
 enum Kind<'a> {
     Bare,
+    /// A token not made yet ([`Stamps::settle`] makes it).
+    Pending,
     Token(&'a std::sync::Arc<crate::dist::custody::Token>),
     Boxed(&'a StampsIn),
 }
 
 impl Stamps {
     pub const fn new() -> Stamps {
-        Stamps(Word { bits: 0 })
+        Stamps(UnsafeCell::new(Word { bits: 0 }))
+    }
+
+    /// Stamps whose word is `w`.
+    #[inline]
+    fn of(w: Word) -> Stamps {
+        Stamps(UnsafeCell::new(w))
+    }
+
+    /// The word (shared).
+    #[inline]
+    fn w(&self) -> &Word {
+        // SAFETY: the word is written through `&self` only by `settle`,
+        // on a pending word, to which no reference is out (`kind` lends
+        // none for it), and only on this thread (`Stamps` is not `Sync`).
+        unsafe { &*self.0.get() }
+    }
+
+    /// The word (owned).
+    #[inline]
+    fn wm(&mut self) -> &mut Word {
+        self.0.get_mut()
     }
 
     #[inline]
     fn bits(&self) -> usize {
         // SAFETY: every field is one word; reading it as an address is
         // reading what was written.
-        unsafe { self.0.bits }
+        unsafe { self.w().bits }
+    }
+
+    /// The word is a pending token.
+    #[inline]
+    fn pending(&self) -> bool {
+        self.bits() & 3 == crate::dist::custody::Pending::TAG
     }
 
     #[inline]
@@ -105,10 +141,44 @@ impl Stamps {
         match self.bits() {
             0 => Kind::Bare,
             // SAFETY: an odd word is a box's pointer plus one (`boxed`).
-            b if b & 1 == 1 => Kind::Boxed(unsafe { &*self.0.boxed.wrapping_byte_sub(1) }),
-            // SAFETY: an even, non-null word is `token`.
-            _ => Kind::Token(unsafe { &self.0.token }),
+            b if b & 1 == 1 => Kind::Boxed(unsafe { &*self.w().boxed.wrapping_byte_sub(1) }),
+            b if b & 3 == crate::dist::custody::Pending::TAG => Kind::Pending,
+            // SAFETY: an even, non-null word not pending is `token`.
+            _ => Kind::Token(unsafe { &self.w().token }),
         }
+    }
+
+    /// Makes a pending token an `Arc` (on this thread), if the word is one.
+    #[inline]
+    fn settle(&self) {
+        if self.pending() {
+            let t = crate::dist::custody::Pending::from_bits(self.bits()).token();
+            // SAFETY: the word is pending: no reference into it is out
+            // (`kind` lends none for a pending word, and nothing else
+            // borrows from it), and no other thread can reach it
+            // (`Stamps` is not `Sync`). It owns nothing to drop: the
+            // token replaces its numbers.
+            unsafe {
+                *self.0.get() = Word {
+                    token: std::mem::ManuallyDrop::new(t),
+                }
+            };
+        }
+    }
+
+    /// Gives the bare stamps of a record that just arrived the pending
+    /// custody token `p`.
+    #[inline]
+    pub(crate) fn set_pending(&mut self, p: crate::dist::custody::Pending) {
+        debug_assert!(self.is_bare());
+        *self.wm() = Word { bits: p.bits() };
+    }
+
+    /// The pending token, if the word is one (for the tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn pending_token(&self) -> Option<crate::dist::custody::Pending> {
+        self.pending()
+            .then(|| crate::dist::custody::Pending::from_bits(self.bits()))
     }
 
     /// The box, made from what the word holds if it holds no box.
@@ -119,41 +189,47 @@ impl Stamps {
                 custody,
                 ..Default::default()
             }));
-            self.0 = Word {
+            *self.wm() = Word {
                 boxed: b.wrapping_byte_add(1),
             };
         }
         // SAFETY: the word is a box's pointer plus one, owned by `self`.
-        unsafe { &mut *self.0.boxed.wrapping_byte_sub(1) }
+        unsafe { &mut *self.wm().boxed.wrapping_byte_sub(1) }
     }
 
     /// The box, if the word holds one.
     fn boxed_mut(&mut self) -> Option<&mut StampsIn> {
         // SAFETY: an odd word is a box's pointer plus one, owned by `self`.
-        (self.bits() & 1 == 1).then(|| unsafe { &mut *self.0.boxed.wrapping_byte_sub(1) })
+        (self.bits() & 1 == 1).then(|| unsafe { &mut *self.wm().boxed.wrapping_byte_sub(1) })
     }
 
-    /// Takes the token if the word is one (leaving it bare).
+    /// Takes the token if the word is one, made if pending (leaving the
+    /// word bare).
     fn take_token(&mut self) -> Custody {
         let b = self.bits();
         if b == 0 || b & 1 == 1 {
             return None;
         }
-        // SAFETY: an even, non-null word is `token`; the word is bare
-        // after, so it is taken once.
-        let t = unsafe { std::mem::ManuallyDrop::take(&mut self.0.token) };
-        self.0 = Word { bits: 0 };
+        self.settle();
+        // SAFETY: an even, non-null word not pending (settled above) is
+        // `token`; the word is bare after, so it is taken once.
+        let t = unsafe { std::mem::ManuallyDrop::take(&mut self.wm().token) };
+        *self.wm() = Word { bits: 0 };
         Some(t)
     }
 
-    /// Drops what the word holds, leaving it bare.
+    /// Drops what the word holds, leaving it bare (a pending token
+    /// commits its item without being made).
     fn clear(&mut self) {
         let b = self.bits();
         if b & 1 == 1 {
             // SAFETY: an odd word is a box's pointer plus one, owned by
             // `self`, which is bare after.
-            drop(unsafe { Box::from_raw(self.0.boxed.wrapping_byte_sub(1)) });
-            self.0 = Word { bits: 0 };
+            drop(unsafe { Box::from_raw(self.wm().boxed.wrapping_byte_sub(1)) });
+            *self.wm() = Word { bits: 0 };
+        } else if self.pending() {
+            *self.wm() = Word { bits: 0 };
+            crate::dist::custody::Pending::from_bits(b).done();
         } else if b != 0 {
             drop(self.take_token());
         }
@@ -223,11 +299,12 @@ impl Stamps {
         }
     }
 
-    /// The record's custody token, if it has one.
+    /// The record's custody token, if it has one (made now if pending).
     #[inline]
     pub fn custody(&self) -> Option<&std::sync::Arc<crate::dist::custody::Token>> {
+        self.settle();
         match self.kind() {
-            Kind::Bare => None,
+            Kind::Bare | Kind::Pending => None,
             Kind::Token(t) => Some(t),
             Kind::Boxed(b) => b.custody.as_ref(),
         }
@@ -252,7 +329,7 @@ impl Stamps {
                 if !self.is_bare() {
                     self.clear();
                 }
-                self.0 = Word {
+                *self.wm() = Word {
                     token: std::mem::ManuallyDrop::new(t),
                 };
             }
@@ -271,12 +348,14 @@ impl Default for Stamps {
 impl Clone for Stamps {
     #[inline]
     fn clone(&self) -> Stamps {
+        // (A pending token is made first: the clones share it.)
+        self.settle();
         match self.kind() {
-            Kind::Bare => Stamps::new(),
-            Kind::Token(t) => Stamps(Word {
+            Kind::Bare | Kind::Pending => Stamps::new(),
+            Kind::Token(t) => Stamps::of(Word {
                 token: std::mem::ManuallyDrop::new(t.clone()),
             }),
-            Kind::Boxed(b) => Stamps(Word {
+            Kind::Boxed(b) => Stamps::of(Word {
                 boxed: Box::into_raw(Box::new(b.clone())).wrapping_byte_add(1),
             }),
         }

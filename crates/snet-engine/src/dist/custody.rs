@@ -284,6 +284,198 @@ pub(crate) fn quietly(f: impl FnOnce()) -> bool {
     QUIET.with(|q| q.replace(0)) == 2
 }
 
+/// The nodes of this process whose records may carry a *pending* token
+/// ([`Pending`]), by home number: each home the [`Home`] of the node that
+/// took it last (null: never taken). A node takes a home whose node is
+/// gone (its state dead), with the next generation, so a pending word
+/// names its node by home and generation: one whose node's run is over
+/// finds another generation (or the state dead) and its commit sends
+/// nothing, as an `Arc` token's does when its state is gone. (The
+/// generation is kept in [`GEN_BITS`] bits: a record would have to
+/// outlive its node by that many nodes taking its home, in one process,
+/// to be taken for another node's.) A node made while [`HOMES`] others
+/// live gives its records `Arc` tokens at once. Under loom there are no
+/// homes: every token is an `Arc` from the start.
+///
+/// Read without a lock (one load, then the `Weak`'s clone, the only
+/// atomic write a token's making adds): a `Home` is never freed, so one
+/// a slot no longer names can still be read. That is one `Home` and its
+/// node's state's allocation (its contents go with the node) kept per
+/// node that took a home: one a node process, a few thousand in a test
+/// process. (A lock per home was three atomic writes more a token, about
+/// 60 % of the token's making in a CPU-clock profile.)
+#[cfg(not(loom))]
+static HOME: [std::sync::atomic::AtomicPtr<Home>; HOMES] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; HOMES];
+
+/// Taken by a node taking a home (so that two cannot take one).
+#[cfg(not(loom))]
+static HOME_TAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A node's entry in [`HOME`].
+#[cfg(not(loom))]
+struct Home {
+    generation: usize,
+    state: Weak<(Mutex<NetState>, Condvar)>,
+}
+
+/// How many nodes of a process may give pending tokens at once
+/// ([`HOME`]): a process runs one node, or, on loopback and in tests, a
+/// few.
+pub(crate) const HOMES: usize = 1 << HOME_BITS;
+const HOME_BITS: u32 = 6;
+/// A pending word's generation of its home, connection number
+/// ([`ConnId::seq`] of a connection node 0 made) and item number: the
+/// rest of the word.
+const GEN_BITS: u32 = 12;
+const SEQ_BITS: u32 = 12;
+const ID_BITS: u32 = 64 - 2 - HOME_BITS - GEN_BITS - SEQ_BITS;
+
+/// A home for the node whose state is `state` ([`HOME`]): its number and
+/// generation, if one is free.
+pub(crate) fn home(state: &Arc<(Mutex<NetState>, Condvar)>) -> Option<(u32, u32)> {
+    #[cfg(not(loom))]
+    {
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        if usize::BITS != 64 {
+            return None;
+        }
+        let _one_at_a_time = HOME_TAKING.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, slot) in HOME.iter().enumerate() {
+            let old = slot.load(Acquire);
+            // SAFETY: a non-null slot names a leaked `Home`, never freed.
+            let generation = match unsafe { old.as_ref() } {
+                None => 0,
+                Some(h) if h.state.strong_count() == 0 => {
+                    (h.generation + 1) & ((1 << GEN_BITS) - 1)
+                }
+                Some(_) => continue,
+            };
+            let h = Box::leak(Box::new(Home {
+                generation,
+                state: Arc::downgrade(state),
+            }));
+            slot.store(h, Release);
+            return Some((i as u32, generation as u32));
+        }
+        None
+    }
+    #[cfg(loom)]
+    {
+        let _ = state;
+        None
+    }
+}
+
+/// A custody token not made yet: the identity of an item from node 0,
+/// written by the input manager into the record's stamps' word instead
+/// of an `Arc<Token>` ([`crate::entity::Stamps`]), and made a token on
+/// the thread that first needs one (a clone of the record, a look at or
+/// a taking of its custody: [`Pending::token`]), or committed without
+/// one if the record is dropped first ([`Pending::done`]). So the token
+/// is allocated and freed by one thread in the common case (a worker),
+/// not allocated by the input manager and freed by a worker, which made
+/// the allocator collect every free from another thread, on memory the
+/// other core wrote (ARCHITECTURE.md, "Surviving a lost node").
+///
+/// The word: `id << 32 | seq << 20 | generation << 8 | home << 2 | 0b10`
+/// (an `Arc`'s address is a multiple of 8, a box's plus one is odd), for
+/// an item on a connection node 0 made. An item whose numbers do not fit
+/// gets an `Arc` token at once.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Pending(usize);
+
+impl Pending {
+    /// The tag of a pending word (its low two bits).
+    pub(crate) const TAG: usize = 0b10;
+
+    /// The pending token of item `id` on `conn` of the node with home
+    /// `home` (its number and generation: [`home`]), if it fits a word.
+    #[inline]
+    pub(crate) fn new(home: (u32, u32), conn: ConnId, id: u64) -> Option<Pending> {
+        if conn.origin != Rank::ROOT || conn.seq >= 1 << SEQ_BITS || id >= 1 << ID_BITS {
+            return None;
+        }
+        let w = id << (2 + HOME_BITS + GEN_BITS + SEQ_BITS)
+            | conn.seq << (2 + HOME_BITS + GEN_BITS)
+            | u64::from(home.1) << (2 + HOME_BITS)
+            | u64::from(home.0) << 2;
+        Some(Pending(w as usize | Self::TAG))
+    }
+
+    /// The word (tagged).
+    #[inline]
+    pub(crate) fn bits(self) -> usize {
+        self.0
+    }
+
+    /// The pending token a word written by [`Pending::bits`] is.
+    #[inline]
+    pub(crate) fn from_bits(bits: usize) -> Pending {
+        debug_assert_eq!(bits & 3, Self::TAG);
+        Pending(bits)
+    }
+
+    /// The item's number.
+    pub(crate) fn id(self) -> u64 {
+        self.0 as u64 >> (2 + HOME_BITS + GEN_BITS + SEQ_BITS)
+    }
+
+    #[inline(always)]
+    fn made(self) -> Token {
+        let w = self.0 as u64;
+        let home = (w >> 2) as usize & (HOMES - 1);
+        let generation = (w >> (2 + HOME_BITS)) as usize & ((1 << GEN_BITS) - 1);
+        let seq = (w >> (2 + HOME_BITS + GEN_BITS)) & ((1 << SEQ_BITS) - 1);
+        // (Its node's state, unless another node took the home since.)
+        #[cfg(not(loom))]
+        let state = {
+            let h = HOME[home].load(std::sync::atomic::Ordering::Acquire);
+            // SAFETY: a non-null slot names a leaked `Home`, never freed;
+            // a pending word names a home its node took, so not null.
+            match unsafe { h.as_ref() } {
+                Some(h) if h.generation == generation => h.state.clone(),
+                _ => Weak::new(),
+            }
+        };
+        #[cfg(loom)]
+        let state = {
+            let _ = (home, generation);
+            Weak::new()
+        };
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq,
+        };
+        Token::new(Rank::ROOT, self.id(), conn, state)
+    }
+
+    /// The token, made now (on the caller's thread).
+    #[inline(never)]
+    pub(crate) fn token(self) -> Arc<Token> {
+        // (Allocated first and written in place: `Arc::new` of the made
+        // token copied its ~200 bytes from the stack, about 90
+        // instructions a token on `bench/soak`'s respawn network.)
+        // (Written through the pointer: `Arc::get_mut` checks that it is
+        // unique with an atomic write.)
+        let a = Arc::<Token>::new_uninit();
+        // SAFETY: `a` was just made: nobody else can reach it, and its
+        // allocation holds a `Token`.
+        unsafe {
+            (Arc::as_ptr(&a) as *mut std::mem::MaybeUninit<Token>)
+                .write(std::mem::MaybeUninit::new(self.made()));
+            a.assume_init()
+        }
+    }
+
+    /// The record was dropped with no token made: its item commits (a
+    /// token made and dropped where it is, never allocated).
+    #[inline(never)]
+    pub(crate) fn done(self) {
+        drop(self.made());
+    }
+}
+
 impl Token {
     pub(crate) fn new(
         from: Rank,
@@ -2021,6 +2213,143 @@ mod tests {
         assert_eq!(ids(Rank::ROOT, 2), vec![Some(7), Some(8)]);
         assert_eq!(ids(Rank(2), 1), vec![None]);
         assert_eq!(ids(Rank::ROOT, 1), vec![Some(9)]);
+    }
+
+    /// A record from node 0 arrives with a pending token (its identity in
+    /// the stamps' word, nothing allocated): dropped unprocessed, it
+    /// commits its item; a look at its custody makes the token once
+    /// (every later look and every clone shares it), and the item commits
+    /// once, with the last clone; taking it gives that token.
+    #[test]
+    fn a_pending_token_is_made_once_where_needed_and_commits_once() {
+        let net = node();
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        net.opened(Rank::ROOT, conn, true, false);
+        let arrive = || {
+            let mut r = rec(0);
+            net.arrived(Rank::ROOT, conn, &mut r);
+            let Item::Rec(r) = r else {
+                unreachable!("a record")
+            };
+            r
+        };
+        // Dropped before it was ever processed: done.
+        let r = arrive();
+        assert_eq!(r.det.pending_token().map(Pending::id), Some(0));
+        drop(r);
+        assert_eq!(commits(&net), vec![(vec![0], vec![])]);
+        // Looked at, cloned, dropped: one token, one commit.
+        let r = arrive();
+        let t = r.det.custody().expect("made").clone();
+        assert!(r.det.pending_token().is_none());
+        assert_eq!((t.id, t.from(), t.conn()), (1, Rank::ROOT, conn));
+        assert!(r.det.custody().is_some_and(|c| Arc::ptr_eq(c, &t)));
+        let c = r.clone();
+        assert!(c.det.custody().is_some_and(|c| Arc::ptr_eq(c, &t)));
+        drop((r, t));
+        assert_eq!(commits(&net), vec![], "the clone holds it");
+        drop(c);
+        assert_eq!(commits(&net), vec![(vec![1], vec![])]);
+        // Cloned while pending: the clone and the original share one.
+        let r = arrive();
+        let c = r.clone();
+        assert!(Arc::ptr_eq(
+            r.det.custody().expect("made"),
+            c.det.custody().expect("shared")
+        ));
+        drop(r);
+        assert_eq!(commits(&net), vec![]);
+        drop(c);
+        assert_eq!(commits(&net), vec![(vec![2], vec![])]);
+        // Taken (a record held, or stored in a cell): that token.
+        let mut r = arrive();
+        let t = r.det.take_custody().expect("made");
+        assert!(r.det.is_bare() && t.id == 3);
+        drop(r);
+        assert_eq!(commits(&net), vec![]);
+        drop(t);
+        assert_eq!(commits(&net), vec![(vec![3], vec![])]);
+        // Stamps pushed on it (a deterministic combinator): the token
+        // goes into the box, made.
+        let mut r = arrive();
+        r.det.push(5);
+        assert!(r.det.custody().is_some_and(|t| t.id == 4));
+        drop(r);
+        assert_eq!(commits(&net), vec![(vec![4], vec![])]);
+    }
+
+    /// A pending word holds the item's numbers exactly, and an item whose
+    /// numbers do not fit one (or on a connection node 0 did not make)
+    /// gets an `Arc` token at once, with the same identity.
+    #[test]
+    fn an_item_whose_numbers_do_not_fit_a_word_gets_its_token_at_once() {
+        let at = |seq: u64| ConnId {
+            origin: Rank::ROOT,
+            seq,
+        };
+        let max_id = (1u64 << ID_BITS) - 1;
+        let last = (HOMES as u32 - 1, (1 << GEN_BITS) - 1);
+        let p = Pending::new(last, at((1 << SEQ_BITS) - 1), max_id).expect("fits");
+        let t = p.token();
+        assert_eq!((t.id, t.conn()), (max_id, at((1 << SEQ_BITS) - 1)));
+        assert_eq!(Pending::new((0, 0), at(1 << SEQ_BITS), 0), None);
+        assert_eq!(Pending::new((0, 0), at(0), max_id + 1), None);
+        let other = ConnId {
+            origin: Rank(1),
+            seq: 0,
+        };
+        assert_eq!(Pending::new((0, 0), other, 0), None);
+        let net = node();
+        let big = at(1 << SEQ_BITS);
+        net.opened(Rank::ROOT, big, true, false);
+        let mut r = rec(0);
+        net.arrived(Rank::ROOT, big, &mut r);
+        let Item::Rec(r) = r else {
+            unreachable!("a record")
+        };
+        assert!(r.det.pending_token().is_none());
+        assert!(r
+            .det
+            .custody()
+            .is_some_and(|t| t.id == 0 && t.conn() == big));
+        drop(r);
+        assert_eq!(commits(&net), vec![(vec![0], vec![])]);
+    }
+
+    /// A record that outlives its node's run (dropped after the `Net`)
+    /// commits nothing, pending or not, even to a node that took its
+    /// node's home since: the state is gone.
+    #[test]
+    fn a_pending_token_of_a_node_that_is_gone_commits_nothing() {
+        let net = node();
+        let home = net.home.expect("a home");
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        net.opened(Rank::ROOT, conn, true, false);
+        let (mut a, mut b) = (rec(0), rec(1));
+        net.arrived(Rank::ROOT, conn, &mut a);
+        net.arrived(Rank::ROOT, conn, &mut b);
+        let Item::Rec(b) = b else {
+            unreachable!("a record")
+        };
+        let weak = Arc::downgrade(&net.state);
+        drop(net);
+        assert!(weak.upgrade().is_none());
+        // (Other tests take homes meanwhile: made until one takes this.)
+        let next = (0..100_000)
+            .map(|_| node())
+            .find(|n| n.home.is_some_and(|h| h.0 == home.0))
+            .expect("the home is taken again");
+        assert_ne!(next.home, Some(home), "another generation");
+        drop(a);
+        assert!(b.det.custody().is_some_and(|t| t.id == 1));
+        drop(b);
+        assert_eq!(commits(&next), vec![], "nothing for the new node");
     }
 
     /// Records leaving one input of a merge (`PathLast`) commit in the

@@ -338,6 +338,10 @@ pub(crate) struct Net {
     /// written by the input manager only, which receives the items and
     /// the `Seq` frames in their order; atomic for `&self`).
     next_from_root: AtomicU64,
+    /// With `custody`: the node's home (number and generation), which its
+    /// records' pending tokens name ([`custody::Pending`]), if the process
+    /// had one free.
+    home: Option<(u32, u32)>,
     /// Mirrors `NetState::order.is_some()` (set once, before the first
     /// item arrives: [`Net::opened`]).
     ordered: crate::sync::AtomicBool,
@@ -449,6 +453,9 @@ impl Net {
             Condvar::new(),
         ));
         let release = Arc::new(Releaser(Arc::downgrade(&state)));
+        let home = (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
+            .then(|| custody::home(&state))
+            .flatten();
         Net {
             me,
             nodes,
@@ -476,6 +483,7 @@ impl Net {
             custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
                 .then(|| Mutex::new(Receiving::default())),
             next_from_root: AtomicU64::new(0),
+            home,
             ordered: crate::sync::AtomicBool::new(false),
             tombstoned_any: crate::sync::AtomicBool::new(false),
             parked_any: crate::sync::AtomicBool::new(false),
@@ -831,14 +839,24 @@ impl Net {
                 o.arrived(id);
             }
         }
-        let t = custody::Token::new(from, id, conn, Arc::downgrade(&self.state));
+        let t = || custody::Token::new(from, id, conn, Arc::downgrade(&self.state));
         match item {
-            Item::Rec(r) if replayable => r.det.set_custody(Some(Arc::new(t))),
+            // The token is made where the record is first processed (so
+            // that one thread allocates and frees it), if its numbers fit
+            // a word ([`custody::Pending`]).
+            Item::Rec(r) if replayable => match self
+                .home
+                .filter(|_| r.det.is_bare())
+                .and_then(|h| custody::Pending::new(h, conn, id))
+            {
+                Some(p) => r.det.set_pending(p),
+                None => r.det.set_custody(Some(Arc::new(t()))),
+            },
             Item::Marker(m) if replayable => {
-                m.custody = crate::entity::MarkerCustody(Some(Arc::new(t.for_marker())));
+                m.custody = crate::entity::MarkerCustody(Some(Arc::new(t().for_marker())));
             }
-            // Else `t` is dropped here: done at once.
-            _ => drop(t),
+            // Else the token is dropped here: done at once.
+            _ => drop(t()),
         }
     }
 
