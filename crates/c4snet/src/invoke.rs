@@ -161,8 +161,22 @@ struct Invocation {
     emit: *mut (dyn Emit + 'static),
     /// The engine's collector behind `emit`, if it is one (null
     /// otherwise): outputs then reach it without dynamic dispatch.
+    /// Null also once `error` is set ([`Invocation::fail`]): the output
+    /// path's one test covers both.
     direct: *mut Emitter,
     error: Option<BoxError>,
+}
+
+impl Invocation {
+    /// Fails the invocation with the error `e` makes, unless it failed
+    /// already (the first error wins). Its further outputs are dropped:
+    /// none takes the direct way to the collector any more (`direct`
+    /// null), and the general way drops them once it sees the error.
+    #[inline]
+    fn fail(&mut self, e: impl FnOnce() -> BoxError) {
+        self.error.get_or_insert_with(e);
+        self.direct = std::ptr::null_mut();
+    }
 }
 
 /// The argument kinds of one output variant, as `C4SNetOut` reads them
@@ -325,7 +339,7 @@ pub fn report_misuse(what: String) {
     if !cur.is_null() {
         // SAFETY: `cur` is this thread's live invocation (see the module docs).
         let inv = unsafe { &mut *cur };
-        inv.error.get_or_insert(BoxError::Misuse(what));
+        inv.fail(|| BoxError::Misuse(what));
         let _ = h;
         return;
     }
@@ -410,12 +424,11 @@ pub unsafe extern "C" fn snet_c4snet_out_begin(
     // SAFETY: `kinds` points into the box implementation, alive during the invocation.
     let all = unsafe { &(*inv.cbox).kinds };
     if variant < 1 || variant as usize > all.len() {
-        inv.error
-            .get_or_insert_with(|| BoxError::VariantOutOfRange {
-                variant: i64::from(variant),
-                declared: all.len(),
-                call: Some("C4SNetOut"),
-            });
+        inv.fail(|| BoxError::VariantOutOfRange {
+            variant: i64::from(variant),
+            declared: all.len(),
+            call: Some("C4SNetOut"),
+        });
         return -1;
     }
     let k = &all[variant as usize - 1];
@@ -489,11 +502,12 @@ pub unsafe extern "C" fn snet_c4snet_out_tags(
     let invp = inv.cast::<Invocation>();
     // SAFETY: see the contract.
     let direct = unsafe { (*invp).direct };
-    // SAFETY: see the contract.
-    if !direct.is_null() && unsafe { (*invp).error.is_none() } {
+    // Not null: the engine's collector, and no error so far.
+    if !direct.is_null() {
         // SAFETY: `direct` is the engine's collector, alive and
-        // exclusively ours during the invocation.
-        match unsafe { (*direct).tag_output(variant as usize) } {
+        // exclusively ours during the invocation; the variant is one
+        // the box declares (checked by the caller, see the contract).
+        match unsafe { (*direct).tag_output_declared(variant as usize) } {
             TagOutput::Now(mut over) => {
                 let value = |j: u32| {
                     debug_assert!((j as usize) < n as usize);
@@ -504,7 +518,7 @@ pub unsafe extern "C" fn snet_c4snet_out_tags(
                 };
                 // One value or two (pipe10's `inc`, most boxes) without
                 // a loop.
-                match *over.args {
+                match *over.args() {
                     // SAFETY: `i` is a position of `args`.
                     [(i, j)] => unsafe { over.set(i, value(j)) },
                     // SAFETY: `i` and `k` are positions of `args`.
@@ -513,7 +527,7 @@ pub unsafe extern "C" fn snet_c4snet_out_tags(
                         over.set(k, value(l));
                     },
                     _ => {
-                        for &(i, j) in over.args {
+                        for &(i, j) in over.args() {
                             // SAFETY: as above.
                             unsafe { over.set(i, value(j)) };
                         }
@@ -564,7 +578,7 @@ pub unsafe extern "C" fn snet_c4snet_out_values(
     if count != n {
         // SAFETY: `begin` returned this thread's live invocation.
         let inv = unsafe { &mut *inv.cast::<Invocation>() };
-        inv.error.get_or_insert_with(|| {
+        inv.fail(|| {
             BoxError::Misuse(format!(
                 "C4SNetOut called with {count} value{} for output variant {variant}, which declares {n}",
                 if count == 1 { "" } else { "s" }
@@ -664,9 +678,11 @@ unsafe fn out_tags(
     // SAFETY: see the contract.
     let inv = unsafe { &*invp };
     let direct = inv.direct;
-    if direct.is_null() || inv.error.is_some() {
+    // Null also after an error (`Invocation::fail`).
+    if direct.is_null() {
         return false;
     }
+    debug_assert!(inv.error.is_none());
     // SAFETY: `values` holds `n` initialised values (contract);
     // `direct` is the engine's collector, alive and exclusively ours
     // during the invocation.
@@ -724,7 +740,7 @@ unsafe fn out_end(inv: *mut Invocation, variant: c_int, values: *const SnetArg, 
             // SAFETY: the values were read by the kinds of the variant's labels (contract).
             if let Some(l) = unsafe { fill(slot, out, values) } {
                 emit.discard_slot(); // releases the fields
-                inv.error = Some(null_field(l, variant));
+                inv.fail(|| null_field(l, variant));
                 return;
             }
             if may_suspend {
@@ -759,7 +775,7 @@ unsafe fn out_end(inv: *mut Invocation, variant: c_int, values: *const SnetArg, 
         return; // dropping `rec` releases the fields
     }
     if let Some(l) = null {
-        inv.error = Some(null_field(l, variant));
+        inv.fail(|| null_field(l, variant));
         return;
     }
     let r = if emit.may_suspend() {
@@ -768,7 +784,7 @@ unsafe fn out_end(inv: *mut Invocation, variant: c_int, values: *const SnetArg, 
         emit.emit(variant as usize, rec)
     };
     if let Err(e) = r {
-        inv.error = Some(e);
+        inv.fail(|| e);
     }
 }
 
@@ -917,7 +933,7 @@ pub unsafe extern "C" fn snet_c4snet_box_threw(hnd: *mut c_void, what: *const c_
     };
     // SAFETY: `check_handle` returns only this thread's live invocation.
     let inv = unsafe { &mut *inv };
-    inv.error.get_or_insert(BoxError::Threw {
+    inv.fail(|| BoxError::Threw {
         language: "C++",
         what,
     });
@@ -1001,11 +1017,19 @@ impl CBox {
     ) -> bool {
         let entries = input.entries();
         for (a, &p) in args.iter_mut().zip(at) {
-            match entries.get(p) {
-                Some((_, Value::Int(v))) => match c_int::try_from(*v) {
-                    Ok(t) => *a = SnetArg { tag: t },
-                    Err(_) => return false,
-                },
+            debug_assert!(p < entries.len());
+            // SAFETY: every input of a run has the run's planned label set
+            // (its first was planned for, each next one checked by
+            // `Emitter::next_input`), and `p` is a position in that set
+            // (`CBox::invoke_run`).
+            match unsafe { entries.get_unchecked(p) } {
+                (_, Value::Int(v)) => {
+                    let t = *v as c_int;
+                    if i64::from(t) != *v {
+                        return false;
+                    }
+                    *a = SnetArg { tag: t };
+                }
                 _ => return false,
             }
         }

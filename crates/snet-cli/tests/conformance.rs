@@ -5,7 +5,8 @@
 //! file is present; field values compared as the exact text written, so
 //! C4SNet values must be in the canonical `printf` form) or `expected-error.txt` (substrings, one
 //! per non-empty line, that the error message must contain, compared in
-//! lower case; the run must exit nonzero). Every case runs under 1, 2 and
+//! lower case; the run must exit nonzero; with a file `no-records` beside
+//! it, the run must also write no data record). Every case runs under 1, 2 and
 //! 8 workers on one node, and as a distributed run on the loopback
 //! transport: 4 nodes with the program's own placements, and 2 nodes (2
 //! workers each) and 4 nodes (1 and 2 workers) with random components of
@@ -364,6 +365,7 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
         .ok()
         .map(|w| w.trim().to_string());
     let ordered = dir.join("ordered").exists();
+    let no_records = dir.join("no-records").exists();
     // One argument per line (see the module docs).
     let extra_args: Vec<String> = std::fs::read_to_string(dir.join("args"))
         .map(|s| {
@@ -419,6 +421,10 @@ fn check_case(dir: &Path, setup: Setup, repeat: usize) -> Result<(), Failed> {
             }
             if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
                 return Err(format!("the error is a panic:\n{stderr}").into());
+            }
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if no_records && stdout.contains("type=\"data\"") {
+                return Err(format!("the failed run wrote data records:\n{stdout}").into());
             }
             continue;
         }

@@ -211,11 +211,18 @@ pub enum TagOutput<'a> {
 /// to write the box's values over.
 pub struct OverNow<'a> {
     pub(crate) entries: *mut (Label, snet_core::Value),
-    /// As [`Over::args`].
-    pub args: &'a [(u32, u32)],
+    /// The plan of [`OverNow::args`] (looked at only once the record is
+    /// written: fewer values are live while it is).
+    pub(crate) plan: &'a OverPlan,
 }
 
-impl OverNow<'_> {
+impl<'a> OverNow<'a> {
+    /// As [`Over::args`].
+    #[inline(always)]
+    pub fn args(&self) -> &'a [(u32, u32)] {
+        self.plan
+    }
+
     /// Writes `v` as the value of the record's entry at position `i` (an
     /// `args` position).
     ///
@@ -361,7 +368,7 @@ impl Reorder {
 }
 
 /// An [`Over`]'s plan: (position in the record, argument) per value.
-type OverPlan = Box<[(u32, u32)]>;
+pub(crate) type OverPlan = Box<[(u32, u32)]>;
 
 /// A [`Slot`]'s plan: its steps.
 type StepsPlan = Box<[(Label, Src)]>;
@@ -433,19 +440,36 @@ impl Inherit {
 
     /// [`Inherit::fits`] once a plan is made (a run of calls has one):
     /// whether `rec` has the planned label set.
-    #[inline(always)]
+    /// (`CallIo::pull` makes the two checks itself, to know which one
+    /// passed.)
+    #[cfg(test)]
     pub(crate) fn same_set(&self, rec: &Record) -> bool {
-        debug_assert!(!self.take.is_empty(), "a plan is made");
         // A set of at most four labels (pipe10's two, most records): the
         // length and each label compared without a loop; entries on the
         // heap (a record that once grew) are looked at the general way.
-        rec.has_inline_labels(&self.few, self.nfew) || self.same_set_slow(rec)
+        self.same_inline_set(rec) || self.same_set_slow(rec)
+    }
+
+    /// [`Inherit::same_set`]'s unrolled check alone: whether `rec` has the
+    /// planned label set of at most four labels and is inline (`false`:
+    /// ask [`Inherit::same_set_slow`]).
+    #[inline(always)]
+    pub(crate) fn same_inline_set(&self, rec: &Record) -> bool {
+        debug_assert!(!self.take.is_empty(), "a plan is made");
+        rec.has_inline_labels(&self.few, self.nfew)
     }
 
     #[cold]
     #[inline(never)]
-    fn same_set_slow(&self, rec: &Record) -> bool {
+    pub(crate) fn same_set_slow(&self, rec: &Record) -> bool {
         rec.has_labels(&self.labels)
+    }
+
+    /// Whether a label of the planned set is a field (a record of the set
+    /// inline may then need a drop).
+    #[inline(always)]
+    pub(crate) fn has_fields(&self) -> bool {
+        self.fields
     }
 
     /// Plans for `rec`'s label set: `pattern` is the box's input labels,
@@ -552,6 +576,18 @@ impl Inherit {
         self.outs.get(variant.wrapping_sub(1))
     }
 
+    /// [`Inherit::out`] of a variant in range.
+    ///
+    /// # Safety
+    /// The plan is made, and `variant` is at least 1 and at most the
+    /// count of output variants it was made for.
+    #[inline(always)]
+    pub(crate) unsafe fn out_declared(&self, variant: usize) -> &OutPlan {
+        debug_assert!(variant >= 1 && variant <= self.outs.len());
+        // SAFETY: see the contract.
+        unsafe { self.outs.get_unchecked(variant - 1) }
+    }
+
     /// The positions variant `variant` (1-based, in range) inherits.
     #[inline]
     pub(crate) fn take(&self, variant: usize) -> &[u32] {
@@ -651,6 +687,8 @@ impl BoxEntity {
                     error: None,
                     more: std::ptr::null_mut(),
                     pulled: 0,
+                    taken: 0,
+                    drop_last: true,
                     next: std::ptr::null_mut(),
                     end: std::ptr::null_mut(),
                     now: std::ptr::null(),

@@ -109,8 +109,20 @@ pub(crate) struct CallIo {
     /// inputs of further calls (see the module docs); null: none are taken.
     pub(crate) more: *mut std::collections::VecDeque<Item>,
     /// Calls started from [`CallIo::more`] since the worker last looked
-    /// (it counts them as items processed).
+    /// (it counts them as items processed), those of items still in
+    /// `more` ([`CallIo::taken`]) not included.
     pub(crate) pulled: usize,
+    /// Items at the front of [`CallIo::more`] whose inputs calls took and
+    /// that are still there: each stays a valid item (its record dropped
+    /// and left empty, or one that needs no drop, or the input of the
+    /// call in progress; its stamps taken, bare ones left), and all are
+    /// removed at once, without a drop, before the stack switches back
+    /// ([`CallIo::settle`]), instead of one `pop_front` per call.
+    pub(crate) taken: usize,
+    /// Whether the call's input may need a drop when the next input of
+    /// the run replaces it (`false`: a record of tags alone, inline, as
+    /// the plan's unrolled label check found it); `true` at a run's start.
+    pub(crate) drop_last: bool,
     /// The front item of `more` and the end of the contiguous part of its
     /// buffer it is in (`next == end`: found from `more` again, at the
     /// first pull of a resume and where the buffer wraps around): each
@@ -142,66 +154,75 @@ impl CallIo {
         // duration of this resume (see `CallStack::resume`), which nothing
         // else touches while the call stack runs (`find_next`).
         let item = unsafe { &mut *self.next };
-        let r = match item {
-            // The run's first input was planned for (`BoxEntity::start`).
-            Item::Rec(r) if self.inherit.same_set(&r.rec) => r,
-            _ => return false,
+        let Item::Rec(r) = item else {
+            return false;
         };
+        // The run's first input was planned for (`BoxEntity::start`). A
+        // set of at most four labels (pipe10's two, most records) is
+        // compared without a loop, and such a record is inline; any other
+        // is looked at the general way.
+        let inline = self.inherit.same_inline_set(&r.rec);
+        if !inline && !self.inherit.same_set_slow(&r.rec) {
+            return false;
+        }
         self.call_outs = self.outs.len();
         // The call reads the record where it is, in the worker's buffer
-        // (`input_at`): the last input is dropped where it is, and the
-        // buffer's item forgotten (below).
-        {
-            /// Leaves an empty record behind where the last input was
-            /// dropped (also if dropping it unwinds): `input` then owns
-            /// nothing (see `input_at`), and a place in the buffer is
-            /// not looked at again.
-            struct Refill(*mut Record);
-            impl Drop for Refill {
-                fn drop(&mut self) {
-                    // SAFETY: the record was dropped: overwritten, not dropped again.
-                    unsafe { std::ptr::write(self.0, Record::new()) }
-                }
-            }
-            let last = self.input_at;
-            // Records of tags alone (inline) need no drop: not even the
-            // call. The last input was of the planned label set too.
-            // SAFETY: `input_at` is the call's input, valid while the
-            // call stack runs.
-            if self.inherit.needs_drop(unsafe { &*last }) {
-                let _refill = Refill(last);
-                // SAFETY: `last` is valid; it is overwritten right after
-                // by the guard, without being dropped again.
-                unsafe { std::ptr::drop_in_place(last) };
-            }
-            // The item is taken from the buffer and forgotten (below): its
-            // record is owned once, where it is.
-            self.input_at = &mut r.rec;
+        // (`input_at`): the last input is dropped where it is (when it
+        // may need a drop at all), and the buffer's item left there,
+        // taken (below).
+        if self.drop_last {
+            self.drop_last_input();
         }
-        // SAFETY: as for the record.
-        let det = std::mem::replace(&mut self.det, unsafe { std::ptr::read(&r.det) });
-        // Most records carry no stamps: nothing to drop, and no call to
-        // find that out.
-        if det.is_bare() {
-            std::mem::forget(det);
-        } else {
-            drop(det);
+        if !inline {
+            self.drop_last = true;
+        }
+        self.input_at = &mut r.rec;
+        // The stamps move into the call; bare ones (most records) are
+        // neither dropped nor taken out of the item (which drops them as
+        // nothing if it is ever dropped).
+        if !self.det.is_bare() {
+            drop(std::mem::take(&mut self.det));
+        }
+        if !r.det.is_bare() {
+            // `self.det` is bare now: the item is left a bare one.
+            std::mem::swap(&mut self.det, &mut r.det);
         }
         self.origin = r.origin;
         // SAFETY: `next < end`, the end of its part of the buffer: the
         // item after it in `more`, if any, is there.
         self.next = unsafe { self.next.add(1) };
-        // SAFETY: as above.
-        let more = unsafe { &mut *self.more };
-        // The item whose record, stamps and origin were moved out is
-        // `more`'s front: taken and forgotten.
-        std::mem::forget(more.pop_front());
-        self.pulled += 1;
+        self.taken += 1;
         if !self.now.is_null() {
             // SAFETY: the slot lives as long as the run (`Runtime::now`).
-            unsafe { (*self.now).again(more.len()) };
+            unsafe { (*self.now).again() };
         }
         true
+    }
+
+    /// Drops the call's input where it is, if it needs a drop (before the
+    /// next input of the run replaces it), and leaves an empty record
+    /// there (also if dropping it unwinds): `input` then owns nothing
+    /// (see `input_at`), and an item of the buffer a valid one.
+    #[cold]
+    #[inline(never)]
+    fn drop_last_input(&mut self) {
+        struct Refill(*mut Record);
+        impl Drop for Refill {
+            fn drop(&mut self) {
+                // SAFETY: the record was dropped: overwritten, not dropped again.
+                unsafe { std::ptr::write(self.0, Record::new()) }
+            }
+        }
+        let last = self.input_at;
+        self.drop_last = self.inherit.has_fields();
+        // SAFETY: `input_at` is the call's input, valid while the call
+        // stack runs; it is overwritten right after by the guard, without
+        // being dropped again.
+        if self.inherit.needs_drop(unsafe { &*last }) {
+            let _refill = Refill(last);
+            // SAFETY: as above.
+            unsafe { std::ptr::drop_in_place(last) };
+        }
     }
 
     /// Moves the call's input into [`CallIo::input`] if it is in the
@@ -218,6 +239,33 @@ impl CallIo {
             unsafe { std::ptr::copy_nonoverlapping(self.input_at, own, 1) };
             self.input_at = own;
         }
+        self.forget_taken();
+    }
+
+    /// Removes the items whose inputs calls took from the front of
+    /// [`CallIo::more`] without dropping them (their records and stamps
+    /// are the calls', or nothing), and counts them in
+    /// [`CallIo::pulled`].
+    #[inline(always)]
+    fn forget_taken(&mut self) {
+        let k = std::mem::take(&mut self.taken);
+        if k > 0 {
+            self.pulled += k;
+            // SAFETY: as in `pull`; `more` holds at least the `k` items.
+            let more = unsafe { &mut *self.more };
+            let len = more.len();
+            if k == len {
+                // All of them (a run that took every item the worker
+                // had): a drain of the whole, leaked, loses them all
+                // without a drop, in one step.
+                std::mem::forget(more.drain(..));
+            }
+            // Those still there (a run that stopped before the end, or
+            // a drain that left some behind when leaked), one by one.
+            for _ in 0..more.len() - (len - k) {
+                std::mem::forget(more.pop_front());
+            }
+        }
     }
 
     /// Points `next` and `end` at the front item of `more` and the end
@@ -227,8 +275,16 @@ impl CallIo {
     fn find_next(&mut self) -> bool {
         // SAFETY: as in `pull`.
         let more = unsafe { &mut *self.more };
-        // The first part is empty only when the whole is.
-        let range = more.as_mut_slices().0.as_mut_ptr_range();
+        // The first item not taken: the first part is empty only when the
+        // whole is.
+        let (a, b) = more.as_mut_slices();
+        let t = self.taken;
+        let part = if t < a.len() {
+            &mut a[t..]
+        } else {
+            &mut b[t - a.len()..]
+        };
+        let range = part.as_mut_ptr_range();
         (self.next, self.end) = (range.start, range.end);
         self.next != self.end
     }
@@ -236,6 +292,8 @@ impl CallIo {
     /// After a resume: forgets `more` (and the place in it), and returns
     /// how many calls took their input from it ([`CallIo::pulled`]).
     pub(crate) fn end_pulls(&mut self) -> usize {
+        // `settle` removed them before the stack switched back.
+        debug_assert_eq!(self.taken, 0);
         self.more = std::ptr::null_mut();
         (self.next, self.end) = (std::ptr::null_mut(), std::ptr::null_mut());
         std::mem::take(&mut self.pulled)
@@ -484,6 +542,22 @@ impl Emitter {
     /// [`Emit::emit`]).
     #[inline(always)]
     pub fn tag_output(&mut self, variant: usize) -> TagOutput<'_> {
+        // SAFETY: as in `push`.
+        let def = unsafe { &*std::ptr::addr_of!((*self.io).def) };
+        if variant == 0 || variant > def.outputs.len() {
+            return TagOutput::Other;
+        }
+        // SAFETY: just checked.
+        unsafe { self.tag_output_declared(variant) }
+    }
+
+    /// [`Emitter::tag_output`] for a variant the interface checked.
+    ///
+    /// # Safety
+    /// `variant` is one of the box's: at least 1, at most its count of
+    /// output variants.
+    #[inline(always)]
+    pub unsafe fn tag_output_declared(&mut self, variant: usize) -> TagOutput<'_> {
         // SAFETY: as in `slot`.
         let (input, inherit) = unsafe {
             (
@@ -491,20 +565,19 @@ impl Emitter {
                 &*std::ptr::addr_of!((*self.io).inherit),
             )
         };
-        let Some(out) = inherit.out(variant) else {
-            return TagOutput::Other;
-        };
-        let Some(args) = out.over.as_deref() else {
+        // SAFETY: the plan has an entry per output variant of the box
+        // (a call runs only with a plan), and `variant` is one (contract).
+        let out = unsafe { inherit.out_declared(variant) };
+        let Some(plan) = out.over.as_ref() else {
             return match out.steps.as_deref() {
                 Some(steps) => TagOutput::Steps(Steps(steps)),
                 None => TagOutput::Other,
             };
         };
         // SAFETY: as in `place`.
-        let (det, origin, outs) = unsafe {
+        let (det, outs) = unsafe {
             (
                 &*std::ptr::addr_of!((*self.io).det),
-                *std::ptr::addr_of!((*self.io).origin),
                 &mut *std::ptr::addr_of_mut!((*self.io).outs),
             )
         };
@@ -522,6 +595,8 @@ impl Emitter {
             return TagOutput::Other;
         }
         debug_assert!(!self.full, "no slot is open");
+        // SAFETY: as in `place`.
+        let origin = unsafe { *std::ptr::addr_of!((*self.io).origin) };
         // SAFETY: there is room for one more item at `len`; it is
         // written whole (its record a copy of the input, which has no
         // field and is inline: `Inherit::over`, and tested above) before
@@ -543,7 +618,7 @@ impl Emitter {
             outs.set_len(len + 1);
             entries
         };
-        TagOutput::Now(OverNow { entries, args })
+        TagOutput::Now(OverNow { entries, plan })
     }
 
     /// The slot of a [`TagOutput::Steps`]: [`Emitter::slot`] without a
@@ -727,7 +802,10 @@ fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallI
     let (imp, base) = unsafe { (&*(*io).imp as *const dyn BoxImpl, (*io).outs.len()) };
     // SAFETY: as above; the input of the run's first call is the
     // entity's (`BoxEntity::start`).
-    unsafe { (*io).input_at = std::ptr::addr_of_mut!((*io).input) };
+    unsafe {
+        (*io).input_at = std::ptr::addr_of_mut!((*io).input);
+        (*io).drop_last = true;
+    }
     let mut out = Emitter {
         y: y.map_or(std::ptr::null(), |y| y as *const _),
         io,

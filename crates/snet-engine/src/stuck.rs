@@ -137,7 +137,9 @@ pub(crate) struct WorkerNow {
     /// The box entity of the call in progress (valid only while `token`
     /// stays the same: the worker holds the entity for the whole call).
     ent: AtomicPtr<Entity>,
-    /// Box calls started by this worker.
+    /// Box calls started by this worker, up to the first call of the
+    /// run in progress (set by `enter`; `leave` adds the run's further
+    /// calls, which only `token` counts while it runs: [`WorkerNow::calls`]).
     calls: AtomicU64,
     /// The worker's own count of items it queued minus items it took, not
     /// yet added to the node's ([`crate::runtime::Ctx::count_queued`]), as
@@ -146,8 +148,9 @@ pub(crate) struct WorkerNow {
     /// that the node's total and the inbox of the call agree.
     unflushed: std::sync::atomic::AtomicIsize,
     /// Items the worker took from the call's entity's inbox for the calls
-    /// after this one (a run of calls, [`crate::callstack`]): still waiting
-    /// for the box, counted as in its inbox.
+    /// after the run's first (a run of calls, [`crate::callstack`]), as of
+    /// that call: those not yet taken by a call of the run are still
+    /// waiting for the box, counted as in its inbox ([`WorkerNow::held`]).
     held: std::sync::atomic::AtomicUsize,
 }
 
@@ -161,25 +164,33 @@ impl WorkerNow {
         unflushed: isize,
         held: usize,
     ) {
+        self.start(
+            node,
+            std::sync::Arc::as_ptr(ent) as *mut Entity,
+            unflushed,
+            held,
+        );
+    }
+
+    /// [`WorkerNow::enter`] with the entity's address.
+    #[inline(always)]
+    fn start(&self, node: NodeId, ent: *mut Entity, unflushed: isize, held: usize) {
         self.unflushed.store(unflushed, Ordering::Relaxed);
         self.held.store(held, Ordering::Relaxed);
         let n = self.calls.load(Ordering::Relaxed).wrapping_add(1);
         self.calls.store(n, Ordering::Relaxed);
-        self.ent.store(
-            std::sync::Arc::as_ptr(ent) as *mut Entity,
-            Ordering::Relaxed,
-        );
+        self.ent.store(ent, Ordering::Relaxed);
         self.token
             .store((n << 32) | u64::from(node.0 + 1), Ordering::Release);
     }
 
     /// The next call of a run of calls at the same entity starts
-    /// ([`crate::callstack`]): a new call number, the same box and entity.
+    /// ([`crate::callstack`]), taking one of the items held: a new call
+    /// number, the same box and entity. Only the token changes (one
+    /// add): the calls and the items held follow from it
+    /// ([`WorkerNow::calls`], [`WorkerNow::held`]).
     #[inline(always)]
-    pub(crate) fn again(&self, held: usize) {
-        self.held.store(held, Ordering::Relaxed);
-        let n = self.calls.load(Ordering::Relaxed).wrapping_add(1);
-        self.calls.store(n, Ordering::Relaxed);
+    pub(crate) fn again(&self) {
         // Only this worker writes its token, which `enter` set to the
         // number of the run's first call above the node: the next number
         // is one more in the high half (modulo 2^32, as `n << 32` is), the
@@ -188,9 +199,43 @@ impl WorkerNow {
         self.token.store(t.wrapping_add(1 << 32), Ordering::Release);
     }
 
+    /// The calls of the run in progress after its first (`again`'s),
+    /// from a token `t` read while it runs.
+    #[inline]
+    fn further(&self, t: u64) -> u64 {
+        let first = self.calls.load(Ordering::Relaxed) as u32;
+        u64::from(((t >> 32) as u32).wrapping_sub(first))
+    }
+
+    /// Box calls started by this worker: `calls`, plus the further calls
+    /// of the run in progress.
+    fn calls(&self) -> u64 {
+        let t = self.token.load(Ordering::Acquire);
+        let n = self.calls.load(Ordering::Relaxed);
+        if t == 0 {
+            return n;
+        }
+        n.wrapping_add(self.further(t))
+    }
+
+    /// The items held for the run in progress (token `t`) that no call
+    /// of it took yet.
+    fn held(&self, t: u64) -> usize {
+        let further = usize::try_from(self.further(t)).unwrap_or(usize::MAX);
+        self.held.load(Ordering::Relaxed).saturating_sub(further)
+    }
+
     /// The call returned or was suspended.
     #[inline(always)]
     pub(crate) fn leave(&self) {
+        // The run's further calls into `calls`, then the token cleared:
+        // the count `calls()` gives does not go back.
+        let t = self.token.load(Ordering::Relaxed);
+        if t != 0 {
+            let n = self.calls.load(Ordering::Relaxed);
+            self.calls
+                .store(n.wrapping_add(self.further(t)), Ordering::Relaxed);
+        }
         self.token.store(0, Ordering::Release);
     }
 }
@@ -224,7 +269,7 @@ pub(crate) fn monitor(
                 *s = (t, now);
             }
         }
-        let calls: u64 = rt.now.iter().map(|w| w.calls.load(Ordering::Relaxed)).sum();
+        let calls: u64 = rt.now.iter().map(WorkerNow::calls).sum();
         let progress = (
             calls,
             rt.outputs.load(Ordering::Relaxed),
@@ -292,7 +337,7 @@ fn dump(
         let mut held = 0;
         if t != 0 {
             let unflushed = w.unflushed.load(Ordering::Relaxed);
-            held = w.held.load(Ordering::Relaxed);
+            held = w.held(t);
             if w.token.load(Ordering::Acquire) == t {
                 queued += unflushed + held as isize;
             } else {
@@ -353,4 +398,36 @@ fn dump(
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run's further calls change only the token; the calls counted
+    /// and the items still held follow from it while the run goes on,
+    /// and the calls stay counted once it left, across the wrap of the
+    /// token's 32 bits of call number.
+    #[test]
+    fn a_runs_calls_and_items_held_follow_from_its_token() {
+        for first in [0, 7, u64::from(u32::MAX) - 2] {
+            let w = WorkerNow::default();
+            w.calls.store(first, Ordering::Relaxed);
+            w.start(NodeId(3), std::ptr::null_mut(), 0, 5);
+            let t = w.token.load(Ordering::Relaxed);
+            assert_eq!((w.calls(), w.held(t)), (first + 1, 5));
+            for k in 1..=7u64 {
+                w.again();
+                let t = w.token.load(Ordering::Relaxed);
+                assert_eq!(t & 0xffff_ffff, 4, "the node stays");
+                assert_eq!(w.calls(), first + 1 + k);
+                assert_eq!(w.held(t), 5usize.saturating_sub(k as usize));
+            }
+            w.leave();
+            assert_eq!(w.token.load(Ordering::Relaxed), 0);
+            assert_eq!(w.calls(), first + 8);
+            w.start(NodeId(0), std::ptr::null_mut(), 0, 0);
+            assert_eq!(w.calls(), first + 9);
+        }
+    }
 }

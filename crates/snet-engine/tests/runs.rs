@@ -100,7 +100,7 @@ impl BoxImpl for AtOnce {
             for i in 0..self.m {
                 match run.tag_output(1) {
                     TagOutput::Now(mut o) => {
-                        let &[(p, 0)] = o.args else {
+                        let &[(p, 0)] = o.args() else {
                             panic!("one value, the box's first")
                         };
                         // SAFETY: `p` is a position of `args`.
