@@ -2199,12 +2199,10 @@ mod tests {
         let ids = |from: Rank, n: usize| -> Vec<Option<u64>> {
             (0..n)
                 .map(|i| {
-                    let mut r = rec(i as i64);
-                    net.arrived(from, conn, &mut r);
-                    let Item::Rec(r) = r else {
-                        unreachable!("a record")
-                    };
-                    r.det.custody().map(|t| t.id)
+                    arrived(&net, from, conn, i as i64)
+                        .det
+                        .custody()
+                        .map(|t| t.id)
                 })
                 .collect()
         };
@@ -2228,14 +2226,7 @@ mod tests {
             seq: 7,
         };
         net.opened(Rank::ROOT, conn, true, false);
-        let arrive = || {
-            let mut r = rec(0);
-            net.arrived(Rank::ROOT, conn, &mut r);
-            let Item::Rec(r) = r else {
-                unreachable!("a record")
-            };
-            r
-        };
+        let arrive = || arrived(&net, Rank::ROOT, conn, 0);
         // Dropped before it was ever processed: done.
         let r = arrive();
         assert_eq!(r.det.pending_token().map(Pending::id), Some(0));
@@ -2305,11 +2296,7 @@ mod tests {
         let net = node();
         let big = at(1 << SEQ_BITS);
         net.opened(Rank::ROOT, big, true, false);
-        let mut r = rec(0);
-        net.arrived(Rank::ROOT, big, &mut r);
-        let Item::Rec(r) = r else {
-            unreachable!("a record")
-        };
+        let r = arrived(&net, Rank::ROOT, big, 0);
         assert!(r.det.pending_token().is_none());
         assert!(r
             .det
@@ -2331,12 +2318,10 @@ mod tests {
             seq: 7,
         };
         net.opened(Rank::ROOT, conn, true, false);
-        let (mut a, mut b) = (rec(0), rec(1));
-        net.arrived(Rank::ROOT, conn, &mut a);
-        net.arrived(Rank::ROOT, conn, &mut b);
-        let Item::Rec(b) = b else {
-            unreachable!("a record")
-        };
+        let (a, b) = (
+            arrived(&net, Rank::ROOT, conn, 0),
+            arrived(&net, Rank::ROOT, conn, 1),
+        );
         let weak = Arc::downgrade(&net.state);
         drop(net);
         assert!(weak.upgrade().is_none());
@@ -2582,6 +2567,17 @@ mod tests {
             det: crate::entity::Stamps::new(),
             origin: crate::entity::Origin::input(n as u64, None),
         })
+    }
+
+    /// Record `n`, arrived at `net` from `from` on `conn` (with the
+    /// custody, pending or made, that gives it).
+    fn arrived(net: &Net, from: Rank, conn: ConnId, n: i64) -> crate::entity::Rec {
+        let mut r = rec(n);
+        net.arrived(from, conn, &mut r);
+        let Item::Rec(r) = r else {
+            unreachable!("a record")
+        };
+        r
     }
 
     /// Every commit queued so far: (items, tombstone keys, held records'
