@@ -431,6 +431,10 @@ impl Net {
     /// As [`Net::new`], with what the run does when a node is lost: with
     /// [`OnNodeLoss::Respawn`], node 0 keeps a [`custody::Log`].
     pub(crate) fn with_loss(me: Rank, nodes: u32, inline_limit: usize, loss: OnNodeLoss) -> Net {
+        // Node 0 of a run that replays a lost node keeps the log; every
+        // other node of it receives custody of what node 0 sends.
+        let respawn_root = loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1;
+        let losable = loss == OnNodeLoss::Respawn && me != Rank::ROOT;
         let state = Arc::new((
             Mutex::new(NetState {
                 out: VecDeque::new(),
@@ -447,15 +451,12 @@ impl Net {
                 owed_total: 0,
                 finished: false,
                 order: None,
-                log: (loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1)
-                    .then(|| custody::Log::new(nodes)),
+                log: respawn_root.then(|| custody::Log::new(nodes)),
             }),
             Condvar::new(),
         ));
         let release = Arc::new(Releaser(Arc::downgrade(&state)));
-        let home = (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
-            .then(|| custody::home(&state))
-            .flatten();
+        let home = losable.then(|| custody::home(&state)).flatten();
         Net {
             me,
             nodes,
@@ -466,22 +467,21 @@ impl Net {
             traffic: Traffic::default(),
             outstanding_hint: AtomicU64::new(0),
             owed_hint: AtomicU64::new(0),
-            respawn_root: loss == OnNodeLoss::Respawn && me == Rank::ROOT && nodes > 1,
+            respawn_root,
             // A node that may be lost sends its fields by value (those
             // node 0 is home to go on as references): a record it
             // committed to node 0 then needs nothing from it, so no
             // field's only copy is lost with it (custody.rs).
             enc: Mutex::new({
                 let enc = wire::Encoder::new(me, nodes, inline_limit);
-                if loss == OnNodeLoss::Respawn && me != Rank::ROOT {
+                if losable {
                     enc.keeping_nothing()
                 } else {
                     enc
                 }
             }),
             sending: Mutex::new(managers::SendBufs::default()),
-            custody: (loss == OnNodeLoss::Respawn && me != Rank::ROOT)
-                .then(|| Mutex::new(Receiving::default())),
+            custody: losable.then(|| Mutex::new(Receiving::default())),
             next_from_root: AtomicU64::new(0),
             home,
             ordered: crate::sync::AtomicBool::new(false),
