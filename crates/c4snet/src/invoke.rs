@@ -1476,19 +1476,13 @@ mod tests {
     fn a_call_restores_what_ran_on_the_thread_before_it() {
         let lang = C4SNet::from_table(HashMap::from([("quiet".to_string(), quiet as BoxFn)]));
         let b = lang
-            .resolve(&BoxDef {
-                name: "quiet".into(),
-                inputs: vec![],
-                init: false,
-                outputs: vec![],
-                interface: "C4SNet".into(),
-                code: None,
-                loc: snet_core::Loc {
-                    file: "test.snet".into(),
-                    line: 1,
-                    col: 1,
-                },
-            })
+            .resolve(&BoxDef::declared(
+                "quiet",
+                "C4SNet",
+                vec![],
+                vec![],
+                snet_core::Loc::start_of("test.snet"),
+            ))
             .expect("resolves");
         let prev = crate::crash::enter("outer");
         b.invoke(&Record::new(), &mut Nothing).expect("runs");

@@ -43,19 +43,13 @@ impl Emit for Collect {
 
 fn resolve(name: &str, call: BoxFn) -> Arc<dyn BoxImpl> {
     let lang = C4SNet::from_table(HashMap::from([(name.to_string(), call)]));
-    lang.resolve(&BoxDef {
-        name: name.into(),
-        inputs: vec![Label::field("x")],
-        init: false,
-        outputs: vec![vec![Label::field("y")]],
-        interface: "C4SNet".into(),
-        code: None,
-        loc: Loc {
-            file: "test.snet".into(),
-            line: 1,
-            col: 1,
-        },
-    })
+    lang.resolve(&BoxDef::declared(
+        name,
+        "C4SNet",
+        vec![Label::field("x")],
+        vec![vec![Label::field("y")]],
+        Loc::start_of("test.snet"),
+    ))
     .expect("resolves")
 }
 

@@ -35,19 +35,13 @@ impl Emit for Collect {
 }
 
 fn def(name: &str, inputs: &[Label], outputs: &[&[Label]]) -> BoxDef {
-    BoxDef {
-        name: name.into(),
-        inputs: inputs.to_vec(),
-        init: false,
-        outputs: outputs.iter().map(|v| v.to_vec()).collect(),
-        interface: "C4SNet".into(),
-        code: None,
-        loc: Loc {
-            file: "test.snet".into(),
-            line: 1,
-            col: 1,
-        },
-    }
+    BoxDef::declared(
+        name,
+        "C4SNet",
+        inputs.to_vec(),
+        outputs.iter().map(|v| v.to_vec()).collect(),
+        Loc::start_of("test.snet"),
+    )
 }
 
 fn run(b: &dyn BoxImpl, input: &Record) -> Result<Vec<(usize, Record)>, BoxError> {

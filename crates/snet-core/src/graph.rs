@@ -75,6 +75,18 @@ pub struct Loc {
     pub col: u32,
 }
 
+impl Loc {
+    /// The first line and column of `file`: where a component made
+    /// without a program text (by a tool or a test) is said to be.
+    pub fn start_of(file: &str) -> Self {
+        Loc {
+            file: file.into(),
+            line: 1,
+            col: 1,
+        }
+    }
+}
+
 impl fmt::Display for Loc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}:{}", self.file, self.line, self.col)
@@ -288,6 +300,27 @@ pub struct BoxCode {
 }
 
 impl BoxDef {
+    /// A box declared as `box name((inputs) -> (outputs) | ...)` for the
+    /// language `interface`, without code in the program: what a tool or
+    /// a test makes without parsing a program.
+    pub fn declared(
+        name: &str,
+        interface: &str,
+        inputs: Vec<Label>,
+        outputs: Vec<Vec<Label>>,
+        loc: Loc,
+    ) -> Self {
+        BoxDef {
+            name: name.into(),
+            inputs,
+            init: false,
+            outputs,
+            interface: interface.into(),
+            code: None,
+            loc,
+        }
+    }
+
     /// An initialiser: `box init(-> (A));`, called once at network start.
     pub fn is_init(&self) -> bool {
         self.init

@@ -1051,15 +1051,7 @@ mod tests {
 
     #[test]
     fn setup_and_placement_errors() {
-        let def = BoxDef {
-            name: "f".into(),
-            inputs: vec![],
-            init: false,
-            outputs: vec![],
-            interface: "SAC".into(),
-            loc: loc().unwrap(),
-            code: None,
-        };
+        let def = BoxDef::declared("f", "SAC", vec![], vec![], loc().unwrap());
         let err = EngineError::Setup(vec![
             ResolveError::new(&def, ResolveReason::NoImplementation),
             ResolveError::new(&def, ResolveReason::MissingSymbol),

@@ -399,11 +399,7 @@ mod tests {
     use snet_core::{Graph, NodeKind, Rank};
 
     fn node(g: &mut Graph, kind: NodeKind) -> NodeId {
-        let loc = Loc {
-            file: "t.snet".into(),
-            line: 1,
-            col: 1,
-        };
+        let loc = Loc::start_of("t.snet");
         g.add(Node {
             kind,
             loc,
@@ -504,11 +500,7 @@ mod tests {
 
     #[test]
     fn initialisers_start_with_their_instance_unless_replicated() {
-        let loc = Loc {
-            file: "t.snet".into(),
-            line: 1,
-            col: 1,
-        };
+        let loc = Loc::start_of("t.snet");
         let mut g = Graph {
             nodes: vec![],
             boxes: vec![],

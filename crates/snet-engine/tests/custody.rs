@@ -20,11 +20,7 @@ use snet_engine::{
 };
 
 fn loc() -> Loc {
-    Loc {
-        file: "custody.snet".into(),
-        line: 1,
-        col: 1,
-    }
+    Loc::start_of("custody.snet")
 }
 
 fn t(n: &str) -> Label {

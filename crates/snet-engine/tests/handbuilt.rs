@@ -15,11 +15,7 @@ struct B {
 }
 
 fn loc() -> Loc {
-    Loc {
-        file: "test.snet".into(),
-        line: 1,
-        col: 1,
-    }
+    Loc::start_of("test.snet")
 }
 
 fn ty(vs: &[&[Label]]) -> Type {

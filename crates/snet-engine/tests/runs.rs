@@ -19,22 +19,16 @@ use snet_engine::{
 /// The network of one box `b` from `inputs` (in signature order) to
 /// `output`.
 fn box_graph(inputs: &[Label], output: &[Label]) -> Arc<Graph> {
-    let loc = Loc {
-        file: "test.snet".into(),
-        line: 1,
-        col: 1,
-    };
+    let loc = Loc::start_of("test.snet");
     let mut g = Graph {
         nodes: vec![],
-        boxes: vec![BoxDef {
-            name: "b".into(),
-            inputs: inputs.to_vec(),
-            init: false,
-            outputs: vec![output.to_vec()],
-            interface: "Blob".into(),
-            code: None,
-            loc: loc.clone(),
-        }],
+        boxes: vec![BoxDef::declared(
+            "b",
+            "Blob",
+            inputs.to_vec(),
+            vec![output.to_vec()],
+            loc.clone(),
+        )],
         entry: NodeId(0),
     };
     g.entry = g.add(Node {

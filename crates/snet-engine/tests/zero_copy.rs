@@ -124,22 +124,16 @@ impl LanguageInterface for Look {
 /// from `{input}` to `{output}`, declared at test.snet:1:1 (that place is
 /// returned for the nodes the caller adds).
 fn one_box_graph(name: &str, input: Label, output: Label) -> (Graph, Loc) {
-    let loc = Loc {
-        file: "test.snet".into(),
-        line: 1,
-        col: 1,
-    };
+    let loc = Loc::start_of("test.snet");
     let g = Graph {
         nodes: vec![],
-        boxes: vec![BoxDef {
-            name: name.into(),
-            inputs: vec![input],
-            init: false,
-            outputs: vec![vec![output]],
-            interface: "Blob".into(),
-            code: None,
-            loc: loc.clone(),
-        }],
+        boxes: vec![BoxDef::declared(
+            name,
+            "Blob",
+            vec![input],
+            vec![vec![output]],
+            loc.clone(),
+        )],
         entry: NodeId(0),
     };
     (g, loc)
