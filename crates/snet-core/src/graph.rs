@@ -112,6 +112,7 @@ impl Variant {
     }
 
     /// The labels in label order (fields, tags, binding tags).
+    #[inline]
     pub fn labels(&self) -> &[Label] {
         &self.0
     }

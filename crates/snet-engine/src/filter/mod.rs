@@ -51,6 +51,7 @@ impl FilterChain {
         FilterChain { filters, next }
     }
 
+    #[inline]
     pub(crate) fn process(&self, item: Item, ctx: &mut Ctx) -> Result<(), EngineError> {
         let rec = match item {
             Item::Rec(r) => r,

@@ -15,8 +15,8 @@ use std::collections::VecDeque;
 use snet_core::Record;
 
 use super::sleep::Sleep;
-use super::work::{Shared, Task};
-use crate::entity::{Item, Offer, Rec, Stamps};
+use super::work::{Shared, Task, BATCH};
+use crate::entity::{Item, Rec, Stamps};
 use crate::runtime::Ctx;
 use crate::sync::{lock, AtomicBool, Condvar, Mutex, Ordering};
 use crate::{EngineError, Source};
@@ -60,8 +60,11 @@ pub(super) struct InputConfig {
 const READ_BATCH: usize = 64;
 
 /// Records an admitting worker takes from the read-ahead buffer at once, at
-/// most.
-const ADMIT_BATCH: usize = 16;
+/// most: a task's batch ([`BATCH`]), so that the entry, and each box behind
+/// it, runs as long a run of calls as in a generator's pipeline (with 16,
+/// every run was a quarter of that, and each call paid a quarter of its
+/// run's set-up: ~60 instructions a call more in pipe10's stream form).
+const ADMIT_BATCH: usize = BATCH;
 /// Idle workers admit input only while fewer items than this wait in the
 /// node's inboxes (roughly: see [`Ctx::queued`]) plus those sent to other
 /// nodes and not yet acknowledged ([`crate::dist::Net::outstanding`]);
@@ -165,41 +168,38 @@ impl Shared {
             return None;
         }
         let before = st.records.len();
-        let mut task = None;
-        let mut n = 0;
         // The count of admitted records is only written here, under the
         // input lock: counted locally and stored once per batch (one store
         // instead of an atomic add per record; readers outside the lock,
         // the live dump and the profile's counters, only sample it).
         let mut admitted = self.admitted.load(Ordering::Relaxed);
-        while n < ADMIT_BATCH && (n == 0 || self.admissible_after(admitted)) {
+        // The batch goes to the entry in one offer (one lock of its inbox;
+        // into an idle entry's empty inbox a trade of buffers), through
+        // `ctx.taken`, which is empty between tasks and which the offer
+        // leaves empty.
+        let items = &mut ctx.taken;
+        debug_assert!(items.is_empty());
+        while items.len() < ADMIT_BATCH && (items.is_empty() || self.admissible_after(admitted)) {
             let Some((rec, line)) = st.records.pop_front() else {
                 break;
             };
-            n += 1;
             // Admission happens in input order, under the input lock.
             admitted += 1;
-            let number = admitted;
-            // An offer may license the entry (the first, or a later one if
-            // the holder released it meanwhile); from then on this worker
-            // holds the licence and the others queue behind in its inbox, in
-            // input order: at most one licence per batch.
-            let origin = crate::entity::Origin::input(number, line);
-            match entry.offer(Item::Rec(Rec {
+            items.push_back(Item::Rec(Rec {
                 rec,
                 det: Stamps::new(),
-                origin,
-            })) {
-                Offer::Licensed(item) => {
-                    debug_assert!(task.is_none(), "two licences for one entity");
-                    task = Some(Task {
-                        ent: entry.clone(),
-                        item,
-                    });
-                }
-                Offer::Queued => ctx.count_queued(1),
-            }
+                origin: crate::entity::Origin::input(admitted, line),
+            }));
         }
+        // If the entry was idle this worker now holds its licence and runs
+        // the batch at once (the first item in hand, the rest in the
+        // entry's inbox, taken with it: one run of calls for a box).
+        let (first, queued) = entry.offer_many(items);
+        ctx.count_queued(queued as isize);
+        let task = first.map(|item| Task {
+            ent: entry.clone(),
+            item,
+        });
         self.admitted.store(admitted, Ordering::Relaxed);
         // The reader sleeps only on a full buffer; wake it when the buffer
         // has drained to half (not as soon as one slot is free, which made

@@ -142,7 +142,7 @@ pub(crate) struct Shared {
     /// the counters below, which workers write (each on lines of its own).
     pub(super) abort: AtomicBool,
     pub(super) error: Mutex<Option<EngineError>>,
-    /// Records admitted (stored once per batch of up to 16).
+    /// Records admitted (stored once per batch of up to 64).
     pub(super) admitted: Padded<AtomicU64>,
     pub(super) limit: Option<crate::InputLimit>,
     /// Steals (one add per steal).
