@@ -322,6 +322,27 @@ impl Stamps {
         c
     }
 
+    /// Takes the record's custody as a synchrocell's guard keeps it: a
+    /// pending token stays pending ([`crate::dist::custody::Kept`]).
+    pub(crate) fn take_kept(&mut self) -> Option<crate::dist::custody::Kept> {
+        if self.pending() {
+            let p = crate::dist::custody::Pending::from_bits(self.bits());
+            // (The word owns nothing but the numbers, now `p`'s.)
+            *self.wm() = Word { bits: 0 };
+            return Some(crate::dist::custody::Kept::Pending(p));
+        }
+        self.take_custody().map(crate::dist::custody::Kept::Token)
+    }
+
+    /// The connection of the item from node 0 the record derives from,
+    /// if it has a custody token (not made if pending).
+    pub(crate) fn custody_conn(&self) -> Option<crate::dist::ConnId> {
+        if self.pending() {
+            return Some(crate::dist::custody::Pending::from_bits(self.bits()).conn());
+        }
+        self.custody().map(|t| t.conn())
+    }
+
     /// Gives the record custody token `c`.
     pub fn set_custody(&mut self, c: Custody) {
         match c {

@@ -345,7 +345,7 @@ impl SplitSynchrocell {
             None if self
                 .guard
                 .as_mut()
-                .is_some_and(|g| g.first(&ctx.rt.net, key, det.custody())) =>
+                .is_some_and(|g| g.first(&ctx.rt.net, key, &det)) =>
             {
                 // Fired in an earlier incarnation of this node.
                 self.fired.insert(v);
@@ -356,7 +356,7 @@ impl SplitSynchrocell {
                 // Records an earlier incarnation's drain parked here.
                 let mut restored = false;
                 if let Some(g) = &mut self.guard {
-                    for (i, r) in g.parked(&ctx.rt.net, key, det.custody()) {
+                    for (i, r) in g.parked(&ctx.rt.net, key, &det) {
                         restored |= cell.restore(i as usize, r);
                     }
                 }
@@ -379,7 +379,7 @@ impl SplitSynchrocell {
         match stored {
             Stored::Kept(i) => {
                 if let Some(g) = &mut self.guard {
-                    g.stored(key, i, det.take_custody());
+                    g.stored(key, i, det.take_kept());
                 }
                 ctx.rt
                     .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker())

@@ -348,7 +348,7 @@ impl FusedSynchrocell {
                     if let Some(g) = &mut self.guard {
                         // Positions an earlier incarnation of this node
                         // fired are passed (node 0 holds their tombstones).
-                        while g.first(&ctx.rt.net, pos, det.custody()) {
+                        while g.first(&ctx.rt.net, pos, &det) {
                             pos += 1;
                         }
                         // Where its drain parked records (node 0 holds
@@ -356,7 +356,7 @@ impl FusedSynchrocell {
                         // them back before any replayed record), the
                         // position starts with them in their slots,
                         // keeping no token.
-                        for (i, r) in g.parked(&ctx.rt.net, pos, det.custody()) {
+                        for (i, r) in g.parked(&ctx.rt.net, pos, &det) {
                             restored |= cell.restore(i as usize, r);
                         }
                         if restored {
@@ -400,7 +400,7 @@ impl FusedSynchrocell {
             match cell.store(i, pats, rec) {
                 None => {
                     if let Some(g) = &mut self.guard {
-                        g.stored(pos, i, det.take_custody());
+                        g.stored(pos, i, det.take_kept());
                     }
                     ctx.rt
                         .note_holding(me, &mut self.listed, self.sync_node, ctx.stacks.worker());

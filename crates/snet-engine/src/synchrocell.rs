@@ -223,12 +223,12 @@ impl SynchrocellEntity {
         };
         if let Some(g) = &mut self.guard {
             if std::mem::take(&mut g.fresh) {
-                if g.first(&ctx.rt.net, 0, det.custody()) {
+                if g.first(&ctx.rt.net, 0, &det) {
                     self.cell.set_fired();
                 } else {
                     // Records an earlier incarnation's drain parked here.
                     let mut restored = false;
-                    for (i, r) in g.parked(&ctx.rt.net, 0, det.custody()) {
+                    for (i, r) in g.parked(&ctx.rt.net, 0, &det) {
                         restored |= self.cell.restore(i as usize, r);
                     }
                     if restored {
@@ -249,7 +249,7 @@ impl SynchrocellEntity {
         match stored {
             Stored::Kept(i) => {
                 if let Some(g) = &mut self.guard {
-                    g.stored(0, i, det.take_custody());
+                    g.stored(0, i, det.take_kept());
                 }
                 ctx.rt
                     .note_holding(me, &mut self.listed, self.node, ctx.stacks.worker())
@@ -324,7 +324,7 @@ pub(crate) struct Guard {
     pub(crate) fresh: bool,
 }
 
-use crate::dist::custody::Link;
+use crate::dist::custody::{Kept, Link};
 
 /// A guard's cells by key. Hashed, not ordered: a cell per tag value
 /// fires once per value, and a `BTreeMap`'s insert and removal per fire
@@ -526,17 +526,22 @@ impl OpenCells {
     }
 
     /// `f` on the slots of each cell in `keys` that has some.
-    fn each(&self, keys: std::ops::RangeInclusive<u64>, mut f: impl FnMut(&Slots)) {
+    fn each(&mut self, keys: std::ops::RangeInclusive<u64>, mut f: impl FnMut(&mut Slots)) {
         if keys.is_empty() {
             return;
         }
-        for (_, s) in ring_range(&self.ring, &keys) {
+        let from = self.ring.partition_point(|&(k, _)| k < *keys.start());
+        let hi = *keys.end();
+        for (k, s) in self.ring.range_mut(from..) {
+            if *k > hi {
+                break;
+            }
             if !s.is_empty() {
                 f(s);
             }
         }
         for k in in_range(&self.late, keys) {
-            if let Some(s) = self.late.get(&k) {
+            if let Some(s) = self.late.get_mut(&k) {
                 f(s);
             }
         }
@@ -549,8 +554,8 @@ impl OpenCells {
 }
 
 /// A cell's slots as its guard sees them: per slot, the stored record's
-/// token.
-type Slots = smallvec::SmallVec<[Option<std::sync::Arc<crate::dist::custody::Token>>; 2]>;
+/// custody (its token, or its pending token: [`Kept`]).
+type Slots = smallvec::SmallVec<[Option<Kept>; 2]>;
 
 type Tok<'a> = Option<&'a std::sync::Arc<crate::dist::custody::Token>>;
 
@@ -574,9 +579,15 @@ impl Guard {
         })
     }
 
-    fn id(&mut self, key: u64, t: Tok) -> Option<crate::dist::wire::CellId> {
+    /// Cell `key`'s name; `conn`, the connection of a record reaching it
+    /// (asked only if the guard has not seen one yet).
+    fn id(
+        &mut self,
+        key: u64,
+        conn: impl FnOnce() -> Option<crate::dist::ConnId>,
+    ) -> Option<crate::dist::wire::CellId> {
         if self.conn.is_none() {
-            self.conn = t.map(|t| t.conn());
+            self.conn = conn();
         }
         Some(crate::dist::wire::CellId {
             conn: self.conn?,
@@ -595,10 +606,15 @@ impl Guard {
         self.slots.len()
     }
 
-    /// The first record (with token `t`) reaches cell `key`, which is
+    /// The first record (with stamps `det`) reaches cell `key`, which is
     /// created: whether an earlier incarnation of the node fired it (it
-    /// then starts fired).
-    pub(crate) fn first(&mut self, net: &crate::dist::Net, key: u64, t: Tok) -> bool {
+    /// then starts fired). (A pending token stays pending.)
+    pub(crate) fn first(
+        &mut self,
+        net: &crate::dist::Net,
+        key: u64,
+        det: &crate::entity::Stamps,
+    ) -> bool {
         if !net.any_tombstones() {
             // (The first incarnation, or one sent no tombstones: nothing
             // to name the cell for.)
@@ -607,7 +623,7 @@ impl Guard {
         if self.slots.contains(key) || self.firings.contains(key) {
             return false;
         }
-        match self.id(key, t) {
+        match self.id(key, || det.custody_conn()) {
             Some(id) => net.tombstoned(&id),
             None => false,
         }
@@ -620,27 +636,23 @@ impl Guard {
         &mut self,
         net: &crate::dist::Net,
         key: u64,
-        t: Tok,
+        det: &crate::entity::Stamps,
     ) -> Vec<(u64, snet_core::Record)> {
         if !net.any_parked() {
             // (No earlier incarnation's drain parked anything here.)
             return Vec::new();
         }
-        match self.id(key, t) {
+        match self.id(key, || det.custody_conn()) {
             Some(id) => net.parked_in(&id),
             None => Vec::new(),
         }
     }
 
-    /// Cell `key` stored a record with token `t` in slot `i`: the token
+    /// Cell `key` stored a record with custody `t` in slot `i`: it
     /// stays here (keeping its group open) until the cell fires or the
-    /// drain parks the record. Nothing of the record is copied.
-    pub(crate) fn stored(
-        &mut self,
-        key: u64,
-        i: usize,
-        t: Option<std::sync::Arc<crate::dist::custody::Token>>,
-    ) {
+    /// drain parks the record. Nothing of the record is copied, and a
+    /// pending token is not made ([`Kept`]).
+    pub(crate) fn stored(&mut self, key: u64, i: usize, t: Option<Kept>) {
         let Some(t) = t else { return };
         if self.conn.is_none() {
             self.conn = Some(t.conn());
@@ -659,8 +671,8 @@ impl Guard {
     pub(crate) fn passed_open(&mut self, keys: std::ops::RangeInclusive<u64>, t: Tok) {
         let Some(t) = t else { return };
         self.slots.each(keys, |slots| {
-            for s in slots.iter().flatten() {
-                crate::dist::custody::union(t, s);
+            for s in slots.iter_mut().flatten() {
+                crate::dist::custody::union(t, s.token());
             }
         });
     }
@@ -679,7 +691,8 @@ impl Guard {
         for (key, tokens) in open.into_entries() {
             for (i, t) in tokens.into_iter().enumerate() {
                 let Some(t) = t else { continue };
-                let (Some(rec), Some(id)) = (slot(key, i), self.id(key, Some(&t))) else {
+                let t = t.into_token();
+                let (Some(rec), Some(id)) = (slot(key, i), self.id(key, || Some(t.conn()))) else {
                     debug_assert!(false, "a stored token without its record");
                     continue;
                 };
@@ -718,9 +731,9 @@ impl Guard {
         let slots = self.slots.take(key);
         let Some(t) = t else { return };
         for s in slots.into_iter().flatten() {
-            crate::dist::custody::union_last(t, s);
+            crate::dist::custody::fold(t, s);
         }
-        if let Some(id) = self.id(key, Some(t)) {
+        if let Some(id) = self.id(key, || Some(t.conn())) {
             self.firings.insert(key, t.link(Some(id)));
         }
     }

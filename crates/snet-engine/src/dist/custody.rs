@@ -116,8 +116,11 @@ struct Group {
     /// Union by rank: a group's tree stays O(log n) deep, and so does
     /// the chain of drops that moves contents to its root.
     rank: u32,
-    /// What the token commits (or moves on).
-    c: Content,
+    /// What the token commits (or moves on). Moved out by the token's
+    /// drop, never dropped in place: the drop of the default left behind
+    /// by a `take` (six empty collections) was about 60 instructions a
+    /// token on `bench/soak`'s respawn network.
+    c: std::mem::ManuallyDrop<Content>,
 }
 
 /// What a token's drop commits or moves to another token: moved whole
@@ -421,6 +424,14 @@ impl Pending {
         self.0 as u64 >> (2 + HOME_BITS + GEN_BITS + SEQ_BITS)
     }
 
+    /// The connection the item came on (one node 0 made).
+    pub(crate) fn conn(self) -> ConnId {
+        ConnId {
+            origin: Rank::ROOT,
+            seq: (self.0 as u64 >> (2 + HOME_BITS + GEN_BITS)) & ((1 << SEQ_BITS) - 1),
+        }
+    }
+
     #[inline(always)]
     fn made(self) -> Token {
         let w = self.0 as u64;
@@ -447,6 +458,7 @@ impl Pending {
             origin: Rank::ROOT,
             seq,
         };
+        debug_assert_eq!(conn, self.conn());
         Token::new(Rank::ROOT, self.id(), conn, state)
     }
 
@@ -607,6 +619,67 @@ impl PathLast {
     }
 }
 
+/// A stored record's custody as a synchrocell's guard keeps it
+/// ([`crate::synchrocell::Guard`]): its token, or its pending token if
+/// none was made yet ([`Pending`]). A record stored in a cell, and then
+/// joined by the record that fires the cell, is usually the only record
+/// derived from its item, and nothing else looks at its custody: then no
+/// token is ever made for it, and the fire adds its item to the firing
+/// record's group ([`fold`]), which is what linking its token below the
+/// firing one and dropping it did ([`union_last`]). On `bench/soak`'s
+/// respawn network that is every stored record, half the items.
+pub(crate) enum Kept {
+    Pending(Pending),
+    Token(Arc<Token>),
+}
+
+impl Kept {
+    /// The connection the item came on.
+    pub(crate) fn conn(&self) -> ConnId {
+        match self {
+            Kept::Pending(p) => p.conn(),
+            Kept::Token(t) => t.conn(),
+        }
+    }
+
+    /// The token, made now (on the caller's thread) if pending.
+    pub(crate) fn token(&mut self) -> &Arc<Token> {
+        if let Kept::Pending(p) = *self {
+            *self = Kept::Token(p.token());
+        }
+        match self {
+            Kept::Token(t) => t,
+            Kept::Pending(_) => unreachable!("made above"),
+        }
+    }
+
+    /// The token, made now if pending.
+    pub(crate) fn into_token(self) -> Arc<Token> {
+        match self {
+            Kept::Pending(p) => p.token(),
+            Kept::Token(t) => t,
+        }
+    }
+}
+
+impl From<Arc<Token>> for Kept {
+    fn from(t: Arc<Token>) -> Kept {
+        Kept::Token(t)
+    }
+}
+
+/// A cell fired: the stored record's custody `s`, which the caller gives
+/// up, joins `t`'s group. A pending one (no token was made: nothing else
+/// can reach it) adds its item to `t`'s content, as its token's drop
+/// would have once linked below `t` ([`union_last`]); a token takes
+/// `union_last`.
+pub(crate) fn fold(t: &Arc<Token>, s: Kept) {
+    match s {
+        Kept::Pending(p) => lock(&t.inner).c.ids.push(p.id()),
+        Kept::Token(s) => union_last(t, s),
+    }
+}
+
 /// Joins the groups of `a` and `b` (nothing if they are one already).
 pub(crate) fn union(a: &Arc<Token>, b: &Arc<Token>) {
     if Arc::ptr_eq(a, b) {
@@ -706,18 +779,22 @@ enum To {
 
 impl Drop for Token {
     fn drop(&mut self) {
-        // Only what is there is moved out: the parent, and the content
-        // unless it is empty (a token folded into a fired cell's group
-        // has nothing but its own item). Moving the whole group (about
-        // 150 bytes) out and a default one in was about 90 instructions
-        // a drop on `bench/soak`'s respawn network. A dying token's own
-        // lock is not taken: nobody else can reach it (`&mut self`).
+        // The parent and the content are moved out, the content without
+        // a default written back or left to drop (moving the whole group,
+        // about 150 bytes, out and a default one in was about 90
+        // instructions a drop on `bench/soak`'s respawn network). A dying
+        // token's own lock is not taken: nobody else can reach it
+        // (`&mut self`).
         let g = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
         let parent = g.parent.take();
+        // SAFETY: the token is being dropped (`&mut self`: nobody else
+        // can reach it), `c` is taken here once and not touched after,
+        // and `ManuallyDrop` keeps the group's drop from dropping it.
+        let mut c = unsafe { std::mem::ManuallyDrop::take(&mut g.c) };
         // `c.ids` are the items of tokens that moved here; this token's
         // own goes with them wherever the content goes (a commit names it
         // first, so a plain token's commit allocates nothing for it).
-        if g.c.links.is_empty() && g.c.after.is_empty() {
+        if c.links.is_empty() && c.after.is_empty() {
             // Nobody links to this token (a link needs a live token, and
             // none was made) and it commits after nobody: no hand-over
             // can concern it.
@@ -725,21 +802,17 @@ impl Drop for Token {
                 Some(p) => {
                     // (Moving an empty content, about 140 bytes, and
                     // dropping it were 120 instructions a fire.)
-                    let c = (!g.c.is_empty()).then(|| std::mem::take(&mut g.c));
+                    let c = (!c.is_empty()).then_some(c);
                     let mut pg = lock(&p.inner);
                     pg.c.ids.push(self.id);
                     if let Some(c) = c {
                         pg.c.extend(c)
                     }
                 }
-                None => {
-                    let c = std::mem::take(&mut g.c);
-                    self.commit(c);
-                }
+                None => self.commit(c),
             }
             return;
         }
-        let mut c = std::mem::take(&mut g.c);
         let me: *const Token = self;
         #[cfg(all(test, not(loom)))]
         if parent.is_none() {
@@ -2468,7 +2541,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(0, 0, Some(s)); // the guard keeps it
+        g.stored(0, 0, Some(s.into())); // the guard keeps it
         g.passed_open(0..=0, Some(&r));
         drop(r);
         assert_eq!(commits(&net), vec![], "the pass waits for the decision");
@@ -2526,6 +2599,68 @@ mod tests {
         assert_eq!(got, vec![(0, 0), (1, 2)], "the record, then both copies");
     }
 
+    /// A record stored in a cell with its token pending (nothing looked
+    /// at its custody) keeps it pending in the guard ([`Kept`]): the
+    /// record that fires the cell takes its item into its group, which
+    /// commits both items and the tombstone in one message, and no token
+    /// is made for it. A record passing the open cell meanwhile makes it
+    /// (and joins its group); the drain makes it to park the record.
+    #[test]
+    fn a_stored_records_pending_token_commits_with_the_firing_group_unmade() {
+        let net = node();
+        let conn = ConnId {
+            origin: Rank::ROOT,
+            seq: 7,
+        };
+        net.opened(Rank::ROOT, conn, true, false);
+        let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
+        let arrive = || arrived(&net, Rank::ROOT, conn, 0);
+        // Stored and fired.
+        let mut s = arrive();
+        assert!(!g.first(&net, 0, &s.det), "no earlier incarnation");
+        assert!(g.parked(&net, 0, &s.det).is_empty());
+        let kept = s.det.take_kept();
+        assert!(matches!(kept, Some(Kept::Pending(p)) if p.id() == 0 && p.conn() == conn));
+        assert!(s.det.is_bare());
+        g.stored(0, 0, kept);
+        drop(s);
+        assert_eq!(commits(&net), vec![], "the stored record's item waits");
+        let f = arrive();
+        g.fired(0, f.det.custody());
+        assert_eq!(commits(&net), vec![]);
+        drop(f);
+        assert_eq!(commits(&net), vec![(vec![0, 1], vec![0])]);
+        // Stored, passed while open, fired: the pass made the token.
+        let mut s = arrive();
+        g.stored(1, 0, s.det.take_kept());
+        drop(s);
+        let r = arrive();
+        g.passed_open(1..=1, r.det.custody());
+        drop(r);
+        assert_eq!(commits(&net), vec![], "the pass waits for the decision");
+        let f = arrive();
+        g.fired(1, f.det.custody());
+        drop(f);
+        assert_eq!(commits(&net), vec![(vec![2, 3, 4], vec![1])]);
+        // Stored and drained: parked in its own commit.
+        let mut s = arrive();
+        g.stored(2, 0, s.det.take_kept());
+        let stored = s.rec.clone();
+        drop(s);
+        g.drain(|key, i| (key == 2 && i == 0).then_some(&stored));
+        let out = std::mem::take(&mut lock(&net.state.0).out);
+        let got: Vec<(u64, usize, usize)> = out
+            .into_iter()
+            .filter_map(|o| match o {
+                Out::Commit {
+                    id, more, parked, ..
+                } => Some((id, more.len(), parked.len())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, vec![(5, 0, 1)]);
+    }
+
     /// A record passes an open cell because its slot is taken, then goes
     /// on (to the next cell of a star) while the cell fires: the firing
     /// group's tombstone waits for it. (The order the records left the
@@ -2537,7 +2672,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, r) = (token(&net, 1), token(&net, 2));
-        g.stored(0, 0, Some(s));
+        g.stored(0, 0, Some(s.into()));
         g.passed_open(0..=0, Some(&r)); // `r`'s record goes on
         let f = token(&net, 3);
         g.fired(0, Some(&f));
@@ -2846,7 +2981,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let (s, f) = (token(&net, 1), token(&net, 2));
-        g.stored(9, 0, Some(s));
+        g.stored(9, 0, Some(s.into()));
         g.fired(9, Some(&f));
         let (r1, r2) = (token(&net, 3), token(&net, 4));
         g.passed(9..=9, Some(&r1));
@@ -2924,7 +3059,7 @@ mod tests {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         for k in [4u64, 8, 2, 6, 10] {
-            g.stored(k, 0, Some(token(&net, 100 + k)));
+            g.stored(k, 0, Some(token(&net, 100 + k).into()));
         }
         // A cell above every open one fires with nothing stored: it
         // takes no other cell's record.
@@ -2974,9 +3109,9 @@ mod tests {
     fn an_open_cell_keeps_no_entry_per_later_fire() {
         let net = node();
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
-        g.stored(0, 0, Some(token(&net, 1000)));
+        g.stored(0, 0, Some(token(&net, 1000).into()));
         for k in 1..=100u64 {
-            g.stored(k, 0, Some(token(&net, k)));
+            g.stored(k, 0, Some(token(&net, k).into()));
             let f = token(&net, 200 + k);
             g.fired(k, Some(&f));
             drop(f);
@@ -3031,7 +3166,7 @@ mod tests {
         let mut cells = std::collections::HashMap::new();
         let (s, r) = (token(&net, 1), token(&net, 2));
         cells.insert((0, 0), rec(10));
-        g.stored(0, 0, Some(s));
+        g.stored(0, 0, Some(s.into()));
         g.passed_open(0..=0, Some(&r));
         drop(r);
         assert_eq!(commits(&net), vec![]);
@@ -3041,7 +3176,7 @@ mod tests {
         // Back round the loop: stored in another cell, with its token.
         let t = token(&net, 3);
         cells.insert((5, 1), rec(11));
-        g.stored(5, 1, Some(t));
+        g.stored(5, 1, Some(t.into()));
         assert_eq!(
             commits(&net),
             vec![],
