@@ -561,6 +561,25 @@ pub struct Placement {
 }
 
 impl Graph {
+    /// The network of the one box `def` taking records of type `input`,
+    /// placed where the box is declared: what a tool or a test runs
+    /// without parsing a program.
+    pub fn one_box(def: BoxDef, input: Type) -> Graph {
+        let loc = def.loc.clone();
+        let mut g = Graph {
+            nodes: Vec::new(),
+            boxes: vec![def],
+            entry: NodeId(0),
+        };
+        g.entry = g.add(Node {
+            kind: NodeKind::Box(0),
+            loc,
+            input,
+            output: Type::default(),
+        });
+        g
+    }
+
     /// The node template `id` (panics if `id` is not of this graph).
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]

@@ -15,26 +15,15 @@ use snet_engine::{
 
 /// The network of one box `b` from `<x>` to `output` (a variant of labels).
 fn box_graph(output: &[Label]) -> Arc<Graph> {
-    let loc = Loc::start_of("test.snet");
     let x = Label::tag("x");
-    let mut g = Graph {
-        nodes: vec![],
-        boxes: vec![BoxDef::declared(
-            "b",
-            "Blob",
-            vec![x],
-            vec![output.to_vec()],
-            loc.clone(),
-        )],
-        entry: NodeId(0),
-    };
-    g.entry = g.add(Node {
-        kind: NodeKind::Box(0),
-        loc,
-        input: Type(vec![Variant::new([x])]),
-        output: Type::default(),
-    });
-    Arc::new(g)
+    let def = BoxDef::declared(
+        "b",
+        "Blob",
+        vec![x],
+        vec![output.to_vec()],
+        Loc::start_of("test.snet"),
+    );
+    Arc::new(Graph::one_box(def, Type(vec![Variant::new([x])])))
 }
 
 /// Records `<x>` = 1..=n.

@@ -19,25 +19,17 @@ use snet_engine::{
 /// The network of one box `b` from `inputs` (in signature order) to
 /// `output`.
 fn box_graph(inputs: &[Label], output: &[Label]) -> Arc<Graph> {
-    let loc = Loc::start_of("test.snet");
-    let mut g = Graph {
-        nodes: vec![],
-        boxes: vec![BoxDef::declared(
-            "b",
-            "Blob",
-            inputs.to_vec(),
-            vec![output.to_vec()],
-            loc.clone(),
-        )],
-        entry: NodeId(0),
-    };
-    g.entry = g.add(Node {
-        kind: NodeKind::Box(0),
-        loc,
-        input: Type(vec![Variant::new(inputs.iter().copied())]),
-        output: Type::default(),
-    });
-    Arc::new(g)
+    let def = BoxDef::declared(
+        "b",
+        "Blob",
+        inputs.to_vec(),
+        vec![output.to_vec()],
+        Loc::start_of("test.snet"),
+    );
+    Arc::new(Graph::one_box(
+        def,
+        Type(vec![Variant::new(inputs.iter().copied())]),
+    ))
 }
 
 /// Runs `g` with `b` as its one box on `inputs`: the outputs and the

@@ -142,14 +142,14 @@ fn one_box_graph(name: &str, input: Label, output: Label) -> (Graph, Loc) {
 /// The graph of one box `gen`, from `{n}` to `{out}`, as the whole
 /// network.
 fn gen_graph(n: Label, out: Label) -> Arc<Graph> {
-    let (mut g, loc) = one_box_graph("gen", n, out);
-    g.entry = g.add(Node {
-        kind: NodeKind::Box(0),
-        loc,
-        input: Type(vec![Variant::new([n])]),
-        output: Type::default(),
-    });
-    Arc::new(g)
+    let def = BoxDef::declared(
+        "gen",
+        "Blob",
+        vec![n],
+        vec![vec![out]],
+        Loc::start_of("test.snet"),
+    );
+    Arc::new(Graph::one_box(def, Type(vec![Variant::new([n])])))
 }
 
 #[test]
