@@ -437,7 +437,6 @@ impl Pending {
         let w = self.0 as u64;
         let home = (w >> 2) as usize & (HOMES - 1);
         let generation = (w >> (2 + HOME_BITS)) as usize & ((1 << GEN_BITS) - 1);
-        let seq = (w >> (2 + HOME_BITS + GEN_BITS)) & ((1 << SEQ_BITS) - 1);
         // (Its node's state, unless another node took the home since.)
         #[cfg(not(loom))]
         let state = {
@@ -454,12 +453,7 @@ impl Pending {
             let _ = (home, generation);
             Weak::new()
         };
-        let conn = ConnId {
-            origin: Rank::ROOT,
-            seq,
-        };
-        debug_assert_eq!(conn, self.conn());
-        Token::new(Rank::ROOT, self.id(), conn, state)
+        Token::new(Rank::ROOT, self.id(), self.conn(), state)
     }
 
     /// The token, made now (on the caller's thread).
@@ -2197,10 +2191,7 @@ mod tests {
     }
 
     fn token(net: &Net, id: u64) -> Arc<Token> {
-        let conn = ConnId {
-            origin: Rank::ROOT,
-            seq: 7,
-        };
+        let conn = from_root(7);
         Arc::new(Token::new(Rank::ROOT, id, conn, Arc::downgrade(&net.state)))
     }
 
@@ -2264,10 +2255,7 @@ mod tests {
     #[test]
     fn items_from_node_0_are_numbered_in_order_and_from_a_seq_frame() {
         let net = node();
-        let conn = ConnId {
-            origin: Rank::ROOT,
-            seq: 7,
-        };
+        let conn = from_root(7);
         net.opened(Rank::ROOT, conn, true, false);
         let ids = |from: Rank, n: usize| -> Vec<Option<u64>> {
             (0..n)
@@ -2294,10 +2282,7 @@ mod tests {
     #[test]
     fn a_pending_token_is_made_once_where_needed_and_commits_once() {
         let net = node();
-        let conn = ConnId {
-            origin: Rank::ROOT,
-            seq: 7,
-        };
+        let conn = from_root(7);
         net.opened(Rank::ROOT, conn, true, false);
         let arrive = || arrived(&net, Rank::ROOT, conn, 0);
         // Dropped before it was ever processed: done.
@@ -2350,24 +2335,20 @@ mod tests {
     /// gets an `Arc` token at once, with the same identity.
     #[test]
     fn an_item_whose_numbers_do_not_fit_a_word_gets_its_token_at_once() {
-        let at = |seq: u64| ConnId {
-            origin: Rank::ROOT,
-            seq,
-        };
         let max_id = (1u64 << ID_BITS) - 1;
         let last = (HOMES as u32 - 1, (1 << GEN_BITS) - 1);
-        let p = Pending::new(last, at((1 << SEQ_BITS) - 1), max_id).expect("fits");
+        let p = Pending::new(last, from_root((1 << SEQ_BITS) - 1), max_id).expect("fits");
         let t = p.token();
-        assert_eq!((t.id, t.conn()), (max_id, at((1 << SEQ_BITS) - 1)));
-        assert_eq!(Pending::new((0, 0), at(1 << SEQ_BITS), 0), None);
-        assert_eq!(Pending::new((0, 0), at(0), max_id + 1), None);
+        assert_eq!((t.id, t.conn()), (max_id, from_root((1 << SEQ_BITS) - 1)));
+        assert_eq!(Pending::new((0, 0), from_root(1 << SEQ_BITS), 0), None);
+        assert_eq!(Pending::new((0, 0), from_root(0), max_id + 1), None);
         let other = ConnId {
             origin: Rank(1),
             seq: 0,
         };
         assert_eq!(Pending::new((0, 0), other, 0), None);
         let net = node();
-        let big = at(1 << SEQ_BITS);
+        let big = from_root(1 << SEQ_BITS);
         net.opened(Rank::ROOT, big, true, false);
         let r = arrived(&net, Rank::ROOT, big, 0);
         assert!(r.det.pending_token().is_none());
@@ -2386,10 +2367,7 @@ mod tests {
     fn a_pending_token_of_a_node_that_is_gone_commits_nothing() {
         let net = node();
         let home = net.home.expect("a home");
-        let conn = ConnId {
-            origin: Rank::ROOT,
-            seq: 7,
-        };
+        let conn = from_root(7);
         net.opened(Rank::ROOT, conn, true, false);
         let (a, b) = (
             arrived(&net, Rank::ROOT, conn, 0),
@@ -2454,10 +2432,7 @@ mod tests {
     /// held, whichever token drops last, not group by group.
     #[test]
     fn records_of_groups_linked_each_after_the_other_reach_node_0_in_order() {
-        let conn = ConnId {
-            origin: Rank::ROOT,
-            seq: 7,
-        };
+        let conn = from_root(7);
         for last in 0..3 {
             let net = node();
             let out = PathLast::default();
@@ -2503,10 +2478,7 @@ mod tests {
     /// root in the order they die).
     #[test]
     fn records_of_one_group_reach_node_0_in_the_order_they_were_held() {
-        let conn = ConnId {
-            origin: Rank::ROOT,
-            seq: 7,
-        };
+        let conn = from_root(7);
         let orders = [
             [0, 1, 2],
             [0, 2, 1],
@@ -2566,10 +2538,7 @@ mod tests {
     fn a_markers_copies_commit_together_after_every_earlier_item() {
         use crate::entity::{Marker, Origin, Stamps};
         let net = node();
-        let conn = ConnId {
-            origin: Rank::ROOT,
-            seq: 7,
-        };
+        let conn = from_root(7);
         net.opened(Rank::ROOT, conn, true, true);
         let mut r = Item::Rec(Rec {
             rec: snet_core::Record::new(),
@@ -2608,10 +2577,7 @@ mod tests {
     #[test]
     fn a_stored_records_pending_token_commits_with_the_firing_group_unmade() {
         let net = node();
-        let conn = ConnId {
-            origin: Rank::ROOT,
-            seq: 7,
-        };
+        let conn = from_root(7);
         net.opened(Rank::ROOT, conn, true, false);
         let mut g = Guard::new(&net, snet_core::NodeId(4), &Default::default()).expect("a guard");
         let arrive = || arrived(&net, Rank::ROOT, conn, 0);
@@ -2684,10 +2650,7 @@ mod tests {
 
     fn cell(key: u64) -> CellId {
         CellId {
-            conn: ConnId {
-                origin: Rank::ROOT,
-                seq: 7,
-            },
+            conn: from_root(7),
             cell: snet_core::NodeId(4),
             path: Default::default(),
             key,
@@ -2702,6 +2665,14 @@ mod tests {
             det: crate::entity::Stamps::new(),
             origin: crate::entity::Origin::input(n as u64, None),
         })
+    }
+
+    /// Connection `seq` of those node 0 made.
+    fn from_root(seq: u64) -> ConnId {
+        ConnId {
+            origin: Rank::ROOT,
+            seq,
+        }
     }
 
     /// Record `n`, arrived at `net` from `from` on `conn` (with the
