@@ -48,6 +48,7 @@ struct snet_c4snet_current {
     const char *loc;    /* where the box is declared (FILE:LINE:COL; null: unknown) */
     unsigned long loc_len;
     unsigned long long origin;  /* the input record behind the call (the engine's Origin bits) */
+    const unsigned long long *origin_at;  /* where it is instead, when not null (a run's) */
 };
 
 /* The invocation running on this thread: the Rust side sets it around

@@ -111,22 +111,21 @@ impl RunIds {
     }
 
     /// A fresh invocation id.
-    #[inline(always)]
+    #[cfg(test)]
     fn next(&mut self) -> u64 {
-        if self.next < self.end {
-            self.next += 1;
-            return self.next - 1;
+        if self.next >= self.end {
+            (self.next, self.end) = RunIds::block();
         }
-        self.refill()
+        self.next += 1;
+        self.next - 1
     }
 
+    /// A fresh block of ids: the first and the end.
     #[cold]
     #[inline(never)]
-    fn refill(&mut self) -> u64 {
+    fn block() -> (u64, u64) {
         let first = NEXT_ID.fetch_add(ID_BLOCK, Ordering::Relaxed);
-        self.next = first + 1;
-        self.end = first + ID_BLOCK;
-        first
+        (first, first + ID_BLOCK)
     }
 }
 
@@ -171,10 +170,17 @@ impl Invocation {
     /// Fails the invocation with the error `e` makes, unless it failed
     /// already (the first error wins). Its further outputs are dropped:
     /// none takes the direct way to the collector any more (`direct`
-    /// null), and the general way drops them once it sees the error.
+    /// null), and the general way drops them once it sees the error. A
+    /// run of calls ends with this one ([`Emitter::end_run`]: the run
+    /// looks for the error once it ended, not after each call).
     #[inline]
     fn fail(&mut self, e: impl FnOnce() -> BoxError) {
         self.error.get_or_insert_with(e);
+        if !self.direct.is_null() {
+            // SAFETY: `direct`, not null, is the engine's collector,
+            // alive during the invocation.
+            unsafe { (*self.direct).end_run() };
+        }
         self.direct = std::ptr::null_mut();
     }
 }
@@ -227,6 +233,10 @@ struct Current {
     loc: *const u8,
     loc_len: usize,
     origin: u64,
+    /// Where the origin is, when not null (then `origin` is not used): a
+    /// run's, the collector's ([`Emitter::origin_place`]), which follows
+    /// the input of each call without a store here per call.
+    origin_at: *const snet_engine::Origin,
 }
 
 impl Current {
@@ -240,6 +250,7 @@ impl Current {
         loc: std::ptr::null(),
         loc_len: 0,
         origin: 0,
+        origin_at: std::ptr::null(),
     };
 }
 
@@ -282,10 +293,17 @@ pub(crate) fn running() -> Running {
     // SAFETY: this thread's slot (see `current`), read only.
     unsafe {
         let c = current();
+        let at = (*c).origin_at;
         Running {
             name: ((*c).name, (*c).name_len),
             loc: ((*c).loc, (*c).loc_len),
-            origin: (*c).origin,
+            // SAFETY: a run's collector's origin, alive while the slot
+            // names the run (a plain load).
+            origin: if at.is_null() {
+                (*c).origin
+            } else {
+                (*at).to_bits()
+            },
         }
     }
 }
@@ -304,6 +322,7 @@ pub(crate) fn swap_running(r: Running) -> Running {
         (*c).loc = r.loc.0;
         (*c).loc_len = r.loc.1;
         (*c).origin = r.origin;
+        (*c).origin_at = std::ptr::null();
     }
     prev
 }
@@ -1015,14 +1034,17 @@ impl CBox {
         at: &[usize; N],
         args: &mut [SnetArg; ARGS_INLINE],
     ) -> bool {
-        let entries = input.entries();
+        // SAFETY: a run of tag arguments is planned for a set of at most
+        // four labels (`CBox::invoke_run`, `calls`), whose inputs are
+        // inline (`Emitter::input`).
+        let entries = unsafe { input.inline_entries_ptr() };
         for (a, &p) in args.iter_mut().zip(at) {
-            debug_assert!(p < entries.len());
+            debug_assert!(p < input.len());
             // SAFETY: every input of a run has the run's planned label set
             // (its first was planned for, each next one checked by
             // `Emitter::next_input`), and `p` is a position in that set
             // (`CBox::invoke_run`).
-            match unsafe { entries.get_unchecked(p) } {
+            match unsafe { &*entries.add(p) } {
                 (_, Value::Int(v)) => {
                     let t = *v as c_int;
                     if i64::from(t) != *v {
@@ -1087,13 +1109,14 @@ impl BoxImpl for CBox {
     /// A run of calls with what they share set up once: the engine's
     /// collector, the invocation's state, the parts of the thread's slot
     /// that are the same for every call (the state's pointer, the box's
-    /// variants, name and place), the arguments' positions. Per call only
-    /// the handle, the name's pointer and the origin are written into the
-    /// slot, and the handle and the name cleared again when the box
-    /// returns. Between two calls no box code runs on the thread, and
-    /// whoever else may look at the slot then sees no box running: the
-    /// crash handler looks at the name; `C4SNetOut`, `snet_c4snet_box_threw`
-    /// and a nested call (from box code only) are not reached. The slot
+    /// variants, name and place, where the origin of each call is), the
+    /// arguments' positions. Per call only the handle and the name's
+    /// pointer are written into the slot, and the name cleared again when
+    /// the box returns. Between two calls no box code runs on the thread,
+    /// and whoever else may look at the slot then sees no box running:
+    /// the crash handler looks at the name; `C4SNetOut`,
+    /// `snet_c4snet_box_threw` and a nested call (from box code only),
+    /// which would see the last call's handle, are not reached. The slot
     /// is left as the run found it, [`Current::NONE`]. Anything else
     /// running on the thread (a call of another interface marked by
     /// `crash::enter`), or more arguments than fit on the stack: one call
@@ -1127,7 +1150,8 @@ impl BoxImpl for CBox {
             }
         }
         // SAFETY: this thread's slot; with the handle 0 and the name null
-        // it names no running box (see above).
+        // it names no running box (see above). The collector's origin
+        // is each call's (the collector outlives the run).
         unsafe {
             slot.write(Current {
                 inv: invp.cast(),
@@ -1136,6 +1160,7 @@ impl BoxImpl for CBox {
                 name_len: self.name.len(),
                 loc: self.loc.as_ptr(),
                 loc_len: self.loc.len(),
+                origin_at: (*direct).origin_place(),
                 ..Current::NONE
             });
         }
@@ -1152,19 +1177,33 @@ impl BoxImpl for CBox {
                 .iter()
                 .zip(at)
                 .all(|(l, &p)| !l.is_field() && p != u32::MAX);
+        // SAFETY: as above.
+        let few = unsafe { (*direct).planned_few() };
         let run = RunState { direct, invp, slot };
         // The calls' loop made for the count of tag arguments (up to
         // three: their positions in registers or on the stack, read
-        // without a loop), and once for the rest (fields, more tags).
-        match (tags, n) {
-            (true, 1) => self.calls::<1>(run, &mut ids, [at[0] as usize]),
-            (true, 2) => self.calls::<2>(run, &mut ids, [at[0] as usize, at[1] as usize]),
-            (true, 3) => self.calls::<3>(
-                run,
-                &mut ids,
-                [at[0] as usize, at[1] as usize, at[2] as usize],
-            ),
-            _ => self.calls::<0>(run, &mut ids, []),
+        // without a loop) and the count of labels of the run's set (up
+        // to four: each next input's labels compared without a loop or a
+        // test of the count), and once for the rest (fields, more tags,
+        // more labels).
+        macro_rules! tag_runs {
+            ($($n:literal: $($l:literal)*;)*) => {
+                match (tags, n, few) {
+                    $($((true, $n, Some($l)) => {
+                        let mut p = [0usize; $n];
+                        for (p, &a) in p.iter_mut().zip(at) {
+                            *p = a as usize;
+                        }
+                        self.calls::<$n, $l>(run, &mut ids, p)
+                    })*)*
+                    _ => self.calls::<0, 0>(run, &mut ids, []),
+                }
+            };
+        }
+        tag_runs! {
+            1: 1 2 3 4;
+            2: 2 3 4;
+            3: 3 4;
         }
     }
 }
@@ -1184,58 +1223,78 @@ impl CBox {
     /// The calls of a run ([`BoxImpl::invoke_run`], which set up `run`):
     /// with `N` tag arguments (`N > 0`), each read at its position `at`
     /// in the run's label set ([`CBox::tag_arguments`]); with `N == 0`,
-    /// the arguments are read by [`CBox::arguments`].
+    /// the arguments are read by [`CBox::arguments`]. `L`: the count of
+    /// labels of the run's set ([`Emitter::planned_few`]; 0: any).
     #[inline(always)]
-    fn calls<const N: usize>(
+    fn calls<const N: usize, const L: usize>(
         &self,
         run: RunState,
         ids: &mut RunIds,
         at: [usize; N],
     ) -> Result<(), BoxError> {
+        // Tag arguments are read where a plan of at most four labels puts
+        // them (`tag_arguments`).
+        debug_assert!(N == 0 || L > 0);
         let RunState { direct, invp, slot } = run;
         let n = self.inputs.len();
         let mut args = [SnetArg { tag: 0 }; ARGS_INLINE];
         let (name, call, index) = (self.name.as_ptr(), self.call, self.index);
-        loop {
+        // The run's block of ids as the next handle and the end of the
+        // block, in the handle's form (`id << 16 | index`): a handle a
+        // call, one addition. The block is the loop's meanwhile: `ids`
+        // holds none (a run that unwinds loses the rest of it, never
+        // hands an id out twice), and gets the rest back at the end.
+        let mut hnd = ((ids.next << 16) as usize) | index;
+        let mut hnd_end = (ids.end << 16) as usize;
+        ids.next = ids.end;
+        // The call's input: the run's first, then each that
+        // `next_input_of` gives (read before the call, which may move it).
+        // SAFETY: `direct` is the run's collector, which outlives the
+        // run; no call is running (nothing else uses it now).
+        let mut input: *const Record = unsafe { (*direct).input() };
+        let r = loop {
             {
-                // SAFETY: `direct` is the run's collector, which outlives
-                // the run; no call is running (nothing else uses it now).
-                let r = unsafe { &*direct };
-                let input = r.input();
+                // SAFETY: as above; `input` is the call's, unchanged
+                // since `next_input_of` gave it.
+                let (r, input) = unsafe { (&*direct, &*input) };
                 if !(N > 0 && Self::tag_arguments(input, &at, &mut args)) {
-                    self.arguments(input, r.arg_positions(), &mut args[..n])?;
+                    if let Err(e) = self.arguments(input, r.arg_positions(), &mut args[..n]) {
+                        break Err(e);
+                    }
                 }
             }
-            // SAFETY: as above.
-            let origin = unsafe { (*direct).origin() }.to_bits();
-            let handle = ((ids.next() << 16) as usize) | index;
+            if hnd >= hnd_end {
+                let (next, end) = RunIds::block();
+                (hnd, hnd_end) = (((next << 16) as usize) | index, (end << 16) as usize);
+            }
+            let handle = hnd;
+            hnd += 1 << 16;
             // SAFETY: `invp` is the run's state, alive for the whole run;
-            // this thread's slot names it only while the box runs
-            // (cleared once it returned); the trampoline was generated
-            // for this box's signature and reads exactly `inputs.len()`
-            // arguments; field arguments are owned references handed to
-            // the box.
+            // this thread's slot names it only while the box runs (its
+            // name cleared once it returned; the handle is left, as no
+            // box code runs until the next call's replaces it, and the
+            // run's end clears it); the trampoline was generated for this
+            // box's signature and reads exactly `inputs.len()` arguments;
+            // field arguments are owned references handed to the box.
             unsafe {
                 (*slot).hnd = handle;
                 (*slot).name = name;
-                (*slot).origin = origin;
                 call(handle as *mut c_void, args.as_ptr());
-                (*slot).hnd = 0;
                 (*slot).name = std::ptr::null();
             }
-            // SAFETY: as above; the box returned.
-            // (Looked at first, taken only when there is one: no store
-            // back per call.)
-            if unsafe { (*invp).error.is_some() } {
-                // SAFETY: as above.
-                if let Some(e) = unsafe { (*invp).error.take() } {
-                    return Err(e);
-                }
+            // SAFETY: as above, the box returned; `L` is 0 or the plan's
+            // count of labels (`invoke_run`). A call that failed ended
+            // the run (`Invocation::fail`): no next input then.
+            match unsafe { (*direct).next_input_of::<L>() } {
+                Some(next) => input = next,
+                None => break Ok(()),
             }
-            // SAFETY: as above.
-            if !unsafe { (*direct).next_input() } {
-                return Ok(());
-            }
+        };
+        (ids.next, ids.end) = ((hnd >> 16) as u64, (hnd_end >> 16) as u64);
+        // SAFETY: as above; no call runs.
+        match unsafe { (*invp).error.take() } {
+            Some(e) => Err(e),
+            None => r,
         }
     }
 
@@ -1282,6 +1341,7 @@ impl CBox {
             loc: self.loc.as_ptr(),
             loc_len: self.loc.len(),
             origin,
+            origin_at: std::ptr::null(),
         };
         // The common case: nothing runs on this thread, the slot is
         // `Current::NONE`, so it is set, and cleared again, without saving

@@ -46,7 +46,8 @@ thread_local! {
 /// A field value of this size or more has been made in this process (set
 /// once, never cleared): until then [`new_field_bytes`] is 0 without
 /// looking at the thread's count. The engine asks after every output of a
-/// box call; a process whose fields are all small (or that has none, as
+/// box call that may hold a field (an output of tags alone placed at
+/// once holds none, and does not ask); a process whose fields are all small (or that has none, as
 /// most fine-grained programs) pays one load of a line nobody writes
 /// instead of a thread-local access per output (pipe10: 18 instructions a
 /// call). Below this size, [`new_field_bytes`] could only matter past

@@ -97,6 +97,59 @@ impl Record {
         &self.entries
     }
 
+    /// Where the entries of a record known to be inline (not
+    /// [`Record::spilled`]) are: a constant offset from the record, with
+    /// no look at where they are.
+    ///
+    /// # Safety
+    /// The record is not spilled.
+    #[inline(always)]
+    pub unsafe fn inline_entries_ptr(&self) -> *const (Label, Value) {
+        debug_assert!(!self.spilled());
+        let at = Record::inline_room();
+        // SAFETY: the record is inline (contract): its entries are there.
+        unsafe { (self as *const Record).cast::<u8>().add(at).cast() }
+    }
+
+    /// The offset of the inline room in a record: where an empty record's
+    /// entries are (it is inline), a constant the compiler works out
+    /// (and, not dropped, makes no record at all).
+    #[inline(always)]
+    fn inline_room() -> usize {
+        let probe = std::mem::ManuallyDrop::new(Record::new());
+        // SAFETY: both pointers are into (or at the start of) `probe`.
+        unsafe {
+            probe
+                .entries
+                .as_ptr()
+                .cast::<u8>()
+                .offset_from((&*probe as *const Record).cast::<u8>())
+        }
+        .unsigned_abs()
+    }
+
+    /// [`Record::len`] of a record known to be inline.
+    ///
+    /// # Safety
+    /// As for [`Record::inline_entries_ptr`].
+    #[inline(always)]
+    pub unsafe fn inline_len(&self) -> usize {
+        if self.entries.spilled() {
+            // SAFETY: see the contract.
+            unsafe { std::hint::unreachable_unchecked() }
+        }
+        self.entries.len()
+    }
+
+    /// Moves the entries inline when they are on the heap and fit there
+    /// (freeing the heap buffer); otherwise nothing changes.
+    #[inline]
+    pub fn shrink_to_fit(&mut self) {
+        if self.entries.spilled() && self.entries.len() <= Record::INLINE {
+            self.entries.shrink_to_fit();
+        }
+    }
+
     /// The labels in label order (the order of [`Record::entries`]).
     pub fn labels(&self) -> impl Iterator<Item = Label> + '_ {
         self.entries.iter().map(|(l, _)| *l)
@@ -502,6 +555,21 @@ impl Record {
             }
         }
         true
+    }
+
+    /// [`Record::has_inline_labels`] for a count `L` known to the
+    /// compiler (1 to [`Record::INLINE`]): the length is then one
+    /// comparison (a length of `L` or less is inline; the test of the
+    /// entries' place folds into it), and each of the `L` labels one
+    /// more, with no test of the count between them.
+    #[inline(always)]
+    pub fn has_inline_labels_of<const L: usize>(&self, labels: &[Label; Record::INLINE]) -> bool {
+        debug_assert!(L >= 1 && L <= Record::INLINE);
+        if self.entries.spilled() || self.entries.len() != L {
+            return false;
+        }
+        let e = self.entries.as_slice();
+        (0..L).all(|i| e[i].0 == labels[i])
     }
 
     /// Whether the record's labels are exactly `labels` (in order).

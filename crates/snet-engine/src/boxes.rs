@@ -459,6 +459,24 @@ impl Inherit {
         rec.has_inline_labels(&self.few, self.nfew)
     }
 
+    /// [`Inherit::same_inline_set`] for a plan of `L` labels (1 to
+    /// [`Record::INLINE`], [`Inherit::few`]): the count known to the
+    /// compiler. A plan of another count gives `false` (no record of
+    /// its set has `L` labels): ask [`Inherit::same_set_slow`] then.
+    #[inline(always)]
+    pub(crate) fn same_inline_set_of<const L: usize>(&self, rec: &Record) -> bool {
+        debug_assert!(!self.take.is_empty(), "a plan is made");
+        rec.has_inline_labels_of::<L>(&self.few)
+    }
+
+    /// The count of labels of the planned set when it has at most
+    /// [`Record::INLINE`] (the count [`Inherit::same_inline_set_of`] is
+    /// made for); `None`: more, or no plan.
+    #[inline]
+    pub(crate) fn few(&self) -> Option<usize> {
+        (self.nfew <= Record::INLINE).then_some(self.nfew)
+    }
+
     #[cold]
     #[inline(never)]
     pub(crate) fn same_set_slow(&self, rec: &Record) -> bool {
@@ -691,7 +709,8 @@ impl BoxEntity {
                     drop_last: true,
                     next: std::ptr::null_mut(),
                     end: std::ptr::null_mut(),
-                    now: std::ptr::null(),
+                    now: &crate::stuck::NOBODY,
+                    ended: false,
                 },
                 parked: Default::default(),
                 seq: 0,
@@ -835,7 +854,7 @@ impl BoxEntity {
         } else {
             std::ptr::null_mut()
         };
-        self.c.io.now = now.map_or(std::ptr::null(), |n| n as *const _);
+        self.c.io.now = now.unwrap_or(&crate::stuck::NOBODY);
         // SAFETY: `self.c.io` stays in place (the entity's state) and is only
         // touched between resumes, until the call returns; `ctx.taken` is
         // not touched until `resume` returns.
@@ -1120,6 +1139,47 @@ mod tests {
                 assert!(!p.same_set(&rec(&other)), "{n} labels, {k} another");
             }
         }
+    }
+
+    /// The unrolled check made for a plan's count of labels
+    /// (`same_inline_set_of`, one to four): exactly the planned labels,
+    /// inline; a record on the heap is left to the general check.
+    #[test]
+    fn a_runs_next_input_checked_for_its_count_of_labels() {
+        let l: Vec<Label> = (0..6).map(|i| Label::tag(&format!("sf{i}"))).collect();
+        fn check<const L: usize>(l: &[Label]) {
+            let mut p = Inherit::default();
+            p.plan(&rec(&l[..L]), &Variant::new([]), &[], &[]);
+            assert_eq!(p.few(), Some(L));
+            assert!(p.same_inline_set_of::<L>(&rec(&l[..L])), "{L} labels");
+            let mut heap = Record::with_capacity(8);
+            for (i, m) in l[..L].iter().enumerate() {
+                heap.set(*m, Value::Int(i as i64));
+            }
+            assert!(!p.same_inline_set_of::<L>(&heap), "{L} labels on the heap");
+            assert!(p.same_set(&heap), "{L} labels on the heap");
+            assert!(
+                !p.same_inline_set_of::<L>(&rec(&l[..L - 1])),
+                "{L}, one fewer"
+            );
+            assert!(
+                !p.same_inline_set_of::<L>(&rec(&l[..L + 1])),
+                "{L}, one more"
+            );
+            for k in 0..L {
+                let mut other = l[..L].to_vec();
+                other[k] = Label::tag("sf-other");
+                other.sort();
+                assert!(!p.same_inline_set_of::<L>(&rec(&other)), "{L}, {k} another");
+            }
+        }
+        check::<1>(&l);
+        check::<2>(&l);
+        check::<3>(&l);
+        check::<4>(&l);
+        let mut p = Inherit::default();
+        p.plan(&rec(&l[..5]), &Variant::new([]), &[], &[]);
+        assert_eq!(p.few(), None, "five labels");
     }
 
     /// A variant whose outputs carry exactly the input's labels (tags,

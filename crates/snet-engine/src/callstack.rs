@@ -45,6 +45,7 @@
 //! thread-local [`GUARD`] slot holds its guard page's range.
 
 use std::cell::Cell;
+use std::ptr::NonNull;
 
 #[cfg(not(miri))]
 use corosensei::stack::{DefaultStack, Stack};
@@ -77,7 +78,11 @@ pub(crate) struct CallIo {
     pub imp: std::sync::Arc<dyn BoxImpl>,
     pub def: std::sync::Arc<BoxDef>,
     /// The input record (the box reads it during the whole call), where
-    /// [`CallIo::input_at`] is not elsewhere.
+    /// [`CallIo::input_at`] is not elsewhere. Every input of a run whose
+    /// planned label set has at most [`Record::INLINE`] labels is inline
+    /// (one on the heap is moved inline as the run takes it: [`calls`],
+    /// [`CallIo::pull`]), so that the interface and the output path read
+    /// its entries without a look at where they are.
     pub input: Record,
     /// Where the input of the call in progress is, while the call stack
     /// runs: [`CallIo::input`], or a record in the worker's buffer
@@ -98,9 +103,12 @@ pub(crate) struct CallIo {
     /// `2 * YIELD_AFTER - 1`, in a run of calls), inheritance added, ready
     /// to send.
     pub outs: Vec<Item>,
-    /// How many of [`CallIo::outs`] were emitted by calls before the
-    /// current one (a run of calls): if the current call fails, those
-    /// calls finished, and their outputs are still sent (nothing lost).
+    /// How many of [`CallIo::outs`] were waiting when the call in
+    /// progress started or last went on (none then: the worker took a
+    /// suspended call's batch), emitted by calls before it (a run of
+    /// calls): if the current call fails, those calls finished, and their
+    /// outputs are still sent (nothing lost). The call's batch is full
+    /// [`YIELD_AFTER`] outputs later ([`Emitter::yield_at`]).
     pub call_outs: usize,
     /// The error the call returned, set with [`Event::Done`].
     pub error: Option<BoxError>,
@@ -128,58 +136,102 @@ pub(crate) struct CallIo {
     /// first pull of a resume and where the buffer wraps around): each
     /// pull looks at its item there, without working out the front's
     /// place in the ring buffer (`pop_front` still does, to take it).
+    /// Both null while `more` is.
     pub(crate) next: *mut Item,
     pub(crate) end: *mut Item,
-    /// The worker's live-dump slot while the calls run (null: none).
+    /// The worker's live-dump slot while the calls run ([`crate::stuck::NOBODY`]:
+    /// none; never null).
     pub(crate) now: *const crate::stuck::WorkerNow,
+    /// The run ends with the call in progress ([`Emitter::end_run`]: it
+    /// failed); set `false` when a run starts.
+    pub(crate) ended: bool,
 }
 
 impl CallIo {
     /// Takes the next input from [`CallIo::more`] into the call, if there
     /// is one that may run at once: a record of the planned label set,
     /// fewer than [`YIELD_AFTER`] outputs waiting (a run has no error so
-    /// far: it ends at its first).
+    /// far: it ends at its first). Gives the input (where
+    /// [`CallIo::input_at`] now is); `None`: the run ends here.
+    ///
+    /// `L`: the count of labels of the planned set, when the caller
+    /// knows it ([`Emitter::next_input_of`]; 0: not known): 0 or the
+    /// plan's [`Inherit::few`](crate::boxes::Inherit::few), else a record
+    /// of fewer labels would pass.
     #[inline(always)]
-    fn pull(&mut self) -> bool {
+    fn pull<const L: usize>(&mut self) -> Option<NonNull<Record>> {
         // No error here: a call's error is only stored once the run
         // returned (`calls`), and a run stops at its first one.
         debug_assert!(self.error.is_none());
-        if self.more.is_null() || self.outs.len() >= YIELD_AFTER {
-            return false;
+        let base = self.outs.len();
+        if base >= YIELD_AFTER {
+            return None;
         }
+        // Without items to take (`more` null) or once the run ended,
+        // `next == end` (`find_next` then says there is none).
         if self.next == self.end && !self.find_next() {
-            return false;
+            return None;
         }
         // SAFETY: `next` is an item of `more`, the worker's buffer for the
         // duration of this resume (see `CallStack::resume`), which nothing
         // else touches while the call stack runs (`find_next`).
         let item = unsafe { &mut *self.next };
         let Item::Rec(r) = item else {
-            return false;
+            return None;
         };
         // The run's first input was planned for (`BoxEntity::start`). A
         // set of at most four labels (pipe10's two, most records) is
-        // compared without a loop, and such a record is inline; any other
-        // is looked at the general way.
-        let inline = self.inherit.same_inline_set(&r.rec);
-        if !inline && !self.inherit.same_set_slow(&r.rec) {
-            return false;
+        // compared without a loop, and such a record is inline; with
+        // bare stamps (the last input's and this one's, one test: most
+        // records) that is all. Any other is taken the general way.
+        let inline = if L == 0 {
+            self.inherit.same_inline_set(&r.rec)
+        } else {
+            self.inherit.same_inline_set_of::<L>(&r.rec)
+        };
+        if !(inline && Stamps::both_bare(&self.det, &r.det)) {
+            return self.pull_other(base, r);
         }
-        self.call_outs = self.outs.len();
+        self.call_outs = base;
         // The call reads the record where it is, in the worker's buffer
         // (`input_at`): the last input is dropped where it is (when it
         // may need a drop at all), and the buffer's item left there,
-        // taken (below).
+        // taken (below). Bare stamps are neither dropped nor taken out
+        // of the item (which drops them as nothing if it is ever
+        // dropped).
         if self.drop_last {
             self.drop_last_input();
         }
-        if !inline {
+        self.input_at = &mut r.rec;
+        self.taken_one(r.origin);
+        Some(NonNull::from(&mut r.rec))
+    }
+
+    /// [`CallIo::pull`] for an input not inline or with stamps (or after
+    /// one with stamps): its label set compared the general way, the
+    /// record moved inline when it fits there (every input of a run
+    /// whose set fits is inline: see [`CallIo::input`]), its stamps
+    /// taken into the call.
+    #[cold]
+    #[inline(never)]
+    fn pull_other(&mut self, base: usize, r: &mut Rec) -> Option<NonNull<Record>> {
+        if !self.inherit.same_inline_set(&r.rec) {
+            if !self.inherit.same_set_slow(&r.rec) {
+                return None;
+            }
+            if self.inherit.few().is_some() {
+                r.rec.shrink_to_fit();
+            }
+        }
+        self.call_outs = base;
+        if self.drop_last {
+            self.drop_last_input();
+        }
+        if r.rec.spilled() {
             self.drop_last = true;
         }
         self.input_at = &mut r.rec;
-        // The stamps move into the call; bare ones (most records) are
-        // neither dropped nor taken out of the item (which drops them as
-        // nothing if it is ever dropped).
+        // The stamps move into the call.
         if !self.det.is_bare() {
             drop(std::mem::take(&mut self.det));
         }
@@ -187,16 +239,23 @@ impl CallIo {
             // `self.det` is bare now: the item is left a bare one.
             std::mem::swap(&mut self.det, &mut r.det);
         }
-        self.origin = r.origin;
+        self.taken_one(r.origin);
+        Some(NonNull::from(&mut r.rec))
+    }
+
+    /// The rest of taking the next input (its record in place, its
+    /// stamps in the call): its origin, the item counted as taken, the
+    /// live dump told.
+    #[inline(always)]
+    fn taken_one(&mut self, origin: Origin) {
+        self.origin = origin;
         // SAFETY: `next < end`, the end of its part of the buffer: the
         // item after it in `more`, if any, is there.
         self.next = unsafe { self.next.add(1) };
         self.taken += 1;
-        if !self.now.is_null() {
-            // SAFETY: the slot lives as long as the run (`Runtime::now`).
-            unsafe { (*self.now).again() };
-        }
-        true
+        // SAFETY: the slot lives as long as the run (`Runtime::now`, or
+        // the static `stuck::NOBODY`).
+        unsafe { (*self.now).again() };
     }
 
     /// Drops the call's input where it is, if it needs a drop (before the
@@ -269,10 +328,15 @@ impl CallIo {
     }
 
     /// Points `next` and `end` at the front item of `more` and the end
-    /// of its contiguous part; `false`: `more` is empty.
+    /// of its contiguous part; `false`: `more` is empty, or null (no
+    /// items to take: `next` and `end` are null then), or the run ended
+    /// ([`CallIo::ended`]).
     #[cold]
     #[inline(never)]
     fn find_next(&mut self) -> bool {
+        if self.more.is_null() || self.ended {
+            return false;
+        }
         // SAFETY: as in `pull`.
         let more = unsafe { &mut *self.more };
         // The first item not taken: the first part is empty only when the
@@ -352,12 +416,6 @@ pub struct Emitter {
     /// lives as long as the coroutine, which outlives every call on it.
     y: *const Yielder<*mut CallIo, Event>,
     io: *mut CallIo,
-    /// Where the call's batch is full: an output placed at this index of
-    /// `outs` is the [`YIELD_AFTER`]th of the call's own since it started
-    /// or last went on (the outputs waiting then plus `YIELD_AFTER - 1`;
-    /// `usize::MAX` when the call cannot be suspended), so the test per
-    /// output is one comparison ([`Emitter::set_base`]).
-    yield_at: usize,
     /// Whether the output in the slot just taken fills the batch: its
     /// commit suspends the call ([`Slot::may_suspend`], worked out once
     /// by [`Emitter::slot`] for the interface and the commit alike).
@@ -370,7 +428,7 @@ impl Emit for Emitter {
         // SAFETY: as in `push`.
         let outs = unsafe { &*std::ptr::addr_of!((*self.io).outs) };
         !self.y.is_null()
-            && (outs.len() >= self.yield_at || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
+            && (outs.len() >= self.yield_at() || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
     }
 
     fn emit(&mut self, variant: usize, rec: Record) -> Result<(), BoxError> {
@@ -414,7 +472,10 @@ impl Emitter {
     /// run ([`BoxImpl::invoke_run`]). It stays unchanged until
     /// [`Emitter::next_input`], but may move when the call is suspended
     /// (an output may suspend it): a caller that keeps its address
-    /// across outputs takes [`Emitter::own_input`].
+    /// across outputs takes [`Emitter::own_input`]. In a run whose
+    /// planned label set has at most four labels
+    /// ([`Emitter::planned_few`]) it is inline, not
+    /// [`Record::spilled`] (so [`Record::inline_entries_ptr`] may read it).
     #[inline(always)]
     pub fn input(&self) -> &Record {
         // SAFETY: as in `push`; the record is only written or moved by
@@ -450,14 +511,58 @@ impl Emitter {
     /// outputs waiting); `false`: the run ends here.
     #[inline]
     pub fn next_input(&mut self) -> bool {
+        // SAFETY: 0 is any plan's.
+        unsafe { self.next_input_of::<0>() }.is_some()
+    }
+
+    /// The count of labels of the run's planned label set when it has at
+    /// most four (`None`: more): what [`Emitter::next_input_of`] may be
+    /// made for. The same for every call of a run.
+    #[inline]
+    pub fn planned_few(&self) -> Option<usize> {
+        // SAFETY: as in `push`; the plan only changes between runs.
+        unsafe { (*std::ptr::addr_of!((*self.io).inherit)).few() }
+    }
+
+    /// [`Emitter::next_input`] for a run whose planned label set has `L`
+    /// labels ([`Emitter::planned_few`]; 0: not known, any count), known
+    /// to the compiler: the next input's labels are then compared without
+    /// a test of the count between them. Gives the next input, as
+    /// [`Emitter::input`] would (so that the interface need not ask);
+    /// `None`: the run ends here.
+    ///
+    /// # Safety
+    /// `L` is 0 or the run's [`Emitter::planned_few`] (a record of fewer
+    /// labels could pass for one of the set otherwise).
+    #[inline(always)]
+    pub unsafe fn next_input_of<const L: usize>(&mut self) -> Option<&Record> {
+        debug_assert!(L == 0 || self.planned_few() == Some(L));
         // SAFETY: no call runs between two calls: the `CallIo` is this
-        // stack's alone until it switches back.
-        if unsafe { (*self.io).pull() } {
-            // SAFETY: as above.
-            self.set_base(unsafe { (*self.io).outs.len() });
-            true
-        } else {
-            false
+        // stack's alone until it switches back; the record is the
+        // call's input, as `input` gives it.
+        unsafe { (*self.io).pull::<L>().map(|r| &*r.as_ptr()) }
+    }
+
+    /// Where [`Emitter::origin`] is: the origin of each call of the run
+    /// in turn, there until the run ends (the collector's state does not
+    /// move while a call is in progress, suspended or not). For reports
+    /// that read it while a call runs (a signal handler's: a plain load).
+    #[inline]
+    pub fn origin_place(&self) -> *const Origin {
+        // SAFETY: as in `push`; only the address is taken.
+        unsafe { std::ptr::addr_of!((*self.io).origin) }
+    }
+
+    /// Ends the run with the call in progress (it failed): the next
+    /// [`Emitter::next_input`] gives `false`, so that the interface need
+    /// not look for an error after each call of a run, only once it
+    /// ended.
+    #[inline]
+    pub fn end_run(&mut self) {
+        // SAFETY: as in `push`.
+        unsafe {
+            (*self.io).ended = true;
+            (*self.io).next = (*self.io).end;
         }
     }
 
@@ -532,9 +637,10 @@ impl Emitter {
     /// input with the box's values written over them (what
     /// [`Emitter::slot_over`] places) and placing this one takes nothing
     /// but stores: the input is inline, the stamps are none, `outs` has
-    /// room, the output does not fill the call's batch and no big field
-    /// value was made in the process (its commit could not suspend the
-    /// call). It is then placed and emitted at once: the caller writes
+    /// room and the output does not fill the call's batch (its commit
+    /// could not suspend the call: a record of tags alone holds none of
+    /// the field bytes the call may have made, which count only for
+    /// outputs placed otherwise). It is then placed and emitted at once: the caller writes
     /// the values, and neither commits nor discards it. Otherwise
     /// nothing is placed: [`TagOutput::Steps`] for a variant built by
     /// its steps ([`Emitter::slot_steps`]), [`TagOutput::Other`] for the
@@ -582,16 +688,15 @@ impl Emitter {
             )
         };
         let len = outs.len();
-        // `place`'s condition of a commit that suspends, without the
-        // thread's count of field bytes: it is 0 while no big field was
-        // made.
-        let n = input.len();
-        if input.spilled()
-            || !det.is_bare()
-            || len == outs.capacity()
-            || len >= self.yield_at
-            || snet_core::big_fields_made()
-        {
+        // The input is inline: its set fits, it has no field (`Inherit::over`),
+        // and every input of such a run is (`CallIo::input`).
+        // SAFETY: so its entries' length is its length.
+        let n = unsafe { input.inline_len() };
+        // Bare stamps, room in `outs`, not the output that fills the
+        // call's batch. (`place`'s condition of a commit that suspends
+        // also counts the field bytes the thread made: none is in an
+        // output of tags alone.)
+        if !det.is_bare() || len == outs.capacity() || len >= self.yield_at() {
             return TagOutput::Other;
         }
         debug_assert!(!self.full, "no slot is open");
@@ -665,7 +770,7 @@ impl Emitter {
         // The condition of `batch_full` once this output is committed:
         // nothing between the slot and its commit makes field values (the
         // interface only fills the slot with values it already has).
-        let may_suspend = len >= self.yield_at
+        let may_suspend = len >= self.yield_at()
             || (!self.y.is_null() && snet_core::new_field_bytes() >= YIELD_AFTER_BYTES);
         self.full = may_suspend;
         // SAFETY: `reserve` made room for one more item at `len`; it is
@@ -752,7 +857,7 @@ impl Emitter {
     fn batch_full(&mut self) {
         // SAFETY: as in `push`.
         let n = unsafe { (*self.io).outs.len() };
-        if (n > self.yield_at || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
+        if (n > self.yield_at() || snet_core::new_field_bytes() >= YIELD_AFTER_BYTES)
             && !self.y.is_null()
         {
             self.suspend();
@@ -771,23 +876,29 @@ impl Emitter {
         unsafe { (*self.io).settle() };
         self.io = y.suspend(Event::Batch);
         snet_core::take_new_field_bytes();
-        // The worker took the batch.
+        // The worker took the batch: the call goes on with the outputs
+        // waiting now (none) as its own start.
         // SAFETY: as in `push`, with the pointer this resume passed in.
-        self.set_base(unsafe { (*self.io).outs.len() });
+        unsafe { (*self.io).call_outs = (*self.io).outs.len() };
     }
 
-    /// The call (re)starts with `base` outputs waiting: it is suspended
-    /// after [`YIELD_AFTER`] more of its own (see `yield_at`).
+    /// Where the call's batch is full: an output placed at this index of
+    /// `outs` is the [`YIELD_AFTER`]th of the call's own since it started
+    /// or last went on (the outputs waiting then, [`CallIo::call_outs`],
+    /// plus `YIELD_AFTER - 1`; `usize::MAX` when the call cannot be
+    /// suspended). Worked out where an output asks, from what a call's
+    /// start writes anyway: nothing more to write per call.
     #[inline(always)]
-    fn set_base(&mut self, base: usize) {
+    fn yield_at(&self) -> usize {
         // Every call runs on a call stack (a yielder), except under Miri,
         // which runs calls to their end (`CallStack::resume`).
-        self.yield_at = if cfg!(miri) {
+        if cfg!(miri) {
             usize::MAX
         } else {
             debug_assert!(!self.y.is_null());
-            base + YIELD_AFTER - 1
-        };
+            // SAFETY: as in `push`.
+            unsafe { (*self.io).call_outs + YIELD_AFTER - 1 }
+        }
     }
 }
 
@@ -805,14 +916,17 @@ fn calls(y: Option<&Yielder<*mut CallIo, Event>>, io: *mut CallIo) -> *mut CallI
     unsafe {
         (*io).input_at = std::ptr::addr_of_mut!((*io).input);
         (*io).drop_last = true;
+        (*io).ended = false;
+        (*io).call_outs = base;
+        if (*io).input.spilled() && (*io).inherit.few().is_some() {
+            (*io).input.shrink_to_fit();
+        }
     }
     let mut out = Emitter {
         y: y.map_or(std::ptr::null(), |y| y as *const _),
         io,
-        yield_at: usize::MAX,
         full: false,
     };
-    out.set_base(base);
     // Field values made before this call (decoding, other calls) do not
     // count towards its batch.
     snet_core::take_new_field_bytes();

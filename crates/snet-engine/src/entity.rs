@@ -264,6 +264,12 @@ impl Stamps {
         self.bits() == 0
     }
 
+    /// Whether `a` and `b` are both bare: one test of their two words.
+    #[inline(always)]
+    pub(crate) fn both_bare(a: &Stamps, b: &Stamps) -> bool {
+        (a.bits() | b.bits()) == 0
+    }
+
     pub fn is_empty(&self) -> bool {
         self.as_slice().is_empty()
     }
@@ -447,6 +453,7 @@ impl Rec {
 /// runtime error can name the input record behind it. Both halves
 /// saturate at `u32::MAX` ("beyond"); zero means unknown.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[repr(transparent)]
 pub struct Origin(u64);
 
 impl Origin {

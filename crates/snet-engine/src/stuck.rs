@@ -154,6 +154,17 @@ pub(crate) struct WorkerNow {
     held: std::sync::atomic::AtomicUsize,
 }
 
+/// The live-dump slot of a call stack's calls on a thread that has none
+/// (no worker's): written, never read, so that the calls need not test
+/// for one ([`crate::callstack::CallIo::now`]).
+pub(crate) static NOBODY: WorkerNow = WorkerNow {
+    token: AtomicU64::new(0),
+    ent: AtomicPtr::new(std::ptr::null_mut()),
+    calls: AtomicU64::new(0),
+    unflushed: std::sync::atomic::AtomicIsize::new(0),
+    held: std::sync::atomic::AtomicUsize::new(0),
+};
+
 impl WorkerNow {
     /// A box call of template `node` at `ent` starts (or resumes).
     #[inline(always)]

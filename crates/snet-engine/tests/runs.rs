@@ -1,8 +1,6 @@
 //! Runs of box calls driven by the box implementation, as C4SNet drives
 //! them: outputs placed at once ([`Emitter::tag_output`]) and a run's
-//! further inputs read where the worker took them. A test binary of its
-//! own: no other test in the process makes a big field value
-//! (`snet_core::big_fields_made`, which turns placing at once off).
+//! further inputs read where the worker took them.
 
 mod common;
 
@@ -251,4 +249,273 @@ fn a_runs_inputs_read_in_place_stay_the_calls_and_are_dropped_once() {
             );
         }
     }
+}
+
+/// `box pair((<x>) -> (<w>))` driving its runs with the next input's
+/// check made for two labels ([`Emitter::next_input_of`]): `<w>` = `<x>`
+/// for each input, emitted; counts the inputs it saw on the heap.
+struct Pair {
+    spilled: std::sync::atomic::AtomicUsize,
+}
+
+impl BoxImpl for Pair {
+    fn invoke(&self, _input: &Record, _out: &mut dyn Emit) -> Result<(), BoxError> {
+        unreachable!("its runs are driven by invoke_run")
+    }
+
+    fn invoke_run(&self, run: &mut Emitter) -> Result<(), BoxError> {
+        let (x, w) = (Label::tag("x"), Label::tag("w"));
+        assert_eq!(run.planned_few(), Some(2), "every input has two labels");
+        loop {
+            if run.input().spilled() {
+                self.spilled
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            let mut r = Record::new();
+            r.set_int(w, run.input().int(x).expect("<x>"));
+            run.emit(1, r)?;
+            // SAFETY: the plan is for two labels (asserted above).
+            if unsafe { run.next_input_of::<2>() }.is_none() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// `(<x>, <y>)` or `(<x>, <z>)` records (`<y>` or `<z>` = x + 1), in
+/// blocks of `block`; on the heap (a record that once grew) where
+/// `heap(k)`.
+fn pairs(n: i64, block: i64, heap: impl Fn(i64) -> bool) -> Vec<Record> {
+    let (x, y, z) = (Label::tag("x"), Label::tag("y"), Label::tag("z"));
+    (0..n)
+        .map(|k| {
+            let mut r = if heap(k) {
+                Record::with_capacity(8)
+            } else {
+                Record::new()
+            };
+            r.set_int(x, k);
+            r.set_int(if (k / block) % 2 == 0 { y } else { z }, k + 1);
+            assert_eq!(r.spilled(), heap(k));
+            r
+        })
+        .collect()
+}
+
+/// A run's next input checked for the plan's count of labels
+/// ([`Emitter::next_input_of`]) keeps to the planned set: a record of
+/// as many labels but another set ends the run (the next is planned
+/// for its own), and each output inherits its own input's tag.
+#[test]
+fn a_runs_inputs_checked_for_their_count_of_labels_keep_to_its_set() {
+    let (x, y, z, w) = (
+        Label::tag("x"),
+        Label::tag("y"),
+        Label::tag("z"),
+        Label::tag("w"),
+    );
+    let g = box_graph(&[x], &[w]);
+    for block in [1, 5, 100] {
+        for workers in [1, 2] {
+            let b = Arc::new(Pair {
+                spilled: Default::default(),
+            });
+            let (got, _) = run_box(&g, workers, b, pairs(200, block, |_| false));
+            assert_eq!(got.len(), 200, "block {block}, {workers} workers");
+            for (k, r) in (0..).zip(&got) {
+                let other = if (k / block) % 2 == 0 { y } else { z };
+                let labels: Vec<Label> = r.labels().collect();
+                let mut want = vec![w, other];
+                want.sort();
+                assert_eq!(labels, want, "record {k}, block {block}");
+                assert_eq!(r.int(w), Some(k));
+                assert_eq!(r.int(other), Some(k + 1));
+            }
+        }
+    }
+}
+
+/// Every input of a run whose set has at most four labels is inline
+/// when the box reads it (a record on the heap is moved inline as the
+/// run takes it), whether it is a run's first input or a further one,
+/// so that a language interface reads its entries without a look at
+/// where they are ([`Record::inline_entries_ptr`]).
+#[test]
+fn a_runs_inputs_on_the_heap_are_read_inline() {
+    let (x, w) = (Label::tag("x"), Label::tag("w"));
+    let g = box_graph(&[x], &[w]);
+    for heap in [|_| true, |k: i64| k % 3 == 1] {
+        for workers in [1, 2] {
+            let b = Arc::new(Pair {
+                spilled: Default::default(),
+            });
+            let (got, _) = run_box(&g, workers, b.clone(), pairs(300, 1000, heap));
+            let got: Vec<i64> = got.iter().map(|r| r.int(w).expect("<w>")).collect();
+            assert_eq!(got, (0..300).collect::<Vec<_>>(), "{workers} workers");
+            let spilled = b.spilled.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(spilled, 0, "{workers} workers: inputs read on the heap");
+        }
+    }
+}
+
+/// `box fail((<x>) -> (<x>))` driving its runs: the call on `<x>` =
+/// `at` ends the run ([`Emitter::end_run`]), as an interface does for a
+/// call that failed, and then fails; every other call emits its input.
+/// Counts the calls whose next input was asked for after `end_run`.
+struct EndAt {
+    at: i64,
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+impl BoxImpl for EndAt {
+    fn invoke(&self, _input: &Record, _out: &mut dyn Emit) -> Result<(), BoxError> {
+        unreachable!("its runs are driven by invoke_run")
+    }
+
+    fn invoke_run(&self, run: &mut Emitter) -> Result<(), BoxError> {
+        let x = Label::tag("x");
+        loop {
+            let v = run.input().int(x).expect("<x>");
+            let mut r = Record::new();
+            r.set_int(x, v);
+            run.emit(1, r)?;
+            if v == self.at {
+                run.end_run();
+                if run.next_input() {
+                    self.asked
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                return Err(BoxError::Misuse(format!("failed on {v}")));
+            }
+            if !run.next_input() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A run that ended ([`Emitter::end_run`]: its call failed) has no next
+/// input, though the worker holds more: the interface looks for the
+/// error once the run ended, not after each call. No output of the
+/// failing call or after it is written.
+#[test]
+fn a_run_that_ended_has_no_next_input() {
+    let x = Label::tag("x");
+    let g = box_graph(&[x], &[x]);
+    for workers in [1, 2] {
+        let b = Arc::new(EndAt {
+            at: 5,
+            asked: Default::default(),
+        });
+        let inputs: Vec<Record> = (0..20)
+            .map(|k| {
+                let mut r = Record::new();
+                r.set_int(x, k);
+                r
+            })
+            .collect();
+        let config = Config {
+            workers,
+            ..Config::default()
+        };
+        struct Same(Arc<dyn BoxImpl>);
+        impl LanguageInterface for Same {
+            fn resolve(&self, _def: &BoxDef) -> Result<Arc<dyn BoxImpl>, ResolveError> {
+                Ok(self.0.clone())
+            }
+        }
+        let (io, out) = vec_io(inputs);
+        let r = snet_engine::run(
+            g.clone(),
+            &config,
+            Some(io),
+            &Same(b.clone()),
+            &snet_engine::SingleNode,
+        );
+        let e = r.expect_err("the call on 5 fails");
+        assert!(e.to_string().contains("failed on 5"), "{e}");
+        assert_eq!(b.asked.load(std::sync::atomic::Ordering::Relaxed), 0);
+        let got: Vec<i64> = out
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.int(x).expect("<x>"))
+            .collect();
+        // What was written before the run stopped: outputs of the calls
+        // before the failing one, in order.
+        assert_eq!(
+            got,
+            (0..got.len() as i64).collect::<Vec<_>>(),
+            "{workers} workers"
+        );
+        assert!(got.len() <= 5, "{workers} workers: {got:?}");
+    }
+}
+
+/// `box big((<x>) -> (<x>))` driving its runs: each call makes (and
+/// drops) a field value of 1 MiB, then emits `<x>` as [`AtOnce`] does
+/// (counting the outputs not placed at once).
+struct MakesBig {
+    other: std::sync::atomic::AtomicUsize,
+}
+
+impl BoxImpl for MakesBig {
+    fn invoke(&self, _input: &Record, _out: &mut dyn Emit) -> Result<(), BoxError> {
+        unreachable!("its runs are driven by invoke_run")
+    }
+
+    fn invoke_run(&self, run: &mut Emitter) -> Result<(), BoxError> {
+        let x = Label::tag("x");
+        loop {
+            drop(FieldBytes::for_field(1 << 20));
+            let v = run.input().int(x).expect("<x>");
+            match run.tag_output(1) {
+                // SAFETY: `p` is a position of `args`.
+                TagOutput::Now(mut o) => unsafe { o.set(o.args()[0].0, v) },
+                TagOutput::Steps(_) => panic!("the outputs have the input's labels"),
+                TagOutput::Other => {
+                    self.other
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let o = run.slot_over(1).expect("an overwrite");
+                    // SAFETY: the position of `<x>`, an int.
+                    unsafe { o.rec.set_int_at_unchecked(o.args[0].0 as usize, v) };
+                    run.commit_slot();
+                }
+            }
+            if !run.next_input() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// An output of tags alone holds none of the field bytes its call made:
+/// it is placed at once whatever they are (only outputs placed the
+/// general way count them, [`snet_core::new_field_bytes`], and only
+/// their commits suspend the call). 200 calls making 1 MiB each, one
+/// output each.
+#[test]
+fn outputs_of_tags_alone_are_placed_at_once_whatever_fields_were_made() {
+    let x = Label::tag("x");
+    let g = box_graph(&[x], &[x]);
+    let b = Arc::new(MakesBig {
+        other: Default::default(),
+    });
+    let inputs = (0..200)
+        .map(|k| {
+            let mut r = Record::new();
+            r.set_int(x, k);
+            r
+        })
+        .collect();
+    let (got, suspensions) = run_box(&g, 1, b.clone(), inputs);
+    let got: Vec<i64> = got.iter().map(|r| r.int(x).expect("<x>")).collect();
+    assert_eq!(got, (0..200).collect::<Vec<_>>());
+    assert!(snet_core::big_fields_made());
+    // The general way: only outputs that found no room left in the
+    // call's queue (it grows then); only those count the field bytes
+    // made, and only their commits suspend the call.
+    let other = b.other.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(other < 50, "{other} of 200 outputs not placed at once");
+    assert!(suspensions as usize <= other, "{suspensions} suspensions");
 }

@@ -639,6 +639,19 @@ void *boom(void *hnd, int x)
 '''}, [[tag('x', i)] for i in range(5)], error='box `boom` crashed (signal sigsegv), declared at \n/prog.snet:1:1, caused by input record 4 (line 5)',
     notes='a crash inside a box is reported with the box name, the signal, the place of its declaration and the input record of the call')
 
+case('err-mid-run', '''
+box half((<x>) -> (<x>));
+net e connect half;
+''', {'half.c': r'''
+#include "C4SNet.h"
+void *half(void *hnd, int x)
+{
+    C4SNetOut(hnd, x == 2 ? 3 : 1, x);   /* variant 3: not declared */
+    return hnd;
+}
+'''}, [[tag('x', i)] for i in range(5)], error='variant 3\ncaused by input record 3 (line 4)',
+    notes='a call that fails in the middle of a run of calls ends the run: the error names its own input record, not a later one\'s')
+
 case('err-tag-range', '''
 box pass((<x>, <#k>) -> (<x>, <#k>));
 net e connect pass;
