@@ -322,9 +322,13 @@ pub(crate) struct Guard {
     firings: Firings,
     /// A lone cell that has seen no record yet.
     pub(crate) fresh: bool,
+    /// What the `Fired` frames of the entity's cells start with
+    /// ([`Tomb::prefix`]; none until the first fire).
+    fired_prefix: Option<Tomb>,
 }
 
 use crate::dist::custody::{Kept, Link};
+use crate::dist::wire::Tomb;
 
 /// A guard's cells by key. Hashed, not ordered: a cell per tag value
 /// fires once per value, and a `BTreeMap`'s insert and removal per fire
@@ -600,6 +604,7 @@ impl Guard {
                 slots: OpenCells::default(),
                 firings: Firings::default(),
                 fresh: true,
+                fired_prefix: None,
             })
         })
     }
@@ -622,6 +627,16 @@ impl Guard {
             path: crate::dist::wire::Path::from_slice(&self.path),
             key,
         })
+    }
+
+    /// Cell `key`'s tombstone, its `Fired` frame (`conn`: a firing
+    /// record's, if the guard has seen none yet).
+    fn tomb(&mut self, key: u64, conn: crate::dist::ConnId) -> Option<Tomb> {
+        if self.fired_prefix.is_none() {
+            let id = self.id(key, || Some(conn))?;
+            self.fired_prefix = Some(Tomb::prefix_inline(&id));
+        }
+        Some(Tomb::new(self.fired_prefix.as_ref()?, key))
     }
 
     /// The open cells' entries the guard keeps (a fired cell's hole
@@ -765,8 +780,8 @@ impl Guard {
     pub(crate) fn fired(&mut self, key: u64, t: Tok) {
         let mut slots = self.slots.take(key);
         let Some(t) = t else { return };
-        let id = self.id(key, || Some(t.conn()));
+        let tomb = self.tomb(key, t.conn());
         let spare = self.firings.reclaim();
-        self.firings.insert(key, t.fire(&mut slots, id, spare));
+        self.firings.insert(key, t.fire(&mut slots, tomb, spare));
     }
 }

@@ -74,7 +74,7 @@ use std::sync::{Arc, Weak};
 
 use snet_core::Rank;
 
-use super::wire::{CellId, CellRef};
+use super::wire::{CellId, CellRef, Tomb};
 use super::{ConnId, NetState, Out};
 use crate::entity::{Item, Rec};
 use crate::sync::{lock, Condvar, Mutex};
@@ -549,7 +549,7 @@ impl Token {
     /// A link to this token's group, which tells whether the group has
     /// committed. With `cell`, the group fired that cell: the tombstone
     /// is committed with the group.
-    pub(crate) fn link(self: &Arc<Token>, cell: Option<CellId>) -> Arc<Link> {
+    pub(crate) fn link(self: &Arc<Token>, cell: Option<Tomb>) -> Arc<Link> {
         let l = Arc::new(Link(Mutex::new(LinkAt {
             at: Arc::downgrade(self),
             committed: false,
@@ -583,7 +583,7 @@ impl Token {
     pub(crate) fn fire(
         self: &Arc<Token>,
         stored: &mut [Option<Kept>],
-        cell: Option<CellId>,
+        cell: Option<Tomb>,
         spare: Option<Arc<Link>>,
     ) -> Arc<Link> {
         let at = LinkAt {
@@ -807,7 +807,7 @@ struct LinkAt {
     pending: Vec<Content>,
     /// The link is a firing's: the cell's tombstone, committed with the
     /// group (taken by the commit).
-    cell: Option<CellId>,
+    cell: Option<Tomb>,
 }
 
 impl Link {
@@ -999,7 +999,7 @@ impl Token {
         // commit is queued, so behind it. (Only a marker's commit may
         // wait in the [`CommitOrder`] instead, and a marker's token has
         // no links: it is never in a group.)
-        let mut cells: smallvec::SmallVec<[CellId; 1]> = smallvec::SmallVec::new();
+        let mut cells: smallvec::SmallVec<[Tomb; 1]> = smallvec::SmallVec::new();
         if alone {
             let mut l = lock(&c.links[0].0);
             if l.shared {
@@ -2274,7 +2274,7 @@ mod tests {
                 let mut ids = more.to_vec();
                 ids.push(id);
                 ids.sort_unstable();
-                v.push((ids, fired.iter().map(|c| c.key).collect()));
+                v.push((ids, fired.iter().map(|c| c.key()).collect()));
             }
         }
         v
@@ -2770,7 +2770,7 @@ mod tests {
                 let mut ids = more.to_vec();
                 ids.push(id);
                 ids.sort_unstable();
-                let mut keys: Vec<u64> = fired.iter().map(|c| c.key).collect();
+                let mut keys: Vec<u64> = fired.iter().map(|c| c.key()).collect();
                 keys.sort_unstable();
                 let mut ns: Vec<i64> = items
                     .iter()
@@ -2848,7 +2848,7 @@ mod tests {
         let links: Vec<_> = ts
             .iter()
             .zip(1..)
-            .map(|(t, i)| t.link(Some(cell(i))))
+            .map(|(t, i)| t.link(Some(Tomb::of(&cell(i)))))
             .collect();
         for &(a, b) in after {
             ts[a].after(&links[b]);
@@ -2990,7 +2990,7 @@ mod tests {
         // It fired a cell of its own (a link points at it): the tombstone
         // goes with the group, and the link is marked committed.
         let (s, t) = (token(&net, 5), token(&net, 6));
-        let l = s.link(Some(cell(7)));
+        let l = s.link(Some(Tomb::of(&cell(7))));
         union_last(&t, s);
         drop(t);
         assert_eq!(commits(&net), vec![(vec![5, 6], vec![7])]);
