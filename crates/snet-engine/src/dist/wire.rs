@@ -810,7 +810,7 @@ impl Tomb {
     }
 
     /// The cell's key (the frame's last varint).
-    #[cfg(all(test, not(loom)))]
+    #[cfg(test)]
     pub(crate) fn key(&self) -> u64 {
         let b = self.bytes();
         let mut i = b.len() - 1;
