@@ -169,9 +169,10 @@ struct Building {
     /// last, so that the commits' records join one `Items` frame per
     /// connection (a `Done` between them would start a new one).
     dones: Vec<u64>,
-    /// The cells the commits' groups fired: their `Fired` frames go after
-    /// the records, before the `Done`s, for the same reason.
-    fired: Vec<super::wire::CellId>,
+    /// The `Fired` frames of the cells the commits' groups fired
+    /// ([`super::wire::Tomb`]): they go after the records, before the
+    /// `Done`s, for the same reason.
+    fired: Vec<u8>,
 }
 
 impl Building {
@@ -307,9 +308,8 @@ fn send_batch(
                 // node 0 files them (a tombstone takes its cell's parked
                 // records out).
                 if !parked.is_empty() {
-                    for cell in b.fired.drain(..) {
-                        b.frames.fired(&cell);
-                    }
+                    b.frames.append(&b.fired);
+                    b.fired.clear();
                 }
                 for (cell, slot, rec) in parked {
                     b.frames
@@ -318,7 +318,9 @@ fn send_batch(
                             EngineError::Distribution(DistributionError::Field { node: me, error })
                         })?;
                 }
-                b.fired.extend(fired);
+                for t in &fired {
+                    b.fired.extend_from_slice(t.bytes());
+                }
                 // A pair (a fired cell's group of two) lowest first, so
                 // that consecutive commits' items make one run of
                 // `Done`s (`wire::done_runs`).
@@ -447,9 +449,7 @@ fn send_batch(
         }
     }
     for ((to, ch), mut b) in std::mem::take(&mut msgs.map) {
-        for cell in &b.fired {
-            b.frames.fired(cell);
-        }
+        b.frames.append(&b.fired);
         // Runs of consecutive identities, a frame each.
         super::wire::done_runs(&b.dones, |id, more| {
             b.frames.push(&Frame::Done { id, more });

@@ -180,7 +180,8 @@ pub(crate) enum Out {
         id: u64,
         more: custody::Ids,
         items: Vec<(ConnId, Item)>,
-        fired: smallvec::SmallVec<[wire::CellId; 1]>,
+        /// The cells the group fired, as their `Fired` frames.
+        fired: smallvec::SmallVec<[wire::Tomb; 1]>,
         /// Records a drain parked in the group's cells: cell, slot, record.
         parked: Vec<(wire::CellId, u64, Rec)>,
     },

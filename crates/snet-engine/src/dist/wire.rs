@@ -508,6 +508,13 @@ impl Frames {
         put_cell(&mut self.bytes, FIRED, cell);
     }
 
+    /// Appends frames written apart (a message's commits' `Fired`
+    /// frames: [`Tomb`]).
+    pub(crate) fn append(&mut self, frames: &[u8]) {
+        self.items = None;
+        self.bytes.extend_from_slice(frames);
+    }
+
     /// Ends the open Items frame: the next item starts a new one (a
     /// parked record's Items frame holds that record only).
     pub(crate) fn end_items(&mut self) {
@@ -722,6 +729,100 @@ pub struct CellId {
 
 /// An instance path ([`CellId::path`]): short ones inline.
 pub type Path = smallvec::SmallVec<[u64; 2]>;
+
+/// A synchrocell's tombstone as a commit carries it on a node other than
+/// 0 (custody.rs): its `Fired` frame, written when the cell fires, from
+/// the bytes its instance's frames start with ([`Tomb::prefix`], which a
+/// cell entity's guard writes once) and the key. So a fire builds no
+/// [`CellId`], and the commit's message takes the frame in one copy: the
+/// name built, moved through the commit and written out a varint at a
+/// time was about 150 instructions a fire on `bench/soak`'s respawn
+/// network.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Tomb {
+    /// A frame of up to [`TOMB_INLINE`] bytes (every instance but a
+    /// deeply nested one with large numbers): its length and bytes.
+    Inline(u8, [u8; TOMB_INLINE]),
+    Long(Box<[u8]>),
+}
+
+/// The bytes a [`Tomb`] keeps in place.
+const TOMB_INLINE: usize = 38;
+
+impl Tomb {
+    /// What the `Fired` frames of `cell`'s instance start with: the
+    /// frame's kind and the name without its key (a [`Tomb`] to which
+    /// [`Tomb::new`] adds the key).
+    pub(crate) fn prefix(cell: &CellId) -> Tomb {
+        let mut v = vec![FIRED];
+        put_conn(&mut v, cell.conn);
+        put_u(&mut v, u64::from(cell.cell.0));
+        put_u(&mut v, cell.path.len() as u64);
+        for &step in &cell.path {
+            put_u(&mut v, step);
+        }
+        Tomb::Long(v.into_boxed_slice())
+    }
+
+    /// The `Fired` frame of key `key` in the instance whose frames start
+    /// with `prefix` ([`Tomb::prefix`]).
+    #[inline]
+    pub(crate) fn new(prefix: &Tomb, key: u64) -> Tomb {
+        match prefix {
+            Tomb::Inline(n, b) if usize::from(*n) + 10 <= TOMB_INLINE => {
+                let (mut b, mut n) = (*b, usize::from(*n));
+                put_u_at(&mut b, &mut n, key);
+                Tomb::Inline(n as u8, b)
+            }
+            _ => {
+                let mut v = prefix.bytes().to_vec();
+                put_u(&mut v, key);
+                Tomb::Long(v.into_boxed_slice())
+            }
+        }
+    }
+
+    /// As [`Tomb::prefix`], kept in place if it leaves room for any key.
+    pub(crate) fn prefix_inline(cell: &CellId) -> Tomb {
+        let p = Tomb::prefix(cell);
+        let b = p.bytes();
+        if b.len() + 10 > TOMB_INLINE {
+            return p;
+        }
+        let mut a = [0u8; TOMB_INLINE];
+        a[..b.len()].copy_from_slice(b);
+        Tomb::Inline(b.len() as u8, a)
+    }
+
+    /// The `Fired` frame of `cell`.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn of(cell: &CellId) -> Tomb {
+        Tomb::new(&Tomb::prefix_inline(cell), cell.key)
+    }
+
+    /// The frame's bytes.
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Tomb::Inline(n, b) => &b[..usize::from(*n)],
+            Tomb::Long(b) => b,
+        }
+    }
+
+    /// The cell's key (the frame's last varint).
+    #[cfg(test)]
+    pub(crate) fn key(&self) -> u64 {
+        let b = self.bytes();
+        let mut i = b.len() - 1;
+        while i > 0 && b[i - 1] & 0x80 != 0 {
+            i -= 1;
+        }
+        b[i..]
+            .iter()
+            .rev()
+            .fold(0, |v, &x| v << 7 | u64::from(x & 0x7f))
+    }
+}
 
 /// A [`CellId`] as a `Fired` frame carries it, checked and not yet
 /// built: its instance (connection, template node, path) as the bytes

@@ -212,6 +212,33 @@ fn a_cells_name_is_its_varints_in_order_for_every_path_length() {
             assert_eq!(got.key(), cell.key);
             assert_eq!(got.id(), cell);
             assert_eq!(r.next_frame().unwrap(), None);
+            // A commit's tombstone (`Tomb`, written from its instance's
+            // prefix and the key) is the same frame, and so are several
+            // of them appended after a record (`Frames::append`).
+            let tomb = Tomb::new(&Tomb::prefix_inline(&cell), cell.key);
+            assert_eq!(tomb.bytes(), &want[..], "path of {len} steps, value {v}");
+            assert_eq!(Tomb::new(&Tomb::prefix(&cell), cell.key).bytes(), &want[..]);
+            assert_eq!(
+                matches!(tomb, Tomb::Inline(..)),
+                want.len() + 10 - varint_len(cell.key) <= TOMB_INLINE
+            );
+            assert_eq!(tomb.key(), cell.key);
+            let mut f = Frames::default();
+            f.push(&Frame::Ack { count: 2 });
+            f.append(&[tomb.bytes(), tomb.bytes()].concat());
+            f.push(&Frame::Ack { count: 3 });
+            let mut b = Vec::new();
+            f.message(&Dyadic::zero(), &mut b);
+            let (_, mut r) = MessageReader::new(&b).unwrap();
+            assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Ack { count: 2 }));
+            for _ in 0..2 {
+                let Some(FrameRef::Fired { cell: got }) = r.next_frame().unwrap() else {
+                    panic!("a Fired frame");
+                };
+                assert_eq!(got.id(), cell);
+            }
+            assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Ack { count: 3 }));
+            assert_eq!(r.next_frame().unwrap(), None);
         }
     }
 }
