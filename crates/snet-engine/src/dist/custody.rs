@@ -2108,9 +2108,10 @@ mod ring_tests {
             }
             // In blocks of 7, as a message's `Fired` and `Fired keys`
             // frames read (a run of an instance's cells in one frame,
-            // filed by its bytes when they are the last instance's), or
-            // as names.
-            if i / 7 % 2 == 0 {
+            // filed by its bytes when they are the last instance's: two
+            // blocks of three in a row, so that a run of the last
+            // message's instance starts a message), or as names.
+            if i / 7 % 3 != 2 {
                 let mut f = crate::dist::wire::Frames::default();
                 f.fired_cells(&block);
                 let mut b = Vec::new();
