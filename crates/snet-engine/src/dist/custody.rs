@@ -74,7 +74,7 @@ use std::sync::{Arc, Weak};
 
 use snet_core::Rank;
 
-use super::wire::{CellId, CellRef, Tomb};
+use super::wire::{CellId, CellRun, Tomb};
 use super::{ConnId, NetState, Out};
 use crate::entity::{Item, Rec};
 use crate::sync::{lock, Condvar, Mutex};
@@ -1563,7 +1563,7 @@ pub(crate) struct Tombstones {
     /// The instance a tombstone last came for, out of `places` (a run
     /// of fires in one instance, the usual case, costs no hashing).
     last: Option<(Place, Words)>,
-    /// The bytes a `Fired` frame named `last` by ([`CellRef::place`]),
+    /// The bytes a `Fired` frame named `last` by ([`CellRun::place`]),
     /// if it came so: a frame with the same bytes is filed in `last`
     /// without building its name (empty: none; no instance is encoded
     /// in no bytes).
@@ -1621,18 +1621,24 @@ impl Words {
 }
 
 impl Tombstones {
-    /// The cell a `Fired` frame names fired: in the last instance if the
-    /// frame names it by the same bytes (a word's bit set), else as
-    /// [`Tombstones::insert`] files it.
-    pub(crate) fn insert_ref(&mut self, cell: &CellRef<'_>) {
-        if let Some((_, w)) = &mut self.last {
-            if !self.last_bytes.is_empty() && *self.last_bytes == *cell.place() {
-                w.insert(cell.key());
+    /// The cells a `Fired` or `Fired keys` frame names fired, all of one
+    /// instance: in the last instance if the frame names it by the same
+    /// bytes (a word's bit set per key), else the first as
+    /// [`Tombstones::insert`] files it and the others in its instance.
+    pub(crate) fn insert_run(&mut self, run: &CellRun<'_>) {
+        let same = !self.last_bytes.is_empty() && *self.last_bytes == *run.place();
+        if !same {
+            let Some(first) = run.cells().next() else {
                 return;
-            }
+            };
+            // (The first key is filed with the instance; setting its bit
+            // again below changes nothing.)
+            self.insert(first.id());
+            self.last_bytes.extend_from_slice(run.place());
         }
-        self.insert(cell.id());
-        self.last_bytes.extend_from_slice(cell.place());
+        if let Some((_, w)) = &mut self.last {
+            run.for_each_key(|key| w.insert(key));
+        }
     }
 
     /// `cell` fired.
@@ -1756,21 +1762,25 @@ impl Log {
         }
     }
 
-    /// [`Log::fired_into`] for a `Fired` frame's cell as read: with no
-    /// parked records of `from` to take out (the usual case), filed
-    /// without building its name ([`Tombstones::insert_ref`]).
-    pub(crate) fn fired_ref(
+    /// [`Log::fired_into`] for the cells of a `Fired` or `Fired keys`
+    /// frame as read: with no parked records of `from` to take out (the
+    /// usual case), filed without building their names
+    /// ([`Tombstones::insert_run`]).
+    pub(crate) fn fired_run(
         &mut self,
         from: Rank,
-        cell: &CellRef<'_>,
+        run: &CellRun<'_>,
         gone: &mut Vec<(CellId, u64, Rec)>,
     ) {
         let i = from.0 as usize;
         if self.parked.get(i).is_some_and(|p| !p.is_empty()) {
-            return self.fired_into(from, cell.id(), gone);
+            for cell in run.cells() {
+                self.fired_into(from, cell.id(), gone);
+            }
+            return;
         }
         if let Some(v) = self.tombstones.get_mut(i) {
-            v.insert_ref(cell);
+            v.insert_run(run);
         }
     }
 
@@ -2134,6 +2144,7 @@ mod ring_tests {
             key,
         };
         let mut fired = std::collections::BTreeSet::new();
+        let mut block = Vec::new();
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for i in 0..20_000u64 {
             // Every fourth value (the soak's), dense ones, the word's
@@ -2157,23 +2168,39 @@ mod ring_tests {
                 2 => cell(1, 4, &[2, 1], key),
                 _ => cell(2, 7, &[2, 0, 5], key),
             };
-            // In blocks, as a `Fired` frame reads (filed by its bytes
-            // when they are the last instance's) or as a name.
-            if i / 7 % 2 == 0 {
+            fired.insert(c.clone());
+            block.push(c);
+            if i % 7 != 6 && i != 19_999 {
+                continue;
+            }
+            // In blocks of 7, as a message's `Fired` and `Fired keys`
+            // frames read (a run of an instance's cells in one frame,
+            // filed by its bytes when they are the last instance's: two
+            // blocks of three in a row, so that a run of the last
+            // message's instance starts a message), or as names.
+            if i / 7 % 3 != 2 {
                 let mut f = crate::dist::wire::Frames::default();
-                f.fired(&c);
+                f.fired_cells(&block);
                 let mut b = Vec::new();
                 f.message(&crate::weight::Dyadic::zero(), &mut b);
                 let (_, mut r) = crate::dist::wire::MessageReader::new(&b).expect("a message");
-                let Ok(Some(crate::dist::wire::FrameRef::Fired { cell: read })) = r.next_frame()
-                else {
-                    panic!("a Fired frame");
-                };
-                log.fired_ref(Rank(1), &read, &mut Vec::new());
+                let mut read = Vec::new();
+                while let Some(frame) = r.next_frame().expect("a frame") {
+                    let run = match frame {
+                        crate::dist::wire::FrameRef::Fired { cell } => CellRun::one(cell),
+                        crate::dist::wire::FrameRef::FiredKeys { cells } => cells,
+                        f => panic!("a Fired frame, not {f:?}"),
+                    };
+                    read.extend(run.cells().map(|c| c.id()));
+                    log.fired_run(Rank(1), &run, &mut Vec::new());
+                }
+                assert_eq!(read, block, "the frames name the block's cells in order");
             } else {
-                log.fired(Rank(1), c.clone());
+                for c in &block {
+                    log.fired(Rank(1), c.clone());
+                }
             }
-            fired.insert(c);
+            block.clear();
         }
         log.fired(Rank(2), cell(1, 4, &[], 3));
         let sent = match log.lose(Rank(1)) {
