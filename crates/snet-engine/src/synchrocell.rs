@@ -322,9 +322,13 @@ pub(crate) struct Guard {
     firings: Firings,
     /// A lone cell that has seen no record yet.
     pub(crate) fresh: bool,
+    /// What the `Fired` frames of the entity's cells start with
+    /// ([`Tomb::prefix`]; none until the first fire).
+    fired_prefix: Option<Tomb>,
 }
 
 use crate::dist::custody::{Kept, Link};
+use crate::dist::wire::Tomb;
 
 /// A guard's cells by key. Hashed, not ordered: a cell per tag value
 /// fires once per value, and a `BTreeMap`'s insert and removal per fire
@@ -374,10 +378,39 @@ struct Firings {
     late: KeyMap<Arc<Link>>,
     /// `late`'s length after its last sweep.
     swept: usize,
+    /// Committed links nobody else holds, for the next fires
+    /// ([`Firings::reclaim`]).
+    spare: Vec<Arc<Link>>,
 }
 
+/// Committed links a guard keeps for its next fires ([`Firings::reclaim`]):
+/// a worker's task chain fires several cells of an entity before their
+/// groups commit (the merged records wait in the next entity's inbox),
+/// so the ring's front holds a run of committed links at a fire.
+const SPARE_LINKS: usize = 16;
+
 impl Firings {
-    /// Cell `key` fired; `l` is the firing group's link.
+    /// Forgets the links of groups that committed, oldest first, before
+    /// a fire, keeping up to [`SPARE_LINKS`] that nobody else holds
+    /// ([`Link::reusable`]) for the next fires' links; gives one back
+    /// for this fire's.
+    fn reclaim(&mut self) -> Option<Arc<Link>> {
+        while let Some((_, l)) = self.ring.front_mut() {
+            if self.spare.len() < SPARE_LINKS && Link::reusable(l) {
+                if let Some((_, l)) = self.ring.pop_front() {
+                    self.spare.push(l);
+                }
+            } else if l.committed() {
+                self.ring.pop_front();
+            } else {
+                break;
+            }
+        }
+        self.spare.pop()
+    }
+
+    /// Cell `key` fired; `l` is the firing group's link (after
+    /// [`Firings::reclaim`]).
     fn insert(&mut self, key: u64, l: Arc<Link>) {
         if self.top.is_none_or(|top| key > top) {
             self.top = Some(key);
@@ -392,10 +425,6 @@ impl Firings {
                 self.late.retain(|_, l| !l.committed());
                 self.swept = self.late.len();
             }
-        }
-        // Forget the links of groups that committed, oldest first.
-        while self.ring.front().is_some_and(|(_, l)| l.committed()) {
-            self.ring.pop_front();
         }
     }
 
@@ -575,6 +604,7 @@ impl Guard {
                 slots: OpenCells::default(),
                 firings: Firings::default(),
                 fresh: true,
+                fired_prefix: None,
             })
         })
     }
@@ -599,11 +629,31 @@ impl Guard {
         })
     }
 
+    /// Cell `key`'s tombstone, its `Fired` frame (`conn`: a firing
+    /// record's, if the guard has seen none yet).
+    fn tomb(&mut self, key: u64, conn: crate::dist::ConnId) -> Option<Tomb> {
+        if self.fired_prefix.is_none() {
+            let id = self.id(key, || Some(conn))?;
+            self.fired_prefix = Some(Tomb::prefix_inline(&id));
+        }
+        Some(Tomb::new(self.fired_prefix.as_ref()?, key))
+    }
+
     /// The open cells' entries the guard keeps (a fired cell's hole
     /// included until it is cleared).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn open_entries(&self) -> usize {
         self.slots.len()
+    }
+
+    /// The link of cell `key`'s firing, while the guard keeps it (its
+    /// address: which link it is).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn firing_link(&self, key: u64) -> Option<*const Link> {
+        match find(&self.firings.ring, key) {
+            Ok(i) => Some(Arc::as_ptr(&self.firings.ring[i].1)),
+            Err(_) => self.firings.late.get(&key).map(Arc::as_ptr),
+        }
     }
 
     /// The first record (with stamps `det`) reaches cell `key`, which is
@@ -728,13 +778,10 @@ impl Guard {
     /// The record with token `t` fired cell `key`: it joins the groups of
     /// the records stored there, which get the cell's tombstone.
     pub(crate) fn fired(&mut self, key: u64, t: Tok) {
-        let slots = self.slots.take(key);
+        let mut slots = self.slots.take(key);
         let Some(t) = t else { return };
-        for s in slots.into_iter().flatten() {
-            crate::dist::custody::fold(t, s);
-        }
-        if let Some(id) = self.id(key, || Some(t.conn())) {
-            self.firings.insert(key, t.link(Some(id)));
-        }
+        let tomb = self.tomb(key, t.conn());
+        let spare = self.firings.reclaim();
+        self.firings.insert(key, t.fire(&mut slots, tomb, spare));
     }
 }

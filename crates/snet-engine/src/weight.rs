@@ -253,13 +253,12 @@ impl Balance {
     /// # Panics
     /// If the sum would exceed one (as [`Dyadic::add`]).
     pub(crate) fn add_all(&mut self, d: &Dyadic) {
-        self.widen_for(d);
+        if self.big.is_none() && !self.add_words(d) {
+            self.widen_for(d);
+        }
         if let Some(big) = &mut self.big {
             big.add_all(d);
             return;
-        }
-        for &e in &d.0 {
-            assert!(!self.add_piece(e), "dyadic weights sum to more than one");
         }
         assert!(
             self.words.first().is_none_or(|&w| w <= 1 << 63)
@@ -272,21 +271,75 @@ impl Balance {
     /// Subtracts `d`: false, and `self` unchanged, if `d` is more than
     /// `self` (as [`Dyadic::sub`]).
     pub(crate) fn sub(&mut self, d: &Dyadic) -> bool {
-        self.widen_for(d);
-        if let Some(big) = &mut self.big {
-            return big.sub(d);
+        if self.big.is_none() {
+            if let Some(ok) = self.sub_words(d) {
+                return ok;
+            }
+            self.widen_for(d);
+        }
+        self.big
+            .as_mut()
+            .expect("a piece beyond the words widens the balance")
+            .sub(d)
+    }
+
+    /// Adds `d` in the words, in one pass over its pieces (node 0 of a
+    /// `respawn` run does so for every message it sends, and subtracts
+    /// for every one it receives: [`Balance::sub_words`]); false, and
+    /// the words unchanged, if a piece is too small for them. A carry
+    /// past one is asserted by the caller.
+    fn add_words(&mut self, d: &Dyadic) -> bool {
+        // (One piece, the usual case: node 0 gives one a message, and
+        // the others mostly hold one; without the set's iterator.)
+        if d.0.len() == 1 {
+            let e = *d.0.first().expect("one piece");
+            if e >= BALANCE_BITS {
+                return false;
+            }
+            assert!(!self.add_piece(e), "dyadic weights sum to more than one");
+            return true;
         }
         for (n, &e) in d.0.iter().enumerate() {
-            if self.sub_piece(e) {
-                // Below zero: every piece taken so far goes back (the
-                // arithmetic is modulo 2, so this restores every word).
-                for &e in d.0.iter().take(n + 1) {
-                    self.add_piece(e);
+            if e >= BALANCE_BITS {
+                for &e in d.0.iter().take(n) {
+                    self.sub_piece(e);
                 }
                 return false;
             }
+            assert!(!self.add_piece(e), "dyadic weights sum to more than one");
         }
         true
+    }
+
+    /// Subtracts `d` in the words, in one pass over its pieces (largest
+    /// first: a piece too small for the words comes after the others):
+    /// whether it was at most the balance (if not, the words are left
+    /// unchanged), or `None`, the words unchanged, if a piece is too
+    /// small for them.
+    fn sub_words(&mut self, d: &Dyadic) -> Option<bool> {
+        if d.0.len() == 1 {
+            let e = *d.0.first().expect("one piece");
+            if e >= BALANCE_BITS {
+                return None;
+            }
+            if self.sub_piece(e) {
+                self.add_piece(e);
+                return Some(false);
+            }
+            return Some(true);
+        }
+        for (n, &e) in d.0.iter().enumerate() {
+            let wide = e >= BALANCE_BITS;
+            if wide || self.sub_piece(e) {
+                // Every piece taken so far goes back (the arithmetic is
+                // modulo 2, so this restores every word).
+                for &e in d.0.iter().take(if wide { n } else { n + 1 }) {
+                    self.add_piece(e);
+                }
+                return if wide { None } else { Some(false) };
+            }
+        }
+        Some(true)
     }
 
     /// The balance as pieces (taking it, leaving zero).

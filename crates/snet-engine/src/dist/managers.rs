@@ -169,9 +169,10 @@ struct Building {
     /// last, so that the commits' records join one `Items` frame per
     /// connection (a `Done` between them would start a new one).
     dones: Vec<u64>,
-    /// The cells the commits' groups fired: their `Fired` frames go after
-    /// the records, before the `Done`s, for the same reason.
-    fired: Vec<super::wire::CellId>,
+    /// The tombstones of the cells the commits' groups fired
+    /// ([`super::wire::Tomb`]): their frames go after the records, before
+    /// the `Done`s, for the same reason.
+    fired: Vec<super::wire::Tomb>,
 }
 
 impl Building {
@@ -307,9 +308,8 @@ fn send_batch(
                 // node 0 files them (a tombstone takes its cell's parked
                 // records out).
                 if !parked.is_empty() {
-                    for cell in b.fired.drain(..) {
-                        b.frames.fired(&cell);
-                    }
+                    b.frames.fired_tombs(&b.fired);
+                    b.fired.clear();
                 }
                 for (cell, slot, rec) in parked {
                     b.frames
@@ -333,9 +333,7 @@ fn send_batch(
             Out::Tombstones { to, cells } => {
                 let b = msgs.at(to, ch);
                 b.needs_credit = true;
-                for cell in &cells {
-                    b.frames.fired(cell);
-                }
+                b.frames.fired_cells(&cells);
             }
             Out::Parked {
                 to,
@@ -447,9 +445,7 @@ fn send_batch(
         }
     }
     for ((to, ch), mut b) in std::mem::take(&mut msgs.map) {
-        for cell in &b.fired {
-            b.frames.fired(cell);
-        }
+        b.frames.fired_tombs(&b.fired);
         // Runs of consecutive identities, a frame each.
         super::wire::done_runs(&b.dones, |id, more| {
             b.frames.push(&Frame::Done { id, more });
@@ -705,10 +701,10 @@ fn handle(
     let net = &rt.net;
     let proto = |e: ProtocolError| Handled::Error(EngineError::Distribution(e.into()));
     got.dones.clear();
-    // Node 0: the `Fired` frames' tombstones not yet in the log, as read
-    // (taken in under one lock: [`super::Net::fired_all`]; a message
-    // carries a few).
-    let mut fired: smallvec::SmallVec<[super::wire::CellRef<'_>; 16]> = smallvec::SmallVec::new();
+    // Node 0: the `Fired` and `Fired keys` frames' tombstones not yet in
+    // the log, as read (taken in under one lock at the message's end:
+    // [`super::Net::retire`]; a message carries a few frames).
+    let mut fired: smallvec::SmallVec<[super::wire::CellRun<'_>; 8]> = smallvec::SmallVec::new();
     // A `Parked` frame's cell and slot: the next Items frame holds its
     // record.
     let mut park: Option<(super::wire::CellId, u64)> = None;
@@ -815,8 +811,16 @@ fn handle(
             FrameRef::Seq { next } => net.set_next(from, next),
             // Node 0 takes a message's tombstones into its log together
             // (before a parked record, which a tombstone takes out).
-            FrameRef::Fired { cell } if net.me == Rank::ROOT => fired.push(cell),
+            FrameRef::Fired { cell } if net.me == Rank::ROOT => {
+                fired.push(super::wire::CellRun::one(cell))
+            }
             FrameRef::Fired { cell } => net.fired_frame(from, cell.id()),
+            FrameRef::FiredKeys { cells } if net.me == Rank::ROOT => fired.push(cells),
+            FrameRef::FiredKeys { cells } => {
+                for cell in cells.cells() {
+                    net.fired_frame(from, cell.id());
+                }
+            }
             FrameRef::Drain => net.drain_frame(from, ctx),
             FrameRef::Parked { cell, slot } => {
                 net.fired_all(from, &fired);
@@ -840,8 +844,10 @@ fn handle(
             FrameRef::Done { id, more } => got.dones.push((id, more)),
         }
     }
-    net.fired_all(from, &fired);
-    if let Some(id) = net.done_all(from, &got.dones, &mut got.left) {
+    if fired.is_empty() && got.dones.is_empty() {
+        return Ok(());
+    }
+    if let Some(id) = net.retire(from, &fired, &got.dones, &mut got.left) {
         return Err(proto(ProtocolError::UnknownDone { from, id }));
     }
     Ok(())

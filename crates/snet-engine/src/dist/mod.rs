@@ -180,7 +180,8 @@ pub(crate) enum Out {
         id: u64,
         more: custody::Ids,
         items: Vec<(ConnId, Item)>,
-        fired: smallvec::SmallVec<[wire::CellId; 1]>,
+        /// The cells the group fired, as their `Fired` frames.
+        fired: smallvec::SmallVec<[wire::Tomb; 1]>,
         /// Records a drain parked in the group's cells: cell, slot, record.
         parked: Vec<(wire::CellId, u64, Rec)>,
     },
@@ -955,16 +956,16 @@ impl Net {
     }
 
     /// Node 0: node `from`'s groups fired `cells` (a message's `Fired`
-    /// frames as read, taken into the log under one lock; the caller
-    /// empties `cells`).
-    pub(crate) fn fired_all(&self, from: Rank, cells: &[wire::CellRef<'_>]) {
+    /// and `Fired keys` frames as read, taken into the log under one
+    /// lock; the caller empties `cells`).
+    pub(crate) fn fired_all(&self, from: Rank, cells: &[wire::CellRun<'_>]) {
         if cells.is_empty() {
             return;
         }
         let mut gone = Vec::new();
         if let Some(log) = lock(&self.state.0).log.as_mut() {
-            for cell in cells {
-                log.fired_ref(from, cell, &mut gone);
+            for run in cells {
+                log.fired_run(from, run, &mut gone);
             }
         }
         // (Outside the lock: dropping a record may release fields.)
@@ -1011,29 +1012,50 @@ impl Net {
         self.done_all(from, &[(id, 0)], &mut Vec::new()).is_none()
     }
 
-    /// Node `from` reports done the items numbered `ids` (a message's
-    /// `Done` frames, each a first identity and how many after it, under
-    /// one lock); the first the log does not hold, if any (a protocol
-    /// error: so a run longer than the log stops there). The records
-    /// taken are dropped under the lock, where they are taken, unless
-    /// this node ever held a reference to another node's field (whose
-    /// drop queues a message): then they go through `left`, dropped
-    /// after the lock ([`custody::DropHere`]).
+    /// Node `from` reports done the items numbered `ids` ([`Net::retire`]
+    /// without tombstones).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn done_all(
         &self,
         from: Rank,
         ids: &[(u64, u64)],
         left: &mut Vec<Rec>,
     ) -> Option<u64> {
+        self.retire(from, &[], ids, left)
+    }
+
+    /// Node 0, at the end of a message from `from`: its tombstones not
+    /// filed yet (`cells`, as [`Net::fired_all`] files them) and the
+    /// items it reports done, `ids` (its `Done` frames, each a first
+    /// identity and how many after it), taken into the log under one
+    /// lock; the first item the log does not hold, if any (a protocol
+    /// error: so a run longer than the log stops there). The records
+    /// taken are dropped under the lock, where they are taken, unless
+    /// this node ever held a reference to another node's field (whose
+    /// drop queues a message): then they go through `left`, dropped
+    /// after the lock ([`custody::DropHere`]), as are the parked records
+    /// a tombstone takes out.
+    pub(crate) fn retire(
+        &self,
+        from: Rank,
+        cells: &[wire::CellRun<'_>],
+        ids: &[(u64, u64)],
+        left: &mut Vec<Rec>,
+    ) -> Option<u64> {
         if ids.is_empty() {
+            self.fired_all(from, cells);
             return None;
         }
         let mut unknown = None;
+        let mut gone = Vec::new();
         {
             let mut st = lock(&self.state.0);
             let Some(log) = st.log.as_mut() else {
                 return ids.first().map(|r| r.0);
             };
+            for run in cells {
+                log.fired_run(from, run, &mut gone);
+            }
             // (Asked under the lock: every record of the log passed
             // through it after any reference it holds was made.)
             let here = !self.store.proxied();
@@ -1052,6 +1074,7 @@ impl Net {
         // The records leave the log outside the lock (dropping one may
         // release fields, which queue messages).
         left.clear();
+        drop(gone);
         unknown
     }
 
@@ -1399,6 +1422,53 @@ mod tests {
         assert_eq!(net.done_all(Rank(2), &[(5, 3)], &mut left), Some(6));
         assert_eq!(logged(&net, 2), vec![]);
         assert_eq!(net.log_size(), (0, 5));
+    }
+
+    /// The end of a message from a node: its tombstones (a `Fired keys`
+    /// frame's run and a lone `Fired` frame, as read) and its `Done`
+    /// runs go into the log together ([`Net::retire`]), and a
+    /// replacement is sent exactly those tombstones.
+    #[test]
+    fn a_messages_tombstones_and_dones_are_taken_into_the_log_together() {
+        let net = Net::with_loss(Rank(0), 2, 1024, OnNodeLoss::Respawn);
+        for n in 0..4 {
+            net.push_item(Rank(1), conn(), rec(n), true);
+        }
+        send_queued(&net);
+        let cell = |path: &[u64], key| wire::CellId {
+            conn: conn(),
+            cell: NodeId(3),
+            path: path.iter().copied().collect(),
+            key,
+        };
+        let cells = vec![cell(&[1], 4), cell(&[1], 8), cell(&[1], 12), cell(&[2], 4)];
+        let mut f = wire::Frames::default();
+        f.fired_cells(&cells);
+        let mut b = Vec::new();
+        f.message(&Dyadic::zero(), &mut b);
+        let (_, mut r) = wire::MessageReader::new(&b).expect("a message");
+        let mut runs = Vec::new();
+        while let Some(frame) = r.next_frame().expect("a frame") {
+            runs.push(match frame {
+                wire::FrameRef::Fired { cell } => wire::CellRun::one(cell),
+                wire::FrameRef::FiredKeys { cells } => cells,
+                f => panic!("a tombstone frame, not {f:?}"),
+            });
+        }
+        assert_eq!(runs.len(), 2, "one frame a run of an instance's cells");
+        let mut left = Vec::new();
+        assert_eq!(
+            net.retire(Rank(1), &runs, &[(0, 1), (2, 1)], &mut left),
+            None
+        );
+        assert_eq!(net.log_size(), (0, 4));
+        let mut st = lock(&net.state.0);
+        let Ok(replay) = st.log.as_mut().expect("a log").lose(Rank(1)) else {
+            panic!("node 1 is replaced");
+        };
+        let mut sent = replay.tombstones;
+        sent.sort();
+        assert_eq!(sent, cells);
     }
 
     /// A retired record is dropped under the state's lock only while the

@@ -44,6 +44,7 @@
 //! | 12 | Drain | |
 //! | 13 | Parked | a synchrocell's identity (as in Fired), slot; the next frame is an Items frame of one record, the record parked in that slot |
 //! | 14 | Given | codec name, meta bytes; the body is the payload: a field value the sender gives the receiver ahead of the record that holds it (a *given* field, below) |
+//! | 15 | Fired keys | a synchrocell's identity as in Fired, a count of more keys, and each of those keys as its difference from the key before it (wrapping, zigzagged): tombstones of several cells of one instance |
 //!
 //! A connection is its creator node and counter; stamps are a count and
 //! the numbers. The Items count is written as a four-byte varint (padded
@@ -281,6 +282,7 @@ const FIRED: u8 = 11;
 const DRAIN: u8 = 12;
 const PARKED: u8 = 13;
 const GIVEN: u8 = 14;
+const FIRED_KEYS: u8 = 15;
 
 /// Items counts below this fit the four-byte form patched in place.
 const COUNT4_LIMIT: u64 = 1 << 28;
@@ -503,9 +505,77 @@ impl Frames {
 
     /// Appends the `Fired` frame of `cell` (a tombstone; as
     /// `push(&Frame::Fired { .. })`, without building the frame).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn fired(&mut self, cell: &CellId) {
         self.items = None;
         put_cell(&mut self.bytes, FIRED, cell);
+    }
+
+    /// Appends the tombstones `tombs` (a message's commits', each its
+    /// `Fired` frame's bytes: [`Tomb`]): each run of consecutive
+    /// tombstones of one instance as a `Fired keys` frame (as
+    /// [`Frames::fired_cells`] writes it), a tombstone alone as its
+    /// frame, copied whole.
+    pub(crate) fn fired_tombs(&mut self, tombs: &[Tomb]) {
+        self.items = None;
+        let mut rest = tombs;
+        while let Some((first, more)) = rest.split_first() {
+            let b = first.bytes();
+            let at = first.key_at();
+            let place = &b[..at];
+            // A frame's instance is self-delimiting (its path is counted),
+            // so equal bytes up to `at` leave the key after them.
+            let same = more
+                .iter()
+                .take_while(|t| t.bytes().get(..at) == Some(place))
+                .count();
+            if same == 0 {
+                self.bytes.extend_from_slice(b);
+            } else {
+                self.bytes.push(FIRED_KEYS);
+                self.bytes.extend_from_slice(&b[1..]);
+                put_u(&mut self.bytes, same as u64);
+                let mut key = Tomb::key_from(b, at);
+                for t in &more[..same] {
+                    let k = Tomb::key_from(t.bytes(), at);
+                    put_i(&mut self.bytes, k.wrapping_sub(key) as i64);
+                    key = k;
+                }
+            }
+            rest = &more[same..];
+        }
+    }
+
+    /// Appends the tombstones of `cells`: each run of consecutive cells
+    /// of one instance in a `Fired keys` frame (its keys after the first
+    /// as differences), a cell alone in a `Fired` frame. A commit's group
+    /// fires about one cell, but a message carries a batch's commits,
+    /// mostly of one instance (a cell per tag value): a frame apiece cost
+    /// the receiver, node 0, about 170 instructions a cell to read and
+    /// 110 to file by its instance.
+    pub(crate) fn fired_cells(&mut self, cells: &[CellId]) {
+        self.items = None;
+        let mut rest = cells;
+        while let Some((first, more)) = rest.split_first() {
+            let same = more
+                .iter()
+                .take_while(|c| {
+                    c.conn == first.conn && c.cell == first.cell && c.path == first.path
+                })
+                .count();
+            if same == 0 {
+                put_cell(&mut self.bytes, FIRED, first);
+            } else {
+                put_cell(&mut self.bytes, FIRED_KEYS, first);
+                put_u(&mut self.bytes, same as u64);
+                let mut key = first.key;
+                for c in &more[..same] {
+                    put_i(&mut self.bytes, c.key.wrapping_sub(key) as i64);
+                    key = c.key;
+                }
+            }
+            rest = &more[same..];
+        }
     }
 
     /// Ends the open Items frame: the next item starts a new one (a
@@ -670,6 +740,15 @@ pub enum Frame<'a> {
         /// The cell's name across incarnations.
         cell: CellId,
     },
+    /// Custody: the synchrocell named `cell` and those of its instance
+    /// with keys `more` have fired (a [`Frame::Fired`] each, in this
+    /// order).
+    FiredKeys {
+        /// The first cell's name.
+        cell: CellId,
+        /// The keys of the other cells, in `cell`'s instance.
+        more: Vec<u64>,
+    },
     /// Custody: the stream is over (node 0 is quiescent with no input
     /// left): the receiver's synchrocells stop protecting the records
     /// they store, whose groups then commit (`dist::custody`).
@@ -723,6 +802,113 @@ pub struct CellId {
 /// An instance path ([`CellId::path`]): short ones inline.
 pub type Path = smallvec::SmallVec<[u64; 2]>;
 
+/// A synchrocell's tombstone as a commit carries it on a node other than
+/// 0 (custody.rs): its `Fired` frame, written when the cell fires, from
+/// the bytes its instance's frames start with ([`Tomb::prefix`], which a
+/// cell entity's guard writes once) and the key. So a fire builds no
+/// [`CellId`], and the commit's message takes the frame in one copy: the
+/// name built, moved through the commit and written out a varint at a
+/// time was about 150 instructions a fire on `bench/soak`'s respawn
+/// network.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Tomb {
+    /// A frame of up to [`TOMB_INLINE`] bytes (every instance but a
+    /// deeply nested one with large numbers): its length and bytes.
+    Inline(u8, [u8; TOMB_INLINE]),
+    Long(Box<[u8]>),
+}
+
+/// The bytes a [`Tomb`] keeps in place.
+const TOMB_INLINE: usize = 38;
+
+impl Tomb {
+    /// What the `Fired` frames of `cell`'s instance start with: the
+    /// frame's kind and the name without its key (a [`Tomb`] to which
+    /// [`Tomb::new`] adds the key).
+    pub(crate) fn prefix(cell: &CellId) -> Tomb {
+        let mut v = vec![FIRED];
+        put_conn(&mut v, cell.conn);
+        put_u(&mut v, u64::from(cell.cell.0));
+        put_u(&mut v, cell.path.len() as u64);
+        for &step in &cell.path {
+            put_u(&mut v, step);
+        }
+        Tomb::Long(v.into_boxed_slice())
+    }
+
+    /// The `Fired` frame of key `key` in the instance whose frames start
+    /// with `prefix` ([`Tomb::prefix`]).
+    #[inline]
+    pub(crate) fn new(prefix: &Tomb, key: u64) -> Tomb {
+        match prefix {
+            Tomb::Inline(n, b) if usize::from(*n) + 10 <= TOMB_INLINE => {
+                let (mut b, mut n) = (*b, usize::from(*n));
+                put_u_at(&mut b, &mut n, key);
+                Tomb::Inline(n as u8, b)
+            }
+            _ => {
+                let mut v = prefix.bytes().to_vec();
+                put_u(&mut v, key);
+                Tomb::Long(v.into_boxed_slice())
+            }
+        }
+    }
+
+    /// As [`Tomb::prefix`], kept in place if it leaves room for any key.
+    pub(crate) fn prefix_inline(cell: &CellId) -> Tomb {
+        let p = Tomb::prefix(cell);
+        let b = p.bytes();
+        if b.len() + 10 > TOMB_INLINE {
+            return p;
+        }
+        let mut a = [0u8; TOMB_INLINE];
+        a[..b.len()].copy_from_slice(b);
+        Tomb::Inline(b.len() as u8, a)
+    }
+
+    /// The `Fired` frame of `cell`.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn of(cell: &CellId) -> Tomb {
+        Tomb::new(&Tomb::prefix_inline(cell), cell.key)
+    }
+
+    /// The frame's bytes.
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Tomb::Inline(n, b) => &b[..usize::from(*n)],
+            Tomb::Long(b) => b,
+        }
+    }
+
+    /// Where the key, the frame's last varint, starts in
+    /// [`Tomb::bytes`] (the instance's bytes before it).
+    #[inline]
+    fn key_at(&self) -> usize {
+        let b = self.bytes();
+        let mut i = b.len() - 1;
+        while i > 0 && b[i - 1] & 0x80 != 0 {
+            i -= 1;
+        }
+        i
+    }
+
+    /// The key a frame's bytes `b` hold from `at` on.
+    #[inline]
+    fn key_from(b: &[u8], at: usize) -> u64 {
+        b[at..]
+            .iter()
+            .rev()
+            .fold(0, |v, &x| v << 7 | u64::from(x & 0x7f))
+    }
+
+    /// The cell's key (the frame's last varint).
+    #[cfg(test)]
+    pub(crate) fn key(&self) -> u64 {
+        Tomb::key_from(self.bytes(), self.key_at())
+    }
+}
+
 /// A [`CellId`] as a `Fired` frame carries it, checked and not yet
 /// built: its instance (connection, template node, path) as the bytes
 /// that encode it, and its key. Node 0 files a tombstone by comparing
@@ -762,6 +948,73 @@ impl<'a> CellRef<'a> {
             path,
             key: self.key,
         }
+    }
+}
+
+/// The cells of a `Fired keys` frame as read ([`FrameRef::FiredKeys`]):
+/// the first one, then more keys in its instance, kept as the checked
+/// bytes that encode them (their differences).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CellRun<'a> {
+    first: CellRef<'a>,
+    more: u64,
+    deltas: &'a [u8],
+}
+
+impl<'a> CellRun<'a> {
+    /// The run of `cell` alone (a `Fired` frame's).
+    pub fn one(cell: CellRef<'a>) -> CellRun<'a> {
+        CellRun {
+            first: cell,
+            more: 0,
+            deltas: &[],
+        }
+    }
+
+    /// The bytes that encode the cells' instance ([`CellRef::place`]).
+    pub fn place(&self) -> &'a [u8] {
+        self.first.place
+    }
+
+    /// Calls `f` with each of the cells' keys, in the frame's order (a
+    /// loop: node 0 files a run's keys so, about 30 instructions a key
+    /// where [`CellRun::keys`]'s iterator took 50).
+    #[inline]
+    pub fn for_each_key(&self, mut f: impl FnMut(u64)) {
+        let mut key = self.first.key;
+        f(key);
+        let mut r = Reader {
+            b: self.deltas,
+            at: 0,
+        };
+        for _ in 0..self.more {
+            // (Checked when the frame was read.)
+            let Ok(d) = r.i() else { return };
+            key = key.wrapping_add(d as u64);
+            f(key);
+        }
+    }
+
+    /// The cells' keys, in the frame's order.
+    pub fn keys(&self) -> impl Iterator<Item = u64> + 'a {
+        let mut r = Reader {
+            b: self.deltas,
+            at: 0,
+        };
+        let mut key = self.first.key;
+        std::iter::once(key).chain((0..self.more).map(move |_| {
+            let d = r
+                .i()
+                .expect("a run's keys are checked when its frame is read");
+            key = key.wrapping_add(d as u64);
+            key
+        }))
+    }
+
+    /// The cells, in the frame's order.
+    pub fn cells(&self) -> impl Iterator<Item = CellRef<'a>> + 'a {
+        let place = self.first.place;
+        self.keys().map(move |key| CellRef { place, key })
     }
 }
 
@@ -840,6 +1093,11 @@ pub enum FrameRef<'a> {
         /// The cell's name across incarnations, as read ([`CellRef::id`]
         /// is the [`CellId`]).
         cell: CellRef<'a>,
+    },
+    /// [`Frame::FiredKeys`].
+    FiredKeys {
+        /// The cells, as read ([`CellRun::cells`]).
+        cells: CellRun<'a>,
     },
     /// [`Frame::Drain`].
     Drain,
@@ -979,6 +1237,10 @@ impl<'a> Message<'a> {
                 FrameRef::Done { id, more } => Frame::Done { id, more },
                 FrameRef::Seq { next } => Frame::Seq { next },
                 FrameRef::Fired { cell } => Frame::Fired { cell: cell.id() },
+                FrameRef::FiredKeys { cells } => Frame::FiredKeys {
+                    cell: cells.first.id(),
+                    more: cells.keys().skip(1).collect(),
+                },
                 FrameRef::Drain => Frame::Drain,
                 FrameRef::Parked { cell, slot } => Frame::Parked { cell, slot },
                 FrameRef::Given { codec, meta } => Frame::Given {
@@ -1063,6 +1325,15 @@ impl Frame<'_> {
                 put_u(out, *next);
             }
             Frame::Fired { cell } => put_cell(out, FIRED, cell),
+            Frame::FiredKeys { cell, more } => {
+                put_cell(out, FIRED_KEYS, cell);
+                put_u(out, more.len() as u64);
+                let mut key = cell.key;
+                for &k in more {
+                    put_i(out, k.wrapping_sub(key) as i64);
+                    key = k;
+                }
+            }
             Frame::Drain => out.push(DRAIN),
             Frame::Parked { cell, slot } => {
                 put_cell(out, PARKED, cell);
@@ -1109,6 +1380,7 @@ impl Frame<'_> {
             Frame::Done { id, more } => Frame::Done { id, more },
             Frame::Seq { next } => Frame::Seq { next },
             Frame::Fired { cell } => Frame::Fired { cell },
+            Frame::FiredKeys { cell, more } => Frame::FiredKeys { cell, more },
             Frame::Drain => Frame::Drain,
             Frame::Parked { cell, slot } => Frame::Parked { cell, slot },
             Frame::Given { codec, meta } => Frame::Given {
@@ -1307,6 +1579,25 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A `Fired keys` frame's cells: the first as [`Reader::cell_ref`]
+    /// reads it, a count, and that many key differences, checked.
+    fn cell_run(&mut self) -> Result<CellRun<'a>, WireError> {
+        let first = self.cell_ref()?;
+        let more = self.u()?;
+        if more > self.left() as u64 {
+            return self.err(Malformed::Truncated);
+        }
+        let start = self.at;
+        for _ in 0..more {
+            self.u()?;
+        }
+        Ok(CellRun {
+            first,
+            more,
+            deltas: &self.b[start..self.at],
+        })
+    }
+
     /// An instance path: a count, then the steps (each at least a byte,
     /// so a count beyond the bytes left is a truncated frame).
     fn path(&mut self) -> Result<Path, WireError> {
@@ -1482,6 +1773,9 @@ impl<'a> Reader<'a> {
             SEQ => FrameRef::Seq { next: self.u()? },
             FIRED => FrameRef::Fired {
                 cell: self.cell_ref()?,
+            },
+            FIRED_KEYS => FrameRef::FiredKeys {
+                cells: self.cell_run()?,
             },
             DRAIN => FrameRef::Drain,
             PARKED => FrameRef::Parked {

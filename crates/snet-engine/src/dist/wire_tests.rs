@@ -212,8 +212,134 @@ fn a_cells_name_is_its_varints_in_order_for_every_path_length() {
             assert_eq!(got.key(), cell.key);
             assert_eq!(got.id(), cell);
             assert_eq!(r.next_frame().unwrap(), None);
+            // A commit's tombstone (`Tomb`, written from its instance's
+            // prefix and the key) is the same frame, and so is each of
+            // them written alone after other frames (`Frames::fired_tombs`).
+            let tomb = Tomb::new(&Tomb::prefix_inline(&cell), cell.key);
+            assert_eq!(tomb.bytes(), &want[..], "path of {len} steps, value {v}");
+            assert_eq!(Tomb::new(&Tomb::prefix(&cell), cell.key).bytes(), &want[..]);
+            assert_eq!(
+                matches!(tomb, Tomb::Inline(..)),
+                want.len() + 10 - varint_len(cell.key) <= TOMB_INLINE
+            );
+            assert_eq!(tomb.key(), cell.key);
+            let mut f = Frames::default();
+            f.push(&Frame::Ack { count: 2 });
+            f.fired_tombs(std::slice::from_ref(&tomb));
+            f.fired_tombs(std::slice::from_ref(&tomb));
+            f.push(&Frame::Ack { count: 3 });
+            let mut b = Vec::new();
+            f.message(&Dyadic::zero(), &mut b);
+            let (_, mut r) = MessageReader::new(&b).unwrap();
+            assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Ack { count: 2 }));
+            for _ in 0..2 {
+                let Some(FrameRef::Fired { cell: got }) = r.next_frame().unwrap() else {
+                    panic!("a Fired frame");
+                };
+                assert_eq!(got.id(), cell);
+            }
+            assert_eq!(r.next_frame().unwrap(), Some(FrameRef::Ack { count: 3 }));
+            assert_eq!(r.next_frame().unwrap(), None);
         }
     }
+}
+
+/// A message's tombstones (`Frames::fired_cells`): each run of
+/// consecutive cells of one instance is one `Fired keys` frame (kind 15:
+/// the first cell as in `Fired`, a count, each next key as its wrapping
+/// difference from the one before, zigzagged), a cell alone one `Fired`
+/// frame; read back, the frames name the same cells in the same order,
+/// with the instance's bytes as `Fired` has them; and the frame as
+/// `Frame::FiredKeys` writes the same bytes.
+#[test]
+fn a_run_of_one_instances_tombstones_is_one_frame_of_its_keys() {
+    let cell = |seq: u64, path: &[u64], key: u64| CellId {
+        conn: ConnId {
+            origin: Rank(2),
+            seq,
+        },
+        cell: snet_core::NodeId(5),
+        path: path.iter().copied().collect(),
+        key,
+    };
+    let cells = vec![
+        cell(1, &[3], 8),
+        cell(1, &[3], 12),
+        cell(1, &[3], 4),
+        cell(1, &[3], u64::MAX),
+        cell(1, &[3], 0),
+        cell(1, &[3], 0),
+        // Another path, then another connection: new frames.
+        cell(1, &[4], 16),
+        cell(2, &[4], 16),
+        cell(2, &[4], 300),
+        cell(1, &[3], 20),
+    ];
+    let mut f = Frames::default();
+    f.fired_cells(&cells);
+    let mut b = Vec::new();
+    f.message(&Dyadic::zero(), &mut b);
+    let (_, mut r) = MessageReader::new(&b).unwrap();
+    let mut read = Vec::new();
+    let mut kinds = Vec::new();
+    while let Some(frame) = r.next_frame().unwrap() {
+        let run = match frame {
+            FrameRef::Fired { cell } => {
+                kinds.push((FIRED, 1));
+                CellRun::one(cell)
+            }
+            FrameRef::FiredKeys { cells } => {
+                kinds.push((FIRED_KEYS, cells.keys().count()));
+                cells
+            }
+            f => panic!("a tombstone frame, not {f:?}"),
+        };
+        let mut name = Vec::new();
+        put_cell(&mut name, FIRED, &run.cells().next().unwrap().id());
+        let key = run.keys().next().unwrap();
+        assert_eq!(run.place(), &name[1..name.len() - varint_len(key)]);
+        read.extend(run.cells().map(|c| c.id()));
+    }
+    assert_eq!(read, cells);
+    assert_eq!(
+        kinds,
+        vec![(FIRED_KEYS, 6), (FIRED, 1), (FIRED_KEYS, 2), (FIRED, 1)]
+    );
+    // The first frame's bytes: the first cell as `Fired` writes it (but
+    // the kind), five more keys, and their differences.
+    let mut want = Vec::new();
+    put_cell(&mut want, FIRED_KEYS, &cells[0]);
+    put_u(&mut want, 5);
+    for d in [4i64, -8, -5, 1, 0] {
+        put_i(&mut want, d);
+    }
+    assert_eq!(&b[1..1 + want.len()], &want[..], "after the credit's count");
+    // The same cells as commits' tombstones (`Tomb`, each its `Fired`
+    // frame's bytes) make the same frames (`Frames::fired_tombs`).
+    let tombs: Vec<Tomb> = cells
+        .iter()
+        .map(|c| Tomb::new(&Tomb::prefix_inline(c), c.key))
+        .collect();
+    let mut h = Frames::default();
+    h.fired_tombs(&tombs);
+    let mut hb = Vec::new();
+    h.message(&Dyadic::zero(), &mut hb);
+    assert_eq!(hb, b, "tombstones written from their frames' bytes");
+    let mut g = Frames::default();
+    g.push(&Frame::FiredKeys {
+        cell: cells[0].clone(),
+        more: cells[1..6].iter().map(|c| c.key).collect(),
+    });
+    let mut c = Vec::new();
+    g.message(&Dyadic::zero(), &mut c);
+    assert_eq!(c, b[..c.len()]);
+    // A count past the bytes left is a truncated frame, not a long loop.
+    let mut bad = vec![0];
+    put_cell(&mut bad, FIRED_KEYS, &cells[0]);
+    put_u(&mut bad, 1000);
+    bad.push(2);
+    let (_, mut r) = MessageReader::new(&bad).unwrap();
+    assert_eq!(r.next_frame().unwrap_err().what, Malformed::Truncated);
 }
 
 /// Custody's `Parked` frame: kind 13, the cell's name as in `Fired`
@@ -384,15 +510,15 @@ fn malformed_messages_are_errors_that_say_where() {
     assert_eq!(err(&[2, 0, 3]).what, Malformed::BadCredit);
     assert_eq!(err(&[2, 3, 1]).what, Malformed::BadCredit);
     assert_eq!(
-        err(&[0, 15]),
+        err(&[0, 16]),
         WireError {
             at: 1,
-            what: Malformed::UnknownFrame(15)
+            what: Malformed::UnknownFrame(16)
         }
     );
     assert_eq!(
-        err(&[0, 15]).to_string(),
-        "malformed message at byte 1: unknown frame kind 15"
+        err(&[0, 16]).to_string(),
+        "malformed message at byte 1: unknown frame kind 16"
     );
     // A given field's frame cut short before its meta part.
     assert_eq!(err(&[0, GIVEN, 1, b'X']).what, Malformed::Truncated);
@@ -720,6 +846,22 @@ mod props {
                     },
                 }
             ),
+            (
+                conn(),
+                any::<u32>(),
+                vec(any::<u64>(), 0..3),
+                any::<u64>(),
+                vec(any::<u64>(), 0..5)
+            )
+                .prop_map(|(conn, cell, path, key, more)| Frame::FiredKeys {
+                    cell: super::CellId {
+                        conn,
+                        cell: snet_core::NodeId(cell),
+                        path: path.into(),
+                        key,
+                    },
+                    more,
+                }),
             Just(Frame::Drain),
             (
                 conn(),
