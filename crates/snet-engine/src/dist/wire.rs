@@ -505,7 +505,7 @@ impl Frames {
 
     /// Appends the `Fired` frame of `cell` (a tombstone; as
     /// `push(&Frame::Fired { .. })`, without building the frame).
-    #[cfg(all(test, not(loom)))]
+    #[cfg(test)]
     pub(crate) fn fired(&mut self, cell: &CellId) {
         self.items = None;
         put_cell(&mut self.bytes, FIRED, cell);
