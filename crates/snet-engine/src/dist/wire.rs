@@ -370,6 +370,19 @@ pub(crate) fn done_runs(ids: &[u64], mut f: impl FnMut(u64, u64)) {
 /// nested one): a push per byte, each checking the vector's capacity,
 /// was about 220 instructions a `Fired` frame on `bench/soak`'s respawn
 /// network.
+/// The rest of a `Fired keys` frame after its first cell (whose key is
+/// `first`): the count of `more` keys, then each as its wrapping
+/// difference from the key before it.
+#[inline]
+fn put_key_run(out: &mut Vec<u8>, first: u64, more: impl ExactSizeIterator<Item = u64>) {
+    put_u(out, more.len() as u64);
+    let mut key = first;
+    for k in more {
+        put_i(out, k.wrapping_sub(key) as i64);
+        key = k;
+    }
+}
+
 fn put_cell(out: &mut Vec<u8>, kind: u8, cell: &CellId) {
     if cell.path.len() <= CELL_STEPS {
         let mut b = [0u8; 1 + (5 + CELL_STEPS) * 10];
@@ -534,13 +547,11 @@ impl Frames {
             } else {
                 self.bytes.push(FIRED_KEYS);
                 self.bytes.extend_from_slice(&b[1..]);
-                put_u(&mut self.bytes, same as u64);
-                let mut key = Tomb::key_from(b, at);
-                for t in &more[..same] {
-                    let k = Tomb::key_from(t.bytes(), at);
-                    put_i(&mut self.bytes, k.wrapping_sub(key) as i64);
-                    key = k;
-                }
+                put_key_run(
+                    &mut self.bytes,
+                    Tomb::key_from(b, at),
+                    more[..same].iter().map(|t| Tomb::key_from(t.bytes(), at)),
+                );
             }
             rest = &more[same..];
         }
@@ -567,12 +578,11 @@ impl Frames {
                 put_cell(&mut self.bytes, FIRED, first);
             } else {
                 put_cell(&mut self.bytes, FIRED_KEYS, first);
-                put_u(&mut self.bytes, same as u64);
-                let mut key = first.key;
-                for c in &more[..same] {
-                    put_i(&mut self.bytes, c.key.wrapping_sub(key) as i64);
-                    key = c.key;
-                }
+                put_key_run(
+                    &mut self.bytes,
+                    first.key,
+                    more[..same].iter().map(|c| c.key),
+                );
             }
             rest = &more[same..];
         }
@@ -1327,12 +1337,7 @@ impl Frame<'_> {
             Frame::Fired { cell } => put_cell(out, FIRED, cell),
             Frame::FiredKeys { cell, more } => {
                 put_cell(out, FIRED_KEYS, cell);
-                put_u(out, more.len() as u64);
-                let mut key = cell.key;
-                for &k in more {
-                    put_i(out, k.wrapping_sub(key) as i64);
-                    key = k;
-                }
+                put_key_run(out, cell.key, more.iter().copied());
             }
             Frame::Drain => out.push(DRAIN),
             Frame::Parked { cell, slot } => {
