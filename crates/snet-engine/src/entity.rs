@@ -826,6 +826,9 @@ pub(crate) struct Entity {
     replica: std::sync::atomic::AtomicBool,
     /// A box (fixed at construction, readable without the licence).
     is_box: bool,
+    /// The local end of a connection to another node (fixed at
+    /// construction, readable without the licence).
+    is_remote: bool,
 }
 
 /// What an entity is.
@@ -849,21 +852,23 @@ unsafe impl Send for Entity {}
 impl Entity {
     pub(crate) fn new(kind: crate::runtime::Kind) -> Arc<Entity> {
         let is_box = matches!(kind, crate::runtime::Kind::Box(_));
-        Entity::with_body(Body::State(UnsafeCell::new(kind)), is_box)
+        let is_remote = matches!(kind, crate::runtime::Kind::Remote(_));
+        Entity::with_body(Body::State(UnsafeCell::new(kind)), is_box, is_remote)
     }
 
     /// A stateless entity (see [`Body::Shared`]).
     pub(crate) fn new_stateless(s: crate::runtime::Stateless) -> Arc<Entity> {
-        Entity::with_body(Body::Shared(s), false)
+        Entity::with_body(Body::Shared(s), false, false)
     }
 
-    fn with_body(body: Body, is_box: bool) -> Arc<Entity> {
+    fn with_body(body: Body, is_box: bool, is_remote: bool) -> Arc<Entity> {
         Arc::new(Entity {
             body,
             backlog: AtomicUsize::new(0),
             node: std::sync::atomic::AtomicU32::new(u32::MAX),
             replica: std::sync::atomic::AtomicBool::new(false),
             is_box,
+            is_remote,
             inbox: Mutex::new(Inbox {
                 head: VecDeque::new(),
                 more: VecDeque::new(),
@@ -1019,6 +1024,13 @@ impl Entity {
     #[inline]
     pub(crate) fn is_box(&self) -> bool {
         self.is_box
+    }
+
+    /// Whether this entity is the local end of a connection to another
+    /// node ([`crate::remote::RemoteEntity`]).
+    #[inline]
+    pub(crate) fn is_remote(&self) -> bool {
+        self.is_remote
     }
 
     /// Whether [`Entity::mark_replica`] marked this entity.

@@ -538,6 +538,9 @@ impl Shared {
         }
         // Flushed before `take_or_release` gave the licence up.
         ctx.release_sends();
+        if self.distributed && ctx.ready.len() > 1 {
+            remote_last(&mut ctx.ready);
+        }
         let mut next = ctx.ready.pop().map(|(ent, item)| Task { ent, item });
         self.queue_ready(ctx, me);
         ctx.flush_queued();
@@ -698,6 +701,28 @@ fn router(ctx: &mut Ctx) -> Option<Task> {
         return None;
     }
     ctx.ready.pop().map(|(ent, item)| Task { ent, item })
+}
+
+/// Of the licences a task obtained, the one it walks into is the last: a
+/// connection to another node's, if the task fed one, goes last. Its task
+/// is short (the items go to the node's outbound queue) and obtains
+/// nothing, so the chain ends there and the worker sends the items at
+/// once (`worker_loop_in`); walking into a box first made the other node
+/// wait for them behind the box's calls (a farm's split on node 0 feeding
+/// the local replica and a remote one: the remote node started a batch's
+/// work only when node 0 had done its own, `bench/distfarm`). Only the
+/// order of licences this worker holds changes (ARCHITECTURE.md, "It
+/// cannot deadlock", is untouched).
+#[inline]
+fn remote_last(ready: &mut Vec<(Arc<Entity>, Item)>) {
+    let last = ready.len() - 1;
+    if ready[last].0.is_remote() {
+        return;
+    }
+    if let Some(i) = ready[..last].iter().rposition(|(e, _)| e.is_remote()) {
+        let r = ready.remove(i);
+        ready.push(r);
+    }
 }
 
 /// What the log notes before an item is processed (see [`crate::instrument`]).
