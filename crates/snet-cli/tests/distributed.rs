@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use std::path::PathBuf;
 
 #[test]
 fn a_64_mib_field_crosses_nodes_intact_and_is_fetched_only_where_needed() {
@@ -249,18 +250,12 @@ void *probe(void *hnd, int k)
 /// workers.
 #[test]
 fn a_deterministic_split_around_a_placement_writes_its_output_as_it_goes() {
-    let dir = scratch("det-stream");
-    let boxes = dir.join("probe.c");
-    std::fs::write(&boxes, PROBE_BOX).unwrap();
-    let prog = dir.join("stream.snet");
-    std::fs::write(
-        &prog,
+    let (dir, exe) = built_with_box(
+        "det-stream",
+        PROBE_BOX,
         "net stream { box probe((<k>) -> (<k>)); }\n\
          connect [{<k>} -> {<k>, <c = k % 4>}] .. (probe @ 1) !! <c>;\n",
-    )
-    .unwrap();
-    let exe = dir.join("stream");
-    snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+    );
     let runs: [(&str, &str, &str); 7] = [
         ("shm", "fail", "1"),
         ("shm", "fail", "2"),
@@ -292,12 +287,7 @@ fn a_deterministic_split_around_a_placement_writes_its_output_as_it_goes() {
         );
         let what = format!("{transport}, {loss}, {workers} workers");
         assert!(r.ok, "{what}: {}", r.stderr);
-        let written = std::fs::read_to_string(&out).unwrap();
-        let ks: Vec<i64> = written
-            .split("<tag label=\"k\">")
-            .skip(1)
-            .map(|s| s.split('<').next().unwrap().parse().unwrap())
-            .collect();
+        let ks = k_tags(&std::fs::read_to_string(&out).unwrap());
         assert_eq!(ks, (0..200).collect::<Vec<_>>(), "{what}");
     }
 }
@@ -361,18 +351,12 @@ void *pace(void *hnd, int k)
 /// another worker's chain send them), shm and loopback.
 #[test]
 fn a_split_sends_another_nodes_records_before_running_its_own() {
-    let dir = scratch("split-first");
-    let boxes = dir.join("pace.c");
-    std::fs::write(&boxes, PACE_BOX).unwrap();
-    let prog = dir.join("farm.snet");
-    std::fs::write(
-        &prog,
+    let (dir, exe) = built_with_box(
+        "split-first",
+        PACE_BOX,
         "net farm { box pace((<k>) -> (<k>)); }\n\
          connect [{<k>} -> {<k>, <n = k % 2>}] .. pace !@ <n> .. [{<n>} -> {}];\n",
-    )
-    .unwrap();
-    let exe = dir.join("farm");
-    snet_build(&prog, std::slice::from_ref(&boxes), &exe);
+    );
     // From 1, as `bench/distfarm`: a batch begins with node 1's record, so
     // the split obtains node 1's licence first and the local box's last
     // (the one a worker walks into).
@@ -392,13 +376,30 @@ fn a_split_sends_another_nodes_records_before_running_its_own() {
         let r = run_with(cmd, &exe, &input, &["--on-node-loss", loss, "-w", "1"]);
         let what = format!("{transport}, {loss}");
         assert!(r.ok, "{what}: {}", r.stderr);
-        let mut ks: Vec<i64> = r
-            .stdout
-            .split("<tag label=\"k\">")
-            .skip(1)
-            .map(|s| s.split('<').next().unwrap().trim().parse().unwrap())
-            .collect();
+        let mut ks = k_tags(&r.stdout);
         ks.sort_unstable();
         assert_eq!(ks, (1..=400).collect::<Vec<_>>(), "{what}");
     }
+}
+
+/// A scratch folder `name` holding a program of one C box (`boxes.c` with
+/// `box_src`, `prog.snet` with `prog`), and the program built there.
+fn built_with_box(name: &str, box_src: &str, prog: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let boxes = dir.join("boxes.c");
+    std::fs::write(&boxes, box_src).unwrap();
+    let src = dir.join("prog.snet");
+    std::fs::write(&src, prog).unwrap();
+    let exe = dir.join("prog");
+    snet_build(&src, std::slice::from_ref(&boxes), &exe);
+    (dir, exe)
+}
+
+/// The values of the `<k>` tags of a record stream, in stream order.
+fn k_tags(stream: &str) -> Vec<i64> {
+    stream
+        .split("<tag label=\"k\">")
+        .skip(1)
+        .map(|s| s.split('<').next().unwrap().trim().parse().unwrap())
+        .collect()
 }
