@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
 
 #[test]
 fn a_64_mib_field_crosses_nodes_intact_and_is_fetched_only_where_needed() {
@@ -380,19 +379,6 @@ fn a_split_sends_another_nodes_records_before_running_its_own() {
         ks.sort_unstable();
         assert_eq!(ks, (1..=400).collect::<Vec<_>>(), "{what}");
     }
-}
-
-/// A scratch folder `name` holding a program of one C box (`boxes.c` with
-/// `box_src`, `prog.snet` with `prog`), and the program built there.
-fn built_with_box(name: &str, box_src: &str, prog: &str) -> (PathBuf, PathBuf) {
-    let dir = scratch(name);
-    let boxes = dir.join("boxes.c");
-    std::fs::write(&boxes, box_src).unwrap();
-    let src = dir.join("prog.snet");
-    std::fs::write(&src, prog).unwrap();
-    let exe = dir.join("prog");
-    snet_build(&src, std::slice::from_ref(&boxes), &exe);
-    (dir, exe)
 }
 
 /// The values of the `<k>` tags of a record stream, in stream order.

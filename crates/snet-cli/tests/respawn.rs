@@ -1277,16 +1277,7 @@ net zc {
 /// The program of [`FIELDS`], built once.
 fn fields_program() -> &'static PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = scratch("respawn-fields");
-        let boxes = dir.join("fields.c");
-        std::fs::write(&boxes, FIELD_BOXES).unwrap();
-        let prog = dir.join("zc.snet");
-        std::fs::write(&prog, FIELDS).unwrap();
-        let exe = dir.join("zc");
-        snet_build(&prog, std::slice::from_ref(&boxes), &exe);
-        exe
-    })
+    P.get_or_init(|| built_with_box("respawn-fields", FIELD_BOXES, FIELDS).1)
 }
 
 /// Runs the fields program on 3 shm nodes with 200 records, with

@@ -625,3 +625,16 @@ pub fn tagged_processes(tag: &str) -> usize {
         })
         .unwrap_or(0)
 }
+
+/// A scratch folder `name` holding a program of one C box (`boxes.c` with
+/// `box_src`, `prog.snet` with `prog`), and the program built there.
+pub fn built_with_box(name: &str, box_src: &str, prog: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let boxes = dir.join("boxes.c");
+    std::fs::write(&boxes, box_src).unwrap();
+    let src = dir.join("prog.snet");
+    std::fs::write(&src, prog).unwrap();
+    let exe = dir.join("prog");
+    snet_build(&src, std::slice::from_ref(&boxes), &exe);
+    (dir, exe)
+}
