@@ -86,8 +86,6 @@ pub struct BuildArgs {
     pub library: bool,
 }
 
-/// Whether the program keeps its debug information: `--debug`, or a `-g`
-/// option among the C or C++ flags (the user asked for it).
 /// What box sources are compiled with beyond `-O2`, if the compiler
 /// takes it (GCC and Clang do): every loop starts on a 32-byte boundary.
 /// A box's hot loop otherwise lies wherever the code linked before it
@@ -113,6 +111,8 @@ fn loop_alignment(cc: &str) -> &'static [&'static str] {
     }
 }
 
+/// Whether the program keeps its debug information: `--debug`, or a `-g`
+/// option among the C or C++ flags (the user asked for it).
 fn keeps_debug_info(a: &BuildArgs) -> bool {
     let wants_g = |f: &String| f.starts_with("-g") && f != "-g0";
     a.debug || a.cflags.iter().any(wants_g) || a.cxxflags.iter().any(wants_g)
@@ -451,6 +451,12 @@ pub fn build(a: BuildArgs) -> u8 {
     // exceptions) become objects first; the C compiler links them below.
     let mut objects: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
     if cxx {
+        let cxx_cmd = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let flags: Vec<String> = loop_alignment(&cxx_cmd)
+            .iter()
+            .map(|f| f.to_string())
+            .chain(a.cxxflags.iter().cloned())
+            .collect();
         let sources = a.inputs.iter().filter(|f| is_cxx(f)).chain([&gen]);
         for (i, f) in sources.enumerate() {
             let dir = tmp.join(format!("cxx{i}"));
@@ -460,7 +466,7 @@ pub fn build(a: BuildArgs) -> u8 {
                 eprintln!("error: cannot write to {}: {e}", dir.display());
                 return 2;
             }
-            if let Err(status) = compile_cxx(f, &obj, &tmp, &protos, &dirs, &a.cxxflags) {
+            if let Err(status) = compile_cxx(&cxx_cmd, f, &obj, &tmp, &protos, &dirs, &flags) {
                 if !a.keep {
                     let _ = std::fs::remove_dir_all(&tmp);
                 }
@@ -470,6 +476,7 @@ pub fn build(a: BuildArgs) -> u8 {
         }
     }
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let align = loop_alignment(&cc);
     let compiled = |f: &PathBuf| objects.get(f).cloned().unwrap_or_else(|| f.clone());
     // The inputs as the C compiler gets them: C++ sources as their objects,
     // and (second try) box sources wrapped with the trampolines of their
@@ -483,7 +490,7 @@ pub fn build(a: BuildArgs) -> u8 {
             cmd.args(["-shared", "-fPIC", "-Wl,-z,defs"]);
         }
         cmd.arg("-O2")
-            .args(loop_alignment(&cc))
+            .args(align)
             .args(&a.cflags)
             .arg("-I")
             .arg(&tmp);
@@ -592,12 +599,14 @@ pub fn build(a: BuildArgs) -> u8 {
     status
 }
 
-/// Compiles C++ source `src` to `obj` with `$CXX` (default `c++`), seeing
+/// Compiles C++ source `src` to `obj` with the C++ compiler `cxx`
+/// (`$CXX`, default `c++`) and `flags` after `-O2`, seeing
 /// `C4SNet.h` (in `tmp`) and the box prototypes (`protos`, which declares
 /// them `extern "C"`, so a box function defined with the right type gets C
 /// linkage without saying so). On failure prints the compiler's messages
 /// and returns the exit status.
 fn compile_cxx(
+    cxx: &str,
     src: &Path,
     obj: &Path,
     tmp: &Path,
@@ -605,13 +614,8 @@ fn compile_cxx(
     dirs: &[PathBuf],
     flags: &[String],
 ) -> Result<(), u8> {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let mut cmd = Command::new(&cxx);
-    cmd.arg("-O2")
-        .args(loop_alignment(&cxx))
-        .args(flags)
-        .arg("-I")
-        .arg(tmp);
+    let mut cmd = Command::new(cxx);
+    cmd.arg("-O2").args(flags).arg("-I").arg(tmp);
     cmd.arg("-include").arg(protos);
     for d in dirs {
         cmd.arg("-I").arg(d);

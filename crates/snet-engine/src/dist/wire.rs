@@ -361,15 +361,6 @@ pub(crate) fn done_runs(ids: &[u64], mut f: impl FnMut(u64, u64)) {
     f(lo, hi - lo);
 }
 
-/// A frame of kind `kind` that starts with a synchrocell's name
-/// ([`CellId`]: connection, template node, path, key): the kind and the
-/// name.
-///
-/// Written into a buffer on the stack and appended in one copy when the
-/// path has at most [`CELL_STEPS`] steps (every instance path but a deeply
-/// nested one): a push per byte, each checking the vector's capacity,
-/// was about 220 instructions a `Fired` frame on `bench/soak`'s respawn
-/// network.
 /// The rest of a `Fired keys` frame after its first cell (whose key is
 /// `first`): the count of `more` keys, then each as its wrapping
 /// difference from the key before it.
@@ -383,6 +374,15 @@ fn put_key_run(out: &mut Vec<u8>, first: u64, more: impl ExactSizeIterator<Item 
     }
 }
 
+/// A frame of kind `kind` that starts with a synchrocell's name
+/// ([`CellId`]: connection, template node, path, key): the kind and the
+/// name.
+///
+/// Written into a buffer on the stack and appended in one copy when the
+/// path has at most [`CELL_STEPS`] steps (every instance path but a deeply
+/// nested one): a push per byte, each checking the vector's capacity,
+/// was about 220 instructions a `Fired` frame on `bench/soak`'s respawn
+/// network.
 fn put_cell(out: &mut Vec<u8>, kind: u8, cell: &CellId) {
     if cell.path.len() <= CELL_STEPS {
         let mut b = [0u8; 1 + (5 + CELL_STEPS) * 10];
