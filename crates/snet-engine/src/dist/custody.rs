@@ -1147,7 +1147,7 @@ pub(crate) struct Opened {
 
 /// An item in node 0's log: its connection, the item, and the losses
 /// of the node it was in custody of.
-struct Held {
+pub(crate) struct Held {
     conn: ConnId,
     what: Logged,
     tries: u32,
@@ -1158,7 +1158,7 @@ struct Held {
 /// replay sends it again in its place among the records, and its share
 /// reaches the collector exactly once: ARCHITECTURE.md, "Markers and a
 /// lost node").
-enum Logged {
+pub(crate) enum Logged {
     Rec(Rec),
     Marker(crate::entity::Marker),
 }
@@ -1180,7 +1180,7 @@ impl Logged {
 }
 
 /// A slot of a node's [`Ring`].
-enum Slot {
+pub(crate) enum Slot {
     /// Reported done, or an item that is not kept (only records and
     /// markers are).
     Empty,
@@ -1229,6 +1229,9 @@ pub(crate) struct Sending {
     slots: Vec<VecDeque<Slot>>,
     /// Per node: how many of them hold an item.
     held: Vec<usize>,
+    /// Records reported done, taken from the log with the batch's
+    /// numbers, for the sender to drop after the lock ([`ForSender`]).
+    pub(crate) dead: Vec<Rec>,
 }
 
 impl Sending {
@@ -1283,11 +1286,14 @@ impl Sending {
 /// Where the records a `Done` takes out of node 0's log go
 /// ([`Log::done_run`]).
 pub(crate) trait Leave {
-    /// Records are dropped where they are: a run of slots at the ring's
-    /// front leaves it at once, dropped in place (`VecDeque::drain`),
-    /// not moved out one by one.
+    /// A run of slots at the ring's front leaves it at once
+    /// (`VecDeque::drain`, [`Leave::leave_run`]), not one slot at a time.
     const HERE: bool;
     fn leave(&mut self, r: Rec);
+    /// The slots of a run at the ring's front (only if `HERE`).
+    fn leave_run(&mut self, run: std::collections::vec_deque::Drain<'_, Slot>) {
+        drop(run);
+    }
 }
 
 /// To the caller, who drops them outside the state's lock (dropping a
@@ -1301,19 +1307,39 @@ impl Leave for Vec<Rec> {
     }
 }
 
-/// Dropped where they are taken, under the state's lock: only for a node
-/// that has never held such a reference ([`crate::dist::Net::done_all`]
-/// asks its field store), so that no drop can queue a message; node 0
-/// holds none under `Respawn`, where every other node sends it fields by
-/// value or gives them, or refers to node 0's own. One move of the
-/// record (out of the ring into the caller's buffer) fewer.
-pub(crate) struct DropHere;
+/// Kept for the thread that sends node 0's next batch, which drops them
+/// ([`Log::sent_all`]), instead of being dropped under the state's lock
+/// or after it by the input manager: only for a node that has never held
+/// a reference to another node's field ([`crate::dist::Net::retire`] asks
+/// its field store), so that no drop can queue a message (node 0 holds
+/// none under `Respawn`, where every other node sends it fields by value
+/// or gives them, or refers to node 0's own), and the records are freed by the thread that (mostly) made them, not the
+/// input manager's: with one worker on node 0 of `bench/soak`'s respawn
+/// network, a record made by the worker and freed by the input manager
+/// went through the allocator's list of frees from other threads, which
+/// the worker then collected (`_mi_page_free_collect`, a tenth of the
+/// worker's extra time under `Respawn`). A move of each record, out of
+/// its slot.
+pub(crate) struct ForSender<'a>(&'a mut Vec<Rec>);
 
-impl Leave for DropHere {
+impl Leave for ForSender<'_> {
     const HERE: bool = true;
     #[inline(always)]
     fn leave(&mut self, r: Rec) {
-        drop(r);
+        self.0.push(r);
+    }
+
+    #[inline(always)]
+    fn leave_run(&mut self, run: std::collections::vec_deque::Drain<'_, Slot>) {
+        for s in run {
+            if let Slot::Held(Held {
+                what: Logged::Rec(r),
+                ..
+            }) = s
+            {
+                self.0.push(r);
+            }
+        }
     }
 }
 
@@ -1404,7 +1430,7 @@ impl Ring {
                 .take(upto)
                 .take_while(|s| matches!(s, Slot::Held(_)))
                 .count();
-            self.slots.drain(..n);
+            left.leave_run(self.slots.drain(..n));
             self.count -= n;
             self.base += n as u64;
             id += n as u64;
@@ -1544,7 +1570,15 @@ pub(crate) struct Log {
     /// `dones` when node 0 last asked the nodes to drain (none yet:
     /// `u64::MAX`).
     pub drained_at: u64,
+    /// Records reported done, for the thread that sends the next batch
+    /// to drop ([`ForSender`]).
+    dead: Vec<Rec>,
 }
+
+/// Records reported done that [`Log::dead`] may keep for the next
+/// sender; beyond them the input manager drops them (no batch is sent
+/// for a while: the input has ended).
+const DEAD_MAX: usize = 4096;
 
 /// One node's tombstones in node 0's log: the cells its groups fired,
 /// kept for the run, exactly (a set: nothing is ever dropped), but
@@ -1725,6 +1759,7 @@ impl Log {
             parked: (0..n).map(|_| Vec::new()).collect(),
             dones: 0,
             drained_at: u64::MAX,
+            dead: Vec::new(),
         }
     }
 
@@ -1833,6 +1868,9 @@ impl Log {
             self.live += held as u64;
         }
         self.peak = self.peak.max(self.live);
+        // (`s.dead` is empty: its buffer goes to the log for the next
+        // records done.)
+        std::mem::swap(&mut self.dead, &mut s.dead);
     }
 
     /// Node `to` was sent `Open` for `o`.
@@ -1889,6 +1927,26 @@ impl Log {
             self.dones += taken;
             self.barren[k] = 0;
         }
+        unknown
+    }
+
+    /// [`Log::done_run`] with the records kept for the next sender to
+    /// drop ([`ForSender`]), while they are few; else they go to `left`
+    /// (the caller drops them after the lock). Only where dropping a
+    /// record queues no message ([`ForSender`]'s condition).
+    pub(crate) fn done_run_for_sender(
+        &mut self,
+        from: Rank,
+        first: u64,
+        more: u64,
+        left: &mut Vec<Rec>,
+    ) -> Option<u64> {
+        if self.dead.len() >= DEAD_MAX {
+            left.append(&mut self.dead);
+        }
+        let mut dead = std::mem::take(&mut self.dead);
+        let unknown = self.done_run(from, first, more, &mut ForSender(&mut dead));
+        self.dead = dead;
         unknown
     }
 
@@ -2069,7 +2127,7 @@ mod ring_tests {
             }
             ring
         };
-        // `c` drops what it takes where it lies ([`DropHere`]: a run at
+        // `c` keeps what it takes for the sender ([`ForSender`]: a run at
         // the front leaves in one drain).
         let (mut a, mut b, mut c) = (build(), build(), build());
         assert!(!a.stragglers.is_empty(), "the test starts among stragglers");
@@ -2097,10 +2155,10 @@ mod ring_tests {
             } else {
                 first
             };
-            let (mut la, mut lb) = (Vec::new(), Vec::new());
+            let (mut la, mut lb, mut lc) = (Vec::new(), Vec::new(), Vec::new());
             assert_eq!(c.base, a.base);
             let got = a.take_run(first, more, &mut la);
-            let dropped = c.take_run(first, more, &mut DropHere);
+            let dropped = c.take_run(first, more, &mut ForSender(&mut lc));
             let mut want = (0, None);
             for id in first..=first + more {
                 if !b.take_into(id, &mut lb) {
@@ -2110,9 +2168,10 @@ mod ring_tests {
                 want.0 += 1;
             }
             assert_eq!(got, want, "run ({first}, {more})");
-            assert_eq!(dropped, want, "run ({first}, {more}), dropped in place");
+            assert_eq!(dropped, want, "run ({first}, {more}), for the sender");
             let origins = |l: &[Rec]| l.iter().map(|r| r.origin).collect::<Vec<_>>();
             assert_eq!(origins(&la), origins(&lb));
+            assert_eq!(origins(&lc), origins(&lb), "run ({first}, {more}), for the sender");
             assert_eq!(a.count + a.stragglers.len(), b.count + b.stragglers.len());
             assert_eq!((c.count, c.stragglers.len()), (a.count, a.stragglers.len()));
         }

@@ -677,6 +677,9 @@ impl Net {
         if let Some(log) = lock(&self.state.0).log.as_mut() {
             log.sent_all(s);
         }
+        // The records done since the last batch, dropped on this thread
+        // after the lock ([`custody::ForSender`]).
+        s.dead.clear();
     }
 
     /// Nodes node 0 replaced during the run.
@@ -1030,11 +1033,11 @@ impl Net {
     /// identity and how many after it), taken into the log under one
     /// lock; the first item the log does not hold, if any (a protocol
     /// error: so a run longer than the log stops there). The records
-    /// taken are dropped under the lock, where they are taken, unless
-    /// this node ever held a reference to another node's field (whose
-    /// drop queues a message): then they go through `left`, dropped
-    /// after the lock ([`custody::DropHere`]), as are the parked records
-    /// a tombstone takes out.
+    /// taken are kept for the thread that sends the next batch to drop
+    /// ([`custody::ForSender`]), unless this node ever held a reference
+    /// to another node's field (whose drop queues a message) or many are
+    /// kept already: then they go through `left`, dropped here after the
+    /// lock, as are the parked records a tombstone takes out.
     pub(crate) fn retire(
         &self,
         from: Rank,
@@ -1062,7 +1065,7 @@ impl Net {
             for &(first, more) in ids {
                 // (`first + more` does not overflow: the wire checks it.)
                 unknown = if here {
-                    log.done_run(from, first, more, &mut custody::DropHere)
+                    log.done_run_for_sender(from, first, more, left)
                 } else {
                     log.done_run(from, first, more, left)
                 };
