@@ -2171,7 +2171,11 @@ mod ring_tests {
             assert_eq!(dropped, want, "run ({first}, {more}), for the sender");
             let origins = |l: &[Rec]| l.iter().map(|r| r.origin).collect::<Vec<_>>();
             assert_eq!(origins(&la), origins(&lb));
-            assert_eq!(origins(&lc), origins(&lb), "run ({first}, {more}), for the sender");
+            assert_eq!(
+                origins(&lc),
+                origins(&lb),
+                "run ({first}, {more}), for the sender"
+            );
             assert_eq!(a.count + a.stragglers.len(), b.count + b.stragglers.len());
             assert_eq!((c.count, c.stragglers.len()), (a.count, a.stragglers.len()));
         }
@@ -2180,6 +2184,53 @@ mod ring_tests {
         assert_eq!(ids(&a), ids(&b));
         assert_eq!(ids(&c), ids(&b));
         assert!(a.slots.len() <= SPREAD * a.count + SLACK + 1);
+    }
+
+    /// Records reported done wait in the log for the thread that sends
+    /// the next batch, which gets them with that batch's numbers (and
+    /// drops them after the lock); at most [`DEAD_MAX`] wait, the rest go
+    /// to the caller (the input manager drops them), so a run whose
+    /// input has ended keeps no more than that.
+    #[test]
+    fn records_done_go_to_the_next_sender_and_no_more_than_a_bound_wait() {
+        let mut log = Log::new(2);
+        let batch = |log: &mut Log, from: u64, n: u64| {
+            let mut s = Sending::default();
+            for i in from..from + n {
+                assert!(s.push(Rank(1), conn(), Item::Rec(rec(i))).is_none());
+            }
+            log.sent_all(&mut s);
+            s
+        };
+        let n = DEAD_MAX as u64 + 100;
+        assert!(batch(&mut log, 0, n).dead.is_empty());
+        let origins = |l: &[Rec]| l.iter().map(|r| r.origin).collect::<Vec<_>>();
+        // Done in two runs below the bound: they wait, none to the caller.
+        let mut left = Vec::new();
+        assert_eq!(log.done_run_for_sender(Rank(1), 0, 9, &mut left), None);
+        assert_eq!(log.done_run_for_sender(Rank(1), 10, 9, &mut left), None);
+        assert!(left.is_empty());
+        assert_eq!(log.live(), n - 20);
+        // The next batch's sender gets them, in the order they were done.
+        let s = batch(&mut log, n, 1);
+        let want: Vec<_> = (0..20).map(|i| rec(i).origin).collect();
+        assert_eq!(origins(&s.dead), want);
+        assert!(batch(&mut log, n + 1, 1).dead.is_empty());
+        // No batch for a while: once the bound is reached, what waits goes
+        // to the caller.
+        let mut first = 20;
+        while first < n {
+            let more = 49.min(n - first - 1);
+            assert_eq!(
+                log.done_run_for_sender(Rank(1), first, more, &mut left),
+                None
+            );
+            first += more + 1;
+            assert!(log.dead.len() <= DEAD_MAX + 50, "{}", log.dead.len());
+        }
+        assert!(!left.is_empty());
+        assert_eq!(left.len() + log.dead.len(), (n - 20) as usize);
+        assert_eq!(log.live(), 2);
     }
 
     /// Node 0 keeps every tombstone a node's groups committed, however
