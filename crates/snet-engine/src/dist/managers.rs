@@ -736,27 +736,27 @@ fn handle(
                 let markers = net.receives_custody() && has_markers(g);
                 net.opened(from, conn, g.replayable(template), markers);
             }
-            FrameRef::Items { .. } if park.is_some() => {
-                let Some((cell, slot)) = park.take() else {
-                    continue;
-                };
-                while let Some(item) = r
-                    .next_item(dec, from, &net.store, host.codecs())
-                    .map_err(|error| proto(ProtocolError::Item { from, error }))?
-                {
-                    net.parked_frame(from, cell.clone(), slot, item);
-                }
-            }
             FrameRef::Items { conn, .. } => {
-                if last.as_ref().is_none_or(|(c, ..)| *c != conn) {
-                    let to = lock(&net.inbound)
-                        .get(&conn)
-                        .cloned()
-                        .ok_or_else(|| proto(ProtocolError::UnknownConnection { from, conn }))?;
-                    last = Some((conn, to, net.arrivals(from, conn)));
-                }
-                let Some((_, to, arrivals)) = &last else {
+                if let Some((cell, slot)) = park.take() {
+                    while let Some(item) = r
+                        .next_item(dec, from, &net.store, host.codecs())
+                        .map_err(|error| proto(ProtocolError::Item { from, error }))?
+                    {
+                        net.parked_frame(from, cell.clone(), slot, item);
+                    }
                     continue;
+                }
+                if last.as_ref().is_some_and(|(c, ..)| *c != conn) {
+                    last = None;
+                }
+                let (_, to, arrivals) = match last {
+                    Some(ref l) => l,
+                    None => {
+                        let to = lock(&net.inbound).get(&conn).cloned().ok_or_else(|| {
+                            proto(ProtocolError::UnknownConnection { from, conn })
+                        })?;
+                        last.insert((conn, to, net.arrivals(from, conn)))
+                    }
                 };
                 while let Some(mut item) = r
                     .next_item(dec, from, &net.store, host.codecs())
