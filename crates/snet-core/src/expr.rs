@@ -413,6 +413,7 @@ impl Expr {
     }
 
     /// Evaluates as a guard: non-zero is true.
+    #[inline]
     pub fn holds(&self, rec: &Record) -> Result<bool, EvalError> {
         self.eval(rec).map(|v| v != 0)
     }

@@ -464,6 +464,7 @@ impl Field {
     }
 
     /// The value, if it is on this node (a local field, or a remote one fetched already).
+    #[inline]
     pub fn get(&self) -> Option<&Arc<dyn FieldData>> {
         match self.0.remote() {
             None => Some(&self.0),

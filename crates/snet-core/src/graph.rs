@@ -118,6 +118,7 @@ impl Variant {
     }
 
     /// The number of labels.
+    #[inline]
     pub fn len(&self) -> usize {
         self.0.len()
     }
