@@ -1308,18 +1308,18 @@ impl Leave for Vec<Rec> {
 }
 
 /// Kept for the thread that sends node 0's next batch, which drops them
-/// ([`Log::sent_all`]), instead of being dropped under the state's lock
-/// or after it by the input manager: only for a node that has never held
-/// a reference to another node's field ([`crate::dist::Net::retire`] asks
-/// its field store), so that no drop can queue a message (node 0 holds
-/// none under `Respawn`, where every other node sends it fields by value
-/// or gives them, or refers to node 0's own), and the records are freed by the thread that (mostly) made them, not the
-/// input manager's: with one worker on node 0 of `bench/soak`'s respawn
+/// ([`Log::sent_all`]), instead of being dropped by the input manager:
+/// only for a node that has never held a reference to another node's
+/// field ([`crate::dist::Net::retire`] asks its field store), so that no
+/// drop can queue a message (node 0 holds none under `Respawn`, where
+/// every other node sends it fields by value or gives them, or refers to
+/// node 0's own). So the records are freed by the thread that (mostly)
+/// made them: with one worker on node 0 of `bench/soak`'s respawn
 /// network, a record made by the worker and freed by the input manager
 /// went through the allocator's list of frees from other threads, which
 /// the worker then collected (`_mi_page_free_collect`, a tenth of the
-/// worker's extra time under `Respawn`). A move of each record, out of
-/// its slot.
+/// worker's extra time under `Respawn`). It costs a move of each record,
+/// out of its slot.
 pub(crate) struct ForSender<'a>(&'a mut Vec<Rec>);
 
 impl Leave for ForSender<'_> {
