@@ -211,8 +211,8 @@ static HOLDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0
 
 #[cfg(not(loom))]
 std::thread_local! {
-    /// [`quietly`]: 0 outside it; inside, 1, or 2 once a commit was
-    /// queued on this thread.
+    /// [`quietly`]: 0 outside it; inside, 1, or 2 once a commit or a
+    /// field's release was queued on this thread.
     static QUIET: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
 }
 #[cfg(loom)]
@@ -280,11 +280,25 @@ fn spare() -> Vec<(ConnId, Item)> {
 /// 1,700 instructions a commit on a node other than 0 (its own batch,
 /// message and wake-up). A commit another thread makes meanwhile (a
 /// token whose last clone it held) is not this thread's and wakes the
-/// output manager as before.
+/// output manager as before. The release of a field by reference that
+/// `f` drops is queued the same way ([`noted_quietly`]). Within another
+/// `quietly`, what `f` queued is reported to both.
 pub(crate) fn quietly(f: impl FnOnce()) -> bool {
-    QUIET.with(|q| q.set(1));
+    let outer = QUIET.with(|q| q.replace(1));
     f();
-    QUIET.with(|q| q.replace(0)) == 2
+    let queued = QUIET.with(|q| q.replace(outer)) == 2;
+    if queued && outer != 0 {
+        QUIET.with(|q| q.set(2));
+    }
+    queued
+}
+
+/// Something was just queued for sending on this thread: true if it is
+/// in [`quietly`] (noted there: the caller of `quietly` sees it sent),
+/// false if the one who queued it must wake the output manager.
+#[inline]
+pub(crate) fn noted_quietly() -> bool {
+    QUIET.with(|q| q.get() != 0 && q.replace(2) != 0)
 }
 
 /// The nodes of this process whose records may carry a *pending* token
@@ -1049,8 +1063,7 @@ impl Token {
         }
         drop(g);
         // In [`quietly`], the worker sends it after its task.
-        let quiet = QUIET.with(|q| q.get() != 0 && q.replace(2) != 0);
-        if !quiet {
+        if !noted_quietly() {
             cv.notify_one();
         }
         Ok(())
@@ -2451,6 +2464,39 @@ mod tests {
         assert_eq!(QUIET.with(|q| q.get()), 0, "outside it, nothing is noted");
         assert_eq!(commits(&net), vec![(vec![3], vec![])]);
         assert!(!quietly(|| ()), "nothing queued");
+        // Within another `quietly`, a commit is reported to both.
+        let d = token(&net, 4);
+        let (mut inner, mut between) = (false, false);
+        let outer = quietly(|| {
+            inner = quietly(|| drop(d));
+            between = QUIET.with(|q| q.get()) == 2;
+        });
+        assert!(inner && between && outer, "{inner} {between} {outer}");
+        assert_eq!(commits(&net), vec![(vec![4], vec![])]);
+        assert!(!quietly(|| assert!(!quietly(|| ()))), "nothing queued");
+    }
+
+    /// The release of a field by reference dropped in [`quietly`] (a
+    /// batch's items dropped once encoded, a worker's task) is noted for
+    /// the caller, who wakes the output manager once for the batch or
+    /// sends it itself; outside it, it wakes the output manager.
+    #[test]
+    fn a_release_queued_quietly_is_reported_to_the_caller() {
+        use snet_core::ReleaseRemote;
+        let net = node();
+        let releases = |net: &crate::dist::Net| {
+            let st = lock(&net.state.0);
+            st.out
+                .iter()
+                .filter(|o| matches!(o, Out::Release { .. }))
+                .count()
+        };
+        let r = net.releaser();
+        assert!(quietly(|| r.release(Rank::ROOT, 7, 1)));
+        assert_eq!(releases(&net), 1);
+        r.release(Rank::ROOT, 8, 1);
+        assert_eq!(QUIET.with(|q| q.get()), 0, "outside it, nothing is noted");
+        assert_eq!(releases(&net), 2);
     }
 
     /// Items from node 0 are numbered in the order they arrive, from
