@@ -1160,7 +1160,7 @@ pub(crate) struct Opened {
 
 /// An item in node 0's log: its connection, the item, and the losses
 /// of the node it was in custody of.
-pub(crate) struct Held {
+struct Held {
     conn: ConnId,
     what: Logged,
     tries: u32,
@@ -1171,7 +1171,7 @@ pub(crate) struct Held {
 /// replay sends it again in its place among the records, and its share
 /// reaches the collector exactly once: ARCHITECTURE.md, "Markers and a
 /// lost node").
-pub(crate) enum Logged {
+enum Logged {
     Rec(Rec),
     Marker(crate::entity::Marker),
 }
@@ -1193,7 +1193,7 @@ impl Logged {
 }
 
 /// A slot of a node's [`Ring`].
-pub(crate) enum Slot {
+enum Slot {
     /// Reported done, or an item that is not kept (only records and
     /// markers are).
     Empty,
@@ -1243,7 +1243,8 @@ pub(crate) struct Sending {
     /// Per node: how many of them hold an item.
     held: Vec<usize>,
     /// Records reported done, taken from the log with the batch's
-    /// numbers, for the sender to drop after the lock ([`ForSender`]).
+    /// numbers, for the sender to drop after the lock
+    /// ([`Log::done_run_for_sender`]).
     pub(crate) dead: Vec<Rec>,
 }
 
@@ -1296,75 +1297,15 @@ impl Sending {
     }
 }
 
-/// Where the records a `Done` takes out of node 0's log go
-/// ([`Log::done_run`]).
-pub(crate) trait Leave {
-    /// A run of slots at the ring's front leaves it at once
-    /// (`VecDeque::drain`, [`Leave::leave_run`]), not one slot at a time.
-    const HERE: bool;
-    fn leave(&mut self, r: Rec);
-    /// The slots of a run at the ring's front (only if `HERE`).
-    fn leave_run(&mut self, run: std::collections::vec_deque::Drain<'_, Slot>) {
-        drop(run);
-    }
-}
-
-/// To the caller, who drops them outside the state's lock (dropping a
-/// record whose field is a reference to another node's value gives its
-/// weight back, which queues a message: [`snet_core::RemoteField`]).
-impl Leave for Vec<Rec> {
-    const HERE: bool = false;
-    #[inline(always)]
-    fn leave(&mut self, r: Rec) {
-        self.push(r);
-    }
-}
-
-/// Kept for the thread that sends node 0's next batch, which drops them
-/// ([`Log::sent_all`]), instead of being dropped by the input manager:
-/// only for a node that has never held a reference to another node's
-/// field ([`crate::dist::Net::retire`] asks its field store), so that no
-/// drop can queue a message (node 0 holds none under `Respawn`, where
-/// every other node sends it fields by value or gives them, or refers to
-/// node 0's own). So the records are freed by the thread that (mostly)
-/// made them: with one worker on node 0 of `bench/soak`'s respawn
-/// network, a record made by the worker and freed by the input manager
-/// went through the allocator's list of frees from other threads, which
-/// the worker then collected (`_mi_page_free_collect`, a tenth of the
-/// worker's extra time under `Respawn`). It costs a move of each record,
-/// out of its slot.
-pub(crate) struct ForSender<'a>(&'a mut Vec<Rec>);
-
-impl Leave for ForSender<'_> {
-    const HERE: bool = true;
-    #[inline(always)]
-    fn leave(&mut self, r: Rec) {
-        self.0.push(r);
-    }
-
-    #[inline(always)]
-    fn leave_run(&mut self, run: std::collections::vec_deque::Drain<'_, Slot>) {
-        for s in run {
-            if let Slot::Held(Held {
-                what: Logged::Rec(r),
-                ..
-            }) = s
-            {
-                self.0.push(r);
-            }
-        }
-    }
-}
-
 /// Empties slot `s` if it holds an item, its record (if any) to `left`;
 /// false, and `s` left as it was, if it holds none.
-fn take_slot<L: Leave>(s: &mut Slot, left: &mut L) -> bool {
+fn take_slot(s: &mut Slot, left: &mut Vec<Rec>) -> bool {
     match std::mem::replace(s, Slot::Empty) {
         Slot::Held(Held {
             what: Logged::Rec(r),
             ..
         }) => {
-            left.leave(r);
+            left.push(r);
             true
         }
         Slot::Held(_) => true,
@@ -1391,12 +1332,12 @@ impl Ring {
 
     /// Takes the item numbered `id`, if held (false if not): a record
     /// goes to `left`.
-    fn take_into<L: Leave>(&mut self, id: u64, left: &mut L) -> bool {
+    fn take_into(&mut self, id: u64, left: &mut Vec<Rec>) -> bool {
         let Some(i) = id.checked_sub(self.base) else {
             return match self.stragglers.remove(&id) {
                 Some(h) => {
                     if let Logged::Rec(r) = h.what {
-                        left.leave(r);
+                        left.push(r);
                     }
                     true
                 }
@@ -1418,7 +1359,7 @@ impl Ring {
     /// records to `left`: the slots in the ring one after the other,
     /// with one trim at the end. The number taken, and the first
     /// identity not held, if any (the items before it are taken).
-    fn take_run<L: Leave>(&mut self, first: u64, more: u64, left: &mut L) -> (u64, Option<u64>) {
+    fn take_run(&mut self, first: u64, more: u64, left: &mut Vec<Rec>) -> (u64, Option<u64>) {
         let last = first.saturating_add(more);
         let mut id = first;
         // Moved aside, or before the ring: one at a time.
@@ -1433,9 +1374,9 @@ impl Ring {
         // as it is taken, instead of being emptied and then dropped by
         // the trim: one move of the slot fewer.
         let front = id;
-        if L::HERE && id <= last && id == self.base {
-            // The run's held slots at the front leave together, each
-            // dropped where it lies.
+        if id <= last && id == self.base {
+            // The run's held slots at the front leave together (one
+            // `drain`), their records to `left`.
             let upto = usize::try_from(last - id).map_or(usize::MAX, |n| n.saturating_add(1));
             let n = self
                 .slots
@@ -1443,22 +1384,18 @@ impl Ring {
                 .take(upto)
                 .take_while(|s| matches!(s, Slot::Held(_)))
                 .count();
-            left.leave_run(self.slots.drain(..n));
+            for s in self.slots.drain(..n) {
+                if let Slot::Held(Held {
+                    what: Logged::Rec(r),
+                    ..
+                }) = s
+                {
+                    left.push(r);
+                }
+            }
             self.count -= n;
             self.base += n as u64;
             id += n as u64;
-        }
-        while id <= last && id == self.base && matches!(self.slots.front(), Some(Slot::Held(_))) {
-            if let Some(Slot::Held(Held {
-                what: Logged::Rec(r),
-                ..
-            })) = self.slots.pop_front()
-            {
-                left.leave(r);
-            }
-            self.count -= 1;
-            self.base += 1;
-            id += 1;
         }
         if id > last {
             if id > front {
@@ -1584,7 +1521,7 @@ pub(crate) struct Log {
     /// `u64::MAX`).
     pub drained_at: u64,
     /// Records reported done, for the thread that sends the next batch
-    /// to drop ([`ForSender`]).
+    /// to drop ([`Log::done_run_for_sender`]).
     dead: Vec<Rec>,
 }
 
@@ -1920,15 +1857,17 @@ impl Log {
 
     /// Node `from` reports done the items numbered `first..=first +
     /// more` (a `Done` run), in one pass over the ring: a record (not a
-    /// marker) goes to `left` ([`Leave`]: to the caller, to be dropped
-    /// outside the state's lock, or dropped at once); the first identity
-    /// the log does not hold, if any (the items before it are taken).
-    pub(crate) fn done_run<L: Leave>(
+    /// marker) goes to `left`, to be dropped outside the state's lock
+    /// (dropping a record whose field is a reference to another node's
+    /// value gives its weight back, which queues a message:
+    /// [`snet_core::RemoteField`]); the first identity the log does not
+    /// hold, if any (the items before it are taken).
+    pub(crate) fn done_run(
         &mut self,
         from: Rank,
         first: u64,
         more: u64,
-        left: &mut L,
+        left: &mut Vec<Rec>,
     ) -> Option<u64> {
         let k = from.0 as usize;
         let Some(ring) = self.held.get_mut(k) else {
@@ -1943,10 +1882,21 @@ impl Log {
         unknown
     }
 
-    /// [`Log::done_run`] with the records kept for the next sender to
-    /// drop ([`ForSender`]), while they are few; else they go to `left`
-    /// (the caller drops them after the lock). Only where dropping a
-    /// record queues no message ([`ForSender`]'s condition).
+    /// [`Log::done_run`] with the records kept for the thread that sends
+    /// node 0's next batch, which drops them ([`Log::sent_all`] hands
+    /// them over), while at most [`DEAD_MAX`] wait; beyond that they go
+    /// to `left` (the caller drops them after the lock). Only for a node
+    /// that has never held a reference to another node's field
+    /// ([`crate::dist::Net::retire`] asks its field store), so that no
+    /// drop can queue a message (node 0 holds none under `Respawn`, where
+    /// every other node sends it fields by value or gives them, or refers
+    /// to node 0's own). So the records are freed by the thread that
+    /// (mostly) made them: with one worker on node 0 of `bench/soak`'s
+    /// respawn network, a record made by the worker and freed by the
+    /// input manager went through the allocator's list of frees from
+    /// other threads, which the worker then collected
+    /// (`_mi_page_free_collect`, a tenth of the worker's extra time under
+    /// `Respawn`).
     pub(crate) fn done_run_for_sender(
         &mut self,
         from: Rank,
@@ -1958,7 +1908,7 @@ impl Log {
             left.append(&mut self.dead);
         }
         let mut dead = std::mem::take(&mut self.dead);
-        let unknown = self.done_run(from, first, more, &mut ForSender(&mut dead));
+        let unknown = self.done_run(from, first, more, &mut dead);
         self.dead = dead;
         unknown
     }
@@ -2140,8 +2090,8 @@ mod ring_tests {
             }
             ring
         };
-        // `c` keeps what it takes for the sender ([`ForSender`]: a run at
-        // the front leaves in one drain).
+        // `c` keeps what it takes for the sender (`Log::dead`'s path: a
+        // run at the front leaves in one drain).
         let (mut a, mut b, mut c) = (build(), build(), build());
         assert!(!a.stragglers.is_empty(), "the test starts among stragglers");
         let mut x = 12345u64;
@@ -2171,7 +2121,7 @@ mod ring_tests {
             let (mut la, mut lb, mut lc) = (Vec::new(), Vec::new(), Vec::new());
             assert_eq!(c.base, a.base);
             let got = a.take_run(first, more, &mut la);
-            let dropped = c.take_run(first, more, &mut ForSender(&mut lc));
+            let dropped = c.take_run(first, more, &mut lc);
             let mut want = (0, None);
             for id in first..=first + more {
                 if !b.take_into(id, &mut lb) {

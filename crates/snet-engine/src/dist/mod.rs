@@ -690,7 +690,7 @@ impl Net {
             log.sent_all(s);
         }
         // The records done since the last batch, dropped on this thread
-        // after the lock ([`custody::ForSender`]).
+        // after the lock ([`custody::Log::done_run_for_sender`]).
         s.dead.clear();
     }
 
@@ -1046,7 +1046,7 @@ impl Net {
     /// lock; the first item the log does not hold, if any (a protocol
     /// error: so a run longer than the log stops there). The records
     /// taken are kept for the thread that sends the next batch to drop
-    /// ([`custody::ForSender`]), unless this node ever held a reference
+    /// ([`custody::Log::done_run_for_sender`]), unless this node ever held a reference
     /// to another node's field (whose drop queues a message) or many are
     /// kept already: then they go through `left`, dropped here after the
     /// lock, as are the parked records a tombstone takes out.
