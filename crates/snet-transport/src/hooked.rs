@@ -35,6 +35,13 @@ pub trait Hooks<I: ?Sized>: Send + Sync {
     fn received(&self, _inner: &I, _n: u64, _m: &Received) -> Result<(), TransportError> {
         Ok(())
     }
+
+    /// The region to report as [`Transport::shared_region`] instead of
+    /// the wrapped transport's, if any (a test's memory standing for a
+    /// shared arena).
+    fn shared_region(&self, _inner: &I) -> Option<std::ops::Range<usize>> {
+        None
+    }
 }
 
 /// A transport (`T`: the transport itself in a box, or a reference to
@@ -122,7 +129,9 @@ where
     }
 
     fn shared_region(&self) -> Option<std::ops::Range<usize>> {
-        self.inner.shared_region()
+        self.hooks
+            .shared_region(&*self.inner)
+            .or_else(|| self.inner.shared_region())
     }
 }
 

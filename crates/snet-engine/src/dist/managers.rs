@@ -40,9 +40,6 @@ pub(crate) trait Host: Sync {
 /// Sends everything workers and the input manager queue, until stopped.
 pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
     let net = &host.rt().net;
-    // A node that may be lost gives the fields that lie in memory
-    // outliving it (wire.rs, "Given fields").
-    lock(&net.enc).set_shared(t.shared_region());
     loop {
         {
             let (m, cv) = &*net.state;

@@ -504,6 +504,17 @@ impl Net {
         }
     }
 
+    /// A node that may be lost gives the fields whose bodies lie in
+    /// `region`, memory that outlives its process (the transport's
+    /// [`Transport::shared_region`]; wire.rs, "Given fields"). Set when the
+    /// node's net is made, before any thread can send: a worker sends
+    /// batches itself, and one sent before the region was known copied
+    /// its fields.
+    pub(crate) fn sharing(self, region: Option<std::ops::Range<usize>>) -> Net {
+        lock(&self.enc).set_shared(region);
+        self
+    }
+
     /// A run with other nodes (managers needed).
     pub(crate) fn distributed(&self) -> bool {
         self.nodes > 1

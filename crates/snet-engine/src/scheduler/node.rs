@@ -123,7 +123,8 @@ pub fn run(
         transport.nodes(),
         config.inline_fields,
         config.on_node_loss,
-    );
+    )
+    .sharing(transport.shared_region());
     let mut rt = Runtime::new(
         Program::new(graph.clone()),
         boxes,
