@@ -50,30 +50,16 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
         }
         // The encoder first, then the batch: a lost node's replacement
         // (which holds the encoder) sees no batch taken and not sent.
-        let mut enc = lock(&net.enc);
+        let enc = lock(&net.enc);
         let mut bufs = lock(&net.sending);
-        {
-            let mut st = lock(&net.state.0);
-            if st.out.is_empty() {
-                if st.stop {
-                    return;
-                }
-                continue;
-            }
-            st.busy += 1;
-            let n = st.out.len().min(4096);
-            bufs.batch.extend(st.out.drain(..n));
+        match take_batch(net, &mut bufs) {
+            Taken::Nothing { stop: true } => return,
+            Taken::Nothing { stop: false } => continue,
+            Taken::Batch { .. } => {}
         }
         // (What the batch's drops queue, the releases of fields by
         // reference, this loop sends next: no wake-up.)
-        let mut r = Ok(());
-        super::custody::quietly(|| r = send_batch(host, t, &mut enc, &mut bufs));
-        drop(bufs);
-        drop(enc);
-        if let Err(e) = r {
-            host.fail(e, false);
-        }
-        net.end();
+        send_taken(host, t, enc, bufs);
         host.settle();
     }
 }
@@ -92,20 +78,13 @@ pub(crate) fn output_manager(host: &dyn Host, t: &dyn Transport) {
 /// node quiet meanwhile, and it settles when it next goes to sleep last.
 pub(crate) fn send_queued(host: &dyn Host, t: &dyn Transport) {
     let net = &host.rt().net;
-    let Some(mut enc) = crate::sync::try_lock(&net.enc) else {
+    let Some(enc) = crate::sync::try_lock(&net.enc) else {
         net.notify();
         return;
     };
     let mut bufs = lock(&net.sending);
-    let more = {
-        let mut st = lock(&net.state.0);
-        if st.out.is_empty() {
-            return;
-        }
-        st.busy += 1;
-        let n = st.out.len().min(4096);
-        bufs.batch.extend(st.out.drain(..n));
-        !st.out.is_empty()
+    let Taken::Batch { more } = take_batch(net, &mut bufs) else {
+        return;
     };
     if more {
         net.notify();
@@ -114,6 +93,44 @@ pub(crate) fn send_queued(host: &dyn Host, t: &dyn Transport) {
     // field by reference among them is queued quietly, and the output
     // manager woken once for them all (a wake-up a field was a system
     // call a record on `bench/soak`'s nodes other than 0).
+    if send_taken(host, t, enc, bufs) {
+        net.notify();
+    }
+}
+
+/// What [`take_batch`] found in the node's queue.
+enum Taken {
+    /// Nothing (`stop`: the output manager was told to stop).
+    Nothing { stop: bool },
+    /// A batch, now in the send buffers (`more`: items are left).
+    Batch { more: bool },
+}
+
+/// Moves up to 4,096 queued items into `bufs`' batch, counting the caller
+/// busy until [`send_taken`]. The caller holds the encoder.
+fn take_batch(net: &super::Net, bufs: &mut SendBufs) -> Taken {
+    let mut st = lock(&net.state.0);
+    if st.out.is_empty() {
+        return Taken::Nothing { stop: st.stop };
+    }
+    st.busy += 1;
+    let n = st.out.len().min(4096);
+    bufs.batch.extend(st.out.drain(..n));
+    Taken::Batch {
+        more: !st.out.is_empty(),
+    }
+}
+
+/// Sends the batch [`take_batch`] took, in [`super::custody::quietly`],
+/// then lets go of the buffers and the encoder and counts the caller no
+/// longer busy. A send error ends the run. Returns whether the batch
+/// queued something (a field's release) that nobody was woken for.
+fn send_taken(
+    host: &dyn Host,
+    t: &dyn Transport,
+    mut enc: crate::sync::MutexGuard<'_, super::wire::Encoder>,
+    mut bufs: crate::sync::MutexGuard<'_, SendBufs>,
+) -> bool {
     let mut r = Ok(());
     let queued = super::custody::quietly(|| r = send_batch(host, t, &mut enc, &mut bufs));
     drop(bufs);
@@ -121,10 +138,8 @@ pub(crate) fn send_queued(host: &dyn Host, t: &dyn Transport) {
     if let Err(e) = r {
         host.fail(e, false);
     }
-    net.end();
-    if queued {
-        net.notify();
-    }
+    host.rt().net.end();
+    queued
 }
 
 /// What messages are built in, kept by the node from batch to batch
