@@ -383,6 +383,12 @@ impl RemoteField {
     pub fn weight(&self) -> u64 {
         self.weight.load(Ordering::Relaxed)
     }
+
+    /// Takes all the weight held (the reference leaves this node for good:
+    /// its handle is dropped with nothing left to give back).
+    pub fn take_weight(&self) -> u64 {
+        self.weight.swap(0, Ordering::Relaxed)
+    }
 }
 
 /// A remote reference is a field value of its own kind: its interface and
@@ -493,6 +499,11 @@ impl Field {
     /// The interface of the value (known for a remote field too).
     pub fn interface(&self) -> &str {
         self.0.interface()
+    }
+
+    /// Is this the only handle on the value (no clone of it anywhere)?
+    pub fn is_only_handle(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
     }
 
     /// Are two handles the same value (not just equal contents)?

@@ -198,6 +198,26 @@ impl FieldStore {
         FieldStore::give_back(&mut st, self.me, id, weight)
     }
 
+    /// All the weight of `f`, a reference to another node's field, if `f`
+    /// is the last handle on it here: the caller sends the reference with
+    /// it in a record that is dropped once sent, so nothing is released
+    /// afterwards (a `Release` frame, and its home's look-up, a record on
+    /// `bench/soak`'s nodes other than 0). Under the state lock: a
+    /// reference arriving meanwhile ([`FieldStore::proxy`]) cannot take up
+    /// the handle between the check and the take. `None` if another
+    /// handle exists or no weight is held.
+    pub(crate) fn take_last(&self, f: &Field) -> Option<u64> {
+        let r = f.as_remote()?;
+        let st = lock(&self.state);
+        let w = if f.is_only_handle() {
+            r.take_weight()
+        } else {
+            0
+        };
+        drop(st);
+        (w > 0).then_some(w)
+    }
+
     /// `Release` from another node.
     pub(crate) fn released(&self, id: u64, weight: u64) -> Result<(), StoreError> {
         let mut st = lock(&self.state);

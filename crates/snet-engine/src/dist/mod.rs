@@ -487,6 +487,9 @@ impl Net {
             // field's only copy is lost with it (custody.rs).
             enc: Mutex::new({
                 let enc = wire::Encoder::new(me, nodes, inline_limit);
+                // Node 0 of such a run logs what it sends; every other
+                // node drops it once sent.
+                let enc = if respawn_root { enc } else { enc.consuming() };
                 if losable {
                     enc.keeping_nothing()
                 } else {

@@ -1973,6 +1973,11 @@ pub(crate) struct Encoder {
     /// no field's only copy may stay here, so a field goes by value
     /// unless node 0 is its home ([`Encoder::keeping_nothing`]).
     keep_nothing: bool,
+    /// The items encoded are dropped once sent (every node but node 0 of
+    /// a run that replays a lost node, which logs them): a reference to
+    /// another node's field held by nothing else goes with all its weight
+    /// ([`Encoder::consuming`]).
+    consume: bool,
     /// Where memory that outlives this process lies, if the transport has
     /// such ([`super::Transport::shared_region`]): with `keep_nothing`, a
     /// field whose body is there is *given* (the module docs), not copied.
@@ -1991,6 +1996,7 @@ impl Encoder {
             dicts: (0..nodes).map(|_| FxHashMap::default()).collect(),
             inline_limit,
             keep_nothing: false,
+            consume: false,
             shared: None,
             given: Vec::new(),
             meta: Vec::new(),
@@ -2024,6 +2030,15 @@ impl Encoder {
     /// respawn network).
     pub(crate) fn keeping_nothing(mut self) -> Encoder {
         self.keep_nothing = true;
+        self
+    }
+
+    /// The caller drops every item once it is encoded and sent: a
+    /// reference to another node's field that is the last handle on it
+    /// here goes with all its weight ([`super::fields::FieldStore::take_last`]),
+    /// so its drop gives nothing back (no `Release`), instead of half.
+    pub(crate) fn consuming(mut self) -> Encoder {
+        self.consume = true;
         self
     }
 
@@ -2082,7 +2097,11 @@ impl Encoder {
             }
         }
         let (home, id, weight, interface, len) = match f.as_remote() {
-            Some(r) => match r.split_weight() {
+            Some(r) => match (self.consume)
+                .then(|| store.take_last(f))
+                .flatten()
+                .or_else(|| r.split_weight())
+            {
                 Some(w) => (r.home, r.id, w, &*r.interface, r.len),
                 None => {
                     let (id, w) = store.export(f);

@@ -1256,3 +1256,60 @@ fn a_node_keeping_nothing_gives_fields_that_lie_in_shared_memory() {
         .unwrap();
     assert_eq!(enc.take_given().count(), 0);
 }
+
+/// An encoder whose items are dropped once sent (`consuming`) sends a
+/// reference to another node's field with all its weight when the record
+/// holds the last handle on it, so the handle's drop gives nothing back;
+/// with another handle alive, or without `consuming` (node 0 of a run
+/// that logs what it sends), half, as before.
+#[test]
+fn a_last_handle_on_a_reference_goes_with_all_its_weight() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    /// Counts the weight released.
+    struct Counted(AtomicU64);
+    impl snet_core::ReleaseRemote for Counted {
+        fn release(&self, _home: Rank, _id: u64, weight: u64) {
+            self.0.fetch_add(weight, Ordering::Relaxed);
+        }
+    }
+    let store = FieldStore::new(Rank(1), Arc::new(NoRelease));
+    let conn = ConnId {
+        origin: Rank(0),
+        seq: 1,
+    };
+    // (weight sent, weight released when every handle is gone)
+    let send = |consuming: bool, other_handle: bool| -> (u64, u64) {
+        let released = Arc::new(Counted(AtomicU64::new(0)));
+        let r = snet_core::RemoteField::new(Rank(0), 5, "X", 100, 1 << 20, released.clone());
+        let f = Field::remote(Arc::new(r));
+        let other = other_handle.then(|| f.clone());
+        let mut rec = Record::new();
+        rec.set(Label::field("x"), Value::Field(f));
+        let item = Item::Rec(Rec {
+            rec,
+            det: Stamps::new(),
+            origin: Origin::input(1, None),
+        });
+        let enc = Encoder::new(Rank(1), 2, 16);
+        let mut enc = if consuming { enc.consuming() } else { enc };
+        let mut frames = Frames::default();
+        frames.item(conn, &mut enc, Rank(0), &item, &store).unwrap();
+        drop((item, other));
+        let mut out = Vec::new();
+        frames.message(&Dyadic::one(), &mut out);
+        let m = Message::decode(&out).unwrap();
+        let [Frame::Items { items, .. }] = &m.frames[..] else {
+            panic!("one Items frame: {:?}", m.frames)
+        };
+        let [WireItem::Rec { entries, .. }] = &items[..] else {
+            panic!("one record")
+        };
+        let [(_, WireValue::Ref { weight, .. })] = &entries[..] else {
+            panic!("one reference: {entries:?}")
+        };
+        (*weight, released.0.load(Ordering::Relaxed))
+    };
+    assert_eq!(send(true, false), (1 << 20, 0));
+    assert_eq!(send(true, true), (1 << 19, 1 << 19));
+    assert_eq!(send(false, false), (1 << 19, 1 << 19));
+}
