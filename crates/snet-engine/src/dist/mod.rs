@@ -1612,6 +1612,21 @@ mod tests {
         assert!(lock(&other.state.0).log.is_none());
     }
 
+    /// Only node 0 of a run that replays a lost node keeps what it sends
+    /// (its log): every other node's encoder may send a last handle's
+    /// whole weight, that one's may not (a logged record would be left
+    /// with a reference holding none, and its replay could not split it).
+    #[test]
+    fn only_the_node_that_logs_keeps_the_weight_of_what_it_sends() {
+        let consumes = |me: u32, loss: OnNodeLoss| {
+            lock(&Net::with_loss(Rank(me), 2, 1024, loss).enc).consumes()
+        };
+        assert!(!consumes(0, OnNodeLoss::Respawn));
+        assert!(consumes(1, OnNodeLoss::Respawn));
+        assert!(consumes(0, OnNodeLoss::Fail));
+        assert!(consumes(1, OnNodeLoss::Fail));
+    }
+
     #[test]
     fn acknowledgements_go_to_each_sender_once() {
         let net = Net::new(Rank(1), 3, 1024);

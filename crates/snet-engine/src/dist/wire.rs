@@ -2042,6 +2042,12 @@ impl Encoder {
         self
     }
 
+    /// Whether it is [`Encoder::consuming`].
+    #[cfg(test)]
+    pub(crate) fn consumes(&self) -> bool {
+        self.consume
+    }
+
     /// Node `to` was replaced: its dictionary starts again.
     pub(crate) fn forget(&mut self, to: Rank) {
         if let Some(d) = self.dicts.get_mut(to.index()) {
