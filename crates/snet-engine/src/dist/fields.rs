@@ -147,27 +147,31 @@ impl FieldStore {
     /// Exports `f` (a local field, or a proxy that cannot split its weight):
     /// returns its id and the weight to send with this reference.
     pub(crate) fn export(&self, f: &Field) -> (u64, u64) {
+        use std::collections::hash_map::Entry;
         let mut st = lock(&self.state);
+        let st = &mut *st;
         let k = f.address();
-        let id = match st.by_value.get(&k) {
-            Some(&id) => id,
-            None => {
+        // One look-up in each map (a field exported once a record on
+        // `bench/soak`, by node 0's worker under the lock its input
+        // manager takes for each reference that comes back).
+        let id = match st.by_value.entry(k) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
                 let id = st.next_id;
                 st.next_id += 1;
                 st.exported += 1;
-                st.by_value.insert(k, id);
-                st.exports.insert(
-                    id,
-                    Export {
-                        field: f.clone(),
-                        outstanding: 0,
-                        key: k,
-                    },
-                );
+                e.insert(id);
                 id
             }
         };
-        st.exports.get_mut(&id).expect("export").outstanding += ISSUE;
+        st.exports
+            .entry(id)
+            .or_insert_with(|| Export {
+                field: f.clone(),
+                outstanding: 0,
+                key: k,
+            })
+            .outstanding += ISSUE;
         (id, ISSUE)
     }
 
@@ -175,20 +179,22 @@ impl FieldStore {
     /// Weight no reference had (an unknown export, more than is out) is a
     /// peer's protocol error, never a panic: it may be garbage.
     fn give_back(st: &mut State, home: Rank, id: u64, weight: u64) -> Result<Field, StoreError> {
-        let e = st
-            .exports
-            .get_mut(&id)
-            .ok_or(StoreError::NoSuchField { id, home })?;
-        e.outstanding = e
+        use std::collections::hash_map::Entry;
+        let Entry::Occupied(mut e) = st.exports.entry(id) else {
+            return Err(StoreError::NoSuchField { id, home });
+        };
+        let x = e.get_mut();
+        x.outstanding = x
             .outstanding
             .checked_sub(weight)
             .ok_or(StoreError::TooMuchWeight { id, home })?;
-        let field = e.field.clone();
-        if e.outstanding == 0 {
-            let e = st.exports.remove(&id).expect("export");
-            st.by_value.remove(&e.key);
+        if x.outstanding > 0 {
+            return Ok(x.field.clone());
         }
-        Ok(field)
+        // The last weight: the export goes, its field with it to the caller.
+        let x = e.remove();
+        st.by_value.remove(&x.key);
+        Ok(x.field)
     }
 
     /// A reference to one of this node's exports came back with `weight`:

@@ -2043,7 +2043,7 @@ impl Encoder {
     }
 
     /// Whether it is [`Encoder::consuming`].
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn consumes(&self) -> bool {
         self.consume
     }

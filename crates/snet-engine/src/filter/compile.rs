@@ -118,7 +118,7 @@ impl Tags {
     }
 
     /// The input's integers if `rec` carries exactly `labels`, all tags.
-    #[inline]
+    #[inline(always)]
     fn ints(rec: &Record, labels: &[Label]) -> Option<[i64; TAGS_MAX]> {
         let entries = rec.entries();
         if entries.len() != labels.len() {
