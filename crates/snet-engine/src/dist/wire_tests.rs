@@ -1035,6 +1035,29 @@ fn followed_records_carry_their_flow_id() {
     assert!(Message::decode(&good).is_ok());
 }
 
+/// `item` (a record) encoded by `enc` for node 0 in a message of its own
+/// and decoded again: `f` of the record's entries as they went.
+fn one_record<R>(
+    enc: &mut Encoder,
+    conn: ConnId,
+    item: &Item,
+    store: &FieldStore,
+    f: impl FnOnce(&[(WireLabel<'_>, WireValue<'_>)]) -> R,
+) -> R {
+    let mut frames = Frames::default();
+    frames.item(conn, enc, Rank(0), item, store).unwrap();
+    let mut out = Vec::new();
+    frames.message(&Dyadic::one(), &mut out);
+    let m = Message::decode(&out).unwrap();
+    let [Frame::Items { items, .. }] = &m.frames[..] else {
+        panic!("one Items frame: {:?}", m.frames)
+    };
+    let [WireItem::Rec { entries, .. }] = &items[..] else {
+        panic!("one record")
+    };
+    f(entries)
+}
+
 /// A node that may be lost (`--on-node-loss respawn`, not node 0) sends
 /// every field by value whatever the inline limit, except a reference
 /// to a field node 0 is home to: that goes on as a reference, as it
@@ -1072,26 +1095,17 @@ fn a_node_that_may_be_lost_keeps_no_field_but_passes_node_0s_references_on() {
         } else {
             enc
         };
-        let mut frames = Frames::default();
-        frames.item(conn, &mut enc, Rank(0), &item, &store).unwrap();
-        let mut out = Vec::new();
-        frames.message(&Dyadic::one(), &mut out);
-        let m = Message::decode(&out).unwrap();
-        let [Frame::Items { items, .. }] = &m.frames[..] else {
-            panic!("one Items frame: {:?}", m.frames)
-        };
-        let [WireItem::Rec { entries, .. }] = &items[..] else {
-            panic!("one record")
-        };
-        entries
-            .iter()
-            .map(|(_, v)| match v {
-                WireValue::Ref { home, .. } => format!("reference home {home}"),
-                WireValue::Inline { .. } => "value".to_string(),
-                WireValue::Int(_) => "int".to_string(),
-                WireValue::Given => "given".to_string(),
-            })
-            .collect()
+        one_record(&mut enc, conn, &item, &store, |entries| {
+            entries
+                .iter()
+                .map(|(_, v)| match v {
+                    WireValue::Ref { home, .. } => format!("reference home {home}"),
+                    WireValue::Inline { .. } => "value".to_string(),
+                    WireValue::Int(_) => "int".to_string(),
+                    WireValue::Given => "given".to_string(),
+                })
+                .collect()
+        })
     };
     assert_eq!(
         kinds(false),
@@ -1292,22 +1306,14 @@ fn a_last_handle_on_a_reference_goes_with_all_its_weight() {
         });
         let enc = Encoder::new(Rank(1), 2, 16);
         let mut enc = if consuming { enc.consuming() } else { enc };
-        let mut frames = Frames::default();
-        frames.item(conn, &mut enc, Rank(0), &item, &store).unwrap();
+        let weight = one_record(&mut enc, conn, &item, &store, |entries| {
+            let [(_, WireValue::Ref { weight, .. })] = entries else {
+                panic!("one reference: {entries:?}")
+            };
+            *weight
+        });
         drop((item, other));
-        let mut out = Vec::new();
-        frames.message(&Dyadic::one(), &mut out);
-        let m = Message::decode(&out).unwrap();
-        let [Frame::Items { items, .. }] = &m.frames[..] else {
-            panic!("one Items frame: {:?}", m.frames)
-        };
-        let [WireItem::Rec { entries, .. }] = &items[..] else {
-            panic!("one record")
-        };
-        let [(_, WireValue::Ref { weight, .. })] = &entries[..] else {
-            panic!("one reference: {entries:?}")
-        };
-        (*weight, released.0.load(Ordering::Relaxed))
+        (weight, released.0.load(Ordering::Relaxed))
     };
     assert_eq!(send(true, false), (1 << 20, 0));
     assert_eq!(send(true, true), (1 << 19, 1 << 19));
