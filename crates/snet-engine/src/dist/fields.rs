@@ -214,6 +214,12 @@ impl FieldStore {
     /// handle exists or no weight is held.
     pub(crate) fn take_last(&self, f: &Field) -> Option<u64> {
         let r = f.as_remote()?;
+        // A handle shared already cannot become the only one but by the
+        // others' drops (then it is split, as before): no lock for it. One
+        // that is the only one can gain another only under the lock.
+        if !f.is_only_handle() {
+            return None;
+        }
         let st = lock(&self.state);
         let w = if f.is_only_handle() {
             r.take_weight()
