@@ -116,6 +116,12 @@ impl Label {
     pub fn raw(self) -> u32 {
         self.0
     }
+
+    /// The label whose [`Label::raw`] handle is `raw` (a handle this
+    /// process made: any other names no label, and its name panics).
+    pub fn from_raw(raw: u32) -> Label {
+        Label(raw)
+    }
 }
 
 impl fmt::Display for Label {

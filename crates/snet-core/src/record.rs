@@ -261,6 +261,12 @@ impl Record {
         self.entries[i].1 = value;
     }
 
+    /// The entries, by value, in label order (the record is used up).
+    #[inline]
+    pub fn into_entries(self) -> impl Iterator<Item = (Label, Value)> {
+        self.entries.into_iter()
+    }
+
     /// A record of `entries`, which are sorted by label, each label once.
     #[inline]
     pub fn from_sorted(entries: impl ExactSizeIterator<Item = (Label, Value)>) -> Record {

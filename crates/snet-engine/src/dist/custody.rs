@@ -1171,33 +1171,118 @@ struct Held {
 /// replay sends it again in its place among the records, and its share
 /// reaches the collector exactly once: ARCHITECTURE.md, "Markers and a
 /// lost node").
+///
+/// A record whose stamps are bare (every record of a run without traces
+/// or deterministic combinators) is kept *packed* ([`pack`]): its
+/// entries are words in its ring's `words` and its fields handles in the
+/// ring's `fields`, and the record itself is dropped where it was sent,
+/// as without a log. Kept whole, each record held its slot (152 bytes)
+/// and its entries' allocation until its `Done`, which the input
+/// manager then read back cold to hand the record to the sender's thread
+/// to drop: on `bench/soak`'s respawn network that was about a quarter
+/// of the cost of node 0's log (the rest is the numbering and the
+/// slots), its memory about 300 bytes a record in flight instead of 60.
 enum Logged {
-    Rec(Rec),
-    Marker(crate::entity::Marker),
+    /// A packed record ([`Slot::words`], [`Slot::fields`]): its origin.
+    Packed(crate::entity::Origin),
+    /// A record with stamps, kept whole.
+    Rec(Box<Rec>),
+    Marker(Box<crate::entity::Marker>),
 }
 
 impl Logged {
-    fn item(&self) -> Item {
+    /// The record's origin (none for a marker: it calls no box).
+    fn origin(&self) -> Option<crate::entity::Origin> {
         match self {
-            Logged::Rec(r) => Item::Rec(r.clone()),
-            Logged::Marker(m) => Item::Marker(m.clone()),
-        }
-    }
-
-    fn rec(&self) -> Option<&Rec> {
-        match self {
-            Logged::Rec(r) => Some(r),
+            Logged::Packed(o) => Some(*o),
+            Logged::Rec(r) => Some(r.origin),
             Logged::Marker(_) => None,
         }
     }
 }
 
-/// A slot of a node's [`Ring`].
-enum Slot {
-    /// Reported done, or an item that is not kept (only records and
-    /// markers are).
-    Empty,
-    Held(Held),
+/// The bit of a packed entry's word that says it is a field's (its
+/// value is the record's next field handle); else the next word is its
+/// integer.
+const FIELD_ENTRY: u64 = 1 << 32;
+
+/// Packs `rec`'s entries: a word per entry (its label's handle, with
+/// [`FIELD_ENTRY`] for a field) followed by an integer's value; its
+/// fields to `fields`, in order. The words and fields added.
+fn pack(
+    rec: snet_core::Record,
+    words: &mut Vec<u64>,
+    fields: &mut Vec<Option<Field>>,
+) -> (u32, u32) {
+    let (w, f) = (words.len(), fields.len());
+    for (label, value) in rec.into_entries() {
+        let l = u64::from(label.raw());
+        match value {
+            snet_core::Value::Int(v) => {
+                words.push(l);
+                words.push(v as u64);
+            }
+            snet_core::Value::Field(x) => {
+                words.push(l | FIELD_ENTRY);
+                fields.push(Some(x));
+            }
+        }
+    }
+    ((words.len() - w) as u32, (fields.len() - f) as u32)
+}
+
+/// The record [`pack`] packed into `words` and `fields`.
+fn unpack(
+    words: impl IntoIterator<Item = u64>,
+    fields: impl IntoIterator<Item = Option<Field>>,
+) -> snet_core::Record {
+    let (mut words, mut fields) = (words.into_iter(), fields.into_iter());
+    let mut entries = Vec::new();
+    while let Some(w) = words.next() {
+        let label = snet_core::Label::from_raw(w as u32);
+        let value = if w & FIELD_ENTRY != 0 {
+            match fields.next().flatten() {
+                Some(f) => snet_core::Value::Field(f),
+                None => {
+                    debug_assert!(false, "a packed record's field taken");
+                    continue;
+                }
+            }
+        } else {
+            snet_core::Value::Int(words.next().unwrap_or_default() as i64)
+        };
+        entries.push((label, value));
+    }
+    snet_core::Record::from_sorted(entries.into_iter())
+}
+
+type Field = snet_core::Field;
+
+/// A slot of a node's [`Ring`] (or of a batch's [`Sending`]): the item
+/// it holds, if any, and how many of the ring's `words` and `fields` its
+/// packed record took. Those stay until the slot leaves the ring's
+/// front (a slot emptied behind it keeps its counts; its fields are
+/// taken at once).
+struct Slot {
+    held: Option<Held>,
+    words: u32,
+    fields: u32,
+    /// Where its fields start, counted over every field the ring (or the
+    /// batch) ever took.
+    fields_at: u64,
+}
+
+impl Slot {
+    /// A slot for an item that is not kept (only records and markers
+    /// are): it takes a number, no words and no fields.
+    fn empty() -> Slot {
+        Slot {
+            held: None,
+            words: 0,
+            fields: 0,
+            fields_at: 0,
+        }
+    }
 }
 
 /// Slots a ring may have beyond [`SPREAD`] times its records before it
@@ -1213,13 +1298,13 @@ const SPREAD: usize = 4;
 /// its instructions (its inserts, and its removals from the front, which
 /// move the leaf's 150-byte entries), and a slot per boxed record a page
 /// fault every few records (the boxes freed on the input manager's
-/// thread, made on the output manager's). The records live in the
-/// slots; the ring's memory is reused as it turns. A record held much
-/// longer than those sent after it (a slow box) would keep every slot
-/// after it: once the ring spans more than `SPREAD` times its records
-/// plus `SLACK`, the oldest record moves to `stragglers`, so the log's
-/// memory stays in proportion to the records it holds. The first slot
-/// is never empty.
+/// thread, made on the output manager's). The packed records' words and
+/// fields are rings beside the slots, in slot order; the rings' memory
+/// is reused as they turn. A record held much longer than those sent
+/// after it (a slow box) would keep every slot after it: once the ring
+/// spans more than `SPREAD` times its records plus `SLACK`, the oldest
+/// record moves to `stragglers` (unpacked), so the log's memory stays in
+/// proportion to the records it holds. The first slot is never empty.
 #[derive(Default)]
 struct Ring {
     /// The identity of `slots[0]`.
@@ -1227,8 +1312,70 @@ struct Ring {
     slots: VecDeque<Slot>,
     /// Slots not empty.
     count: usize,
-    /// Records older than `base`, moved out of the ring.
+    /// Records older than `base`, moved out of the ring (never packed).
     stragglers: BTreeMap<u64, Held>,
+    /// The slots' packed records' entries ([`pack`]), in slot order.
+    words: VecDeque<u64>,
+    /// The slots' packed records' fields, in slot order (a done slot's
+    /// taken).
+    fields: VecDeque<Option<Field>>,
+    /// Where `fields[0]` is, counted over every field the ring took.
+    fields_base: u64,
+}
+
+/// Records reported done, and the fields of packed ones: dropped after
+/// the state's lock (dropping a field may release a reference to another
+/// node's value, which queues a message), by the thread that sends node
+/// 0's next batch where it can ([`Log::done_run_for_sender`]).
+#[derive(Default)]
+pub(crate) struct Dead {
+    recs: Vec<Rec>,
+    fields: Vec<Field>,
+}
+
+impl Dead {
+    /// Drops them.
+    pub(crate) fn clear(&mut self) {
+        self.recs.clear();
+        self.fields.clear();
+    }
+
+    fn len(&self) -> usize {
+        self.recs.len() + self.fields.len()
+    }
+
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.recs.is_empty() && self.fields.is_empty()
+    }
+
+    /// Room kept (the tests': whether anything went through).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn capacity(&self) -> usize {
+        self.recs.capacity() + self.fields.capacity()
+    }
+
+    fn append(&mut self, other: &mut Dead) {
+        self.recs.append(&mut other.recs);
+        self.fields.append(&mut other.fields);
+    }
+}
+
+/// One node's part of a [`Sending`]: the batch's slots for it, and their
+/// packed records (`fields_at` counted from the batch's first field).
+#[derive(Default)]
+struct Batch {
+    slots: VecDeque<Slot>,
+    words: Vec<u64>,
+    fields: Vec<Option<Field>>,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.slots.clear();
+        self.words.clear();
+        self.fields.clear();
+    }
 }
 
 /// Node 0: the items of a batch the output manager sends, in the order
@@ -1239,178 +1386,224 @@ struct Ring {
 #[derive(Default)]
 pub(crate) struct Sending {
     /// Per node: the slots, in sending order.
-    slots: Vec<VecDeque<Slot>>,
-    /// Per node: how many of them hold an item.
-    held: Vec<usize>,
+    nodes: Vec<Batch>,
     /// Records reported done, taken from the log with the batch's
     /// numbers, for the sender to drop after the lock
     /// ([`Log::done_run_for_sender`]).
-    pub(crate) dead: Vec<Rec>,
+    pub(crate) dead: Dead,
 }
 
 impl Sending {
     /// `item` for node `to` on `conn` was encoded: a record or an ordering
-    /// marker moves into its slot (a replay sends a marker again among
-    /// the records, in its place: its copies are committed by the node
-    /// all together, after every item sent before it, `Token::commit`);
-    /// any other item takes a number too (the receiver counts every
-    /// item) and is given back.
+    /// marker moves into its slot, a record with bare stamps packed (a
+    /// replay sends a marker again among the records, in its place: its
+    /// copies are committed by the node all together, after every item
+    /// sent before it, `Token::commit`); any other item takes a number
+    /// too (the receiver counts every item) and is given back.
     #[inline]
     pub(crate) fn push(&mut self, to: Rank, conn: ConnId, item: Item) -> Option<Item> {
         let k = to.0 as usize;
-        if k >= self.slots.len() {
-            self.slots.resize_with(k + 1, VecDeque::new);
-            self.held.resize(k + 1, 0);
+        if k >= self.nodes.len() {
+            self.nodes.resize_with(k + 1, Batch::default);
         }
-        let slots = &mut self.slots[k];
-        // (Each arm builds its slot in place: the item is moved once,
-        // from the caller into the buffer.)
-        let held = |what| {
-            Slot::Held(Held {
+        let b = &mut self.nodes[k];
+        let fields_at = b.fields.len() as u64;
+        let (what, words, fields) = match item {
+            Item::Rec(r) if r.det.is_bare() => {
+                let (w, f) = pack(r.rec, &mut b.words, &mut b.fields);
+                (Logged::Packed(r.origin), w, f)
+            }
+            Item::Rec(r) => (Logged::Rec(Box::new(r)), 0, 0),
+            Item::Marker(m) => (Logged::Marker(Box::new(m)), 0, 0),
+            other => {
+                b.slots.push_back(Slot::empty());
+                return Some(other);
+            }
+        };
+        b.slots.push_back(Slot {
+            held: Some(Held {
                 conn,
                 what,
                 tries: 0,
-            })
-        };
-        match item {
-            Item::Rec(r) => slots.push_back(held(Logged::Rec(r))),
-            Item::Marker(m) => slots.push_back(held(Logged::Marker(m))),
-            other => {
-                slots.push_back(Slot::Empty);
-                return Some(other);
-            }
-        }
-        self.held[k] += 1;
+            }),
+            words,
+            fields,
+            fields_at,
+        });
         None
     }
 
     /// Drops what a batch that was not sent left (the caller holds no
     /// lock: dropping a record may release fields).
     pub(crate) fn clear(&mut self) {
-        self.slots.iter_mut().for_each(VecDeque::clear);
-        self.held.iter_mut().for_each(|h| *h = 0);
+        self.nodes.iter_mut().for_each(Batch::clear);
     }
 
     /// Holds no item.
     pub(crate) fn is_empty(&self) -> bool {
-        self.slots.iter().all(VecDeque::is_empty)
-    }
-}
-
-/// Empties slot `s` if it holds an item, its record (if any) to `left`;
-/// false, and `s` left as it was, if it holds none.
-fn take_slot(s: &mut Slot, left: &mut Vec<Rec>) -> bool {
-    match std::mem::replace(s, Slot::Empty) {
-        Slot::Held(Held {
-            what: Logged::Rec(r),
-            ..
-        }) => {
-            left.push(r);
-            true
-        }
-        Slot::Held(_) => true,
-        Slot::Empty => false,
+        self.nodes.iter().all(|b| b.slots.is_empty())
     }
 }
 
 impl Ring {
-    /// Slot `id` (the next identity, `base + slots.len()`, as the caller
-    /// keeps them dense) is `slot`: held (a record or a marker) or empty
-    /// (the tests'; the log appends a batch's slots, [`Log::sent_all`]).
-    #[cfg(all(test, not(loom)))]
-    fn push(&mut self, id: u64, slot: Slot) {
-        debug_assert_eq!(id, self.base + self.slots.len() as u64);
-        match slot {
-            Slot::Empty if self.slots.is_empty() => self.base = id + 1,
-            Slot::Empty => self.slots.push_back(Slot::Empty),
-            s => {
-                self.slots.push_back(s);
-                self.count += 1;
+    /// Appends batch `b`'s slots, the first numbered `first` (the next
+    /// identity, `base + slots.len()`, as the caller keeps them dense),
+    /// with their packed records; how many hold an item.
+    fn append(&mut self, first: u64, b: &mut Batch) -> usize {
+        debug_assert!(self.slots.is_empty() || first == self.base + self.slots.len() as u64);
+        let at = self.fields_base + self.fields.len() as u64;
+        let mut held = 0;
+        for s in b.slots.iter_mut() {
+            s.fields_at += at;
+            held += usize::from(s.held.is_some());
+        }
+        if self.slots.is_empty() {
+            // The first slot is never empty (an empty slot has no words
+            // or fields: only a record's slot does, and it is held).
+            self.base = first;
+            while b.slots.front().is_some_and(|s| s.held.is_none()) {
+                b.slots.pop_front();
+                self.base += 1;
             }
         }
+        self.slots.append(&mut b.slots);
+        self.words.extend(b.words.drain(..));
+        self.fields.extend(b.fields.drain(..));
+        self.count += held;
+        held
     }
 
-    /// Takes the item numbered `id`, if held (false if not): a record
-    /// goes to `left`.
-    fn take_into(&mut self, id: u64, left: &mut Vec<Rec>) -> bool {
+    /// Item `id` (the next identity) is `item`, kept or not as
+    /// [`Sending::push`] keeps it (the tests').
+    #[cfg(all(test, not(loom)))]
+    fn push(&mut self, id: u64, item: Option<Item>) {
+        let mut s = Sending::default();
+        let conn = ConnId {
+            origin: Rank(0),
+            seq: 0,
+        };
+        match item {
+            Some(i) => drop(s.push(Rank(0), conn, i)),
+            None => s.nodes.push(Batch {
+                slots: [Slot::empty()].into(),
+                ..Batch::default()
+            }),
+        }
+        self.append(id, &mut s.nodes[0]);
+    }
+
+    /// Empties slot `i` if it holds an item (false if not): a whole
+    /// record, and a packed one's fields, to `dead`.
+    fn take_slot(&mut self, i: usize, dead: &mut Dead) -> bool {
+        let Some(s) = self.slots.get_mut(i) else {
+            return false;
+        };
+        let Some(h) = s.held.take() else {
+            return false;
+        };
+        match h.what {
+            Logged::Packed(_) => {
+                let from = (s.fields_at - self.fields_base) as usize;
+                for f in self.fields.range_mut(from..from + s.fields as usize) {
+                    dead.fields.extend(f.take());
+                }
+            }
+            Logged::Rec(r) => dead.recs.push(*r),
+            Logged::Marker(_) => {}
+        }
+        true
+    }
+
+    /// The first `n` slots leave the ring, with their words and fields
+    /// (to `dead`: a held slot's record, a packed one's fields).
+    fn pop_front(&mut self, n: usize, dead: &mut Dead) {
+        let (mut words, mut fields) = (0, 0);
+        for s in self.slots.drain(..n) {
+            words += s.words as usize;
+            fields += s.fields as usize;
+            if let Some(Held {
+                what: Logged::Rec(r),
+                ..
+            }) = s.held
+            {
+                dead.recs.push(*r);
+            }
+        }
+        self.words.drain(..words);
+        for f in self.fields.drain(..fields) {
+            dead.fields.extend(f);
+        }
+        self.fields_base += fields as u64;
+        self.base += n as u64;
+    }
+
+    /// Takes the item numbered `id`, if held (false if not): a record,
+    /// or a packed one's fields, go to `dead`.
+    fn take_into(&mut self, id: u64, dead: &mut Dead) -> bool {
         let Some(i) = id.checked_sub(self.base) else {
             return match self.stragglers.remove(&id) {
                 Some(h) => {
                     if let Logged::Rec(r) = h.what {
-                        left.push(r);
+                        dead.recs.push(*r);
                     }
                     true
                 }
                 None => false,
             };
         };
-        let Some(s) = usize::try_from(i).ok().and_then(|i| self.slots.get_mut(i)) else {
+        let Ok(i) = usize::try_from(i) else {
             return false;
         };
-        if !take_slot(s, left) {
+        if !self.take_slot(i, dead) {
             return false;
         }
         self.count -= 1;
-        self.trim();
+        self.trim(dead);
         true
     }
 
     /// Takes the items numbered `first..=first + more` (a `Done` run),
-    /// records to `left`: the slots in the ring one after the other,
-    /// with one trim at the end. The number taken, and the first
-    /// identity not held, if any (the items before it are taken).
-    fn take_run(&mut self, first: u64, more: u64, left: &mut Vec<Rec>) -> (u64, Option<u64>) {
+    /// records (or packed records' fields) to `dead`: the slots in the
+    /// ring one after the other, with one trim at the end. The number
+    /// taken, and the first identity not held, if any (the items before
+    /// it are taken).
+    fn take_run(&mut self, first: u64, more: u64, dead: &mut Dead) -> (u64, Option<u64>) {
         let last = first.saturating_add(more);
         let mut id = first;
         // Moved aside, or before the ring: one at a time.
         while id < self.base.min(last.saturating_add(1)) {
-            if !self.take_into(id, left) {
+            if !self.take_into(id, dead) {
                 return (id - first, Some(id));
             }
             id += 1;
         }
         // At the front of the ring (the usual case: items are mostly
-        // done in the order they were sent), each slot leaves the ring
-        // as it is taken, instead of being emptied and then dropped by
-        // the trim: one move of the slot fewer.
+        // done in the order they were sent), the run's held slots leave
+        // the ring together, with their words and fields, instead of
+        // being emptied and then dropped by the trim.
         let front = id;
         if id <= last && id == self.base {
-            // The run's held slots at the front leave together (one
-            // `drain`), their records to `left`.
             let upto = usize::try_from(last - id).map_or(usize::MAX, |n| n.saturating_add(1));
             let n = self
                 .slots
                 .iter()
                 .take(upto)
-                .take_while(|s| matches!(s, Slot::Held(_)))
+                .take_while(|s| s.held.is_some())
                 .count();
-            for s in self.slots.drain(..n) {
-                if let Slot::Held(Held {
-                    what: Logged::Rec(r),
-                    ..
-                }) = s
-                {
-                    left.push(r);
-                }
-            }
+            self.pop_front(n, dead);
             self.count -= n;
-            self.base += n as u64;
             id += n as u64;
         }
         if id > last {
             if id > front {
-                self.trim();
+                self.trim(dead);
             }
             return (id - first, None);
         }
         let mut unknown = None;
         let mut i = usize::try_from(id - self.base).unwrap_or(usize::MAX);
         loop {
-            let Some(s) = self.slots.get_mut(i) else {
-                unknown = Some(id);
-                break;
-            };
-            if !take_slot(s, left) {
+            if !self.take_slot(i, dead) {
                 unknown = Some(id);
                 break;
             }
@@ -1422,34 +1615,60 @@ impl Ring {
             id += 1;
             i += 1;
         }
-        self.trim();
+        self.trim(dead);
         (id - first, unknown)
     }
 
     /// Takes the record numbered `id`, if held (the tests').
     #[cfg(all(test, not(loom)))]
     fn take(&mut self, id: u64) -> Option<Rec> {
-        let mut left = Vec::new();
-        self.take_into(id, &mut left).then(|| left.pop()).flatten()
+        let rec = self
+            .items()
+            .into_iter()
+            .find(|i| i.0 == id)
+            .and_then(|i| match i.2 {
+                Item::Rec(r) => Some(r),
+                _ => None,
+            });
+        self.take_into(id, &mut Dead::default())
+            .then_some(rec)
+            .flatten()
     }
 
     /// Drops the empty slots at the front, and moves old records aside
     /// while the ring spans far more slots than it holds records.
-    fn trim(&mut self) {
+    fn trim(&mut self, dead: &mut Dead) {
         loop {
-            while let Some(Slot::Empty) = self.slots.front() {
-                self.slots.pop_front();
-                self.base += 1;
+            let n = self.slots.iter().take_while(|s| s.held.is_none()).count();
+            if n > 0 {
+                self.pop_front(n, dead);
             }
-            if self.slots.len() <= SPREAD * self.count + SLACK
-                || !matches!(self.slots.front(), Some(Slot::Held(_)))
-            {
+            if self.slots.len() <= SPREAD * self.count + SLACK {
                 return;
             }
-            if let Some(Slot::Held(h)) = self.slots.pop_front() {
-                self.stragglers.insert(self.base, h);
+            let Some(s) = self.slots.front_mut() else {
+                return;
+            };
+            let Some(mut h) = s.held.take() else {
+                return;
+            };
+            if let Logged::Packed(origin) = h.what {
+                // Its words and fields are the rings' first.
+                let rec = unpack(
+                    self.words.iter().take(s.words as usize).copied(),
+                    self.fields
+                        .iter_mut()
+                        .take(s.fields as usize)
+                        .map(Option::take),
+                );
+                h.what = Logged::Rec(Box::new(Rec {
+                    rec,
+                    det: crate::entity::Stamps::new(),
+                    origin,
+                }));
             }
-            self.base += 1;
+            self.stragglers.insert(self.base, h);
+            self.pop_front(1, dead);
             self.count -= 1;
         }
     }
@@ -1459,27 +1678,68 @@ impl Ring {
         self.count == 0 && self.stragglers.is_empty()
     }
 
-    /// The records in identity order.
-    fn iter(&self) -> impl Iterator<Item = (u64, &Held)> {
+    /// The identities held, in order.
+    #[cfg(all(test, not(loom)))]
+    fn ids(&self) -> Vec<u64> {
         let base = self.base;
-        self.stragglers.iter().map(|(id, h)| (*id, h)).chain(
-            self.slots
-                .iter()
-                .enumerate()
-                .filter_map(move |(i, s)| match s {
-                    Slot::Held(h) => Some((base + i as u64, h)),
-                    _ => None,
-                }),
-        )
+        self.stragglers
+            .keys()
+            .copied()
+            .chain(
+                self.slots
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.held.is_some())
+                    .map(move |(i, _)| base + i as u64),
+            )
+            .collect()
     }
 
-    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Held> {
+    /// The items held, in identity order, as they were sent (a packed
+    /// record made again, its fields the same handles).
+    fn items(&self) -> Vec<(u64, ConnId, Item)> {
+        let whole = |what: &Logged| match what {
+            Logged::Rec(r) => Some(Item::Rec((**r).clone())),
+            Logged::Marker(m) => Some(Item::Marker((**m).clone())),
+            Logged::Packed(_) => None,
+        };
+        let mut out: Vec<_> = self
+            .stragglers
+            .iter()
+            .filter_map(|(id, h)| Some((*id, h.conn, whole(&h.what)?)))
+            .collect();
+        let mut word = 0;
+        for (i, s) in self.slots.iter().enumerate() {
+            let words = word..word + s.words as usize;
+            word = words.end;
+            let Some(h) = &s.held else { continue };
+            let item = match h.what {
+                Logged::Packed(origin) => {
+                    let from = (s.fields_at - self.fields_base) as usize;
+                    Item::Rec(Rec {
+                        rec: unpack(
+                            self.words.range(words).copied(),
+                            self.fields.range(from..from + s.fields as usize).cloned(),
+                        ),
+                        det: crate::entity::Stamps::new(),
+                        origin,
+                    })
+                }
+                ref w => match whole(w) {
+                    Some(item) => item,
+                    None => continue,
+                },
+            };
+            out.push((self.base + i as u64, h.conn, item));
+        }
+        out
+    }
+
+    /// Every item held.
+    fn held_mut(&mut self) -> impl Iterator<Item = &mut Held> {
         self.stragglers
             .values_mut()
-            .chain(self.slots.iter_mut().filter_map(|s| match s {
-                Slot::Held(h) => Some(h),
-                _ => None,
-            }))
+            .chain(self.slots.iter_mut().filter_map(|s| s.held.as_mut()))
     }
 }
 
@@ -1522,7 +1782,7 @@ pub(crate) struct Log {
     pub drained_at: u64,
     /// Records reported done, for the thread that sends the next batch
     /// to drop ([`Log::done_run_for_sender`]).
-    dead: Vec<Rec>,
+    dead: Dead,
 }
 
 /// Records reported done that [`Log::dead`] may keep for the next
@@ -1709,7 +1969,7 @@ impl Log {
             parked: (0..n).map(|_| Vec::new()).collect(),
             dones: 0,
             drained_at: u64::MAX,
-            dead: Vec::new(),
+            dead: Dead::default(),
         }
     }
 
@@ -1792,33 +2052,22 @@ impl Log {
     /// a copy of contiguous memory), not one move a slot; `s` is left
     /// empty, its buffers kept.
     pub(crate) fn sent_all(&mut self, s: &mut Sending) {
-        for (k, slots) in s.slots.iter_mut().enumerate() {
-            let n = slots.len() as u64;
+        for (k, b) in s.nodes.iter_mut().enumerate() {
+            let n = b.slots.len() as u64;
             if n == 0 {
                 continue;
             }
-            let held = std::mem::take(&mut s.held[k]);
             let (Some(next), Some(ring)) = (self.next.get_mut(k), self.held.get_mut(k)) else {
-                slots.clear();
+                b.clear();
                 continue;
             };
-            debug_assert_eq!(*next, ring.base + ring.slots.len() as u64);
+            let first = *next;
             *next += n;
             self.unacked[k] += n;
-            if ring.slots.is_empty() {
-                // The first slot is never empty.
-                ring.base = *next - n;
-                while let Some(Slot::Empty) = slots.front() {
-                    slots.pop_front();
-                    ring.base += 1;
-                }
-            }
-            ring.slots.append(slots);
-            ring.count += held;
-            self.live += held as u64;
+            self.live += ring.append(first, b) as u64;
         }
         self.peak = self.peak.max(self.live);
-        // (`s.dead` is empty: its buffer goes to the log for the next
+        // (`s.dead` is empty: its buffers go to the log for the next
         // records done.)
         std::mem::swap(&mut self.dead, &mut s.dead);
     }
@@ -1867,7 +2116,7 @@ impl Log {
         from: Rank,
         first: u64,
         more: u64,
-        left: &mut Vec<Rec>,
+        left: &mut Dead,
     ) -> Option<u64> {
         let k = from.0 as usize;
         let Some(ring) = self.held.get_mut(k) else {
@@ -1902,7 +2151,7 @@ impl Log {
         from: Rank,
         first: u64,
         more: u64,
-        left: &mut Vec<Rec>,
+        left: &mut Dead,
     ) -> Option<u64> {
         if self.dead.len() >= DEAD_MAX {
             left.append(&mut self.dead);
@@ -1927,13 +2176,15 @@ impl Log {
         self.barren[i] += 1;
         let mut poison: Option<(crate::entity::Origin, usize)> = None;
         let mut records = false;
-        for h in self.held[i].iter_mut() {
+        for h in self.held[i].held_mut() {
             // (A marker is never a poison record: it calls no box.)
-            let Some(r) = h.what.rec() else { continue };
+            let Some(origin) = h.what.origin() else {
+                continue;
+            };
             records = true;
             h.tries += 1;
             if h.tries >= REPLAY_TRIES {
-                poison.get_or_insert((r.origin, 0)).1 += 1;
+                poison.get_or_insert((origin, 0)).1 += 1;
             }
         }
         if let Some((origin, n)) = poison {
@@ -1951,10 +2202,7 @@ impl Log {
         self.drained_at = u64::MAX;
         Ok(Replay {
             opens: self.opens[i].clone(),
-            items: self.held[i]
-                .iter()
-                .map(|(id, h)| (id, h.conn, h.what.item()))
-                .collect(),
+            items: self.held[i].items(),
             next: self.next[i],
             unacked: std::mem::take(&mut self.unacked[i]),
             lost_credit,
@@ -1985,10 +2233,15 @@ impl Log {
 
     /// Node `k`'s records in identity order (the order they were sent).
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn held(&self, k: Rank) -> impl Iterator<Item = (u64, &ConnId, &Rec)> {
-        self.held.get(k.0 as usize).into_iter().flat_map(|m| {
-            m.iter()
-                .filter_map(|(id, h)| Some((id, &h.conn, h.what.rec()?)))
+    pub(crate) fn held(&self, k: Rank) -> Vec<(u64, ConnId, Rec)> {
+        self.held.get(k.0 as usize).map_or_else(Vec::new, |m| {
+            m.items()
+                .into_iter()
+                .filter_map(|(id, conn, item)| match item {
+                    Item::Rec(r) => Some((id, conn, r)),
+                    _ => None,
+                })
+                .collect()
         })
     }
 }
@@ -1997,12 +2250,42 @@ impl Log {
 mod ring_tests {
     use super::*;
 
+    /// Record `n`: `n` as a tag, for an odd `n` a field, and for every
+    /// 13th a trace flow (stamps: kept whole, not packed).
     fn rec(n: u64) -> Rec {
+        let mut r = snet_core::Record::new();
+        r.set_int(snet_core::Label::tag("n"), n as i64);
+        if n % 2 == 1 {
+            let f = snet_core::Field::text("T", false, &n.to_string());
+            r.set(snet_core::Label::field("x"), snet_core::Value::Field(f));
+        }
+        let mut det = crate::entity::Stamps::new();
+        if n.is_multiple_of(13) {
+            det.set_flow(n + 1);
+        }
         Rec {
-            rec: snet_core::Record::new(),
-            det: crate::entity::Stamps::new(),
+            rec: r,
+            det,
             origin: crate::entity::Origin::input(n, None),
         }
+    }
+
+    /// `r` is record `n` (its entries, stamps and origin).
+    fn is_rec(r: &Rec, n: u64) {
+        assert_eq!(r.origin, crate::entity::Origin::input(n, None));
+        assert_eq!(r.rec.int(snet_core::Label::tag("n")), Some(n as i64));
+        let text = r
+            .rec
+            .field(snet_core::Label::field("x"))
+            .and_then(|f| f.downcast_ref::<snet_core::TextField>())
+            .map(|t| t.text().to_string());
+        assert_eq!(
+            text,
+            (n % 2 == 1).then(|| n.to_string()),
+            "record {n}'s field"
+        );
+        assert_eq!(r.rec.len(), 1 + usize::from(n % 2 == 1));
+        assert_eq!(r.det.flow(), if n.is_multiple_of(13) { n + 1 } else { 0 });
     }
 
     fn conn() -> ConnId {
@@ -2012,13 +2295,29 @@ mod ring_tests {
         }
     }
 
-    /// A slot holding record `n`.
-    fn held(n: u64) -> Slot {
-        Slot::Held(Held {
-            conn: conn(),
-            what: Logged::Rec(rec(n)),
-            tries: 0,
-        })
+    /// Record `n`, for a slot.
+    fn held(n: u64) -> Option<Item> {
+        Some(Item::Rec(rec(n)))
+    }
+
+    /// What a `Dead` has, as record numbers: whole records' and packed
+    /// records' fields' (in the order they were taken).
+    fn numbers(d: &Dead) -> (Vec<u64>, Vec<String>) {
+        (
+            d.recs
+                .iter()
+                .map(|r| r.rec.int(snet_core::Label::tag("n")).expect("n") as u64)
+                .collect(),
+            d.fields
+                .iter()
+                .map(|f| {
+                    f.downcast_ref::<snet_core::TextField>()
+                        .expect("a text field")
+                        .text()
+                        .to_string()
+                })
+                .collect(),
+        )
     }
 
     /// A record held far longer than the ones after it (a slow box)
@@ -2037,18 +2336,16 @@ mod ring_tests {
             }
         }
         assert!(ring.slots.len() <= SPREAD * ring.count + SLACK + 1);
-        assert_eq!(
-            ring.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-            [0, n - 1]
-        );
+        assert_eq!(ring.ids(), [0, n - 1]);
         assert!(!ring.is_empty());
         assert!(ring.take(1).is_none(), "done twice");
         let r = ring.take(0).expect("the old record is still held");
-        assert_eq!(r.origin, crate::entity::Origin::input(0, None));
+        is_rec(&r, 0);
         assert!(ring.take(0).is_none());
-        assert!(ring.take(n - 1).is_some());
+        is_rec(&ring.take(n - 1).expect("the last record is held"), n - 1);
         assert!(ring.is_empty());
         assert!(ring.slots.is_empty());
+        assert!(ring.words.is_empty() && ring.fields.is_empty());
         assert_eq!(ring.base, n);
     }
 
@@ -2066,18 +2363,14 @@ mod ring_tests {
             for id in 0..20_000u64 {
                 let slot = match id % 7 {
                     // Never kept (not a record or a marker).
-                    3 => Slot::Empty,
-                    5 => Slot::Held(Held {
-                        conn: conn(),
-                        what: Logged::Marker(crate::entity::Marker {
-                            owner: 1,
-                            seq: id,
-                            weight: 0,
-                            payload: None,
-                            custody: Default::default(),
-                        }),
-                        tries: 0,
-                    }),
+                    3 => None,
+                    5 => Some(Item::Marker(crate::entity::Marker {
+                        owner: 1,
+                        seq: id,
+                        weight: 0,
+                        payload: None,
+                        custody: Default::default(),
+                    })),
                     _ => held(id),
                 };
                 ring.push(id, slot);
@@ -2085,7 +2378,7 @@ mod ring_tests {
                 // and the oldest move aside.
                 let old = id.wrapping_sub(30);
                 if id >= 40 && old % 7 != 3 && old % 11 != 0 {
-                    assert!(ring.take_into(old, &mut Vec::new()));
+                    assert!(ring.take_into(old, &mut Dead::default()));
                 }
             }
             ring
@@ -2118,7 +2411,7 @@ mod ring_tests {
             } else {
                 first
             };
-            let (mut la, mut lb, mut lc) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut la, mut lb, mut lc) = (Dead::default(), Dead::default(), Dead::default());
             assert_eq!(c.base, a.base);
             let got = a.take_run(first, more, &mut la);
             let dropped = c.take_run(first, more, &mut lc);
@@ -2132,21 +2425,98 @@ mod ring_tests {
             }
             assert_eq!(got, want, "run ({first}, {more})");
             assert_eq!(dropped, want, "run ({first}, {more}), for the sender");
-            let origins = |l: &[Rec]| l.iter().map(|r| r.origin).collect::<Vec<_>>();
-            assert_eq!(origins(&la), origins(&lb));
+            assert_eq!(numbers(&la), numbers(&lb), "run ({first}, {more})");
             assert_eq!(
-                origins(&lc),
-                origins(&lb),
+                numbers(&lc),
+                numbers(&lb),
                 "run ({first}, {more}), for the sender"
             );
             assert_eq!(a.count + a.stragglers.len(), b.count + b.stragglers.len());
             assert_eq!((c.count, c.stragglers.len()), (a.count, a.stragglers.len()));
         }
         assert!(fronts > 300, "runs at the front: {fronts}");
-        let ids = |r: &Ring| r.iter().map(|(id, _)| id).collect::<Vec<_>>();
-        assert_eq!(ids(&a), ids(&b));
-        assert_eq!(ids(&c), ids(&b));
+        assert_eq!(a.ids(), b.ids());
+        assert_eq!(c.ids(), b.ids());
         assert!(a.slots.len() <= SPREAD * a.count + SLACK + 1);
+        // What is left is still every record as it was sent.
+        let left = a.items();
+        assert_eq!(left.len(), a.ids().len());
+        for (id, _, item) in left {
+            if let Item::Rec(r) = item {
+                is_rec(&r, id);
+            }
+        }
+    }
+
+    /// A replacement is sent each record the log holds as it was sent:
+    /// packed ones made again with the same entries in the same order
+    /// (tags, and fields as the same handles: no copy of a value), and
+    /// the ones kept whole (stamps) as they were; each in its place among
+    /// the markers and the items never kept.
+    #[test]
+    fn a_lost_node_is_sent_its_records_as_they_were_sent() {
+        let mut log = Log::new(2);
+        let mut s = Sending::default();
+        let mut sent = Vec::new();
+        for n in 0..40u64 {
+            let item = match n % 10 {
+                4 => Item::Wake,
+                7 => Item::Marker(crate::entity::Marker::new(3, n, None)),
+                _ => {
+                    let mut r = rec(n);
+                    // More entries than a record holds inline, some
+                    // with big values.
+                    for (i, t) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+                        r.rec
+                            .set_int(snet_core::Label::tag(t), (n as i64) << (12 * i as i64));
+                    }
+                    r.rec.set_int(snet_core::Label::btag("m"), -(n as i64));
+                    Item::Rec(r)
+                }
+            };
+            if let Item::Rec(r) = &item {
+                sent.push((n, r.clone()));
+            }
+            drop(s.push(Rank(1), conn(), item));
+        }
+        log.sent_all(&mut s);
+        // Some done: two at the front, one behind it.
+        let mut dead = Dead::default();
+        assert_eq!(log.done_run(Rank(1), 0, 1, &mut dead), None);
+        assert_eq!(log.done_run(Rank(1), 5, 0, &mut dead), None);
+        // What they leave to drop, at once (record 5's field too, behind
+        // the front): 0 kept whole (a flow), 1's and 5's fields.
+        assert_eq!(numbers(&dead), (vec![0], vec!["1".into(), "5".into()]));
+        let Ok(replay) = log.lose(Rank(1)) else {
+            panic!("node 1 is replaced");
+        };
+        let ids: Vec<u64> = replay.items.iter().map(|i| i.0).collect();
+        let want: Vec<u64> = (2..40).filter(|n| n % 10 != 4 && *n != 5).collect();
+        assert_eq!(ids, want, "every item kept, in order");
+        for (id, _, item) in replay.items {
+            match item {
+                Item::Rec(r) => {
+                    let (_, orig) = sent.iter().find(|s| s.0 == id).expect("sent");
+                    assert_eq!(r.origin, orig.origin);
+                    assert_eq!(r.det.flow(), orig.det.flow());
+                    assert_eq!(r.rec.len(), orig.rec.len());
+                    for ((la, va), (lb, vb)) in r.rec.entries().iter().zip(orig.rec.entries()) {
+                        assert_eq!(la, lb);
+                        match (va, vb) {
+                            (snet_core::Value::Int(a), snet_core::Value::Int(b)) => {
+                                assert_eq!(a, b)
+                            }
+                            (snet_core::Value::Field(a), snet_core::Value::Field(b)) => {
+                                assert!(a.same(b), "record {id}: the field's own handle")
+                            }
+                            _ => panic!("record {id}: {la} changed kind"),
+                        }
+                    }
+                }
+                Item::Marker(m) => assert_eq!((m.owner, m.seq), (3, id)),
+                other => panic!("item {id}: {other:?}"),
+            }
+        }
     }
 
     /// Records reported done wait in the log for the thread that sends
@@ -2165,19 +2535,31 @@ mod ring_tests {
             log.sent_all(&mut s);
             s
         };
-        let n = DEAD_MAX as u64 + 100;
+        // (About half the records leave something to drop.)
+        let n = 3 * DEAD_MAX as u64;
         assert!(batch(&mut log, 0, n).dead.is_empty());
-        let origins = |l: &[Rec]| l.iter().map(|r| r.origin).collect::<Vec<_>>();
+        // What records `from..to` leave to drop: the whole ones (with
+        // stamps), and the packed ones' fields.
+        let leave = |from: u64, to: u64| {
+            (
+                (from..to)
+                    .filter(|i| i.is_multiple_of(13))
+                    .collect::<Vec<_>>(),
+                (from..to)
+                    .filter(|i| i % 2 == 1 && !i.is_multiple_of(13))
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>(),
+            )
+        };
         // Done in two runs below the bound: they wait, none to the caller.
-        let mut left = Vec::new();
+        let mut left = Dead::default();
         assert_eq!(log.done_run_for_sender(Rank(1), 0, 9, &mut left), None);
         assert_eq!(log.done_run_for_sender(Rank(1), 10, 9, &mut left), None);
         assert!(left.is_empty());
         assert_eq!(log.live(), n - 20);
         // The next batch's sender gets them, in the order they were done.
         let s = batch(&mut log, n, 1);
-        let want: Vec<_> = (0..20).map(|i| rec(i).origin).collect();
-        assert_eq!(origins(&s.dead), want);
+        assert_eq!(numbers(&s.dead), leave(0, 20));
         assert!(batch(&mut log, n + 1, 1).dead.is_empty());
         // No batch for a while: once the bound is reached, what waits goes
         // to the caller.
@@ -2192,7 +2574,8 @@ mod ring_tests {
             assert!(log.dead.len() <= DEAD_MAX + 50, "{}", log.dead.len());
         }
         assert!(!left.is_empty());
-        assert_eq!(left.len() + log.dead.len(), (n - 20) as usize);
+        let (recs, fields) = leave(20, n);
+        assert_eq!(left.len() + log.dead.len(), recs.len() + fields.len());
         assert_eq!(log.live(), 2);
     }
 

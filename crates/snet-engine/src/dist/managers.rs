@@ -706,7 +706,7 @@ struct Got {
     /// (Kept from message to message: buffers of thousands freed each
     /// time went back to the system and faulted their pages in again.)
     dones: Vec<(u64, u64)>,
-    left: Vec<crate::entity::Rec>,
+    left: super::custody::Dead,
 }
 
 fn handle(
