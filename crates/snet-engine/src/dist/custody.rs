@@ -2519,6 +2519,73 @@ mod ring_tests {
         }
     }
 
+    /// The first slot is never empty: items not kept that open an empty
+    /// ring's batch take numbers but no slots (the ring starts at its
+    /// first kept item), and the same once the ring has emptied again.
+    #[test]
+    fn an_empty_ring_starts_at_its_first_kept_item() {
+        let mut ring = Ring::default();
+        ring.push(0, None);
+        assert!(ring.slots.is_empty());
+        assert_eq!(ring.base, 1);
+        // A batch of two items not kept, then two records.
+        let mut s = Sending::default();
+        assert!(s.push(Rank(0), conn(), Item::Wake).is_some());
+        assert!(s.push(Rank(0), conn(), Item::Wake).is_some());
+        assert!(s.push(Rank(0), conn(), Item::Rec(rec(3))).is_none());
+        assert!(s.push(Rank(0), conn(), Item::Rec(rec(4))).is_none());
+        assert_eq!(ring.append(1, &mut s.nodes[0]), 2);
+        assert_eq!((ring.base, ring.slots.len(), ring.count), (3, 2, 2));
+        assert!(ring.slots[0].held.is_some());
+        assert_eq!(ring.ids(), [3, 4]);
+        let mut dead = Dead::default();
+        assert_eq!(ring.take_run(3, 1, &mut dead), (2, None));
+        assert!(ring.slots.is_empty() && ring.words.is_empty() && ring.fields.is_empty());
+        assert_eq!(numbers(&dead), (vec![], vec!["3".to_string()]));
+        // Emptied: the next batch's leading item not kept takes no slot.
+        ring.push(5, None);
+        ring.push(6, held(6));
+        assert_eq!((ring.base, ring.slots.len()), (6, 1));
+        is_rec(&ring.take(6).expect("held"), 6);
+        assert!(ring.slots.is_empty());
+        assert_eq!(ring.base, 7);
+    }
+
+    /// A packed entry is made again with the kind of value it had (the
+    /// entry's own bit, not its label's kind), its label and its value:
+    /// the extreme integers, and fields as the same handles, in order.
+    #[test]
+    fn a_packed_record_is_unpacked_as_it_was() {
+        use snet_core::{Label, Value};
+        let (f, g) = (
+            snet_core::Field::text("T", false, "f"),
+            snet_core::Field::text("T", false, "g"),
+        );
+        let mut r = snet_core::Record::new();
+        r.set(Label::field("pk_a"), Value::Field(f.clone()));
+        // (Labels whose kind is not their value's: `Record::set` allows it.)
+        r.set(Label::field("pk_b"), Value::Int(i64::MIN));
+        r.set(Label::tag("pk_c"), Value::Field(g.clone()));
+        r.set_int(Label::tag("pk_d"), i64::MAX);
+        r.set_int(Label::tag("pk_e"), -1);
+        r.set_int(Label::btag("pk_f"), 1 << 40);
+        let want = r.clone();
+        let (mut words, mut fields) = (Vec::new(), Vec::new());
+        assert_eq!(pack(r, &mut words, &mut fields), (10, 2));
+        let got = unpack(words, fields);
+        assert_eq!(got.len(), want.len());
+        for ((la, va), (lb, vb)) in got.entries().iter().zip(want.entries()) {
+            assert_eq!(la, lb);
+            match (va, vb) {
+                (Value::Int(a), Value::Int(b)) => assert_eq!(a, b, "{la}"),
+                (Value::Field(a), Value::Field(b)) => assert!(a.same(b), "{la}"),
+                _ => panic!("{la} changed kind"),
+            }
+        }
+        assert!(matches!(got.get(Label::field("pk_a")), Some(Value::Field(x)) if x.same(&f)));
+        assert!(matches!(got.get(Label::tag("pk_c")), Some(Value::Field(x)) if x.same(&g)));
+    }
+
     /// Records reported done wait in the log for the thread that sends
     /// the next batch, which gets them with that batch's numbers (and
     /// drops them after the lock); at most [`DEAD_MAX`] wait, the rest go
