@@ -48,8 +48,14 @@ impl Dyadic {
             assert!(e > 0, "dyadic weights sum to more than one");
             e -= 1;
         }
+        // (A piece `0` is the whole: nothing may join it, whichever
+        // comes first.)
         assert!(
-            e > 0 || self.0.is_empty(),
+            if e > 0 {
+                self.0.first() != Some(&0)
+            } else {
+                self.0.is_empty()
+            },
             "dyadic weights sum to more than one"
         );
         self.0.insert(e);
