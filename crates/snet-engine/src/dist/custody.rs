@@ -1256,6 +1256,19 @@ fn unpack(
     snet_core::Record::from_sorted(entries.into_iter())
 }
 
+/// The record [`pack`] packed, with its origin (its stamps were bare).
+fn unpacked(
+    origin: crate::entity::Origin,
+    words: impl IntoIterator<Item = u64>,
+    fields: impl IntoIterator<Item = Option<Field>>,
+) -> Rec {
+    Rec {
+        rec: unpack(words, fields),
+        det: crate::entity::Stamps::new(),
+        origin,
+    }
+}
+
 type Field = snet_core::Field;
 
 /// A slot of a node's [`Ring`] (or of a batch's [`Sending`]): the item
@@ -1358,6 +1371,15 @@ impl Dead {
     fn append(&mut self, other: &mut Dead) {
         self.recs.append(&mut other.recs);
         self.fields.append(&mut other.fields);
+    }
+
+    /// What a slot or a straggler held, taken: a whole record to drop (a
+    /// marker holds nothing to drop; a packed record's fields are in the
+    /// ring, taken apart).
+    fn whole(&mut self, what: Logged) {
+        if let Logged::Rec(r) = what {
+            self.recs.push(*r);
+        }
     }
 }
 
@@ -1508,8 +1530,7 @@ impl Ring {
                     dead.fields.extend(f.take());
                 }
             }
-            Logged::Rec(r) => dead.recs.push(*r),
-            Logged::Marker(_) => {}
+            what => dead.whole(what),
         }
         true
     }
@@ -1521,12 +1542,8 @@ impl Ring {
         for s in self.slots.drain(..n) {
             words += s.words as usize;
             fields += s.fields as usize;
-            if let Some(Held {
-                what: Logged::Rec(r),
-                ..
-            }) = s.held
-            {
-                dead.recs.push(*r);
+            if let Some(h) = s.held {
+                dead.whole(h.what);
             }
         }
         self.words.drain(..words);
@@ -1543,9 +1560,7 @@ impl Ring {
         let Some(i) = id.checked_sub(self.base) else {
             return match self.stragglers.remove(&id) {
                 Some(h) => {
-                    if let Logged::Rec(r) = h.what {
-                        dead.recs.push(*r);
-                    }
+                    dead.whole(h.what);
                     true
                 }
                 None => false,
@@ -1654,18 +1669,14 @@ impl Ring {
             };
             if let Logged::Packed(origin) = h.what {
                 // Its words and fields are the rings' first.
-                let rec = unpack(
+                h.what = Logged::Rec(Box::new(unpacked(
+                    origin,
                     self.words.iter().take(s.words as usize).copied(),
                     self.fields
                         .iter_mut()
                         .take(s.fields as usize)
                         .map(Option::take),
-                );
-                h.what = Logged::Rec(Box::new(Rec {
-                    rec,
-                    det: crate::entity::Stamps::new(),
-                    origin,
-                }));
+                )));
             }
             self.stragglers.insert(self.base, h);
             self.pop_front(1, dead);
@@ -1716,14 +1727,11 @@ impl Ring {
             let item = match h.what {
                 Logged::Packed(origin) => {
                     let from = (s.fields_at - self.fields_base) as usize;
-                    Item::Rec(Rec {
-                        rec: unpack(
-                            self.words.range(words).copied(),
-                            self.fields.range(from..from + s.fields as usize).cloned(),
-                        ),
-                        det: crate::entity::Stamps::new(),
+                    Item::Rec(unpacked(
                         origin,
-                    })
+                        self.words.range(words).copied(),
+                        self.fields.range(from..from + s.fields as usize).cloned(),
+                    ))
                 }
                 ref w => match whole(w) {
                     Some(item) => item,
