@@ -674,11 +674,18 @@ struct Inbox {
 }
 
 /// A batch offered to a non-empty inbox goes in as a segment of its own
-/// (its buffer moved, no item copied) from this many items; smaller ones
-/// are copied behind the last segment (a segment of a few items would pin
-/// a buffer of a batch's size, and split the consumer's runs of calls).
-/// Two under loom, so that the models' pairs are segments.
-const SEGMENT_MIN: usize = if cfg!(loom) { 2 } else { 32 };
+/// (its buffer moved, no item copied) from this many items, a task's
+/// whole batch (`scheduler::BATCH`); smaller ones are copied behind the
+/// last segment (a segment of a few items would pin a buffer of a batch's
+/// size, and split the consumer's runs of calls). From 32 items, fib
+/// N=25 at 2 workers (nine entities, each inbox fed by both workers)
+/// waited on inbox locks four times as often (futex calls from
+/// `next_or_release`, `offer_many` and `take`: 630-760 a run against
+/// 120-170) and took 1.08x the time; pipe10's generator, whose batches
+/// of 64 are what segments are for, is the same either way
+/// (docs/performance.md, "A chain at two workers: the inbox of
+/// batches"). Two under loom, so that the models' pairs are segments.
+const SEGMENT_MIN: usize = if cfg!(loom) { 2 } else { 64 };
 
 /// Empty buffers an inbox keeps for the senders of segments.
 const SPARE_MAX: usize = 8;
@@ -1175,10 +1182,10 @@ mod inbox_tests {
         // Small: copied behind `b`, into `b`'s room.
         let mut c = markers(104..108, 4);
         assert!(matches!(e.offer_many(&mut c), (None, 4)));
-        let mut d = markers(108..150, 64);
+        let mut d = markers(108..172, 64);
         let d_buf = d.as_slices().0.as_ptr();
-        assert!(matches!(e.offer_many(&mut d), (None, 42)));
-        assert_eq!(e.backlog(), 150);
+        assert!(matches!(e.offer_many(&mut d), (None, 64)));
+        assert_eq!(e.backlog(), 172);
 
         // The first take stops at the end of the first batch.
         let mut out = VecDeque::new();
@@ -1192,8 +1199,8 @@ mod inbox_tests {
         assert_eq!(out.as_slices().0.as_ptr(), b_buf, "the batch's own buffer");
         assert_eq!(seqs(&out), (40..108).collect::<Vec<_>>());
         // A sender behind others gets the taker's empty buffer.
-        let mut f = markers(150..190, 40);
-        assert!(matches!(e.offer_many(&mut f), (None, 40)));
+        let mut f = markers(172..236, 64);
+        assert!(matches!(e.offer_many(&mut f), (None, 64)));
         assert_eq!(
             f.as_slices().0.as_ptr(),
             given,
@@ -1205,24 +1212,35 @@ mod inbox_tests {
         assert_eq!(e.take_or_release(&mut out, 5), 5);
         assert_eq!(seqs(&out), (108..113).collect::<Vec<_>>());
         e.unread(&mut out);
-        assert_eq!(e.backlog(), 42 + 40);
+        assert_eq!(e.backlog(), 64 + 64);
         let mut out = VecDeque::new();
         assert_eq!(e.take_or_release(&mut out, 64), 5);
         assert_eq!(seqs(&out), (108..113).collect::<Vec<_>>());
         let mut out = VecDeque::new();
-        assert_eq!(e.take_or_release(&mut out, 64), 37);
-        assert_eq!(seqs(&out), (113..150).collect::<Vec<_>>());
+        assert_eq!(e.take_or_release(&mut out, 64), 59);
+        assert_eq!(seqs(&out), (113..172).collect::<Vec<_>>());
         let _ = d_buf;
         match e.next_or_release() {
-            Some(Item::Marker(m)) => assert_eq!(m.seq, 150),
+            Some(Item::Marker(m)) => assert_eq!(m.seq, 172),
             _ => panic!("the next batch's first item"),
         }
         let mut out = VecDeque::new();
-        assert_eq!(e.take_or_release(&mut out, 64), 39);
-        assert_eq!(seqs(&out), (151..190).collect::<Vec<_>>());
+        assert_eq!(e.take_or_release(&mut out, 64), 63);
+        assert_eq!(seqs(&out), (173..236).collect::<Vec<_>>());
         assert_eq!(e.backlog(), 0);
         assert_eq!(e.take_or_release(&mut out, 1), 0);
         assert!(matches!(e.offer(Item::Wake), Offer::Licensed(_)));
+        // Fewer than a task's batch behind others: copied behind the last
+        // segment, and the sender keeps its buffer (`SEGMENT_MIN`).
+        let mut g = markers(236..300, 64);
+        assert!(matches!(e.offer_many(&mut g), (None, 64)));
+        let mut h = markers(300..363, 64);
+        let h_buf = h.as_slices().0.as_ptr();
+        assert!(matches!(e.offer_many(&mut h), (None, 63)));
+        assert_eq!(h.as_slices().0.as_ptr(), h_buf, "copied, not moved");
+        let mut out = VecDeque::new();
+        assert_eq!(e.take_or_release(&mut out, 200), 127);
+        assert_eq!(seqs(&out), (236..363).collect::<Vec<_>>());
     }
 }
 
