@@ -30,7 +30,8 @@ pub(crate) struct SplitEntity {
     /// of their first record ([`SplitEntity::flush`]).
     touched: Vec<usize>,
     /// Runs of records are held per replica ([`SplitEntity::dispatch_run`]):
-    /// the replicas are not stateless (set when the first is made).
+    /// the replicas start with a box or are another node's (set when the
+    /// first is made).
     holds: bool,
     next: Arc<Entity>,
     /// Boxed with the instance path beside it: the entity's state stays
@@ -92,8 +93,9 @@ impl SplitEntity {
                 }
                 // Replicas of filters (run inside the send: nothing to
                 // gain by holding their records, and two more moves of
-                // each), or no replica yet: each record is sent as it is
-                // routed.
+                // each), of a star, a synchrocell or another combinator
+                // (`holds` says why), or no replica yet: each record is
+                // sent as it is routed.
                 while matches!(ctx.taken.front(), Some(Item::Rec(_))) {
                     let Some(Item::Rec(r)) = ctx.taken.pop_front() else {
                         unreachable!("a record is in front")
@@ -231,8 +233,16 @@ impl SplitEntity {
         };
         t.mark_replica();
         ctx.start();
-        // Replicas are alike: of filters only, all are stateless.
-        self.holds = t.shared_state().is_none();
+        // Replicas are alike. Runs are held for replicas that start with
+        // a box (a farm: each offer hands the box a run of calls) or that
+        // are a connection to another node (one message part a run).
+        // Not for any other stateful replica: sieve-feedback's split of
+        // stars of synchrocells (`bench/run`, 2 workers, 11 interleaved
+        // runs) took 0.170 s with its runs held, 0.150 s without (the
+        // build before runs were held took 0.150 s), switching context
+        // 4,200 times a run against 2,600 (docs/performance.md, *A
+        // record in a farm*).
+        self.holds = t.is_box() || t.is_remote();
         self.outlets.push(Outlet {
             ent: t,
             held: VecDeque::new(),
