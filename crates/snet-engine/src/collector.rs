@@ -110,6 +110,11 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
+    /// Where this entity sends what it makes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn next(&self) -> &Arc<Entity> {
+        &self.next
+    }
+
     pub(crate) fn new(owner: u64, next: Arc<Entity>) -> Collector {
         Collector {
             owner,

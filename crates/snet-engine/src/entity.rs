@@ -836,6 +836,9 @@ pub(crate) struct Entity {
     /// The local end of a connection to another node (fixed at
     /// construction, readable without the licence).
     is_remote: bool,
+    /// What it makes reaches another node before any box
+    /// ([`crate::runtime::Kind::toward_remote`], fixed at construction).
+    toward_remote: bool,
 }
 
 /// What an entity is.
@@ -860,15 +863,22 @@ impl Entity {
     pub(crate) fn new(kind: crate::runtime::Kind) -> Arc<Entity> {
         let is_box = matches!(kind, crate::runtime::Kind::Box(_));
         let is_remote = matches!(kind, crate::runtime::Kind::Remote(_));
-        Entity::with_body(Body::State(UnsafeCell::new(kind)), is_box, is_remote)
+        let toward = kind.toward_remote();
+        Entity::with_body(
+            Body::State(UnsafeCell::new(kind)),
+            is_box,
+            is_remote,
+            toward,
+        )
     }
 
     /// A stateless entity (see [`Body::Shared`]).
     pub(crate) fn new_stateless(s: crate::runtime::Stateless) -> Arc<Entity> {
-        Entity::with_body(Body::Shared(s), false, false)
+        let toward = s.toward_remote();
+        Entity::with_body(Body::Shared(s), false, false, toward)
     }
 
-    fn with_body(body: Body, is_box: bool, is_remote: bool) -> Arc<Entity> {
+    fn with_body(body: Body, is_box: bool, is_remote: bool, toward_remote: bool) -> Arc<Entity> {
         Arc::new(Entity {
             body,
             backlog: AtomicUsize::new(0),
@@ -876,6 +886,7 @@ impl Entity {
             replica: std::sync::atomic::AtomicBool::new(false),
             is_box,
             is_remote,
+            toward_remote,
             inbox: Mutex::new(Inbox {
                 head: VecDeque::new(),
                 more: VecDeque::new(),
@@ -1038,6 +1049,13 @@ impl Entity {
     #[inline]
     pub(crate) fn is_remote(&self) -> bool {
         self.is_remote
+    }
+
+    /// Whether what this entity makes reaches another node before any
+    /// box ([`crate::runtime::Kind::toward_remote`]).
+    #[inline]
+    pub(crate) fn toward_remote(&self) -> bool {
+        self.toward_remote
     }
 
     /// Whether [`Entity::mark_replica`] marked this entity.

@@ -38,6 +38,11 @@ pub(crate) struct FeedbackEntry {
 }
 
 impl FeedbackEntry {
+    /// The loop's body ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn body(&self) -> &Arc<Entity> {
+        &self.body
+    }
+
     pub(crate) fn new(body: Arc<Entity>, router: Arc<Entity>) -> FeedbackEntry {
         FeedbackEntry {
             body,
@@ -95,6 +100,11 @@ pub(crate) struct FeedbackRouter {
 }
 
 impl FeedbackRouter {
+    /// Where this entity sends what it makes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn next(&self) -> &Arc<Entity> {
+        &self.next
+    }
+
     pub(crate) fn new(def: Arc<FeedbackDef>, owner: u64, next: Arc<Entity>) -> FeedbackRouter {
         FeedbackRouter {
             def,

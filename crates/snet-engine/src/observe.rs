@@ -152,6 +152,11 @@ pub(crate) struct ObserverEntity {
 }
 
 impl ObserverEntity {
+    /// Where this entity sends what it makes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn next(&self) -> &Arc<Entity> {
+        &self.next
+    }
+
     pub(crate) fn new(obs: Arc<Observer>, next: Arc<Entity>) -> ObserverEntity {
         ObserverEntity {
             obs,

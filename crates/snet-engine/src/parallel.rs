@@ -28,6 +28,11 @@ pub(crate) struct ParallelEntity {
 }
 
 impl ParallelEntity {
+    /// The branches made so far ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn made_branches(&self) -> impl Iterator<Item = &Arc<Entity>> {
+        self.branches.iter().flatten()
+    }
+
     pub(crate) fn new(
         def: Arc<ParallelDef>,
         next: Arc<Entity>,
@@ -161,6 +166,11 @@ pub(crate) struct FilterParallel {
 }
 
 impl FilterParallel {
+    /// Where this entity sends what it makes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn next(&self) -> &Arc<Entity> {
+        &self.next
+    }
+
     pub(crate) fn new(
         rt: &crate::runtime::Runtime,
         def: Arc<ParallelDef>,

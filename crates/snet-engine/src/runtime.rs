@@ -340,6 +340,47 @@ pub(crate) enum Stateless {
     Path(crate::pathlink::PathLink),
 }
 
+impl Kind {
+    /// Whether what this entity makes reaches a connection to another
+    /// node before any box, as far as the entities made so far show
+    /// (fixed at construction: [`Entity::toward_remote`]). A dynamic
+    /// placement counts (its replicas are other nodes'); a star counts
+    /// by its exit, a parallel composition by the branches it was made
+    /// with. The scheduler walks into such an entity before a local box
+    /// (`scheduler/work.rs`, `remote_last`), so that other nodes get
+    /// their work before this one computes.
+    pub(crate) fn toward_remote(&self) -> bool {
+        let on = |e: &Arc<Entity>| e.toward_remote();
+        match self {
+            Kind::Remote(_) => true,
+            Kind::Box(_) | Kind::Output(_) => false,
+            Kind::Split(s) => s.places(),
+            Kind::Synchrocell(e) => on(e.next()),
+            Kind::FusedSynchrocell(e) => on(e.next()),
+            Kind::FilterStar(e) => on(e.next()),
+            Kind::SplitSynchrocell(e) => on(e.next()),
+            Kind::FeedbackRouter(e) => on(e.next()),
+            Kind::Collector(e) => on(e.next()),
+            Kind::Observer(e) => on(e.next()),
+            Kind::Star(e) => on(e.exit()),
+            Kind::FeedbackEntry(e) => on(e.body()),
+            Kind::Parallel(e) => e.made_branches().any(on),
+        }
+    }
+}
+
+impl Stateless {
+    /// As [`Kind::toward_remote`].
+    pub(crate) fn toward_remote(&self) -> bool {
+        match self {
+            Stateless::Chain(e) => e.next().toward_remote(),
+            Stateless::FilterParallel(e) => e.next().toward_remote(),
+            Stateless::Parallel(e) => e.made_branches().any(|b| b.toward_remote()),
+            Stateless::Path(e) => e.next().toward_remote(),
+        }
+    }
+}
+
 /// A worker's view while it processes: where sends go.
 pub(crate) struct Ctx<'a> {
     pub rt: &'a Runtime,

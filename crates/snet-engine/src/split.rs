@@ -51,6 +51,12 @@ struct Outlet {
 }
 
 impl SplitEntity {
+    /// Whether the split is a dynamic placement (`!@`): a replica per
+    /// node ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn places(&self) -> bool {
+        self.def.placement
+    }
+
     pub(crate) fn new(
         def: Arc<SplitDef>,
         next: Arc<Entity>,
@@ -285,6 +291,11 @@ pub(crate) struct SplitSynchrocell {
 }
 
 impl SplitSynchrocell {
+    /// Where this entity sends what it makes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn next(&self) -> &Arc<Entity> {
+        &self.next
+    }
+
     pub(crate) fn new(
         def: Arc<SplitDef>,
         next: Arc<Entity>,

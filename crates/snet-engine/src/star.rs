@@ -88,6 +88,11 @@ pub(crate) fn matches_any(pats: &[Pattern], rec: &Record) -> Result<bool, snet_c
 }
 
 impl StarEntity {
+    /// Where a record leaving the star goes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn exit(&self) -> &Arc<Entity> {
+        &self.exit
+    }
+
     pub(crate) fn new(
         def: Arc<StarDef>,
         level: u32,
@@ -249,6 +254,11 @@ pub(crate) struct FusedSynchrocell {
 }
 
 impl FusedSynchrocell {
+    /// Where this entity sends what it makes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn next(&self) -> &Arc<Entity> {
+        &self.next
+    }
+
     pub(crate) fn new(
         def: Arc<StarDef>,
         next: Arc<Entity>,
@@ -455,6 +465,11 @@ pub(crate) struct FilterStar {
 }
 
 impl FilterStar {
+    /// Where this entity sends what it makes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn next(&self) -> &Arc<Entity> {
+        &self.next
+    }
+
     pub(crate) fn new(
         rt: &crate::runtime::Runtime,
         def: Arc<StarDef>,

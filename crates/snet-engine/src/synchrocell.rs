@@ -178,6 +178,11 @@ pub(crate) fn not_a_record<'a>(
 }
 
 impl SynchrocellEntity {
+    /// Where this entity sends what it makes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn next(&self) -> &Arc<Entity> {
+        &self.next
+    }
+
     pub(crate) fn new(
         node: NodeId,
         def: Arc<SynchrocellDef>,

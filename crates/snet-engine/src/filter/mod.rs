@@ -39,6 +39,11 @@ pub(crate) struct FilterChain {
 }
 
 impl FilterChain {
+    /// Where this entity sends what it makes ([`crate::runtime::Kind::toward_remote`]).
+    pub(crate) fn next(&self) -> &Arc<Entity> {
+        &self.next
+    }
+
     pub(crate) fn new(
         rt: &crate::runtime::Runtime,
         nodes: &[NodeId],

@@ -704,24 +704,77 @@ fn router(ctx: &mut Ctx) -> Option<Task> {
 }
 
 /// Of the licences a task obtained, the one it walks into is the last: a
-/// connection to another node's, if the task fed one, goes last. Its task
-/// is short (the items go to the node's outbound queue) and obtains
+/// connection to another node's, if the task fed one, goes last, and
+/// failing that an entity whose records reach one before any box
+/// ([`Entity::toward_remote`]: a synchrocell before a dynamic placement,
+/// a feedback loop's entry whose body starts with one). A connection's
+/// task is short (the items go to the node's outbound queue) and obtains
 /// nothing, so the chain ends there and the worker sends the items at
 /// once (`worker_loop_in`); walking into a box first made the other node
 /// wait for them behind the box's calls (a farm's split on node 0 feeding
 /// the local replica and a remote one: the remote node started a batch's
-/// work only when node 0 had done its own, `bench/distfarm`). Only the
-/// order of licences this worker holds changes (ARCHITECTURE.md, "It
-/// cannot deadlock", is untouched).
+/// work only when node 0 had done its own, `bench/distfarm`; the load
+/// balancer's node 0 adding three results while the node tokens that
+/// would start the other nodes' next tasks waited behind the calls,
+/// `examples/balance`). Only the order of licences this worker holds
+/// changes (ARCHITECTURE.md, "It cannot deadlock", is untouched).
 #[inline]
 fn remote_last(ready: &mut Vec<(Arc<Entity>, Item)>) {
     let last = ready.len() - 1;
     if ready[last].0.is_remote() {
         return;
     }
-    if let Some(i) = ready[..last].iter().rposition(|(e, _)| e.is_remote()) {
-        let r = ready.remove(i);
-        ready.push(r);
+    let i = match ready[..last].iter().rposition(|(e, _)| e.is_remote()) {
+        Some(i) => i,
+        None if ready[last].0.toward_remote() => return,
+        None => match ready[..last].iter().rposition(|(e, _)| e.toward_remote()) {
+            Some(i) => i,
+            None => return,
+        },
+    };
+    let r = ready.remove(i);
+    ready.push(r);
+}
+
+/// How far down its queue a worker of a distributed run looks for a task
+/// whose records go to another node ([`toward_remote_first`]).
+const TOWARD_REMOTE_LOOK: usize = 8;
+
+/// The task a worker of a distributed run runs next, given `walk` (the
+/// licence its last task obtained, a box's; none: it takes from its own
+/// queue `q`): the newest task among the top [`TOWARD_REMOTE_LOOK`] of
+/// `q` whose records reach another node before any box
+/// ([`Entity::toward_remote`]) if `walk` is none or a box and the top
+/// one is not such a task, `walk` going on top of `q`; else `walk`, or
+/// the top of `q`. The licences that start other nodes' work (a node
+/// token on its way to a dynamic placement, a farm's remote replica)
+/// then wait for no local box call of this worker's: node 0 of
+/// `examples/balance` ran three 12 ms `add` calls while the tokens that
+/// would start nodes 1-3's next tasks waited below them in its queue
+/// (under `respawn`, where the calls' fields were node 0's own at once).
+/// [`remote_last`] orders the licences one task obtains; this orders
+/// those a chain left queued.
+///
+/// Only the order of licences this worker holds changes: every task
+/// still runs (`walk` stays in `q`, which a worker never leaves behind
+/// while it has work), nothing waits for anything new, so
+/// ARCHITECTURE.md's "It cannot deadlock" is untouched; each entity
+/// still processes its inbox in order.
+fn toward_remote_first(q: &mut VecDeque<Task>, walk: Option<Task>) -> Option<Task> {
+    let first = q.len().saturating_sub(TOWARD_REMOTE_LOOK);
+    let found = if walk.is_none() && q.back().is_some_and(|t| t.ent.toward_remote()) {
+        None
+    } else {
+        (first..q.len()).rev().find(|&i| q[i].ent.toward_remote())
+    };
+    match (found, walk) {
+        (Some(i), walk) => {
+            let t = q.remove(i);
+            q.extend(walk);
+            t
+        }
+        (None, Some(walk)) => Some(walk),
+        (None, None) => q.pop_back(),
     }
 }
 
@@ -790,9 +843,22 @@ fn worker_loop_in(sh: &Shared, me: usize, ctx: &mut Ctx, tr: &dyn Transport) {
             break;
         }
         let task = match next.take() {
+            // In a distributed run a box call waits while this worker
+            // holds work for another node (`toward_remote_first`); not a
+            // suspended call going on (`Wake`: only this worker may run
+            // a pinned one, and a queued task may be stolen).
+            Some(t)
+                if sh.distributed
+                    && t.ent.is_box()
+                    && !matches!(t.item, Item::Wake)
+                    && !sh.queues[me].maybe_empty() =>
+            {
+                sh.queues[me].with(|q| toward_remote_first(q, Some(t)))
+            }
             Some(t) => Some(t),
             // Only this worker adds to its queue: a zero hint is exact.
             None if sh.queues[me].maybe_empty() => None,
+            None if sh.distributed => sh.queues[me].with(|q| toward_remote_first(q, None)),
             None => sh.queues[me].with(VecDeque::pop_back),
         };
         let task = match task {
@@ -1147,5 +1213,105 @@ mod chain_cut_tests {
             drop(next);
             sh.queues[0].with(VecDeque::clear);
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::runtime::Kind;
+
+    struct Nothing;
+
+    impl crate::Sink for Nothing {
+        fn write(&mut self, _: &snet_core::Record) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn abort(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A task of a connection to node 1 (its records reach another node).
+    fn remote() -> Task {
+        let conn = crate::dist::ConnId {
+            origin: snet_core::Rank(0),
+            seq: 1,
+        };
+        let kind = Kind::Remote(crate::remote::RemoteEntity::new(snet_core::Rank(1), conn));
+        Task {
+            ent: Entity::new(kind),
+            item: Item::Wake,
+        }
+    }
+
+    /// A task of the output (its records reach no other node).
+    fn local() -> Task {
+        let kind = Kind::Output(crate::output::OutputEntity::new(Box::new(Nothing)));
+        Task {
+            ent: Entity::new(kind),
+            item: Item::Wake,
+        }
+    }
+
+    fn ids(q: &VecDeque<Task>) -> Vec<*const Entity> {
+        q.iter().map(|t| Arc::as_ptr(&t.ent)).collect()
+    }
+
+    #[test]
+    fn entities_know_whether_they_lead_to_another_node() {
+        assert!(remote().ent.toward_remote());
+        assert!(!local().ent.toward_remote());
+    }
+
+    #[test]
+    fn a_queued_task_for_another_node_goes_before_local_work() {
+        // From the queue: the newest task toward another node within
+        // reach, whatever is on top.
+        let (r, l) = (remote(), local());
+        let (rp, lp) = (Arc::as_ptr(&r.ent), Arc::as_ptr(&l.ent));
+        let mut q: VecDeque<Task> = [r, l].into_iter().collect();
+        let t = toward_remote_first(&mut q, None).expect("a task");
+        assert_eq!(Arc::as_ptr(&t.ent), rp);
+        assert_eq!(ids(&q), vec![lp]);
+        // A walk (a box call, for the caller) waits on top of the queue.
+        let (r, w) = (remote(), local());
+        let (rp, wp) = (Arc::as_ptr(&r.ent), Arc::as_ptr(&w.ent));
+        let mut q: VecDeque<Task> = [r, local()].into_iter().collect();
+        let below = ids(&q)[1];
+        let t = toward_remote_first(&mut q, Some(w)).expect("a task");
+        assert_eq!(Arc::as_ptr(&t.ent), rp);
+        assert_eq!(ids(&q), vec![below, wp]);
+    }
+
+    #[test]
+    fn without_a_task_for_another_node_in_reach_the_order_stays() {
+        // Nothing toward another node: the top, or the walk.
+        let mut q: VecDeque<Task> = [local(), local()].into_iter().collect();
+        let top = ids(&q)[1];
+        let t = toward_remote_first(&mut q, None).expect("a task");
+        assert_eq!(Arc::as_ptr(&t.ent), top);
+        let w = local();
+        let wp = Arc::as_ptr(&w.ent);
+        let t = toward_remote_first(&mut q, Some(w)).expect("a task");
+        assert_eq!(Arc::as_ptr(&t.ent), wp);
+        assert_eq!(q.len(), 1);
+        // The top toward another node: taken as it is.
+        let mut q: VecDeque<Task> = [remote(), local(), remote()].into_iter().collect();
+        let order = ids(&q);
+        let t = toward_remote_first(&mut q, None).expect("a task");
+        assert_eq!(Arc::as_ptr(&t.ent), order[2]);
+        assert_eq!(ids(&q), order[..2].to_vec());
+        // Beyond the look: not found.
+        let mut q: VecDeque<Task> = std::iter::once(remote())
+            .chain((0..TOWARD_REMOTE_LOOK).map(|_| local()))
+            .collect();
+        let top = *ids(&q).last().expect("tasks");
+        let t = toward_remote_first(&mut q, None).expect("a task");
+        assert_eq!(Arc::as_ptr(&t.ent), top);
+        assert!(toward_remote_first(&mut VecDeque::new(), None).is_none());
     }
 }
