@@ -346,9 +346,10 @@ impl Kind {
     /// (fixed at construction: [`Entity::toward_remote`]). A dynamic
     /// placement counts (its replicas are other nodes'); a star counts
     /// by its exit, a parallel composition by the branches it was made
-    /// with. The scheduler walks into such an entity before a local box
-    /// (`scheduler/work.rs`, `remote_last`), so that other nodes get
-    /// their work before this one computes.
+    /// with. In a distributed run the scheduler runs such an entity's
+    /// task before a local box call (`scheduler/work.rs`: `remote_last`,
+    /// `order_ready`, `box_after_remote`), so that other nodes get their
+    /// work before this one computes.
     pub(crate) fn toward_remote(&self) -> bool {
         let on = |e: &Arc<Entity>| e.toward_remote();
         match self {

@@ -622,23 +622,22 @@ impl Shared {
     }
 
     /// The task a worker of a distributed run runs next: `walk` (what its
-    /// last task obtained) or the top of its queue, either giving way to
-    /// a queued task toward another node ([`toward_remote_first`]): a box
-    /// call, but not a suspended call going on (`Wake`: only this worker
-    /// may run a pinned one, and a queued task may be stolen). (Out of
-    /// line: in the worker loop it made a single-node run move every
-    /// task through `memcpy`, sieve-feedback +2 % instructions.)
+    /// last task obtained), unless `walk` is a box call and the top of the
+    /// worker's queue is a task toward another node ([`box_after_remote`]);
+    /// with no walk, the top of its queue. (Out of line: in the worker
+    /// loop it made a single-node run move every task through `memcpy`,
+    /// sieve-feedback +2 % instructions.)
     #[inline(never)]
     fn next_distributed(&self, me: usize, walk: Option<Task>) -> Option<Task> {
         let q = &self.queues[me];
         match walk {
             Some(t) if t.ent.is_box() && !matches!(t.item, Item::Wake) && !q.maybe_empty() => {
-                q.with(|q| toward_remote_first(q, Some(t)))
+                q.with(|q| box_after_remote(q, t))
             }
             Some(t) => Some(t),
             // Only this worker adds to its queue: a zero hint is exact.
             None if q.maybe_empty() => None,
-            None => q.with(|q| toward_remote_first(q, None)),
+            None => q.with(VecDeque::pop_back),
         }
     }
 
@@ -656,6 +655,9 @@ impl Shared {
     fn queue_ready(&self, ctx: &mut Ctx, me: usize) {
         if ctx.ready.is_empty() {
             return;
+        }
+        if self.distributed && ctx.ready.len() > 1 {
+            order_ready(&mut ctx.ready);
         }
         self.queues[me].note_top(ctx.ready.last().map(|(ent, _)| ent));
         self.queues[me]
@@ -757,46 +759,51 @@ fn remote_last(ready: &mut Vec<(Arc<Entity>, Item)>) {
     ready.push(r);
 }
 
-/// How far down its queue a worker of a distributed run looks for a task
-/// whose records go to another node ([`toward_remote_first`]).
-const TOWARD_REMOTE_LOOK: usize = 8;
-
-/// The task a worker of a distributed run runs next, given `walk` (the
-/// licence its last task obtained, a box's; none: it takes from its own
-/// queue `q`): the newest task among the top [`TOWARD_REMOTE_LOOK`] of
-/// `q` whose records reach another node before any box
-/// ([`Entity::toward_remote`]) if `walk` is none or a box and the top
-/// one is not such a task, `walk` going on top of `q`; else `walk`, or
-/// the top of `q`. The licences that start other nodes' work (a node
-/// token on its way to a dynamic placement, a farm's remote replica)
-/// then wait for no local box call of this worker's: node 0 of
-/// `examples/balance` ran three 12 ms `add` calls while the tokens that
-/// would start nodes 1-3's next tasks waited below them in its queue
-/// (under `respawn`, where the calls' fields were node 0's own at once).
-/// [`remote_last`] orders the licences one task obtains; this orders
-/// those a chain left queued.
+/// The task a worker of a distributed run runs instead of walking into
+/// box call `walk`: the top of its queue `q` if that task's records reach
+/// another node before any box ([`Entity::toward_remote`]) and it is not
+/// an entity's resumption (`Wake`: a call or a star that suspended went
+/// to the front of the queue so that others run first, and taking it back
+/// at once would spin), `walk` going on top of `q`; else `walk`. With
+/// [`remote_last`] (the licence a task walks into) and [`order_ready`]
+/// (the licences it queues, whose last is the queue's top), the licences
+/// that start other nodes' work (a node token on its way to a dynamic
+/// placement, a farm's remote replica) wait for no local box call of this
+/// worker's: node 0 of `examples/balance` ran three 12 ms `add` calls
+/// while the tokens that would start nodes 1-3's next tasks waited below
+/// them in its queue (under `respawn`, where the calls' fields were node
+/// 0's own at once).
 ///
-/// Only the order of licences this worker holds changes: every task
-/// still runs (`walk` stays in `q`, which a worker never leaves behind
-/// while it has work), nothing waits for anything new, so
-/// ARCHITECTURE.md's "It cannot deadlock" is untouched; each entity
-/// still processes its inbox in order.
-fn toward_remote_first(q: &mut VecDeque<Task>, walk: Option<Task>) -> Option<Task> {
-    let first = q.len().saturating_sub(TOWARD_REMOTE_LOOK);
-    let found = if walk.is_none() && q.back().is_some_and(|t| t.ent.toward_remote()) {
-        None
-    } else {
-        (first..q.len()).rev().find(|&i| q[i].ent.toward_remote())
-    };
-    match (found, walk) {
-        (Some(i), walk) => {
-            let t = q.remove(i);
-            q.extend(walk);
+/// Only the order of licences this worker holds changes, and a box call
+/// gives way once per walk: `walk` is on top of `q` when the task that
+/// took its place ends, and the worker takes its queue's top when it has
+/// no walk (ARCHITECTURE.md, "It cannot deadlock", is untouched; each
+/// entity still processes its inbox in order).
+fn box_after_remote(q: &mut VecDeque<Task>, walk: Task) -> Option<Task> {
+    match q.back() {
+        Some(t) if t.ent.toward_remote() && !matches!(t.item, Item::Wake) => {
+            let t = q.pop_back();
+            q.push_back(walk);
             t
         }
-        (None, Some(walk)) => Some(walk),
-        (None, None) => q.pop_back(),
+        _ => Some(walk),
     }
+}
+
+/// Puts the licences of `ready` whose records reach another node before
+/// any box ([`Entity::toward_remote`]) last, in their order, before a
+/// distributed run's worker queues them: the last is its queue's top,
+/// which it takes next. (Queued in the order obtained, a farm or a
+/// feedback loop left a licence toward another node below a local one.)
+fn order_ready(ready: &mut [(Arc<Entity>, Item)]) {
+    let Some(first) = ready.iter().position(|(e, _)| e.toward_remote()) else {
+        return;
+    };
+    if ready[first..].iter().all(|(e, _)| e.toward_remote()) {
+        return;
+    }
+    // (Stable: local ones first, each kind in the order obtained.)
+    ready[first..].sort_by_key(|(e, _)| e.toward_remote());
 }
 
 /// What the log notes before an item is processed (see [`crate::instrument`]).
@@ -1277,51 +1284,66 @@ mod tests {
         assert!(!local().ent.toward_remote());
     }
 
-    #[test]
-    fn a_queued_task_for_another_node_goes_before_local_work() {
-        // From the queue: the newest task toward another node within
-        // reach, whatever is on top.
-        let (r, l) = (remote(), local());
-        let (rp, lp) = (Arc::as_ptr(&r.ent), Arc::as_ptr(&l.ent));
-        let mut q: VecDeque<Task> = [r, l].into_iter().collect();
-        let t = toward_remote_first(&mut q, None).expect("a task");
-        assert_eq!(Arc::as_ptr(&t.ent), rp);
-        assert_eq!(ids(&q), vec![lp]);
-        // A walk (a box call, for the caller) waits on top of the queue.
-        let (r, w) = (remote(), local());
-        let (rp, wp) = (Arc::as_ptr(&r.ent), Arc::as_ptr(&w.ent));
-        let mut q: VecDeque<Task> = [r, local()].into_iter().collect();
-        let below = ids(&q)[1];
-        let t = toward_remote_first(&mut q, Some(w)).expect("a task");
-        assert_eq!(Arc::as_ptr(&t.ent), rp);
-        assert_eq!(ids(&q), vec![below, wp]);
+    fn ptr(t: &Task) -> *const Entity {
+        Arc::as_ptr(&t.ent)
+    }
+
+    /// A task of `t`'s entity with a record-less item other than `Wake`.
+    fn resumed(t: Task) -> Task {
+        Task {
+            ent: t.ent,
+            item: Item::Resume,
+        }
     }
 
     #[test]
-    fn without_a_task_for_another_node_in_reach_the_order_stays() {
-        // Nothing toward another node: the top, or the walk.
-        let mut q: VecDeque<Task> = [local(), local()].into_iter().collect();
-        let top = ids(&q)[1];
-        let t = toward_remote_first(&mut q, None).expect("a task");
-        assert_eq!(Arc::as_ptr(&t.ent), top);
-        let w = local();
-        let wp = Arc::as_ptr(&w.ent);
-        let t = toward_remote_first(&mut q, Some(w)).expect("a task");
-        assert_eq!(Arc::as_ptr(&t.ent), wp);
-        assert_eq!(q.len(), 1);
-        // The top toward another node: taken as it is.
-        let mut q: VecDeque<Task> = [remote(), local(), remote()].into_iter().collect();
-        let order = ids(&q);
-        let t = toward_remote_first(&mut q, None).expect("a task");
-        assert_eq!(Arc::as_ptr(&t.ent), order[2]);
-        assert_eq!(ids(&q), order[..2].to_vec());
-        // Beyond the look: not found.
-        let mut q: VecDeque<Task> = std::iter::once(remote())
-            .chain((0..TOWARD_REMOTE_LOOK).map(|_| local()))
-            .collect();
-        let top = *ids(&q).last().expect("tasks");
-        let t = toward_remote_first(&mut q, None).expect("a task");
-        assert_eq!(Arc::as_ptr(&t.ent), top);
-        assert!(toward_remote_first(&mut VecDeque::new(), None).is_none());
+    fn a_box_call_gives_way_to_the_top_task_toward_another_node() {
+        let (r, l) = (resumed(remote()), resumed(local()));
+        let (rp, lp) = (ptr(&r), ptr(&l));
+        let mut q: VecDeque<Task> = [l, r].into_iter().collect();
+        let walk = resumed(local());
+        let wp = ptr(&walk);
+        let t = box_after_remote(&mut q, walk).expect("a task");
+        assert_eq!(ptr(&t), rp);
+        // The walk is the queue's top now: the worker's next task.
+        assert_eq!(ids(&q), vec![lp, wp]);
+    }
+
+    #[test]
+    fn a_box_call_walks_on_over_local_work_and_resumptions() {
+        // The top is local: the walk goes on, the queue unchanged.
+        let (r, l) = (resumed(remote()), resumed(local()));
+        let mut q: VecDeque<Task> = [r, l].into_iter().collect();
+        let before = ids(&q);
+        let walk = resumed(local());
+        let wp = ptr(&walk);
+        assert_eq!(ptr(&box_after_remote(&mut q, walk).expect("a task")), wp);
+        assert_eq!(ids(&q), before);
+        // The top is a connection's resumption (`Wake`: it went to the
+        // queue so that others run first): the walk goes on.
+        let mut q: VecDeque<Task> = std::iter::once(remote()).collect();
+        let before = ids(&q);
+        let walk = resumed(local());
+        let wp = ptr(&walk);
+        assert_eq!(ptr(&box_after_remote(&mut q, walk).expect("a task")), wp);
+        assert_eq!(ids(&q), before);
+    }
+
+    #[test]
+    fn licences_toward_another_node_are_queued_on_top_in_their_order() {
+        let tasks = [local(), remote(), local(), remote(), local()];
+        let p: Vec<_> = tasks.iter().map(ptr).collect();
+        let mut ready: Vec<_> = tasks.into_iter().map(|t| (t.ent, t.item)).collect();
+        order_ready(&mut ready);
+        let got: Vec<_> = ready.iter().map(|(e, _)| Arc::as_ptr(e)).collect();
+        assert_eq!(got, vec![p[0], p[2], p[4], p[1], p[3]]);
+        // Already so, or none toward another node: unchanged.
+        for tasks in [[local(), remote(), remote()], [local(), local(), local()]] {
+            let p: Vec<_> = tasks.iter().map(ptr).collect();
+            let mut ready: Vec<_> = tasks.into_iter().map(|t| (t.ent, t.item)).collect();
+            order_ready(&mut ready);
+            let got: Vec<_> = ready.iter().map(|(e, _)| Arc::as_ptr(e)).collect();
+            assert_eq!(got, p);
+        }
     }
 }
