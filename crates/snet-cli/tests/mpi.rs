@@ -93,12 +93,11 @@ fn a_dying_rank_ends_the_mpi_job_naming_it() {
 
 fn mpi_run(exe: &Path, np: u32, input: &str, args: &[&str]) -> Run {
     // Through the guard: write the input, start under mpirun.
-    let dir = exe.parent().unwrap();
-    let inp = dir.join("input.xml");
-    std::fs::write(&inp, input).unwrap();
+    let inp = common::input_file(exe.parent().unwrap(), input);
     let mut cmd = mpirun(np, false);
     cmd.arg(exe).arg("-i").arg(&inp).args(args);
     let out = output_guarded(cmd);
+    let _ = std::fs::remove_file(&inp);
     Run {
         ok: out.status.success(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -269,13 +269,25 @@ pub fn run(exe: &Path, input: &str, args: &[&str]) -> Run {
     run_with(Command::new(exe), exe, input, args)
 }
 
+/// Writes `input` to a file of its own in `dir` and returns its path
+/// (remove it when the run is over). Tests run at once, and two of them
+/// running programs of one folder with the same arguments shared one
+/// `input.xml`, rewritten (truncated first) by one while the other's run
+/// read it: a run of `respawn.rs` read an empty input and wrote no record.
+pub fn input_file(dir: &Path, input: &str) -> std::path::PathBuf {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let inp = dir.join(format!("input-{run}.xml"));
+    std::fs::write(&inp, input).unwrap();
+    inp
+}
+
 /// As [`run`], started by `cmd` (e.g. `mpirun ... <exe>`).
 pub fn run_with(mut cmd: Command, exe: &Path, input: &str, args: &[&str]) -> Run {
-    let dir = exe.parent().unwrap();
-    let inp = dir.join("input.xml");
-    std::fs::write(&inp, input).unwrap();
+    let inp = input_file(exe.parent().unwrap(), input);
     cmd.arg("-i").arg(&inp).args(args);
     let out = output_guarded(cmd);
+    let _ = std::fs::remove_file(&inp);
     Run {
         ok: out.status.success(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
