@@ -270,11 +270,11 @@ pub fn run(exe: &Path, input: &str, args: &[&str]) -> Run {
 }
 
 /// Writes `input` to a file of its own in `dir` and returns its path
-/// (remove it when the run is over). Tests run at once, and two of them
+/// ([`run_with`] removes it when the run is over). Tests run at once, and two of them
 /// running programs of one folder with the same arguments shared one
 /// `input.xml`, rewritten (truncated first) by one while the other's run
 /// read it: a run of `respawn.rs` read an empty input and wrote no record.
-pub fn input_file(dir: &Path, input: &str) -> std::path::PathBuf {
+fn input_file(dir: &Path, input: &str) -> std::path::PathBuf {
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let inp = dir.join(format!("input-{run}.xml"));

@@ -1109,7 +1109,8 @@ mod chain_cut_tests {
         }
     }
 
-    struct Discard;
+    /// A sink that keeps nothing (also the `tests` module's).
+    pub(super) struct Discard;
 
     impl crate::Sink for Discard {
         fn write(&mut self, _: &Record) -> std::io::Result<()> {
@@ -1235,22 +1236,9 @@ mod chain_cut_tests {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::chain_cut_tests::Discard;
     use super::*;
     use crate::runtime::Kind;
-
-    struct Nothing;
-
-    impl crate::Sink for Nothing {
-        fn write(&mut self, _: &snet_core::Record) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn finish(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn abort(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// A task of a connection to node 1 (its records reach another node).
     fn remote() -> Task {
@@ -1267,7 +1255,7 @@ mod tests {
 
     /// A task of the output (its records reach no other node).
     fn local() -> Task {
-        let kind = Kind::Output(crate::output::OutputEntity::new(Box::new(Nothing)));
+        let kind = Kind::Output(crate::output::OutputEntity::new(Box::new(Discard)));
         Task {
             ent: Entity::new(kind),
             item: Item::Wake,
@@ -1275,7 +1263,7 @@ mod tests {
     }
 
     fn ids(q: &VecDeque<Task>) -> Vec<*const Entity> {
-        q.iter().map(|t| Arc::as_ptr(&t.ent)).collect()
+        q.iter().map(ptr).collect()
     }
 
     #[test]
